@@ -1,0 +1,18 @@
+"""The one error type of the pipeline: it always names the op, the definition and the problem."""
+
+from __future__ import annotations
+
+
+class DerivationError(Exception):
+    """An op definition the pipeline cannot derive, simplify or emit.
+
+    The message leads with the op and the offending definition so a user can find the line in
+    their own file without reading a SymPy traceback.
+    """
+
+    def __init__(self, op: str, problem: str, definition: str | None = None) -> None:
+        self.op = op
+        self.definition = definition
+        self.problem = problem
+        where = f"op '{op}'" + (f", definition `{definition}`" if definition else "")
+        super().__init__(f"{where}: {problem}")

@@ -1,0 +1,186 @@
+"""Canonical forms and folding: express adjoints through the tensors the forward saves.
+
+Before simplifying, element-wise intermediates are *inlined* into their canonical form (inputs
+and reductions only), so identities between them become visible to SymPy. Afterwards they are
+*folded* back, latest definition first, so the backward reads ``probs`` rather than
+``exp(logits - maxes) / counts_sum`` and the saved set stays small:
+
+    exp(l[n,c] - M[n]) * S[n]**-1    -> probs[n, c]            (a product of powers)
+    (var[m] + eps)**(-3/2)           -> bnvar_inv[m]**3        (an integer power of a pattern)
+    c * sum_k f(k)                   -> sum_k c f(k), folded, then factors pulled back out
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from derive.indices import Fresh, freshen_bound, is_reduction
+from derive.language import Definition, Graph
+from derive.simplify import Reduction, cost
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """``name[indices] = body`` (canonical), folded wherever an instance of body appears."""
+
+    name: str
+    base: sp.IndexedBase | sp.Symbol
+    indices: tuple[sp.Symbol, ...]
+    body: sp.Expr
+
+
+class Canon:
+    """Canonical bodies of a graph's definitions (pointwise ones inlined, reductions atomic)."""
+
+    def __init__(self, g: Graph, fresh: Fresh) -> None:
+        self.graph = g
+        self.fresh = fresh
+        self.bodies: dict[str, tuple[tuple[sp.Symbol, ...], sp.Expr]] = {}
+        self.reductions: list[Reduction] = []
+        for step in g.steps:
+            if isinstance(step, Definition):
+                body = self.inline(step.body)
+                if step.body.has(sp.Sum) or is_reduction(step.body):
+                    self._add_reduction(step, body)
+                else:
+                    self.bodies[step.name] = (step.indices, body)
+
+    def inline(self, expr: sp.Expr) -> sp.Expr:
+        """Replace every pointwise intermediate in ``expr`` by its canonical body."""
+        replace = {}
+        for ind in expr.atoms(sp.Indexed):
+            entry = self.bodies.get(ind.base.label.name)
+            if entry is not None:
+                idx, body = entry
+                body = freshen_bound(body, self.fresh)
+                replace[ind] = body.xreplace(dict(zip(idx, ind.indices, strict=True)))
+        for sym in expr.atoms(sp.Symbol):
+            entry = self.bodies.get(sym.name)
+            if entry is not None and not entry[0]:
+                replace[sym] = entry[1]
+        return expr.xreplace(replace)
+
+    def _add_reduction(self, step: Definition, body: sp.Expr) -> None:
+        sums = [f for f in sp.Mul.make_args(body) if isinstance(f, sp.Sum)]
+        if len(sums) != 1 or len(sums[0].limits) != 1:
+            return
+        coef = sp.Mul(*[f for f in sp.Mul.make_args(body) if not isinstance(f, sp.Sum)])
+        name = self.graph.tensors[step.name]
+        base = name.base if name.dims else sp.Symbol(step.name, real=True)
+        self.reductions.append(
+            Reduction(base, step.indices, coef, sums[0].function, sums[0].limits[0])
+        )
+
+    def patterns(self) -> list[Pattern]:
+        """Fold patterns, latest definition first (the larger expression wins)."""
+        out = []
+        for name in reversed(list(self.bodies)):
+            idx, body = self.bodies[name]
+            t = self.graph.tensors[name]
+            base = t.base if t.dims else sp.Symbol(name, real=True)
+            out.append(Pattern(name, base, idx, body))
+        return out
+
+
+def _powers(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Expr, sp.Expr]]:
+    """``e`` as coefficient * product of base**exponent (exp(x) stays one base)."""
+    coef, powers = sp.S.One, {}
+    for f in sp.Mul.make_args(e):
+        if f.is_Number:
+            coef *= f
+            continue
+        b, x = (f.base, f.exp) if isinstance(f, sp.Pow) else (f, sp.S.One)
+        powers[b] = powers.get(b, 0) + x
+    return coef, powers
+
+
+def _bindings(pattern: Pattern, expr: sp.Expr) -> list[dict]:
+    """Index bindings under which an instance of the pattern could appear in ``expr``."""
+    if not pattern.indices:
+        return [{}]
+    found = []
+    present = expr.atoms(sp.Indexed)
+    for p in pattern.body.atoms(sp.Indexed):
+        for actual in present:
+            if actual.base != p.base:
+                continue
+            bind = {}
+            for pi, ai in zip(p.indices, actual.indices, strict=True):
+                if pi in pattern.indices:
+                    if bind.get(pi, ai) != ai:
+                        break
+                    bind[pi] = ai
+            else:
+                if set(bind) == set(pattern.indices) and bind not in found:
+                    found.append(bind)
+    return sorted(found, key=lambda b: sp.default_sort_key(tuple(b.values())))
+
+
+def _fold_product(pattern: Pattern, bind: dict, e: sp.Expr) -> sp.Expr:
+    inst = pattern.body.xreplace(bind)
+    target = pattern.base[tuple(bind[i] for i in pattern.indices)] if bind else pattern.base
+    pc, pp = _powers(inst)
+    ec, ep = _powers(e)
+    if not pp:
+        return e
+    times = None
+    for b, x in pp.items():
+        ratio = ep.get(b, 0) / x
+        k = int(sp.floor(ratio)) if ratio.is_number and ratio > 0 else 0
+        times = k if times is None else min(times, k)
+    if not times:
+        return e
+    rest = sp.Mul(*[b ** (x - times * pp.get(b, 0)) for b, x in ep.items()])
+    return ec / pc**times * rest * target**times
+
+
+def _fold_terms(inst: sp.Add, target: sp.Expr, e: sp.Add) -> sp.Expr:
+    # a + b + rest -> t + rest    when t = a + b (only this Add's own terms, never deeper)
+    terms = list(e.args)
+    for t in inst.args:
+        if t not in terms:
+            return e
+        terms.remove(t)
+    return sp.Add(target, *terms)
+
+
+def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
+    for pat in patterns:
+        for bind in _bindings(pat, e):
+            inst = pat.body.xreplace(bind)
+            target = pat.base[tuple(bind[i] for i in pat.indices)] if bind else pat.base
+            if e == inst:
+                return target
+            if isinstance(inst, (sp.Mul, sp.Pow)) and isinstance(e, (sp.Mul, sp.Pow)):
+                e = _fold_product(pat, bind, e)
+            elif isinstance(inst, sp.Add) and isinstance(e, sp.Add):
+                e = _fold_terms(inst, target, e)
+    return e
+
+
+def fold(expr: sp.Expr, patterns: list[Pattern]) -> sp.Expr:
+    """Fold canonical sub-expressions back into the intermediates that name them.
+
+    Top-down, so the largest instance wins: ``exp(l - M) / S`` becomes ``probs`` before its
+    ``l - M`` could become ``norm_logits``.
+    """
+    if not isinstance(expr, sp.Basic) or not expr.args:
+        return expr
+    if isinstance(expr, sp.Sum):
+        return sp.Sum(fold(expr.function, patterns), *expr.limits)
+    node = _fold_node(patterns, expr)
+    plain = fold(node, patterns) if node != expr else expr.func(*[fold(a, patterns) for a in expr.args])
+    sums = [f for f in expr.args if isinstance(f, sp.Sum)] if isinstance(expr, sp.Mul) else []
+    if len(sums) != 1:
+        return plain
+    # c * sum_k f(k) -> sum_k c f(k): a factor outside may complete a pattern inside
+    (s,) = sums
+    k = s.limits[0][0]
+    others = sp.Mul(*[f for f in expr.args if f is not s])
+    inner = fold(others * s.function, patterns)
+    outside = [f for f in sp.Mul.make_args(inner) if not f.has(k)]
+    kept = [f for f in sp.Mul.make_args(inner) if f.has(k)]
+    pulled = fold(sp.Mul(*outside), patterns) * sp.Sum(sp.Mul(*kept), *s.limits)
+    return pulled if cost(pulled) < cost(plain) else plain

@@ -1,0 +1,121 @@
+"""Index bookkeeping shared by every stage: fresh names, bound variables, sums, atoms.
+
+Adjoints are built by substituting expressions into Sums; without care a bound index of the
+inserted expression captures an index of the host. Everything here keeps names apart and
+deterministic (counters, never hashes), so regeneration is byte-identical.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+import sympy as sp
+
+from derive.language import ReduceMax
+
+
+class Fresh:
+    """Deterministic fresh index symbols ``_i0, _i1, ...`` for internal bookkeeping."""
+
+    def __init__(self) -> None:
+        self._count = itertools.count()
+
+    def __call__(self) -> sp.Symbol:
+        return sp.Symbol(f"_i{next(self._count)}", integer=True)
+
+
+def is_reduction(e: sp.Basic) -> bool:
+    return isinstance(e, (sp.Sum, ReduceMax))
+
+
+def freshen_bound(expr: sp.Expr, fresh: Fresh) -> sp.Expr:
+    """Rename every bound index of ``expr`` to a fresh symbol (no capture on substitution)."""
+    if not isinstance(expr, sp.Basic) or not expr.args:
+        return expr
+    if is_reduction(expr):
+        body = freshen_bound(expr.function, fresh)
+        limits = []
+        for var, lo, hi in expr.limits:
+            new = fresh()
+            body = body.xreplace({var: new})
+            limits.append((new, lo, hi))
+        return expr.func(body, *limits)
+    return expr.func(*[freshen_bound(a, fresh) for a in expr.args])
+
+
+def top_indexed(expr: sp.Expr) -> list[sp.Indexed]:
+    """Indexed atoms of ``expr`` that are not inside a Sum or Max, in a stable order."""
+    found: list[sp.Indexed] = []
+
+    def walk(e: sp.Basic) -> None:
+        if isinstance(e, sp.Indexed):
+            found.append(e)
+        elif not is_reduction(e):
+            for a in e.args:
+                walk(a)
+
+    walk(expr)
+    return sorted(set(found), key=sp.default_sort_key)
+
+
+def top_reductions(expr: sp.Expr) -> list[sp.Expr]:
+    """Sum/Max sub-expressions of ``expr`` not nested in another one."""
+    found: list[sp.Expr] = []
+
+    def walk(e: sp.Basic) -> None:
+        if is_reduction(e):
+            found.append(e)
+        else:
+            for a in e.args:
+                walk(a)
+
+    walk(expr)
+    return sorted(set(found), key=sp.default_sort_key)
+
+
+def indexed_atoms(expr: sp.Expr) -> list[sp.Indexed]:
+    return sorted(expr.atoms(sp.Indexed), key=sp.default_sort_key)
+
+
+def bases(expr: sp.Expr) -> list[str]:
+    return sorted({str(i.base.label) for i in expr.atoms(sp.Indexed)})
+
+
+def nice_indices(dims: Iterable[sp.Expr], taken: set[str] = frozenset()) -> tuple[sp.Symbol, ...]:
+    """Readable free indices for a tensor's axes: N -> n, (N, N) -> (n, n1)."""
+    used = set(taken)
+    out = []
+    for d in dims:
+        stem = str(d).lower() if isinstance(d, sp.Symbol) else "i"
+        name = stem
+        for k in itertools.count(1):
+            if name not in used:
+                break
+            name = f"{stem}{k}"
+        used.add(name)
+        out.append(sp.Symbol(name, integer=True))
+    return tuple(out)
+
+
+def canonical_bound(expr: sp.Expr, free: Iterable[sp.Symbol]) -> sp.Expr:
+    """Rename bound indices readably and deterministically (range N -> n, n1, ...).
+
+    Identical reductions get identical names, which lets lowering share them (CSE).
+    """
+    taken = {str(s) for s in free}
+
+    def walk(e: sp.Basic, used: set[str]) -> sp.Basic:
+        if not isinstance(e, sp.Basic) or not e.args:
+            return e
+        if is_reduction(e):
+            body, limits, inner = e.function, [], set(used)
+            for var, lo, hi in e.limits:
+                (new,) = nice_indices([hi + 1 if isinstance(hi + 1, sp.Symbol) else hi], inner)
+                inner.add(str(new))
+                body = body.xreplace({var: new})
+                limits.append((new, lo, hi))
+            return e.func(walk(body, inner), *limits)
+        return e.func(*[walk(a, used) for a in e.args])
+
+    return walk(expr, taken)

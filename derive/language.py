@@ -1,0 +1,304 @@
+"""The op language: how a forward op is written, element by element, in SymPy index notation.
+
+An op is a small graph of named definitions. Everything a definition may use:
+
+Inputs (``inputs=[...]``), one string each::
+
+    "x[N, D]"            a float tensor; N, D are size symbols (any capitalised name)
+    "targets[N]: int64"  an integer tensor: usable as a data-dependent index, never differentiated
+    "idx[...]: int64"    ``...`` stands for any number of leading batch dimensions; the generated
+                         module flattens them into one axis (size ``Batch``, index ``batch``)
+
+Params (``params={"eps": 1e-5}``): python scalars passed to ``forward`` by keyword.
+
+Definitions (``definitions=[...]``), one string each, in forward order; the last is the output::
+
+    "out[n, m] = Sum(x[n, k] * W[k, m], k) + b[m]"   element-wise, with a contraction
+    "loss = -Sum(logprobs[n, targets[n]], n) / N"     scalar; ``targets[n]`` is a data index
+    "emb[n, t, e] = C[X[n, t], e]"                   gather through an integer tensor
+    "maxes[n] = Max(logits[n, c], c)"                reduce-max over c (must be the whole RHS)
+    "embcat = view(emb, N, T*E)"                     structural: same data, another shape
+
+- Lower-case names that are not tensors, sizes or params are *indices*. An index on the left is
+  an output axis; an index on the right must be on the left or bound by ``Sum``/``Max``. Its
+  range is read off the tensor dimension it indexes.
+- Functions: exp, log, tanh, sqrt, Abs, sin, cos, sinh, cosh, sign, plus + - * / and ``**``.
+- Sizes stay symbolic; ``N - 1`` is fine (Bessel's correction in batchnorm is written that way).
+
+Parsing turns these strings into a :class:`Graph` of SymPy expressions; any problem raises a
+:class:`~derive.errors.DerivationError` that names the op and the definition.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import sympy as sp
+from sympy.concrete.expr_with_limits import ExprWithLimits
+from sympy.parsing.sympy_parser import parse_expr, standard_transformations
+
+from derive.errors import DerivationError
+
+BATCH_SIZE = sp.Symbol("Batch", integer=True, positive=True)
+BATCH_INDEX = sp.Symbol("batch", integer=True)
+FUNCTIONS = {
+    f.__name__: f
+    for f in (sp.exp, sp.log, sp.tanh, sp.sqrt, sp.Abs, sp.sin, sp.cos, sp.sinh, sp.cosh, sp.sign)
+}
+
+
+class ReduceMax(ExprWithLimits):
+    """``Max(f, c)``: the maximum of f over the index c. Its derivative picks the argmax."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Op:
+    """An op as its author writes it: plain strings, parsed by :func:`parse`."""
+
+    name: str
+    inputs: list[str]
+    definitions: list[str]
+    params: dict[str, float] = field(default_factory=dict)
+    doc: str = ""
+    stepwise: bool = False  # emit every intermediate's gradient step by step (the exercise)
+    source: str = ""  # the file it came from, recorded in generated headers
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    dims: tuple[sp.Expr, ...]
+    integer: bool = False
+    batched: bool = False  # leading ``...`` flattened into one Batch axis
+
+    @property
+    def base(self) -> sp.IndexedBase:
+        kind = {"integer": True} if self.integer else {"real": True}
+        return sp.IndexedBase(self.name, shape=self.dims or None, **kind)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """``name[indices] = body``: one element-wise definition."""
+
+    name: str
+    indices: tuple[sp.Symbol, ...]
+    body: sp.Expr
+    text: str
+
+
+@dataclass(frozen=True)
+class View:
+    """``name = view(source, dims...)``: a reshape; its adjoint is the reverse reshape."""
+
+    name: str
+    source: str
+    text: str
+
+
+@dataclass
+class Graph:
+    op: Op
+    sizes: list[sp.Symbol]
+    params: dict[sp.Symbol, float]
+    tensors: dict[str, Tensor]
+    inputs: list[str]
+    steps: list[Definition | View]
+    output: str
+
+    def base(self, name: str) -> sp.IndexedBase:
+        return self.tensors[name].base
+
+    def definition(self, name: str) -> Definition | View:
+        return next(s for s in self.steps if s.name == name)
+
+
+_INPUT = re.compile(r"^\s*(\w+)\s*\[([^\]]*)\]\s*(?::\s*(\w+))?\s*$|^\s*(\w+)\s*(?::\s*(\w+))?\s*$")
+_DEF = re.compile(r"^\s*(\w+)\s*(?:\[([^\]]*)\])?\s*=(.+)$", re.S)
+_VIEW = re.compile(r"^\s*view\(\s*(\w+)\s*,(.+)\)\s*$", re.S)
+
+
+class _LangError(Exception):
+    """Raised inside parsing helpers; :func:`parse` adds the op and definition."""
+
+
+def _size(name: str) -> sp.Symbol:
+    return sp.Symbol(name, integer=True, positive=True)
+
+
+def _index(name: str) -> sp.Symbol:
+    return sp.Symbol(name, integer=True)
+
+
+def _parse_dims(text: str, sizes: dict[str, sp.Symbol]) -> tuple[tuple[sp.Expr, ...], bool]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    batched = bool(parts) and parts[0] == "..."
+    if batched:
+        parts = parts[1:]
+        sizes[BATCH_SIZE.name] = BATCH_SIZE
+    dims = []
+    for p in parts:
+        if not re.fullmatch(r"[A-Z]\w*", p):
+            raise _LangError(f"dimension '{p}' must be a size symbol (a capitalised name)")
+        dims.append(sizes.setdefault(p, _size(p)))
+    return ((BATCH_SIZE,) if batched else ()) + tuple(dims), batched
+
+
+def _parse_input(text: str, sizes: dict[str, sp.Symbol]) -> Tensor:
+    m = _INPUT.match(text)
+    if not m:
+        raise _LangError(f"cannot read input '{text}': expected 'name[D1, D2]' or 'name[N]: int64'")
+    name = m.group(1) or m.group(4)
+    dtype = m.group(3) or m.group(5)
+    if dtype not in (None, "int64", "float"):
+        raise _LangError(f"input '{name}': dtype must be int64 or float, not '{dtype}'")
+    dims, batched = _parse_dims(m.group(2) or "", sizes)
+    return Tensor(name, dims, integer=dtype == "int64", batched=batched)
+
+
+def _index_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
+    """Where each plain index is used as a tensor subscript: index -> {dimension sizes}."""
+    ranges: dict[sp.Symbol, set] = {}
+    for ind in expr.atoms(sp.Indexed):
+        shape = ind.base.shape or ()
+        if len(shape) != len(ind.indices):
+            raise _LangError(
+                f"{ind} has {len(ind.indices)} indices but {ind.base} has {len(shape)} dimensions"
+            )
+        for pos, size in zip(ind.indices, shape, strict=True):
+            if isinstance(pos, sp.Symbol):
+                ranges.setdefault(pos, set()).add(size)
+            elif not (isinstance(pos, sp.Indexed) and pos.base.is_integer):
+                raise _LangError(
+                    f"subscript '{pos}' of {ind}: use an index or an entry of an int64 tensor"
+                )
+    return ranges
+
+
+def _range_of(index: sp.Symbol, expr: sp.Expr) -> sp.Expr:
+    sizes = _index_ranges(expr).get(index)
+    if not sizes:
+        raise _LangError(f"cannot infer the range of index '{index}': it subscripts no tensor")
+    if len(sizes) > 1:
+        shown = ", ".join(sorted(map(str, sizes)))
+        raise _LangError(f"index '{index}' is used over different sizes: {shown}")
+    return next(iter(sizes))
+
+
+def _limits(expr: sp.Expr, indices: tuple) -> list[tuple]:
+    if not indices:
+        raise _LangError("Sum/Max need at least one index to reduce over")
+    for i in indices:
+        if not isinstance(i, sp.Symbol):
+            raise _LangError(f"Sum/Max reduce over indices, not '{i}'")
+    return [(i, 0, _range_of(i, expr) - 1) for i in indices]
+
+
+def _lang_sum(expr: sp.Expr, *indices: sp.Symbol) -> sp.Expr:
+    return sp.Sum(expr, *_limits(sp.sympify(expr), indices))
+
+
+def _lang_max(expr: sp.Expr, *indices: sp.Symbol) -> sp.Expr:
+    return ReduceMax(expr, *_limits(sp.sympify(expr), indices))
+
+
+def _namespace(
+    tensors: dict[str, Tensor], sizes: dict[str, sp.Symbol], params: dict
+) -> dict[str, object]:
+    ns: dict[str, object] = dict(FUNCTIONS)
+    ns.update(Sum=_lang_sum, Max=_lang_max, batch=BATCH_INDEX, Batch=BATCH_SIZE)
+    ns.update({p.name: p for p in params})
+    ns.update(sizes)
+    ns.update({t.name: t.base for t in tensors.values()})
+    return ns
+
+
+def _parse_rhs(text: str, ns: dict[str, object]) -> sp.Expr:
+    text = text.replace("...", "batch")
+    local = dict(ns)
+    for word in re.findall(r"\b([a-z_]\w*)\b(?!\s*\()", text):
+        local.setdefault(word, _index(word))  # every other lower-case name is an index
+    try:
+        expr = parse_expr(text, local_dict=local, transformations=standard_transformations)
+    except _LangError:
+        raise
+    except TypeError as exc:
+        if "not subscriptable" in str(exc):
+            raise _LangError(f"unknown tensor in '{text.strip()}' ({exc})") from None
+        raise _LangError(f"cannot parse '{text.strip()}': {exc}") from None
+    except Exception as exc:  # SymPy's parser raises many types; the user needs one message
+        raise _LangError(f"cannot parse '{text.strip()}': {exc}") from None
+    undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
+    if undefined:
+        known = ", ".join(sorted(FUNCTIONS))
+        raise _LangError(f"unknown function {', '.join(undefined)} (known: {known}, Sum, Max)")
+    return sp.sympify(expr)
+
+
+def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> None:
+    free = {s for s in body.free_symbols if s not in known and not isinstance(s, sp.Indexed)}
+    free -= {s for ind in body.atoms(sp.Indexed) for s in [ind.base.label]}
+    stray = sorted(str(s) for s in free - set(lhs))
+    if stray:
+        raise _LangError(f"index {', '.join(stray)} is neither on the left-hand side nor summed")
+    if len(set(lhs)) != len(lhs):
+        raise _LangError("an index appears twice on the left-hand side")
+
+
+def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition | View:
+    m = _DEF.match(text)
+    if not m:
+        raise _LangError("expected 'name[i, j] = expression' or 'name = expression'")
+    name, lhs_text, rhs = m.group(1), m.group(2), m.group(3)
+    if name in g.tensors:
+        raise _LangError(f"'{name}' is already defined")
+    view = _VIEW.match(rhs)
+    if view:
+        source = view.group(1)
+        if source not in g.tensors:
+            raise _LangError(f"view of unknown tensor '{source}'")
+        dims = tuple(_parse_rhs(d, ns) for d in view.group(2).split(","))
+        g.tensors[name] = Tensor(name, dims)
+        return View(name, source, text.strip())
+    lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
+    lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
+    body = _parse_rhs(rhs, ns)
+    _check_indices(lhs, body, set(sizes.values()) | set(g.params))
+    dims = tuple(_range_of(i, body) for i in lhs)
+    g.tensors[name] = Tensor(name, dims, batched=bool(lhs) and lhs[0] == BATCH_INDEX)
+    return Definition(name, lhs, body, text.strip())
+
+
+def parse(op: Op) -> Graph:
+    """Parse an :class:`Op` into a :class:`Graph`; raise DerivationError on any problem."""
+    sizes: dict[str, sp.Symbol] = {}
+    g = Graph(op, [], {}, {}, [], [], "")
+    current = None
+    try:
+        for text in op.inputs:
+            current = text
+            t = _parse_input(text, sizes)
+            if t.name in g.tensors:
+                raise _LangError(f"input '{t.name}' is declared twice")
+            g.tensors[t.name] = t
+            g.inputs.append(t.name)
+        g.params = {sp.Symbol(k, real=True): float(v) for k, v in sorted(op.params.items())}
+        for text in op.definitions:
+            current = text
+            g.steps.append(_parse_definition(text, g, _namespace(g.tensors, sizes, g.params), sizes))
+    except _LangError as exc:
+        raise DerivationError(op.name, str(exc), current) from None
+    if not g.steps:
+        raise DerivationError(op.name, "an op needs at least one definition")
+    g.output = g.steps[-1].name
+    if g.tensors[g.output].integer:
+        raise DerivationError(op.name, "the output must be a float tensor", g.steps[-1].text)
+    g.sizes = sorted(set(sizes.values()) | _batch_size(g), key=str)
+    return g
+
+
+def _batch_size(g: Graph) -> set:
+    return {BATCH_SIZE} if any(t.batched for t in g.tensors.values()) else set()

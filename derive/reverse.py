@@ -1,0 +1,162 @@
+"""Symbolic reverse mode over an op graph, in index form.
+
+For a definition ``u[I] = f(..., v[..], ...)`` the adjoint of ``v`` receives
+
+    dv[J] += sum_I du[I] * d f(I) / d v[J]
+
+and ``d v[K] / d v[J]`` is the product of ``KroneckerDelta(K_p, J_p)``; ``d max_c f / d v`` is
+``sum_c delta(c, argmax) df/dv``. These deltas are left for the simplifier to eliminate.
+The result is one expression per tensor, written in terms of the adjoints of its consumers
+(the seed's step-by-step form); :func:`inline` substitutes them down to ``grad_out``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from derive.errors import DerivationError
+from derive.indices import Fresh, freshen_bound, nice_indices, top_indexed, top_reductions
+from derive.language import Definition, Graph, ReduceMax, Tensor, View
+
+GRAD_OUT = "grad_out"
+
+
+@dataclass
+class Adjoints:
+    """The step-by-step adjoints of one graph."""
+
+    graph: Graph
+    names: dict[str, str]  # tensor -> name of its adjoint ("dprobs"; the output's is grad_out)
+    free: dict[str, tuple[sp.Symbol, ...]]  # tensor -> the free indices of its adjoint
+    exprs: dict[str, sp.Expr]  # tensor -> adjoint expression, consumers' adjoints as symbols
+    views: dict[str, tuple[str, str]] = field(default_factory=dict)  # viewed-adjoint -> (d, src)
+    argmax: dict[str, Tensor] = field(default_factory=dict)  # Max definition -> argmax tensor
+    fresh: Fresh = field(default_factory=Fresh)  # one source of bound names: no capture
+
+    def symbol(self, name: str, indices: tuple = ()) -> sp.Expr:
+        """The adjoint of tensor ``name`` at ``indices`` as a SymPy object."""
+        dims = self.graph.tensors[name].dims
+        if not dims:
+            return sp.Symbol(self.names[name], real=True)
+        return sp.IndexedBase(self.names[name], shape=dims, real=True)[indices]
+
+
+def _deltas(indices: tuple, targets: tuple) -> sp.Expr:
+    return sp.Mul(*[sp.KroneckerDelta(a, b) for a, b in zip(indices, targets, strict=True)])
+
+
+class _Differentiator:
+    """d expr / d target[J], with Sums and Maxes handled structurally."""
+
+    def __init__(self, op: str, text: str, argmax: sp.Expr | None) -> None:
+        self.op, self.text, self.argmax = op, text, argmax
+
+    def __call__(self, expr: sp.Expr, target: str, J: tuple) -> sp.Expr:
+        if isinstance(expr, sp.Sum):
+            return sp.Sum(self(expr.function, target, J), *expr.limits)
+        if isinstance(expr, ReduceMax):
+            (var, lo, hi), pick = expr.limits[0], sp.KroneckerDelta(expr.limits[0][0], self.argmax)
+            return sp.Sum(pick * self(expr.function, target, J), (var, lo, hi))
+        occurrences = [i for i in top_indexed(expr) if i.base.label.name == target]
+        nested = [r for r in top_reductions(expr) if _mentions(r, target)]
+        if not occurrences and not nested:
+            return sp.S.Zero
+        slots = {o: sp.Symbol(f"_slot{k}", real=True) for k, o in enumerate(occurrences + nested)}
+        flat = expr.xreplace(slots)
+        total = sp.S.Zero
+        for original, slot in slots.items():
+            local = sp.diff(flat, slot)
+            if local.has(sp.Derivative, sp.Subs):
+                raise DerivationError(self.op, f"SymPy cannot differentiate {expr}", self.text)
+            local = local.xreplace({s: o for o, s in slots.items()})
+            inner = (
+                _deltas(original.indices, J)
+                if isinstance(original, sp.Indexed)
+                else self(original, target, J)
+            )
+            total += local * inner
+        return total
+
+
+def _mentions(expr: sp.Expr, name: str) -> bool:
+    return any(i.base.label.name == name for i in expr.atoms(sp.Indexed))
+
+
+def _argmax_tensor(step: Definition, g: Graph) -> Tensor | None:
+    if not step.body.has(ReduceMax):
+        return None
+    if not isinstance(step.body, ReduceMax) or len(step.body.limits) != 1:
+        raise DerivationError(
+            g.op.name, "Max(f, c) must be the whole right-hand side, over one index", step.text
+        )
+    return Tensor(f"{step.name}_argmax", g.tensors[step.name].dims, integer=True)
+
+
+def _contribution(step: Definition, g: Graph, adj: Adjoints, v: str, fresh: Fresh) -> sp.Expr:
+    """sum_I du[I] * d body(I) / d v[J], with u's own indices renamed apart from J."""
+    lhs = tuple(fresh() for _ in step.indices)
+    body = freshen_bound(step.body, fresh).xreplace(dict(zip(step.indices, lhs, strict=True)))
+    argmax = adj.argmax.get(step.name)
+    pick = argmax.base[lhs] if argmax is not None and lhs else argmax and sp.Symbol(argmax.name)
+    partial = _Differentiator(g.op.name, step.text, pick)(body, v, adj.free[v])
+    term = adj.symbol(step.name, lhs) * partial
+    dims = g.tensors[step.name].dims
+    limits = [(i, 0, d - 1) for i, d in zip(lhs, dims, strict=True)]
+    return sp.Sum(term, *limits) if limits else term
+
+
+def derive_adjoints(g: Graph) -> Adjoints:
+    """Reverse mode over ``g``: the adjoint of every float tensor, step by step."""
+    names = {t: (GRAD_OUT if t == g.output else f"d{t}") for t in g.tensors}
+    clash = sorted(set(names.values()) & set(g.tensors))
+    if clash:
+        raise DerivationError(g.op.name, f"tensor name(s) {clash} collide with adjoint names")
+    free = {t: nice_indices(info.dims) for t, info in g.tensors.items()}
+    adj = Adjoints(g, names, free, {})
+    for step in g.steps:
+        if isinstance(step, Definition) and (am := _argmax_tensor(step, g)) is not None:
+            adj.argmax[step.name] = am
+    fresh = adj.fresh
+    totals: dict[str, sp.Expr] = {t: sp.S.Zero for t in g.tensors}
+    for step in reversed(g.steps):
+        if isinstance(step, View):
+            totals[step.source] += _view_contribution(step, adj)
+            continue
+        for v in sorted({i.base.label.name for i in step.body.atoms(sp.Indexed)}):
+            if not g.tensors[v].integer:
+                totals[v] += _contribution(step, g, adj, v, fresh)
+    adj.exprs = {t: e for t, e in totals.items() if t != g.output and not g.tensors[t].integer}
+    return adj
+
+
+def _view_contribution(step: View, adj: Adjoints) -> sp.Expr:
+    """A view's adjoint is the reverse view of the output's adjoint: a structural tensor."""
+    g = adj.graph
+    name = f"{adj.names[step.name]}_as_{step.source}"
+    adj.views[name] = (adj.names[step.name], step.source)
+    base = sp.IndexedBase(name, shape=g.tensors[step.source].dims, real=True)
+    return base[adj.free[step.source]]
+
+
+def inline(adj: Adjoints, name: str, memo: dict[str, sp.Expr]) -> sp.Expr:
+    """The adjoint of ``name`` with every consumer's adjoint substituted, down to grad_out."""
+    if name in memo:
+        return memo[name]
+    expr = adj.exprs[name]
+    if adj.views:
+        raise DerivationError(adj.graph.op.name, "view() is supported only with stepwise=True")
+    by_symbol = {adj.names[t]: t for t in adj.exprs}
+    replace = {}
+    for ind in expr.atoms(sp.Indexed):
+        owner = by_symbol.get(ind.base.label.name)
+        if owner is not None:
+            inner = freshen_bound(inline(adj, owner, memo), adj.fresh)
+            replace[ind] = inner.xreplace(dict(zip(adj.free[owner], ind.indices, strict=True)))
+    for sym in expr.atoms(sp.Symbol):
+        owner = by_symbol.get(sym.name)
+        if owner is not None and not adj.graph.tensors[owner].dims:
+            replace[sym] = inline(adj, owner, memo)
+    memo[name] = expr.xreplace(replace)
+    return memo[name]

@@ -1,0 +1,173 @@
+"""The index-aware simplifier: rewrite rules for Sums, applied bottom-up by one small engine.
+
+SymPy alone leaves ``Piecewise``/``KroneckerDelta`` debris in index sums (sympy issues 13993,
+27359). Here indices are in range by construction, so deltas can be eliminated outright, and
+the op's own definitions supply the identities that collapse whole chains. Each rule is one
+entry of :data:`SUM_RULES`, its identity beside it; a rule returns ``None`` when it does not
+apply. A rule that *rewrites* (rather than reduces) is accepted only when it lowers the cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sympy as sp
+
+
+Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A definition ``name[I] = coef * Sum_k body``: lets ``Sum_k body`` fold back to it."""
+
+    name: sp.IndexedBase | sp.Symbol
+    indices: tuple[sp.Symbol, ...]
+    coef: sp.Expr
+    body: sp.Expr
+    limit: Limit
+
+
+def cost(expr: sp.Expr) -> int:
+    """Sums are full passes over a tensor; count them heavily, then the arithmetic."""
+    return 10 * sum(1 for _ in sp.preorder_traversal(expr) if isinstance(_, sp.Sum)) + int(
+        sp.count_ops(expr)
+    )
+
+
+def _factors(e: sp.Expr) -> list[sp.Expr]:
+    return list(e.args) if isinstance(e, sp.Mul) else [e]
+
+
+def _sum_zero(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k 0 -> 0
+    return sp.S.Zero if body == 0 else None
+
+
+def _sum_of_add(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k (a + b) -> sum_k a + sum_k b
+    if isinstance(body, sp.Add):
+        return sp.Add(*[ctx.sum(t, (lim,)) for t in body.args])
+    return None
+
+
+def _delta_eliminate(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k f(k) * delta(k, e) -> f(e)      (e is in k's range by construction)
+    k = lim[0]
+    for f in _factors(body):
+        if isinstance(f, sp.KroneckerDelta):
+            a, b = f.args
+            other = b if a == k else a if b == k else None
+            if other is not None and not other.has(k):
+                rest = sp.Mul(*[g for g in _factors(body) if g is not f])
+                return ctx.simplify(rest.xreplace({k: other}))
+    return None
+
+
+def _constant(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k c -> (hi - lo + 1) * c          when c does not depend on k
+    k, lo, hi = lim
+    return body * (hi - lo + 1) if not body.has(k) else None
+
+
+def _factor_out(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k c * f(k) -> c * sum_k f(k)
+    k = lim[0]
+    outside = [f for f in _factors(body) if not f.has(k)]
+    if not outside or len(outside) == len(_factors(body)):
+        return None
+    inside = [f for f in _factors(body) if f.has(k)]
+    return sp.Mul(*outside) * ctx.sum(sp.Mul(*inside), (lim,))
+
+
+def _fold_reduction(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k body(k) -> name[I] / coef      when name[I] = coef * sum_k body(k) is a definition
+    for red in ctx.reductions:
+        match = _match_reduction(red, body, lim)
+        if match is not None:
+            return match
+    return None
+
+
+def _expand_if_cheaper(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k f * (a + b) -> sum_k f*a + sum_k f*b     kept only if the pieces simplify further
+    k = lim[0]
+    if not any(isinstance(f, sp.Add) and f.has(k) for f in _factors(body)):
+        return None
+    expanded = sp.expand_mul(body)
+    if not isinstance(expanded, sp.Add):
+        return None
+    candidate = sp.Add(*[ctx.sum(ctx.simplify(t), (lim,)) for t in expanded.args])
+    return candidate if cost(candidate) < cost(sp.Sum(body, lim)) else None
+
+
+SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
+    _sum_zero,  # sum_k 0 -> 0
+    _sum_of_add,  # sum_k (a + b) -> sum_k a + sum_k b
+    _delta_eliminate,  # sum_k f(k) delta(k, e) -> f(e)
+    _constant,  # sum_k c -> K c
+    _factor_out,  # sum_k c f(k) -> c sum_k f(k)
+    _fold_reduction,  # sum_n x[n, m] -> N mu[m]  (from mu[m] = 1/N sum_n x[n, m])
+    _expand_if_cheaper,  # sum_k f (a + b) -> sum_k f a + sum_k f b, if that simplifies
+]
+
+
+def _match_reduction(red: Reduction, body: sp.Expr, lim: Limit) -> sp.Expr | None:
+    k, lo, hi = lim
+    if (lo, hi) != red.limit[1:]:
+        return None
+    pattern = red.body.xreplace({red.limit[0]: k})
+    wilds = {i: sp.Wild(f"w_{i}", exclude=[k]) for i in red.indices}
+    found = body.match(pattern.xreplace(wilds)) if wilds else ({} if body == pattern else None)
+    if found is None or any(w not in found for w in wilds.values()):
+        return None
+    at = tuple(found[wilds[i]] for i in red.indices)
+    if pattern.xreplace(dict(zip(red.indices, at, strict=True))) != body:
+        return None
+    value = red.name[at] if at else red.name
+    return value / red.coef
+
+
+class Simplifier:
+    """Applies :data:`SUM_RULES` to every Sum, bottom-up, and tidies products."""
+
+    def __init__(self, reductions: list[Reduction] = ()) -> None:
+        self.reductions = list(reductions)
+
+    def simplify(self, expr: sp.Expr) -> sp.Expr:
+        return self._walk(sp.sympify(expr))
+
+    def sum(self, body: sp.Expr, limits: tuple[Limit, ...]) -> sp.Expr:
+        """Simplify ``sum_limits body``; a rule fires for one limit, the rest stay outside."""
+        for i, lim in enumerate(limits):
+            for rule in SUM_RULES:
+                out = rule(body, lim, self)
+                if out is not None:
+                    return self.sum(out, limits[:i] + limits[i + 1 :])
+        return sp.Sum(body, *limits) if limits else body
+
+    def _walk(self, e: sp.Expr) -> sp.Expr:
+        if not isinstance(e, sp.Basic) or not e.args:
+            return e
+        if isinstance(e, sp.Sum):
+            return self.sum(self._walk(e.function), tuple(e.limits))
+        e = e.func(*[self._walk(a) for a in e.args])
+        if isinstance(e, sp.Mul):
+            e = _cheapest(e, self._walk)
+        return e
+
+
+def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
+    # exp(a) exp(-a) -> 1 and f (a + b) -> f a + f b, whichever leaves the fewest operations
+    best = e
+    combined = sp.powsimp(e, combine="exp")
+    if cost(combined) < cost(best):
+        best = combined
+    if any(isinstance(f, sp.Add) for f in _factors(best)):
+        expanded = sp.expand_mul(best)
+        if isinstance(expanded, sp.Add):
+            expanded = walk(sp.Add(*[sp.powsimp(t, combine="exp") for t in expanded.args]))
+            if cost(expanded) < cost(best):
+                best = expanded
+    return best

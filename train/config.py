@@ -1,0 +1,47 @@
+"""The options that define a run: stored in every checkpoint so ``--resume`` repeats them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+OPTIMIZERS = ("sgd", "adamw")
+BACKWARDS = ("generated", "autograd")
+# what --lr means when not given: the seed's 0.1 for plain SGD; Adam-style steps are already
+# normalised per parameter, so 0.1 would be far too large for them
+DEFAULT_LR = {"sgd": 0.1, "adamw": 0.003}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Defaults are the seed's setup (200k steps of batch 32, lr 0.1 then 0.01)."""
+
+    steps: int = 200_000
+    seed: int = 2147483647
+    lr: float = 0.1
+    batch_size: int = 32
+    n_embd: int = 10
+    n_hidden: int = 200
+    block_size: int = 3
+    dtype: str = "float32"
+    optimizer: str = "sgd"
+    backward: str = "generated"
+
+    def lr_at(self, step: int) -> float:
+        """Step decay: ``lr`` for the first half of the steps, ``lr / 10`` from the halfway step."""
+        return self.lr if step < self.steps // 2 else self.lr / 10
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> TrainConfig:
+        """Rebuild from a checkpoint, ignoring keys a newer or older version may have added."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})

@@ -1,0 +1,42 @@
+"""Sampling names from a trained model, one character at a time, as the seed does."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from train.model import BatchNormStats, Params, logits_eval
+
+# An undertrained model may rarely pick '.', so cap a name's length rather than loop forever.
+MAX_NAME_LENGTH = 100
+
+
+class SamplingError(Exception):
+    """The model cannot be sampled (its probabilities are not finite: a diverged run)."""
+
+
+def sample_names(
+    params: Params,
+    stats: BatchNormStats,
+    chars: str,
+    block_size: int,
+    count: int,
+    g: torch.Generator,
+) -> list[str]:
+    """``count`` names; each starts from an all-'.' context and ends when '.' is drawn."""
+    names = []
+    for _ in range(count):
+        out: list[int] = []
+        context = [0] * block_size
+        while len(out) < MAX_NAME_LENGTH:
+            logits = logits_eval(params, stats, torch.tensor([context]))
+            probs = F.softmax(logits, dim=1)
+            if not torch.isfinite(probs).all():
+                raise SamplingError("the model's probabilities are not finite (diverged run?)")
+            ix = torch.multinomial(probs, num_samples=1, generator=g).item()
+            if ix == 0:
+                break
+            out.append(ix)
+            context = context[1:] + [ix]
+        names.append("".join(chars[i] for i in out))
+    return names
