@@ -215,23 +215,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(describe(run), flush=True)
     progress = Progress(run.config.steps, run.step)
     try:
-        loop.train(run, ckpt, args.checkpoint_every, args.check_every, progress)
+        try:
+            loop.train(run, ckpt, args.checkpoint_every, args.check_every, progress)
+        finally:
+            progress.close()  # end the live line before any message
     except loop.Interrupted:
-        progress.close()
         checkpoint.save(ckpt, loop.snapshot(run))
         print(f"interrupted at step {run.step:,}; saved {ckpt}", file=sys.stderr)
         print(f"resume with: {resume_hint(args)}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except loop.Diverged as exc:
-        progress.close()
-        print(f"error: training diverged: {exc}. {last_good(ckpt)}", file=sys.stderr)
-        print("Try a smaller --lr.", file=sys.stderr)
-        return EXIT_DIVERGED
-    except KeyboardInterrupt:  # a second Ctrl-C: stop mid-step, so do not save
-        progress.close()
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
         print(f"stopped without saving. {last_good(ckpt)}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    progress.close()
     return finish(run, args, ckpt)
 
 
@@ -263,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, checkpoint.CheckpointError, UsageError, SamplingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except loop.Diverged as exc:
+        ckpt = checkpoint_path(args)
+        print(f"error: training diverged: {exc}. {last_good(ckpt)}", file=sys.stderr)
+        print("Try a smaller --lr.", file=sys.stderr)
+        return EXIT_DIVERGED
     except KeyboardInterrupt:
         print("interrupted; nothing was saved", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -1,0 +1,258 @@
+"""Emission: a Derivation becomes the data a template renders into one black-formatted module.
+
+Python prepares every line (lowered by :mod:`derive.lower`); the template only lays them out.
+The module contract: ``forward(*inputs, **params) -> (out, saved)``, ``backward(grad_out,
+saved) -> tuple`` (one entry per input, ``None`` for integer inputs), and ``Function``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import black
+import jinja2
+import sympy as sp
+
+from derive.derivation import Derivation
+from derive.errors import DerivationError
+from derive.language import Definition, Graph, ReduceMax, Tensor
+from derive.lower import Lowerer
+from derive.reverse import GRAD_OUT
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+MARKER = "@" + "generated"  # built, so this file is not itself flagged as generated
+
+
+@dataclass
+class ModuleData:
+    """Everything the template needs, already as code strings."""
+
+    op: str
+    doc: str
+    source: str
+    command: str
+    definitions: list[str]
+    formulas: list[str]
+    signature: str
+    call_args: str
+    forward_lines: list[str]
+    saved_names: list[str]
+    saved_tuple: str
+    n_saved_tensors: int
+    backward_lines: list[str]
+    returns: str
+    output: str = "out"
+    input_names: list[str] = field(default_factory=list)
+    grads: list[tuple[str, str]] = field(default_factory=list)  # stepwise: (tensor, variable)
+    n_params: int = 0
+    marker: str = MARKER
+
+
+def _rest_dims(t: Tensor) -> tuple:
+    return t.dims[1:] if t.batched else t.dims
+
+
+def _input_lines(g: Graph) -> tuple[list[str], dict[sp.Symbol, str]]:
+    """Type, shape and size checks for the inputs; binds every size symbol to a name."""
+    lines, bound, have_batch = [], {}, False
+    for name in g.inputs:
+        t = g.tensors[name]
+        rest = len(_rest_dims(t))
+        lines.append(f"_check_input({name!r}, {name}, {rest}, {t.integer}, {t.batched})")
+        if t.batched:
+            shape = f"{name}.shape[: {name}.dim() - {rest}]" if rest else f"{name}.shape"
+            if have_batch:
+                lines.append(f"_check_batch({name!r}, {shape}, batch_shape)")
+            else:
+                lines.append(f"batch_shape = {shape}")
+                have_batch = True
+            tail = f"(-1,) + tuple({name}.shape[{name}.dim() - {rest}:])" if rest else "-1"
+            lines.append(f"{name} = {name}.reshape({tail})")
+        for pos, dim in enumerate(t.dims):
+            if not isinstance(dim, sp.Symbol):
+                continue
+            if dim in bound:
+                lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {dim.name!r}, {dim})")
+            else:
+                lines.append(f"{dim} = {name}.shape[{pos}]")
+                bound[dim] = dim.name
+    for name, size in _index_ranges(g):
+        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size})")
+    return lines, bound
+
+
+def _index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:
+    """(integer input, the size its values index into), from every data-dependent subscript."""
+    found = []
+    for step in g.steps:
+        if not isinstance(step, Definition):
+            continue
+        for ind in sorted(step.body.atoms(sp.Indexed), key=sp.default_sort_key):
+            for pos, sub in enumerate(ind.indices):
+                if isinstance(sub, sp.Indexed) and (sub.base.label.name, ind.base.shape[pos]) not in found:
+                    found.append((sub.base.label.name, ind.base.shape[pos]))
+    return found
+
+
+def _lowerer(d: Derivation, device_of: str) -> Lowerer:
+    g = d.graph
+    names = {t: t for t in g.tensors} | {a.name: a.name for a in d.adjoints.argmax.values()}
+    names |= {s.name: s.name for s in g.sizes} | {p.name: p.name for p in g.params}
+    names |= {v: v for v in d.adjoints.names.values()} | {v: v for v in d.adjoints.views}
+    scalars = {s.name for s in g.sizes} | {p.name for p in g.params}
+    return Lowerer(g.op.name, names, {}, scalars=scalars, device_of=device_of)
+
+
+def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
+    g = d.graph
+    for step in g.steps:
+        t = g.tensors[step.name]
+        if not isinstance(step, Definition):
+            dims = ", ".join(lw.value(x, []).code for x in t.dims)
+            lw.lines.append(f"{step.name} = {step.source}.reshape({dims})")
+        elif isinstance(step.body, ReduceMax):
+            _forward_max(d, step, lw)
+        else:
+            lw.assign(step.name, step.body, step.indices, t.dims)
+    return lw.lines
+
+
+def _output_expr(g: Graph) -> str:
+    # the saved tensors stay flat; only the returned output gets the caller's batch shape back
+    if g.tensors[g.output].batched:
+        return f"{g.output}.reshape(*batch_shape, *{g.output}.shape[1:])"
+    return g.output
+
+
+def _forward_max(d: Derivation, step: Definition, lw: Lowerer) -> None:
+    (var, lo, hi) = step.body.limits[0]
+    order = list(step.indices) + [var]
+    lw.sizes[var] = hi - lo + 1
+    body = lw.value(step.body.function, order)
+    if var not in body.axes:
+        raise DerivationError(d.graph.op.name, "Max over an index the body does not use", step.text)
+    dim = body.axes.index(var)
+    argmax = d.adjoints.argmax[step.name].name
+    if argmax in d.saved:
+        lw.lines.append(f"{step.name}, {argmax} = {body.wrap(100)}.max({dim})")
+    else:
+        lw.lines.append(f"{step.name} = {body.wrap(100)}.amax({dim})")
+
+
+def _backward_bindings(d: Derivation, needed: set[sp.Symbol]) -> tuple[list[str], list[str]]:
+    """Bind sizes/params the backward uses from grad_out and saved shapes; the rest are saved."""
+    g, lines, extras = d.graph, [], []
+    sources = [(GRAD_OUT, g.tensors[g.output].dims)]
+    sources += [(s, _saved_dims(d, s)) for s in d.saved]
+    for sym in sorted(needed, key=str):
+        where = next(((n, dims.index(sym)) for n, dims in sources if sym in dims), None)
+        if sym in g.params or where is None:
+            extras.append(sym.name)
+        else:
+            lines.append(f"{sym} = {where[0]}.shape[{where[1]}]")
+    return lines, extras
+
+
+def _saved_dims(d: Derivation, name: str) -> tuple:
+    if name in d.graph.tensors:
+        return d.graph.tensors[name].dims
+    return next(a.dims for a in d.adjoints.argmax.values() if a.name == name)
+
+
+def _needed_symbols(d: Derivation) -> set[sp.Symbol]:
+    g = d.graph
+    symbols = set(g.sizes) | set(g.params)
+    needed = {s for e in d.final.values() for s in e.free_symbols if s in symbols}
+    for t in d.order:
+        needed |= {x for dim in g.tensors[t].dims for x in dim.free_symbols}
+    for src in {s for _, s in d.adjoints.views.values()}:
+        needed |= {x for dim in g.tensors[src].dims for x in dim.free_symbols}
+    return needed
+
+
+def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str]) -> list[str]:
+    g, adj = d.graph, d.adjoints
+    out = g.tensors[g.output]
+    if out.batched:
+        rest = len(_rest_dims(out))
+        shape = f"{GRAD_OUT}.shape[: {GRAD_OUT}.dim() - {rest}]" if rest else f"{GRAD_OUT}.shape"
+        lw.lines.append(f"batch_shape = {shape}")
+        tail = f"(-1,) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])" if rest else "-1"
+        lw.lines.append(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})")
+    start = len(lw.lines)
+    _emit_views(d, lw, GRAD_OUT)
+    for t in d.order:
+        lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
+        _emit_views(d, lw, adj.names[t])
+    for t in d.order:
+        if t in g.inputs and g.tensors[t].batched:
+            v = adj.names[t]
+            lw.lines.append(f"{v} = {v}.reshape(*batch_shape, *{v}.shape[1:])")
+    body = "\n".join(lw.lines[start:])
+    used = [b for b in bind if re.search(rf"\b{b.split(' = ')[0]}\b", body)]
+    return lw.lines[:start] + used + lw.lines[start:]
+
+
+def _emit_views(d: Derivation, lw: Lowerer, produced: str) -> None:
+    for name, (dname, src) in sorted(d.adjoints.views.items()):
+        if dname == produced:
+            dims = ", ".join(lw.value(x, []).code for x in d.graph.tensors[src].dims)
+            lw.lines.append(f"{name} = {dname}.reshape({dims})")
+
+
+def _tuple(names: list[str]) -> str:
+    return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
+
+
+def module_data(d: Derivation, source: str, command: str) -> ModuleData:
+    """Lower forward and backward of ``d`` into the strings of one generated module."""
+    g, adj = d.graph, d.adjoints
+    checks, _ = _input_lines(g)
+    first_float = next(n for n in g.inputs if not g.tensors[n].integer)
+    forward = checks + _forward_lines(d, _lowerer(d, first_float))
+    bind, extras = _backward_bindings(d, _needed_symbols(d))
+    backward = _backward_lines(d, _lowerer(d, GRAD_OUT), bind)
+    params = [f"{p.name}={v!r}" for p, v in g.params.items()]
+    signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
+    call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])
+    returns = _tuple([adj.names[t] if t in d.final else "None" for t in g.inputs])
+    formulas = [f"d{t}[{', '.join(map(str, adj.free[t]))}] = {d.final[t]}" for t in d.order]
+    grads = [(t, adj.names[t]) for t in d.order] if g.op.stepwise else []
+    return ModuleData(
+        op=g.op.name,
+        doc=g.op.doc or g.op.name,
+        source=source,
+        command=command,
+        definitions=list(g.op.inputs) + [s.text for s in g.steps],
+        formulas=formulas,
+        signature=signature,
+        call_args=call,
+        forward_lines=forward,
+        saved_names=d.saved + extras,
+        saved_tuple=_tuple(d.saved + extras),
+        n_saved_tensors=len(d.saved),
+        backward_lines=backward,
+        returns=returns,
+        output=_output_expr(g),
+        input_names=list(g.inputs),
+        grads=grads,
+        n_params=len(g.params),
+    )
+
+
+def render(data: ModuleData) -> str:
+    """Render the module template and format it with black."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    text = env.get_template("op_module.py.jinja").render(m=data)
+    try:
+        return black.format_str(text, mode=black.Mode(line_length=100))
+    except black.InvalidInput as exc:  # a lowering bug: show the op, not a black traceback
+        raise DerivationError(data.op, f"emitted code is not valid Python: {exc}") from None

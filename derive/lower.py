@@ -1,0 +1,377 @@
+"""Lowering: an index expression becomes vectorized torch code.
+
+Every value carries the indices that label its axes. Element-wise arithmetic becomes broadcast
+torch ops (axes aligned with ``x[:, None]``); a Sum becomes a matmul when it is one, an einsum
+for other two-tensor contractions, and ``.sum(dim)`` otherwise; a data index becomes a gather
+(``C[idx]``, ``x.gather(1, t[:, None])``); a delta against a data index becomes an indexed
+update or ``index_add_``, never a materialised one-hot. Nothing loops over elements.
+Unsupported shapes of expression raise at generation time, naming the op.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from derive.errors import DerivationError
+
+ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
+FUNCS = {
+    sp.exp: "torch.exp",
+    sp.log: "torch.log",
+    sp.tanh: "torch.tanh",
+    sp.sin: "torch.sin",
+    sp.cos: "torch.cos",
+    sp.sinh: "torch.sinh",
+    sp.cosh: "torch.cosh",
+    sp.Abs: "torch.abs",
+    sp.sign: "torch.sign",
+}
+SCALAR_FUNCS = {sp.exp: "math.exp", sp.log: "math.log", sp.tanh: "math.tanh"}
+
+
+@dataclass(frozen=True)
+class Value:
+    """Torch (or python-scalar) code and the indices labelling its axes, in order."""
+
+    code: str
+    axes: tuple[sp.Symbol, ...] = ()
+    prec: int = ATOM
+    scalar: bool = False  # a python number or size expression, not a tensor
+
+    def wrap(self, prec: int) -> str:
+        return f"({self.code})" if self.prec < prec else self.code
+
+
+@dataclass
+class Lowerer:
+    """Lowers expressions of one function body; collects the statements they need."""
+
+    op: str
+    names: dict[str, str]  # symbol name -> python expression (tensors, sizes, params)
+    sizes: dict[sp.Symbol, sp.Expr]  # index -> its range (for aranges and einsum checks)
+    lines: list[str] = field(default_factory=list)
+    memo: dict[sp.Expr, Value] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)
+    scalars: set[str] = field(default_factory=set)  # names bound to python numbers (sizes, params)
+    device_of: str = "grad_out"  # a tensor whose device/dtype new tensors take
+
+    # -- entry points -----------------------------------------------------------------------
+    def assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
+        """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
+        self.taken.add(name)
+        self.sizes.update(zip(axes, dims, strict=True))
+        if isinstance(expr, sp.Sum) and _scatter_delta(expr, axes) is not None:
+            return self._scatter(name, expr, axes)
+        if isinstance(expr, sp.Sum) and _memo_key(expr) not in self.memo:
+            value = self._sum(expr, list(axes), name=name)
+            if value.axes == axes:
+                return
+            self.lines.append(f"{name} = {_align(value, axes).code}")
+            return
+        plain, picks = _split_deltas(expr, axes)
+        value = self._materialise(self.value(plain, list(axes)), axes, fresh=bool(picks))
+        self.lines.append(f"{name} = {value}")
+        for coef, axis, data in picks:
+            self._pick_update(name, coef, axis, data, axes)
+
+    def value(self, e: sp.Expr, order: list[sp.Symbol]) -> Value:
+        e = sp.sympify(e)
+        if e.is_Number:
+            return Value(_number(e), scalar=True, prec=ATOM if e >= 0 else UNARY)
+        if isinstance(e, sp.Symbol):
+            return self._symbol(e)
+        if isinstance(e, sp.Indexed):
+            return self._indexed(e, order)
+        if isinstance(e, sp.Add):
+            return self._add(e, order)
+        if isinstance(e, sp.Mul):
+            return self._mul(e, order)
+        if isinstance(e, sp.Pow):
+            return self._pow(e, order)
+        if isinstance(e, sp.Sum):
+            return self._sum(e, order)
+        if e.func in FUNCS and len(e.args) == 1:
+            arg = self.value(e.args[0], order)
+            if arg.scalar:
+                return Value(f"{SCALAR_FUNCS[e.func]}({arg.code})", scalar=True)
+            return Value(f"{FUNCS[e.func]}({arg.code})", arg.axes)
+        raise DerivationError(self.op, f"cannot lower {e} ({type(e).__name__}) to torch")
+
+    # -- leaves -----------------------------------------------------------------------------
+    def _symbol(self, s: sp.Symbol) -> Value:
+        if s.name not in self.names:
+            raise DerivationError(self.op, f"'{s}' has no value in the generated function")
+        return Value(self.names[s.name], (), ATOM, scalar=s.name in self.scalars)
+
+    def _indexed(self, e: sp.Indexed, order: list[sp.Symbol]) -> Value:
+        name = self.names.get(e.base.label.name, e.base.label.name)
+        idx = e.indices
+        if all(isinstance(i, sp.Symbol) for i in idx):
+            if len(set(idx)) != len(idx):
+                raise DerivationError(self.op, f"repeated index in {e} (a diagonal) is unsupported")
+            return self._permuted(Value(name, tuple(idx)), order)
+        data = [k for k, i in enumerate(idx) if not isinstance(i, sp.Symbol)]
+        if data == [0] and isinstance(idx[0], sp.Indexed):
+            # C[X[n, t], e] -> C[X]: advanced indexing on the first axis
+            pick = self._indexed(idx[0], order)
+            return self._permuted(Value(f"{name}[{pick.code}]", pick.axes + tuple(idx[1:])), order)
+        if data == [len(idx) - 1] and isinstance(idx[-1], sp.Indexed):
+            # x[n, t[n]] -> x.gather(1, t[:, None]).squeeze(1)
+            pick = self.value(idx[-1], list(idx[:-1]))
+            if pick.axes == tuple(idx[:-1]):
+                k = len(idx) - 1
+                code = f"{name}.gather({k}, {pick.wrap(ATOM)}.unsqueeze({k})).squeeze({k})"
+                return self._permuted(Value(code, tuple(idx[:-1])), order)
+        raise DerivationError(self.op, f"unsupported data-dependent subscript pattern {e}")
+
+    def _permuted(self, v: Value, order: list[sp.Symbol]) -> Value:
+        want = tuple(sorted(v.axes, key=_position(order)))
+        if want == v.axes:
+            return v
+        if len(v.axes) == 2:
+            return Value(f"{v.wrap(ATOM)}.T", want)
+        perm = ", ".join(str(v.axes.index(a)) for a in want)
+        return Value(f"{v.wrap(ATOM)}.permute({perm})", want)
+
+    # -- arithmetic -------------------------------------------------------------------------
+    def _add(self, e: sp.Add, order: list[sp.Symbol]) -> Value:
+        terms = [self.value(t, order) for t in _ordered_terms(e)]
+        axes = _union([t.axes for t in terms], order)
+        code = _align(terms[0], axes).code if terms[0].prec >= ADD else terms[0].code
+        for term in _ordered_terms(e)[1:]:
+            if term.could_extract_minus_sign():
+                code += f" - {_align(self.value(-term, order), axes).wrap(MUL + 1)}"
+            else:
+                code += f" + {_align(self.value(term, order), axes).wrap(ADD)}"
+        return Value(code, axes, ADD, scalar=all(t.scalar for t in terms))
+
+    def _mul(self, e: sp.Mul, order: list[sp.Symbol]) -> Value:
+        coef, rest = e.as_coeff_Mul()
+        num, den = [], []
+        for f in sp.Mul.make_args(rest):
+            if isinstance(f, sp.Pow) and f.exp.is_number and f.exp < 0:
+                den.append(self.value(f.base ** (-f.exp), order))
+            else:
+                num.append(self.value(f, order))
+        if coef.is_Rational and coef.q != 1:
+            den.append(Value(str(coef.q), scalar=True))
+            coef = sp.Integer(coef.p)
+        if abs(coef) != 1:
+            num.insert(0, Value(_number(abs(coef)), scalar=True))
+        axes = _union([v.axes for v in num + den], order)
+        code = " * ".join(_align(v, axes).wrap(MUL) for v in num) or "1"
+        for d in den:
+            code += f" / {_align(d, axes).wrap(POW)}"
+        scalar = all(v.scalar for v in num + den)
+        return Value(f"-{code}" if coef < 0 else code, axes, UNARY if coef < 0 else MUL, scalar)
+
+    def _pow(self, e: sp.Pow, order: list[sp.Symbol]) -> Value:
+        base, exp = self.value(e.base, order), e.exp
+        if base.scalar:
+            return Value(f"{base.wrap(POW)} ** {_number(exp)}", scalar=True, prec=POW)
+        special = {sp.Rational(1, 2): "torch.sqrt", sp.Rational(-1, 2): "torch.rsqrt"}
+        if exp in special:
+            return Value(f"{special[exp]}({base.code})", base.axes)
+        if exp == -1:
+            return Value(f"1 / {base.wrap(POW)}", base.axes, MUL)
+        return Value(f"{base.wrap(POW + 1)}**{_number(exp)}", base.axes, POW)
+
+    # -- reductions -------------------------------------------------------------------------
+    def _sum(self, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> Value:
+        key = _memo_key(e)
+        if key in self.memo:
+            return self._permuted(self.memo[key], order)
+        bound = [lim[0] for lim in e.limits]
+        self.sizes.update({var: hi - lo + 1 for var, lo, hi in e.limits})
+        inner = _natural_order(e.function, order)
+        value = self._contraction(e.function, bound, inner)
+        if value is None:
+            body = self.value(e.function, inner)
+            missing = [b for b in bound if b not in body.axes]
+            if missing:
+                raise DerivationError(self.op, f"sum over unused index {missing} in {e}")
+            dims = ", ".join(str(body.axes.index(b)) for b in bound)
+            code = f"{body.wrap(ATOM)}.sum({'(' + dims + ')' if len(bound) > 1 else dims})"
+            value = Value(code, tuple(a for a in body.axes if a not in bound))
+        name = name or self._temp(e)
+        self.lines.append(f"{name} = {value.code}")
+        self.memo[key] = Value(name, value.axes)
+        return self._permuted(self.memo[key], order)
+
+    def _contraction(self, body: sp.Expr, bound: list, order: list) -> Value | None:
+        """sum_k A[.., k] B[k, ..] -> A @ B (or an einsum), when body is two plain tensors."""
+        coef, rest = body.as_coeff_Mul()
+        factors = sp.Mul.make_args(rest)
+        if coef != 1 or len(factors) != 2 or not all(_plain(f) for f in factors):
+            return None
+        a, b = (self._indexed(f, list(f.indices)) for f in factors)
+        shared = set(a.axes) & set(b.axes)
+        if not set(bound) <= shared or not (set(a.axes) - shared) or not (set(b.axes) - shared):
+            return None
+        out = tuple(x for x in order if x in (set(a.axes) | set(b.axes)) - set(bound))
+        mm = _matmul(a, b, bound, out)
+        if mm is not None:
+            return mm
+        letters = dict(zip(order, "abcdefghijklmnopqrstuvwxyz", strict=False))
+        spec = "".join(letters[x] for x in a.axes) + "," + "".join(letters[x] for x in b.axes)
+        spec += "->" + "".join(letters[x] for x in out)
+        return Value(f'torch.einsum("{spec}", {a.code}, {b.code})', out)
+
+    def _temp(self, e: sp.Sum) -> str:
+        stem = "sum_" + "_".join(sorted({i.base.label.name for i in e.atoms(sp.Indexed)}))
+        for k in itertools.count():
+            name = stem if k == 0 else f"{stem}_{k}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+        raise AssertionError  # unreachable
+
+    # -- one-hots and scatters --------------------------------------------------------------
+    def _materialise(self, v: Value, axes: tuple, fresh: bool) -> str:
+        if v.axes != axes and set(v.axes) < set(axes) or v.scalar:
+            shape = ", ".join(self._size(a) for a in axes)
+            base = f"torch.as_tensor({v.code}, device={self.device_of}.device, "
+            src = base + f"dtype={self.device_of}.dtype)" if v.scalar else _align(v, axes).code
+            return f"{src}.expand({shape}).clone()" if axes else src
+        if fresh and v.prec == ATOM:
+            return f"{v.code}.clone()"
+        return v.code
+
+    def _pick_update(self, name: str, coef: sp.Expr, axis, data: sp.Indexed, axes: tuple) -> None:
+        others = [a for a in axes if a != axis]
+        index = []
+        for a in axes:
+            if a == axis:
+                index.append(_align(self.value(data, others), tuple(others)).code)
+            else:
+                aligned = _align(Value(f"torch.arange({self._size(a)}, device={name}.device)", (a,)),
+                                 tuple(others))
+                index.append(aligned.code)
+        sign, coef = ("-", -coef) if coef.could_extract_minus_sign() else ("+", coef)
+        value = _align(self.value(coef, others), tuple(others))
+        self.lines.append(f"{name}[{', '.join(index)}] {sign}= {value.code}")
+
+    def _scatter(self, name: str, e: sp.Sum, axes: tuple) -> None:
+        delta, axis, data = _scatter_delta(e, axes)
+        bound = [lim[0] for lim in e.limits]
+        self.sizes.update({var: hi - lo + 1 for var, lo, hi in e.limits})
+        rest = sp.Mul(*[f for f in sp.Mul.make_args(e.function) if f is not delta])
+        others = [a for a in axes if a != axis]
+        pos = axes.index(axis)
+        src_order = others[:pos] + bound + others[pos:]
+        source = self.value(rest, src_order)
+        if source.axes != tuple(src_order):
+            raise DerivationError(self.op, f"cannot lower the scatter {e} to index_add_")
+        flat = ", ".join([self._size(a) for a in others[:pos]] + ["-1"] +
+                         [self._size(a) for a in others[pos:]])
+        index = self.value(data, bound)
+        shape = ", ".join(self._size(a) for a in axes)
+        dev = f"dtype={self.device_of}.dtype, device={self.device_of}.device"
+        src = source.code if len(bound) == 1 else f"{source.wrap(ATOM)}.reshape({flat})"
+        idx = index.code if len(bound) == 1 else f"{index.wrap(ATOM)}.reshape(-1)"
+        self.lines.append(f"{name} = torch.zeros({shape}, {dev}).index_add_({pos}, {idx}, {src})")
+
+    def _size(self, axis: sp.Symbol) -> str:
+        return self.value(self.sizes[axis], []).code
+
+
+def _memo_key(e: sp.Sum) -> sp.Expr:
+    # the same reduction under other bound names is the same tensor: compute it once
+    rename = {lim[0]: sp.Symbol(f"_s{k}", integer=True) for k, lim in enumerate(e.limits)}
+    return e.xreplace(rename)
+
+
+def _natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
+    """Axes in the order the body's largest tensor stores them, so sums need no transpose."""
+    leaves = [i for i in body.atoms(sp.Indexed) if _plain(i)]
+    if not leaves:
+        return list(order)
+    widest = max(leaves, key=lambda i: (len(i.indices), sp.default_sort_key(i)))
+    natural = list(widest.indices)
+    return natural + [a for a in order if a not in natural] + [
+        a for a in sorted(body.free_symbols - set(natural) - set(order), key=str)
+        if a.is_integer and not a.is_positive
+    ]
+
+
+def _number(x: sp.Expr) -> str:
+    if x.is_Integer:
+        return str(int(x))
+    if x.is_Rational:
+        return f"{x.p} / {x.q}"
+    return repr(float(x))
+
+
+def _position(order: list[sp.Symbol]):
+    return lambda a: order.index(a) if a in order else len(order)
+
+
+def _union(groups: list[tuple], order: list[sp.Symbol]) -> tuple:
+    return tuple(sorted({a for g in groups for a in g}, key=_position(order)))
+
+
+def _align(v: Value, axes: tuple) -> Value:
+    """Insert ``None`` for the axes ``v`` lacks, so it broadcasts against ``axes``."""
+    if v.axes == axes[len(axes) - len(v.axes) :] or v.scalar:
+        return v
+    parts = [":" if a in v.axes else "None" for a in axes]
+    while parts and parts[0] == "None":
+        parts.pop(0)
+    while parts and parts[-1] == ":":
+        parts.pop()
+    return Value(f"{v.wrap(ATOM)}[{', '.join(parts)}]", axes, ATOM)
+
+
+def _plain(f: sp.Expr) -> bool:
+    return isinstance(f, sp.Indexed) and all(isinstance(i, sp.Symbol) for i in f.indices)
+
+
+def _matmul(a: Value, b: Value, bound: list, out: tuple) -> Value | None:
+    if len(bound) != 1 or len(a.axes) != 2 or len(b.axes) != 2 or len(out) != 2:
+        return None
+    (k,) = bound
+    for x, y in ((a, b), (b, a)):
+        left = x if x.axes[1] == k else Value(f"{x.wrap(ATOM)}.T", x.axes[::-1])
+        right = y if y.axes[0] == k else Value(f"{y.wrap(ATOM)}.T", y.axes[::-1])
+        if (left.axes[0], right.axes[1]) == out:
+            return Value(f"{left.code} @ {right.code}", out, MUL)
+    return None
+
+
+def _ordered_terms(e: sp.Add) -> list[sp.Expr]:
+    # positive terms first reads better: a - b rather than -b + a
+    terms = list(e.as_ordered_terms())
+    return sorted(terms, key=lambda t: t.could_extract_minus_sign())
+
+
+def _split_deltas(expr: sp.Expr, axes: tuple) -> tuple[sp.Expr, list]:
+    """expr = plain + sum_t coef_t * delta(axis_t, data_t): the one-hot terms, split off."""
+    if not expr.has(sp.KroneckerDelta):
+        return expr, []
+    plain, picks = sp.S.Zero, []
+    for term in sp.Add.make_args(sp.expand_mul(expr)):
+        deltas = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.KroneckerDelta)]
+        if not deltas:
+            plain += term
+            continue
+        (d,) = deltas if len(deltas) == 1 else (None,)
+        axis = next((x for x in d.args if x in axes), None) if d is not None else None
+        data = next((x for x in d.args if isinstance(x, sp.Indexed)), None) if d else None
+        if axis is None or data is None:
+            raise ValueError(f"unsupported delta term {term}")
+        picks.append((term / d, axis, data))
+    return sp.factor_terms(plain), picks
+
+
+def _scatter_delta(e: sp.Sum, axes: tuple):
+    bound = {lim[0] for lim in e.limits}
+    for f in sp.Mul.make_args(e.function):
+        if isinstance(f, sp.KroneckerDelta):
+            axis = next((x for x in f.args if x in axes and x not in bound), None)
+            data = next((x for x in f.args if isinstance(x, sp.Indexed)), None)
+            if axis is not None and data is not None and set(data.indices) == bound:
+                return f, axis, data
+    return None
