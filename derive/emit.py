@@ -17,6 +17,7 @@ import sympy as sp
 
 from derive.derivation import Derivation
 from derive.errors import DerivationError
+from derive.fold import Canon, stabilise
 from derive.language import Definition, Graph, ReduceMax, Tensor
 from derive.lower import Lowerer
 from derive.reverse import GRAD_OUT
@@ -56,7 +57,7 @@ def _rest_dims(t: Tensor) -> tuple:
 
 def _input_lines(g: Graph) -> tuple[list[str], dict[sp.Symbol, str]]:
     """Type, shape and size checks for the inputs; binds every size symbol to a name."""
-    lines, bound, have_batch = [], {}, False
+    lines, bound, have_batch, composite = [], {}, False, []
     for name in g.inputs:
         t = g.tensors[name]
         rest = len(_rest_dims(t))
@@ -72,12 +73,15 @@ def _input_lines(g: Graph) -> tuple[list[str], dict[sp.Symbol, str]]:
             lines.append(f"{name} = {name}.reshape({tail})")
         for pos, dim in enumerate(t.dims):
             if not isinstance(dim, sp.Symbol):
+                composite.append((name, pos, dim))
                 continue
             if dim in bound:
                 lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {dim.name!r}, {dim})")
             else:
                 lines.append(f"{dim} = {name}.shape[{pos}]")
                 bound[dim] = dim.name
+    for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
+        lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
     for name, size in _index_ranges(g):
         lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size})")
     return lines, bound
@@ -107,6 +111,7 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
 
 def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
     g = d.graph
+    canon, earlier = Canon(g, d.adjoints.fresh), set()
     for step in g.steps:
         t = g.tensors[step.name]
         if not isinstance(step, Definition):
@@ -115,14 +120,16 @@ def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
         elif isinstance(step.body, ReduceMax):
             _forward_max(d, step, lw)
         else:
-            lw.assign(step.name, step.body, step.indices, t.dims)
+            body = stabilise(step.body, canon, earlier)
+            lw.assign(step.name, body, step.indices, t.dims)
+        earlier.add(step.name)
     return lw.lines
 
 
 def _output_expr(g: Graph) -> str:
     # the saved tensors stay flat; only the returned output gets the caller's batch shape back
     if g.tensors[g.output].batched:
-        return f"{g.output}.reshape(*batch_shape, *{g.output}.shape[1:])"
+        return f"{g.output}.reshape(tuple(batch_shape) + tuple({g.output}.shape[1:]))"
     return g.output
 
 
@@ -189,7 +196,7 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str]) -> list[str]:
     for t in d.order:
         if t in g.inputs and g.tensors[t].batched:
             v = adj.names[t]
-            lw.lines.append(f"{v} = {v}.reshape(*batch_shape, *{v}.shape[1:])")
+            lw.lines.append(f"{v} = {v}.reshape(tuple(batch_shape) + tuple({v}.shape[1:]))")
     body = "\n".join(lw.lines[start:])
     used = [b for b in bind if re.search(rf"\b{b.split(' = ')[0]}\b", body)]
     return lw.lines[:start] + used + lw.lines[start:]

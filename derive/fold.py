@@ -184,3 +184,19 @@ def fold(expr: sp.Expr, patterns: list[Pattern]) -> sp.Expr:
     kept = [f for f in sp.Mul.make_args(inner) if f.has(k)]
     pulled = fold(sp.Mul(*outside), patterns) * sp.Sum(sp.Mul(*kept), *s.limits)
     return pulled if cost(pulled) < cost(plain) else plain
+
+
+def stabilise(body: sp.Expr, canon: Canon, earlier: set[str]) -> sp.Expr:
+    """A forward rewrite for range: log(exp(a) * b) -> a + log(b).
+
+    The seed's ``logprobs = log(probs)`` underflows to -inf once a probability rounds to 0
+    (logits of 1e4); through the canonical form it becomes ``norm_logits - log(counts_sum)``.
+    Kept only when it removes every ``log`` of an ``exp``.
+    """
+    if not body.has(sp.log):
+        return body
+    rewritten = sp.expand_log(canon.inline(body), force=True)
+    if any(a.has(sp.exp) for a in rewritten.atoms(sp.log)):
+        return body
+    patterns = [p for p in canon.patterns() if p.name in earlier]
+    return fold(rewritten, patterns)

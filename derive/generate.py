@@ -15,7 +15,7 @@ from derive.language import Op, parse
 
 
 def load_op(path: str | Path) -> Op:
-    """Run an op file and return its ``OP``; the recorded source is its path relative to cwd."""
+    """Run an op file and return its ``OP``; the recorded source is the path as given."""
     path = Path(path)
     if not path.is_file():
         raise DerivationError(path.stem, f"op file {path} does not exist")
@@ -32,10 +32,8 @@ def load_op(path: str | Path) -> Op:
 
 
 def _relative(path: Path) -> str:
-    try:
-        return Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
-    except ValueError:  # another drive on Windows
-        return path.name
+    # as the user wrote it (make generate passes ops/x.py): stable across machines and checkouts
+    return path.as_posix()
 
 
 def module_source(op: Op, out_dir: str | Path) -> str:

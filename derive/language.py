@@ -141,9 +141,10 @@ def _parse_dims(text: str, sizes: dict[str, sp.Symbol]) -> tuple[tuple[sp.Expr, 
         sizes[BATCH_SIZE.name] = BATCH_SIZE
     dims = []
     for p in parts:
-        if not re.fullmatch(r"[A-Z]\w*", p):
-            raise _LangError(f"dimension '{p}' must be a size symbol (a capitalised name)")
-        dims.append(sizes.setdefault(p, _size(p)))
+        factors = [f.strip() for f in p.split("*")]
+        if not all(re.fullmatch(r"[A-Z]\w*", f) for f in factors):
+            raise _LangError(f"dimension '{p}' must be a size symbol (a capitalised name) or a product")
+        dims.append(sp.Mul(*[sizes.setdefault(f, _size(f)) for f in factors]))
     return ((BATCH_SIZE,) if batched else ()) + tuple(dims), batched
 
 

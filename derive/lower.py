@@ -231,11 +231,15 @@ class Lowerer:
 
     # -- one-hots and scatters --------------------------------------------------------------
     def _materialise(self, v: Value, axes: tuple, fresh: bool) -> str:
-        if v.axes != axes and set(v.axes) < set(axes) or v.scalar:
-            shape = ", ".join(self._size(a) for a in axes)
-            base = f"torch.as_tensor({v.code}, device={self.device_of}.device, "
-            src = base + f"dtype={self.device_of}.dtype)" if v.scalar else _align(v, axes).code
-            return f"{src}.expand({shape}).clone()" if axes else src
+        """Code for a new tensor with exactly ``axes``; fresh when it will be updated in place."""
+        shape = ", ".join(self._size(a) for a in axes)
+        like = f"dtype={self.device_of}.dtype, device={self.device_of}.device"
+        if v.scalar and v.code == "0":
+            return f"torch.zeros({shape}, {like})"
+        if v.scalar:
+            return f"torch.full(({shape},), {v.code}, {like})" if axes else v.code
+        if v.axes != axes:
+            return f"{_align(v, axes).wrap(ATOM)}.expand({shape}).clone()"
         if fresh and v.prec == ATOM:
             return f"{v.code}.clone()"
         return v.code

@@ -72,7 +72,7 @@ def forward(logits, targets):
     counts_sum = counts.sum(1)
     counts_sum_inv = 1 / counts_sum
     probs = counts_sum_inv[:, None] * counts
-    logprobs = torch.log(probs)
+    logprobs = norm_logits - torch.log(counts_sum)[:, None]
     sum_logprobs_targets = logprobs.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
     loss = -sum_logprobs_targets / N
     return loss, (targets, probs)

@@ -62,7 +62,7 @@ def forward(idx, C):
     E = C.shape[1]
     _check_range("idx", idx, "V", V)
     out = C[idx]
-    return out.reshape(*batch_shape, *out.shape[1:]), (idx, V)
+    return out.reshape(tuple(batch_shape) + tuple(out.shape[1:])), (idx, V)
 
 
 def backward(grad_out, saved):

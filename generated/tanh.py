@@ -57,7 +57,7 @@ def forward(x):
     x = x.reshape(-1)
     Batch = x.shape[0]
     out = torch.tanh(x)
-    return out.reshape(*batch_shape, *out.shape[1:]), (out,)
+    return out.reshape(tuple(batch_shape) + tuple(out.shape[1:])), (out,)
 
 
 def backward(grad_out, saved):
@@ -66,7 +66,7 @@ def backward(grad_out, saved):
     batch_shape = grad_out.shape
     grad_out = grad_out.reshape(-1)
     dx = (1 - out**2) * grad_out
-    dx = dx.reshape(*batch_shape, *dx.shape[1:])
+    dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
 
 

@@ -1,0 +1,69 @@
+"""One table of op specs drives the numeric tests: each op with an independent torch reference,
+a maker of random inputs for a given size seed, and its own input ranges."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from generated import batchnorm, cross_entropy, embedding, linear, tanh
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    module: object
+    reference: Callable[..., torch.Tensor]  # plain torch, differentiated by autograd
+    make: Callable[[random.Random, torch.Generator, torch.dtype], list[torch.Tensor]]
+
+
+def _bn_reference(x, gain, bias, eps=1e-5):
+    mean = x.mean(0, keepdim=True)
+    var = x.var(0, keepdim=True, unbiased=True)
+    return gain * (x - mean) / torch.sqrt(var + eps) + bias
+
+
+def _make_linear(rng, gen, dtype):
+    n, d, m = (rng.randint(1, 9) for _ in range(3))
+    return [torch.randn(n, d, generator=gen, dtype=dtype) for _ in range(1)] + [
+        torch.randn(d, m, generator=gen, dtype=dtype),
+        torch.randn(m, generator=gen, dtype=dtype),
+    ]
+
+
+def _make_tanh(rng, gen, dtype):
+    shape = tuple(rng.randint(1, 5) for _ in range(rng.randint(0, 3)))
+    return [torch.randn(shape, generator=gen, dtype=dtype) * 2]
+
+
+def _make_embedding(rng, gen, dtype):
+    v, e = rng.randint(1, 8), rng.randint(1, 6)
+    shape = tuple(rng.randint(1, 5) for _ in range(rng.randint(1, 3)))
+    return [torch.randint(0, v, shape, generator=gen), torch.randn(v, e, generator=gen, dtype=dtype)]
+
+
+def _make_batchnorm(rng, gen, dtype):
+    n, m = rng.randint(2, 10), rng.randint(1, 7)
+    return [
+        torch.randn(n, m, generator=gen, dtype=dtype) * 3 + 1,
+        torch.randn(m, generator=gen, dtype=dtype) * 0.1 + 1,
+        torch.randn(m, generator=gen, dtype=dtype) * 0.1,
+    ]
+
+
+def _make_cross_entropy(rng, gen, dtype):
+    n, c = rng.randint(1, 10), rng.randint(1, 8)
+    return [torch.randn(n, c, generator=gen, dtype=dtype) * 3, torch.randint(0, c, (n,), generator=gen)]
+
+
+OPS = [
+    OpSpec("linear", linear, lambda x, W, b: x @ W + b, _make_linear),
+    OpSpec("tanh", tanh, torch.tanh, _make_tanh),
+    OpSpec("embedding", embedding, lambda idx, C: C[idx], _make_embedding),
+    OpSpec("batchnorm", batchnorm, _bn_reference, _make_batchnorm),
+    OpSpec("cross_entropy", cross_entropy, F.cross_entropy, _make_cross_entropy),
+]
