@@ -52,15 +52,26 @@ def _local_patterns(g: Graph) -> list[Pattern]:
     return out
 
 
+class Collapser:
+    """The adjoint of any tensor, inlined down to grad_out, simplified and folded."""
+
+    def __init__(self, g: Graph, adj: Adjoints) -> None:
+        self.adj, self.canon, self.memo = adj, Canon(g, adj.fresh), {}
+        self.simplifier, self.patterns = Simplifier(self.canon.reductions), self.canon.patterns()
+
+    def raw(self, tensor: str) -> sp.Expr:
+        return inline(self.adj, tensor, self.memo)
+
+    def simplified(self, tensor: str) -> sp.Expr:
+        simplified = self.simplifier.simplify(self.canon.inline(self.raw(tensor)))
+        return _tidy(fold(simplified, self.patterns))
+
+
 def _collapsed(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
-    canon, memo = Canon(g, adj.fresh), {}
-    simplifier, patterns = Simplifier(canon.reductions), canon.patterns()
+    collapser = Collapser(g, adj)
     order = [t for t in g.inputs if not g.tensors[t].integer]
-    raw, final = {}, {}
-    for t in order:
-        raw[t] = inline(adj, t, memo)
-        simplified = simplifier.simplify(canon.inline(raw[t]))
-        final[t] = _tidy(fold(simplified, patterns))
+    raw = {t: collapser.raw(t) for t in order}
+    final = {t: collapser.simplified(t) for t in order}
     return order, raw, final
 
 

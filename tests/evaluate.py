@@ -1,0 +1,81 @@
+"""A naive interpreter for index expressions: loops over every index, no vectorisation.
+
+It shares nothing with the lowering, so it judges the simplifier independently: the raw adjoint
+(chain rule, deltas and all) and the simplified one must give the same numbers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import sympy as sp
+
+from derive.derivation import derive
+from derive.language import Definition, Graph, ReduceMax
+
+FUNCS = {sp.exp: math.exp, sp.log: math.log, sp.tanh: math.tanh}
+
+
+def value(e: sp.Expr, env: dict, data: dict) -> float:
+    if e.is_Number:
+        return float(e)
+    if isinstance(e, sp.Symbol):
+        return data[e.name] if e.name in data else env[e]
+    if isinstance(e, sp.Indexed):
+        idx = tuple(int(value(i, env, data)) for i in e.indices)
+        return data[e.base.label.name][idx]
+    if isinstance(e, sp.KroneckerDelta):
+        a, b = (value(x, env, data) for x in e.args)
+        return 1.0 if a == b else 0.0
+    if isinstance(e, (sp.Sum, ReduceMax)):
+        ranges = [range(int(value(lo, env, data)), int(value(hi, env, data)) + 1)
+                  for _, lo, hi in e.limits]
+        vals = [value(e.function, {**env, **dict(zip([lim[0] for lim in e.limits], combo))}, data)
+                for combo in itertools.product(*ranges)]
+        return sum(vals) if isinstance(e, sp.Sum) else max(vals)
+    if isinstance(e, sp.Add):
+        return sum(value(a, env, data) for a in e.args)
+    if isinstance(e, sp.Mul):
+        return math.prod(value(a, env, data) for a in e.args)
+    if isinstance(e, sp.Pow):
+        return value(e.base, env, data) ** value(e.exp, env, data)
+    return FUNCS[e.func](value(e.args[0], env, data))
+
+
+def _tensor(g: Graph, dims, fill, data) -> dict:
+    shape = [int(value(d, {}, data)) for d in dims]
+    return {idx: fill(idx) for idx in itertools.product(*[range(s) for s in shape])}
+
+
+def agree(g: Graph, sizes: int, seed: int, tol: float = 1e-9) -> bool:
+    rng = random.Random(seed)
+    data: dict = {s.name: sizes for s in g.sizes} | {p.name: v for p, v in g.params.items()}
+    d = derive(g)
+    for name in g.inputs:
+        t = g.tensors[name]
+        data[name] = _tensor(g, t.dims, lambda _: rng.randrange(sizes) if t.integer
+                             else rng.uniform(-1, 1), data)
+    for step in g.steps:
+        assert isinstance(step, Definition)
+        t = g.tensors[step.name]
+        data[step.name] = _tensor(g, t.dims, lambda idx, s=step: value(
+            s.body, dict(zip(s.indices, idx)), data), data)
+        if step.name in d.adjoints.argmax:
+            (var, lo, hi), body = step.body.limits[0], step.body.function
+            data[d.adjoints.argmax[step.name].name] = _tensor(g, t.dims, lambda idx, s=step: max(
+                range(sizes), key=lambda c: value(body, {**dict(zip(s.indices, idx)), var: c}, data)),
+                data)
+    grad = d.adjoints.names[g.output]
+    data[grad] = _tensor(g, g.tensors[g.output].dims, lambda _: rng.uniform(-1, 1), data)
+    if not g.tensors[g.output].dims:
+        data[grad] = data[grad][()]
+    for t in d.order:
+        free = d.adjoints.free[t]
+        for idx in itertools.product(*[range(sizes)] * len(free)):
+            env = dict(zip(free, idx))
+            raw, final = value(d.raw[t], env, data), value(d.final[t], env, data)
+            if abs(raw - final) > tol * max(1.0, abs(raw)):
+                raise AssertionError(f"{g.op.name}: d{t}{idx}: raw {raw} != simplified {final}")
+    return True
