@@ -231,6 +231,8 @@ def _parse_rhs(text: str, ns: dict[str, object]) -> sp.Expr:
             raise _LangError(f"unknown tensor in '{text.strip()}' ({exc})") from None
         raise _LangError(f"cannot parse '{text.strip()}': {exc}") from None
     except Exception as exc:  # SymPy's parser raises many types; the user needs one message
+        if "Rank mismatch" in str(exc):
+            raise _LangError(f"wrong number of indices in '{text.strip()}': one per dimension")
         raise _LangError(f"cannot parse '{text.strip()}': {exc}") from None
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:

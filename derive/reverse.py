@@ -69,7 +69,9 @@ class _Differentiator:
         for original, slot in slots.items():
             local = sp.diff(flat, slot)
             if local.has(sp.Derivative, sp.Subs):
-                raise DerivationError(self.op, f"SymPy cannot differentiate {expr}", self.text)
+                stuck = sorted({str(d.expr.func) for d in local.atoms(sp.Derivative)} or {"it"})
+                problem = f"SymPy cannot differentiate {', '.join(stuck)} (no derivative known)"
+                raise DerivationError(self.op, problem, self.text)
             local = local.xreplace({s: o for o, s in slots.items()})
             inner = (
                 _deltas(original.indices, J)

@@ -1,0 +1,93 @@
+"""A user's own op, in their own folder, goes through derivation, emission and verification."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from derive import DerivationError, Op
+from derive.check import load_module
+from derive.derivation import derive
+from derive.language import parse
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SIGMOID = '''
+from derive import Op
+
+OP = Op(
+    name="sigmoid",
+    doc="Element-wise logistic sigmoid.",
+    inputs=["x[N, M]"],
+    definitions=["out[n, m] = 1 / (1 + exp(-x[n, m]))"],
+)
+'''
+
+
+def _generate(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess:
+    (tmp_path / "my_op.py").write_text(source)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "derive", "generate", "my_op.py", "--out", "out", *extra]
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+
+def test_user_op_end_to_end(tmp_path: Path) -> None:
+    result = _generate(tmp_path, SIGMOID, "--check")
+    assert result.returncode == 0, result.stderr
+    assert "gradcheck passed" in result.stderr
+    module = load_module(tmp_path / "out" / "sigmoid.py")
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    out, saved = module.forward(x)
+    (dx,) = module.backward(torch.ones_like(out), saved)
+    torch.sigmoid(x).sum().backward()
+    assert (dx - x.grad).abs().max() <= 1e-12
+
+
+def test_bad_op_file_gives_one_clear_line(tmp_path: Path) -> None:
+    bad = SIGMOID.replace("x[n, m]))", "x[n, q]))")
+    result = _generate(tmp_path, bad)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "op 'sigmoid'" in result.stderr and "index q" in result.stderr
+
+
+def _op(*definitions: str, inputs=("x[N, M]",)) -> Op:
+    return Op(name="bad", inputs=list(inputs), definitions=list(definitions))
+
+
+@pytest.mark.parametrize(
+    ("op", "message"),
+    [
+        (_op("out[n, m] = x[n, q]"), "index q is neither on the left-hand side nor summed"),
+        (_op("out[n] = x[n, m]"), "index m is neither"),
+        (_op("out[n, m] = y[n, m]"), "unknown tensor"),
+        (_op("out[n, m] = foo(x[n, m])"), "unknown function foo"),
+        (_op("out[n] = Sum(x[n, k] * w[k], k)", inputs=("x[N, D]", "w[M]")), "different sizes"),
+        (_op("out[n, m] = x[n, m, m]"), "wrong number of indices"),
+        (_op("out[n, m] = x[n + 1, m]"), "subscript"),
+        (_op("out[n, m] = floor(x[n, m])"), "SymPy cannot differentiate floor"),
+    ],
+)
+def test_derivation_errors_name_op_definition_and_problem(op: Op, message: str) -> None:
+    with pytest.raises(DerivationError) as info:
+        derive(parse(op))
+    text = str(info.value)
+    assert text.startswith("op 'bad'") and message in text
+
+
+def test_generated_forward_rejects_bad_input() -> None:
+    from generated import cross_entropy, embedding, linear
+
+    with pytest.raises(ValueError, match=r"linear: W.shape\[0\] is 5, but D is 4"):
+        linear.forward(torch.randn(3, 4), torch.randn(5, 2), torch.randn(2))
+    with pytest.raises(TypeError, match="cross_entropy: targets must be an int64 tensor"):
+        cross_entropy.forward(torch.randn(3, 4), torch.zeros(3))
+    with pytest.raises(IndexError, match=r"embedding: idx has values in \[0, 9\], outside \[0, V=5\)"):
+        embedding.forward(torch.tensor([0, 9]), torch.randn(5, 2))
+    with pytest.raises(ValueError, match="linear: x must have 2 dimensions"):
+        linear.forward(torch.randn(3), torch.randn(3, 2), torch.randn(2))
