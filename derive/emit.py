@@ -76,7 +76,9 @@ def _input_lines(g: Graph) -> tuple[list[str], dict[sp.Symbol, str]]:
                 composite.append((name, pos, dim))
                 continue
             if dim in bound:
-                lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {dim.name!r}, {dim})")
+                lines.append(
+                    f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {dim.name!r}, {dim})"
+                )
             else:
                 lines.append(f"{dim} = {name}.shape[{pos}]")
                 bound[dim] = dim.name
@@ -95,7 +97,10 @@ def _index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:
             continue
         for ind in sorted(step.body.atoms(sp.Indexed), key=sp.default_sort_key):
             for pos, sub in enumerate(ind.indices):
-                if isinstance(sub, sp.Indexed) and (sub.base.label.name, ind.base.shape[pos]) not in found:
+                if (
+                    isinstance(sub, sp.Indexed)
+                    and (sub.base.label.name, ind.base.shape[pos]) not in found
+                ):
                     found.append((sub.base.label.name, ind.base.shape[pos]))
     return found
 
@@ -134,7 +139,7 @@ def _output_expr(g: Graph) -> str:
 
 
 def _forward_max(d: Derivation, step: Definition, lw: Lowerer) -> None:
-    (var, lo, hi) = step.body.limits[0]
+    var, lo, hi = step.body.limits[0]
     order = list(step.indices) + [var]
     lw.sizes[var] = hi - lo + 1
     body = lw.value(step.body.function, order)

@@ -171,7 +171,9 @@ def fold(expr: sp.Expr, patterns: list[Pattern]) -> sp.Expr:
     if isinstance(expr, sp.Sum):
         return sp.Sum(fold(expr.function, patterns), *expr.limits)
     node = _fold_node(patterns, expr)
-    plain = fold(node, patterns) if node != expr else expr.func(*[fold(a, patterns) for a in expr.args])
+    plain = (
+        fold(node, patterns) if node != expr else expr.func(*[fold(a, patterns) for a in expr.args])
+    )
     sums = [f for f in expr.args if isinstance(f, sp.Sum)] if isinstance(expr, sp.Mul) else []
     if len(sums) != 1:
         return plain

@@ -24,7 +24,9 @@ def load_op(path: str | Path) -> Op:
     except DerivationError:
         raise
     except Exception as exc:  # the user's file: report where, not a traceback of ours
-        raise DerivationError(path.stem, f"{path} failed to run: {type(exc).__name__}: {exc}")
+        raise DerivationError(
+            path.stem, f"{path} failed to run: {type(exc).__name__}: {exc}"
+        ) from None
     op = namespace.get("OP")
     if not isinstance(op, Op):
         raise DerivationError(path.stem, f"{path} must define OP = Op(...)")

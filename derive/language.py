@@ -143,7 +143,9 @@ def _parse_dims(text: str, sizes: dict[str, sp.Symbol]) -> tuple[tuple[sp.Expr, 
     for p in parts:
         factors = [f.strip() for f in p.split("*")]
         if not all(re.fullmatch(r"[A-Z]\w*", f) for f in factors):
-            raise _LangError(f"dimension '{p}' must be a size symbol (a capitalised name) or a product")
+            raise _LangError(
+                f"dimension '{p}' must be a size symbol (a capitalised name) or a product"
+            )
         dims.append(sp.Mul(*[sizes.setdefault(f, _size(f)) for f in factors]))
     return ((BATCH_SIZE,) if batched else ()) + tuple(dims), batched
 
@@ -232,7 +234,9 @@ def _parse_rhs(text: str, ns: dict[str, object]) -> sp.Expr:
         raise _LangError(f"cannot parse '{text.strip()}': {exc}") from None
     except Exception as exc:  # SymPy's parser raises many types; the user needs one message
         if "Rank mismatch" in str(exc):
-            raise _LangError(f"wrong number of indices in '{text.strip()}': one per dimension")
+            raise _LangError(
+                f"wrong number of indices in '{text.strip()}': one per dimension"
+            ) from None
         raise _LangError(f"cannot parse '{text.strip()}': {exc}") from None
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:
@@ -291,7 +295,9 @@ def parse(op: Op) -> Graph:
         g.params = {sp.Symbol(k, real=True): float(v) for k, v in sorted(op.params.items())}
         for text in op.definitions:
             current = text
-            g.steps.append(_parse_definition(text, g, _namespace(g.tensors, sizes, g.params), sizes))
+            g.steps.append(
+                _parse_definition(text, g, _namespace(g.tensors, sizes, g.params), sizes)
+            )
     except _LangError as exc:
         raise DerivationError(op.name, str(exc), current) from None
     if not g.steps:

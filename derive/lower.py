@@ -251,8 +251,10 @@ class Lowerer:
             if a == axis:
                 index.append(_align(self.value(data, others), tuple(others)).code)
             else:
-                aligned = _align(Value(f"torch.arange({self._size(a)}, device={name}.device)", (a,)),
-                                 tuple(others))
+                aligned = _align(
+                    Value(f"torch.arange({self._size(a)}, device={name}.device)", (a,)),
+                    tuple(others),
+                )
                 index.append(aligned.code)
         sign, coef = ("-", -coef) if coef.could_extract_minus_sign() else ("+", coef)
         value = _align(self.value(coef, others), tuple(others))
@@ -269,8 +271,9 @@ class Lowerer:
         source = self.value(rest, src_order)
         if source.axes != tuple(src_order):
             raise DerivationError(self.op, f"cannot lower the scatter {e} to index_add_")
-        flat = ", ".join([self._size(a) for a in others[:pos]] + ["-1"] +
-                         [self._size(a) for a in others[pos:]])
+        flat = ", ".join(
+            [self._size(a) for a in others[:pos]] + ["-1"] + [self._size(a) for a in others[pos:]]
+        )
         index = self.value(data, bound)
         shape = ", ".join(self._size(a) for a in axes)
         dev = f"dtype={self.device_of}.dtype, device={self.device_of}.device"
@@ -295,10 +298,15 @@ def _natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
         return list(order)
     widest = max(leaves, key=lambda i: (len(i.indices), sp.default_sort_key(i)))
     natural = list(widest.indices)
-    return natural + [a for a in order if a not in natural] + [
-        a for a in sorted(body.free_symbols - set(natural) - set(order), key=str)
-        if a.is_integer and not a.is_positive
-    ]
+    return (
+        natural
+        + [a for a in order if a not in natural]
+        + [
+            a
+            for a in sorted(body.free_symbols - set(natural) - set(order), key=str)
+            if a.is_integer and not a.is_positive
+        ]
+    )
 
 
 def _number(x: sp.Expr) -> str:

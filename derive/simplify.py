@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
 
 

@@ -4,7 +4,7 @@ from derive import Op
 
 OP = Op(
     name="batchnorm",
-    doc="Training-mode batchnorm over the batch axis: batch mean, unbiased variance, gain and bias.",
+    doc="Training-mode batchnorm: batch mean, unbiased (N-1) variance, gain and bias.",
     inputs=["x[N, M]", "gain[M]", "bias[M]"],
     params={"eps": 1e-5},
     definitions=[

@@ -30,10 +30,14 @@ def value(e: sp.Expr, env: dict, data: dict) -> float:
         a, b = (value(x, env, data) for x in e.args)
         return 1.0 if a == b else 0.0
     if isinstance(e, (sp.Sum, ReduceMax)):
-        ranges = [range(int(value(lo, env, data)), int(value(hi, env, data)) + 1)
-                  for _, lo, hi in e.limits]
-        vals = [value(e.function, {**env, **dict(zip([lim[0] for lim in e.limits], combo))}, data)
-                for combo in itertools.product(*ranges)]
+        ranges = [
+            range(int(value(lo, env, data)), int(value(hi, env, data)) + 1)
+            for _, lo, hi in e.limits
+        ]
+        vals = [
+            value(e.function, {**env, **dict(zip([lim[0] for lim in e.limits], combo))}, data)
+            for combo in itertools.product(*ranges)
+        ]
         return sum(vals) if isinstance(e, sp.Sum) else max(vals)
     if isinstance(e, sp.Add):
         return sum(value(a, env, data) for a in e.args)
@@ -55,18 +59,26 @@ def agree(g: Graph, sizes: int, seed: int, tol: float = 1e-9) -> bool:
     d = derive(g)
     for name in g.inputs:
         t = g.tensors[name]
-        data[name] = _tensor(g, t.dims, lambda _: rng.randrange(sizes) if t.integer
-                             else rng.uniform(-1, 1), data)
+        data[name] = _tensor(
+            g, t.dims, lambda _: rng.randrange(sizes) if t.integer else rng.uniform(-1, 1), data
+        )
     for step in g.steps:
         assert isinstance(step, Definition)
         t = g.tensors[step.name]
-        data[step.name] = _tensor(g, t.dims, lambda idx, s=step: value(
-            s.body, dict(zip(s.indices, idx)), data), data)
+        data[step.name] = _tensor(
+            g, t.dims, lambda idx, s=step: value(s.body, dict(zip(s.indices, idx)), data), data
+        )
         if step.name in d.adjoints.argmax:
-            (var, lo, hi), body = step.body.limits[0], step.body.function
-            data[d.adjoints.argmax[step.name].name] = _tensor(g, t.dims, lambda idx, s=step: max(
-                range(sizes), key=lambda c: value(body, {**dict(zip(s.indices, idx)), var: c}, data)),
-                data)
+            (var, _, _), body = step.body.limits[0], step.body.function
+            data[d.adjoints.argmax[step.name].name] = _tensor(
+                g,
+                t.dims,
+                lambda idx, s=step: max(
+                    range(sizes),
+                    key=lambda c: value(body, {**dict(zip(s.indices, idx)), var: c}, data),
+                ),
+                data,
+            )
     grad = d.adjoints.names[g.output]
     data[grad] = _tensor(g, g.tensors[g.output].dims, lambda _: rng.uniform(-1, 1), data)
     if not g.tensors[g.output].dims:

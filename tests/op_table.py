@@ -43,7 +43,10 @@ def _make_tanh(rng, gen, dtype):
 def _make_embedding(rng, gen, dtype):
     v, e = rng.randint(1, 8), rng.randint(1, 6)
     shape = tuple(rng.randint(1, 5) for _ in range(rng.randint(1, 3)))
-    return [torch.randint(0, v, shape, generator=gen), torch.randn(v, e, generator=gen, dtype=dtype)]
+    return [
+        torch.randint(0, v, shape, generator=gen),
+        torch.randn(v, e, generator=gen, dtype=dtype),
+    ]
 
 
 def _make_batchnorm(rng, gen, dtype):
@@ -57,7 +60,10 @@ def _make_batchnorm(rng, gen, dtype):
 
 def _make_cross_entropy(rng, gen, dtype):
     n, c = rng.randint(1, 10), rng.randint(1, 8)
-    return [torch.randn(n, c, generator=gen, dtype=dtype) * 3, torch.randint(0, c, (n,), generator=gen)]
+    return [
+        torch.randn(n, c, generator=gen, dtype=dtype) * 3,
+        torch.randint(0, c, (n,), generator=gen),
+    ]
 
 
 OPS = [

@@ -82,7 +82,9 @@ def test_every_intermediate_matches_autograd() -> None:
         rows = _table(seed, n)
         print(f"\nexercise, batch {n} (float64)")
         for name, exact, approx, diff in rows:
-            print(f"{name:15s} | exact: {exact!s:5s} | approximate: {approx!s:5s} | maxdiff: {diff}")
+            print(
+                f"{name:15s} | exact: {exact!s:5s} | approximate: {approx!s:5s} | maxdiff: {diff}"
+            )
         assert all(diff <= 1e-10 for _, _, _, diff in rows), rows
 
 
@@ -91,4 +93,6 @@ def test_backward_contract_matches_backward_all() -> None:
     out, saved = exercise.forward(X, Y, **params)
     grads = exercise.backward(torch.ones((), dtype=torch.float64), saved)
     assert grads[0] is None and grads[1] is None
-    assert torch.equal(grads[2], exercise.backward_all(torch.ones((), dtype=torch.float64), saved)["C"])
+    assert torch.equal(
+        grads[2], exercise.backward_all(torch.ones((), dtype=torch.float64), saved)["C"]
+    )

@@ -70,7 +70,7 @@ def test_cross_entropy_one_class_has_zero_gradient() -> None:
 
     logits = torch.randn(5, 1, dtype=torch.float64)
     loss, saved = cross_entropy.forward(logits, torch.zeros(5, dtype=torch.int64))
-    (dlogits, dtargets) = cross_entropy.backward(torch.tensor(1.0, dtype=torch.float64), saved)
+    dlogits, dtargets = cross_entropy.backward(torch.tensor(1.0, dtype=torch.float64), saved)
     assert float(loss) == 0.0 and dtargets is None
     assert torch.equal(dlogits, torch.zeros_like(dlogits))
 
@@ -82,7 +82,7 @@ def test_cross_entropy_extreme_logits_stay_finite(scale: float) -> None:
     logits = torch.randn(6, 5, dtype=torch.float32) * scale
     targets = torch.randint(0, 5, (6,))
     loss, saved = cross_entropy.forward(logits, targets)
-    (dlogits, _) = cross_entropy.backward(torch.tensor(1.0), saved)
+    dlogits, _ = cross_entropy.backward(torch.tensor(1.0), saved)
     assert torch.isfinite(loss) and torch.isfinite(dlogits).all()
     ref = logits.clone().requires_grad_()
     torch.nn.functional.cross_entropy(ref, targets).backward()
@@ -95,7 +95,7 @@ def test_embedding_accumulates_repeated_indices() -> None:
     idx = torch.tensor([[1, 1, 1], [0, 1, 3]])
     C = torch.randn(4, 2, dtype=torch.float64)
     out, saved = embedding.forward(idx, C)
-    (_, dC) = embedding.backward(torch.ones_like(out), saved)
+    _, dC = embedding.backward(torch.ones_like(out), saved)
     assert dC[:, 0].tolist() == [1.0, 4.0, 0.0, 1.0]
 
 

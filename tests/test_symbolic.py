@@ -62,7 +62,7 @@ def test_batchnorm_collapses_to_three_term_closed_form() -> None:
 
 
 def _rebind(e: sp.Sum, k: sp.Symbol) -> sp.Sum:
-    (var, lo, hi), = e.limits
+    ((var, lo, hi),) = e.limits
     return sp.Sum(e.function.xreplace({var: k}), (k, lo, hi))
 
 

@@ -17,7 +17,7 @@ from derive.language import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SIGMOID = '''
+SIGMOID = """
 from derive import Op
 
 OP = Op(
@@ -26,7 +26,7 @@ OP = Op(
     inputs=["x[N, M]"],
     definitions=["out[n, m] = 1 / (1 + exp(-x[n, m]))"],
 )
-'''
+"""
 
 
 def _generate(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess:
@@ -87,7 +87,9 @@ def test_generated_forward_rejects_bad_input() -> None:
         linear.forward(torch.randn(3, 4), torch.randn(5, 2), torch.randn(2))
     with pytest.raises(TypeError, match="cross_entropy: targets must be an int64 tensor"):
         cross_entropy.forward(torch.randn(3, 4), torch.zeros(3))
-    with pytest.raises(IndexError, match=r"embedding: idx has values in \[0, 9\], outside \[0, V=5\)"):
+    with pytest.raises(
+        IndexError, match=r"embedding: idx has values in \[0, 9\], outside \[0, V=5\)"
+    ):
         embedding.forward(torch.tensor([0, 9]), torch.randn(5, 2))
     with pytest.raises(ValueError, match="linear: x must have 2 dimensions"):
         linear.forward(torch.randn(3), torch.randn(3, 2), torch.randn(2))
