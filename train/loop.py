@@ -52,11 +52,6 @@ class Run:
     losses: list[float] = field(default_factory=list)
     seconds: float = 0.0  # training time over all sessions of this run
 
-    @property
-    def shape(self) -> ModelShape:
-        c = self.config
-        return ModelShape(len(self.data.chars), c.block_size, c.n_embd, c.n_hidden)
-
 
 def make_optimizer(config: TrainConfig, params: Params) -> torch.optim.Optimizer:
     """Plain SGD (the seed's ``p += -lr * grad``) or AdamW; both read gradients from ``.grad``."""

@@ -8,7 +8,7 @@ batch's own (so it is not the generated batchnorm, which is training mode by con
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -27,9 +27,6 @@ class ModelShape:
     block_size: int
     n_embd: int
     n_hidden: int
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 @dataclass
