@@ -7,7 +7,6 @@ exits 1; Ctrl-C saves a checkpoint and exits 130, the shell's code for SIGINT.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from dataclasses import fields, replace
 from pathlib import Path
@@ -17,15 +16,14 @@ import torch
 from train import checkpoint, loop
 from train.config import BACKWARDS, DEFAULT_LR, DTYPES, OPTIMIZERS, TrainConfig
 from train.data import DATA_ENV, DataError, load_dataset, resolve_data_path
-from train.model import BatchNormStats, split_loss
+from train.finish import finish
+from train.model import BatchNormStats
 from train.progress import Progress
-from train.report import save_loss_curve, write_metrics
-from train.sample import SamplingError, sample_names
+from train.sample import SAMPLE_SEED_OFFSET, SamplingError, sample_names
 
 DEFAULTS = TrainConfig()
 # options a resumed run may change: more steps, or the other (numerically equal) backward
 RESUMABLE = {"steps", "backward"}
-SAMPLE_SEED_OFFSET = 10  # the seed samples from a generator seeded 2147483647 + 10
 EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
 
 
@@ -52,35 +50,24 @@ def positive_float(text: str) -> float:
     return value
 
 
+EPILOG = """examples:
+  python -m train --data names.txt                 the seed's run (200k steps), into runs/default
+  python -m train --steps 20000 --out runs/short   a short run
+  python -m train --resume --out runs/short        continue after Ctrl-C (same result as no stop)
+  python -m train --sample 10 --out runs/short     10 names from the saved model
+  python -m train --backward autograd --check-every 10000   the reference, with gradient tables
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """Run options default to None so a resumed run can tell given options from defaults."""
     p = argparse.ArgumentParser(
         prog="python -m train",
-        description="Train the seed's character-level MLP (makemore) with the backward passes "
-        "in generated/, no loss.backward(). Defaults reproduce the seed's run.",
+        description="Train the seed's character-level MLP (makemore) with the backward passes\n"
+        "in generated/ and no loss.backward(). The defaults reproduce the seed's run.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run = p.add_argument_group("run (stored in the checkpoint; --resume reuses them)")
-    d = DEFAULTS
-    run.add_argument("--steps", type=positive(), help=f"SGD steps (default {d.steps:,})")
-    run.add_argument("--seed", type=int, help=f"generator seed for init and batches ({d.seed})")
-    run.add_argument(
-        "--lr",
-        type=positive_float,
-        help="learning rate X for the first half of the steps, then X/10 from step steps//2 "
-        f"(default {DEFAULT_LR['sgd']} for sgd, {DEFAULT_LR['adamw']} for adamw)",
-    )
-    run.add_argument("--batch-size", type=positive(2), help=f"minibatch size ({d.batch_size})")
-    run.add_argument("--n-embd", type=positive(), help=f"embedding size ({d.n_embd})")
-    run.add_argument("--n-hidden", type=positive(), help=f"hidden units ({d.n_hidden})")
-    run.add_argument("--block-size", type=positive(), help=f"context characters ({d.block_size})")
-    run.add_argument("--dtype", choices=sorted(DTYPES), help=f"parameter dtype ({d.dtype})")
-    run.add_argument("--optimizer", choices=OPTIMIZERS, help=f"optimizer ({d.optimizer})")
-    run.add_argument(
-        "--backward",
-        choices=BACKWARDS,
-        help="generated: hand-written loop over generated/ (default); autograd: the same model, "
-        "init and batches with loss.backward(), for comparison",
-    )
+    add_run_options(p.add_argument_group("run (stored in the checkpoint; --resume reuses them)"))
     p.add_argument(
         "--data",
         metavar="PATH",
@@ -88,7 +75,48 @@ def build_parser() -> argparse.ArgumentParser:
         f"characters. Default: ${DATA_ENV}, else the makemore names.txt, downloaded to data/ "
         "and checked against its sha256",
     )
-    out = p.add_argument_group("output")
+    add_output_options(p.add_argument_group("output and control"))
+    return p
+
+
+def add_run_options(run: argparse._ArgumentGroup) -> None:
+    """Defaults are None so a resumed run can tell options given now from defaults."""
+    d = DEFAULTS
+    run.add_argument(
+        "--steps",
+        type=positive(),
+        metavar="N",
+        help=f"steps ({d.steps:,}); on --resume, more extends the run",
+    )
+    run.add_argument("--seed", type=int, metavar="N", help=f"seed of init and batches ({d.seed})")
+    run.add_argument(
+        "--lr",
+        type=positive_float,
+        metavar="X",
+        help="learning rate X for the first half of the steps, then X/10 from step steps//2 "
+        f"({DEFAULT_LR['sgd']} for sgd, {DEFAULT_LR['adamw']} for adamw)",
+    )
+    run.add_argument("--batch-size", type=positive(2), metavar="N", help=f"({d.batch_size})")
+    run.add_argument("--n-embd", type=positive(), metavar="N", help=f"embedding size ({d.n_embd})")
+    run.add_argument(
+        "--n-hidden", type=positive(), metavar="N", help=f"hidden units ({d.n_hidden})"
+    )
+    run.add_argument("--block-size", type=positive(), metavar="N", help=f"context ({d.block_size})")
+    run.add_argument("--dtype", choices=sorted(DTYPES), help=f"parameter dtype ({d.dtype})")
+    run.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        help=f"torch.optim optimizer fed the gradients through .grad ({d.optimizer})",
+    )
+    run.add_argument(
+        "--backward",
+        choices=BACKWARDS,
+        help="generated: the hand-written loop over generated/ (default); autograd: the same "
+        "model, init and batches with loss.backward(), for comparison",
+    )
+
+
+def add_output_options(out: argparse._ArgumentGroup) -> None:
     out.add_argument(
         "--out", metavar="DIR", default="runs/default", help="run folder (%(default)s)"
     )
@@ -106,10 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="every K steps print the generated-vs-autograd gradient table (0: never)",
     )
+    out.add_argument("--sample", type=positive(), metavar="K", help="print K names and exit")
     out.add_argument(
-        "--sample", type=positive(), metavar="K", help="print K names from the checkpoint and exit"
+        "--threads",
+        type=positive(),
+        default=1,
+        metavar="N",
+        help="torch CPU threads (%(default)s): batch-32 ops gain little from more, and two "
+        "threads run 4x slower when another process holds one of the cores",
     )
-    return p
 
 
 def checkpoint_path(args: argparse.Namespace) -> Path:
@@ -170,45 +203,6 @@ def describe(run: loop.Run) -> str:
     )
 
 
-def finish(run: loop.Run, args: argparse.Namespace, ckpt: Path) -> int:
-    """Final checkpoint (with calibrated batchnorm), losses, metrics, loss curve, 20 names."""
-    final = loop.snapshot(run)
-    checkpoint.save(ckpt, final)
-    stats = BatchNormStats(**final["bn_stats"])
-    d = run.data
-    train_loss = split_loss(run.params, stats, d.X_train, d.Y_train)
-    val_loss = split_loss(run.params, stats, d.X_val, d.Y_val)
-    print(f"train loss {train_loss:.4f}\nval loss   {val_loss:.4f}")
-    metrics = {
-        **run.config.as_dict(),
-        "steps": run.step,
-        "train_loss": finite_or_none(train_loss),
-        "val_loss": finite_or_none(val_loss),
-        "seconds": run.seconds,
-        "steps_per_s": run.step / run.seconds if run.seconds > 0 else None,
-        "last_batch_loss": run.losses[-1] if run.losses else None,
-        "n_params": sum(p.numel() for p in run.params.values()),
-        "data_sha256": d.sha256,
-        "torch": torch.__version__,
-    }
-    write_metrics(Path(args.out) / "metrics.json", metrics)
-    if args.metrics:
-        write_metrics(Path(args.metrics), metrics)
-    print(save_loss_curve(run.losses, Path(args.out) / "loss.png"))
-    if not math.isfinite(train_loss + val_loss):
-        print("error: the trained model's loss is not finite: training diverged.", file=sys.stderr)
-        return EXIT_DIVERGED
-    g = torch.Generator().manual_seed(run.config.seed + SAMPLE_SEED_OFFSET)
-    names = sample_names(run.params, stats, d.chars, run.config.block_size, 20, g)
-    print("samples:\n" + "\n".join(names))
-    return 0
-
-
-def finite_or_none(x: float) -> float | None:
-    """JSON has no NaN or infinity; a diverged loss is written as null."""
-    return x if math.isfinite(x) else None
-
-
 def cmd_train(args: argparse.Namespace) -> int:
     ckpt = checkpoint_path(args)
     run = start(args, ckpt)
@@ -227,7 +221,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
         print(f"stopped without saving. {last_good(ckpt)}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return finish(run, args, ckpt)
+    metrics_file = Path(args.metrics) if args.metrics else None
+    return 0 if finish(run, ckpt, Path(args.out), metrics_file) else EXIT_DIVERGED
 
 
 def last_good(ckpt: Path) -> str:
@@ -253,6 +248,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising for every expected failure."""
     args = build_parser().parse_args(argv)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)
     try:
         return cmd_sample(args) if args.sample else cmd_train(args)
     except (DataError, checkpoint.CheckpointError, UsageError, SamplingError) as exc:
@@ -266,3 +263,5 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; nothing was saved", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        torch.set_num_threads(threads)  # main() may be called in-process (tests)

@@ -9,6 +9,7 @@ from train.model import BatchNormStats, Params, logits_eval
 
 # An undertrained model may rarely pick '.', so cap a name's length rather than loop forever.
 MAX_NAME_LENGTH = 100
+SAMPLE_SEED_OFFSET = 10  # the seed samples from a generator seeded 2147483647 + 10
 
 
 class SamplingError(Exception):

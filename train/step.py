@@ -17,8 +17,7 @@ Grads = dict[str, torch.Tensor]
 
 def generated_step(params: Params, Xb: torch.Tensor, Yb: torch.Tensor) -> tuple[float, Grads]:
     """Loss and every parameter's gradient through generated/ forwards and backwards."""
-    C, W1, b1, W2, b2 = (params[k] for k in ("C", "W1", "b1", "W2", "b2"))
-    bngain, bnbias = params["bngain"], params["bnbias"]
+    C, W1, b1, W2, b2, bngain, bnbias = (params[name] for name in PARAM_NAMES)
 
     # forward, keeping what each op saved for its backward
     emb, emb_saved = embedding.forward(Xb, C)  # (N, T, E)
