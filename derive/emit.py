@@ -37,6 +37,7 @@ class ModuleData:
     definitions: list[str]
     formulas: list[str]
     signature: str
+    function_signature: str  # autograd.Function.apply takes no keywords: params positional
     call_args: str
     forward_lines: list[str]
     saved_names: list[str]
@@ -240,6 +241,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         definitions=list(g.op.inputs) + [s.text for s in g.steps],
         formulas=formulas,
         signature=signature,
+        function_signature=", ".join(g.inputs + params),
         call_args=call,
         forward_lines=forward,
         saved_names=d.saved + extras,

@@ -74,14 +74,6 @@ def top_reductions(expr: sp.Expr) -> list[sp.Expr]:
     return sorted(set(found), key=sp.default_sort_key)
 
 
-def indexed_atoms(expr: sp.Expr) -> list[sp.Indexed]:
-    return sorted(expr.atoms(sp.Indexed), key=sp.default_sort_key)
-
-
-def bases(expr: sp.Expr) -> list[str]:
-    return sorted({str(i.base.label) for i in expr.atoms(sp.Indexed)})
-
-
 def nice_indices(dims: Iterable[sp.Expr], taken: set[str] = frozenset()) -> tuple[sp.Symbol, ...]:
     """Readable free indices for a tensor's axes: N -> n, (N, N) -> (n, n1)."""
     used = set(taken)

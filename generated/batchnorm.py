@@ -97,7 +97,7 @@ class Function(torch.autograd.Function):
     """``batchnorm`` as an autograd node: the generated backward inside any autograd graph."""
 
     @staticmethod
-    def forward(ctx, x, gain, bias, *, eps=1e-05):
+    def forward(ctx, x, gain, bias, eps=1e-05):
         out, saved = forward(x, gain, bias, eps=eps)
         ctx.save_for_backward(*saved[:3])
         ctx.extra = saved[3:]

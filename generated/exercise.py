@@ -287,7 +287,7 @@ class Function(torch.autograd.Function):
     """``exercise`` as an autograd node: the generated backward inside any autograd graph."""
 
     @staticmethod
-    def forward(ctx, X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
+    def forward(ctx, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=1e-05):
         out, saved = forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=eps)
         ctx.save_for_backward(*saved[:15])
         ctx.extra = saved[15:]

@@ -115,3 +115,14 @@ def test_function_trains_inside_torch_optim() -> None:
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0]
+
+
+def test_function_takes_params_positionally() -> None:
+    from generated import batchnorm
+
+    x = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    gain, bias = torch.ones(3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+    out = batchnorm.Function.apply(x, gain, bias, 0.5)
+    expected, _ = batchnorm.forward(x.detach(), gain, bias, eps=0.5)
+    assert torch.allclose(out, expected)
+    assert torch.autograd.gradcheck(lambda t: batchnorm.Function.apply(t, gain, bias, 0.5), (x,))
