@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 generate: $(STAMP)
-	$(PY) -m derive generate --catalogue --out generated
+	$(PY) -m derive generate $(sort $(wildcard ops/*.py)) --out generated
 
 test: $(STAMP)
 	$(PY) -m pytest
