@@ -18,7 +18,7 @@ import sympy as sp
 from derive.derivation import Derivation
 from derive.errors import DerivationError
 from derive.fold import Canon, stabilise
-from derive.language import Definition, Graph, ReduceMax, Tensor
+from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax, Tensor
 from derive.lower import Lowerer
 from derive.reverse import GRAD_OUT
 
@@ -39,6 +39,8 @@ class ModuleData:
     signature: str
     function_signature: str  # autograd.Function.apply takes no keywords: params positional
     call_args: str
+    check_lines: list[str]
+    range_checks: list[str]
     forward_lines: list[str]
     saved_names: list[str]
     saved_tuple: str
@@ -56,7 +58,23 @@ def _rest_dims(t: Tensor) -> tuple:
     return t.dims[1:] if t.batched else t.dims
 
 
-def _input_lines(g: Graph) -> tuple[list[str], dict[sp.Symbol, str]]:
+def _elementwise(g: Graph) -> bool:
+    """Every tensor is the ``...`` axis alone, nothing reduces or indexes by data.
+
+    Then the code works on any shape as it is and the flatten/unflatten reshapes are skipped.
+    """
+    if not all(t.batched and len(t.dims) == 1 for t in g.tensors.values()):
+        return False
+    for step in g.steps:
+        if not isinstance(step, Definition) or step.body.has(sp.Sum, ReduceMax):
+            return False
+        subscripts = [i for ind in step.body.atoms(sp.Indexed) for i in ind.indices]
+        if not all(isinstance(i, sp.Symbol) for i in subscripts):
+            return False
+    return True
+
+
+def _input_lines(g: Graph, flat: bool) -> tuple[list[str], dict[sp.Symbol, str]]:
     """Type, shape and size checks for the inputs; binds every size symbol to a name."""
     lines, bound, have_batch, composite = [], {}, False, []
     for name in g.inputs:
@@ -71,8 +89,11 @@ def _input_lines(g: Graph) -> tuple[list[str], dict[sp.Symbol, str]]:
                 lines.append(f"batch_shape = {shape}")
                 have_batch = True
             tail = f"(-1,) + tuple({name}.shape[{name}.dim() - {rest}:])" if rest else "-1"
-            lines.append(f"{name} = {name}.reshape({tail})")
+            if flat:
+                lines.append(f"{name} = {name}.reshape({tail})")
         for pos, dim in enumerate(t.dims):
+            if not flat and t.batched and pos == 0:
+                continue  # the batch axes stay as they are
             if not isinstance(dim, sp.Symbol):
                 composite.append((name, pos, dim))
                 continue
@@ -86,8 +107,13 @@ def _input_lines(g: Graph) -> tuple[list[str], dict[sp.Symbol, str]]:
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
         lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
     for name, size in _index_ranges(g):
-        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size})")
+        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}, before=True)")
     return lines, bound
+
+
+def _range_checks(g: Graph) -> list[str]:
+    """The checks forward() runs when an index kernel fails, to name the bad input."""
+    return [f"_check_range({n!r}, {n}, {str(s)!r}, {s})" for n, s in _index_ranges(g)]
 
 
 def _index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:
@@ -132,9 +158,9 @@ def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
     return lw.lines
 
 
-def _output_expr(g: Graph) -> str:
+def _output_expr(g: Graph, flat: bool) -> str:
     # the saved tensors stay flat; only the returned output gets the caller's batch shape back
-    if g.tensors[g.output].batched:
+    if g.tensors[g.output].batched and flat:
         return f"{g.output}.reshape(tuple(batch_shape) + tuple({g.output}.shape[1:]))"
     return g.output
 
@@ -185,10 +211,10 @@ def _needed_symbols(d: Derivation) -> set[sp.Symbol]:
     return needed
 
 
-def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str]) -> list[str]:
+def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str], flat: bool) -> list[str]:
     g, adj = d.graph, d.adjoints
     out = g.tensors[g.output]
-    if out.batched:
+    if out.batched and flat:
         rest = len(_rest_dims(out))
         shape = f"{GRAD_OUT}.shape[: {GRAD_OUT}.dim() - {rest}]" if rest else f"{GRAD_OUT}.shape"
         lw.lines.append(f"batch_shape = {shape}")
@@ -200,7 +226,7 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str]) -> list[str]:
         lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
         _emit_views(d, lw, adj.names[t])
     for t in d.order:
-        if t in g.inputs and g.tensors[t].batched:
+        if t in g.inputs and g.tensors[t].batched and flat:
             v = adj.names[t]
             lw.lines.append(f"{v} = {v}.reshape(tuple(batch_shape) + tuple({v}.shape[1:]))")
     body = "\n".join(lw.lines[start:])
@@ -215,6 +241,18 @@ def _emit_views(d: Derivation, lw: Lowerer, produced: str) -> None:
             lw.lines.append(f"{name} = {dname}.reshape({dims})")
 
 
+def _bodies(d: Derivation, flat: bool) -> tuple[list[str], list[str], list[str], list[str], bool]:
+    """Input checks, forward and backward lines, and extra saved names."""
+    checks, _ = _input_lines(d.graph, flat)
+    first_float = next(n for n in d.graph.inputs if not d.graph.tensors[n].integer)
+    forward = _forward_lines(d, _lowerer(d, first_float))
+    bind, extras = _backward_bindings(d, _needed_symbols(d))
+    backward = _backward_lines(d, _lowerer(d, GRAD_OUT), bind, flat)
+    if sum(line.count("batch_shape") for line in checks + forward + backward) == 1:
+        checks = [line for line in checks if not line.startswith("batch_shape = ")]
+    return checks, forward, backward, extras, flat
+
+
 def _tuple(names: list[str]) -> str:
     return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
 
@@ -222,11 +260,9 @@ def _tuple(names: list[str]) -> str:
 def module_data(d: Derivation, source: str, command: str) -> ModuleData:
     """Lower forward and backward of ``d`` into the strings of one generated module."""
     g, adj = d.graph, d.adjoints
-    checks, _ = _input_lines(g)
-    first_float = next(n for n in g.inputs if not g.tensors[n].integer)
-    forward = checks + _forward_lines(d, _lowerer(d, first_float))
-    bind, extras = _backward_bindings(d, _needed_symbols(d))
-    backward = _backward_lines(d, _lowerer(d, GRAD_OUT), bind)
+    checks, forward, backward, extras, flat = _bodies(d, flat=not _elementwise(g))
+    if not flat and re.search(rf"\b{BATCH_SIZE}\b", "\n".join(forward + backward)):
+        checks, forward, backward, extras, flat = _bodies(d, flat=True)  # it needs the size
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
     call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])
@@ -243,13 +279,15 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         signature=signature,
         function_signature=", ".join(g.inputs + params),
         call_args=call,
+        check_lines=checks,
+        range_checks=_range_checks(g),
         forward_lines=forward,
         saved_names=d.saved + extras,
         saved_tuple=_tuple(d.saved + extras),
         n_saved_tensors=len(d.saved),
         backward_lines=backward,
         returns=returns,
-        output=_output_expr(g),
+        output=_output_expr(g, flat),
         input_names=list(g.inputs),
         grads=grads,
         n_params=len(g.params),

@@ -40,6 +40,7 @@ class Value:
     axes: tuple[sp.Symbol, ...] = ()
     prec: int = ATOM
     scalar: bool = False  # a python number or size expression, not a tensor
+    operands: tuple[str, str] | None = None  # a matmul's two sides, for fusing a bias in
 
     def wrap(self, prec: int) -> str:
         return f"({self.code})" if self.prec < prec else self.code
@@ -115,9 +116,15 @@ class Lowerer:
             return self._permuted(Value(name, tuple(idx)), order)
         data = [k for k, i in enumerate(idx) if not isinstance(i, sp.Symbol)]
         if data == [0] and isinstance(idx[0], sp.Indexed):
-            # C[X[n, t], e] -> C[X]: advanced indexing on the first axis
+            # C[X[n, t], e] -> C.index_select(0, X): unlike C[X] it rejects negative indices
             pick = self._indexed(idx[0], order)
-            return self._permuted(Value(f"{name}[{pick.code}]", pick.axes + tuple(idx[1:])), order)
+            axes = pick.axes + tuple(idx[1:])
+            if len(pick.axes) == 1:
+                return self._permuted(Value(f"{name}.index_select(0, {pick.code})", axes), order)
+            shape = ", ".join(self.value(x, []).code for x in idx[0].base.shape + e.base.shape[1:])
+            flat = f"{pick.wrap(ATOM)}.reshape(-1)"
+            code = f"{name}.index_select(0, {flat}).reshape({shape})"
+            return self._permuted(Value(code, axes), order)
         if data == [len(idx) - 1] and isinstance(idx[-1], sp.Indexed):
             # x[n, t[n]] -> x.gather(1, t[:, None]).squeeze(1)
             pick = self.value(idx[-1], list(idx[:-1]))
@@ -138,6 +145,11 @@ class Lowerer:
 
     # -- arithmetic -------------------------------------------------------------------------
     def _add(self, e: sp.Add, order: list[sp.Symbol]) -> Value:
+        fused = self._addmm(e, order)
+        if fused is None:
+            fused = self._addcmul(e, order)
+        if fused is not None:
+            return fused
         terms = [self.value(t, order) for t in _ordered_terms(e)]
         axes = _union([t.axes for t in terms], order)
         code = _align(terms[0], axes).code if terms[0].prec >= ADD else terms[0].code
@@ -148,7 +160,53 @@ class Lowerer:
                 code += f" + {_align(self.value(term, order), axes).wrap(ADD)}"
         return Value(code, axes, ADD, scalar=all(t.scalar for t in terms))
 
+    def _addcmul(self, e: sp.Add, order: list[sp.Symbol]) -> Value | None:
+        """r + c * a * b -> torch.addcmul(r, a, b, value=c): one pass instead of two."""
+        best = None
+        for term in e.args:
+            coef, rest = term.as_coeff_Mul()
+            factors = sp.Mul.make_args(rest)
+            values = [self.value(f, order) for f in factors]
+            if len(factors) < 2 or any(v.scalar for v in values[-1:]):
+                continue
+            big = max(range(len(factors)), key=lambda k: len(values[k].axes))
+            if factors[big].is_Pow and factors[big].exp.is_negative:
+                continue
+            key = (len(values[big].axes), coef != 1)  # the biggest pass; absorb a coefficient
+            if best is None or key > best[0]:
+                small = sp.Mul(*factors[:big], *factors[big + 1 :])
+                best = (key, term, coef, small, values[big])
+        if best is None:
+            return None
+        _, term, coef, small, big = best
+        r, a = self.value(e - term, order), self.value(small, order)
+        if r.scalar or a.scalar:
+            return None
+        axes = _union([r.axes, a.axes, big.axes], order)
+        value = "" if coef == 1 else f", value={_number(coef)}"
+        args = ", ".join(_align(v, axes).code for v in (r, a, big))
+        return Value(f"torch.addcmul({args}{value})", axes)
+
+    def _addmm(self, e: sp.Add, order: list[sp.Symbol]) -> Value | None:
+        """b[m] + sum_k x[n, k] W[k, m] -> torch.addmm(b, x, W): the bias rides in the matmul."""
+        sums = [t for t in e.args if isinstance(t, sp.Sum) and _memo_key(t) not in self.memo]
+        if len(sums) != 1:
+            return None
+        bound = [lim[0] for lim in sums[0].limits]
+        mm = self._contraction(sums[0].function, bound, order)
+        if mm is None or mm.operands is None:
+            return None
+        rest = self.value(e - sums[0], order)
+        if rest.scalar or not set(rest.axes) <= set(mm.axes):
+            return None
+        self.sizes.update({var: hi - lo + 1 for var, lo, hi in sums[0].limits})
+        left, right = mm.operands
+        return Value(f"torch.addmm({_align(rest, mm.axes).code}, {left}, {right})", mm.axes)
+
     def _mul(self, e: sp.Mul, order: list[sp.Symbol]) -> Value:
+        fused = self._distribute(e, order)
+        if fused is not None:
+            return fused
         coef, rest = e.as_coeff_Mul()
         num, den = [], []
         for f in sp.Mul.make_args(rest):
@@ -161,12 +219,54 @@ class Lowerer:
             coef = sp.Integer(coef.p)
         if abs(coef) != 1:
             num.insert(0, Value(_number(abs(coef)), scalar=True))
-        axes = _union([v.axes for v in num + den], order)
-        code = " * ".join(_align(v, axes).wrap(MUL) for v in num) or "1"
-        for d in den:
-            code += f" / {_align(d, axes).wrap(POW)}"
-        scalar = all(v.scalar for v in num + den)
-        return Value(f"-{code}" if coef < 0 else code, axes, UNARY if coef < 0 else MUL, scalar)
+        scale = None
+        if all(v.scalar for v in num + den):
+            value = self._product(num, den, order, None)
+        else:
+            scale = _scale([v for v in num if v.scalar], [v for v in den if v.scalar], coef < 0)
+            tensors = [v for v in num if not v.scalar], [v for v in den if not v.scalar]
+            value = self._product(*tensors, order, scale)
+        if coef < 0 and scale is None:  # unary minus binds to the first (smallest) factor: no extra full pass
+            return Value(f"-{value.wrap(MUL)}", value.axes, UNARY, value.scalar)
+        return value
+
+    def _product(
+        self, num: list[Value], den: list[Value], order: list[sp.Symbol], scale: str | None
+    ) -> Value:
+        """Multiply the small factors first: each full-size product is a pass over the tensor.
+
+        ``g * probs / N`` becomes ``g / N * probs``, ``bnraw * s / (N - 1)`` becomes
+        ``s / (N - 1) * bnraw``; python numbers (``scale``, sign included) are folded into one
+        and applied to the smallest tensor factor.
+        """
+        rank = lambda v: len(v.axes)  # noqa: E731
+        acc: Value | None = None
+        for level in sorted({rank(v) for v in num + den}):
+            parts = ([acc] if acc else []) + [v for v in num if rank(v) == level]
+            below = [v for v in den if rank(v) == level]
+            if len(parts) == 1 and not below and (scale is None or acc is not None):
+                acc = parts[0]
+                continue
+            axes = _union([v.axes for v in parts + below], order)
+            code = " * ".join(_align(v, axes).wrap(MUL) for v in parts) or "1"
+            for d in below:
+                code += f" / {_align(d, axes).wrap(POW)}"
+            if scale is not None and acc is None:
+                code += scale
+            scalar = all(v.scalar for v in parts + below)
+            acc = Value(code, axes, MUL, scalar)
+        return acc if acc else Value("1", scalar=True)
+
+    def _distribute(self, e: sp.Mul, order: list[sp.Symbol]) -> Value | None:
+        """(c + a) * g -> c * g + a * g when that fuses: ``torch.addcmul(g, a, g, value=c)``."""
+        adds = [f for f in e.args if isinstance(f, sp.Add)]
+        if len(adds) != 1 or len(adds[0].args) != 2 or not adds[0].args[0].is_Number:
+            return None
+        other = e / adds[0]
+        if self.value(other, order).scalar or self.value(adds[0], order).scalar:
+            return None
+        c, a = adds[0].args
+        return self._addcmul(sp.Add(c * other, a * other, evaluate=False), order)
 
     def _pow(self, e: sp.Pow, order: list[sp.Symbol]) -> Value:
         base, exp = self.value(e.base, order), e.exp
@@ -291,6 +391,17 @@ def _memo_key(e: sp.Sum) -> sp.Expr:
     return e.xreplace(rename)
 
 
+def _scale(num: list[Value], den: list[Value], negative: bool) -> str | None:
+    """The python-number part of a product, as one operation on the smallest tensor factor."""
+    if not num and not den:
+        return None
+    if not negative and len(num) + len(den) == 1:
+        return f" * {num[0].wrap(MUL)}" if num else f" / {den[0].wrap(POW)}"
+    code = " * ".join(v.wrap(MUL) for v in num) or "1"
+    code += "".join(f" / {d.wrap(POW)}" for d in den)
+    return f" * ({'-' if negative else ''}{code})"
+
+
 def _natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
     """Axes in the order the body's largest tensor stores them, so sums need no transpose."""
     leaves = [i for i in body.atoms(sp.Indexed) if _plain(i)]
@@ -349,7 +460,7 @@ def _matmul(a: Value, b: Value, bound: list, out: tuple) -> Value | None:
         left = x if x.axes[1] == k else Value(f"{x.wrap(ATOM)}.T", x.axes[::-1])
         right = y if y.axes[0] == k else Value(f"{y.wrap(ATOM)}.T", y.axes[::-1])
         if (left.axes[0], right.axes[1]) == out:
-            return Value(f"{left.code} @ {right.code}", out, MUL)
+            return Value(f"{left.code} @ {right.code}", out, MUL, operands=(left.code, right.code))
     return None
 
 

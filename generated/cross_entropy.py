@@ -50,12 +50,18 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
-def _check_range(name, t, size_name, size):
-    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= size):
-        raise IndexError(
-            f"{OP}: {name} has values in [{int(t.min())}, {int(t.max())}], "
-            f"outside [0, {size_name}={size})"
-        )
+def _check_range(name, t, size_name, size, before=False):
+    # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
+    # themselves, so forward() checks only when one fails and then names it (no host sync on the
+    # fast path). On other devices a bad index is a device-side assert: check before, once.
+    if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
+        return
+    if t.numel():
+        lo, hi = (int(v) for v in torch.aminmax(t))
+        if lo < 0 or hi >= size:
+            raise IndexError(
+                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size})"
+            )
 
 
 def forward(logits, targets):
@@ -65,16 +71,20 @@ def forward(logits, targets):
     C = logits.shape[1]
     _check_input("targets", targets, 1, True, False)
     _check_size("targets", 0, targets.shape[0], "N", N)
-    _check_range("targets", targets, "C", C)
-    logit_maxes = logits.amax(1)
-    norm_logits = logits - logit_maxes[:, None]
-    counts = torch.exp(norm_logits)
-    counts_sum = counts.sum(1)
-    counts_sum_inv = 1 / counts_sum
-    probs = counts_sum_inv[:, None] * counts
-    logprobs = norm_logits - torch.log(counts_sum)[:, None]
-    sum_logprobs_targets = logprobs.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
-    loss = -sum_logprobs_targets / N
+    _check_range("targets", targets, "C", C, before=True)
+    try:
+        logit_maxes = logits.amax(1)
+        norm_logits = logits - logit_maxes[:, None]
+        counts = torch.exp(norm_logits)
+        counts_sum = counts.sum(1)
+        counts_sum_inv = 1 / counts_sum
+        probs = counts_sum_inv[:, None] * counts
+        logprobs = norm_logits - torch.log(counts_sum)[:, None]
+        sum_logprobs_targets = logprobs.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
+        loss = sum_logprobs_targets * (-1 / N)
+    except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
+        _check_range("targets", targets, "C", C)
+        raise
     return loss, (targets, probs)
 
 
@@ -82,7 +92,7 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     targets, probs = saved
     N = targets.shape[0]
-    dlogits = grad_out * probs / N
+    dlogits = grad_out / N * probs
     dlogits[torch.arange(N, device=dlogits.device), targets] -= grad_out / N
     return (dlogits, None)
 

@@ -43,12 +43,18 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
-def _check_range(name, t, size_name, size):
-    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= size):
-        raise IndexError(
-            f"{OP}: {name} has values in [{int(t.min())}, {int(t.max())}], "
-            f"outside [0, {size_name}={size})"
-        )
+def _check_range(name, t, size_name, size, before=False):
+    # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
+    # themselves, so forward() checks only when one fails and then names it (no host sync on the
+    # fast path). On other devices a bad index is a device-side assert: check before, once.
+    if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
+        return
+    if t.numel():
+        lo, hi = (int(v) for v in torch.aminmax(t))
+        if lo < 0 or hi >= size:
+            raise IndexError(
+                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size})"
+            )
 
 
 def forward(idx, C):
@@ -60,8 +66,12 @@ def forward(idx, C):
     _check_input("C", C, 2, False, False)
     V = C.shape[0]
     E = C.shape[1]
-    _check_range("idx", idx, "V", V)
-    out = C[idx]
+    _check_range("idx", idx, "V", V, before=True)
+    try:
+        out = C.index_select(0, idx)
+    except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
+        _check_range("idx", idx, "V", V)
+        raise
     return out.reshape(tuple(batch_shape) + tuple(out.shape[1:])), (idx, V)
 
 

@@ -110,12 +110,18 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
-def _check_range(name, t, size_name, size):
-    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= size):
-        raise IndexError(
-            f"{OP}: {name} has values in [{int(t.min())}, {int(t.max())}], "
-            f"outside [0, {size_name}={size})"
-        )
+def _check_range(name, t, size_name, size, before=False):
+    # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
+    # themselves, so forward() checks only when one fails and then names it (no host sync on the
+    # fast path). On other devices a bad index is a device-side assert: check before, once.
+    if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
+        return
+    if t.numel():
+        lo, hi = (int(v) for v in torch.aminmax(t))
+        if lo < 0 or hi >= size:
+            raise IndexError(
+                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size})"
+            )
 
 
 def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
@@ -142,33 +148,36 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
     _check_input("b2", b2, 1, False, False)
     _check_size("b2", 0, b2.shape[0], "V", V)
     _check_size("W1", 0, W1.shape[0], "E*T", E * T)
-    _check_range("X", X, "V", V)
-    _check_range("Y", Y, "V", V)
-    emb = C[X]
-    embcat = emb.reshape(N, E * T)
-    sum_W1_embcat = embcat @ W1
-    hprebn = b1 + sum_W1_embcat
-    sum_hprebn = hprebn.sum(0)
-    bnmeani = sum_hprebn / N
-    bndiff = hprebn - bnmeani
-    bndiff2 = bndiff**2
-    sum_bndiff2 = bndiff2.sum(0)
-    bnvar = sum_bndiff2 / (N - 1)
-    bnvar_inv = torch.rsqrt(eps + bnvar)
-    bnraw = bnvar_inv * bndiff
-    hpreact = bnbias + bngain * bnraw
-    h = torch.tanh(hpreact)
-    sum_W2_h = h @ W2
-    logits = b2 + sum_W2_h
-    logit_maxes, logit_maxes_argmax = logits.max(1)
-    norm_logits = logits - logit_maxes[:, None]
-    counts = torch.exp(norm_logits)
-    counts_sum = counts.sum(1)
-    counts_sum_inv = 1 / counts_sum
-    probs = counts_sum_inv[:, None] * counts
-    logprobs = norm_logits - torch.log(counts_sum)[:, None]
-    sum_Y_logprobs = logprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
-    loss = -sum_Y_logprobs / N
+    _check_range("X", X, "V", V, before=True)
+    _check_range("Y", Y, "V", V, before=True)
+    try:
+        emb = C.index_select(0, X.reshape(-1)).reshape(N, T, E)
+        embcat = emb.reshape(N, E * T)
+        hprebn = torch.addmm(b1, embcat, W1)
+        sum_hprebn = hprebn.sum(0)
+        bnmeani = sum_hprebn / N
+        bndiff = hprebn - bnmeani
+        bndiff2 = bndiff**2
+        sum_bndiff2 = bndiff2.sum(0)
+        bnvar = sum_bndiff2 / (N - 1)
+        bnvar_inv = torch.rsqrt(eps + bnvar)
+        bnraw = bnvar_inv * bndiff
+        hpreact = torch.addcmul(bnbias, bngain, bnraw)
+        h = torch.tanh(hpreact)
+        logits = torch.addmm(b2, h, W2)
+        logit_maxes, logit_maxes_argmax = logits.max(1)
+        norm_logits = logits - logit_maxes[:, None]
+        counts = torch.exp(norm_logits)
+        counts_sum = counts.sum(1)
+        counts_sum_inv = 1 / counts_sum
+        probs = counts_sum_inv[:, None] * counts
+        logprobs = norm_logits - torch.log(counts_sum)[:, None]
+        sum_Y_logprobs = logprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
+        loss = sum_Y_logprobs * (-1 / N)
+    except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
+        _check_range("X", X, "V", V)
+        _check_range("Y", Y, "V", V)
+        raise
     return loss, (
         X,
         Y,
@@ -217,19 +226,19 @@ def backward_all(grad_out, saved):
     dprobs = dlogprobs / probs
     dcounts_sum_inv = (counts * dprobs).sum(1)
     dcounts_sum = -(counts_sum_inv**2) * dcounts_sum_inv
-    dcounts = counts_sum_inv[:, None] * dprobs + dcounts_sum[:, None]
+    dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
     dnorm_logits = counts * dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)
     dlogit_maxes = -sum_dnorm_logits
     dlogits = dnorm_logits.clone()
     dlogits[torch.arange(N, device=dlogits.device), logit_maxes_argmax] += dlogit_maxes
     dh = dlogits @ W2.T
-    dhpreact = (1 - h**2) * dh
+    dhpreact = torch.addcmul(dh, dh, h**2, value=-1)
     dbnraw = bngain * dhpreact
     dbnvar_inv = (bndiff * dbnraw).sum(0)
-    dbnvar = -(bnvar_inv**3) * dbnvar_inv / 2
+    dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
     dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
-    dbndiff = 2 * bndiff * dbndiff2 + bnvar_inv * dbnraw
+    dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
     sum_dbndiff = dbndiff.sum(0)
     dbnmeani = -sum_dbndiff
     dhprebn = dbndiff + dbnmeani / N
