@@ -1,27 +1,72 @@
-"""Command line: ``python -m derive generate OP_FILE... --out DIR``.
+"""Command line: ``python -m derive generate OP_FILE... --out DIR [--formulas]``,
+``python -m derive show OP [--latex | --json]``, ``python -m derive formulas OP_FILE... --out DIR``.
 
-``make generate`` is this command over the catalogue in ops/.
+``make generate`` is ``generate --formulas`` over the catalogue in ops/; ``make show OP=name``
+is ``show``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 
 from derive.errors import DerivationError
 from derive.generate import generate
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m derive", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="derive and emit one module per op file")
     gen.add_argument("files", nargs="+", help="Python files that each define OP = Op(...)")
     gen.add_argument("--out", required=True, help="folder for the generated modules")
     gen.add_argument("--check", action="store_true", help="verify each module against autograd")
-    args = parser.parse_args(argv)
+    gen.add_argument(
+        "--formulas", action="store_true", help="also write FORMULAS.md and formulas.html"
+    )
+    show = sub.add_parser("show", help="print one op's derivation, step by step")
+    show.add_argument("op", help="a catalogue name (ops/<name>.py) or the path of an op file")
+    mode = show.add_mutually_exclusive_group()
+    mode.add_argument("--latex", action="store_true", help="print LaTeX, one equation a line")
+    mode.add_argument("--json", action="store_true", help="print a machine-readable record")
+    show.add_argument("--width", type=int, help="columns for the pretty print (default: terminal)")
+    formulas = sub.add_parser("formulas", help="write FORMULAS.md and formulas.html only")
+    formulas.add_argument("files", nargs="+", help="Python files that each define OP = Op(...)")
+    formulas.add_argument("--out", required=True, help="folder for the two files")
+    return parser
+
+
+def _show(args: argparse.Namespace) -> int:
+    from derive.show import UnknownOp, show  # the show stage is not needed to generate
+
+    mode = "latex" if args.latex else "json" if args.json else "text"
+    width = args.width or shutil.get_terminal_size((100, 24)).columns
     try:
-        written = generate(args.files, args.out, check=args.check)
+        sys.stdout.write(show(args.op, mode, width))
+    except UnknownOp as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> list:
+    written = []
+    if args.command == "generate":
+        written += generate(args.files, args.out, check=args.check)
+    if args.command == "formulas" or args.formulas:
+        from derive.formulas import write_formulas  # matplotlib only when formulas are written
+
+        written += write_formulas(args.files, args.out, read_modules=args.command == "generate")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "show":
+            return _show(args)
+        written = _generate(args)
     except DerivationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

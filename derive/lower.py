@@ -226,7 +226,9 @@ class Lowerer:
             scale = _scale([v for v in num if v.scalar], [v for v in den if v.scalar], coef < 0)
             tensors = [v for v in num if not v.scalar], [v for v in den if not v.scalar]
             value = self._product(*tensors, order, scale)
-        if coef < 0 and scale is None:  # unary minus binds to the first (smallest) factor: no extra full pass
+        if (
+            coef < 0 and scale is None
+        ):  # unary minus binds to the first (smallest) factor: no extra full pass
             return Value(f"-{value.wrap(MUL)}", value.axes, UNARY, value.scalar)
         return value
 

@@ -10,20 +10,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+FORMULAS = ["FORMULAS.md", "formulas.html"]  # written by make generate (generate --formulas)
 
 
 @pytest.mark.parametrize("hashseed", ["0", "4242"])
 def test_regeneration_is_byte_identical(tmp_path: Path, hashseed: str) -> None:
     ops = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ops").glob("*.py"))
     env = {**os.environ, "PYTHONHASHSEED": hashseed, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "derive", "generate", *ops, "--out", "generated"]
+    cmd = [sys.executable, "-m", "derive", "generate", *ops, "--out", "generated", "--formulas"]
     # generate into a copy of the layout so the recorded command reads exactly as make's
     work = tmp_path / "repo"
     work.mkdir()
     (work / "ops").symlink_to(ROOT / "ops")
     subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True, text=True)
-    expected = sorted(p.name for p in (ROOT / "generated").glob("*.py"))
+    expected = sorted(p.name for p in (ROOT / "generated").glob("*.py")) + FORMULAS
     produced = sorted(p.name for p in (work / "generated").glob("*.py"))
+    produced += [name for name in FORMULAS if (work / "generated" / name).exists()]
     assert produced == expected
     for name in expected:
         a = (ROOT / "generated" / name).read_text()

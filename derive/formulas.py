@@ -1,0 +1,124 @@
+"""FORMULAS.md and formulas.html: every op's derivation, for GitHub and for a browser offline.
+
+Both render the same data (:func:`sections`): per op the forward definitions, then each
+adjoint's chain rule, simplified step and collapse, with the torch lines the module runs.
+FORMULAS.md carries LaTeX in ``$$`` blocks for GitHub; formulas.html carries the same LaTeX
+typeset to inline SVG (:mod:`derive.mathsvg`), so it needs no network and no script.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from derive.emit import MARKER, TEMPLATES
+from derive.errors import DerivationError
+from derive.explain import Explanation, explain
+from derive.generate import load_op, module_source, write_if_changed
+from derive.language import Op
+from derive.latex import equation_latex
+
+MARKDOWN, HTML = "FORMULAS.md", "formulas.html"
+
+
+@dataclass
+class Formula:
+    label: str
+    tex: str
+    svg: Markup = Markup("")  # filled in for the HTML page only
+
+
+@dataclass
+class StepSection:
+    adjoint: str
+    title: str
+    formulas: list[Formula]
+    emitted: str | None
+
+
+@dataclass
+class OpSection:
+    name: str
+    doc: str
+    source: str
+    inputs: list[str]
+    params: str
+    forward: list[Formula]
+    steps: list[StepSection] = field(default_factory=list)
+
+
+def _step(step) -> StepSection:
+    kind = "input" if step.is_input else "intermediate"
+    formulas = [Formula(label, equation_latex(step.lhs, rhs)) for label, rhs in step.forms()]
+    return StepSection(step.adjoint, f"{kind} {step.tensor}", formulas, step.emitted)
+
+
+def section(ex: Explanation) -> OpSection:
+    """One op's part of both pages."""
+    op = ex.op
+    params = ", ".join(f"{k} = {v!r}" for k, v in sorted(op.params.items()))
+    forward = [
+        Formula(text, equation_latex(lhs, rhs))
+        for text, (lhs, rhs) in zip(op.definitions, ex.forward, strict=True)
+    ]
+    steps = [_step(s) for s in ex.steps]
+    return OpSection(op.name, op.doc or op.name, op.source, list(op.inputs), params, forward, steps)
+
+
+def typeset(sections: list[OpSection]) -> Markup:
+    """Typeset every formula into its SVG; returns the glyph definitions they share."""
+    from derive.mathsvg import MathSvg  # matplotlib: only when the page is written
+
+    math = MathSvg()
+    for sec in sections:
+        for f in sec.forward + [f for s in sec.steps for f in s.formulas]:
+            try:
+                f.svg = Markup(math.svg(f.tex, f.tex))
+            except ValueError as exc:  # a printer bug: name the op and the formula
+                problem = f"mathtext cannot typeset {f.tex!r}: {str(exc).strip()}"
+                raise DerivationError(sec.name, problem, f.label) from None
+    return Markup(math.defs())
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.jinja",)),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _module(op: Op, out: Path, read_modules: bool) -> str:
+    path = out / f"{op.name}.py"
+    return path.read_text() if read_modules and path.exists() else module_source(op, out)
+
+
+def write_formulas(
+    files: list[str], out_dir: str, read_modules: bool = False
+) -> list[tuple[Path, bool]]:
+    """Write FORMULAS.md and formulas.html for the op files into ``out_dir``.
+
+    ``read_modules``: take the emitted torch from the modules just written there (generate
+    --formulas) instead of emitting it again.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ops = [load_op(f) for f in sorted(files)]
+    sections = [section(explain(op, _module(op, out, read_modules))) for op in ops]
+    command = (
+        f"python -m derive formulas {' '.join(op.source for op in ops)} --out {out.as_posix()}"
+    )
+    env = _environment()
+    data = {"marker": MARKER, "command": command, "sections": sections}
+    markdown = env.get_template("formulas.md.jinja").render(**data)
+    html = env.get_template("formulas.html.jinja").render(defs=typeset(sections), **data)
+    return [
+        (out / MARKDOWN, write_if_changed(out / MARKDOWN, markdown)),
+        (out / HTML, write_if_changed(out / HTML, html)),
+    ]

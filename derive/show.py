@@ -1,0 +1,156 @@
+"""``python -m derive show OP``: read one op's derivation in the terminal, as LaTeX or as JSON.
+
+OP is a catalogue name (``ops/<name>.py``) or the path of any op file. For the forward
+definitions and then every adjoint, the output's consumers first, it prints the chain rule as
+reverse mode writes it, the simplified step, the collapse down to ``grad_out`` where there is
+one, and the torch statements the generated module runs for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+from derive.errors import DerivationError
+from derive.explain import Explanation, explain
+from derive.generate import load_op, module_source
+from derive.latex import equation_latex, equation_pretty, latex
+from derive.reverse import GRAD_OUT
+
+CATALOGUE = Path(__file__).resolve().parent.parent / "ops"
+
+
+class UnknownOp(DerivationError):
+    """An OP argument that is neither a catalogue name nor an op file."""
+
+
+def catalogue() -> dict[str, Path]:
+    """The ops ``make generate`` knows: ``{name: file}``."""
+    return {p.stem: p for p in sorted(CATALOGUE.glob("*.py"))}
+
+
+def resolve(op: str) -> Path:
+    """A catalogue name or a path; an unknown name lists the names there are."""
+    path = Path(op)
+    if path.suffix == ".py" or path.exists() or os.sep in op or "/" in op:
+        return path
+    known = catalogue()
+    if op not in known:
+        names = ", ".join(known)
+        raise UnknownOp(op, f"unknown op; the catalogue has: {names} (or give an op file's path)")
+    try:  # as make passes it (ops/x.py) when run from the checkout
+        return known[op].relative_to(Path.cwd())
+    except ValueError:
+        return known[op]
+
+
+def explain_file(path: Path) -> Explanation:
+    """Load, derive and generate one op file, and gather its derivation."""
+    op = load_op(path)
+    return explain(op, module_source(op, "generated"))
+
+
+def _header(ex: Explanation) -> list[str]:
+    op = ex.op
+    return [f"{op.name}: {op.doc or op.name}", f"from {op.source}; inputs {', '.join(op.inputs)}"]
+
+
+def _indent(text: str, by: int = 4) -> str:
+    return textwrap.indent(text, " " * by)
+
+
+def render_text(ex: Explanation, width: int = 100) -> str:
+    """SymPy's unicode pretty print, for the terminal."""
+    lines = _header(ex) + ["", "Forward"]
+    for lhs, rhs in ex.forward:  # a blank line apart: 2-D forms would run into each other
+        lines += [_indent(equation_pretty(lhs, rhs, width - 4)), ""]
+    lines += [f"Backward ({GRAD_OUT} is the adjoint of {ex.output}; consumers before producers)"]
+    for step in ex.steps:
+        kind = "input" if step.is_input else "intermediate"
+        lines += ["", f"── {step.adjoint}  ({kind} {step.tensor}) " + "─" * 20]
+        for label, rhs in step.forms():
+            lines += [f"  {label}:", _indent(equation_pretty(step.lhs, rhs, width - 4))]
+        if step.emitted:
+            lines += ["  torch:", _indent(step.emitted)]
+    text = "\n".join(lines)
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"  # SymPy pads lines
+
+
+def latex_lines(ex: Explanation) -> list[tuple[str, str]]:
+    """Every formula of the derivation as (what it is, LaTeX), in reading order."""
+    out = [(f"forward: {lhs}", equation_latex(lhs, rhs)) for lhs, rhs in ex.forward]
+    for step in ex.steps:
+        out += [
+            (f"{step.adjoint}: {label}", equation_latex(step.lhs, rhs))
+            for label, rhs in step.forms()
+        ]
+    return out
+
+
+def render_latex(ex: Explanation) -> str:
+    """One equation per line, each labelled by a LaTeX comment above it."""
+    lines = [f"% {line}" for line in _header(ex)]
+    for label, tex in latex_lines(ex):
+        lines += [f"% {label}", tex]
+    return "\n".join(lines) + "\n"
+
+
+def _expr(e) -> dict | None:
+    return None if e is None else {"sympy": str(e), "latex": latex(e)}
+
+
+def record(ex: Explanation) -> dict:
+    """The machine-readable record: op, definitions, adjoints raw and simplified, emitted code."""
+    op = ex.op
+    steps = [
+        {
+            "tensor": s.tensor,
+            "adjoint": s.adjoint,
+            "lhs": _expr(s.lhs),
+            "input": s.is_input,
+            "chain": _expr(s.chain),
+            "simplified": _expr(s.simplified),
+            "collapsed": _expr(s.collapsed),
+            "computed": s.computed,
+            "emitted": s.emitted,
+        }
+        for s in ex.steps
+    ]
+    emitted = {s.tensor: s.emitted for s in ex.steps}
+    return {
+        "op": op.name,
+        "doc": op.doc,
+        "source": op.source,
+        "stepwise": op.stepwise,
+        "inputs": list(op.inputs),
+        "params": dict(op.params),
+        "definitions": [
+            {"text": text, "latex": equation_latex(lhs, rhs)}
+            for text, (lhs, rhs) in zip(op.definitions, ex.forward, strict=True)
+        ],
+        "adjoints": {
+            t: {
+                "raw": _expr(ex.raw[t]),
+                "simplified": _expr(ex.final[t]),
+                "emitted": emitted.get(t),
+            }
+            for t in ex.final
+        },
+        "steps": steps,
+    }
+
+
+def render_json(ex: Explanation) -> str:
+    return json.dumps(record(ex), indent=2) + "\n"
+
+
+def show(op: str, mode: str = "text", width: int = 100) -> str:
+    """The whole ``show`` command: resolve, derive, render in one of text / latex / json."""
+    ex = explain_file(resolve(op))
+    if mode == "latex":
+        return render_latex(ex)
+    if mode == "json":
+        return render_json(ex)
+    return render_text(ex, width)
