@@ -16,6 +16,11 @@ help:
 	@echo "make train     train the makemore MLP with the generated backward (DATA=path/to/names.txt)"
 	@echo "make test      run the test suite"
 	@echo "make generate  derive and emit generated/ from the op catalogue"
+	@echo "make show OP=cross_entropy   print an op's derivation step by step (OP: a name or an op file)"
+	@echo "make formulas  write generated/FORMULAS.md and generated/formulas.html"
+	@echo "make formulas-screenshot     check formulas.html in headless Chromium; PNGs in runs/formulas/"
+	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...)"
+	@echo "make bench-quick   the same in under a minute (makemore size, A B G GC); CI's smoke run"
 	@echo "make lint      ruff + black --check"
 	@echo "make format    black + ruff --fix"
 
@@ -29,21 +34,52 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 generate: $(STAMP)
-	$(PY) -m derive generate $(sort $(wildcard ops/*.py)) --out generated
+	$(PY) -m derive generate $(sort $(wildcard ops/*.py)) --out generated --formulas
+
+.PHONY: show formulas formulas-screenshot
+
+show: $(STAMP)
+	@test -n "$(OP)" || { echo "usage: make show OP=cross_entropy (or OP=path/to/my_op.py)"; exit 2; }
+	$(PY) -m derive show $(OP)
+
+formulas: $(STAMP)
+	$(PY) -m derive formulas $(sort $(wildcard ops/*.py)) --out generated
+
+# Chromium from the distribution if missing (Debian/Ubuntu: the package is `chromium`).
+SUDO = $(if $(filter 0,$(shell id -u)),,sudo)
+formulas-screenshot: $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
+	$(PY) -m derive.browser generated/formulas.html --out runs/formulas \
+		--ops $(basename $(notdir $(sort $(wildcard ops/*.py))))
 
 test: $(STAMP)
 	$(PY) -m pytest
 
 lint: $(STAMP)
-	$(PY) -m ruff check derive train tests
-	$(PY) -m black --check derive train tests generated
+	$(PY) -m ruff check derive train bench tests
+	$(PY) -m black --check derive train bench tests generated
 
 format: $(STAMP)
-	$(PY) -m black derive train tests
-	$(PY) -m ruff check --fix derive train tests
+	$(PY) -m black derive train bench tests
+	$(PY) -m ruff check --fix derive train bench tests
 
 train: $(STAMP)
 	$(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
+
+# glibc serves allocations above its mmap threshold (at most 32 MiB) with a fresh mmap: every
+# 64 MiB temporary of the large size is then mapped, page-faulted and zeroed anew each step and
+# the allocator, not the step, is timed. MALLOC_MMAP_MAX_=0 keeps them on the heap and
+# MALLOC_TRIM_THRESHOLD_=-1 stops handing freed heap back to the OS (costs RSS, ~1.4 GB at large).
+BENCH_ENV := MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=-1
+BENCH_ARGS ?=
+.PHONY: bench bench-quick
+
+bench: $(STAMP)
+	$(BENCH_ENV) $(PY) -m bench $(BENCH_ARGS)
+
+bench-quick: $(STAMP)
+	$(BENCH_ENV) $(PY) -m bench --quick $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,123 @@
+"""Smoke tests of the benchmark harness (``python -m bench``): no timing assertions.
+
+What must hold whatever the machine: every variant passes the float64 check against A, the
+report and the JSON have one row per variant and one column per size, and a variant that
+computes a wrong update is reported as WRONG and never timed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from bench.__main__ import main
+from bench.problem import parse_size
+from bench.report import markdown
+from bench.runner import BenchConfig, run
+from bench.variants import Variant, generated_step
+
+TINY = "8x16"  # batch 8, hidden 16: every code path, milliseconds per step
+
+
+def flipped_step(params, X, Y, lr):
+    """The generated step climbing instead of descending: the update a miscompile could make."""
+    return generated_step(params, X, Y, -lr)
+
+
+def nan_loss_step(params, X, Y, lr):
+    """A right update with a NaN loss: the check compares losses too, and NaN never passes."""
+    generated_step(params, X, Y, lr)
+    return torch.tensor(float("nan"))
+
+
+def _rows(table_text: str, heading: str) -> list[str]:
+    """The markdown table rows under ``heading``."""
+    section = table_text.split(heading, 1)[1].split("###", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+
+
+def test_quick_run_reports_every_variant(tmp_path):
+    """The quick run's code path (compiled GC included) at the tiny size, end to end."""
+    json_path = tmp_path / "out.json"
+    argv = ["--quick", "--sizes", TINY, "--rounds", "2", "--warmup", "1"]
+    assert main([*argv, "--out", str(tmp_path), "--json", str(json_path), "--no-plot"]) == 0
+
+    data = json.loads(json_path.read_text())
+    assert [s["size"]["name"] for s in data["sizes"]] == [TINY]
+    for size in data["sizes"]:
+        assert size["recompiles_while_timing"] == 0
+        variants = {v["name"]: v for v in size["variants"]}
+        assert list(variants) == ["A", "B", "G", "GC"]
+        for v in variants.values():
+            assert v["status"] == "ok", v
+            assert v["check"]["grad_diff"]["float64"] <= 1e-10
+            assert len(v["timing"]["per_step_s"]) == 2
+            assert v["ratio_to"]["A"]["median"] > 0
+        assert variants["G"]["memory"]["saved_bytes"] > 0
+        assert variants["GC"]["memory"]["peak_live_bytes"] is None  # n/a for compiled code
+    assert data["graphs"]["GC"]["graphs"] >= 1
+    assert data["generate"]["median_s"] > 0
+
+    text = (tmp_path / "bench.md").read_text()
+    for heading in ("ratio to A", "ratio to B", "Check against A", "Memory of one step"):
+        rows = _rows(text, heading)
+        assert [r.split(":")[0] for r in rows[1:]] == ["| A", "| B", "| G", "| GC"], heading
+        assert rows[0] == f"| variant | {TINY} |"
+
+
+def test_wrong_variant_is_reported_and_not_timed():
+    wrong = Variant("W", "generated step, sign flipped", flipped_step, autograd=False)
+    nan = Variant("N", "generated step, NaN loss", nan_loss_step, autograd=False)
+    sizes = [parse_size(TINY), parse_size("4x8")]
+    cfg = BenchConfig(sizes, ["A", "G"], rounds=2, warmup=1, generate_repeats=0)
+    result = run(cfg, extra=[wrong, nan])
+    for size in result.sizes:
+        by_name = {v.name: v for v in size.variants}
+        assert by_name["G"].status == "ok" and by_name["G"].timing is not None
+        for bad in (by_name["W"], by_name["N"]):
+            assert bad.status == "wrong"
+            assert bad.timing is None and not bad.ratio_to and not bad.memory
+        assert by_name["W"].check.grad_diff["float64"] > 1.0  # -g against g: 2|g|
+    rows = _rows(markdown(result), "ratio to A")
+    assert rows[0] == f"| variant | {TINY} | 4x8 |"
+    assert [r.split(":")[0] for r in rows[1:]] == ["| A", "| G", "| W", "| N"]
+    assert rows[-2].count("WRONG (float64: grad diff") == 2
+    assert rows[-1].count("loss diff nan") == 2
+
+
+def test_raising_variant_is_an_error_not_a_crash():
+    def broken(params, X, Y, lr):
+        raise RuntimeError("boom")
+
+    cfg = BenchConfig([parse_size(TINY)], ["A"], rounds=1, warmup=1, generate_repeats=0)
+    result = run(cfg, extra=[Variant("E", "raises", broken, autograd=False)])
+    (err,) = [v for v in result.sizes[0].variants if v.name == "E"]
+    assert err.status == "error" and "boom" in err.check.error and err.timing is None
+
+
+def test_eager_variants_agree_in_float64_at_the_makemore_size():
+    """The check's premise: A, B and G are the same step to float64 rounding."""
+    cfg = BenchConfig(
+        [parse_size("makemore")],
+        ["A", "B", "G"],
+        rounds=1,
+        warmup=0,
+        generate_repeats=0,
+        memory=False,
+    )
+    for v in run(cfg).sizes[0].variants:
+        assert v.status == "ok" and v.check.grad_diff["float64"] < 1e-12, v.check
+
+
+@pytest.mark.parametrize("text", ["huge", "1x8", "8x"])
+def test_bad_size_is_rejected(text):
+    with pytest.raises(ValueError, match="unknown size"):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("option", [["--sizes", "huge"], ["--variants", "A,Z"]])
+def test_bad_option_exits_2(option, tmp_path, capsys):
+    assert main([*option, "--out", str(tmp_path)]) == 2
+    assert "unknown" in capsys.readouterr().err
