@@ -40,6 +40,7 @@ class ModuleData:
     function_signature: str  # autograd.Function.apply takes no keywords: params positional
     call_args: str
     check_lines: list[str]
+    helpers: list[str]  # the check helpers those lines call: only they are emitted
     range_checks: list[str]
     forward_lines: list[str]
     saved_names: list[str]
@@ -280,6 +281,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         function_signature=", ".join(g.inputs + params),
         call_args=call,
         check_lines=checks,
+        helpers=sorted({h for line in checks for h in re.findall(r"\b_check_\w+", line)}),
         range_checks=_range_checks(g),
         forward_lines=forward,
         saved_names=d.saved + extras,

@@ -105,11 +105,6 @@ def _check_size(name, dim, got, size_name, want):
         )
 
 
-def _check_batch(name, got, want):
-    if tuple(got) != tuple(want):
-        raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
-
-
 def _check_range(name, t, size_name, size, before=False):
     # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
     # themselves, so forward() checks only when one fails and then names it (no host sync on the

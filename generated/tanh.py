@@ -30,32 +30,6 @@ def _check_input(name, t, ndim, integer, batched):
         raise ValueError(f"{OP}: {name} must have {want} dimensions, got shape {tuple(t.shape)}")
 
 
-def _check_size(name, dim, got, size_name, want):
-    if got != want:
-        raise ValueError(
-            f"{OP}: {name}.shape[{dim}] is {got}, but {size_name} is {want} from an earlier input"
-        )
-
-
-def _check_batch(name, got, want):
-    if tuple(got) != tuple(want):
-        raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
-
-
-def _check_range(name, t, size_name, size, before=False):
-    # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
-    # themselves, so forward() checks only when one fails and then names it (no host sync on the
-    # fast path). On other devices a bad index is a device-side assert: check before, once.
-    if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
-        return
-    if t.numel():
-        lo, hi = (int(v) for v in torch.aminmax(t))
-        if lo < 0 or hi >= size:
-            raise IndexError(
-                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size})"
-            )
-
-
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)

@@ -73,3 +73,16 @@ OPS = [
     OpSpec("batchnorm", batchnorm, _bn_reference, _make_batchnorm),
     OpSpec("cross_entropy", cross_entropy, F.cross_entropy, _make_cross_entropy),
 ]
+
+
+# A user's own op file, as the README's "add your own op" writes it (test_user_op, test_show).
+SIGMOID = """
+from derive import Op
+
+OP = Op(
+    name="sigmoid",
+    doc="Element-wise logistic sigmoid.",
+    inputs=["x[N, M]"],
+    definitions=["out[n, m] = 1 / (1 + exp(-x[n, m]))"],
+)
+"""

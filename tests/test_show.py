@@ -15,21 +15,11 @@ from derive.explain import Explanation, explain
 from derive.generate import load_op
 from derive.latex import latex
 from derive.show import catalogue, render_json, render_latex, render_text
+from tests.op_table import SIGMOID
 from tests.test_formulas import markdown_formulas, mathtext_error
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = sorted(catalogue())
-
-SIGMOID = """
-from derive import Op
-
-OP = Op(
-    name="sigmoid",
-    doc="Element-wise logistic sigmoid.",
-    inputs=["x[N, M]"],
-    definitions=["out[n, m] = 1 / (1 + exp(-x[n, m]))"],
-)
-"""
 
 
 @pytest.fixture(scope="module")

@@ -14,19 +14,9 @@ from derive import DerivationError, Op
 from derive.check import load_module
 from derive.derivation import derive
 from derive.language import parse
+from tests.op_table import SIGMOID
 
 ROOT = Path(__file__).resolve().parent.parent
-
-SIGMOID = """
-from derive import Op
-
-OP = Op(
-    name="sigmoid",
-    doc="Element-wise logistic sigmoid.",
-    inputs=["x[N, M]"],
-    definitions=["out[n, m] = 1 / (1 + exp(-x[n, m]))"],
-)
-"""
 
 
 def _generate(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess:
