@@ -348,6 +348,8 @@ class Lowerer:
 
     def _pick_update(self, name: str, coef: sp.Expr, axis, data: sp.Indexed, axes: tuple) -> None:
         others = [a for a in axes if a != axis]
+        if self._scatter_pick(name, coef, axis, data, axes):
+            return
         index = []
         for a in axes:
             if a == axis:
@@ -361,6 +363,22 @@ class Lowerer:
         sign, coef = ("-", -coef) if coef.could_extract_minus_sign() else ("+", coef)
         value = _align(self.value(coef, others), tuple(others))
         self.lines.append(f"{name}[{', '.join(index)}] {sign}= {value.code}")
+
+    def _scatter_pick(self, name: str, coef: sp.Expr, axis, data: sp.Indexed, axes: tuple) -> bool:
+        """x[n, t[n]] += v[n] as one ``scatter_add_`` (indexing with ``-=`` is three kernels)."""
+        others = tuple(a for a in axes if a != axis)
+        pick, value = self.value(data, list(others)), self.value(coef, list(others))
+        if pick.axes != others or value.scalar or value.axes not in (others, ()):
+            return False
+        pos = axes.index(axis)
+        if value.axes:
+            src = f"{value.wrap(ATOM)}.unsqueeze({pos})"
+        else:  # one number for every row: a broadcast view, nothing copied
+            shape = [self._size(a) for a in others]
+            src = f"{value.wrap(ATOM)}.expand({', '.join(shape[:pos] + ['1'] + shape[pos:])})"
+        index = f"{pick.wrap(ATOM)}.unsqueeze({pos})"
+        self.lines.append(f"{name}.scatter_add_({pos}, {index}, {src})")
+        return True
 
     def _scatter(self, name: str, e: sp.Sum, axes: tuple) -> None:
         delta, axis, data = _scatter_delta(e, axes)

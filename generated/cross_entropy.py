@@ -88,7 +88,7 @@ def backward(grad_out, saved):
     targets, probs = saved
     N = targets.shape[0]
     dlogits = grad_out / N * probs
-    dlogits[torch.arange(N, device=dlogits.device), targets] -= grad_out / N
+    dlogits.scatter_add_(1, targets.unsqueeze(1), (grad_out * (-1 / N)).expand(N, 1))
     return (dlogits, None)
 
 

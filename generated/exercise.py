@@ -217,7 +217,7 @@ def backward_all(grad_out, saved):
     T = X.shape[1]
     V = W2.shape[1]
     dlogprobs = torch.zeros(N, V, dtype=grad_out.dtype, device=grad_out.device)
-    dlogprobs[torch.arange(N, device=dlogprobs.device), Y] -= grad_out / N
+    dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_out * (-1 / N)).expand(N, 1))
     dprobs = dlogprobs / probs
     dcounts_sum_inv = (counts * dprobs).sum(1)
     dcounts_sum = -(counts_sum_inv**2) * dcounts_sum_inv
@@ -226,7 +226,7 @@ def backward_all(grad_out, saved):
     sum_dnorm_logits = dnorm_logits.sum(1)
     dlogit_maxes = -sum_dnorm_logits
     dlogits = dnorm_logits.clone()
-    dlogits[torch.arange(N, device=dlogits.device), logit_maxes_argmax] += dlogit_maxes
+    dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
     dh = dlogits @ W2.T
     dhpreact = torch.addcmul(dh, dh, h**2, value=-1)
     dbnraw = bngain * dhpreact
