@@ -77,11 +77,14 @@ def _elementwise(g: Graph) -> bool:
 
 def _input_lines(g: Graph, flat: bool) -> tuple[list[str], dict[sp.Symbol, str]]:
     """Type, shape and size checks for the inputs; binds every size symbol to a name."""
-    lines, bound, have_batch, composite = [], {}, False, []
+    lines, bound, have_batch, composite, like = [], {}, False, [], []
+    first = next(n for n in g.inputs if not g.tensors[n].integer)
     for name in g.inputs:
         t = g.tensors[name]
         rest = len(_rest_dims(t))
         lines.append(f"_check_input({name!r}, {name}, {rest}, {t.integer}, {t.batched})")
+        if name != first:  # mixed dtypes or devices: say so here, not in a kernel's words
+            like.append(f"_check_like({name!r}, {name}, {first!r}, {first}, {not t.integer})")
         if t.batched:
             shape = f"{name}.shape[: {name}.dim() - {rest}]" if rest else f"{name}.shape"
             if have_batch:
@@ -105,6 +108,7 @@ def _input_lines(g: Graph, flat: bool) -> tuple[list[str], dict[sp.Symbol, str]]
             else:
                 lines.append(f"{dim} = {name}.shape[{pos}]")
                 bound[dim] = dim.name
+    lines += like
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
         lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
     for name, size in _index_ranges(g):

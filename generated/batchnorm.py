@@ -40,6 +40,13 @@ def _check_input(name, t, ndim, integer, batched):
         raise ValueError(f"{OP}: {name} must have {want} dimensions, got shape {tuple(t.shape)}")
 
 
+def _check_like(name, t, ref_name, ref, same_dtype):
+    if t.device != ref.device or (same_dtype and t.dtype != ref.dtype):
+        raise TypeError(
+            f"{OP}: {name} is {t.dtype} on {t.device}, but {ref_name} is {ref.dtype} on {ref.device}"
+        )
+
+
 def _check_size(name, dim, got, size_name, want):
     if got != want:
         raise ValueError(
@@ -56,6 +63,8 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_size("gain", 0, gain.shape[0], "M", M)
     _check_input("bias", bias, 1, False, False)
     _check_size("bias", 0, bias.shape[0], "M", M)
+    _check_like("gain", gain, "x", x, True)
+    _check_like("bias", bias, "x", x, True)
     sum_x = x.sum(0)
     bnmeani = sum_x / N
     bndiff = x - bnmeani

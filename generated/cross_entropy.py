@@ -38,6 +38,13 @@ def _check_input(name, t, ndim, integer, batched):
         raise ValueError(f"{OP}: {name} must have {want} dimensions, got shape {tuple(t.shape)}")
 
 
+def _check_like(name, t, ref_name, ref, same_dtype):
+    if t.device != ref.device or (same_dtype and t.dtype != ref.dtype):
+        raise TypeError(
+            f"{OP}: {name} is {t.dtype} on {t.device}, but {ref_name} is {ref.dtype} on {ref.device}"
+        )
+
+
 def _check_size(name, dim, got, size_name, want):
     if got != want:
         raise ValueError(
@@ -66,6 +73,7 @@ def forward(logits, targets):
     C = logits.shape[1]
     _check_input("targets", targets, 1, True, False)
     _check_size("targets", 0, targets.shape[0], "N", N)
+    _check_like("targets", targets, "logits", logits, False)
     _check_range("targets", targets, "C", C, before=True)
     try:
         logit_maxes = logits.amax(1)

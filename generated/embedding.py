@@ -31,6 +31,13 @@ def _check_input(name, t, ndim, integer, batched):
         raise ValueError(f"{OP}: {name} must have {want} dimensions, got shape {tuple(t.shape)}")
 
 
+def _check_like(name, t, ref_name, ref, same_dtype):
+    if t.device != ref.device or (same_dtype and t.dtype != ref.dtype):
+        raise TypeError(
+            f"{OP}: {name} is {t.dtype} on {t.device}, but {ref_name} is {ref.dtype} on {ref.device}"
+        )
+
+
 def _check_range(name, t, size_name, size, before=False):
     # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
     # themselves, so forward() checks only when one fails and then names it (no host sync on the
@@ -54,6 +61,7 @@ def forward(idx, C):
     _check_input("C", C, 2, False, False)
     V = C.shape[0]
     E = C.shape[1]
+    _check_like("idx", idx, "C", C, False)
     _check_range("idx", idx, "V", V, before=True)
     try:
         out = C.index_select(0, idx)

@@ -98,6 +98,13 @@ def _check_input(name, t, ndim, integer, batched):
         raise ValueError(f"{OP}: {name} must have {want} dimensions, got shape {tuple(t.shape)}")
 
 
+def _check_like(name, t, ref_name, ref, same_dtype):
+    if t.device != ref.device or (same_dtype and t.dtype != ref.dtype):
+        raise TypeError(
+            f"{OP}: {name} is {t.dtype} on {t.device}, but {ref_name} is {ref.dtype} on {ref.device}"
+        )
+
+
 def _check_size(name, dim, got, size_name, want):
     if got != want:
         raise ValueError(
@@ -142,6 +149,14 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
     _check_size("W2", 1, W2.shape[1], "V", V)
     _check_input("b2", b2, 1, False, False)
     _check_size("b2", 0, b2.shape[0], "V", V)
+    _check_like("X", X, "C", C, False)
+    _check_like("Y", Y, "C", C, False)
+    _check_like("W1", W1, "C", C, True)
+    _check_like("b1", b1, "C", C, True)
+    _check_like("bngain", bngain, "C", C, True)
+    _check_like("bnbias", bnbias, "C", C, True)
+    _check_like("W2", W2, "C", C, True)
+    _check_like("b2", b2, "C", C, True)
     _check_size("W1", 0, W1.shape[0], "E*T", E * T)
     _check_range("X", X, "V", V, before=True)
     _check_range("Y", Y, "V", V, before=True)

@@ -34,6 +34,13 @@ def _check_input(name, t, ndim, integer, batched):
         raise ValueError(f"{OP}: {name} must have {want} dimensions, got shape {tuple(t.shape)}")
 
 
+def _check_like(name, t, ref_name, ref, same_dtype):
+    if t.device != ref.device or (same_dtype and t.dtype != ref.dtype):
+        raise TypeError(
+            f"{OP}: {name} is {t.dtype} on {t.device}, but {ref_name} is {ref.dtype} on {ref.device}"
+        )
+
+
 def _check_size(name, dim, got, size_name, want):
     if got != want:
         raise ValueError(
@@ -51,6 +58,8 @@ def forward(x, W, b):
     M = W.shape[1]
     _check_input("b", b, 1, False, False)
     _check_size("b", 0, b.shape[0], "M", M)
+    _check_like("W", W, "x", x, True)
+    _check_like("b", b, "x", x, True)
     out = torch.addmm(b, x, W)
     return out, (x, W)
 

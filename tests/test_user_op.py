@@ -81,5 +81,9 @@ def test_generated_forward_rejects_bad_input() -> None:
         IndexError, match=r"embedding: idx has values in \[0, 9\], outside \[0, V=5\)"
     ):
         embedding.forward(torch.tensor([0, 9]), torch.randn(5, 2))
+    with pytest.raises(
+        TypeError, match="linear: W is torch.float32 on cpu, but x is torch.float64"
+    ):
+        linear.forward(torch.randn(3, 4, dtype=torch.float64), torch.randn(4, 2), torch.randn(2))
     with pytest.raises(ValueError, match="linear: x must have 2 dimensions"):
         linear.forward(torch.randn(3), torch.randn(3, 2), torch.randn(2))
