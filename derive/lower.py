@@ -204,7 +204,9 @@ class Lowerer:
         return Value(f"torch.addmm({_align(rest, mm.axes).code}, {left}, {right})", mm.axes)
 
     def _mul(self, e: sp.Mul, order: list[sp.Symbol]) -> Value:
-        fused = self._distribute(e, order)
+        fused = self._mean(e, order)
+        if fused is None:
+            fused = self._distribute(e, order)
         if fused is not None:
             return fused
         coef, rest = e.as_coeff_Mul()
@@ -250,6 +252,9 @@ class Lowerer:
                 acc = parts[0]
                 continue
             axes = _union([v.axes for v in parts + below], order)
+            if not parts and len(below) == 1 and scale is None and not below[0].scalar:
+                acc = Value(f"torch.reciprocal({below[0].code})", below[0].axes)
+                continue
             code = " * ".join(_align(v, axes).wrap(MUL) for v in parts) or "1"
             for d in below:
                 code += f" / {_align(d, axes).wrap(POW)}"
@@ -258,6 +263,26 @@ class Lowerer:
             scalar = all(v.scalar for v in parts + below)
             acc = Value(code, axes, MUL, scalar)
         return acc if acc else Value("1", scalar=True)
+
+    def _mean(self, e: sp.Mul, order: list[sp.Symbol]) -> Value | None:
+        """Sum(x[n, m], n) / N -> x.mean(0) when N is the summed extent: one kernel, not two."""
+        sums = [f for f in e.args if isinstance(f, sp.Sum)]
+        if len(sums) != 1 or _memo_key(sums[0]) in self.memo:
+            return None  # a sum computed already is reused, not recomputed as a mean
+        bound = [lim[0] for lim in sums[0].limits]
+        extent = sp.Mul(*[hi - lo + 1 for _, lo, hi in sums[0].limits])
+        inner = _natural_order(sums[0].function, order)
+        if sp.simplify(e * extent / sums[0]) != 1:
+            return None
+        if self._contraction(sums[0].function, bound, inner) is not None:
+            return None
+        self.sizes.update({var: hi - lo + 1 for var, lo, hi in sums[0].limits})
+        body = self.value(sums[0].function, inner)
+        if not set(bound) <= set(body.axes):
+            return None
+        dims = ", ".join(str(body.axes.index(b)) for b in bound)
+        code = f"{body.wrap(ATOM)}.mean({'(' + dims + ')' if len(bound) > 1 else dims})"
+        return self._permuted(Value(code, tuple(a for a in body.axes if a not in bound)), order)
 
     def _distribute(self, e: sp.Mul, order: list[sp.Symbol]) -> Value | None:
         """(c + a) * g -> c * g + a * g when that fuses: ``torch.addcmul(g, a, g, value=c)``."""
@@ -277,8 +302,12 @@ class Lowerer:
         special = {sp.Rational(1, 2): "torch.sqrt", sp.Rational(-1, 2): "torch.rsqrt"}
         if exp in special:
             return Value(f"{special[exp]}({base.code})", base.axes)
+        # torch.reciprocal and torch.square skip the python-level operator wrappers of
+        # Tensor.__rtruediv__ / __pow__ (a few microseconds a call at the makemore size)
         if exp == -1:
-            return Value(f"1 / {base.wrap(POW)}", base.axes, MUL)
+            return Value(f"torch.reciprocal({base.code})", base.axes)
+        if exp == 2:
+            return Value(f"torch.square({base.code})", base.axes)
         return Value(f"{base.wrap(POW + 1)}**{_number(exp)}", base.axes, POW)
 
     # -- reductions -------------------------------------------------------------------------

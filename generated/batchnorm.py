@@ -65,10 +65,9 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_size("bias", 0, bias.shape[0], "M", M)
     _check_like("gain", gain, "x", x, True)
     _check_like("bias", bias, "x", x, True)
-    sum_x = x.sum(0)
-    bnmeani = sum_x / N
+    bnmeani = x.mean(0)
     bndiff = x - bnmeani
-    bndiff2 = bndiff**2
+    bndiff2 = torch.square(bndiff)
     sum_bndiff2 = bndiff2.sum(0)
     bnvar = sum_bndiff2 / (N - 1)
     bnvar_inv = torch.rsqrt(eps + bnvar)

@@ -80,7 +80,7 @@ def forward(logits, targets):
         norm_logits = logits - logit_maxes[:, None]
         counts = torch.exp(norm_logits)
         counts_sum = counts.sum(1)
-        counts_sum_inv = 1 / counts_sum
+        counts_sum_inv = torch.reciprocal(counts_sum)
         probs = counts_sum_inv[:, None] * counts
         logprobs = norm_logits - torch.log(counts_sum)[:, None]
         sum_logprobs_targets = logprobs.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)

@@ -164,10 +164,9 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         emb = C.index_select(0, X.reshape(-1)).reshape(N, T, E)
         embcat = emb.reshape(N, E * T)
         hprebn = torch.addmm(b1, embcat, W1)
-        sum_hprebn = hprebn.sum(0)
-        bnmeani = sum_hprebn / N
+        bnmeani = hprebn.mean(0)
         bndiff = hprebn - bnmeani
-        bndiff2 = bndiff**2
+        bndiff2 = torch.square(bndiff)
         sum_bndiff2 = bndiff2.sum(0)
         bnvar = sum_bndiff2 / (N - 1)
         bnvar_inv = torch.rsqrt(eps + bnvar)
@@ -179,7 +178,7 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         norm_logits = logits - logit_maxes[:, None]
         counts = torch.exp(norm_logits)
         counts_sum = counts.sum(1)
-        counts_sum_inv = 1 / counts_sum
+        counts_sum_inv = torch.reciprocal(counts_sum)
         probs = counts_sum_inv[:, None] * counts
         logprobs = norm_logits - torch.log(counts_sum)[:, None]
         sum_Y_logprobs = logprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
@@ -235,7 +234,7 @@ def backward_all(grad_out, saved):
     dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_out * (-1 / N)).expand(N, 1))
     dprobs = dlogprobs / probs
     dcounts_sum_inv = (counts * dprobs).sum(1)
-    dcounts_sum = -(counts_sum_inv**2) * dcounts_sum_inv
+    dcounts_sum = -torch.square(counts_sum_inv) * dcounts_sum_inv
     dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
     dnorm_logits = counts * dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)
@@ -243,7 +242,7 @@ def backward_all(grad_out, saved):
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
     dh = dlogits @ W2.T
-    dhpreact = torch.addcmul(dh, dh, h**2, value=-1)
+    dhpreact = torch.addcmul(dh, dh, torch.square(h), value=-1)
     dbnraw = bngain * dhpreact
     dbnvar_inv = (bndiff * dbnraw).sum(0)
     dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)

@@ -40,7 +40,7 @@ def forward(x):
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     (out,) = saved
-    dx = torch.addcmul(grad_out, grad_out, out**2, value=-1)
+    dx = torch.addcmul(grad_out, grad_out, torch.square(out), value=-1)
     return (dx,)
 
 
