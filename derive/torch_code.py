@@ -1,0 +1,153 @@
+"""The code a lowering builds: a torch expression, the indices labelling its axes, and the
+pure helpers that align, order and combine such values. No state: :mod:`derive.lower` and
+:mod:`derive.fusion` share these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
+FUNCS = {
+    sp.exp: "torch.exp",
+    sp.log: "torch.log",
+    sp.tanh: "torch.tanh",
+    sp.sin: "torch.sin",
+    sp.cos: "torch.cos",
+    sp.sinh: "torch.sinh",
+    sp.cosh: "torch.cosh",
+    sp.Abs: "torch.abs",
+    sp.sign: "torch.sign",
+}
+SCALAR_FUNCS = {sp.exp: "math.exp", sp.log: "math.log", sp.tanh: "math.tanh"}
+
+
+@dataclass(frozen=True)
+class Value:
+    """Torch (or python-scalar) code and the indices labelling its axes, in order."""
+
+    code: str
+    axes: tuple[sp.Symbol, ...] = ()
+    prec: int = ATOM
+    scalar: bool = False  # a python number or size expression, not a tensor
+    operands: tuple[str, str] | None = None  # a matmul's two sides, for fusing a bias in
+
+    def wrap(self, prec: int) -> str:
+        return f"({self.code})" if self.prec < prec else self.code
+
+
+def memo_key(e: sp.Sum) -> sp.Expr:
+    # the same reduction under other bound names is the same tensor: compute it once
+    rename = {lim[0]: sp.Symbol(f"_s{k}", integer=True) for k, lim in enumerate(e.limits)}
+    return e.xreplace(rename)
+
+
+def number_scale(num: list[Value], den: list[Value], negative: bool) -> str | None:
+    """The python-number part of a product, as one operation on the smallest tensor factor."""
+    if not num and not den:
+        return None
+    if not negative and len(num) + len(den) == 1:
+        return f" * {num[0].wrap(MUL)}" if num else f" / {den[0].wrap(POW)}"
+    code = " * ".join(v.wrap(MUL) for v in num) or "1"
+    code += "".join(f" / {d.wrap(POW)}" for d in den)
+    return f" * ({'-' if negative else ''}{code})"
+
+
+def natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
+    """Axes in the order the body's largest tensor stores them, so sums need no transpose."""
+    leaves = [i for i in body.atoms(sp.Indexed) if plain(i)]
+    if not leaves:
+        return list(order)
+    widest = max(leaves, key=lambda i: (len(i.indices), sp.default_sort_key(i)))
+    natural = list(widest.indices)
+    return (
+        natural
+        + [a for a in order if a not in natural]
+        + [
+            a
+            for a in sorted(body.free_symbols - set(natural) - set(order), key=str)
+            if a.is_integer and not a.is_positive
+        ]
+    )
+
+
+def number(x: sp.Expr) -> str:
+    if x.is_Integer:
+        return str(int(x))
+    if x.is_Rational:
+        return f"{x.p} / {x.q}"
+    return repr(float(x))
+
+
+def position(order: list[sp.Symbol]):
+    return lambda a: order.index(a) if a in order else len(order)
+
+
+def union(groups: list[tuple], order: list[sp.Symbol]) -> tuple:
+    return tuple(sorted({a for g in groups for a in g}, key=position(order)))
+
+
+def align(v: Value, axes: tuple) -> Value:
+    """Insert ``None`` for the axes ``v`` lacks, so it broadcasts against ``axes``."""
+    if v.axes == axes[len(axes) - len(v.axes) :] or v.scalar:
+        return v
+    parts = [":" if a in v.axes else "None" for a in axes]
+    while parts and parts[0] == "None":
+        parts.pop(0)
+    while parts and parts[-1] == ":":
+        parts.pop()
+    return Value(f"{v.wrap(ATOM)}[{', '.join(parts)}]", axes, ATOM)
+
+
+def plain(f: sp.Expr) -> bool:
+    return isinstance(f, sp.Indexed) and all(isinstance(i, sp.Symbol) for i in f.indices)
+
+
+def matmul(a: Value, b: Value, bound: list, out: tuple) -> Value | None:
+    if len(bound) != 1 or len(a.axes) != 2 or len(b.axes) != 2 or len(out) != 2:
+        return None
+    (k,) = bound
+    for x, y in ((a, b), (b, a)):
+        left = x if x.axes[1] == k else Value(f"{x.wrap(ATOM)}.T", x.axes[::-1])
+        right = y if y.axes[0] == k else Value(f"{y.wrap(ATOM)}.T", y.axes[::-1])
+        if (left.axes[0], right.axes[1]) == out:
+            return Value(f"{left.code} @ {right.code}", out, MUL, operands=(left.code, right.code))
+    return None
+
+
+def ordered_terms(e: sp.Add) -> list[sp.Expr]:
+    # positive terms first reads better: a - b rather than -b + a
+    terms = list(e.as_ordered_terms())
+    return sorted(terms, key=lambda t: t.could_extract_minus_sign())
+
+
+def split_deltas(expr: sp.Expr, axes: tuple) -> tuple[sp.Expr, list]:
+    """expr = plain + sum_t coef_t * delta(axis_t, data_t): the one-hot terms, split off."""
+    if not expr.has(sp.KroneckerDelta):
+        return expr, []
+    plain, picks = sp.S.Zero, []
+    for term in sp.Add.make_args(sp.expand_mul(expr)):
+        deltas = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.KroneckerDelta)]
+        if not deltas:
+            plain += term
+            continue
+        (d,) = deltas if len(deltas) == 1 else (None,)
+        axis = next((x for x in d.args if x in axes), None) if d is not None else None
+        data = next((x for x in d.args if isinstance(x, sp.Indexed)), None) if d else None
+        if axis is None or data is None:
+            raise ValueError(f"unsupported delta term {term}")
+        picks.append((term / d, axis, data))
+    return sp.factor_terms(plain), picks
+
+
+def scatter_delta(e: sp.Sum, axes: tuple):
+    bound = {lim[0] for lim in e.limits}
+    for f in sp.Mul.make_args(e.function):
+        if isinstance(f, sp.KroneckerDelta):
+            axis = next((x for x in f.args if x in axes and x not in bound), None)
+            data = next((x for x in f.args if isinstance(x, sp.Indexed)), None)
+            if axis is not None and data is not None and set(data.indices) == bound:
+                return f, axis, data
+    return None
