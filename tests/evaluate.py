@@ -42,7 +42,13 @@ def value(e: sp.Expr, env: dict, data: dict) -> float:
     if isinstance(e, sp.Add):
         return sum(value(a, env, data) for a in e.args)
     if isinstance(e, sp.Mul):
-        return math.prod(value(a, env, data) for a in e.args)
+        # deltas first, and stop at a zero factor: the raw chain is mostly deltas that are 0
+        product = 1.0
+        for a in sorted(e.args, key=lambda f: not isinstance(f, sp.KroneckerDelta)):
+            product *= value(a, env, data)
+            if product == 0.0:
+                return 0.0
+        return product
     if isinstance(e, sp.Pow):
         return value(e.base, env, data) ** value(e.exp, env, data)
     return FUNCS[e.func](value(e.args[0], env, data))

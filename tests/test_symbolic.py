@@ -76,9 +76,25 @@ def test_tanh_backward_reuses_saved_output() -> None:
     assert d.saved == ["out"]
 
 
+@pytest.mark.parametrize("sizes", [3, 4])
 @pytest.mark.parametrize("name", ["linear", "tanh", "embedding", "batchnorm", "cross_entropy"])
-def test_simplified_agrees_with_unsimplified(name: str) -> None:
+def test_simplified_agrees_with_unsimplified(name: str, sizes: int) -> None:
     """Evaluate raw (chain rule, deltas and all) and simplified adjoints on concrete numbers."""
     from tests.evaluate import agree
 
-    assert agree(_graph(name), sizes=3, seed=0)
+    assert agree(_graph(name), sizes=sizes, seed=sizes)
+
+
+def test_the_interpreter_catches_a_forgotten_bessel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check above can fail: batchnorm's closed form with N instead of N - 1 is caught."""
+    import tests.evaluate as evaluate
+
+    def bessel_forgotten(g):
+        d = derive(g)
+        n = next(s for s in g.sizes if s.name == "N")
+        d.final["x"] = d.final["x"].xreplace({1 / (n - 1): 1 / n})  # the limits keep N - 1
+        return d
+
+    monkeypatch.setattr(evaluate, "derive", bessel_forgotten)
+    with pytest.raises(AssertionError, match="batchnorm: dx"):
+        evaluate.agree(_graph("batchnorm"), sizes=3, seed=0)
