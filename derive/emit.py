@@ -78,7 +78,7 @@ def _elementwise(g: Graph) -> bool:
 def _input_lines(g: Graph, flat: bool) -> tuple[list[str], dict[sp.Symbol, str]]:
     """Type, shape and size checks for the inputs; binds every size symbol to a name."""
     lines, bound, have_batch, composite, like = [], {}, False, [], []
-    first = next(n for n in g.inputs if not g.tensors[n].integer)
+    first = _first_float(g)
     for name in g.inputs:
         t = g.tensors[name]
         rest = len(_rest_dims(t))
@@ -246,16 +246,20 @@ def _emit_views(d: Derivation, lw: Lowerer, produced: str) -> None:
             lw.lines.append(f"{name} = {dname}.reshape({dims})")
 
 
-def _bodies(d: Derivation, flat: bool) -> tuple[list[str], list[str], list[str], list[str], bool]:
+def _first_float(g: Graph) -> str:
+    """The input other inputs must match in dtype and device, and new tensors are made like."""
+    return next(n for n in g.inputs if not g.tensors[n].integer)
+
+
+def _bodies(d: Derivation, flat: bool) -> tuple[list[str], list[str], list[str], list[str]]:
     """Input checks, forward and backward lines, and extra saved names."""
     checks, _ = _input_lines(d.graph, flat)
-    first_float = next(n for n in d.graph.inputs if not d.graph.tensors[n].integer)
-    forward = _forward_lines(d, _lowerer(d, first_float))
+    forward = _forward_lines(d, _lowerer(d, _first_float(d.graph)))
     bind, extras = _backward_bindings(d, _needed_symbols(d))
     backward = _backward_lines(d, _lowerer(d, GRAD_OUT), bind, flat)
     if sum(line.count("batch_shape") for line in checks + forward + backward) == 1:
         checks = [line for line in checks if not line.startswith("batch_shape = ")]
-    return checks, forward, backward, extras, flat
+    return checks, forward, backward, extras
 
 
 def _tuple(names: list[str]) -> str:
@@ -265,9 +269,11 @@ def _tuple(names: list[str]) -> str:
 def module_data(d: Derivation, source: str, command: str) -> ModuleData:
     """Lower forward and backward of ``d`` into the strings of one generated module."""
     g, adj = d.graph, d.adjoints
-    checks, forward, backward, extras, flat = _bodies(d, flat=not _elementwise(g))
+    flat = not _elementwise(g)
+    checks, forward, backward, extras = _bodies(d, flat)
     if not flat and re.search(rf"\b{BATCH_SIZE}\b", "\n".join(forward + backward)):
-        checks, forward, backward, extras, flat = _bodies(d, flat=True)  # it needs the size
+        flat = True  # the code names the flattened batch size after all
+        checks, forward, backward, extras = _bodies(d, flat)
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
     call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])
