@@ -176,11 +176,16 @@ def _merge_renamed(e: sp.Add) -> sp.Expr:
     return sp.Add(*terms)
 
 
+def _cancels(combined: sp.Expr, e: sp.Expr) -> bool:
+    return len(combined.atoms(sp.Indexed, sp.Symbol)) < len(e.atoms(sp.Indexed, sp.Symbol))
+
+
 def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     # exp(a) exp(-a) -> 1 and f (a + b) -> f a + f b, whichever leaves the fewest operations
     best = e
     combined = sp.powsimp(e, combine="exp")
-    if cost(combined) < cost(best):
+    # only where something cancels: exp(a(k)) exp(b) kept apart lets sum_k pull exp(b) out
+    if cost(combined) < cost(best) and _cancels(combined, best):
         best = combined
     if any(isinstance(f, sp.Add) for f in _factors(best)):
         expanded = sp.expand_mul(best)
