@@ -41,8 +41,8 @@ KINDS = {  # kind of definition -> weight
     "contract": 5,
     "reduce": 4,
     "normalize": 2,
-    "pick": 3,
-    "gather": 2,
+    "pick": 2,
+    "gather": 1,
 }
 
 
@@ -446,7 +446,7 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4) -> Op:
         b.new_input(tuple(b.size() for _ in range(rng.randint(1, 3))))
     count = rng.randint(1, max_definitions)
     for k in range(count):
-        if b.stepwise and 0 < k < count - 1 and rng.random() < 0.3 and b.view():
+        if b.stepwise and 0 < k < count - 1 and rng.random() < 0.5 and b.view():
             continue
         b.definition(last=k == count - 1)
     inputs = [_input_text(t) for t in b.inputs]
