@@ -10,7 +10,7 @@ DATA ?= $(firstword $(wildcard ../shared/data/names.txt))
 TRAIN_ARGS ?=
 OP ?=
 
-.PHONY: help venv generate test lint format train check-generated clean
+.PHONY: help venv generate test lint format train check-generated clean fuzz
 
 help:
 	@echo "make train     train the makemore MLP with the generated backward (DATA=path/to/names.txt)"
@@ -21,6 +21,7 @@ help:
 	@echo "make formulas-screenshot     check formulas.html in headless Chromium; PNGs in runs/formulas/"
 	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...)"
 	@echo "make bench-quick   the same in under a minute (makemore size, A B G GC); CI's smoke run"
+	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
 	@echo "make lint      ruff + black --check"
 	@echo "make format    black + ruff --fix"
 
@@ -57,12 +58,20 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 lint: $(STAMP)
-	$(PY) -m ruff check derive train bench tests
-	$(PY) -m black --check derive train bench tests generated
+	$(PY) -m ruff check derive train bench tests fuzz
+	$(PY) -m black --check derive train bench tests generated fuzz
 
 format: $(STAMP)
-	$(PY) -m black derive train bench tests
-	$(PY) -m ruff check --fix derive train bench tests
+	$(PY) -m black derive train bench tests fuzz
+	$(PY) -m ruff check --fix derive train bench tests fuzz
+
+# Random ops derived, emitted and checked against derive/reference.py; wrong ones are shrunk into
+# tests/regressions/. Prints one line per seed and a summary; exits 1 on any wrong result.
+N ?= 500
+SEED ?= 0
+FUZZ_ARGS ?=
+fuzz: $(STAMP)
+	$(PY) -m fuzz -n $(N) --seed $(SEED) $(FUZZ_ARGS)
 
 train: $(STAMP)
 	$(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
