@@ -65,7 +65,7 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix derive train bench tests
 
 train: $(STAMP)
-	$(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
+	BACKGEN_MAKE_TARGET=train $(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
 
 # glibc serves allocations above its mmap threshold (at most 32 MiB) with a fresh mmap: every
 # 64 MiB temporary of the large size is then mapped, page-faulted and zeroed anew each step and

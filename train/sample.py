@@ -10,6 +10,12 @@ from train.model import BatchNormStats, Params, logits_eval
 # An undertrained model may rarely pick '.', so cap a name's length rather than loop forever.
 MAX_NAME_LENGTH = 100
 SAMPLE_SEED_OFFSET = 10  # the seed samples from a generator seeded 2147483647 + 10
+SEED_LIMIT = 2**64  # torch generators take seeds in [0, 2**64)
+
+
+def sampler_seed(seed: int) -> int:
+    """The run's seed + 10, as the seed does, wrapped so any 64-bit --seed stays a valid seed."""
+    return (seed + SAMPLE_SEED_OFFSET) % SEED_LIMIT
 
 
 class SamplingError(Exception):
