@@ -26,7 +26,9 @@ help:
 
 venv: $(STAMP)
 
+# The first target of a fresh clone installs for about a minute: say so before pip goes quiet.
 $(STAMP): pyproject.toml
+	@echo "setting up $(VENV) ($(TORCH_SPEC) and the project's dependencies, ~1 min, once) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
@@ -64,6 +66,7 @@ format: $(STAMP)
 	$(PY) -m black derive train bench tests
 	$(PY) -m ruff check --fix derive train bench tests
 
+# BACKGEN_MAKE_TARGET: train's hints then say `make train TRAIN_ARGS=--resume`, not python -m.
 train: $(STAMP)
 	BACKGEN_MAKE_TARGET=train $(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
 
