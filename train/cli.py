@@ -17,10 +17,9 @@ from train import checkpoint, loop, preflight
 from train.config import BACKWARDS, DEFAULT_LR, DTYPES, OPTIMIZERS, TrainConfig
 from train.data import DATA_ENV, DataError, load_dataset, resolve_data_path
 from train.finish import finish
-from train.model import BatchNormStats, calibrate
 from train.preflight import UsageError
 from train.progress import Progress
-from train.sample import SEED_LIMIT, SamplingError, sample_names, sampler_seed
+from train.sample import SEED_LIMIT, SamplingError, checkpoint_stats, sample_names, sampler_seed
 
 DEFAULTS = TrainConfig()
 # options a resumed run may change: more steps, or the other (numerically equal) backward
@@ -258,25 +257,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
     config = TrainConfig.from_dict(saved["config"])
     seed = args.seed if args.seed is not None else config.seed
     g = torch.Generator().manual_seed(sampler_seed(seed))
-    stats = saved_stats(args, saved, config)
+    stats = checkpoint_stats(saved, args.data, config.block_size)
     names = sample_names(saved["params"], stats, saved["chars"], config.block_size, args.sample, g)
     print("\n".join(names))
     return 0
-
-
-def saved_stats(args: argparse.Namespace, saved: dict, config: TrainConfig) -> BatchNormStats:
-    """The checkpoint's batchnorm statistics; a periodic checkpoint saved without them (see
-    ``loop.calibration_due``) is calibrated here from the run's data."""
-    if saved["bn_stats"] is not None:
-        return BatchNormStats(**saved["bn_stats"])
-    path = Path(args.data or saved["data"]["path"])
-    data = load_dataset(path, config.block_size) if path.is_file() else None
-    if data is None or data.sha256 != saved["data"]["sha256"]:
-        raise UsageError(
-            f"{checkpoint_path(args)} was saved mid-run without batchnorm statistics and the "
-            f"run's data ({path}) is not there to compute them: give --data PATH"
-        )
-    return calibrate(saved["params"], data.X_train)
 
 
 def main(argv: list[str] | None = None) -> int:
