@@ -129,7 +129,11 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
         "--checkpoint-every", type=positive(), default=10_000, metavar="N", help="(%(default)s)"
     )
     out.add_argument("--resume", action="store_true", help="continue the run in the checkpoint")
-    out.add_argument("--overwrite", action="store_true", help="start over an existing run")
+    out.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start over the run in the checkpoint (only ever replaces a backgen checkpoint)",
+    )
     out.add_argument("--metrics", metavar="FILE", help="also write the metrics JSON here")
     out.add_argument(
         "--check-every",
