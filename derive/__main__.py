@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from derive.errors import CheckFailed, DerivationError
-from derive.generate import generate
+from derive.generate import OutputError, generate, output_folder
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,6 +85,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace) -> list:
     written = []
+    output_folder(args.out)  # an existing file as --out: one line, before any work
     if args.command == "generate":
         written += generate(args.files, args.out, check=args.check)
     if args.command == "formulas" or args.formulas:
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             return _check(args)
         written = _generate(args)
-    except DerivationError as exc:
+    except (DerivationError, OutputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except CheckFailed as exc:
