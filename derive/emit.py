@@ -75,8 +75,14 @@ def _elementwise(g: Graph) -> bool:
     return True
 
 
-def _input_lines(g: Graph, flat: bool) -> tuple[list[str], dict[sp.Symbol, str]]:
-    """Type, shape and size checks for the inputs; binds every size symbol to a name."""
+def _input_lines(
+    g: Graph, flat: bool, wrapping: set[str] = frozenset()
+) -> tuple[list[str], dict[sp.Symbol, str]]:
+    """Type, shape and size checks for the inputs; binds every size symbol to a name.
+
+    Int inputs read by advanced indexing (``wrapping``: it wraps negative indices silently)
+    are range-checked on every device; the others only where no kernel rejects a bad index.
+    """
     lines, bound, have_batch, composite, like = [], {}, False, [], []
     first = _first_float(g)
     for name in g.inputs:
@@ -112,7 +118,8 @@ def _input_lines(g: Graph, flat: bool) -> tuple[list[str], dict[sp.Symbol, str]]
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
         lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
     for name, size in _index_ranges(g):
-        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}, before=True)")
+        before = "" if name in wrapping else ", before=True"
+        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}{before})")
     return lines, bound
 
 
@@ -253,8 +260,9 @@ def _first_float(g: Graph) -> str:
 
 def _bodies(d: Derivation, flat: bool) -> tuple[list[str], list[str], list[str], list[str]]:
     """Input checks, forward and backward lines, and extra saved names."""
-    checks, _ = _input_lines(d.graph, flat)
-    forward = _forward_lines(d, _lowerer(d, _first_float(d.graph)))
+    lw = _lowerer(d, _first_float(d.graph))
+    forward = _forward_lines(d, lw)
+    checks, _ = _input_lines(d.graph, flat, lw.wrapping)
     bind, extras = _backward_bindings(d, _needed_symbols(d))
     backward = _backward_lines(d, _lowerer(d, GRAD_OUT), bind, flat)
     if sum(line.count("batch_shape") for line in checks + forward + backward) == 1:

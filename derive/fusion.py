@@ -113,7 +113,8 @@ class Fusions:
         bound = [lim[0] for lim in sums[0].limits]
         extent = sp.Mul(*[hi - lo + 1 for _, lo, hi in sums[0].limits])
         inner = natural_order(sums[0].function, order)
-        if sp.simplify(e * extent / sums[0]) != 1:
+        rest = sp.Mul(*[f for f in e.args if f is not sums[0]])
+        if sp.expand(rest * extent) != 1:  # the factor beside the sum is 1/extent
             return None
         if self._contraction(sums[0].function, bound, inner) is not None:
             return None

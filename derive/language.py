@@ -343,6 +343,8 @@ def parse(op: Op) -> Graph:
     if not g.steps:
         raise DerivationError(op.name, "an op needs at least one definition")
     g.output = g.steps[-1].name
+    if all(g.tensors[t].integer for t in g.inputs):
+        raise DerivationError(op.name, "every input is int64: there is nothing to differentiate")
     if g.tensors[g.output].integer:
         raise DerivationError(op.name, "the output must be a float tensor", g.steps[-1].text)
     g.sizes = sorted(set(sizes.values()) | _batch_size(g), key=str)

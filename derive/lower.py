@@ -54,6 +54,7 @@ class Lowerer(Fusions):
     memo: dict[sp.Expr, Value] = field(default_factory=dict)
     taken: set[str] = field(default_factory=set)
     scalars: set[str] = field(default_factory=set)  # names bound to python numbers (sizes, params)
+    wrapping: set[str] = field(default_factory=set)  # int inputs read by advanced indexing
     device_of: str = "grad_out"  # a tensor whose device/dtype new tensors take
 
     # -- entry points -----------------------------------------------------------------------
@@ -67,20 +68,39 @@ class Lowerer(Fusions):
     def _assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
         self.taken.add(name)
         self.sizes.update(zip(axes, dims, strict=True))
+        if not expr.has(sp.KroneckerDelta):
+            return self._assign_plain(name, expr, axes)
+        state = (len(self.lines), dict(self.memo), set(self.taken), set(self.wrapping))
+        try:
+            return self._assign_scatter(name, expr, axes)
+        except (DerivationError, AxisError, ValueError):
+            # no index_add_/scatter_add_ form: the deltas become equality masks, which is
+            # always right (and costs a tensor over their axes); undo the attempt first
+            del self.lines[state[0] :]
+            self.memo, self.taken, self.wrapping = state[1], state[2], state[3]
+            value = self._materialise(self._checked(expr, axes, name), axes, fresh=False)
+            self.lines.append(f"{name} = {value}")
+
+    def _assign_scatter(self, name: str, expr: sp.Expr, axes: tuple) -> None:
         if isinstance(expr, sp.Sum) and scatter_delta(expr, axes) is not None:
             return self._scatter(name, expr, axes)
-        if isinstance(expr, sp.Sum) and memo_key(expr) not in self.memo:
-            self._sum(expr, list(axes), name=name)
-            stored = self.memo[memo_key(expr)]  # bound to ``name`` in the order it came out
-            if stored.axes != axes:
-                self.lines.append(f"{name} = {self._exact(stored, axes, name).code}")
-                self.memo[memo_key(expr)] = Value(name, axes)
-            return
         plain, picks = split_deltas(expr, axes)
         value = self._materialise(self._checked(plain, axes, name), axes, fresh=bool(picks))
         self.lines.append(f"{name} = {value}")
         for coef, axis, data in picks:
             self._pick_update(name, coef, axis, data, axes)
+
+    def _assign_plain(self, name: str, expr: sp.Expr, axes: tuple) -> None:
+        if isinstance(expr, sp.Sum) and memo_key(expr) not in self.memo:
+            self._sum(expr, list(axes), name=name)
+            stored = self.memo[memo_key(expr)]  # bound to ``name`` in the order it came out
+            if stored.axes != axes:  # permuted, and broadcast over axes it does not depend on
+                stored = self._exact(stored, axes, name, partial=True)
+                self.lines.append(f"{name} = {self._materialise(stored, axes, fresh=False)}")
+                self.memo[memo_key(expr)] = Value(name, axes)
+            return
+        value = self._materialise(self._checked(expr, axes, name), axes, fresh=False)
+        self.lines.append(f"{name} = {value}")
 
     def _checked(self, e: sp.Expr, axes: tuple, name: str) -> Value:
         value = self.value(e, list(axes))
@@ -118,6 +138,8 @@ class Lowerer(Fusions):
             return Value(number(e), scalar=True, prec=ATOM if e >= 0 else UNARY)
         if isinstance(e, sp.Heaviside):
             return self._step(e, order)
+        if isinstance(e, sp.KroneckerDelta):
+            return self._mask(e, order)
         if e.func in BY_NODE:
             return self._function(BY_NODE[e.func], e.args, order)
         raise DerivationError(self.op, f"cannot lower {e} ({type(e).__name__}) to torch")
@@ -143,7 +165,42 @@ class Lowerer(Fusions):
         if arg.scalar:
             raise DerivationError(self.op, f"a step of a number is not supported: {e}")
         at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
-        return Value(step_code(arg.wrap(ATOM), at_zero, self.device_of), arg.axes)
+        code = step_code(arg.wrap(ATOM), at_zero, self.device_of)
+        return Value(code, arg.axes, ATOM if code.endswith(")") else MUL)
+
+    def _mask(self, e: sp.KroneckerDelta, order: list[sp.Symbol]) -> Value:
+        """delta(a, b) -> (a == b): an equality mask over the axes of a and b."""
+        a, b = (self._index_value(x, order) for x in e.args)
+        axes = union([a.axes, b.axes], order)
+        left, right = (align(v, axes).wrap(MUL) for v in (a, b))
+        return Value(f"({left} == {right}).to({self.device_of}.dtype)", axes)
+
+    def _index_value(self, x: sp.Expr, order: list[sp.Symbol]) -> Value:
+        """An index as a value: a plain index is arange over its range."""
+        if self._is_axis(x) and x in self.sizes:
+            return self._arange(x, self.sizes[x])
+        return self.value(x, order)
+
+    def _arange(self, axis: sp.Symbol, size: sp.Expr) -> Value:
+        code = f"torch.arange({self.value(size, []).code}, device={self.device_of}.device)"
+        return Value(code, (axis,))
+
+    def _gather(self, name: str, e: sp.Indexed, order: list[sp.Symbol]) -> Value:
+        """x[i, t[i, s], s] or x[i, i]: advanced indexing, one broadcast index per subscript.
+
+        Advanced indexing wraps negative indices, so the data tensors used here are recorded
+        (``wrapping``) and their range is checked before every forward.
+        """
+        parts = []
+        for pos, sub in enumerate(e.indices):
+            if self._is_axis(sub):
+                parts.append(self._arange(sub, e.base.shape[pos]))
+                self.sizes.setdefault(sub, e.base.shape[pos])
+            else:
+                parts.append(self.value(sub, order))
+                self.wrapping.update(i.base.label.name for i in sub.atoms(sp.Indexed))
+        axes = union([p.axes for p in parts], order)
+        return Value(f"{name}[{', '.join(align(p, axes).code for p in parts)}]", axes)
 
     # -- leaves -----------------------------------------------------------------------------
     def _symbol(self, s: sp.Symbol) -> Value:
@@ -151,17 +208,32 @@ class Lowerer(Fusions):
             raise DerivationError(self.op, f"'{s}' has no value in the generated function")
         return Value(self.names[s.name], (), ATOM, scalar=s.name in self.scalars)
 
+    def _is_axis(self, i: sp.Expr) -> bool:
+        """An index symbol, not a value with a name (a scalar Max's argmax is data)."""
+        return isinstance(i, sp.Symbol) and i.name not in self.names
+
     def _indexed(self, e: sp.Indexed, order: list[sp.Symbol]) -> Value:
         name = self.names.get(e.base.label.name, e.base.label.name)
         idx = e.indices
+        if not all(self._is_axis(i) or isinstance(i, sp.Indexed) for i in idx):
+            return self._gather(name, e, order)
         if all(isinstance(i, sp.Symbol) for i in idx):
-            if len(set(idx)) != len(idx):
-                raise DerivationError(self.op, f"repeated index in {e} (a diagonal) is unsupported")
+            if len(set(idx)) != len(idx):  # a diagonal, x[i, i]
+                return self._gather(name, e, order)
             return self._permuted(Value(name, tuple(idx)), order)
         data = [k for k, i in enumerate(idx) if not isinstance(i, sp.Symbol)]
-        if data == [0] and isinstance(idx[0], sp.Indexed):
-            # C[X[n, t], e] -> C.index_select(0, X): unlike C[X] it rejects negative indices
-            pick = self._indexed(idx[0], order)
+        plain_rest = set(idx[1:]).isdisjoint(idx[0].free_symbols) and len(set(idx[1:])) == len(
+            idx[1:]
+        )
+        if (
+            data == [0]
+            and plain(idx[0])
+            and plain_rest
+            and len(set(idx[0].indices)) == len(idx[0].indices)
+        ):
+            # C[X[n, t], e] -> C.index_select(0, X): unlike C[X] it rejects negative indices;
+            # X is read in its stored axis order, so its shape is its declared one
+            pick = Value(self.names.get(idx[0].base.label.name, str(idx[0].base)), idx[0].indices)
             axes = pick.axes + tuple(idx[1:])
             if len(pick.axes) == 1:
                 return self._permuted(Value(f"{name}.index_select(0, {pick.code})", axes), order)
@@ -176,7 +248,7 @@ class Lowerer(Fusions):
                 k = len(idx) - 1
                 code = f"{name}.gather({k}, {pick.wrap(ATOM)}.unsqueeze({k})).squeeze({k})"
                 return self._permuted(Value(code, tuple(idx[:-1])), order)
-        raise DerivationError(self.op, f"unsupported data-dependent subscript pattern {e}")
+        return self._gather(name, e, order)
 
     def _permuted(self, v: Value, order: list[sp.Symbol]) -> Value:
         want = tuple(sorted(v.axes, key=position(order)))
@@ -281,6 +353,8 @@ class Lowerer(Fusions):
         coef, rest = body.as_coeff_Mul()
         factors = sp.Mul.make_args(rest)
         if coef != 1 or len(factors) != 2 or not all(plain(f) for f in factors):
+            return None
+        if not all(self._is_axis(i) for f in factors for i in f.indices):
             return None
         a, b = (self._indexed(f, list(f.indices)) for f in factors)
         shared = set(a.axes) & set(b.axes)
