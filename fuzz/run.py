@@ -62,7 +62,7 @@ def failure_class(o: Outcome) -> str:
     detail = re.sub(
         r"`[^`]*`|'[^']*'|\w+\[[^\]]*\]\]?|\(\d+(, \d+)*\)|\d+(\.\d+)?(e-?\d+)?", "_", detail
     )
-    return f"{o.kind}: {' '.join(detail.split()[:4])}"
+    return f"{o.kind}: {' '.join(detail.split()[:3])}"
 
 
 def fuzz(
