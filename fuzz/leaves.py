@@ -19,7 +19,7 @@ INT_NAMES = "idx tgt X Y ids labels pos cls".split()
 PARAM_NAMES = "eps alpha scale tau lam".split()
 RESERVED = {"e", "E", "pi", "batch", "Batch", "view", "Sum", "Max", "Min", "S", "O"}
 
-DATA = 0.04  # an index of an access replaced by an int tensor entry: x[n, t[n]]
+DATA = 0.02  # an index of an access replaced by an int tensor entry: x[n, t[n]]
 DIAGONAL = 0.03  # x[i, i]: a repeated index in one access
 MULTI_DATA = 0.05  # a second data subscript in one access: x[t[n], u[n]]
 
@@ -168,7 +168,7 @@ class Leaves:
         have = Counter(scope.values())
         plain = [t for t in self.floats() if not Counter(t.dims) - have]  # no data index needed
         recent = [t for t in self.defs[-2:] if t in plain] if self.rng.random() < 0.5 else []
-        others = [t for t in self.floats() if t not in plain] if self.rng.random() < 0.1 else []
+        others = [t for t in self.floats() if t not in plain] if self.rng.random() < 0.05 else []
         for t in self.rng.sample(recent, len(recent)) + self.rng.sample(plain, len(plain)) + others:
             e = self.access(t, scope, need, data=DATA)
             if e is not None:

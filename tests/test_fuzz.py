@@ -58,6 +58,10 @@ _NOW_REFUSED = (
 KNOWN_WRONG: dict[str, str] = {
     "exception_axiserror_s226": _AXIS,
     "exception_axiserror_s3": _AXIS,
+    "exception_axiserror_s22": _AXIS + " (a scalar Sum of a picked entry, twice)",
+    "exception_recursionerror_s466": "RecursionError in derive/fusion.py (minimum, abs, a pick)",
+    "exception_runtimeerror_s488": "the generated forward crashes: permute() with duplicate dims",
+    "exception_runtimeerror_s681": "the generated forward crashes: a size mismatch (dead Max def)",
     "exception_runtimeerror_s69": _AXIS + " (a RuntimeError on 912c005)",
     "exception_valueerror_s169": _AXIS + " (a ValueError on 912c005)",
     "exception_keyerror_s3": "KeyError cosh on 912c005; now refused: cannot lower KroneckerDelta",
