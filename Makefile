@@ -27,7 +27,9 @@ help:
 
 venv: $(STAMP)
 
+# The first target of a fresh clone installs for about a minute: say so before pip goes quiet.
 $(STAMP): pyproject.toml
+	@echo "setting up $(VENV) ($(TORCH_SPEC) and the project's dependencies, ~1 min, once) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
@@ -73,8 +75,9 @@ FUZZ_ARGS ?=
 fuzz: $(STAMP)
 	$(PY) -m fuzz -n $(N) --seed $(SEED) $(FUZZ_ARGS)
 
+# BACKGEN_MAKE_TARGET: train's hints then say `make train TRAIN_ARGS=--resume`, not python -m.
 train: $(STAMP)
-	$(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
+	BACKGEN_MAKE_TARGET=train $(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
 
 # glibc serves allocations above its mmap threshold (at most 32 MiB) with a fresh mmap: every
 # 64 MiB temporary of the large size is then mapped, page-faulted and zeroed anew each step and
