@@ -46,27 +46,24 @@ def test_slice_has_no_wrong_results(slice_summary) -> None:
     assert not wrong, f"{len(wrong)} wrong of {len(SLICE)}: {wrong}"
 
 
-# File stem -> why it is expected to fail today (measured on the merge of main c53696b). Remove an
-# entry when its fix lands: the test then demands PASSED (a refusal of these valid ops fails it).
-_MAX = (
-    "ValueError 'unsupported delta term' lowering the adjoint of a Max (to a scalar, or of a pick)"
-)
-_AXIS = "AxisError 'a value over [...] cannot take the axes [...]' from the lowering, not a refusal"
-_NOW_REFUSED = (
-    "silently wrong on 912c005; now refused ('cannot lower d..: axes ...'), should derive"
-)
+# File stem -> why it is expected to fail today (measured on ee13bb8, main 9ff555c merged). Each
+# file's own comment says how it failed when found. Remove an entry when its fix lands: the test
+# then demands PASSED (a refusal of these valid ops fails it, a refusal is not a fix).
+_MAX = "refused: 'unsupported delta term' in the adjoint of a Max (to a scalar, or of a pick)"
+_AXIS = "refused: 'a value over [...] cannot take the axes [...]' (was an AxisError crash)"
+_AXES = "refused: 'cannot lower d..: axes ...' (silently wrong on 912c005)"
 KNOWN_WRONG: dict[str, str] = {
+    "exception_axiserror_s22": _AXIS,
     "exception_axiserror_s226": _AXIS,
     "exception_axiserror_s3": _AXIS,
-    "exception_axiserror_s22": _AXIS + " (a scalar Sum of a picked entry, twice)",
-    "exception_recursionerror_s466": "RecursionError in derive/fusion.py (minimum, abs, a pick)",
-    "exception_runtimeerror_s488": "the generated forward crashes: permute() with duplicate dims",
-    "exception_runtimeerror_s681": "the generated forward crashes: a size mismatch (dead Max def)",
-    "exception_runtimeerror_s69": _AXIS + " (a RuntimeError on 912c005)",
-    "exception_valueerror_s169": _AXIS + " (a ValueError on 912c005)",
-    "exception_keyerror_s3": "KeyError cosh on 912c005; now refused: cannot lower KroneckerDelta",
+    "exception_keyerror_s3": "refused: cannot lower KroneckerDelta (KeyError cosh on 912c005)",
+    "exception_recursionerror_s466": "WRONG: RecursionError in derive/fusion.py (minimum, a pick)",
+    "exception_runtimeerror_s488": "WRONG: the generated forward crashes, permute() duplicate dims",
+    "exception_runtimeerror_s681": "WRONG: the generated forward crashes, size mismatch (dead Max)",
+    "exception_runtimeerror_s69": _AXIS,
     "exception_valueerror_s105": _MAX,
     "exception_valueerror_s121": _MAX,
+    "exception_valueerror_s169": _AXIS,
     "exception_valueerror_s19": _MAX,
     "exception_valueerror_s26": _MAX,
     "exception_valueerror_s277": _MAX,
@@ -75,11 +72,11 @@ KNOWN_WRONG: dict[str, str] = {
     "exception_valueerror_s389": _MAX,
     "exception_valueerror_s62": _MAX,
     "exception_valueerror_s94": _MAX,
-    "forward_shape_s1083": "silently wrong: a scalar Sum over a picked entry returns shape (D,)",
-    "forward_shape_s118": _NOW_REFUSED,
-    "forward_value_s28": _NOW_REFUSED,
-    "gradient_shape_s32": _NOW_REFUSED,
-    "gradient_value_s153": _NOW_REFUSED,
+    "forward_shape_s1083": "WRONG, silently: a scalar Sum over a picked entry has shape (D,)",
+    "forward_shape_s118": _AXES,
+    "forward_value_s28": _AXES,
+    "gradient_shape_s32": _AXES,
+    "gradient_value_s153": _AXES,
 }
 REGRESSIONS = sorted(FOLDER.glob("*.py"))
 
