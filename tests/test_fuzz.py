@@ -56,6 +56,8 @@ KNOWN_WRONG: dict[str, str] = {
     "exception_axiserror_s22": _AXIS,
     "exception_axiserror_s226": _AXIS,
     "exception_axiserror_s3": _AXIS,
+    "exception_typeerror_s719": "WRONG: TypeError, complex to float, on relu(pi)",
+    "exception_axiserror_s590": "WRONG: AxisError crash, Max over a product with a 2-d pick",
     "exception_keyerror_s3": "refused: cannot lower KroneckerDelta (KeyError cosh on 912c005)",
     "exception_recursionerror_s466": "WRONG: RecursionError in derive/fusion.py (minimum, a pick)",
     "exception_runtimeerror_s488": "WRONG: the generated forward crashes, permute() duplicate dims",

@@ -150,6 +150,12 @@ UNARY_CASES = [
     ("cube", lambda a: a**3, lambda t: t * t * t, False),
     ("rsqrt", lambda a: a ** sp.Rational(-1, 2), torch.rsqrt, True),
     ("pi_e", lambda a: sp.pi * a + sp.E, lambda t: math_pi * t + math_e, False),
+    (
+        "of_const",
+        lambda a: sp.Function("sigmoid")(sp.pi) * a,
+        lambda t: t / (1 + math_e**-math_pi),
+        False,
+    ),
 ]
 math_pi, math_e = float(sp.pi), float(sp.E)
 
