@@ -206,10 +206,8 @@ def _pow(e: sp.Pow, s: _Scope) -> Value:
 
 def value(e: sp.Expr, s: _Scope) -> Value:
     """Evaluate an expression to a float tensor with one axis per index it depends on."""
-    if e.is_number and not isinstance(e, sp.Indexed):
-        if not e.is_real:
-            raise InterpretError(f"'{e}' is not a real number")
-        return s.scalar(float(e))
+    if e.is_Number or isinstance(e, sp.NumberSymbol):  # 2, 1/2, 0.5, pi, E
+        return s.scalar(float(e))  # functions of numbers (sigmoid(pi)) go through torch below
     if isinstance(e, sp.Symbol):
         if e in s.sizes:
             return s.scalar(s.sizes[e])

@@ -16,6 +16,7 @@ import signal
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,9 +234,19 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
     except CaseTimeout:
         return Outcome("wrong", "timeout", f"no result within {timeout:g} s")
     except Exception as exc:
-        return Outcome(
-            "wrong",
-            f"exception {type(exc).__name__}",
-            str(exc).splitlines()[0][:300] if str(exc) else "",
-        )
+        return Outcome("wrong", f"exception {type(exc).__name__}", _where(exc))
     return Outcome("passed")
+
+
+def _where(exc: Exception) -> str:
+    """The message's first line and the innermost frame of the engine that raised it."""
+    message = str(exc).splitlines()[0][:300] if str(exc) else ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "/derive/" in f.filename]
+    generated = [f for f in frames if f.filename.startswith(tempfile.gettempdir())]
+    if generated:
+        message += f" (in the generated module, line {generated[-1].lineno})"
+    elif ours:
+        path = Path(ours[-1].filename)
+        message += f" (at {path.parent.name}/{path.name}:{ours[-1].lineno})"
+    return message

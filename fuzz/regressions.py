@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import runpy
+import subprocess
 from pathlib import Path
 
 from derive.language import Op
@@ -49,8 +50,8 @@ def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLD
         k += 1
         path = folder / f"{name}_{k}.py"
     comment = (
-        f"Found by `python -m fuzz` (case seed {seed}), shrunk from {len(original.definitions)}"
-        f" definition(s).\nFailed: {outcome.line()}\n"
+        f"Found by `python -m fuzz` (case seed {seed}) on {_commit()}, shrunk from"
+        f" {len(original.definitions)} definition(s).\nFailed: {outcome.line()}\n"
         "Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it)."
     )
     text = op_source(op, comment).rstrip("\n") + f"\n\nSEED = {seed}\n"
@@ -58,6 +59,21 @@ def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLD
     tmp.write_text(text)
     tmp.replace(path)
     return path
+
+
+def _commit() -> str:
+    """The engine's commit, so a reader knows what the failure was measured on."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=FOLDER.parent.parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "an unknown commit"
+    return out.stdout.strip() or "an unknown commit"
 
 
 def load(path: Path) -> tuple[Op, int]:

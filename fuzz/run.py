@@ -26,6 +26,12 @@ class Summary:
     def with_status(self, status: str) -> list[int]:
         return [s for s in self.seeds if self.outcomes[s].status == status]
 
+    def naming(self) -> int:
+        """Refusals whose message names the definition as well as the op (issue 9 asks both)."""
+        return sum(
+            o.status == "refused" and ", definition `" in o.detail for o in self.outcomes.values()
+        )
+
     def text(self) -> str:
         n = len(self.seeds)
         refused = self.count("refused")
@@ -33,10 +39,11 @@ class Summary:
             f"cases: {n}  passed: {self.count('passed')}  refused: {refused}"
             f" ({100 * refused / max(n, 1):.1f}%)  wrong: {self.count('wrong')}"
             f"  skipped (ill-conditioned draws): {self.count('skipped')}",
+            f"refusals naming a definition: {self.naming()} of {refused}",
             f"seeds: {_span(self.seeds)}",
             f"wrong seeds: {' '.join(map(str, self.with_status('wrong'))) or '-'}",
         ]
-        for title, status in (("wrong", "wrong"), ("refused", "refused")):
+        for title, status in (("wrong", "wrong"), ("refused", "refused"), ("skipped", "skipped")):
             classes = Counter(
                 failure_class(o) for o in self.outcomes.values() if o.status == status
             )
@@ -62,7 +69,7 @@ def failure_class(o: Outcome) -> str:
     detail = re.sub(
         r"`[^`]*`|'[^']*'|\w+\[[^\]]*\]\]?|\(\d+(, \d+)*\)|\d+(\.\d+)?(e-?\d+)?", "_", detail
     )
-    return f"{o.kind}: {' '.join(detail.split()[:4])}"
+    return f"{o.kind}: {' '.join(detail.split()[:3])}"
 
 
 def fuzz(

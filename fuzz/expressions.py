@@ -1,0 +1,126 @@
+"""Random expressions over the indices in scope, and expressions positive by construction.
+
+Domains are kept by construction, not by the inputs: log, sqrt, log1p, negative and fractional
+powers and denominators only ever see an expression positive for every real input (``exp(g)``,
+``g**2 + 1/2``, ``cosh(g)``, a Sum of positives, ...). Growing functions (exp, cosh, sinh,
+expm1) are never nested, so float64 values stay moderate for inputs in [-1.5, 1.5].
+"""
+
+from __future__ import annotations
+
+from fuzz.functions import GROWING
+from fuzz.leaves import Expr, Leaves
+
+
+class Expressions(Leaves):
+    """Expression nodes: functions, arithmetic, powers, inline sums, element-wise extremes."""
+
+    def expr(self, scope: dict, depth: int, need: frozenset = frozenset()) -> Expr:
+        """A real expression over the indices in scope that uses every index in ``need``."""
+        return self.cover(self._expr(scope, depth, need), scope, need, positive=False)
+
+    def _expr(self, scope: dict, depth: int, need: frozenset) -> Expr:
+        if depth <= 0 or self.rng.random() < 0.2:
+            return self.leaf(scope, need)
+        r, d = self.rng.random(), depth - 1
+        if r < 0.3:
+            return self.unary(scope, d, need)
+        if r < 0.6:
+            a, b = self._expr(scope, d, need), self._expr(scope, d, need)
+            op = self.rng.choice(["+", "-", "*", "*"])
+            return Expr(f"{a.wrap()} {op} {b.wrap()}", a.used | b.used, False)
+        if r < 0.7:
+            a, p = self._expr(scope, d, need), self.positive(scope, d, need)
+            return Expr(f"{a.wrap()} / {p.wrap()}", a.used | p.used, False)
+        if r < 0.78:
+            if self.rng.random() < 0.5:
+                a = self._expr(scope, d, need)
+                return Expr(f"{a.wrap()}**{self.rng.choice([2, 3])}", a.used, False)
+            p = self.positive(scope, d, need)
+            power = self.rng.choice(["(-1)", "(-1/2)", "(1/2)", "(3/2)", "(-2)"])
+            return Expr(f"{p.wrap()}**{power}", p.used, False)
+        if r < 0.9 or not self.extremes:
+            return self.inline_sum(scope, d, need, positive=False)
+        a, b = self._expr(scope, d, need), self._expr(scope, d, need)
+        f = self.rng.choice(self.extremes)
+        return Expr(f"{f}({a.text}, {b.text})", a.used | b.used)
+
+    def tame(self) -> str:
+        """A function defined for any real argument that does not grow fast."""
+        names = [f for f in self.functions if f not in self.positive_only | GROWING]
+        return self.rng.choice(names)
+
+    def unary(self, scope: dict, depth: int, need: frozenset) -> Expr:
+        names = [f for f in self.functions if not (self.growing and f in GROWING)]
+        f = self.rng.choice(names)
+        self.growing += f in GROWING
+        if f in self.positive_only:
+            a = self.positive(scope, depth, need)
+        else:
+            a = self._expr(scope, depth, need)
+        self.growing -= f in GROWING
+        return Expr(f"{f}({a.text})", a.used)
+
+    def positive(self, scope: dict, depth: int, need: frozenset) -> Expr:
+        """An expression that is positive (and away from 0) for every real input."""
+        return self.cover(self._positive(scope, depth, need), scope, need, positive=True)
+
+    def _positive(self, scope: dict, depth: int, need: frozenset) -> Expr:
+        r, d = self.rng.random(), depth - 1
+        if depth <= 0 or r < 0.1:
+            if self.rng.random() < 0.5 or not self.sizes:
+                return Expr(self.rng.choice(["2", "1/2", "3"]), atom=False)
+            return Expr(self.rng.choice(self.sizes))
+        if r < 0.45:
+            options = [f for f in ("exp", "cosh", "sigmoid", "softplus") if f in self.functions]
+            f = self.rng.choice(
+                [o for o in options if not (self.growing and o in GROWING)] or ["exp"]
+            )
+            if f in GROWING and self.growing:
+                a = self.leaf(scope, need)
+                return Expr(f"{a.wrap()}**2 + 1", a.used, False)
+            self.growing += f in GROWING
+            a = self._expr(scope, d, need)
+            self.growing -= f in GROWING
+            return Expr(f"{f}({a.text})", a.used)
+        if r < 0.6:
+            a = self._expr(scope, d, need)
+            c = self.rng.choice(["1", "1/2", "2"])
+            return Expr(f"{a.wrap()}**2 + {c}", a.used, False)
+        if r < 0.75:
+            return self.inline_sum(scope, d, need, positive=True)
+        if r < 0.9:
+            a, b = self._positive(scope, d, need), self._positive(scope, d, need)
+            op = self.rng.choice(["+", "*", "/"])
+            return Expr(f"{a.wrap()} {op} {b.wrap()}", a.used | b.used, False)
+        if "sqrt" in self.functions:
+            a = self._positive(scope, d, need)
+            return Expr(f"sqrt({a.text})", a.used)
+        a = self._expr(scope, d, need)
+        return Expr(f"Abs({a.text}) + 1", a.used, False)
+
+    def inline_sum(self, scope: dict, depth: int, need: frozenset, positive: bool) -> Expr:
+        bound = {
+            self.index(scope): self.reduction_size() for _ in range(self.rng.choice([1, 1, 2]))
+        }
+        inner_scope = {**scope, **bound}
+        if positive:
+            body = self.positive(inner_scope, depth, need | frozenset(bound))
+        else:
+            body = self.expr(inner_scope, depth, need | frozenset(bound))
+        return Expr(f"Sum({body.text}, {', '.join(bound)})", body.used - frozenset(bound))
+
+    def reduction_size(self) -> str:
+        dims = [d for t in self.floats() for d in t.dims]
+        return self.rng.choice(dims) if dims and self.rng.random() < 0.8 else self.size()
+
+    def cover(self, e: Expr, scope: dict, need: frozenset, positive: bool) -> Expr:
+        """Make ``e`` use every index in ``need``: times exp(leaf) if positive, else + or *."""
+        missing = set(need) - e.used
+        if not missing:
+            return e
+        leaf = self.leaf_using(missing, scope)
+        if positive:
+            return Expr(f"{e.wrap()} * exp({leaf.text})", e.used | leaf.used, False)
+        op = self.rng.choice(["+", "*", "-"])
+        return Expr(f"{e.wrap()} {op} {leaf.wrap()}", e.used | leaf.used, False)
