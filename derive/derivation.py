@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.identities import FORWARD_RULES, rewrite
 from derive.fold import Canon, Pattern, fold
+from derive.identities import FORWARD_RULES, rewrite
 from derive.indices import canonical_bound
 from derive.language import Definition, Graph
 from derive.reverse import Adjoints, derive_adjoints, inline

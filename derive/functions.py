@@ -25,7 +25,7 @@ class sigmoid(sp.Function):  # noqa: N801  (the name an op writes)
 
     @classmethod
     def eval(cls, x):
-        if x.is_Number:
+        if x.is_number:
             return 1 / (1 + sp.exp(-x))
         return None
 
@@ -45,7 +45,7 @@ class softplus(sp.Function):  # noqa: N801
 
     @classmethod
     def eval(cls, x):
-        if x.is_Number:
+        if x.is_number:
             return sp.log(1 + sp.exp(x))
         return None
 
@@ -64,7 +64,7 @@ class relu(sp.Function):  # noqa: N801
 
     @classmethod
     def eval(cls, x):
-        if x.is_Number:
+        if x.is_number:
             return sp.Max(x, 0)
         return None
 

@@ -210,7 +210,7 @@ class Lowerer(Fusions):
 
     def _is_axis(self, i: sp.Expr) -> bool:
         """An index symbol, not a value with a name (a scalar Max's argmax is data)."""
-        return isinstance(i, sp.Symbol) and i.name not in self.names
+        return isinstance(i, sp.Symbol) and bool(i.is_integer) and i.name not in self.scalars
 
     def _indexed(self, e: sp.Indexed, order: list[sp.Symbol]) -> Value:
         name = self.names.get(e.base.label.name, e.base.label.name)

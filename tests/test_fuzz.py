@@ -24,7 +24,7 @@ from fuzz.run import fuzz
 from ops.linear import OP as LINEAR
 
 SLICE = list(range(1000, 1200))  # 200 cases; seeds fixed so a failure here is reproducible
-OPEN = "issue 9: the engine still gives wrong results here; remove this mark once it is fixed"
+OPEN = "a known engine bug; remove this mark once it is fixed"
 
 
 @pytest.fixture(scope="module")
@@ -40,46 +40,14 @@ def test_slice_checks_something(slice_summary) -> None:
     assert slice_summary.count("skipped") <= len(SLICE) // 20
 
 
-@pytest.mark.xfail(strict=False, reason=OPEN + " (see the wrong seeds printed by the test)")
 def test_slice_has_no_wrong_results(slice_summary) -> None:
     wrong = {s: slice_summary.outcomes[s].line() for s in slice_summary.with_status("wrong")}
     assert not wrong, f"{len(wrong)} wrong of {len(SLICE)}: {wrong}"
 
 
-# File stem -> why it is expected to fail today (measured on ee13bb8, main 9ff555c merged). Each
-# file's own comment says how it failed when found. Remove an entry when its fix lands: the test
-# then demands PASSED (a refusal of these valid ops fails it, a refusal is not a fix).
-_MAX = "refused: 'unsupported delta term' in the adjoint of a Max (to a scalar, or of a pick)"
-_AXIS = "refused: 'a value over [...] cannot take the axes [...]' (was an AxisError crash)"
-_AXES = "refused: 'cannot lower d..: axes ...' (silently wrong on 912c005)"
-KNOWN_WRONG: dict[str, str] = {
-    "exception_axiserror_s22": _AXIS,
-    "exception_axiserror_s226": _AXIS,
-    "exception_axiserror_s3": _AXIS,
-    "exception_typeerror_s719": "WRONG: TypeError, complex to float, on relu(pi)",
-    "exception_axiserror_s590": "WRONG: AxisError crash, Max over a product with a 2-d pick",
-    "exception_keyerror_s3": "refused: cannot lower KroneckerDelta (KeyError cosh on 912c005)",
-    "exception_recursionerror_s466": "WRONG: RecursionError in derive/fusion.py (minimum, a pick)",
-    "exception_runtimeerror_s488": "WRONG: the generated forward crashes, permute() duplicate dims",
-    "exception_runtimeerror_s681": "WRONG: the generated forward crashes, size mismatch (dead Max)",
-    "exception_runtimeerror_s69": _AXIS,
-    "exception_valueerror_s105": _MAX,
-    "exception_valueerror_s121": _MAX,
-    "exception_valueerror_s169": _AXIS,
-    "exception_valueerror_s19": _MAX,
-    "exception_valueerror_s26": _MAX,
-    "exception_valueerror_s277": _MAX,
-    "exception_valueerror_s297": _MAX,
-    "exception_valueerror_s342": _MAX,
-    "exception_valueerror_s389": _MAX,
-    "exception_valueerror_s62": _MAX,
-    "exception_valueerror_s94": _MAX,
-    "forward_shape_s1083": "WRONG, silently: a scalar Sum over a picked entry has shape (D,)",
-    "forward_shape_s118": _AXES,
-    "forward_value_s28": _AXES,
-    "gradient_shape_s32": _AXES,
-    "gradient_value_s153": _AXES,
-}
+# File stem -> why it is expected to fail today (an xfail with the reason). Empty: every
+# recorded case passes, and a refusal of these valid ops fails the test (a refusal is no fix).
+KNOWN_WRONG: dict[str, str] = {}  # every recorded case passes today
 REGRESSIONS = sorted(FOLDER.glob("*.py"))
 
 

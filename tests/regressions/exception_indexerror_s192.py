@@ -6,15 +6,15 @@
 from derive import Op
 
 OP = Op(
-    name='fuzz192',
-    doc='fuzz case, seed 192',
+    name="fuzz192",
+    doc="fuzz case, seed 192",
     inputs=[
-        'x[V]',
-        'cls[L, V]: int64',
+        "x[V]",
+        "cls[L, V]: int64",
     ],
     definitions=[
-        'tmp[m, h, j] = x[h] + x[cls[j, m]]',
-        'loss[t2] = Sum(tmp[cls[t2, d], d, t2], d)',
+        "tmp[m, h, j] = x[h] + x[cls[j, m]]",
+        "loss[t2] = Sum(tmp[cls[t2, d], d, t2], d)",
     ],
 )
 

@@ -6,15 +6,15 @@
 from derive import Op
 
 OP = Op(
-    name='fuzz219',
-    doc='fuzz case, seed 219',
+    name="fuzz219",
+    doc="fuzz case, seed 219",
     inputs=[
-        'prob[H]',
-        'X[H, I]: int64',
-        's[H, H, H]',
+        "prob[H]",
+        "X[H, I]: int64",
+        "s[H, H, H]",
     ],
     definitions=[
-        'b2[o, w] = Sum(prob[X[o, w]]*prob[X[t2, w]] + s[d, l, j], d, j, t2, l)',
+        "b2[o, w] = Sum(prob[X[o, w]]*prob[X[t2, w]] + s[d, l, j], d, j, t2, l)",
     ],
 )
 

@@ -6,16 +6,16 @@
 from derive import Op
 
 OP = Op(
-    name='fuzz45',
-    doc='fuzz case, seed 45',
+    name="fuzz45",
+    doc="fuzz case, seed 45",
     inputs=[
-        'w[P, P]',
-        'idx[J, P]: int64',
-        'prob[Q]',
+        "w[P, P]",
+        "idx[J, P]: int64",
+        "prob[Q]",
     ],
     definitions=[
-        'W1[i] = Sum(w[v, i], v)',
-        'Kx[f, a, t] = Sum(W1[idx[t, f]]*W1[mm] + prob[a], mm)',
+        "W1[i] = Sum(w[v, i], v)",
+        "Kx[f, a, t] = Sum(W1[idx[t, f]]*W1[mm] + prob[a], mm)",
     ],
 )
 

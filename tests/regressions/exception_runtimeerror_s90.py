@@ -6,15 +6,15 @@
 from derive import Op
 
 OP = Op(
-    name='fuzz90',
-    doc='fuzz case, seed 90',
+    name="fuzz90",
+    doc="fuzz case, seed 90",
     inputs=[
-        'act[M]',
-        's[L, L]',
-        'idx[M, I]: int64',
+        "act[M]",
+        "s[L, L]",
+        "idx[M, I]: int64",
     ],
     definitions=[
-        'w[m, bb, ij] = Sum(exp(s[idx[ij, m], c])*act[bb], c)',
+        "w[m, bb, ij] = Sum(exp(s[idx[ij, m], c])*act[bb], c)",
     ],
 )
 

@@ -6,14 +6,14 @@
 from derive import Op
 
 OP = Op(
-    name='fuzz239',
-    doc='fuzz case, seed 239',
+    name="fuzz239",
+    doc="fuzz case, seed 239",
     inputs=[
-        'h[F]',
-        'W1[F, H, H, F]',
+        "h[F]",
+        "W1[F, H, H, F]",
     ],
     definitions=[
-        'u[n1, a] = Sum(Sum(h[g] * W1[n1, a, m, mm], g, m), mm) / Sum(softplus(h[b]) * exp(h[t]), b, t)',
+        "u[n1, a] = Sum(Sum(h[g] * W1[n1, a, m, mm], g, m), mm) / Sum(softplus(h[b]) * exp(h[t]), b, t)",
     ],
 )
 

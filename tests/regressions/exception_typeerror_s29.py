@@ -6,16 +6,16 @@
 from derive import Op
 
 OP = Op(
-    name='fuzz29',
-    doc='fuzz case, seed 29',
+    name="fuzz29",
+    doc="fuzz case, seed 29",
     inputs=[
-        'h[B, B, B]',
-        'a1[R, B]',
-        'Y[L, R]: int64',
-        'tgt[L]: int64',
+        "h[B, B, B]",
+        "a1[R, B]",
+        "Y[L, R]: int64",
+        "tgt[L]: int64",
     ],
     definitions=[
-        'logits[aa, g] = minimum(a1[g, Y[aa, g]], -h[tgt[aa], Y[aa, g], Y[aa, g]])',
+        "logits[aa, g] = minimum(a1[g, Y[aa, g]], -h[tgt[aa], Y[aa, g], Y[aa, g]])",
     ],
 )
 
