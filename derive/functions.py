@@ -29,6 +29,9 @@ class sigmoid(sp.Function):  # noqa: N801  (the name an op writes)
             return 1 / (1 + sp.exp(-x))
         return None
 
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         s = sigmoid(self.args[0])
         return s * (1 - s)
@@ -49,6 +52,9 @@ class softplus(sp.Function):  # noqa: N801
             return sp.log(1 + sp.exp(x))
         return None
 
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         return sigmoid(self.args[0])
 
@@ -67,6 +73,9 @@ class relu(sp.Function):  # noqa: N801
         if x.is_number:
             return sp.Max(x, 0)
         return None
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         return sp.Heaviside(self.args[0], 0)
@@ -108,13 +117,16 @@ FUNCTIONS: dict[str, Function] = {
         _row("erf", sp.erf, sp.erf, "torch.erf({0})", "math.erf({0})"),
         _row("log1p", log1p, log1p, "torch.log1p({0})", "math.log1p({0})", "unit"),
         _row("expm1", expm1, expm1, "torch.expm1({0})", "math.expm1({0})"),
-        _row("sigmoid", sigmoid, sigmoid, "torch.sigmoid({0})", None),
+        # python numbers: sigma(x) = (1 + tanh(x/2))/2 never overflows
+        _row(
+            "sigmoid", sigmoid, sigmoid, "torch.sigmoid({0})", "(0.5 + 0.5 * math.tanh(0.5 * {0}))"
+        ),
         _row(
             "softplus",
             softplus,
             softplus,
             "(torch.relu({0}) + torch.log1p(torch.exp(-torch.abs({0}))))",
-            None,
+            "(max({0}, 0.0) + math.log1p(math.exp(-abs({0}))))",
         ),
         _row("relu", relu, relu, "torch.relu({0})", "max({0}, 0.0)"),
         _row("maximum", sp.Max, sp.Max, "torch.maximum({0}, {1})", "max({0}, {1})", arity=2),

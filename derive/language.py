@@ -249,6 +249,16 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
     text = text.replace("...", "batch")
     local = dict(ns)
     as_index = _subscripts(text + lhs)
+    scalars = sorted(
+        w
+        for w in set(re.findall(r"\b([A-Za-z_]\w*)\b", text))
+        if isinstance(ns.get(w), sp.IndexedBase) and not ns[w].shape
+    )
+    if scalars:  # reverse mode follows indexed tensors only: say so rather than lose a gradient
+        raise _LangError(
+            f"'{scalars[0]}' has no index: a definition cannot read a scalar tensor yet "
+            f"(define it with an index, e.g. {scalars[0]}[n] over a size-1 axis)"
+        )
     for word in re.findall(r"\b([a-z_]\w*)\b(?!\s*\()", text):
         if word in CONSTANTS and word not in as_index:
             local.setdefault(word, CONSTANTS[word])
@@ -319,6 +329,53 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
     return Definition(name, lhs, body, text.strip())
 
 
+def _lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition | View]:
+    """A Max inside an expression, or over several indices, becomes a definition of its own.
+
+    ``h[n] = exp(Max(x[n, c], c))`` -> ``h_max0[n] = Max(x[n, c], c)``, ``h[n] = exp(h_max0[n])``;
+    ``m = Max(x[p, v], p, v)`` -> ``m_max0[p] = Max(x[p, v], v)``, ``m = Max(m_max0[p], p)``.
+    Reverse mode then needs one rule: a definition that is one Max over one index.
+    """
+    if not isinstance(step, Definition) or not step.body.has(ReduceMax):
+        return [step]
+    lifted: list[Definition] = []
+
+    def aux(node: ReduceMax) -> sp.Expr:
+        free = tuple(
+            sorted(
+                (x for x in node.free_symbols if isinstance(x, sp.Symbol) and x.is_integer),
+                key=str,
+            )
+        )
+        free = tuple(
+            i
+            for i in free
+            if i not in sizes and not any(i == ind.base.label for ind in node.atoms(sp.Indexed))
+        )
+        if not free:
+            raise _LangError(
+                "a Max over every index inside an expression: write it as its own definition"
+            )
+        name = f"{step.name}_max{len(lifted)}"
+        g.tensors[name] = Tensor(name, tuple(_range_of(i, node) for i in free))
+        lifted.append(Definition(name, free, node, f"{name}[...] = {node}  (from `{step.text}`)"))
+        return g.tensors[name].base[free]
+
+    def lift(e: sp.Basic, top: bool) -> sp.Basic:
+        if not isinstance(e, sp.Basic) or not e.args:
+            return e
+        if isinstance(e, ReduceMax):
+            f = lift(e.function, False)
+            for lim in reversed(e.limits[1:]):  # Max over p, v = Max over p of Max over v
+                f = aux(ReduceMax(f, lim))
+            node = ReduceMax(f, e.limits[0])
+            return node if top else aux(node)
+        return e.func(*[lift(a, False) for a in e.args])
+
+    body = lift(step.body, True)
+    return [*lifted, Definition(step.name, step.indices, body, step.text)]
+
+
 def parse(op: Op) -> Graph:
     """Parse an :class:`Op` into a :class:`Graph`; raise DerivationError on any problem."""
     sizes: dict[str, sp.Symbol] = {}
@@ -335,9 +392,8 @@ def parse(op: Op) -> Graph:
         g.params = {sp.Symbol(k, real=True): float(v) for k, v in sorted(op.params.items())}
         for text in op.definitions:
             current = text
-            g.steps.append(
-                _parse_definition(text, g, _namespace(g.tensors, sizes, g.params), sizes)
-            )
+            step = _parse_definition(text, g, _namespace(g.tensors, sizes, g.params), sizes)
+            g.steps.extend(_lift_maxes(step, g, set(sizes.values())))
     except _LangError as exc:
         raise DerivationError(op.name, str(exc), current) from None
     if not g.steps:

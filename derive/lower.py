@@ -227,7 +227,8 @@ class Lowerer(Fusions):
         )
         if (
             data == [0]
-            and plain(idx[0])
+            and isinstance(idx[0], sp.Indexed)
+            and all(self._is_axis(i) for i in idx[0].indices)
             and plain_rest
             and len(set(idx[0].indices)) == len(idx[0].indices)
         ):
