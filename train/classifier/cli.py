@@ -127,7 +127,8 @@ def add_data_options(data: argparse._ArgumentGroup) -> None:
     data.add_argument(
         "--no-verify",
         action="store_true",
-        help="use IDX files whose sha256 is not MNIST's (your own data); the format is still checked",
+        help="use IDX files whose sha256 is not MNIST's (your own data); the format is still "
+        "checked",
     )
 
 

@@ -1,4 +1,4 @@
-"""The options that define a classifier run; stored in every checkpoint so ``--resume`` repeats them."""
+"""The options that define a classifier run, stored in every checkpoint for ``--resume``."""
 
 from __future__ import annotations
 

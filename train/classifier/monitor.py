@@ -65,7 +65,7 @@ def record(
 
 
 class ClassifierProgress(Progress):
-    """The MLP's progress line with the batch accuracy added (loss and accuracy are means over recent batches)."""
+    """The MLP's progress line with the accuracy added (both: means over recent batches)."""
 
     def update(self, step: int, loss: float, acc: float = math.nan) -> None:  # type: ignore[override]
         now = time.perf_counter()
