@@ -35,6 +35,7 @@ DEFAULTS = ClassifierConfig()
 RESUMABLE = {"steps", "backward"}  # a resumed run may go further, or switch the equal backward
 EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
 PROG = "python -m train --model classifier"
+MONITOR_EVERY = 50
 
 
 class UsageError(Exception):
@@ -141,9 +142,9 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
     out.add_argument(
         "--monitor-every",
         type=positive,
-        default=50,
         metavar="K",
-        help="record the monitor statistics, rewrite the metrics file (%(default)s)",
+        help=f"record the monitor statistics, rewrite the metrics file ({MONITOR_EVERY}; "
+        "a resumed run keeps its own)",
     )
     out.add_argument("--resume", action="store_true", help="continue the run in the checkpoint")
     out.add_argument("--overwrite", action="store_true", help="start over an existing run")
@@ -230,10 +231,10 @@ def start(args: argparse.Namespace, ckpt: Path) -> loop.Run:
     verify = not args.no_verify and not (saved and saved["data"]["name"] == "idx")
     data = load_data(data_arg, verify=verify)
     if saved is None:
-        return loop.new_run(config, data)
+        return loop.new_run(config, data, args.monitor_every or MONITOR_EVERY)
     if data.sha256 != saved["data"]["sha256"]:
         raise UsageError(f"{data.source} is not the data this checkpoint was trained on")
-    return loop.restore_run(saved, config, data)
+    return loop.restore_run(saved, config, data, args.monitor_every)
 
 
 def describe(run: loop.Run) -> str:
@@ -269,7 +270,6 @@ def cmd_train(args: argparse.Namespace) -> int:
                 run,
                 ckpt,
                 args.checkpoint_every,
-                args.monitor_every,
                 progress,
                 lambda r: write_progress(r, out_dir, metrics_file),
             )

@@ -42,23 +42,27 @@ class Run:
     losses: list[float] = field(default_factory=list)
     accs: list[float] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)
+    monitor_every: int = 50  # a record every K steps; kept by a resumed run, so its history is
+    # the history of an uninterrupted one
     seconds: float = 0.0  # in the steps themselves, all sessions; not monitoring or checkpoints
 
     def tensors(self) -> list[torch.Tensor]:
         return [self.params[name] for name in param_names(len(self.params) // 2)]
 
 
-def new_run(config: ClassifierConfig, data: Dataset) -> Run:
+def new_run(config: ClassifierConfig, data: Dataset, monitor_every: int) -> Run:
     """Fresh parameters from the seeded generator; the same generator then draws the batches."""
     g = torch.Generator().manual_seed(config.seed)
     sizes = layer_sizes(data.n_features, config.hidden, N_CLASSES)
     params = init_params(sizes, g, config.torch_dtype)
     optimizer = make_optimizer(config, [params[k] for k in param_names(len(sizes) - 1)])
-    return Run(config, data, params, optimizer, g)
+    return Run(config, data, params, optimizer, g, monitor_every=monitor_every)
 
 
-def restore_run(payload: dict, config: ClassifierConfig, data: Dataset) -> Run:
-    """Rebuild a run from a checkpoint payload (see ``snapshot``)."""
+def restore_run(
+    payload: dict, config: ClassifierConfig, data: Dataset, monitor_every: int | None = None
+) -> Run:
+    """Rebuild a run from a checkpoint payload (see ``snapshot``); ``monitor_every`` overrides."""
     names = param_names(len(payload["params"]) // 2)
     params = {name: payload["params"][name].to(config.torch_dtype) for name in names}
     optimizer = make_optimizer(config, [params[k] for k in names])
@@ -75,6 +79,7 @@ def restore_run(payload: dict, config: ClassifierConfig, data: Dataset) -> Run:
         payload["losses"].tolist(),
         payload["accs"].tolist(),
         list(payload["history"]),
+        monitor_every or payload["monitor_every"],
         float(payload["seconds"]),
     )
 
@@ -95,6 +100,7 @@ def snapshot(run: Run) -> dict:
         "losses": torch.tensor(run.losses, dtype=torch.float64),
         "accs": torch.tensor(run.accs, dtype=torch.float64),
         "history": run.history,
+        "monitor_every": run.monitor_every,
         "seconds": run.seconds,
     }
 
@@ -142,12 +148,11 @@ def train(
     run: Run,
     ckpt: Path,
     checkpoint_every: int,
-    monitor_every: int,
     progress: monitor.ClassifierProgress,
     on_record: Callable[[Run], None],
 ) -> None:
-    """Step until ``config.steps``; a monitor record every ``monitor_every`` steps and at the end
-    (``on_record`` writes it out), a checkpoint every ``checkpoint_every`` steps and at the end.
+    """Step until ``config.steps``; a monitor record every ``run.monitor_every`` steps and at
+    the end (``on_record`` writes it out), a checkpoint every ``checkpoint_every`` and at the end.
 
     Raises ``Interrupted`` after a Ctrl-C (the caller saves) and ``Diverged`` on a non-finite
     loss or gradient, before that step's update and without saving.
@@ -163,7 +168,7 @@ def train(
             if not math.isfinite(loss):
                 raise Diverged(run.step + 1, f"the loss is {loss}")  # steps count from 1
             last = run.step + 1 == run.config.steps
-            watch = (run.step + 1) % monitor_every == 0 or last
+            watch = (run.step + 1) % run.monitor_every == 0 or last
             norms, layers = optimizer_step(run, grads, watch)
             run.seconds += time.perf_counter() - started  # the steps only, not what follows
             run.losses.append(loss)
