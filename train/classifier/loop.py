@@ -130,9 +130,12 @@ def optimizer_step(run: Run, grads: dict[str, torch.Tensor], watch: bool) -> tup
     if not math.isfinite(norms[0]):
         raise Diverged(run.step + 1, f"the gradient norm is {norms[0]}")
     layers = monitor.layer_stats(run.params, grads, lr) if watch else {}
+    before = {k: p.detach().clone() for k, p in run.params.items()} if watch else {}
     run.optimizer.step()
     for p in run.params.values():
         p.grad = None
+    if watch:
+        layers["applied_update_ratio"] = monitor.applied_ratios(before, run.params)
     return norms, layers
 
 

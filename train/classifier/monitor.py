@@ -5,6 +5,7 @@ Per layer l (its W and b together):
     update ratio   log10(|lr * g_l| / |p_l|), g_l as clipped (what the optimizer was fed), p_l
                    before the update: about -3 is healthy; far below, the layer hardly learns;
                    far above, it is being thrown around
+    applied ratio  log10(|p_after - p_before| / |p_before|), the step the optimizer really took
 and in total the gradient norm before and after clipping, the fraction of dead ReLUs per hidden
 layer (units that output 0 on every validation example), the mean batch loss and accuracy since
 the last record and the validation loss and accuracy after this step's update.
@@ -38,6 +39,21 @@ def layer_stats(params: Params, raw: dict[str, torch.Tensor], lr: float) -> dict
         data = layer_norm([W, b])
         ratios.append(math.log10(update / data) if update > 0 and data > 0 else -math.inf)
     return {"layer_grad_norm": norms, "update_ratio": ratios}
+
+
+def applied_ratios(before: Params, after: Params) -> list[float]:
+    """Per layer log10(|p_after - p_before| / |p_before|): the step the optimizer really took.
+
+    Equal to the lr*grad ratio for plain SGD; for RMSprop and Adam, which divide by a running
+    RMS of the gradient, the real step is about lr per weight however small the gradient is.
+    """
+    ratios = []
+    for i in range(1, n_layers(before) + 1):
+        names = (f"W{i}", f"b{i}")
+        step = layer_norm([after[k].detach() - before[k] for k in names])
+        data = layer_norm([before[k] for k in names])
+        ratios.append(math.log10(step / data) if step > 0 and data > 0 else -math.inf)
+    return ratios
 
 
 def record(

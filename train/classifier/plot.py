@@ -2,7 +2,8 @@
 
 loss (train batches and validation, log scale) | accuracy (train, validation, test when done) |
 gradient norms (total before/after clipping and per layer) | update-to-data ratios per layer
-(with the -3 rule of thumb) | dead ReLUs per hidden layer | the run's settings and results.
+(lr*grad and the step really taken; the -3 rule of thumb) | dead ReLUs per hidden layer |
+the run's settings and results.
 """
 
 from __future__ import annotations
@@ -35,10 +36,12 @@ def draw_curves(axes, history: list[dict], test_acc: float | None) -> None:
     n_layers = len(history[0]["layer_grad_norm"])
     for i in range(n_layers):
         norms.plot(steps, series(history, "layer_grad_norm", i), lw=1, label=f"layer {i + 1}")
-        ratios.plot(steps, series(history, "update_ratio", i), lw=1, label=f"layer {i + 1}")
+        line = ratios.plot(steps, series(history, "update_ratio", i), lw=1, label=f"layer {i + 1}")
+        applied = series(history, "applied_update_ratio", i)
+        ratios.plot(steps, applied, "--", lw=1, color=line[0].get_color(), label="  applied step")
     norms.set(title="gradient norm", yscale="log")
     ratios.axhline(-3, color="k", ls=":", lw=1, label="-3 (rule of thumb)")
-    ratios.set(title="update / data: log10 |lr·grad| / |param|")
+    ratios.set(title="update / data: log10 |lr·grad| / |param| (dashed: |Δparam| / |param|)")
     for i in range(len(history[0]["dead_relu"])):
         dead.plot(steps, [100 * d for d in series(history, "dead_relu", i)], label=f"ReLU {i + 1}")
     dead.set(title="dead ReLUs (% of units, validation)", ylim=(-1, 101))
