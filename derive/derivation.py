@@ -64,7 +64,9 @@ class Collapser:
 
     def simplified(self, tensor: str) -> sp.Expr:
         simplified = self.simplifier.simplify(self.canon.inline(self.raw(tensor)))
-        return _tidy(fold(simplified, self.patterns))
+        # common factors out first: exp(a)/S inside (g/S - h/S**2) exp(a) folds to probs only
+        # once 1/S stands beside exp(a)
+        return _tidy(fold(_tidy(simplified), self.patterns))
 
 
 def _collapsed(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:

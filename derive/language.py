@@ -22,7 +22,9 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
 - Lower-case names that are not tensors, sizes or params are *indices*. An index on the left is
   an output axis; an index on the right must be on the left or bound by ``Sum``/``Max``. Its
   range is read off the tensor dimension it indexes.
-- Functions: exp, log, tanh, sqrt, Abs, sin, cos, sinh, cosh, sign, plus + - * / and ``**``.
+- Functions: the rows of :data:`derive.functions.FUNCTIONS` (exp, log, sqrt, tanh, sigmoid,
+  softplus, relu, erf, ..., ``maximum(a, b)``), plus + - * / and ``**``; constants ``pi`` and
+  ``e`` (``e`` is an index where a definition subscripts with it). Any other name is refused.
 - Sizes stay symbolic; ``N - 1`` is fine (Bessel's correction in batchnorm is written that way).
 
 Parsing turns these strings into a :class:`Graph` of SymPy expressions; any problem raises a
@@ -39,12 +41,19 @@ from sympy.concrete.expr_with_limits import ExprWithLimits
 from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 
 from derive.errors import DerivationError
+from derive.functions import ALIASES, CONSTANTS, FUNCTIONS
+from derive.functions import known as known_names
 
 BATCH_SIZE = sp.Symbol("Batch", integer=True, positive=True)
 BATCH_INDEX = sp.Symbol("batch", integer=True)
-FUNCTIONS = {
-    f.__name__: f
-    for f in (sp.exp, sp.log, sp.tanh, sp.sqrt, sp.Abs, sp.sin, sp.cos, sp.sinh, sp.cosh, sp.sign)
+# What parse_expr may build besides our names: numbers and symbols, never SymPy's namespace
+# (which would let erf(), floor() or oo through to fail later, far from the op file).
+_PARSER_GLOBALS = {
+    "Integer": sp.Integer,
+    "Float": sp.Float,
+    "Rational": sp.Rational,
+    "Symbol": sp.Symbol,
+    "Function": sp.Function,
 }
 
 
@@ -211,7 +220,8 @@ def _lang_max(expr: sp.Expr, *indices: sp.Symbol) -> sp.Expr:
 def _namespace(
     tensors: dict[str, Tensor], sizes: dict[str, sp.Symbol], params: dict
 ) -> dict[str, object]:
-    ns: dict[str, object] = dict(FUNCTIONS)
+    ns: dict[str, object] = {name: _checked_call(f) for name, f in FUNCTIONS.items()}
+    ns.update({alias: ns[name] for alias, name in ALIASES.items()})
     ns.update(Sum=_lang_sum, Max=_lang_max, batch=BATCH_INDEX, Batch=BATCH_SIZE)
     ns.update({p.name: p for p in params})
     ns.update(sizes)
@@ -219,13 +229,36 @@ def _namespace(
     return ns
 
 
-def _parse_rhs(text: str, ns: dict[str, object]) -> sp.Expr:
+def _checked_call(f):
+    def call(*args):
+        if len(args) != f.arity:
+            raise _LangError(f"{f.name}() takes {f.arity} argument(s), got {len(args)}")
+        return f.make(*args)
+
+    return call
+
+
+def _subscripts(text: str) -> set[str]:
+    """Lower-case names used inside [...]: indices for sure (``e`` there is not Euler's e)."""
+    parts = re.findall(r"\[([^\[\]]*)", text)
+    return {w for part in parts for w in re.findall(r"\b[a-z_]\w*", part)}
+
+
+def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
     text = text.replace("...", "batch")
     local = dict(ns)
+    as_index = _subscripts(text + lhs)
     for word in re.findall(r"\b([a-z_]\w*)\b(?!\s*\()", text):
+        if word in CONSTANTS and word not in as_index:
+            local.setdefault(word, CONSTANTS[word])
         local.setdefault(word, _index(word))  # every other lower-case name is an index
     try:
-        expr = parse_expr(text, local_dict=local, transformations=standard_transformations)
+        expr = parse_expr(
+            text,
+            local_dict=local,
+            global_dict=dict(_PARSER_GLOBALS),
+            transformations=standard_transformations,
+        )
     except _LangError:
         raise
     except TypeError as exc:
@@ -240,17 +273,23 @@ def _parse_rhs(text: str, ns: dict[str, object]) -> sp.Expr:
         raise _LangError(f"cannot parse '{text.strip()}': {exc}") from None
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:
-        known = ", ".join(sorted(FUNCTIONS))
-        raise _LangError(f"unknown function {', '.join(undefined)} (known: {known}, Sum, Max)")
+        raise _LangError(f"unknown function {', '.join(undefined)} (known: {known_names()})")
     return sp.sympify(expr)
 
 
 def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> None:
     free = {s for s in body.free_symbols if s not in known and not isinstance(s, sp.Indexed)}
     free -= {s for ind in body.atoms(sp.Indexed) for s in [ind.base.label]}
-    stray = sorted(str(s) for s in free - set(lhs))
-    if stray:
-        raise _LangError(f"index {', '.join(stray)} is neither on the left-hand side nor summed")
+    used = {s for ind in body.atoms(sp.Indexed) for s in ind.indices if isinstance(s, sp.Symbol)}
+    for s in sorted(free - set(lhs), key=str):
+        if s.name[:1].isupper():
+            raise _LangError(f"unknown size '{s}': sizes are named in the inputs' shapes")
+        if s not in used:
+            raise _LangError(
+                f"unknown name '{s}': not an input, param, constant or index "
+                f"(an index must subscript a tensor; functions: {known_names()})"
+            )
+        raise _LangError(f"index {s} is neither on the left-hand side nor summed")
     if len(set(lhs)) != len(lhs):
         raise _LangError("an index appears twice on the left-hand side")
 
@@ -272,7 +311,7 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
         return View(name, source, text.strip())
     lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
-    body = _parse_rhs(rhs, ns)
+    body = _parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else "")
     _check_indices(lhs, body, set(sizes.values()) | set(g.params))
     dims = tuple(_range_of(i, body) for i in lhs)
     g.tensors[name] = Tensor(name, dims, batched=bool(lhs) and lhs[0] == BATCH_INDEX)

@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.errors import DerivationError
+from derive.functions import BY_NODE, Function, step_code
 from derive.fusion import Fusions
 from derive.torch_code import (
     ADD,
     ATOM,
-    FUNCS,
     MUL,
     POW,
-    SCALAR_FUNCS,
     UNARY,
+    AxisError,
     Value,
     align,
     matmul,
@@ -34,6 +34,7 @@ from derive.torch_code import (
     number,
     number_scale,
     ordered_terms,
+    permute,
     plain,
     position,
     scatter_delta,
@@ -63,21 +64,38 @@ class Lowerer(Fusions):
         if isinstance(expr, sp.Sum) and scatter_delta(expr, axes) is not None:
             return self._scatter(name, expr, axes)
         if isinstance(expr, sp.Sum) and memo_key(expr) not in self.memo:
-            value = self._sum(expr, list(axes), name=name)
-            if value.axes == axes:
-                return
-            self.lines.append(f"{name} = {align(value, axes).code}")
+            self._sum(expr, list(axes), name=name)
+            stored = self.memo[memo_key(expr)]  # bound to ``name`` in the order it came out
+            if stored.axes != axes:
+                self.lines.append(f"{name} = {self._exact(stored, axes, name).code}")
+                self.memo[memo_key(expr)] = Value(name, axes)
             return
         plain, picks = split_deltas(expr, axes)
-        value = self._materialise(self.value(plain, list(axes)), axes, fresh=bool(picks))
+        value = self._materialise(self._checked(plain, axes, name), axes, fresh=bool(picks))
         self.lines.append(f"{name} = {value}")
         for coef, axis, data in picks:
             self._pick_update(name, coef, axis, data, axes)
 
+    def _checked(self, e: sp.Expr, axes: tuple, name: str) -> Value:
+        value = self.value(e, list(axes))
+        return value if value.scalar else self._exact(value, axes, name, partial=True)
+
+    def _exact(self, v: Value, axes: tuple, name: str, partial: bool = False) -> Value:
+        """``v`` permuted to ``axes`` (all of them unless ``partial``): the one guard that an
+        assignment's axis order is the target's, whatever order the lowering found it in."""
+        try:
+            out = permute(v, axes)
+        except AxisError as exc:
+            raise DerivationError(self.op, f"cannot lower {name}: {exc}") from None
+        if not partial and out.axes != axes:
+            raise DerivationError(self.op, f"cannot lower {name}: axes {out.axes} for {axes}")
+        return out
+
     def value(self, e: sp.Expr, order: list[sp.Symbol]) -> Value:
         e = sp.sympify(e)
-        if e.is_Number:
-            return Value(number(e), scalar=True, prec=ATOM if e >= 0 else UNARY)
+        if e.is_Number:  # "1 / 3" binds like a product: parenthesised where that matters
+            prec = UNARY if e < 0 else ATOM if e.is_Integer or e.is_Float else MUL
+            return Value(number(e), scalar=True, prec=prec)
         if isinstance(e, sp.Symbol):
             return self._symbol(e)
         if isinstance(e, sp.Indexed):
@@ -90,12 +108,36 @@ class Lowerer(Fusions):
             return self._pow(e, order)
         if isinstance(e, sp.Sum):
             return self._sum(e, order)
-        if e.func in FUNCS and len(e.args) == 1:
-            arg = self.value(e.args[0], order)
-            if arg.scalar:
-                return Value(f"{SCALAR_FUNCS[e.func]}({arg.code})", scalar=True)
-            return Value(f"{FUNCS[e.func]}({arg.code})", arg.axes)
+        if e.is_number:  # pi, e, sqrt(2): a python float
+            return Value(number(e), scalar=True, prec=ATOM if e >= 0 else UNARY)
+        if isinstance(e, sp.Heaviside):
+            return self._step(e, order)
+        if e.func in BY_NODE:
+            return self._function(BY_NODE[e.func], e.args, order)
         raise DerivationError(self.op, f"cannot lower {e} ({type(e).__name__}) to torch")
+
+    def _function(self, f: Function, args: tuple, order: list[sp.Symbol]) -> Value:
+        """A row of the function registry; Max/Min of many arguments nest pairwise."""
+        if f.arity == 2 and len(args) > 2:
+            return self._function(f, (args[0], f.make(*args[1:])), order)
+        values = [self.value(a, order) for a in args]
+        if all(v.scalar for v in values):
+            if f.python is None:
+                raise DerivationError(self.op, f"{f.name}() of a number is not supported")
+            return Value(f.python.format(*(v.code for v in values)), scalar=True)
+        if f.arity == 2 and any(v.scalar for v in values):  # maximum(x, 0): a clamp
+            t, c = (values[0], values[1]) if values[1].scalar else (values[1], values[0])
+            bound = "min" if f.name == "maximum" else "max"
+            return Value(f"torch.clamp({t.code}, {bound}={c.code})", t.axes)
+        axes = union([v.axes for v in values], order)
+        return Value(f.torch.format(*(align(v, axes).code for v in values)), axes)
+
+    def _step(self, e: sp.Heaviside, order: list[sp.Symbol]) -> Value:
+        arg = self.value(e.args[0], order)
+        if arg.scalar:
+            raise DerivationError(self.op, f"a step of a number is not supported: {e}")
+        at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
+        return Value(step_code(arg.wrap(ATOM), at_zero, self.device_of), arg.axes)
 
     # -- leaves -----------------------------------------------------------------------------
     def _symbol(self, s: sp.Symbol) -> Value:
@@ -192,7 +234,8 @@ class Lowerer(Fusions):
     def _pow(self, e: sp.Pow, order: list[sp.Symbol]) -> Value:
         base, exp = self.value(e.base, order), e.exp
         if base.scalar:
-            return Value(f"{base.wrap(POW)} ** {number(exp)}", scalar=True, prec=POW)
+            power = self.value(exp, []).wrap(POW + 1)
+            return Value(f"{base.wrap(POW + 1)} ** {power}", scalar=True, prec=POW)
         special = {sp.Rational(1, 2): "torch.sqrt", sp.Rational(-1, 2): "torch.rsqrt"}
         if exp in special:
             return Value(f"{special[exp]}({base.code})", base.axes)
@@ -202,7 +245,8 @@ class Lowerer(Fusions):
             return Value(f"torch.reciprocal({base.code})", base.axes)
         if exp == 2:
             return Value(f"torch.square({base.code})", base.axes)
-        return Value(f"{base.wrap(POW + 1)}**{number(exp)}", base.axes, POW)
+        power = self.value(exp, []).wrap(POW + 1)
+        return Value(f"{base.wrap(POW + 1)}**{power}", base.axes, POW)
 
     # -- reductions -------------------------------------------------------------------------
     def _sum(self, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> Value:
@@ -212,7 +256,7 @@ class Lowerer(Fusions):
         bound = [lim[0] for lim in e.limits]
         self.sizes.update({var: hi - lo + 1 for var, lo, hi in e.limits})
         inner = natural_order(e.function, order)
-        value = self._contraction(e.function, bound, inner)
+        value = self._contraction(e.function, bound, list(dict.fromkeys(list(order) + inner)))
         if value is None:
             body = self.value(e.function, inner)
             missing = [b for b in bound if b not in body.axes]
@@ -240,7 +284,8 @@ class Lowerer(Fusions):
         mm = matmul(a, b, bound, out)
         if mm is not None:
             return mm
-        letters = dict(zip(order, "abcdefghijklmnopqrstuvwxyz", strict=False))
+        every = list(dict.fromkeys(list(order) + list(a.axes) + list(b.axes)))
+        letters = dict(zip(every, "abcdefghijklmnopqrstuvwxyz", strict=False))
         spec = "".join(letters[x] for x in a.axes) + "," + "".join(letters[x] for x in b.axes)
         spec += "->" + "".join(letters[x] for x in out)
         return Value(f'torch.einsum("{spec}", {a.code}, {b.code})', out)

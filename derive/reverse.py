@@ -67,7 +67,8 @@ class _Differentiator:
         flat = expr.xreplace(slots)
         total = sp.S.Zero
         for original, slot in slots.items():
-            local = sp.diff(flat, slot)
+            # d step(x)/dx = DiracDelta(x) -> 0: zero wherever it is defined, as autograd's
+            local = sp.diff(flat, slot).replace(sp.DiracDelta, lambda *_: sp.S.Zero)
             if local.has(sp.Derivative, sp.Subs):
                 stuck = sorted({str(d.expr.func) for d in local.atoms(sp.Derivative)} or {"it"})
                 problem = f"SymPy cannot differentiate {', '.join(stuck)} (no derivative known)"

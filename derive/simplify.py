@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from derive.indices import canonical_bound
+
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
 
 
@@ -152,9 +154,26 @@ class Simplifier:
         if isinstance(e, sp.Sum):
             return self.sum(self._walk(e.function), tuple(e.limits))
         e = e.func(*[self._walk(a) for a in e.args])
+        if isinstance(e, sp.Add):
+            e = _merge_renamed(e)
         if isinstance(e, sp.Mul):
             e = _cheapest(e, self._walk)
         return e
+
+
+def _merge_renamed(e: sp.Add) -> sp.Expr:
+    # sum_i f(i) - sum_j f(j) -> 0: terms equal up to the names of their bound indices are
+    # written with one term's names, so SymPy's own Add combines (and cancels) them
+    first: dict[sp.Expr, sp.Expr] = {}
+    terms = []
+    for t in e.args:
+        if not t.has(sp.Sum):
+            terms.append(t)
+            continue
+        coef, rest = t.as_coeff_Mul()
+        rest = first.setdefault(canonical_bound(rest, ()), rest)
+        terms.append(coef * rest)
+    return sp.Add(*terms)
 
 
 def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:

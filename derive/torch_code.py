@@ -10,18 +10,10 @@ from dataclasses import dataclass
 import sympy as sp
 
 ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
-FUNCS = {
-    sp.exp: "torch.exp",
-    sp.log: "torch.log",
-    sp.tanh: "torch.tanh",
-    sp.sin: "torch.sin",
-    sp.cos: "torch.cos",
-    sp.sinh: "torch.sinh",
-    sp.cosh: "torch.cosh",
-    sp.Abs: "torch.abs",
-    sp.sign: "torch.sign",
-}
-SCALAR_FUNCS = {sp.exp: "math.exp", sp.log: "math.log", sp.tanh: "math.tanh"}
+
+
+class AxisError(ValueError):
+    """A value's axes do not fit where it is used: a lowering bug, never silently emitted."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +81,27 @@ def union(groups: list[tuple], order: list[sp.Symbol]) -> tuple:
     return tuple(sorted({a for g in groups for a in g}, key=position(order)))
 
 
+def permute(v: Value, axes: tuple) -> Value:
+    """``v`` with its axes in the order they have in ``axes`` (a transpose when needed)."""
+    want = tuple(a for a in axes if a in v.axes)
+    if len(want) != len(v.axes):
+        stray = [str(a) for a in v.axes if a not in axes]
+        raise AxisError(f"a value over {stray} cannot take the axes {[str(a) for a in axes]}")
+    if want == v.axes:
+        return v
+    if len(want) == 2:
+        return Value(f"{v.wrap(ATOM)}.T", want)
+    perm = ", ".join(str(v.axes.index(a)) for a in want)
+    return Value(f"{v.wrap(ATOM)}.permute({perm})", want)
+
+
 def align(v: Value, axes: tuple) -> Value:
-    """Insert ``None`` for the axes ``v`` lacks, so it broadcasts against ``axes``."""
-    if v.axes == axes[len(axes) - len(v.axes) :] or v.scalar:
+    """``v`` permuted to the order of ``axes``, with ``None`` for the axes it lacks, so it
+    broadcasts against a tensor over ``axes``. Axis order is data: never assumed."""
+    if v.scalar:
+        return v
+    v = permute(v, axes)
+    if v.axes == axes[len(axes) - len(v.axes) :]:
         return v
     parts = [":" if a in v.axes else "None" for a in axes]
     while parts and parts[0] == "None":

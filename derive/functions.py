@@ -1,0 +1,147 @@
+"""The functions of the op language: one row each, everything about a function in one place.
+
+A row gives the name an op writes, the SymPy form the engine differentiates, how the lowering
+writes it in torch (tensors) and in python (numbers: sizes and params), its LaTeX, and the
+domain its inputs are drawn from when a module is checked. Derivatives are SymPy's (``fdiff``)
+or, for the functions SymPy lacks, the ``fdiff`` of the classes below, with the math beside it.
+Adding a function to the language is one row of :data:`FUNCTIONS` (and a class here when SymPy
+has none). Names not in the table are refused when an op is parsed.
+
+Range is part of a row: ``sigmoid`` lowers to ``torch.sigmoid`` (finite for any input),
+``softplus`` to ``relu(x) + log1p(exp(-|x|))`` (no overflow at x = 1e4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
+
+
+class sigmoid(sp.Function):  # noqa: N801  (the name an op writes)
+    """sigma(x) = 1 / (1 + exp(-x));  sigma'(x) = sigma(x) (1 - sigma(x))."""
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_Number:
+            return 1 / (1 + sp.exp(-x))
+        return None
+
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        s = sigmoid(self.args[0])
+        return s * (1 - s)
+
+    def _eval_rewrite_as_exp(self, x, **kwargs):
+        return 1 / (1 + sp.exp(-x))
+
+    def _latex(self, printer) -> str:
+        return rf"\sigma\left({printer._print(self.args[0])}\right)"
+
+
+class softplus(sp.Function):  # noqa: N801
+    """softplus(x) = log(1 + exp(x));  softplus'(x) = sigma(x)."""
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_Number:
+            return sp.log(1 + sp.exp(x))
+        return None
+
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        return sigmoid(self.args[0])
+
+    def _eval_rewrite_as_exp(self, x, **kwargs):
+        return sp.log(1 + sp.exp(x))
+
+    def _latex(self, printer) -> str:
+        return rf"\operatorname{{softplus}}\left({printer._print(self.args[0])}\right)"
+
+
+class relu(sp.Function):  # noqa: N801
+    """relu(x) = max(x, 0);  relu'(x) = 1[x > 0] (0 at exactly 0, as torch's and the seed's)."""
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_Number:
+            return sp.Max(x, 0)
+        return None
+
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        return sp.Heaviside(self.args[0], 0)
+
+    def _latex(self, printer) -> str:
+        return rf"\operatorname{{relu}}\left({printer._print(self.args[0])}\right)"
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function of the op language."""
+
+    name: str  # as an op writes it
+    make: Callable[..., sp.Expr]  # builds the SymPy form from the parsed arguments
+    node: type | None  # the SymPy class the lowering meets (None: it becomes arithmetic)
+    torch: str  # torch code, ``{0}`` (and ``{1}``) the arguments' code
+    python: str | None  # the same for python numbers (sizes, params); None: tensors only
+    domain: str = "real"  # where a check draws its argument: real | positive | unit
+    arity: int = 1
+
+
+def _row(name, make, node, torch, python, domain="real", arity=1) -> Function:
+    return Function(name, make, node, torch, python, domain, arity)
+
+
+FUNCTIONS: dict[str, Function] = {
+    f.name: f
+    for f in [
+        _row("exp", sp.exp, sp.exp, "torch.exp({0})", "math.exp({0})"),
+        _row("log", sp.log, sp.log, "torch.log({0})", "math.log({0})", "positive"),
+        _row("sqrt", sp.sqrt, None, "torch.sqrt({0})", "math.sqrt({0})", "positive"),
+        _row("tanh", sp.tanh, sp.tanh, "torch.tanh({0})", "math.tanh({0})"),
+        _row("sin", sp.sin, sp.sin, "torch.sin({0})", "math.sin({0})"),
+        _row("cos", sp.cos, sp.cos, "torch.cos({0})", "math.cos({0})"),
+        _row("sinh", sp.sinh, sp.sinh, "torch.sinh({0})", "math.sinh({0})"),
+        _row("cosh", sp.cosh, sp.cosh, "torch.cosh({0})", "math.cosh({0})"),
+        _row("abs", sp.Abs, sp.Abs, "torch.abs({0})", "abs({0})"),
+        _row("sign", sp.sign, sp.sign, "torch.sign({0})", "math.copysign(1.0, {0})"),
+        _row("erf", sp.erf, sp.erf, "torch.erf({0})", "math.erf({0})"),
+        _row("log1p", log1p, log1p, "torch.log1p({0})", "math.log1p({0})", "unit"),
+        _row("expm1", expm1, expm1, "torch.expm1({0})", "math.expm1({0})"),
+        _row("sigmoid", sigmoid, sigmoid, "torch.sigmoid({0})", None),
+        _row(
+            "softplus",
+            softplus,
+            softplus,
+            "(torch.relu({0}) + torch.log1p(torch.exp(-torch.abs({0}))))",
+            None,
+        ),
+        _row("relu", relu, relu, "torch.relu({0})", "max({0}, 0.0)"),
+        _row("maximum", sp.Max, sp.Max, "torch.maximum({0}, {1})", "max({0}, {1})", arity=2),
+        _row("minimum", sp.Min, sp.Min, "torch.minimum({0}, {1})", "min({0}, {1})", arity=2),
+    ]
+}
+ALIASES = {"Abs": "abs"}  # SymPy's spelling, which the first catalogue documented
+CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi, "e": sp.E}
+
+# The lowering meets these classes; each maps to its row.
+BY_NODE: dict[type, Function] = {f.node: f for f in FUNCTIONS.values() if f.node is not None}
+
+
+def step_code(arg: str, at_zero: sp.Expr, like: str) -> str:
+    """Heaviside(x, h), the derivative of relu/max/abs-like kinks, as torch code.
+
+    h = 0: 1[x > 0] (relu's, as torch's);  h = 1/2: (sign(x) + 1)/2 (torch.maximum splits a tie).
+    """
+    if at_zero == 0:
+        return f"({arg} > 0).to({like}.dtype)"
+    if at_zero == 1:
+        return f"({arg} >= 0).to({like}.dtype)"
+    if at_zero == sp.Rational(1, 2):
+        return f"(torch.sign({arg}) + 1) / 2"
+    raise ValueError(f"Heaviside at zero {at_zero}")
+
+
+def known() -> str:
+    """The names an op may call, for error messages."""
+    return ", ".join(sorted(FUNCTIONS)) + ", Sum, Max, view"

@@ -1,0 +1,315 @@
+"""A naive torch interpreter of the op language: the independent reference for generated modules.
+
+It shares nothing with the lowering (``lower``, ``torch_code``, ``fusion``, ``emit``): it reads
+the parsed :class:`~derive.language.Graph` and evaluates each definition by brute force. Every
+index of a definition, free or bound, gets its own tensor axis; a value is a pair
+``(tensor, axes)`` with one axis per index symbol it depends on, and
+
+    a + b, a * b        broadcast over the union of the axes
+    Sum(f, i)           f.sum over axis i    (times the range of i if f does not depend on i)
+    Max(f, i)           f.amax over axis i   (f unchanged if it does not depend on i)
+    x[i, t[i], j]       advanced indexing with one index tensor per subscript, broadcast
+    KroneckerDelta(a,b) the mask a == b
+
+so the result is right by construction, at the cost of memory (prod of all index ranges). It is
+differentiable by torch autograd, which gives the reference gradients (:func:`autograd_reference`).
+Batched inputs (``x[...]``) have their leading dimensions flattened into the one ``Batch`` axis;
+batched definitions are returned with the leading shape of the inputs restored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import sympy as sp
+import torch
+
+from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax, View
+
+
+class InterpretError(ValueError):
+    """A node or input the reference interpreter cannot evaluate; names the op and definition."""
+
+
+Axes = tuple[sp.Symbol, ...]
+Value = tuple[torch.Tensor, Axes]
+
+
+def _relu(x: torch.Tensor) -> torch.Tensor:
+    # relu'(x) = 1[x > 0]: the mask is a constant, so autograd gives exactly 0 at x == 0
+    return x * (x > 0).to(x.dtype)
+
+
+def _softplus(x: torch.Tensor) -> torch.Tensor:
+    # log(1 + e^x) = logaddexp(x, 0): exact everywhere (F.softplus switches to x above 20)
+    return torch.logaddexp(x, torch.zeros_like(x))
+
+
+# Functions of one argument, keyed by name: SymPy's classes and the registry's own (sigmoid, ...)
+# share one name space, so the reference does not import the registry it is meant to judge.
+UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "exp": torch.exp,
+    "log": torch.log,
+    "tanh": torch.tanh,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "Abs": torch.abs,
+    "abs": torch.abs,
+    "sign": torch.sign,
+    "sqrt": torch.sqrt,
+    "sigmoid": torch.sigmoid,
+    "softplus": _softplus,
+    "relu": _relu,
+    "log1p": torch.log1p,
+    "expm1": torch.expm1,
+    "erf": torch.special.erf,
+    "Heaviside": lambda x: (x > 0).to(x.dtype),
+}
+# Element-wise extremes of two or more expressions (sympy.Max / sympy.Min, not the reduction)
+VARIADIC: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "Max": torch.maximum,
+    "Min": torch.minimum,
+}
+
+
+class _Scope:
+    """What one definition is evaluated against: sizes, params, tensors, index axes."""
+
+    def __init__(self, graph: Graph, sizes: dict, values: dict, dtype: torch.dtype) -> None:
+        self.graph = graph
+        self.sizes = sizes  # size symbol -> int
+        self.values = values  # tensor name -> concrete tensor (batched ones flattened)
+        self.params = graph.params  # param symbol -> float
+        self.dtype = dtype
+        self.ranges: dict[sp.Symbol, tuple[int, int]] = {}  # index -> (start, length)
+        self.fresh = 0
+
+    def integer(self, e: sp.Expr) -> int:
+        v = sp.sympify(e).subs(self.sizes)
+        if not v.is_Integer:
+            raise InterpretError(f"cannot evaluate '{e}' to an integer (unbound size?)")
+        return int(v)
+
+    def scalar(self, x: float) -> Value:
+        return torch.tensor(float(x), dtype=self.dtype), ()
+
+
+def _align(vals: list[Value]) -> tuple[list[torch.Tensor], Axes]:
+    """Broadcast each value over the union of all axes (first-appearance order)."""
+    union: list[sp.Symbol] = []
+    for _, axes in vals:
+        union += [a for a in axes if a not in union]
+    out = []
+    for t, axes in vals:
+        perm = sorted(range(len(axes)), key=lambda i: union.index(axes[i]))
+        t = t.permute(perm) if axes else t
+        shape = [t.shape[[axes[i] for i in perm].index(u)] if u in axes else 1 for u in union]
+        out.append(t.reshape(shape))
+    return out, tuple(union)
+
+
+def _index_value(e: sp.Expr, s: _Scope) -> Value:
+    """An integer-valued subscript: an index symbol, a constant, or an entry of an int tensor."""
+    if isinstance(e, sp.Symbol) and e in s.ranges:
+        start, length = s.ranges[e]
+        return torch.arange(start, start + length), (e,)
+    if e.is_Integer:
+        return torch.tensor(int(e)), ()
+    if isinstance(e, sp.Indexed):
+        t, axes = _indexed(e, s)
+        if t.is_floating_point():
+            raise InterpretError(f"subscript '{e}' is a float tensor entry")
+        return t, axes
+    if isinstance(e, sp.Symbol) and e in s.sizes:
+        return torch.tensor(s.sizes[e]), ()
+    if isinstance(e, (sp.Add, sp.Mul)):
+        parts, axes = _align([_index_value(a, s) for a in e.args])
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = acc + p if isinstance(e, sp.Add) else acc * p
+        return acc, axes
+    raise InterpretError(f"cannot use '{e}' as a subscript")
+
+
+def _indexed(e: sp.Indexed, s: _Scope) -> Value:
+    name = e.base.label.name
+    if name not in s.values:
+        raise InterpretError(f"tensor '{name}' is used before it is defined")
+    data = s.values[name]
+    if data.dim() != len(e.indices):
+        raise InterpretError(f"{e}: {len(e.indices)} subscripts for a {data.dim()}-d tensor")
+    if not e.indices:
+        return data, ()
+    subs, axes = _align([_index_value(i, s) for i in e.indices])
+    return data[tuple(subs)], axes
+
+
+def _reduce(e: sp.Expr, s: _Scope) -> Value:
+    """Sum / Max over fresh axes: each bound index is renamed first, so nesting cannot clash."""
+    renames, lengths = {}, {}
+    for var, lo, hi in e.limits:
+        s.fresh += 1
+        new = sp.Dummy(f"{var}_{s.fresh}", integer=True)
+        start = s.integer(lo)
+        s.ranges[new] = (start, s.integer(hi) - start + 1)
+        renames[var], lengths[new] = new, s.ranges[new][1]
+    t, axes = value(e.function.xreplace(renames), s)
+    is_sum = isinstance(e, sp.Sum)
+    for new, length in lengths.items():
+        if new in axes:
+            dim = axes.index(new)
+            t = t.sum(dim) if is_sum else t.amax(dim)
+            axes = axes[:dim] + axes[dim + 1 :]
+        elif is_sum:  # Sum_i f = length * f when f does not depend on i
+            t = t * length
+    return t, axes
+
+
+def _function(e: sp.Expr, s: _Scope) -> Value:
+    name = type(e).__name__
+    if name in VARIADIC and isinstance(e, (sp.Max, sp.Min)):
+        parts, axes = _align([value(a, s) for a in e.args])
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = VARIADIC[name](acc, p)
+        return acc, axes
+    if name in UNARY and len(e.args) == 1:
+        t, axes = value(e.args[0], s)
+        return UNARY[name](t), axes
+    raise InterpretError(f"the reference interpreter does not know '{e.func}' (in '{e}')")
+
+
+def _pow(e: sp.Pow, s: _Scope) -> Value:
+    if e.exp.is_Integer and int(e.exp) in (1, 2, 3) and not e.base.is_number:
+        t, axes = value(e.base, s)
+        return math.prod([t] * int(e.exp)), axes
+    (b, ex), axes = _align([value(e.base, s), value(e.exp, s)])
+    return torch.pow(b, ex), axes
+
+
+def value(e: sp.Expr, s: _Scope) -> Value:
+    """Evaluate an expression to a float tensor with one axis per index it depends on."""
+    if e.is_number and not isinstance(e, sp.Indexed):
+        if not e.is_real:
+            raise InterpretError(f"'{e}' is not a real number")
+        return s.scalar(float(e))
+    if isinstance(e, sp.Symbol):
+        if e in s.sizes:
+            return s.scalar(s.sizes[e])
+        if e in s.params:
+            return s.scalar(s.params[e])
+        if e in s.ranges:
+            t, axes = _index_value(e, s)
+            return t.to(s.dtype), axes
+        raise InterpretError(f"unknown symbol '{e}'")
+    if isinstance(e, sp.Indexed):
+        t, axes = _indexed(e, s)
+        return t.to(s.dtype), axes
+    if isinstance(e, (sp.Sum, ReduceMax)):
+        return _reduce(e, s)
+    if isinstance(e, (sp.Add, sp.Mul)):
+        parts, axes = _align([value(a, s) for a in e.args])
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = acc + p if isinstance(e, sp.Add) else acc * p
+        return acc, axes
+    if isinstance(e, sp.Pow):
+        return _pow(e, s)
+    if isinstance(e, sp.KroneckerDelta):
+        (a, b), axes = _align([_index_value(x, s) for x in e.args])
+        return (a == b).to(s.dtype), axes
+    if isinstance(e, (sp.Function, sp.Max, sp.Min)):
+        return _function(e, s)
+    raise InterpretError(f"the reference interpreter does not know '{type(e).__name__}': {e}")
+
+
+def _bind_inputs(graph: Graph, inputs: dict[str, torch.Tensor]) -> tuple[dict, dict, tuple]:
+    """Flatten batched inputs; bind each size symbol from the first dimension that is it."""
+    sizes: dict[sp.Symbol, int] = {}
+    values: dict[str, torch.Tensor] = {}
+    batch_shape: tuple = ()
+    for name in graph.inputs:
+        t, spec = inputs[name], graph.tensors[name]
+        dims = spec.dims[1:] if spec.batched else spec.dims
+        if spec.batched:
+            lead = t.dim() - len(dims)
+            if lead < 0:
+                raise InterpretError(f"input '{name}' has too few dimensions: {tuple(t.shape)}")
+            batch_shape = tuple(t.shape[:lead])
+            t = t.reshape((-1,) + tuple(t.shape[lead:]))
+            sizes.setdefault(BATCH_SIZE, t.shape[0])
+        elif t.dim() != len(dims):
+            raise InterpretError(f"input '{name}' must have {len(dims)} dims, got {tuple(t.shape)}")
+        for d, n in zip(dims, t.shape[-len(dims) :] if dims else ()):
+            if isinstance(d, sp.Symbol):
+                sizes.setdefault(d, int(n))
+        values[name] = t
+    for name in graph.inputs:  # every dimension, products (T*E) too, must agree
+        spec, t = graph.tensors[name], values[name]
+        for pos, d in enumerate(spec.dims):
+            want = sp.sympify(d).subs(sizes)
+            if not want.is_Integer or int(want) != t.shape[pos]:
+                raise InterpretError(f"input '{name}' dimension {pos} is {t.shape[pos]}, not {d}")
+    return sizes, values, batch_shape
+
+
+def evaluate(graph: Graph, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Every input and definition's value, in float (the float inputs' dtype), by brute force."""
+    floats = [inputs[n] for n in graph.inputs if not graph.tensors[n].integer]
+    dtype = floats[0].dtype if floats else torch.float64
+    sizes, values, batch_shape = _bind_inputs(graph, inputs)
+    for step in graph.steps:
+        try:
+            values[step.name] = _step(graph, step, sizes, values, dtype)
+        except InterpretError as exc:
+            raise InterpretError(f"op '{graph.op.name}', definition `{step.text}`: {exc}") from None
+    out = dict(values)
+    for name, spec in graph.tensors.items():
+        if spec.batched and name in out and name not in graph.inputs:
+            out[name] = out[name].reshape(batch_shape + tuple(out[name].shape[1:]))
+        elif name in graph.inputs:
+            out[name] = inputs[name]
+    return out
+
+
+def _step(graph: Graph, step, sizes: dict, values: dict, dtype: torch.dtype) -> torch.Tensor:
+    s = _Scope(graph, sizes, values, dtype)
+    if isinstance(step, View):
+        shape = tuple(s.integer(d) for d in graph.tensors[step.name].dims)
+        return values[step.source].reshape(shape)
+    assert isinstance(step, Definition)
+    dims = [s.integer(d) for d in graph.tensors[step.name].dims]
+    for index, length in zip(step.indices, dims):
+        s.ranges[index] = (0, length)
+    t, axes = value(step.body, s)
+    missing = [i for i in step.indices if i not in axes]
+    if set(axes) - set(step.indices):
+        raise InterpretError(f"indices {set(axes) - set(step.indices)} are neither free nor bound")
+    t = t.reshape(tuple(t.shape) + (1,) * len(missing))
+    axes = axes + tuple(missing)
+    t = t.permute([axes.index(i) for i in step.indices]) if step.indices else t
+    return t.expand(tuple(dims)).to(dtype)
+
+
+def autograd_reference(
+    graph: Graph, inputs: dict[str, torch.Tensor], grad_out: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """d(output . grad_out)/d(input) for every float input, by torch.autograd through evaluate."""
+    leaves = {
+        n: t.detach().clone().requires_grad_(not graph.tensors[n].integer)
+        for n, t in inputs.items()
+    }
+    out = evaluate(graph, leaves)[graph.output]
+    wanted = [n for n in graph.inputs if not graph.tensors[n].integer]
+    if not wanted:
+        return {}
+    grads = torch.autograd.grad(
+        out, [leaves[n] for n in wanted], grad_out.reshape(out.shape), allow_unused=True
+    )
+    return {
+        n: torch.zeros_like(leaves[n]) if g is None else g
+        for n, g in zip(wanted, grads, strict=True)
+    }
