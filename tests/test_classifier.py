@@ -214,14 +214,15 @@ def test_a_nan_loss_stops_and_keeps_the_last_good_checkpoint(folder, tmp_path):
     saved = load(tmp_path / "checkpoint.pt")
     assert saved["step"] == int(match.group(3)) - 1
     assert all(torch.isfinite(p).all() for p in saved["params"].values())
-    assert "test" not in stdout
+    assert "test  loss" not in stdout  # no final evaluation of a diverged run
 
 
 # --- monitoring and what a run leaves behind ------------------------------------------------------
 
 
 def test_metrics_history_and_monitor_figure(folder, tmp_path):
-    extra = ["--optimizer", "sgd", "--clip-grad-norm", "0.5", "--metrics", str(tmp_path / "m.json")]
+    extra = ["--optimizer", "sgd", "--momentum", "0", "--clip-grad-norm", "0.5"]
+    extra += ["--metrics", str(tmp_path / "m.json")]
     code, stdout, stderr = classify(*run_args(folder, tmp_path / "run", *extra, steps=45))
     assert code == 0, stderr
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -235,9 +236,13 @@ def test_metrics_history_and_monitor_figure(folder, tmp_path):
         total = sum(n**2 for n in row["layer_grad_norm"]) ** 0.5
         assert abs(total - row["grad_norm_before_clip"]) < 1e-4 * total
         assert all(-8 < r < 0 for r in row["update_ratio"])
+        # plain SGD steps by exactly lr * grad: the applied ratio is the lr*grad ratio
+        for applied, predicted in zip(row["applied_update_ratio"], row["update_ratio"]):
+            assert abs(applied - predicted) < 1e-5
         assert 0 <= row["val_acc"] <= 1 and row["train_loss"] > 0
     assert history[0]["lr"] == 0.05 and history[-1]["lr"] == 0.005  # lr/10 from the halfway step
-    assert f"accuracy {100 * metrics['test_acc']:.2f}%" in stdout.split("test ")[1]
+    test_line = stdout.split("\ntest  loss")[1].splitlines()[0]
+    assert test_line.endswith(f"accuracy {100 * metrics['test_acc']:.2f}%")
     assert 0 <= metrics["test_acc"] <= 1 and metrics["steps_per_s"] > 0
     assert (tmp_path / "run" / "monitor.png").stat().st_size > 20_000
     assert "acc" in stderr and "left" in stderr  # the progress line

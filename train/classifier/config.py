@@ -21,11 +21,11 @@ DEFAULT_WEIGHT_DECAY = {"sgd": 0.0, "rmsprop": 0.0, "adam": 0.0, "adamw": 0.01}
 class ClassifierConfig:
     """One run: the network, the optimizer and its schedule, the numbers' type, the backward."""
 
-    steps: int = 3000
+    steps: int = 2000
     seed: int = 2147483647
     lr: float = 0.001
     batch_size: int = 64
-    hidden: tuple[int, ...] = (256, 256)
+    hidden: tuple[int, ...] = (512, 512)
     dtype: str = "float32"
     optimizer: str = "adam"
     momentum: float = 0.0

@@ -126,11 +126,14 @@ def optimizer_step(run: Run, grads: dict[str, torch.Tensor], watch: bool) -> tup
         group["lr"] = lr
     for name, p in run.params.items():
         p.grad = grads[name]
-    norms = clip(run.tensors(), run.config.clip_grad_norm)
+    raw = monitor.layer_grad_norms(grads, len(run.params) // 2) if watch else []
+    norms = clip(run.tensors(), run.config.clip_grad_norm)  # scales the .grad tensors in place
     if not math.isfinite(norms[0]):
         raise Diverged(run.step + 1, f"the gradient norm is {norms[0]}")
-    layers = monitor.layer_stats(run.params, grads, lr) if watch else {}
-    before = {k: p.detach().clone() for k, p in run.params.items()} if watch else {}
+    layers = {}
+    if watch:
+        layers = {"layer_grad_norm": raw, "update_ratio": monitor.update_ratios(run.params, lr)}
+        before = {k: p.detach().clone() for k, p in run.params.items()}
     run.optimizer.step()
     for p in run.params.values():
         p.grad = None

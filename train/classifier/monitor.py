@@ -26,19 +26,20 @@ def layer_norm(tensors: list[torch.Tensor]) -> float:
     return math.sqrt(sum(float(t.double().square().sum()) for t in tensors))
 
 
-def layer_stats(params: Params, raw: dict[str, torch.Tensor], lr: float) -> dict[str, list[float]]:
-    """Per-layer raw gradient norms and update ratios; call after clipping, before the update.
+def layer_grad_norms(grads: dict[str, torch.Tensor], n: int) -> list[float]:
+    """|g_l| per layer; call before clipping, which scales the gradients in place."""
+    return [layer_norm([grads[f"W{i}"], grads[f"b{i}"]]) for i in range(1, n + 1)]
 
-    ``raw`` holds the gradients as the step computed them; ``p.grad`` the clipped ones.
-    """
-    norms, ratios = [], []
+
+def update_ratios(params: Params, lr: float) -> list[float]:
+    """log10(|lr * g_l| / |p_l|) per layer, g_l = ``p.grad`` as fed to the optimizer (clipped)."""
+    ratios = []
     for i in range(1, n_layers(params) + 1):
         W, b = params[f"W{i}"], params[f"b{i}"]
-        norms.append(layer_norm([raw[f"W{i}"], raw[f"b{i}"]]))
         update = lr * layer_norm([W.grad, b.grad])
         data = layer_norm([W, b])
         ratios.append(math.log10(update / data) if update > 0 and data > 0 else -math.inf)
-    return {"layer_grad_norm": norms, "update_ratio": ratios}
+    return ratios
 
 
 def applied_ratios(before: Params, after: Params) -> list[float]:

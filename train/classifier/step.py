@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from generated import cross_entropy, linear
+from generated import cross_entropy, linear, relu
 from train.classifier.model import Params, forward_torch, n_layers
 
 Grads = dict[str, torch.Tensor]
@@ -24,9 +24,6 @@ def accuracy(logits: torch.Tensor, Y: torch.Tensor) -> float:
 def generated_step(params: Params, Xb: torch.Tensor, Yb: torch.Tensor) -> StepResult:
     """x -> [linear -> relu] * (L-1) -> linear -> cross_entropy, forward then backward by hand."""
     L = n_layers(params)
-    if L > 1:
-        from generated import relu  # TODO(issue 12): top-level import once generated/relu.py lands
-
     h, linear_saved, relu_saved = Xb, [], []
     for i in range(1, L + 1):
         h, saved = linear.forward(h, params[f"W{i}"], params[f"b{i}"])
