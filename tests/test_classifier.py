@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 from pathlib import Path
 
@@ -193,6 +194,25 @@ def test_resume_after_ctrl_c_equals_an_uninterrupted_run(folder, tmp_path, monke
     assert resumed["history"] == whole["history"]
 
 
+def test_ctrl_c_in_a_real_process_saves_and_exits_130(folder, tmp_path):
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "train", "--model", "classifier"]
+    argv += run_args(folder, out, steps=10**6)
+    proc = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while not (out / "checkpoint.pt").exists() and proc.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "resume with: python -m train --model classifier --resume" in stderr
+    assert 25 <= load(out / "checkpoint.pt")["step"] < 10**6
+
+
 def test_resume_refuses_options_that_change_the_run(folder, tmp_path):
     out = tmp_path / "run"
     assert classify(*run_args(folder, out, steps=20))[0] == 0
@@ -346,6 +366,15 @@ def test_bad_idx_files_are_clear_errors_and_left_alone(tmp_path, file, how, mess
     assert message in stderr
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
+
+
+def test_labels_and_images_must_pair_up(tmp_path):
+    folder = write_folder(tmp_path / "idx")
+    write_idx(folder / "t10k-labels-idx1-ubyte", torch.zeros(39, dtype=torch.uint8))
+    with pytest.raises(
+        data.DataError, match="has 39 labels but .*t10k-images-idx3-ubyte 40 images"
+    ):
+        data.load_data(str(folder), verify=False)
 
 
 def test_a_checksum_mismatch_is_refused(folder, tmp_path):

@@ -50,12 +50,12 @@ def positive(text: str) -> int:
     return value
 
 
-EPILOG = f"""examples:
-  {PROG}                               MNIST if found, else the bundled digits
-  {PROG} --data digits --optimizer sgd      SGD with momentum 0.9 on the 8x8 digits
-  {PROG} --optimizer rmsprop --clip-grad-norm 1   RMSprop with momentum, clipped
-  {PROG} --resume --out runs/classifier     continue after Ctrl-C (same result as no stop)
-  {PROG} --backward autograd                the same run through torch autograd
+EPILOG = f"""examples (each is `{PROG} ...`):
+  (no options)                        MNIST if found, else the bundled 8x8 digits; Adam
+  --data digits --optimizer sgd       SGD with momentum 0.9 on the digits
+  --optimizer rmsprop --clip-grad-norm 1     RMSprop with momentum, gradients clipped
+  --resume --out runs/classifier      continue after Ctrl-C (the same result as no stop)
+  --backward autograd                 the same run through torch autograd
 """
 
 

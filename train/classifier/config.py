@@ -12,7 +12,7 @@ MOMENTUM_OPTIMIZERS = ("sgd", "rmsprop")  # Adam and AdamW have betas instead
 BACKWARDS = ("generated", "autograd")
 # --lr when not given. Plain or momentum SGD takes the raw gradient; RMSprop and Adam divide by a
 # running RMS of it, so their steps are ~lr per weight and want a much smaller lr.
-DEFAULT_LR = {"sgd": 0.05, "rmsprop": 0.001, "adam": 0.001, "adamw": 0.001}
+DEFAULT_LR = {"sgd": 0.05, "rmsprop": 0.0003, "adam": 0.001, "adamw": 0.001}
 DEFAULT_MOMENTUM = 0.9
 DEFAULT_WEIGHT_DECAY = {"sgd": 0.0, "rmsprop": 0.0, "adam": 0.0, "adamw": 0.01}
 

@@ -38,10 +38,11 @@ def draw_curves(axes, history: list[dict], test_acc: float | None) -> None:
         norms.plot(steps, series(history, "layer_grad_norm", i), lw=1, label=f"layer {i + 1}")
         line = ratios.plot(steps, series(history, "update_ratio", i), lw=1, label=f"layer {i + 1}")
         applied = series(history, "applied_update_ratio", i)
-        ratios.plot(steps, applied, "--", lw=1, color=line[0].get_color(), label="  applied step")
+        ratios.plot(steps, applied, "--", lw=1, color=line[0].get_color())
     norms.set(title="gradient norm", yscale="log")
+    ratios.plot([], [], "k--", lw=1, label="dashed: |Δparam| applied")
     ratios.axhline(-3, color="k", ls=":", lw=1, label="-3 (rule of thumb)")
-    ratios.set(title="update / data: log10 |lr·grad| / |param| (dashed: |Δparam| / |param|)")
+    ratios.set(title="update / data per layer, log10 |lr·grad| / |param|")
     for i in range(len(history[0]["dead_relu"])):
         dead.plot(steps, [100 * d for d in series(history, "dead_relu", i)], label=f"ReLU {i + 1}")
     dead.set(title="dead ReLUs (% of units, validation)", ylim=(-1, 101))
