@@ -111,7 +111,7 @@ def history_diff(a: list[dict], b: list[dict]) -> float:
 )
 @pytest.mark.parametrize("clip", [None, "0.3"], ids=["no-clip", "clip"])
 def test_generated_and_autograd_agree_at_every_step_in_float64(folder, tmp_path, optimizer, clip):
-    extra = ["--dtype", "float64", "--optimizer", *optimizer]
+    extra = ["--dtype", "float64", "--optimizer", *optimizer, "--no-figure"]
     extra += ["--clip-grad-norm", clip] if clip else []
     runs = {}
     for backward in ("generated", "autograd"):

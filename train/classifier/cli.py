@@ -149,6 +149,7 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
     out.add_argument("--resume", action="store_true", help="continue the run in the checkpoint")
     out.add_argument("--overwrite", action="store_true", help="start over an existing run")
     out.add_argument("--metrics", metavar="FILE", help="also write the metrics JSON here")
+    out.add_argument("--no-figure", action="store_true", help="skip monitor.png (saves ~1 s)")
     out.add_argument("--threads", type=positive, default=1, metavar="N", help="(%(default)s)")
 
 
@@ -283,7 +284,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
         print(f"stopped without saving. {last_good(ckpt)}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return 0 if finish(run, ckpt, out_dir, metrics_file) else EXIT_DIVERGED
+    done = finish(run, ckpt, out_dir, metrics_file, figure=not args.no_figure)
+    return 0 if done else EXIT_DIVERGED
 
 
 def last_good(ckpt: Path) -> str:

@@ -74,7 +74,9 @@ def summary(run: loop.Run, final: dict[str, Evaluation]) -> list[str]:
     return lines
 
 
-def finish(run: loop.Run, ckpt: Path, out_dir: Path, metrics_file: Path | None) -> bool:
+def finish(
+    run: loop.Run, ckpt: Path, out_dir: Path, metrics_file: Path | None, figure: bool = True
+) -> bool:
     """Final checkpoint, train/val/test results, metrics and figure; False if not finite."""
     checkpoint.save(ckpt, loop.snapshot(run))  # refuses non-finite parameters
     d = run.data
@@ -88,8 +90,9 @@ def finish(run: loop.Run, ckpt: Path, out_dir: Path, metrics_file: Path | None) 
     metrics = run_metrics(run, final)
     for path in [out_dir / "metrics.json"] + ([metrics_file] if metrics_file else []):
         write_metrics(path, metrics)
-    figure = out_dir / "monitor.png"
-    print(save_monitor_figure(run.history, summary(run, final), figure, final["test"].accuracy))
+    if figure:
+        png = out_dir / "monitor.png"
+        print(save_monitor_figure(run.history, summary(run, final), png, final["test"].accuracy))
     if not all(math.isfinite(r.loss) for r in final.values()):
         print("error: the trained model's loss is not finite: training diverged.", file=sys.stderr)
         return False
