@@ -150,6 +150,25 @@ def watch_record(run: Run, norms: tuple[float, float], layers: dict) -> dict:
     return monitor.record(run.step, lr, run.losses[since:], run.accs[since:], norms, layers, val)
 
 
+def take_step(run: Run, X: torch.Tensor, Y: torch.Tensor, loss_and_grads: Callable) -> tuple | None:
+    """One step: a minibatch drawn from ``run.generator``, loss and gradients, clip, update.
+
+    Returns the monitor's (gradient norms, layer stats) when this step is watched (every
+    ``run.monitor_every`` steps and the last), else None. Raises ``Diverged`` on a non-finite
+    loss before anything changes (steps count from 1 in the message).
+    """
+    ix = torch.randint(0, X.shape[0], (run.config.batch_size,), generator=run.generator)
+    loss, acc, grads = loss_and_grads(run.params, X[ix], Y[ix])
+    if not math.isfinite(loss):
+        raise Diverged(run.step + 1, f"the loss is {loss}")
+    watch = (run.step + 1) % run.monitor_every == 0 or run.step + 1 == run.config.steps
+    norms, layers = optimizer_step(run, grads, watch)
+    run.losses.append(loss)
+    run.accs.append(acc)
+    run.step += 1
+    return (norms, layers) if watch else None
+
+
 def train(
     run: Run,
     ckpt: Path,
@@ -163,33 +182,22 @@ def train(
     Raises ``Interrupted`` after a Ctrl-C (the caller saves) and ``Diverged`` on a non-finite
     loss or gradient, before that step's update and without saving.
     """
-    dtype = run.config.torch_dtype
-    X, Y = run.data.X_train.to(dtype), run.data.Y_train
+    X, Y = run.data.X_train.to(run.config.torch_dtype), run.data.Y_train
     loss_and_grads = STEPS[run.config.backward]
-    started = time.perf_counter()
     with ctrl_c_between_steps() as interrupted:
         while run.step < run.config.steps:
-            ix = torch.randint(0, X.shape[0], (run.config.batch_size,), generator=run.generator)
-            loss, acc, grads = loss_and_grads(run.params, X[ix], Y[ix])
-            if not math.isfinite(loss):
-                raise Diverged(run.step + 1, f"the loss is {loss}")  # steps count from 1
-            last = run.step + 1 == run.config.steps
-            watch = (run.step + 1) % run.monitor_every == 0 or last
-            norms, layers = optimizer_step(run, grads, watch)
+            started = time.perf_counter()
+            watched = take_step(run, X, Y, loss_and_grads)
             run.seconds += time.perf_counter() - started  # the steps only, not what follows
-            run.losses.append(loss)
-            run.accs.append(acc)
-            run.step += 1
-            if watch:
-                run.history.append(watch_record(run, norms, layers))
+            if watched:
+                run.history.append(watch_record(run, *watched))
                 on_record(run)
             recent = slice(-min(50, len(run.losses)), None)
             progress.update(run.step, mean(run.losses[recent]), mean(run.accs[recent]))
-            if run.step % checkpoint_every == 0 or last:
+            if run.step % checkpoint_every == 0 or run.step == run.config.steps:
                 checkpoint.save(ckpt, snapshot(run))
             if interrupted():
                 raise Interrupted
-            started = time.perf_counter()
 
 
 def mean(values: list[float]) -> float:

@@ -20,8 +20,18 @@ def series(history: list[dict], key: str, index: int | None = None) -> list[floa
 
 def draw_curves(axes, history: list[dict], test_acc: float | None) -> None:
     """The five panels of curves."""
+    draw_results(axes[0], axes[1], history, test_acc)
+    draw_gradients(axes[2], axes[3], axes[4], history)
+    for ax in axes:
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+
+
+def draw_results(loss, acc, history: list[dict], test_acc: float | None) -> None:
+    """Loss and accuracy, train batches against validation (and the final test accuracy)."""
     steps = [row["step"] for row in history]
-    loss, acc, norms, ratios, dead = axes
     loss.plot(steps, series(history, "train_loss"), label="train (batches)")
     loss.plot(steps, series(history, "val_loss"), label="validation")
     loss.set(title="loss", yscale="log")
@@ -30,6 +40,11 @@ def draw_curves(axes, history: list[dict], test_acc: float | None) -> None:
     if test_acc is not None:
         acc.axhline(100 * test_acc, color="k", ls="--", lw=1, label=f"test {100 * test_acc:.2f}%")
     acc.set(title="accuracy (%)", ylim=(max(0.0, min(series(history, "val_acc")) * 100 - 5), 100.5))
+
+
+def draw_gradients(norms, ratios, dead, history: list[dict]) -> None:
+    """Gradient norms, update-to-data ratios and dead ReLUs, per layer."""
+    steps = [row["step"] for row in history]
     norms.plot(steps, series(history, "grad_norm_before_clip"), color="k", label="total")
     if any(r["grad_norm_after_clip"] != r["grad_norm_before_clip"] for r in history):
         norms.plot(steps, series(history, "grad_norm_after_clip"), "k--", label="total, clipped")
@@ -46,11 +61,6 @@ def draw_curves(axes, history: list[dict], test_acc: float | None) -> None:
     for i in range(len(history[0]["dead_relu"])):
         dead.plot(steps, [100 * d for d in series(history, "dead_relu", i)], label=f"ReLU {i + 1}")
     dead.set(title="dead ReLUs (% of units, validation)", ylim=(-1, 101))
-    for ax in axes:
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=7)
 
 
 def save_monitor_figure(history: list[dict], summary: list[str], path: Path, test_acc=None) -> str:

@@ -16,22 +16,18 @@ from dataclasses import replace
 
 import torch
 
-from train.classifier.cli import with_defaults
 from train.classifier.data import load_data
-from train.classifier.loop import Run, new_run, optimizer_step
+from train.classifier.loop import Run, new_run, take_step
+from train.classifier.options import with_defaults
 from train.classifier.step import STEPS
 
 
 def timed_steps(run: Run, n: int) -> float:
     """Seconds for ``n`` steps of ``run`` (it keeps training from where it is)."""
     X, Y = run.data.X_train.to(run.config.torch_dtype), run.data.Y_train
-    step = STEPS[run.config.backward]
     started = time.perf_counter()
     for _ in range(n):
-        ix = torch.randint(0, X.shape[0], (run.config.batch_size,), generator=run.generator)
-        _, _, grads = step(run.params, X[ix], Y[ix])
-        optimizer_step(run, grads, watch=False)
-        run.step += 1
+        take_step(run, X, Y, STEPS[run.config.backward])
     return time.perf_counter() - started
 
 
