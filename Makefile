@@ -11,7 +11,7 @@ TRAIN_ARGS ?=
 CLASSIFIER_ARGS ?=
 OP ?=
 
-.PHONY: help venv generate test lint format train classifier check-generated clean
+.PHONY: help venv generate test lint format train classifier check-generated clean fuzz
 
 help:
 	@echo "make train     train the makemore MLP with the generated backward (DATA=path/to/names.txt)"
@@ -24,12 +24,15 @@ help:
 	@echo "make formulas-screenshot     check formulas.html in headless Chromium; PNGs in runs/formulas/"
 	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...)"
 	@echo "make bench-quick   the same in under a minute (makemore size, A B G GC); CI's smoke run"
+	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
 	@echo "make lint      ruff + black --check"
 	@echo "make format    black + ruff --fix"
 
 venv: $(STAMP)
 
+# The first target of a fresh clone installs for about a minute: say so before pip goes quiet.
 $(STAMP): pyproject.toml
+	@echo "setting up $(VENV) ($(TORCH_SPEC) and the project's dependencies, ~1 min, once) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
@@ -60,19 +63,28 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 lint: $(STAMP)
-	$(PY) -m ruff check derive train bench tests
-	$(PY) -m black --check derive train bench tests generated
+	$(PY) -m ruff check derive train bench tests fuzz
+	$(PY) -m black --check derive train bench tests generated fuzz
 
 format: $(STAMP)
-	$(PY) -m black derive train bench tests
-	$(PY) -m ruff check --fix derive train bench tests
+	$(PY) -m black derive train bench tests fuzz
+	$(PY) -m ruff check --fix derive train bench tests fuzz
 
+# Random ops derived, emitted and checked against derive/reference.py; wrong ones are shrunk into
+# tests/regressions/. Prints one line per seed and a summary; exits 1 on any wrong result.
+N ?= 500
+SEED ?= 0
+FUZZ_ARGS ?=
+fuzz: $(STAMP)
+	$(PY) -m fuzz -n $(N) --seed $(SEED) $(FUZZ_ARGS)
+
+# BACKGEN_MAKE_TARGET: train's hints then say `make train TRAIN_ARGS=--resume`, not python -m.
 train: $(STAMP)
-	$(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
+	BACKGEN_MAKE_TARGET=train $(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
 
 # MNIST from --data DIR, $$BACKGEN_MNIST, data/mnist/ or a download; with none, the bundled digits
 classifier: $(STAMP)
-	$(PY) -m train --model classifier $(CLASSIFIER_ARGS)
+	BACKGEN_MAKE_TARGET=classifier $(PY) -m train --model classifier $(CLASSIFIER_ARGS)
 
 # glibc serves allocations above its mmap threshold (at most 32 MiB) with a fresh mmap: every
 # 64 MiB temporary of the large size is then mapped, page-faulted and zeroed anew each step and

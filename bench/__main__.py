@@ -67,6 +67,10 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
     unknown = [v for v in variants if v not in VARIANT_NAMES]
     if unknown:
         raise ValueError(f"unknown variant(s) {unknown}: choose from {', '.join(VARIANT_NAMES)}")
+    if args.device not in ("cpu", "cuda"):
+        raise ValueError(f"--device {args.device!r} is not a device: choose cpu or cuda")
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out} is a file; --out names a folder")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda, but torch sees no CUDA device")
     if args.no_compile:
@@ -101,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "bench.md").write_text(text)
     json_path = args.json or args.out / "bench.json"
     write_json(result, json_path)
-    plotted = not args.no_plot and plot(result, args.out / "bench.png")
-    log(f"wrote {args.out / 'bench.md'}, {json_path}{', bench.png' if plotted else ''}")
+    png = args.out / "bench.png"
+    plotted = not args.no_plot and plot(result, png)
+    log(f"wrote {args.out / 'bench.md'}, {json_path}{f', {png}' if plotted else ''}")
     return 0
 
 

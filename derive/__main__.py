@@ -1,5 +1,6 @@
 """Command line: ``python -m derive generate OP_FILE... --out DIR [--formulas]``,
-``python -m derive show OP [--latex | --json]``, ``python -m derive formulas OP_FILE... --out DIR``.
+``python -m derive show OP [--latex | --json]``, ``python -m derive check OP [--seeds K]``,
+``python -m derive formulas OP_FILE... --out DIR``.
 
 ``make generate`` is ``generate --formulas`` over the catalogue in ops/; ``make show OP=name``
 is ``show``.
@@ -10,9 +11,10 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from pathlib import Path
 
-from derive.errors import DerivationError
-from derive.generate import generate
+from derive.errors import CheckFailed, DerivationError
+from derive.generate import OutputError, generate, output_folder
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,6 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--latex", action="store_true", help="print LaTeX, one equation a line")
     mode.add_argument("--json", action="store_true", help="print a machine-readable record")
     show.add_argument("--width", type=int, help="columns for the pretty print (default: terminal)")
+    check = sub.add_parser(
+        "check", help="compare an op's generated backward with autograd and finite differences"
+    )
+    check.add_argument("op", help="a catalogue name (ops/<name>.py) or the path of an op file")
+    check.add_argument("--seeds", type=int, default=3, help="random shapes to try (default 3)")
     formulas = sub.add_parser("formulas", help="write FORMULAS.md and formulas.html only")
     formulas.add_argument("files", nargs="+", help="Python files that each define OP = Op(...)")
     formulas.add_argument("--out", required=True, help="folder for the two files")
@@ -50,8 +57,35 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from derive.check import check_module  # torch only when checking
+    from derive.generate import load_op, module_source
+    from derive.show import UnknownOp, resolve
+
+    if args.seeds < 1:
+        print("error: --seeds must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        op = load_op(resolve(args.op))
+    except UnknownOp as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "checked_module.py"
+        path.write_text(module_source(op, tmp))
+        try:
+            print(check_module(path, op, seeds=args.seeds))
+        except CheckFailed as exc:
+            print(f"FAILED: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
 def _generate(args: argparse.Namespace) -> list:
     written = []
+    output_folder(args.out)  # an existing file as --out: one line, before any work
     if args.command == "generate":
         written += generate(args.files, args.out, check=args.check)
     if args.command == "formulas" or args.formulas:
@@ -66,9 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "show":
             return _show(args)
+        if args.command == "check":
+            return _check(args)
         written = _generate(args)
-    except DerivationError as exc:
+    except (DerivationError, OutputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except CheckFailed as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
         return 1
     for path, changed in written:
         print(f"{'wrote' if changed else 'unchanged'} {path}")

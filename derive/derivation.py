@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.errors import DerivationError
+from derive.identities import FORWARD_RULES, rewrite
 from derive.fold import Canon, Pattern, fold
 from derive.indices import canonical_bound
 from derive.language import Definition, Graph
@@ -64,6 +65,7 @@ class Collapser:
 
     def simplified(self, tensor: str) -> sp.Expr:
         simplified = self.simplifier.simplify(self.canon.inline(self.raw(tensor)))
+        simplified = rewrite(simplified, FORWARD_RULES)  # log(sigma(z)) in a backward too
         # common factors out first: exp(a)/S inside (g/S - h/S**2) exp(a) folds to probs only
         # once 1/S stands beside exp(a)
         return _tidy(fold(_tidy(simplified), self.patterns))

@@ -16,3 +16,7 @@ class DerivationError(Exception):
         self.problem = problem
         where = f"op '{op}'" + (f", definition `{definition}`" if definition else "")
         super().__init__(f"{where}: {problem}")
+
+
+class CheckFailed(AssertionError):
+    """A generated module that disagrees with its own definitions; the message is one line."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from derive.identities import FORWARD_RULES, rewrite
 from derive.indices import Fresh, freshen_bound, is_reduction
 from derive.language import Definition, Graph
 from derive.simplify import Reduction, cost
@@ -195,10 +196,14 @@ def stabilise(body: sp.Expr, canon: Canon, earlier: set[str]) -> sp.Expr:
     (logits of 1e4); through the canonical form it becomes ``norm_logits - log(counts_sum)``.
     Kept only when it removes every ``log`` of an ``exp``.
     """
+    patterns = [p for p in canon.patterns() if p.name in earlier]
+    inlined = canon.inline(body)
+    ruled = rewrite(inlined, FORWARD_RULES)
+    if ruled != inlined:
+        return fold(ruled, patterns)
     if not body.has(sp.log):
         return body
-    rewritten = sp.expand_log(canon.inline(body), force=True)
+    rewritten = sp.expand_log(inlined, force=True)
     if any(a.has(sp.exp) for a in rewritten.atoms(sp.log)):
         return body
-    patterns = [p for p in canon.patterns() if p.name in earlier]
     return fold(rewritten, patterns)

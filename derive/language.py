@@ -43,6 +43,7 @@ from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 from derive.errors import DerivationError
 from derive.functions import ALIASES, CONSTANTS, FUNCTIONS
 from derive.functions import known as known_names
+from derive.identities import DEFINITION_RULES, rewrite
 
 BATCH_SIZE = sp.Symbol("Batch", integer=True, positive=True)
 BATCH_INDEX = sp.Symbol("batch", integer=True)
@@ -311,7 +312,7 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
         return View(name, source, text.strip())
     lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
-    body = _parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else "")
+    body = rewrite(_parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else ""), DEFINITION_RULES)
     _check_indices(lhs, body, set(sizes.values()) | set(g.params))
     dims = tuple(_range_of(i, body) for i in lhs)
     g.tensors[name] = Tensor(name, dims, batched=bool(lhs) and lhs[0] == BATCH_INDEX)

@@ -59,6 +59,12 @@ class Lowerer(Fusions):
     # -- entry points -----------------------------------------------------------------------
     def assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
         """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
+        try:
+            self._assign(name, expr, axes, dims)
+        except (AxisError, ValueError) as exc:  # a shape the lowering cannot do: say so, clearly
+            raise DerivationError(self.op, f"cannot lower {name} = {expr}: {exc}") from None
+
+    def _assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
         self.taken.add(name)
         self.sizes.update(zip(axes, dims, strict=True))
         if isinstance(expr, sp.Sum) and scatter_delta(expr, axes) is not None:

@@ -68,6 +68,7 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "erf": torch.special.erf,
     "Heaviside": lambda x: (x > 0).to(x.dtype),
 }
+KINKED = {"Abs", "abs", "sign", "relu", "Heaviside"}  # not differentiable at 0
 # Element-wise extremes of two or more expressions (sympy.Max / sympy.Min, not the reduction)
 VARIADIC: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "Max": torch.maximum,
@@ -78,7 +79,9 @@ VARIADIC: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
 class _Scope:
     """What one definition is evaluated against: sizes, params, tensors, index axes."""
 
-    def __init__(self, graph: Graph, sizes: dict, values: dict, dtype: torch.dtype) -> None:
+    def __init__(
+        self, graph: Graph, sizes: dict, values: dict, dtype: torch.dtype, kinks: list | None
+    ) -> None:
         self.graph = graph
         self.sizes = sizes  # size symbol -> int
         self.values = values  # tensor name -> concrete tensor (batched ones flattened)
@@ -86,6 +89,11 @@ class _Scope:
         self.dtype = dtype
         self.ranges: dict[sp.Symbol, tuple[int, int]] = {}  # index -> (start, length)
         self.fresh = 0
+        self.kinks = kinks  # distances to the nearest kink (|x| at abs/relu, max gaps), if asked
+
+    def kink(self, distance: torch.Tensor) -> None:
+        if self.kinks is not None and distance.numel():
+            self.kinks.append(float(distance.detach().abs().min()))
 
     def integer(self, e: sp.Expr) -> int:
         v = sp.sympify(e).subs(self.sizes)
@@ -161,6 +169,9 @@ def _reduce(e: sp.Expr, s: _Scope) -> Value:
     for new, length in lengths.items():
         if new in axes:
             dim = axes.index(new)
+            if not is_sum and t.shape[dim] > 1:  # a tie for the max has no single derivative
+                top2 = t.detach().topk(2, dim).values
+                s.kink(top2.select(dim, 0) - top2.select(dim, 1))
             t = t.sum(dim) if is_sum else t.amax(dim)
             axes = axes[:dim] + axes[dim + 1 :]
         elif is_sum:  # Sum_i f = length * f when f does not depend on i
@@ -174,10 +185,13 @@ def _function(e: sp.Expr, s: _Scope) -> Value:
         parts, axes = _align([value(a, s) for a in e.args])
         acc = parts[0]
         for p in parts[1:]:
+            s.kink(acc - p)
             acc = VARIADIC[name](acc, p)
         return acc, axes
     if name in UNARY and len(e.args) == 1:
         t, axes = value(e.args[0], s)
+        if name in KINKED:
+            s.kink(t)
         return UNARY[name](t), axes
     raise InterpretError(f"the reference interpreter does not know '{e.func}' (in '{e}')")
 
@@ -256,14 +270,20 @@ def _bind_inputs(graph: Graph, inputs: dict[str, torch.Tensor]) -> tuple[dict, d
     return sizes, values, batch_shape
 
 
-def evaluate(graph: Graph, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Every input and definition's value, in float (the float inputs' dtype), by brute force."""
+def evaluate(
+    graph: Graph, inputs: dict[str, torch.Tensor], kinks: list[float] | None = None
+) -> dict[str, torch.Tensor]:
+    """Every input and definition's value, in float (the float inputs' dtype), by brute force.
+
+    ``kinks``, if given, collects how far each non-differentiable point was from being hit: the
+    smallest |x| under abs/sign/relu, |a - b| under maximum/minimum, the top-2 gap under Max.
+    """
     floats = [inputs[n] for n in graph.inputs if not graph.tensors[n].integer]
     dtype = floats[0].dtype if floats else torch.float64
     sizes, values, batch_shape = _bind_inputs(graph, inputs)
     for step in graph.steps:
         try:
-            values[step.name] = _step(graph, step, sizes, values, dtype)
+            values[step.name] = _step(_Scope(graph, sizes, values, dtype, kinks), step)
         except InterpretError as exc:
             raise InterpretError(f"op '{graph.op.name}', definition `{step.text}`: {exc}") from None
     out = dict(values)
@@ -275,8 +295,8 @@ def evaluate(graph: Graph, inputs: dict[str, torch.Tensor]) -> dict[str, torch.T
     return out
 
 
-def _step(graph: Graph, step, sizes: dict, values: dict, dtype: torch.dtype) -> torch.Tensor:
-    s = _Scope(graph, sizes, values, dtype)
+def _step(s: _Scope, step: Definition | View) -> torch.Tensor:
+    graph, values = s.graph, s.values
     if isinstance(step, View):
         shape = tuple(s.integer(d) for d in graph.tensors[step.name].dims)
         return values[step.source].reshape(shape)
@@ -291,25 +311,35 @@ def _step(graph: Graph, step, sizes: dict, values: dict, dtype: torch.dtype) -> 
     t = t.reshape(tuple(t.shape) + (1,) * len(missing))
     axes = axes + tuple(missing)
     t = t.permute([axes.index(i) for i in step.indices]) if step.indices else t
-    return t.expand(tuple(dims)).to(dtype)
+    return t.expand(tuple(dims)).to(s.dtype)
 
 
 def autograd_reference(
-    graph: Graph, inputs: dict[str, torch.Tensor], grad_out: torch.Tensor
+    graph: Graph,
+    inputs: dict[str, torch.Tensor],
+    grad_out: torch.Tensor,
+    intermediates: bool = False,
 ) -> dict[str, torch.Tensor]:
-    """d(output . grad_out)/d(input) for every float input, by torch.autograd through evaluate."""
+    """d(output . grad_out)/d(input) for every float input, by torch.autograd through evaluate.
+
+    With ``intermediates``, also the gradient of every definition that is not batched (what a
+    stepwise module's ``backward_all`` returns), the output's own being ``grad_out``.
+    """
     leaves = {
         n: t.detach().clone().requires_grad_(not graph.tensors[n].integer)
         for n, t in inputs.items()
     }
-    out = evaluate(graph, leaves)[graph.output]
+    values = evaluate(graph, leaves)
+    out = values[graph.output]
     wanted = [n for n in graph.inputs if not graph.tensors[n].integer]
+    if intermediates:
+        wanted += [s.name for s in graph.steps if not graph.tensors[s.name].batched]
     if not wanted:
         return {}
     grads = torch.autograd.grad(
-        out, [leaves[n] for n in wanted], grad_out.reshape(out.shape), allow_unused=True
+        out, [values[n] for n in wanted], grad_out.reshape(out.shape), allow_unused=True
     )
     return {
-        n: torch.zeros_like(leaves[n]) if g is None else g
+        n: torch.zeros_like(values[n]) if g is None else g
         for n, g in zip(wanted, grads, strict=True)
     }

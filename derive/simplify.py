@@ -176,12 +176,25 @@ def _merge_renamed(e: sp.Add) -> sp.Expr:
     return sp.Add(*terms)
 
 
+def _cancels(combined: sp.Expr, e: sp.Expr) -> bool:
+    return len(combined.atoms(sp.Indexed, sp.Symbol)) < len(e.atoms(sp.Indexed, sp.Symbol))
+
+
 def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     # exp(a) exp(-a) -> 1 and f (a + b) -> f a + f b, whichever leaves the fewest operations
     best = e
     combined = sp.powsimp(e, combine="exp")
-    if cost(combined) < cost(best):
+    # only where something cancels: exp(a(k)) exp(b) kept apart lets sum_k pull exp(b) out
+    if cost(combined) < cost(best) and _cancels(combined, best):
         best = combined
+    if any(
+        isinstance(f, sp.Pow) and f.exp.is_negative and isinstance(f.base, sp.Add)
+        for f in sp.preorder_traversal(best)
+    ) and not best.has(sp.Sum):
+        # (1 - s)(y/s - (1 - y)/(1 - s)) s -> y - s: rational cancellation
+        cancelled = sp.cancel(best)
+        if cost(cancelled) < cost(best):
+            best = cancelled
     if any(isinstance(f, sp.Add) for f in _factors(best)):
         expanded = sp.expand_mul(best)
         if isinstance(expanded, sp.Add):

@@ -148,7 +148,8 @@ def split_deltas(expr: sp.Expr, axes: tuple) -> tuple[sp.Expr, list]:
         data = next((x for x in d.args if isinstance(x, sp.Indexed)), None) if d else None
         if axis is None or data is None:
             raise ValueError(f"unsupported delta term {term}")
-        picks.append((term / d, axis, data))
+        # coef(c) delta(c, t) = coef(t) delta(c, t): the update reads coef where the delta is 1
+        picks.append(((term / d).xreplace({axis: data}), axis, data))
     return sp.factor_terms(plain), picks
 
 

@@ -121,3 +121,18 @@ def test_bad_size_is_rejected(text):
 def test_bad_option_exits_2(option, tmp_path, capsys):
     assert main([*option, "--out", str(tmp_path)]) == 2
     assert "unknown" in capsys.readouterr().err
+
+
+def test_unknown_device_is_one_line(tmp_path, capsys):
+    assert main(["--device", "foo", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: --device 'foo' is not a device: choose cpu or cuda\n"
+
+
+def test_last_line_names_the_plot_with_its_folder(tmp_path, capsys):
+    out = tmp_path / "here"
+    argv = ["--sizes", "4x8", "--variants", "A", "--rounds", "1", "--warmup", "0"]
+    assert main([*argv, "--no-generate", "--no-compile", "--out", str(out)]) == 0
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.endswith(f"{out / 'bench.json'}, {out / 'bench.png'}"), last
+    assert (out / "bench.png").stat().st_size > 1000

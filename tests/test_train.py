@@ -289,7 +289,7 @@ def test_bad_data_files_are_clear_errors(tmp_path, content, message):
 def test_bad_data_in_a_real_process_has_no_traceback(tmp_path):
     missing = tmp_path / "nope.txt"
     result = subprocess.run(
-        [sys.executable, "-m", "train", "--data", str(missing)],
+        [sys.executable, "-m", "train", "--data", str(missing), "--out", str(tmp_path / "out")],
         cwd=REPO,
         capture_output=True,
         text=True,

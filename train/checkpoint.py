@@ -1,18 +1,27 @@
-"""Checkpoint files: written atomically, readable with ``torch.load(weights_only=True)``.
+"""Checkpoint files: atomic, checksummed, readable with ``torch.load(weights_only=True)``.
 
 A checkpoint is a plain dict of tensors, ints, floats, strings, lists and dicts (no pickled
 classes), so loading one never runs code. It is written to a temporary file in the same folder
 and moved over the old one with ``os.replace``, so a crash or Ctrl-C mid-write leaves the
 previous checkpoint intact.
+
+Every checkpoint carries ``sha256``, a digest of its contents (keys in sorted order; each
+tensor's dtype, shape and bytes; every other value's repr), not of the file's bytes: the zip
+container torch writes does not check its own data, so a flipped byte in a tensor would load
+silently. ``load`` recomputes the digest and refuses a checkpoint whose contents changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import torch
+
+from train.model import ModelShape, param_shapes
 
 FORMAT = "backgen-train/1"
 REQUIRED = ("config", "chars", "step", "params", "optimizer", "generator", "losses", "bn_stats")
@@ -22,14 +31,40 @@ class CheckpointError(Exception):
     """A checkpoint that is missing, unreadable or not ours; the CLI prints the message."""
 
 
+def content_digest(value: object) -> str:
+    """sha256 over a payload's contents, independent of how torch serialises them."""
+    digest = hashlib.sha256()
+    _feed(digest, value)
+    return digest.hexdigest()
+
+
+def _feed(digest: Any, value: object) -> None:
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        digest.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    elif isinstance(value, dict):
+        digest.update(f"D{len(value)}".encode())
+        for key in sorted(value, key=repr):  # optimizer state has int keys beside str ones
+            digest.update(repr(key).encode())
+            _feed(digest, value[key])
+    elif isinstance(value, list | tuple):
+        digest.update(f"L{len(value)}".encode())
+        for item in value:
+            _feed(digest, item)
+    else:
+        digest.update(f"V{value!r}".encode())
+
+
 def save(path: Path, payload: dict) -> None:
-    """Write ``payload`` to ``path`` atomically (temp file + fsync + os.replace)."""
+    """Write ``payload`` with its digest to ``path`` atomically (temp file + fsync + replace)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"format": FORMAT, **payload}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save({"format": FORMAT, **payload}, f)
+            torch.save({**body, "sha256": content_digest(body)}, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -38,8 +73,8 @@ def save(path: Path, payload: dict) -> None:
         raise
 
 
-def load(path: Path) -> dict:
-    """Read a checkpoint written by ``save``, with ``weights_only=True``."""
+def read(path: Path) -> dict:
+    """The raw payload of a backgen checkpoint, unverified (see ``load``)."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path}")
@@ -49,7 +84,50 @@ def load(path: Path) -> dict:
         raise CheckpointError(f"cannot read checkpoint {path}: {exc}") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a backgen training checkpoint")
+    return payload
+
+
+def is_checkpoint(path: Path) -> bool:
+    """True for a file ``save`` wrote (damaged or not): the only kind a run may replace."""
+    try:
+        read(path)
+    except CheckpointError:
+        return False
+    return True
+
+
+def load(path: Path) -> dict:
+    """Read a checkpoint written by ``save``: keys, parameter shapes, then the digest."""
+    payload = read(path)
     missing = [key for key in REQUIRED if key not in payload]
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
+    check_params(path, payload)
+    stored = payload.pop("sha256", None)
+    if stored is None:
+        raise CheckpointError(f"checkpoint {path} has no checksum; refusing unverified contents")
+    if stored != content_digest(payload):
+        raise CheckpointError(
+            f"checkpoint {path} is damaged: its contents do not match its sha256 checksum"
+        )
     return payload
+
+
+def check_params(path: Path, payload: dict) -> None:
+    """Every parameter present with the shape the stored config and vocabulary give it."""
+    config, params = payload["config"], payload["params"]
+    try:
+        shape = ModelShape(
+            len(payload["chars"]), config["block_size"], config["n_embd"], config["n_hidden"]
+        )
+    except (KeyError, TypeError):
+        raise CheckpointError(f"checkpoint {path} has no usable config") from None
+    for name, expected in param_shapes(shape).items():
+        got = params.get(name) if isinstance(params, dict) else None
+        if not isinstance(got, torch.Tensor):
+            raise CheckpointError(f"checkpoint {path} has no parameter {name}")
+        if tuple(got.shape) != expected:
+            raise CheckpointError(
+                f"checkpoint {path}: parameter {name} has shape {tuple(got.shape)}, but its "
+                f"config needs {expected}"
+            )

@@ -13,22 +13,18 @@ from pathlib import Path
 
 import torch
 
-from train import checkpoint, loop
+from train import checkpoint, loop, preflight
 from train.config import BACKWARDS, DEFAULT_LR, DTYPES, OPTIMIZERS, TrainConfig
 from train.data import DATA_ENV, DataError, load_dataset, resolve_data_path
 from train.finish import finish
-from train.model import BatchNormStats
+from train.preflight import UsageError
 from train.progress import Progress
-from train.sample import SAMPLE_SEED_OFFSET, SamplingError, sample_names
+from train.sample import SEED_LIMIT, SamplingError, checkpoint_stats, sample_names, sampler_seed
 
 DEFAULTS = TrainConfig()
 # options a resumed run may change: more steps, or the other (numerically equal) backward
 RESUMABLE = {"steps", "backward"}
 EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
-
-
-class UsageError(Exception):
-    """Options that do not fit together; printed without a traceback."""
 
 
 def positive(minimum: int = 1):
@@ -41,6 +37,14 @@ def positive(minimum: int = 1):
         return value
 
     return parse
+
+
+def seed(text: str) -> int:
+    """argparse type: a torch generator seed, an int in [0, 2**64)."""
+    value = int(text)
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**64 - 1], got {value}")
+    return value
 
 
 def positive_float(text: str) -> float:
@@ -88,7 +92,7 @@ def add_run_options(run: argparse._ArgumentGroup) -> None:
         metavar="N",
         help=f"steps ({d.steps:,}); on --resume, more extends the run",
     )
-    run.add_argument("--seed", type=int, metavar="N", help=f"seed of init and batches ({d.seed})")
+    run.add_argument("--seed", type=seed, metavar="N", help=f"seed of init and batches ({d.seed})")
     run.add_argument(
         "--lr",
         type=positive_float,
@@ -118,14 +122,18 @@ def add_run_options(run: argparse._ArgumentGroup) -> None:
 
 def add_output_options(out: argparse._ArgumentGroup) -> None:
     out.add_argument(
-        "--out", metavar="DIR", default="runs/default", help="run folder (%(default)s)"
+        "--out", metavar="DIR", default=preflight.DEFAULT_OUT, help="run folder (%(default)s)"
     )
     out.add_argument("--checkpoint", metavar="PATH", help="checkpoint file (DIR/checkpoint.pt)")
     out.add_argument(
         "--checkpoint-every", type=positive(), default=10_000, metavar="N", help="(%(default)s)"
     )
     out.add_argument("--resume", action="store_true", help="continue the run in the checkpoint")
-    out.add_argument("--overwrite", action="store_true", help="start over an existing run")
+    out.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start over the run in the checkpoint (only ever replaces a backgen checkpoint)",
+    )
     out.add_argument("--metrics", metavar="FILE", help="also write the metrics JSON here")
     out.add_argument(
         "--check-every",
@@ -167,29 +175,35 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
     return config
 
 
-def resume_hint(args: argparse.Namespace) -> str:
-    hint = f"python -m train --resume --out {args.out}"
-    return hint + (f" --checkpoint {args.checkpoint}" if args.checkpoint else "")
-
-
 def start(args: argparse.Namespace, ckpt: Path) -> loop.Run:
-    """A new run, or the checkpoint's run when resuming, with its data loaded and checked."""
+    """A new run, or the checkpoint's run when resuming, with its data loaded and checked.
+
+    Every refusal comes before the first step: clashing flags, a file the run may not
+    replace, data that is not the checkpoint's, a batch that would not fit in memory.
+    """
+    preflight.check_options(args)
     saved = checkpoint.load(ckpt) if args.resume else None
-    if saved is None and ckpt.exists() and not args.overwrite:
-        raise UsageError(
-            f"{ckpt} already holds a run; add --resume to continue it, --overwrite to start "
-            "over, or pick another --out"
-        )
+    if saved is None:
+        preflight.check_new_run(args, ckpt)
+    preflight.check_outputs(output_files(args))
     config = resolve_config(args, saved)
     stored_path = saved["data"]["path"] if saved else None
     data_arg = args.data or (stored_path if stored_path and Path(stored_path).is_file() else None)
     data_path = resolve_data_path(data_arg)
     data = load_dataset(data_path, config.block_size)
+    preflight.check_memory(config, len(data.chars), len(data.Y_train))
     if saved is None:
         return loop.new_run(config, data, str(data_path))
     if data.sha256 != saved["data"]["sha256"]:
         raise UsageError(f"{data_path} is not the data this checkpoint was trained on")
     return loop.restore_run(saved, config, data, str(data_path))
+
+
+def output_files(args: argparse.Namespace) -> list[Path]:
+    """What ``finish`` writes besides the checkpoint."""
+    out = Path(args.out)
+    metrics = [Path(args.metrics)] if args.metrics else []
+    return [out / "metrics.json", out / "loss.png", *metrics]
 
 
 def describe(run: loop.Run) -> str:
@@ -207,30 +221,38 @@ def cmd_train(args: argparse.Namespace) -> int:
     ckpt = checkpoint_path(args)
     run = start(args, ckpt)
     print(describe(run), flush=True)
-    progress = Progress(run.config.steps, run.step)
+    progress = Progress(run.config.steps, run.step, history=run.losses[-1000:])
     try:
         try:
             loop.train(run, ckpt, args.checkpoint_every, args.check_every, progress)
         finally:
             progress.close()  # end the live line before any message
+        metrics_file = Path(args.metrics) if args.metrics else None
+        return 0 if finish(run, ckpt, Path(args.out), metrics_file) else EXIT_DIVERGED
     except loop.Interrupted:
-        checkpoint.save(ckpt, loop.snapshot(run))
+        try:
+            loop.save(run, ckpt)
+        except loop.Diverged as exc:
+            print(f"error: interrupted, and {exc}. {last_good(run, ckpt)}", file=sys.stderr)
+            return EXIT_DIVERGED
         print(f"interrupted at step {run.step:,}; saved {ckpt}", file=sys.stderr)
-        print(f"resume with: {resume_hint(args)}", file=sys.stderr)
+        print(f"resume with: {preflight.command(args, '--resume')}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
-        print(f"stopped without saving. {last_good(ckpt)}", file=sys.stderr)
+        print(f"stopped without saving. {last_good(run, ckpt)}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    metrics_file = Path(args.metrics) if args.metrics else None
-    return 0 if finish(run, ckpt, Path(args.out), metrics_file) else EXIT_DIVERGED
+    except loop.Diverged as exc:
+        print(f"error: training diverged: {exc}. {last_good(run, ckpt)}", file=sys.stderr)
+        print("Try a smaller --lr.", file=sys.stderr)
+        return EXIT_DIVERGED
 
 
-def last_good(ckpt: Path) -> str:
-    """Where the last checkpoint written before trouble is, for the error message."""
-    try:
-        return f"Kept the last good checkpoint {ckpt} (step {checkpoint.load(ckpt)['step']:,})."
-    except checkpoint.CheckpointError:
-        return "No checkpoint was written before that."
+def last_good(run: loop.Run, ckpt: Path) -> str:
+    """The last checkpoint this run wrote or resumed from: never one of another run."""
+    if run.saved_step is not None:
+        return f"Kept the last good checkpoint {ckpt} (step {run.saved_step:,})."
+    earlier = f"; {ckpt} still holds the earlier run" if ckpt.exists() else ""
+    return f"No checkpoint of this run was written before that{earlier}."
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
@@ -238,8 +260,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
     saved = checkpoint.load(checkpoint_path(args))
     config = TrainConfig.from_dict(saved["config"])
     seed = args.seed if args.seed is not None else config.seed
-    g = torch.Generator().manual_seed(seed + SAMPLE_SEED_OFFSET)
-    stats = BatchNormStats(**saved["bn_stats"])
+    g = torch.Generator().manual_seed(sampler_seed(seed))
+    stats = checkpoint_stats(saved, args.data, config.block_size)
     names = sample_names(saved["params"], stats, saved["chars"], config.block_size, args.sample, g)
     print("\n".join(names))
     return 0
@@ -255,11 +277,6 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, checkpoint.CheckpointError, UsageError, SamplingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except loop.Diverged as exc:
-        ckpt = checkpoint_path(args)
-        print(f"error: training diverged: {exc}. {last_good(ckpt)}", file=sys.stderr)
-        print("Try a smaller --lr.", file=sys.stderr)
-        return EXIT_DIVERGED
     except KeyboardInterrupt:
         print("interrupted; nothing was saved", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -134,8 +134,8 @@ def split_words(words: list[str], seed: int = 42) -> tuple[list[str], list[str],
     parts = words[:n1], words[n1:n2], words[n2:]
     if not all(parts):
         raise DataError(
-            f"{len(words)} words are too few for an 80/10/10 split with every part "
-            "non-empty; use at least 10 words"
+            f"{len(words)} {'word is' if len(words) == 1 else 'words are'} too few for an "
+            "80/10/10 split with every part non-empty; use at least 10 words"
         )
     return parts
 

@@ -12,29 +12,33 @@ from pathlib import Path
 
 import torch
 
-from train import checkpoint, loop
+from train import loop
 from train.model import BatchNormStats, split_loss
 from train.report import save_loss_curve, write_metrics
-from train.sample import SAMPLE_SEED_OFFSET, sample_names
+from train.sample import sample_names, sampler_seed
 
 
 def finish(run: loop.Run, ckpt: Path, out_dir: Path, metrics_file: Path | None) -> bool:
-    """Report a finished run; False when its loss is not finite (then nothing is sampled)."""
-    final = loop.snapshot(run)  # calibrates batchnorm; refuses non-finite parameters
-    checkpoint.save(ckpt, final)
+    """Report a finished run; False when its loss is not finite (then nothing is sampled).
+
+    Prints where everything went (checkpoint, metrics, loss curve) before the names.
+    """
+    final = loop.save(run, ckpt)  # calibrates batchnorm; refuses anything not finite
     stats = BatchNormStats(**final["bn_stats"])
     d = run.data
     train_loss = split_loss(run.params, stats, d.X_train, d.Y_train)
     val_loss = split_loss(run.params, stats, d.X_val, d.Y_val)
     print(f"train loss {train_loss:.4f}\nval loss   {val_loss:.4f}")
     metrics = run_metrics(run, train_loss, val_loss)
-    for path in [out_dir / "metrics.json"] + ([metrics_file] if metrics_file else []):
+    metrics_paths = [out_dir / "metrics.json"] + ([metrics_file] if metrics_file else [])
+    for path in metrics_paths:
         write_metrics(path, metrics)
+    print(f"checkpoint {ckpt}\nmetrics    {', '.join(map(str, metrics_paths))}")
     print(save_loss_curve(run.losses, out_dir / "loss.png"))
     if not math.isfinite(train_loss + val_loss):
         print("error: the trained model's loss is not finite: training diverged.", file=sys.stderr)
         return False
-    g = torch.Generator().manual_seed(run.config.seed + SAMPLE_SEED_OFFSET)
+    g = torch.Generator().manual_seed(sampler_seed(run.config.seed))
     names = sample_names(run.params, stats, d.chars, run.config.block_size, 20, g)
     print("samples:\n" + "\n".join(names))
     return True

@@ -51,6 +51,8 @@ class Run:
     step: int = 0
     losses: list[float] = field(default_factory=list)
     seconds: float = 0.0  # training time over all sessions of this run
+    saved_step: int | None = None  # step of the last good checkpoint of this run, if any
+    calibrated_step: int = 0  # step of the last batchnorm calibration (see calibration_due)
 
 
 def make_optimizer(config: TrainConfig, params: Params) -> torch.optim.Optimizer:
@@ -78,27 +80,64 @@ def restore_run(payload: dict, config: TrainConfig, data: Dataset, data_path: st
     g.set_state(payload["generator"])
     losses = payload["losses"].tolist()
     seconds = float(payload.get("seconds", 0.0))
-    return Run(config, data, data_path, params, optimizer, g, payload["step"], losses, seconds)
+    at = payload["step"]
+    return Run(config, data, data_path, params, optimizer, g, at, losses, seconds, at, at)
 
 
-def snapshot(run: Run) -> dict:
-    """Everything ``restore_run`` and ``--sample`` need, as plain tensors and builtins."""
+def calibration_due(run: Run) -> bool:
+    """Calibrate at a periodic save only after one epoch's worth of examples since the last.
+
+    Calibration is one forward pass over the whole training set, so it costs less than an
+    epoch of training steps (forward, backward and update of as many examples); on the names
+    data one calibration took as long as about 2,300 steps of 32, an epoch is 5,700. Calibrating
+    only after ``steps * batch_size >= len(train)`` examples bounds its share of the run
+    however small ``--checkpoint-every`` is (before, ``--checkpoint-every 1`` calibrated at
+    every step). A checkpoint saved without it holds ``bn_stats = None``: resuming never reads
+    them, and ``--sample`` calibrates from the run's data.
+    """
+    examples = (run.step - run.calibrated_step) * run.config.batch_size
+    return examples >= len(run.data.Y_train)
+
+
+def snapshot(run: Run, calibrated: bool = True) -> dict:
+    """Everything ``restore_run`` and ``--sample`` need, as plain tensors and builtins.
+
+    Raises ``Diverged`` rather than return anything not finite, so no checkpoint ever holds
+    a NaN or infinity (parameters, optimizer state or batchnorm statistics).
+    """
     for name, p in run.params.items():
         if not torch.isfinite(p).all():
             raise Diverged(run.step, f"parameter {name} is not finite")
-    stats = calibrate(run.params, run.data.X_train)
+    optimizer = run.optimizer.state_dict()
+    for state in optimizer["state"].values():
+        if any(torch.is_tensor(v) and not torch.isfinite(v).all() for v in state.values()):
+            raise Diverged(run.step, "the optimizer state is not finite")
+    bn_stats = None
+    if calibrated:
+        stats = calibrate(run.params, run.data.X_train)
+        if not (torch.isfinite(stats.mean).all() and torch.isfinite(stats.var).all()):
+            raise Diverged(run.step, "the batchnorm statistics are not finite")
+        bn_stats, run.calibrated_step = {"mean": stats.mean, "var": stats.var}, run.step
     return {
         "config": run.config.as_dict(),
         "data": {"path": run.data_path, "sha256": run.data.sha256},
         "chars": run.data.chars,
         "step": run.step,
         "params": {k: v.detach().clone() for k, v in run.params.items()},
-        "optimizer": run.optimizer.state_dict(),
+        "optimizer": optimizer,
         "generator": run.generator.get_state(),
         "losses": torch.tensor(run.losses, dtype=torch.float64),
         "seconds": run.seconds,
-        "bn_stats": {"mean": stats.mean, "var": stats.var},
+        "bn_stats": bn_stats,
     }
+
+
+def save(run: Run, path: Path, calibrated: bool = True) -> dict:
+    """Checkpoint the run; afterwards it is the run's last good checkpoint."""
+    payload = snapshot(run, calibrated)
+    checkpoint.save(path, payload)
+    run.saved_step = run.step
+    return payload
 
 
 @contextmanager
@@ -144,6 +183,7 @@ def train(
 
     Raises ``Interrupted`` after a Ctrl-C (the caller saves) and ``Diverged`` on a non-finite
     loss, before that step's update and without saving, so the last checkpoint stays good.
+    The save at the last step may skip calibration: ``finish`` saves calibrated anyway.
     """
     X, Y = run.data.X_train, run.data.Y_train
     loss_and_grads = step.STEPS[run.config.backward]
@@ -164,6 +204,6 @@ def train(
             run.seconds, started = run.seconds + (now - started), now
             progress.update(run.step, loss)
             if run.step % checkpoint_every == 0 or run.step == run.config.steps:
-                checkpoint.save(checkpoint_path, snapshot(run))
+                save(run, checkpoint_path, calibrated=calibration_due(run))
             if interrupted():
                 raise Interrupted

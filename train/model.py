@@ -37,6 +37,13 @@ class BatchNormStats:
     var: torch.Tensor
 
 
+def param_shapes(shape: ModelShape) -> dict[str, tuple[int, ...]]:
+    """Each parameter's shape, in ``PARAM_NAMES`` order: what ``init_params`` draws."""
+    V, T, E, H = shape.vocab_size, shape.block_size, shape.n_embd, shape.n_hidden
+    shapes = {"C": (V, E), "W1": (T * E, H), "b1": (H,), "W2": (H, V), "b2": (V,)}
+    return {**shapes, "bngain": (H,), "bnbias": (H,)}
+
+
 def init_params(shape: ModelShape, g: torch.Generator, dtype: torch.dtype) -> Params:
     """The seed's initialisation, all drawn from ``g`` in the seed's order.
 

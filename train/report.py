@@ -16,33 +16,47 @@ def windowed_log10(losses: list[float], window: int) -> list[float]:
     return [sum(logs[i : i + window]) / window for i in range(0, len(logs) - window + 1, window)]
 
 
-def save_loss_curve(losses: list[float], path: Path) -> str:
-    """Plot the windowed log10 loss to ``path``; returns a one-line note of what happened.
+def curve_window(n_losses: int) -> int:
+    """The seed's 1000-step windows; short runs (under 10 windows) use smaller ones."""
+    return min(CURVE_WINDOW, max(1, n_losses // 10))
 
-    Short runs (under 10 windows) use smaller windows so the plot still shows a curve.
-    matplotlib is optional: without it the plot is skipped, never the run.
-    """
-    try:
-        import matplotlib
 
-        matplotlib.use("Agg")  # files only: no display needed, works over ssh and in CI
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return "matplotlib is not installed; skipped the loss curve"
-    window = min(CURVE_WINDOW, max(1, len(losses) // 10))
+def plot_losses(losses: list[float]):  # -> matplotlib Figure; matplotlib is imported lazily
+    """The windowed log10 loss curve; the y label says how to read the log scale back."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed, works over ssh and in CI
+    import matplotlib.pyplot as plt
+
+    window = curve_window(len(losses))
     points = windowed_log10(losses, window)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.plot([window * (i + 1) for i in range(len(points))], points)
     ax.set_xlabel("step")
-    ax.set_ylabel("log10 loss")
-    ax.set_title(f"training loss, mean of log10 over windows of {window} steps")
+    ax.set_ylabel("log10(loss): 0.5 is a loss of 3.2, 0.3 of 2.0")
+    ax.set_title(f"training loss: mean of log10(minibatch loss) over windows of {window} steps")
     ax.grid(alpha=0.3)
     fig.tight_layout()
+    return fig
+
+
+def save_loss_curve(losses: list[float], path: Path) -> str:
+    """Plot the windowed log10 loss to ``path``; returns a one-line note of what happened.
+
+    matplotlib is optional: without it the plot is skipped, never the run.
+    """
+    try:
+        import matplotlib.pyplot as plt
+
+        fig = plot_losses(losses)
+    except ImportError:
+        return "matplotlib is not installed; skipped the loss curve"
     tmp = Path(path).with_name(Path(path).name + ".tmp.png")
     fig.savefig(tmp, dpi=100)
     plt.close(fig)
     os.replace(tmp, path)
-    return f"loss curve: {path}"
+    window = curve_window(len(losses))
+    return f"loss curve {path} (log10 of the loss, mean over windows of {window} steps)"
 
 
 def write_metrics(path: Path, metrics: dict) -> None:

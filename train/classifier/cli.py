@@ -7,6 +7,8 @@ exits 1; Ctrl-C saves a checkpoint and exits 130. The same codes as the MLP's ``
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from train.data import DataError
 from train.loop import Diverged, Interrupted
 
 EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
+MAKE_ENV = "BACKGEN_MAKE_TARGET"  # `make classifier` sets it, so hints name the make line
 
 
 def checkpoint_path(args: argparse.Namespace) -> Path:
@@ -73,8 +76,13 @@ def describe(run: loop.Run) -> str:
 
 
 def resume_hint(args: argparse.Namespace) -> str:
-    hint = f"{PROG} --resume --out {args.out}"
-    return hint + (f" --checkpoint {args.checkpoint}" if args.checkpoint else "")
+    """How to continue: the make line under ``make classifier``, else the python one."""
+    flags = f"--resume --out {args.out}" + (
+        f" --checkpoint {args.checkpoint}" if args.checkpoint else ""
+    )
+    if os.environ.get(MAKE_ENV) == "classifier":
+        return f"make classifier CLASSIFIER_ARGS={shlex.quote(flags)}"
+    return f"{PROG} {flags}"
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -1,0 +1,66 @@
+"""Identities for range: rewrites that keep a value finite where the math is, one row each.
+
+Two tables, one engine (:func:`rewrite`: bottom-up, every row tried at every node, to a fixed
+point):
+
+- :data:`DEFINITION_RULES` rewrite what an op writes into the registry's stable functions before
+  anything is derived, so the backward is derived from the stable form too (the log-sigmoid loss
+  written as ``1/(1 + exp(-z))`` derives ``g (s - 1) / N`` from ``sigmoid``'s own derivative).
+- :data:`FORWARD_RULES` rewrite a forward step seen through its canonical form (intermediates
+  inlined): ``log(probs)`` of a softmax becomes ``norm_logits - log(counts_sum)``, ``log(s)`` of a
+  sigmoid ``-softplus(-z)``, so logits of 1e4 or z = -800 give finite losses.
+
+A row is ``(name, pattern, build)``: SymPy ``Wild``s in the pattern, ``build`` gets the match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sympy as sp
+
+from derive.functions import sigmoid, softplus
+
+_x = sp.Wild("x")
+_r = sp.Wild("r", exclude=[0])
+Rule = tuple[str, sp.Expr, Callable[[dict], sp.Expr]]
+
+DEFINITION_RULES: list[Rule] = [
+    # 1 / (1 + e^-x) -> sigma(x)         (also 1/(1 + e^x) -> sigma(-x))
+    ("sigmoid", 1 / (1 + sp.exp(-_x)), lambda m: sigmoid(m[_x])),
+    # r e^x / (1 + e^x) -> r sigma(x)
+    ("sigmoid-ratio", _r * sp.exp(_x) / (1 + sp.exp(_x)), lambda m: m[_r] * sigmoid(m[_x])),
+    # log(1 + e^x) -> softplus(x)
+    ("softplus", sp.log(1 + sp.exp(_x)), lambda m: softplus(m[_x])),
+]
+
+FORWARD_RULES: list[Rule] = [
+    # log(sigma(x)) -> -softplus(-x)     (sigma(-800) underflows to 0; softplus(800) does not)
+    ("log-sigmoid", sp.log(sigmoid(_x)), lambda m: -softplus(-m[_x])),
+    # log(1 - sigma(x)) -> -softplus(x)
+    ("log-one-minus-sigmoid", sp.log(1 - sigmoid(_x)), lambda m: -softplus(m[_x])),
+    # softplus(x) - softplus(-x) -> x
+    ("softplus-odd-part", softplus(_x) - softplus(-_x), lambda m: m[_x]),
+]
+
+
+def _apply(rules: list[Rule], e: sp.Expr) -> sp.Expr:
+    for _, pattern, build in rules:
+        if e.func != pattern.func:
+            continue
+        m = e.match(pattern)
+        # SymPy's matcher may solve for a Wild (r = -z (1 + e^x) / e^x): keep literal matches only
+        if m is not None and set(m) == pattern.atoms(sp.Wild) and pattern.xreplace(m) == e:
+            out = build(m)
+            if out != e:
+                return out
+    return e
+
+
+def rewrite(expr: sp.Expr, rules: list[Rule]) -> sp.Expr:
+    """Apply ``rules`` bottom-up until none fires (each row strictly simplifies)."""
+    if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, sp.Indexed):
+        return expr
+    node = expr.func(*[rewrite(a, rules) for a in expr.args])
+    out = _apply(rules, node)
+    return rewrite(out, rules) if out != node else node

@@ -1,0 +1,39 @@
+"""``python -m fuzz -n 500 --seed 0``: fuzz the engine; exit 1 on any wrong result."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fuzz.regressions import FOLDER
+from fuzz.run import fuzz
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fuzz", description=__doc__)
+    parser.add_argument("-n", type=int, default=200, help="number of cases (default 200)")
+    parser.add_argument("--seed", type=int, default=0, help="first case seed (default 0)")
+    parser.add_argument("--no-shrink", action="store_true", help="do not shrink or record")
+    parser.add_argument("--max-shrinks", type=int, default=20, help="failure classes to shrink")
+    parser.add_argument("--out", default=str(FOLDER), help="folder for regression op files")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
+    parser.add_argument("--max-definitions", type=int, default=4)
+    args = parser.parse_args(argv)
+    if args.n < 1 or args.timeout <= 0 or args.max_definitions < 1:
+        parser.error("-n, --timeout and --max-definitions must be positive")
+    from pathlib import Path
+
+    summary = fuzz(
+        list(range(args.seed, args.seed + args.n)),
+        shrink_wrong=not args.no_shrink,
+        max_shrinks=args.max_shrinks,
+        folder=Path(args.out),
+        timeout=args.timeout,
+        max_definitions=args.max_definitions,
+    )
+    print(summary.text())
+    return 1 if summary.count("wrong") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""Judge one op: derive and emit its module, run it, compare with the reference interpreter.
+
+The verdict compares, in float64, the generated forward's output and every float input's
+gradient (a random ``grad_out``) with ``derive.reference`` differentiated by torch autograd, and
+for stepwise modules every intermediate's gradient too. Two input draws per op: sizes all
+different (a transpose changes the shape) and sizes at random in 1..4 (size-1 broadcasting).
+An error is relative to the reference tensor's scale: max|mine - ref| <= 1e-10 * max(1, max|ref|).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import random
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import sympy as sp
+import torch
+
+from derive.errors import DerivationError
+from derive.generate import module_source
+from derive.language import Definition, Graph, Op, parse
+from derive.reference import autograd_reference, evaluate
+
+RTOL = 1e-10
+VALUE_LIMIT = 1e4  # inputs are ill-conditioned for a 1e-10 check when values grow past this
+GRAD_LIMIT = 1e6
+KINK_MARGIN = 1e-6  # abs/relu/max arguments at least this far from their kink
+
+
+@dataclass
+class Outcome:
+    status: str  # passed | refused | wrong | skipped
+    kind: str = ""  # what failed: "forward value", "gradient shape", "exception KeyError", ...
+    detail: str = ""
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        what = f"{self.kind}: {self.detail}" if self.kind else self.detail
+        return f"{self.status.upper()}" + (f" ({what})" if what else "")
+
+
+class CaseTimeout(BaseException):  # BaseException: no `except Exception` in sympy swallows it
+    pass
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None):
+    """Raise CaseTimeout after ``seconds`` (main thread only; elsewhere no limit)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _alarm(signum, frame):
+        raise CaseTimeout()
+
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def index_bounds(graph: Graph, sizes: dict) -> dict[str, int]:
+    """For each int64 input: the size of the smallest dimension it subscripts."""
+    bounds: dict[str, int] = {}
+    for step in graph.steps:
+        if not isinstance(step, Definition):
+            continue
+        for ind in step.body.atoms(sp.Indexed):
+            for pos, sub in enumerate(ind.indices):
+                if isinstance(sub, sp.Indexed):
+                    size = int(sp.sympify(ind.base.shape[pos]).subs(sizes))
+                    name = sub.base.label.name
+                    bounds[name] = min(bounds.get(name, size), size)
+    return bounds
+
+
+def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tensor]:
+    """Inputs of the declared shapes: floats uniform in [-1.5, 1.5], ints in their range."""
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    symbols = sorted(graph.sizes, key=str)
+    if distinct and len(symbols) <= 4:
+        values = rng.sample(range(2, 6), len(symbols))
+    else:
+        values = [rng.randint(1, 4) for _ in symbols]
+    sizes = dict(zip(symbols, values))
+    bounds = index_bounds(graph, sizes)
+    inputs = {}
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        shape = tuple(int(sp.sympify(d).subs(sizes)) for d in t.dims)
+        if t.integer:
+            inputs[name] = torch.randint(0, max(1, bounds.get(name, 3)), shape, generator=gen)
+        else:
+            inputs[name] = (torch.rand(shape, generator=gen, dtype=torch.float64) - 0.5) * 3
+    return inputs
+
+
+def load_module(text: str, name: str, folder: Path):
+    path = folder / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(f"fuzzed_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rel_error(mine: torch.Tensor, ref: torch.Tensor) -> float:
+    if not ref.numel():
+        return 0.0
+    diff = float((mine.detach() - ref).abs().max())
+    return diff / max(1.0, float(ref.abs().max())) if diff == diff else float("inf")
+
+
+@dataclass
+class Reference:
+    inputs: dict
+    output: torch.Tensor
+    grad_out: torch.Tensor
+    grads: dict  # float inputs, and every definition's for stepwise ops
+
+
+def reference(graph: Graph, seed: int, distinct: bool) -> Reference | None:
+    """The reference for one draw of inputs, or None if that draw is ill-conditioned."""
+    inputs = draw_inputs(graph, seed, distinct)
+    kinks: list[float] = []
+    with torch.no_grad():
+        values = evaluate(graph, inputs, kinks)
+    if min(kinks, default=1.0) < KINK_MARGIN or not _tame(values.values(), VALUE_LIMIT):
+        return None
+    out = values[graph.output]
+    gen = torch.Generator().manual_seed(seed + 1)
+    grad_out = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    grads = autograd_reference(graph, inputs, grad_out, intermediates=graph.op.stepwise)
+    if not _tame(grads.values(), GRAD_LIMIT):
+        return None
+    return Reference(inputs, out, grad_out, grads)
+
+
+def _tame(tensors, limit: float) -> bool:
+    for t in tensors:
+        if t.is_floating_point() and t.numel():
+            if not bool(torch.isfinite(t).all()) or float(t.abs().max()) > limit:
+                return False
+    return True
+
+
+def compare(module, graph: Graph, ref: Reference) -> tuple[str, str] | None:
+    """The first disagreement of the module with the reference: (kind, detail), or None."""
+    params = {p.name: v for p, v in graph.params.items()}
+    out, saved = module.forward(*[ref.inputs[n] for n in graph.inputs], **params)
+    found = _judge("forward", graph.output, out, ref.output)
+    if found:
+        return found
+    grads = module.backward(ref.grad_out.clone(), saved)
+    if len(grads) != len(graph.inputs):
+        return "gradient count", f"{len(grads)} gradients for {len(graph.inputs)} inputs"
+    for name, mine in zip(graph.inputs, grads):
+        if not graph.tensors[name].integer:
+            found = _judge("gradient", f"d{name}", mine, ref.grads[name])
+            if found:
+                return found
+    if graph.op.stepwise and hasattr(module, "backward_all"):
+        for name, mine in module.backward_all(ref.grad_out.clone(), saved).items():
+            if name in ref.grads and name not in graph.inputs:
+                found = _judge("intermediate gradient", f"d{name}", mine, ref.grads[name])
+                if found:
+                    return found
+    return None
+
+
+def _judge(what: str, name: str, mine, ref: torch.Tensor) -> tuple[str, str] | None:
+    if mine is None:
+        return None if not bool(ref.any()) else (f"{what} missing", f"{name} is None")
+    if not isinstance(mine, torch.Tensor):
+        return f"{what} type", f"{name} is {type(mine).__name__}"
+    if tuple(mine.shape) != tuple(ref.shape):
+        return f"{what} shape", f"{name} has shape {tuple(mine.shape)}, want {tuple(ref.shape)}"
+    err = rel_error(mine, ref)
+    if not err <= RTOL:
+        return f"{what} value", f"{name} off by {err:.3g} (relative)"
+    return None
+
+
+def run_case(
+    op: Op, seed: int, timeout: float | None = 60.0, source: Callable = module_source
+) -> Outcome:
+    """Derive, emit, load and judge ``op`` on two draws of inputs seeded by ``seed``.
+
+    ``source(op, folder)`` renders the module text (a test may hand in a broken one).
+    """
+    start = time.perf_counter()
+    outcome = _run(op, seed, timeout, source)
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
+    try:
+        graph = parse(op)
+    except DerivationError as exc:
+        return Outcome("refused", "parse", str(exc))
+    try:
+        refs = [reference(graph, seed * 2 + k, distinct=k == 0) for k in range(2)]
+    except Exception as exc:  # the reference's problem, not the engine's: never a verdict
+        return Outcome("skipped", "reference", f"{type(exc).__name__}: {exc}")
+    refs = [r for r in refs if r is not None]
+    if not refs:
+        return Outcome("skipped", "ill-conditioned", "no input draw is well-conditioned")
+    try:
+        with deadline(timeout), tempfile.TemporaryDirectory() as folder:
+            try:
+                text = source(op, folder)
+            except DerivationError as exc:
+                if exc.op != op.name:
+                    return Outcome("wrong", "refusal names another op", str(exc))
+                return Outcome("refused", "derivation", str(exc))
+            module = load_module(text, op.name, Path(folder))
+            for ref in refs:
+                found = compare(module, graph, ref)
+                if found:
+                    return Outcome("wrong", *found)
+    except CaseTimeout:
+        return Outcome("wrong", "timeout", f"no result within {timeout:g} s")
+    except Exception as exc:
+        return Outcome(
+            "wrong",
+            f"exception {type(exc).__name__}",
+            str(exc).splitlines()[0][:300] if str(exc) else "",
+        )
+    return Outcome("passed")

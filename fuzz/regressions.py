@@ -1,0 +1,65 @@
+"""Minimal failing ops as op files in tests/regressions/, which the test suite runs.
+
+A file holds the shrunk ``OP``, the input seed it failed with (``SEED``) and a comment saying
+what failed and how to reproduce it. An existing file is never overwritten, and an op already
+recorded (same inputs, definitions, params, mode) is not written again.
+"""
+
+from __future__ import annotations
+
+import re
+import runpy
+from pathlib import Path
+
+from derive.language import Op
+from fuzz.check import Outcome
+from fuzz.ops import op_source
+
+FOLDER = Path(__file__).resolve().parent.parent / "tests" / "regressions"
+
+
+def _key(op: Op) -> tuple:
+    return (tuple(op.inputs), tuple(op.definitions), tuple(sorted(op.params.items())), op.stepwise)
+
+
+def recorded(folder: Path = FOLDER) -> dict[tuple, Path]:
+    """The ops already in the folder, by content."""
+    out = {}
+    for path in sorted(folder.glob("*.py")):
+        namespace = runpy.run_path(str(path))
+        if isinstance(namespace.get("OP"), Op):
+            out[_key(namespace["OP"])] = path
+    return out
+
+
+def short_name(outcome: Outcome, seed: int) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "_", outcome.kind.lower()).strip("_") or "wrong"
+    return f"{slug}_s{seed}"
+
+
+def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLDER) -> Path | None:
+    """Write the regression file; None if this op is already recorded."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if _key(op) in recorded(folder):
+        return None
+    name = short_name(outcome, seed)
+    path = folder / f"{name}.py"
+    k = 1
+    while path.exists():
+        k += 1
+        path = folder / f"{name}_{k}.py"
+    comment = (
+        f"Found by `python -m fuzz` (case seed {seed}), shrunk from {len(original.definitions)}"
+        f" definition(s).\nFailed: {outcome.line()}\n"
+        "Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it)."
+    )
+    text = op_source(op, comment).rstrip("\n") + f"\n\nSEED = {seed}\n"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return path
+
+
+def load(path: Path) -> tuple[Op, int]:
+    namespace = runpy.run_path(str(path))
+    return namespace["OP"], int(namespace.get("SEED", 0))

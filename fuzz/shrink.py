@@ -1,0 +1,141 @@
+"""Shrink a wrong case to a minimal op that still fails the same way.
+
+Greedy, first improvement: try dropping the tail of the op (an earlier definition becomes the
+output), dropping one definition, and in each definition's body replacing one node by one of its
+operands (drop a term of a sum or a factor of a product, unwrap a function or a power); keep
+the first candidate whose verdict is still ``wrong`` with the same kind, and start again.
+Inputs and params that nothing reads any more are dropped. Every candidate is re-parsed, so
+a shrunk op is always a valid op file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+
+import sympy as sp
+from sympy.printing.str import StrPrinter
+
+from derive.errors import DerivationError
+from derive.language import Definition, Op, ReduceMax, parse
+from fuzz.check import Outcome, run_case
+from fuzz.functions import elementwise_extremes
+
+
+class OpPrinter(StrPrinter):
+    """SymPy expressions back into the op language: ``Sum(f, k)``, ``Max(f, c)``."""
+
+    def _print_Sum(self, e: sp.Sum) -> str:
+        return f"Sum({self._print(e.function)}, {', '.join(str(v) for v, *_ in e.limits)})"
+
+    def _print_ReduceMax(self, e: ReduceMax) -> str:
+        return f"Max({self._print(e.function)}, {', '.join(str(v) for v, *_ in e.limits)})"
+
+    def _print_Max(self, e: sp.Max) -> str:
+        return self._extreme(e, 0)
+
+    def _print_Min(self, e: sp.Min) -> str:
+        return self._extreme(e, 1)
+
+    def _extreme(self, e, which: int) -> str:
+        names = elementwise_extremes() or ("Max", "Min")
+        name = sorted(names)[which] if len(names) == 2 else ("Max", "Min")[which]
+        args = [self._print(a) for a in e.args]
+        out = args[0]
+        for a in args[1:]:
+            out = f"{name}({out}, {a})"
+        return out
+
+
+def _print(expr: sp.Expr) -> str:
+    return OpPrinter().doprint(expr)
+
+
+def _lhs(text: str) -> str:
+    return text.split("=", 1)[0].strip()
+
+
+def _nodes(expr: sp.Basic) -> Iterator[sp.Basic]:
+    yield expr
+    for a in expr.args:
+        if isinstance(a, sp.Basic) and not isinstance(a, (sp.Indexed, sp.Tuple)):
+            yield from _nodes(a)
+
+
+def _replacements(body: sp.Expr) -> Iterator[sp.Expr]:
+    """Bodies with one node replaced by something smaller."""
+    for node in _nodes(body):
+        if isinstance(node, (sp.Add, sp.Mul)):
+            for i in range(len(node.args)):
+                rest = node.args[:i] + node.args[i + 1 :]
+                yield body.xreplace({node: node.func(*rest)})
+        elif isinstance(node, sp.Pow):
+            yield body.xreplace({node: node.base})
+        elif isinstance(node, (sp.Function, sp.Max, sp.Min)) and node.args:
+            for a in node.args:
+                yield body.xreplace({node: a})
+
+
+def _candidates(op: Op) -> Iterator[Op]:
+    yield prune(op)
+    defs = list(op.definitions)
+    for k in range(len(defs) - 1):  # an earlier definition becomes the output
+        yield dataclasses.replace(op, definitions=defs[: k + 1])
+    for k in range(len(defs) - 1):
+        yield dataclasses.replace(op, definitions=defs[:k] + defs[k + 1 :])
+    if op.stepwise:
+        yield dataclasses.replace(op, stepwise=False)
+    try:
+        graph = parse(op)
+    except DerivationError:
+        return
+    for k, step in enumerate(graph.steps):
+        if not isinstance(step, Definition):
+            continue
+        seen = {step.body}
+        for body in _replacements(step.body):
+            if body in seen or body.is_number:
+                continue
+            seen.add(body)
+            text = f"{_lhs(defs[k])} = {_print(body)}"
+            yield dataclasses.replace(op, definitions=defs[:k] + [text] + defs[k + 1 :])
+
+
+def prune(op: Op) -> Op:
+    """Drop inputs and params that no definition reads (a candidate: sizes may go with them)."""
+    try:
+        graph = parse(op)
+    except DerivationError:
+        return op
+    read: set[str] = set()
+    for step in graph.steps:
+        if isinstance(step, Definition):
+            read |= {b.label.name for b in step.body.atoms(sp.IndexedBase)}
+            read |= {s.name for s in step.body.free_symbols}
+        else:
+            read.add(step.source)
+    inputs = [t for t, name in zip(op.inputs, graph.inputs) if name in read]
+    params = {k: v for k, v in op.params.items() if k in read}
+    return dataclasses.replace(op, inputs=inputs, params=params)
+
+
+def shrink(
+    op: Op, seed: int, failure: Outcome, budget: float = 90.0, max_checks: int = 150
+) -> tuple[Op, Outcome]:
+    """The smallest op found that still fails as ``failure`` did (same status and kind)."""
+    start, checks, best, best_outcome = time.perf_counter(), 0, op, failure
+    improved = True
+    while improved and checks < max_checks and time.perf_counter() - start < budget:
+        improved = False
+        for cand in _candidates(best):
+            if cand == best:
+                continue
+            checks += 1
+            outcome = run_case(cand, seed, timeout=30.0)
+            if outcome.status == "wrong" and outcome.kind == failure.kind:
+                best, best_outcome, improved = cand, outcome, True
+                break
+            if checks >= max_checks or time.perf_counter() - start >= budget:
+                break
+    return best, best_outcome

@@ -1,0 +1,20 @@
+"""fuzz case, seed 342"""
+
+# Found by `python -m fuzz` (case seed 342), shrunk from 3 definition(s).
+# Failed: WRONG (exception ValueError: unsupported delta term grad_out*KroneckerDelta(Kx_argmax, j1))
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+from derive import Op
+
+OP = Op(
+    name='fuzz342',
+    doc='fuzz case, seed 342',
+    inputs=[
+        'Wq[I, J, J]',
+    ],
+    definitions=[
+        'emb[g] = Sum(Wq[z, mm, g], mm, z)',
+        'Kx = Max(emb[p], p)',
+    ],
+)
+
+SEED = 342

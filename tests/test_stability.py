@@ -1,0 +1,86 @@
+"""Range: where the forward is finite, the generated forward and backward are finite and exact.
+
+The ops are written the natural way (tests/cases/); the identity tables in derive/identities.py
+rewrite them (1/(1 + e^-z) -> sigmoid, log(1 + e^x) -> softplus, log(sigmoid) -> -softplus(-z)).
+References are written independently in torch with range-safe functions (logaddexp).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from derive.check import load_module
+from derive.derivation import derive
+from derive.generate import load_op, module_source
+from derive.language import parse
+
+CASES = Path(__file__).resolve().parent / "cases"
+EXTREMES = torch.tensor(
+    [-1e4, -800.0, -40.0, -1.0, 0.0, 2.0, 40.0, 800.0, 1e4], dtype=torch.float64
+)
+
+# g (s - 1) / N is the collapsed form the issue asks for: where s rounds to 1 (z > 37) it is 0
+# against an exact e^-z / N, an absolute error below one ulp of the gradient scale
+GRAD_ATOL = 1e-16
+
+
+def _softplus(x: torch.Tensor) -> torch.Tensor:
+    return torch.logaddexp(x, torch.zeros_like(x))
+
+
+def _module(name: str, tmp_path: Path):
+    op = load_op(CASES / f"{name}.py")
+    path = tmp_path / f"{name}.py"
+    path.write_text(module_source(op, tmp_path))
+    return load_module(path), op
+
+
+def _reference_grad(f, *inputs):
+    leaves = [x.clone().requires_grad_(True) for x in inputs]
+    out = f(*leaves)
+    return out.detach(), torch.autograd.grad(out.sum(), leaves)
+
+
+def test_log_sigmoid_loss_collapses_and_stays_finite(tmp_path: Path) -> None:
+    d = derive(parse(load_op(CASES / "log_sigmoid_loss.py")))
+    assert str(d.final["z"]) == "-grad_out*(1 - s[n])/N"
+    module, _ = _module("log_sigmoid_loss", tmp_path)
+    loss, saved = module.forward(EXTREMES)
+    (dz,) = module.backward(torch.tensor(1.0, dtype=torch.float64), saved)
+    want, (want_dz,) = _reference_grad(lambda z: _softplus(-z).mean(), EXTREMES)
+    assert torch.isfinite(loss) and torch.isfinite(dz).all()
+    assert torch.allclose(loss, want, rtol=1e-12, atol=0)
+    assert torch.allclose(dz, want_dz, rtol=1e-12, atol=GRAD_ATOL)
+
+
+def test_binary_cross_entropy_collapses_to_s_minus_y(tmp_path: Path) -> None:
+    d = derive(parse(load_op(CASES / "binary_cross_entropy.py")))
+    assert str(d.final["z"]) == "grad_out*(s[n] - y[n])/N"
+    module, _ = _module("binary_cross_entropy", tmp_path)
+    y = torch.linspace(0, 1, len(EXTREMES), dtype=torch.float64)
+    loss, saved = module.forward(EXTREMES, y)
+    dz, dy = module.backward(torch.tensor(1.0, dtype=torch.float64), saved)
+
+    def reference(z, y):  # -[y log s + (1 - y) log(1 - s)] with log s = -softplus(-z)
+        return (y * _softplus(-z) + (1 - y) * _softplus(z)).mean()
+
+    want, (want_dz, want_dy) = _reference_grad(reference, EXTREMES, y)
+    assert torch.isfinite(loss) and torch.isfinite(dz).all() and torch.isfinite(dy).all()
+    assert torch.allclose(loss, want, rtol=1e-12)
+    assert torch.allclose(dz, want_dz, rtol=1e-12, atol=GRAD_ATOL)
+    assert torch.allclose(dy, want_dy, rtol=1e-12)
+
+
+@pytest.mark.parametrize("x", [-800.0, -40.0, -1.0, 0.0, 1.0, 40.0, 800.0])
+def test_mish_is_finite_and_exact(x: float, tmp_path: Path) -> None:
+    module, _ = _module("mish", tmp_path)
+    xs = torch.tensor([x], dtype=torch.float64)
+    out, saved = module.forward(xs)
+    (dx,) = module.backward(torch.ones_like(out), saved)
+    want, (want_dx,) = _reference_grad(lambda v: v * torch.tanh(_softplus(v)), xs)
+    assert torch.isfinite(out).all() and torch.isfinite(dx).all()
+    assert torch.allclose(out, want, rtol=1e-12, atol=1e-300)
+    assert torch.allclose(dx, want_dx, rtol=1e-12, atol=1e-300)
