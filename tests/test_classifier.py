@@ -222,6 +222,28 @@ def test_resume_refuses_options_that_change_the_run(folder, tmp_path):
     assert code == 2 and "--resume" in stderr and "--overwrite" in stderr
 
 
+def test_files_a_run_did_not_write_are_never_replaced(folder, tmp_path):
+    mine = tmp_path / "notes.txt"
+    mine.write_text("my notes")
+    for extra in (["--checkpoint", str(mine), "--overwrite"], ["--metrics", str(mine)]):
+        code, _, stderr = classify(*run_args(folder, tmp_path / "run", *extra, steps=5))
+        assert code == 2 and stderr.count("\n") == 1
+        assert f"{mine} exists and " in stderr and "refusing to replace it" in stderr
+        assert mine.read_text() == "my notes"
+    code, _, stderr = classify(*run_args(folder, tmp_path / "run", "--resume", "--overwrite"))
+    assert code == 2 and "give one" in stderr
+
+
+def test_a_damaged_checkpoint_is_refused(folder, tmp_path):
+    out = tmp_path / "run"
+    assert classify(*run_args(folder, out, "--no-figure", steps=5))[0] == 0
+    payload = torch.load(out / "checkpoint.pt", weights_only=True)
+    payload["params"]["W1"][0, 0] += 1.0  # contents changed, digest kept
+    torch.save(payload, out / "checkpoint.pt")
+    code, _, stderr = classify("--resume", "--out", str(out), "--steps", "10")
+    assert code == 2 and "is damaged" in stderr
+
+
 def test_a_nan_loss_stops_and_keeps_the_last_good_checkpoint(folder, tmp_path):
     extra = ["--optimizer", "sgd", "--lr", "1e30", "--checkpoint-every", "1"]
     code, stdout, stderr = classify(*run_args(folder, tmp_path, *extra))

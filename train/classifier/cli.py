@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from train import checkpoint
+from train import checkpoint, preflight
 from train.classifier import loop
 from train.classifier.config import MOMENTUM_OPTIMIZERS
 from train.classifier.data import DIGITS, load_data
@@ -38,14 +38,29 @@ def checkpoint_path(args: argparse.Namespace) -> Path:
     return Path(args.checkpoint) if args.checkpoint else Path(args.out) / "checkpoint.pt"
 
 
+def check_paths(args: argparse.Namespace, ckpt: Path) -> None:
+    """Before anything loads: a run replaces only files a run wrote, and only when told to."""
+    preflight.check_options(args)  # --resume with --overwrite, --out a file, ...
+    if not args.resume and ckpt.exists():
+        if not checkpoint.is_checkpoint(ckpt):
+            raise UsageError(
+                f"{ckpt} exists and is not a backgen training checkpoint; refusing to replace "
+                "it: choose another --out or --checkpoint"
+            )
+        if not args.overwrite:
+            raise UsageError(
+                f"{ckpt} already holds a run; add --resume to continue it, --overwrite to "
+                "start over, or pick another --out"
+            )
+    out = Path(args.out)
+    extra = [Path(args.metrics)] if args.metrics else []
+    preflight.check_outputs([out / "metrics.json", out / "monitor.png", *extra])
+
+
 def start(args: argparse.Namespace, ckpt: Path) -> loop.Run:
     """A new run, or the checkpoint's run when resuming, with its data loaded and checked."""
+    check_paths(args, ckpt)
     saved = loop.load_checkpoint(ckpt) if args.resume else None
-    if saved is None and ckpt.exists() and not args.overwrite:
-        raise UsageError(
-            f"{ckpt} already holds a run; add --resume to continue it, --overwrite to start "
-            "over, or pick another --out"
-        )
     config = resolve_config(args, saved)
     data_arg = args.data
     if saved and not data_arg:
@@ -130,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     try:
         return cmd_train(args)
-    except (DataError, checkpoint.CheckpointError, UsageError) as exc:
+    except (DataError, checkpoint.CheckpointError, UsageError, preflight.UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Diverged as exc:

@@ -106,16 +106,21 @@ def snapshot(run: Run) -> dict:
 
 
 def load_checkpoint(path: Path) -> dict:
-    """A classifier checkpoint written by ``checkpoint.save(path, snapshot(run))``."""
-    path = Path(path)
-    if not path.is_file():
-        raise checkpoint.CheckpointError(f"no checkpoint at {path}")
-    try:
-        payload = torch.load(path, weights_only=True)
-    except Exception as exc:  # torch raises several types for a damaged or foreign file
-        raise checkpoint.CheckpointError(f"cannot read checkpoint {path}: {exc}") from None
-    if not isinstance(payload, dict) or payload.get("model") != MODEL:
-        raise checkpoint.CheckpointError(f"{path} is not a classifier training checkpoint")
+    """A classifier checkpoint written by ``checkpoint.save(path, snapshot(run))``, its
+    contents checked against the sha256 digest ``save`` stored in it."""
+    payload = checkpoint.read(path)
+    if payload.get("model") != MODEL:
+        raise checkpoint.CheckpointError(
+            f"{path} is not a classifier checkpoint (the MLP's resume without --model)"
+        )
+    stored = payload.pop("sha256", None)
+    if stored is None or stored != checkpoint.content_digest(payload):
+        raise checkpoint.CheckpointError(
+            f"checkpoint {path} is damaged: its contents do not match its sha256 checksum"
+        )
+    missing = [k for k in ("config", "data", "step", "params", "optimizer") if k not in payload]
+    if missing:
+        raise checkpoint.CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
     return payload
 
 
