@@ -8,12 +8,15 @@ STAMP := $(VENV)/.installed
 # The names data: a local copy when one is at hand, otherwise train/ downloads and verifies it.
 DATA ?= $(firstword $(wildcard ../shared/data/names.txt))
 TRAIN_ARGS ?=
+CLASSIFIER_ARGS ?=
 OP ?=
 
-.PHONY: help venv generate test lint format train check-generated clean fuzz
+.PHONY: help venv generate test lint format train classifier check-generated clean fuzz
 
 help:
 	@echo "make train     train the makemore MLP with the generated backward (DATA=path/to/names.txt)"
+	@echo "make classifier  train the seed's MLP digit classifier (MNIST if given, else the"
+	@echo "               bundled 8x8 digits) with the generated backward (CLASSIFIER_ARGS=...)"
 	@echo "make test      run the test suite"
 	@echo "make generate  derive and emit generated/ from the op catalogue"
 	@echo "make show OP=cross_entropy   print an op's derivation step by step (OP: a name or an op file)"
@@ -78,6 +81,10 @@ fuzz: $(STAMP)
 # BACKGEN_MAKE_TARGET: train's hints then say `make train TRAIN_ARGS=--resume`, not python -m.
 train: $(STAMP)
 	BACKGEN_MAKE_TARGET=train $(PY) -m train $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
+
+# MNIST from --data DIR, $$BACKGEN_MNIST, data/mnist/ or a download; with none, the bundled digits
+classifier: $(STAMP)
+	BACKGEN_MAKE_TARGET=classifier $(PY) -m train --model classifier $(CLASSIFIER_ARGS)
 
 # glibc serves allocations above its mmap threshold (at most 32 MiB) with a fresh mmap: every
 # 64 MiB temporary of the large size is then mapped, page-faulted and zeroed anew each step and

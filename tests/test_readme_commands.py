@@ -34,6 +34,7 @@ from tests.test_train import write_words
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_RUN = ["--steps", "300", "--n-embd", "4", "--n-hidden", "16", "--batch-size", "16"]
+SMALL_CLASSIFIER = ["--steps", "30", "--hidden", "16", "--batch-size", "16"]
 THE_TEST_THAT_BROKE = "test_bad_data_in_a_real_process_has_no_traceback"
 LEFT_OUT = (".git", ".venv", "runs", "data", "__pycache__", ".pytest_cache", ".ruff_cache")
 
@@ -79,6 +80,8 @@ def test_readme_commands_run_in_order(tmp_path):
         "DATA": str(words),
         "BACKGEN_DATA": str(words),
         "TRAIN_ARGS": " ".join(SMALL_RUN),
+        "CLASSIFIER_ARGS": " ".join(SMALL_CLASSIFIER),
+        "BACKGEN_MNIST": "digits",  # documented; never a download in the test
         "PYTEST_ADDOPTS": f"-k {THE_TEST_THAT_BROKE}",
     }
     (clone / "my_ops").mkdir()  # the README's "Add your own op" file, as it shows it
@@ -87,7 +90,7 @@ def test_readme_commands_run_in_order(tmp_path):
     for command in readme_commands():
         argv = shlex.split(command)
         if is_training(argv):
-            argv += SMALL_RUN
+            argv += SMALL_CLASSIFIER if "classifier" in argv else SMALL_RUN
         result = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True)
         assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr}"
         assert "Traceback" not in result.stderr, command

@@ -1,5 +1,6 @@
-"""``python -m train``: see ``train.cli`` for the options."""
+"""``python -m train``: the makemore MLP (see ``train.cli``); ``--model classifier``: the digit
+classifier (see ``train.classifier.cli``). ``train.models`` picks."""
 
-from train.cli import main
+from train.models import main
 
 raise SystemExit(main())

@@ -1,0 +1,161 @@
+"""``python -m train --model classifier``: options, then train (or resume), test and report.
+
+Errors a user can fix (data, checkpoint, options) print one line and exit 2; a diverged run
+exits 1; Ctrl-C saves a checkpoint and exits 130. The same codes as the MLP's ``train.cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from train import checkpoint, preflight
+from train.classifier import loop
+from train.classifier.config import MOMENTUM_OPTIMIZERS
+from train.classifier.data import DIGITS, load_data
+from train.classifier.monitor import ClassifierProgress
+from train.classifier.options import (
+    MONITOR_EVERY,
+    PROG,
+    UsageError,
+    build_parser,
+    resolve_config,
+)
+from train.classifier.report import finish, write_progress
+from train.data import DataError
+from train.loop import Diverged, Interrupted
+
+EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
+MAKE_ENV = "BACKGEN_MAKE_TARGET"  # `make classifier` sets it, so hints name the make line
+
+
+def checkpoint_path(args: argparse.Namespace) -> Path:
+    return Path(args.checkpoint) if args.checkpoint else Path(args.out) / "checkpoint.pt"
+
+
+def check_paths(args: argparse.Namespace, ckpt: Path) -> None:
+    """Before anything loads: a run replaces only files a run wrote, and only when told to."""
+    preflight.check_options(args)  # --resume with --overwrite, --out a file, ...
+    if not args.resume and ckpt.exists():
+        if not checkpoint.is_checkpoint(ckpt):
+            raise UsageError(
+                f"{ckpt} exists and is not a backgen training checkpoint; refusing to replace "
+                "it: choose another --out or --checkpoint"
+            )
+        if not args.overwrite:
+            raise UsageError(
+                f"{ckpt} already holds a run; add --resume to continue it, --overwrite to "
+                "start over, or pick another --out"
+            )
+    out = Path(args.out)
+    extra = [Path(args.metrics)] if args.metrics else []
+    preflight.check_outputs([out / "metrics.json", out / "monitor.png", *extra])
+
+
+def start(args: argparse.Namespace, ckpt: Path) -> loop.Run:
+    """A new run, or the checkpoint's run when resuming, with its data loaded and checked."""
+    check_paths(args, ckpt)
+    saved = loop.load_checkpoint(ckpt) if args.resume else None
+    config = resolve_config(args, saved)
+    data_arg = args.data
+    if saved and not data_arg:
+        data_arg = DIGITS if saved["data"]["name"] == DIGITS else saved["data"]["source"]
+    verify = not args.no_verify and not (saved and saved["data"]["name"] == "idx")
+    data = load_data(data_arg, verify=verify)
+    if saved is None:
+        return loop.new_run(config, data, args.monitor_every or MONITOR_EVERY)
+    if data.sha256 != saved["data"]["sha256"]:
+        raise UsageError(f"{data.source} is not the data this checkpoint was trained on")
+    return loop.restore_run(saved, config, data, args.monitor_every)
+
+
+def describe(run: loop.Run) -> str:
+    c, d = run.config, run.data
+    n_params = sum(p.numel() for p in run.params.values())
+    sizes = " -> ".join(str(n) for n in [d.n_features, *c.hidden, 10])
+    extra = f" momentum {c.momentum:g}" if c.optimizer in MOMENTUM_OPTIMIZERS else ""
+    extra += f" weight decay {c.weight_decay:g}" if c.weight_decay else ""
+    extra += f", clip grad norm {c.clip_grad_norm:g}" if c.clip_grad_norm else ""
+    return (
+        f"data: {d.source}: train {len(d.Y_train):,} / val {len(d.Y_val):,} / test "
+        f"{len(d.Y_test):,} images of {d.image_shape[0]}x{d.image_shape[1]}\n"
+        f"MLP {sizes} ({n_params:,} parameters), backward {c.backward}, {c.dtype}\n"
+        f"{c.optimizer} lr {c.lr:g} then {c.lr / 10:g} from step {c.steps // 2:,}{extra}, "
+        f"batch {c.batch_size}, steps {run.step:,} -> {c.steps:,}"
+    )
+
+
+def resume_hint(args: argparse.Namespace) -> str:
+    """How to continue: the make line under ``make classifier``, else the python one."""
+    flags = f"--resume --out {args.out}" + (
+        f" --checkpoint {args.checkpoint}" if args.checkpoint else ""
+    )
+    if os.environ.get(MAKE_ENV) == "classifier":
+        return f"make classifier CLASSIFIER_ARGS={shlex.quote(flags)}"
+    return f"{PROG} {flags}"
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    ckpt = checkpoint_path(args)
+    run = start(args, ckpt)
+    print(describe(run), flush=True)
+    out_dir, metrics_file = Path(args.out), Path(args.metrics) if args.metrics else None
+    progress = ClassifierProgress(run.config.steps, run.step)
+    try:
+        try:
+            loop.train(
+                run,
+                ckpt,
+                args.checkpoint_every,
+                progress,
+                lambda r: write_progress(r, out_dir, metrics_file),
+            )
+        finally:
+            progress.close()
+    except Interrupted:
+        checkpoint.save(ckpt, loop.snapshot(run))
+        print(f"interrupted at step {run.step:,}; saved {ckpt}", file=sys.stderr)
+        print(f"resume with: {resume_hint(args)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
+        print(f"stopped without saving. {last_good(ckpt)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    done = finish(run, ckpt, out_dir, metrics_file, figure=not args.no_figure)
+    return 0 if done else EXIT_DIVERGED
+
+
+def last_good(ckpt: Path) -> str:
+    try:
+        return (
+            f"Kept the last good checkpoint {ckpt} (step {loop.load_checkpoint(ckpt)['step']:,})."
+        )
+    except checkpoint.CheckpointError:
+        return "No checkpoint was written before that."
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code instead of raising for every expected failure."""
+    args = build_parser().parse_args(argv)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)
+    try:
+        return cmd_train(args)
+    except (DataError, checkpoint.CheckpointError, UsageError, preflight.UsageError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Diverged as exc:
+        print(
+            f"error: training diverged: {exc}. {last_good(checkpoint_path(args))}", file=sys.stderr
+        )
+        print("Try a smaller --lr, or --clip-grad-norm.", file=sys.stderr)
+        return EXIT_DIVERGED
+    except KeyboardInterrupt:
+        print("interrupted; nothing was saved", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        torch.set_num_threads(threads)
