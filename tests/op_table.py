@@ -10,7 +10,18 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from generated import batchnorm, cross_entropy, embedding, linear, tanh
+from generated import (
+    batchnorm,
+    cross_entropy,
+    embedding,
+    linear,
+    log_softmax,
+    logsumexp,
+    relu,
+    sigmoid,
+    softmax,
+    tanh,
+)
 
 
 @dataclass(frozen=True)
@@ -66,12 +77,28 @@ def _make_cross_entropy(rng, gen, dtype):
     ]
 
 
+def _make_rows(rng, gen, dtype):
+    # x[..., C]: one to three leading dims, rows of 1 to 7 entries, spread for range
+    shape = tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 3))) + (rng.randint(1, 7),)
+    return [torch.randn(shape, generator=gen, dtype=dtype) * 3]
+
+
+def _make_relu(rng, gen, dtype):
+    (x,) = _make_tanh(rng, gen, dtype)
+    return [torch.where(x.abs() < 0.05, torch.zeros_like(x), x)]  # the kink itself included
+
+
 OPS = [
     OpSpec("linear", linear, lambda x, W, b: x @ W + b, _make_linear),
     OpSpec("tanh", tanh, torch.tanh, _make_tanh),
     OpSpec("embedding", embedding, lambda idx, C: C[idx], _make_embedding),
     OpSpec("batchnorm", batchnorm, _bn_reference, _make_batchnorm),
     OpSpec("cross_entropy", cross_entropy, F.cross_entropy, _make_cross_entropy),
+    OpSpec("relu", relu, torch.relu, _make_relu),
+    OpSpec("sigmoid", sigmoid, torch.sigmoid, _make_tanh),
+    OpSpec("softmax", softmax, lambda x: torch.softmax(x, -1), _make_rows),
+    OpSpec("log_softmax", log_softmax, lambda x: torch.log_softmax(x, -1), _make_rows),
+    OpSpec("logsumexp", logsumexp, lambda x: torch.logsumexp(x, -1), _make_rows),
 ]
 
 

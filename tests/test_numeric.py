@@ -126,3 +126,28 @@ def test_function_takes_params_positionally() -> None:
     expected, _ = batchnorm.forward(x.detach(), gain, bias, eps=0.5)
     assert torch.allclose(out, expected)
     assert torch.autograd.gradcheck(lambda t: batchnorm.Function.apply(t, gain, bias, 0.5), (x,))
+
+
+def test_relu_gradient_at_exactly_zero_is_zero() -> None:
+    spec = next(s for s in OPS if s.name == "relu")
+    x = torch.tensor([-1.0, 0.0, 2.0], dtype=torch.float64)
+    _, saved = spec.module.forward(x)
+    (dx,) = spec.module.backward(torch.ones_like(x), saved)
+    assert dx.tolist() == [0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "logsumexp"])
+@pytest.mark.parametrize("columns", [1, 5])
+def test_rows_of_extreme_values_stay_finite_and_exact(name: str, columns: int) -> None:
+    spec = next(s for s in OPS if s.name == name)
+    x = torch.tensor([[1e4, -1e4, 0.0, 1e4 - 1, -3.0], [-1e4] * 5], dtype=torch.float64)
+    x = x[:, :columns].contiguous()
+    out, saved = spec.module.forward(x)
+    grad_out = torch.linspace(-1, 1, out.numel(), dtype=torch.float64).reshape(out.shape)
+    (dx,) = spec.module.backward(grad_out, saved)
+    leaf = x.clone().requires_grad_(True)
+    ref = spec.reference(leaf)
+    (want,) = torch.autograd.grad(ref, leaf, grad_out)
+    assert torch.isfinite(out).all() and torch.isfinite(dx).all()
+    assert torch.allclose(out, ref.detach(), rtol=1e-12, atol=1e-12)
+    assert torch.allclose(dx, want, rtol=1e-12, atol=1e-12)

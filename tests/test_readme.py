@@ -30,3 +30,12 @@ def test_quoted_torch_lines_are_in_the_generated_modules() -> None:
 def test_add_your_own_op_example_is_the_tested_op_file() -> None:
     example = _python_blocks()[1].split("\n", 1)[1]  # drop the "# my_ops/sigmoid.py" comment
     assert example.strip() == SIGMOID.strip()
+
+
+def test_op_language_table_lists_exactly_the_registry() -> None:
+    from derive.functions import FUNCTIONS
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## The op language") : text.index("## Check an op")]
+    listed = re.findall(r"^\| `(\w+)\(", section, flags=re.M)
+    assert listed == list(FUNCTIONS)
