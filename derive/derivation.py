@@ -58,13 +58,14 @@ class Collapser:
     def __init__(self, g: Graph, adj: Adjoints) -> None:
         self.adj, self.canon, self.memo = adj, Canon(g, adj.fresh), {}
         self.simplifier, self.patterns = Simplifier(self.canon.reductions), self.canon.patterns()
+        self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
 
     def raw(self, tensor: str) -> sp.Expr:
         return inline(self.adj, tensor, self.memo)
 
     def simplified(self, tensor: str) -> sp.Expr:
         simplified = self.simplifier.simplify(self.canon.inline(self.raw(tensor)))
-        return _tidy(fold(simplified, self.patterns))
+        return _tidy(fold(simplified, self.patterns, self.folded))
 
 
 def _collapsed(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
@@ -76,11 +77,11 @@ def _collapsed(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
 
 
 def _stepwise(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
-    simplifier, patterns = Simplifier(), _local_patterns(g)
+    simplifier, patterns, folded = Simplifier(), _local_patterns(g), {}
     order = [s.name for s in reversed(g.steps) if s.name in adj.exprs]
     order += [t for t in g.inputs if t in adj.exprs]
     raw = {t: adj.exprs[t] for t in order}
-    final = {t: _tidy(fold(simplifier.simplify(raw[t]), patterns)) for t in order}
+    final = {t: _tidy(fold(simplifier.simplify(raw[t]), patterns, folded)) for t in order}
     return order, raw, final
 
 

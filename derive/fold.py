@@ -160,20 +160,29 @@ def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
     return e
 
 
-def fold(expr: sp.Expr, patterns: list[Pattern]) -> sp.Expr:
+def fold(expr: sp.Expr, patterns: list[Pattern], memo: dict | None = None) -> sp.Expr:
     """Fold canonical sub-expressions back into the intermediates that name them.
 
     Top-down, so the largest instance wins: ``exp(l - M) / S`` becomes ``probs`` before its
-    ``l - M`` could become ``norm_logits``.
+    ``l - M`` could become ``norm_logits``. ``memo`` (for one list of patterns) folds each
+    distinct sub-expression once: a shared subtree is not folded again per occurrence.
     """
     if not isinstance(expr, sp.Basic) or not expr.args:
         return expr
+    memo = {} if memo is None else memo
+    if expr not in memo:
+        memo[expr] = _fold(expr, patterns, memo)
+    return memo[expr]
+
+
+def _fold(expr: sp.Expr, patterns: list[Pattern], memo: dict) -> sp.Expr:
     if isinstance(expr, sp.Sum):
-        return sp.Sum(fold(expr.function, patterns), *expr.limits)
+        return sp.Sum(fold(expr.function, patterns, memo), *expr.limits)
     node = _fold_node(patterns, expr)
-    plain = (
-        fold(node, patterns) if node != expr else expr.func(*[fold(a, patterns) for a in expr.args])
-    )
+    if node != expr:
+        plain = fold(node, patterns, memo)
+    else:
+        plain = expr.func(*[fold(a, patterns, memo) for a in expr.args])
     sums = [f for f in expr.args if isinstance(f, sp.Sum)] if isinstance(expr, sp.Mul) else []
     if len(sums) != 1:
         return plain
@@ -181,10 +190,10 @@ def fold(expr: sp.Expr, patterns: list[Pattern]) -> sp.Expr:
     (s,) = sums
     k = s.limits[0][0]
     others = sp.Mul(*[f for f in expr.args if f is not s])
-    inner = fold(others * s.function, patterns)
+    inner = fold(others * s.function, patterns, memo)
     outside = [f for f in sp.Mul.make_args(inner) if not f.has(k)]
     kept = [f for f in sp.Mul.make_args(inner) if f.has(k)]
-    pulled = fold(sp.Mul(*outside), patterns) * sp.Sum(sp.Mul(*kept), *s.limits)
+    pulled = fold(sp.Mul(*outside), patterns, memo) * sp.Sum(sp.Mul(*kept), *s.limits)
     return pulled if cost(pulled) < cost(plain) else plain
 
 

@@ -30,18 +30,24 @@ def is_reduction(e: sp.Basic) -> bool:
 
 
 def freshen_bound(expr: sp.Expr, fresh: Fresh) -> sp.Expr:
-    """Rename every bound index of ``expr`` to a fresh symbol (no capture on substitution)."""
-    if not isinstance(expr, sp.Basic) or not expr.args:
+    """Rename every bound index of ``expr`` to a fresh symbol (no capture on substitution).
+
+    One pass, outermost reduction first: renaming level by level would rebuild a nest of d
+    reductions d times.
+    """
+
+    def walk(e: sp.Basic, env: dict) -> sp.Basic:
+        if not e.args:
+            return env.get(e, e)
+        if not is_reduction(e):
+            return e.func(*[walk(a, env) for a in e.args])
+        new = [fresh() for _ in e.limits]
+        body = walk(e.function, {**env, **{lim[0]: v for lim, v in zip(e.limits, new)}})
+        return e.func(body, *[(v, lo, hi) for v, (_, lo, hi) in zip(new, e.limits, strict=True)])
+
+    if not isinstance(expr, sp.Basic) or not expr.has(sp.Sum, ReduceMax):
         return expr
-    if is_reduction(expr):
-        body = freshen_bound(expr.function, fresh)
-        limits = []
-        for var, lo, hi in expr.limits:
-            new = fresh()
-            body = body.xreplace({var: new})
-            limits.append((new, lo, hi))
-        return expr.func(body, *limits)
-    return expr.func(*[freshen_bound(a, fresh) for a in expr.args])
+    return walk(expr, {})
 
 
 def top_indexed(expr: sp.Expr) -> list[sp.Indexed]:

@@ -9,6 +9,7 @@ apply. A rule that *rewrites* (rather than reduces) is accepted only when it low
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,11 +29,36 @@ class Reduction:
     limit: Limit
 
 
+@functools.lru_cache(maxsize=4096)
 def cost(expr: sp.Expr) -> int:
-    """Sums are full passes over a tensor; count them heavily, then the arithmetic."""
+    """Sums are full passes over a tensor; count them heavily, then the arithmetic.
+
+    Cached: the simplifier and the folder compare the same candidates repeatedly.
+    """
     return 10 * sum(1 for _ in sp.preorder_traversal(expr) if isinstance(_, sp.Sum)) + int(
         sp.count_ops(expr)
     )
+
+
+# Distributing a product over sums multiplies their term counts: (a1 + b1)...(an + bn) has 2**n
+# terms. A product is expanded only while that count stays under this bound, so a chain of n
+# factors (1 - tanh(..)**2) is left as a product instead of taking 2**n work.
+EXPAND_TERMS = 16
+
+
+def expanded_terms(e: sp.Expr, limit: int = EXPAND_TERMS) -> int:
+    """How many terms ``expand_mul(e)`` would have, counted without expanding (capped at limit+1).
+
+    terms(a + b) = terms(a) + terms(b), terms(a b) = terms(a) terms(b), terms(leaf) = 1.
+    """
+    if isinstance(e, sp.Add):
+        return min(sum(expanded_terms(a, limit) for a in e.args), limit + 1)
+    if isinstance(e, sp.Mul):
+        n = 1
+        for a in e.args:
+            n = min(n * expanded_terms(a, limit), limit + 1)
+        return n
+    return 1
 
 
 def _factors(e: sp.Expr) -> list[sp.Expr]:
@@ -94,6 +120,8 @@ def _expand_if_cheaper(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | 
     k = lim[0]
     if not any(isinstance(f, sp.Add) and f.has(k) for f in _factors(body)):
         return None
+    if expanded_terms(body) > EXPAND_TERMS:
+        return None
     expanded = sp.expand_mul(body)
     if not isinstance(expanded, sp.Add):
         return None
@@ -133,6 +161,7 @@ class Simplifier:
 
     def __init__(self, reductions: list[Reduction] = ()) -> None:
         self.reductions = list(reductions)
+        self._memo: dict[sp.Basic, sp.Basic] = {}
 
     def simplify(self, expr: sp.Expr) -> sp.Expr:
         return self._walk(sp.sympify(expr))
@@ -149,6 +178,11 @@ class Simplifier:
     def _walk(self, e: sp.Expr) -> sp.Expr:
         if not isinstance(e, sp.Basic) or not e.args:
             return e
+        if e not in self._memo:
+            self._memo[e] = self._walk_node(e)
+        return self._memo[e]
+
+    def _walk_node(self, e: sp.Expr) -> sp.Expr:
         if isinstance(e, sp.Sum):
             return self.sum(self._walk(e.function), tuple(e.limits))
         e = e.func(*[self._walk(a) for a in e.args])
@@ -163,7 +197,8 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     combined = sp.powsimp(e, combine="exp")
     if cost(combined) < cost(best):
         best = combined
-    if any(isinstance(f, sp.Add) for f in _factors(best)):
+    adds = any(isinstance(f, sp.Add) for f in _factors(best))
+    if adds and expanded_terms(best) <= EXPAND_TERMS:
         expanded = sp.expand_mul(best)
         if isinstance(expanded, sp.Add):
             expanded = walk(sp.Add(*[sp.powsimp(t, combine="exp") for t in expanded.args]))
