@@ -9,6 +9,7 @@ Two shapes of result:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import sympy as sp
@@ -26,13 +27,38 @@ class Derivation:
     graph: Graph
     adjoints: Adjoints
     order: list[str]  # tensors whose adjoint the backward computes, in computation order
-    raw: dict[str, sp.Expr]  # as first derived (collapsed: inlined but unsimplified)
+    raw: Mapping[str, sp.Expr]  # as first derived (collapsed: inlined but unsimplified, lazy)
     final: dict[str, sp.Expr]  # simplified and folded
     saved: list[str]  # forward tensors the backward reads (inputs, intermediates, argmaxes)
 
     @property
     def stepwise(self) -> bool:
         return self.graph.op.stepwise
+
+
+class Lazy(Mapping[str, sp.Expr]):
+    """``{tensor: expression}`` computed on first access, in key order as given.
+
+    The collapsed raw form (every step inlined, deltas and all) is a nest of as many Sums as
+    the chain is long, and SymPy builds a Sum in time linear in its body: only a reader that
+    asks for it (``show --json``, the raw-vs-simplified check) pays for it.
+    """
+
+    def __init__(self, keys: list[str], compute: Callable[[str], sp.Expr]) -> None:
+        self._keys, self._compute, self._done = list(keys), compute, {}
+
+    def __getitem__(self, key: str) -> sp.Expr:
+        if key not in self._keys:
+            raise KeyError(key)
+        if key not in self._done:
+            self._done[key] = self._compute(key)
+        return self._done[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 def _tidy(expr: sp.Expr) -> sp.Expr:
@@ -59,20 +85,28 @@ class Collapser:
         self.adj, self.canon, self.memo = adj, Canon(g, adj.fresh), {}
         self.simplifier, self.patterns = Simplifier(self.canon.reductions), self.canon.patterns()
         self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
+        self.stepped: dict[str, sp.Expr] = {}  # inline's memo for simplified steps
 
     def raw(self, tensor: str) -> sp.Expr:
         return inline(self.adj, tensor, self.memo)
 
+    def step(self, tensor: str) -> sp.Expr:
+        """One step simplified on its own: its deltas go while the expression is small."""
+        return self.simplifier.simplify(self.adj.exprs[tensor])
+
     def simplified(self, tensor: str) -> sp.Expr:
-        simplified = self.simplifier.simplify(self.canon.inline(self.raw(tensor)))
+        # inlining simplified steps, not raw ones: the raw chain of n steps nests n Sums of
+        # Kronecker deltas, and SymPy rebuilds each Sum in time linear in its body
+        stepped = inline(self.adj, tensor, self.stepped, self.step)
+        simplified = self.simplifier.simplify(self.canon.inline(stepped))
         return _tidy(fold(simplified, self.patterns, self.folded))
 
 
 def _collapsed(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
     collapser = Collapser(g, adj)
     order = [t for t in g.inputs if not g.tensors[t].integer]
-    raw = {t: collapser.raw(t) for t in order}
     final = {t: collapser.simplified(t) for t in order}
+    raw = Lazy(order, collapser.raw)
     return order, raw, final
 
 

@@ -12,11 +12,12 @@ and reductions only), so identities between them become visible to SymPy. Afterw
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.indices import Fresh, freshen_bound, is_reduction
+from derive.indices import Fresh, freshen_bound, indexed_atoms, is_reduction
 from derive.language import Definition, Graph
 from derive.simplify import Reduction, cost
 
@@ -101,8 +102,8 @@ def _bindings(pattern: Pattern, expr: sp.Expr) -> list[dict]:
     if not pattern.indices:
         return [{}]
     found = []
-    present = expr.atoms(sp.Indexed)
-    for p in pattern.body.atoms(sp.Indexed):
+    present = sorted(indexed_atoms(expr), key=sp.default_sort_key)
+    for p in sorted(indexed_atoms(pattern.body), key=sp.default_sort_key):
         for actual in present:
             if actual.base != p.base:
                 continue
@@ -118,8 +119,13 @@ def _bindings(pattern: Pattern, expr: sp.Expr) -> list[dict]:
     return sorted(found, key=lambda b: sp.default_sort_key(tuple(b.values())))
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _instance(body: sp.Expr, bind: tuple[tuple[sp.Symbol, sp.Expr], ...]) -> sp.Expr:
+    return body.xreplace(dict(bind))
+
+
 def _fold_product(pattern: Pattern, bind: dict, e: sp.Expr) -> sp.Expr:
-    inst = pattern.body.xreplace(bind)
+    inst = _instance(pattern.body, tuple(bind.items()))
     target = pattern.base[tuple(bind[i] for i in pattern.indices)] if bind else pattern.base
     pc, pp = _powers(inst)
     ec, ep = _powers(e)
@@ -149,9 +155,9 @@ def _fold_terms(inst: sp.Add, target: sp.Expr, e: sp.Add) -> sp.Expr:
 def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
     for pat in patterns:
         for bind in _bindings(pat, e):
-            inst = pat.body.xreplace(bind)
+            inst = _instance(pat.body, tuple(bind.items()))
             target = pat.base[tuple(bind[i] for i in pat.indices)] if bind else pat.base
-            if e == inst:
+            if hash(e) == hash(inst) and e == inst:
                 return target
             if isinstance(inst, (sp.Mul, sp.Pow)) and isinstance(e, (sp.Mul, sp.Pow)):
                 e = _fold_product(pat, bind, e)

@@ -7,6 +7,7 @@ deterministic (counters, never hashes), so regeneration is byte-identical.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable
 
@@ -48,6 +49,14 @@ def freshen_bound(expr: sp.Expr, fresh: Fresh) -> sp.Expr:
     if not isinstance(expr, sp.Basic) or not expr.has(sp.Sum, ReduceMax):
         return expr
     return walk(expr, {})
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def indexed_atoms(expr: sp.Basic) -> frozenset[sp.Indexed]:
+    """``expr.atoms(sp.Indexed)``, once per distinct sub-expression (a shared subtree of a large
+    adjoint is visited once, not once per occurrence)."""
+    found = frozenset([expr]) if isinstance(expr, sp.Indexed) else frozenset()
+    return found.union(*[indexed_atoms(a) for a in expr.args])
 
 
 def top_indexed(expr: sp.Expr) -> list[sp.Indexed]:
