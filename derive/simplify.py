@@ -9,11 +9,12 @@ apply. A rule that *rewrites* (rather than reduces) is accepted only when it low
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy as sp
+
+from derive.cost import cost
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
 
@@ -27,17 +28,6 @@ class Reduction:
     coef: sp.Expr
     body: sp.Expr
     limit: Limit
-
-
-@functools.lru_cache(maxsize=4096)
-def cost(expr: sp.Expr) -> int:
-    """Sums are full passes over a tensor; count them heavily, then the arithmetic.
-
-    Cached: the simplifier and the folder compare the same candidates repeatedly.
-    """
-    return 10 * sum(1 for _ in sp.preorder_traversal(expr) if isinstance(_, sp.Sum)) + int(
-        sp.count_ops(expr)
-    )
 
 
 # Distributing a product over sums multiplies their term counts: (a1 + b1)...(an + bn) has 2**n
@@ -185,7 +175,9 @@ class Simplifier:
     def _walk_node(self, e: sp.Expr) -> sp.Expr:
         if isinstance(e, sp.Sum):
             return self.sum(self._walk(e.function), tuple(e.limits))
-        e = e.func(*[self._walk(a) for a in e.args])
+        args = [self._walk(a) for a in e.args]
+        if any(new is not old for new, old in zip(args, e.args, strict=True)):
+            e = e.func(*args)  # rebuilt only when an argument changed: sorting is not free
         if isinstance(e, sp.Mul):
             e = _cheapest(e, self._walk)
         return e
@@ -195,7 +187,7 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     # exp(a) exp(-a) -> 1 and f (a + b) -> f a + f b, whichever leaves the fewest operations
     best = e
     combined = sp.powsimp(e, combine="exp")
-    if cost(combined) < cost(best):
+    if combined != e and cost(combined) < cost(best):
         best = combined
     adds = any(isinstance(f, sp.Add) for f in _factors(best))
     if adds and expanded_terms(best) <= EXPAND_TERMS:
