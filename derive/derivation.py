@@ -9,6 +9,8 @@ Two shapes of result:
 
 from __future__ import annotations
 
+import functools
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -30,10 +32,22 @@ class Derivation:
     raw: Mapping[str, sp.Expr]  # as first derived (collapsed: inlined but unsimplified, lazy)
     final: dict[str, sp.Expr]  # simplified and folded
     saved: list[str]  # forward tensors the backward reads (inputs, intermediates, argmaxes)
+    collapser: Collapser | None = None  # collapsed ops: its memos serve show's collapses too
 
     @property
     def stepwise(self) -> bool:
         return self.graph.op.stepwise
+
+    @functools.cached_property
+    def steps(self) -> dict[str, sp.Expr] | None:
+        """Every tensor's adjoint in terms of its consumers', each step simplified on its own
+        (the stepwise form, what ``show`` prints as "simplified"), consumers first; None when a
+        step does not simplify alone. A stepwise op's are its ``final``; a collapsed op's are
+        computed on first use, from the same adjoints."""
+        if self.stepwise:
+            return self.final
+        _, _, final = _stepwise(self.graph, self.adjoints)
+        return _checked(self.graph, self.adjoints, final, raise_error=False)
 
 
 class Lazy(Mapping[str, sp.Expr]):
@@ -102,8 +116,8 @@ class Collapser:
         return _tidy(fold(simplified, self.patterns, self.folded))
 
 
-def _collapsed(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
-    collapser = Collapser(g, adj)
+def _collapsed(collapser: Collapser) -> tuple[list[str], Mapping, dict]:
+    g = collapser.canon.graph
     order = [t for t in g.inputs if not g.tensors[t].integer]
     final = {t: collapser.simplified(t) for t in order}
     raw = Lazy(order, collapser.raw)
@@ -128,12 +142,41 @@ def _saved(g: Graph, adj: Adjoints, final: dict[str, sp.Expr]) -> list[str]:
     return [t for t in order if t in used & forward]
 
 
-def derive(g: Graph) -> Derivation:
-    """Derive, simplify and fold the backward of ``g``."""
-    adj = derive_adjoints(g)
-    order, raw, final = (_stepwise if g.op.stepwise else _collapsed)(g, adj)
+def _checked(g: Graph, adj: Adjoints, final: dict, raise_error: bool = True) -> dict | None:
+    """Bound indices renamed readably; an adjoint SymPy could not finish is an error (None)."""
     final = {t: canonical_bound(e, adj.free[t]) for t, e in final.items()}
     for t, e in final.items():
         if e.has(sp.Derivative, sp.Piecewise, sp.nan, sp.zoo):
+            if not raise_error:
+                return None
             raise DerivationError(g.op.name, f"the adjoint of {t} did not simplify: {e}")
-    return Derivation(g, adj, order, raw, final, _saved(g, adj, final))
+    return final
+
+
+# The last derivations, by graph: ``show`` and ``generate --formulas`` read the derivation the
+# module was generated from instead of deriving the op again (see :func:`derived`).
+_RECENT: OrderedDict[str, Derivation] = OrderedDict()
+RECENT = 16
+
+
+def derive(g: Graph) -> Derivation:
+    """Derive, simplify and fold the backward of ``g``."""
+    adj = derive_adjoints(g)
+    collapser = None if g.op.stepwise else Collapser(g, adj)
+    order, raw, final = _stepwise(g, adj) if collapser is None else _collapsed(collapser)
+    final = _checked(g, adj, final)
+    d = Derivation(g, adj, order, raw, final, _saved(g, adj, final), collapser)
+    key = repr(g)
+    _RECENT[key] = d
+    _RECENT.move_to_end(key)
+    while len(_RECENT) > RECENT:
+        _RECENT.popitem(last=False)
+    return d
+
+
+def derived(g: Graph) -> Derivation:
+    """The derivation of ``g``: the one a recent :func:`derive` of an equal graph made (the
+    generator's, with its memos), else a new one. For readers (show, the formulas page): the
+    generator always derives afresh, so what it emits never depends on what was read before."""
+    d = _RECENT.get(repr(g))
+    return d if d is not None else derive(g)
