@@ -63,7 +63,9 @@ def _count_ops(a: sp.Basic) -> int:
         return ops + 1 + _count_ops(a.exp)
     if a.is_Mul or isinstance(a, LatticeOp):  # k factors: k - 1 MUL
         ops += len(a.args) - 1
-    elif a.args and (a.is_Pow or a.is_Function or isinstance(a, (sp.Derivative, sp.Integral, sp.Sum))):
+    elif a.args and (
+        a.is_Pow or a.is_Function or isinstance(a, (sp.Derivative, sp.Integral, sp.Sum))
+    ):
         ops += 1
     if not a.is_Symbol:
         ops += sum(_count_ops(x) for x in a.args)

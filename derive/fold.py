@@ -17,7 +17,14 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.indices import Fresh, freshen_bound, indexed_atoms, is_reduction
+from derive.indices import (
+    Fresh,
+    freshen_bound,
+    indexed_atoms,
+    is_reduction,
+    substitute,
+    symbol_atoms,
+)
 from derive.language import Definition, Graph
 from derive.simplify import Reduction, cost
 
@@ -51,17 +58,17 @@ class Canon:
     def inline(self, expr: sp.Expr) -> sp.Expr:
         """Replace every pointwise intermediate in ``expr`` by its canonical body."""
         replace = {}
-        for ind in expr.atoms(sp.Indexed):
+        for ind in sorted(indexed_atoms(expr), key=sp.default_sort_key):
             entry = self.bodies.get(ind.base.label.name)
             if entry is not None:
                 idx, body = entry
                 body = freshen_bound(body, self.fresh)
                 replace[ind] = body.xreplace(dict(zip(idx, ind.indices, strict=True)))
-        for sym in expr.atoms(sp.Symbol):
+        for sym in symbol_atoms(expr):
             entry = self.bodies.get(sym.name)
             if entry is not None and not entry[0]:
                 replace[sym] = entry[1]
-        return expr.xreplace(replace)
+        return substitute(expr, replace)
 
     def _add_reduction(self, step: Definition, body: sp.Expr) -> None:
         sums = [f for f in sp.Mul.make_args(body) if isinstance(f, sp.Sum)]

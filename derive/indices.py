@@ -59,6 +59,32 @@ def indexed_atoms(expr: sp.Basic) -> frozenset[sp.Indexed]:
     return found.union(*[indexed_atoms(a) for a in expr.args])
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def symbol_atoms(expr: sp.Basic) -> frozenset[sp.Symbol]:
+    """``expr.atoms(sp.Symbol)``, once per distinct sub-expression."""
+    found = frozenset([expr]) if isinstance(expr, sp.Symbol) else frozenset()
+    return found.union(*[symbol_atoms(a) for a in expr.args])
+
+
+def substitute(expr: sp.Basic, rule: dict) -> sp.Basic:
+    """``expr.xreplace(rule)`` visiting each distinct sub-expression once: an adjoint of a long
+    chain is a DAG whose tree (what xreplace walks) is far larger."""
+    memo: dict[sp.Basic, sp.Basic] = {}
+
+    def walk(e: sp.Basic) -> sp.Basic:
+        if e in rule:
+            return rule[e]
+        if not e.args:
+            return e
+        if e not in memo:
+            args = [walk(a) for a in e.args]
+            changed = any(new is not old for new, old in zip(args, e.args, strict=True))
+            memo[e] = e.func(*args) if changed else e
+        return memo[e]
+
+    return walk(expr) if rule else expr
+
+
 def top_indexed(expr: sp.Expr) -> list[sp.Indexed]:
     """Indexed atoms of ``expr`` that are not inside a Sum or Max, in a stable order."""
     found: list[sp.Indexed] = []

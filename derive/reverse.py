@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.indices import Fresh, freshen_bound, nice_indices, top_indexed, top_reductions
+from derive.indices import (
+    Fresh,
+    freshen_bound,
+    indexed_atoms,
+    nice_indices,
+    substitute,
+    symbol_atoms,
+    top_indexed,
+    top_reductions,
+)
 from derive.language import Definition, Graph, ReduceMax, Tensor, View
 
 GRAD_OUT = "grad_out"
@@ -162,14 +171,14 @@ def inline(
         raise DerivationError(adj.graph.op.name, "view() is supported only with stepwise=True")
     by_symbol = {adj.names[t]: t for t in adj.exprs}
     replace = {}
-    for ind in expr.atoms(sp.Indexed):
+    for ind in sorted(indexed_atoms(expr), key=sp.default_sort_key):
         owner = by_symbol.get(ind.base.label.name)
         if owner is not None:
             inner = freshen_bound(inline(adj, owner, memo, step), adj.fresh)
-            replace[ind] = inner.xreplace(dict(zip(adj.free[owner], ind.indices, strict=True)))
-    for sym in expr.atoms(sp.Symbol):
+            replace[ind] = substitute(inner, dict(zip(adj.free[owner], ind.indices, strict=True)))
+    for sym in symbol_atoms(expr):
         owner = by_symbol.get(sym.name)
         if owner is not None and not adj.graph.tensors[owner].dims:
             replace[sym] = inline(adj, owner, memo, step)
-    memo[name] = expr.xreplace(replace)
+    memo[name] = substitute(expr, replace)
     return memo[name]
