@@ -155,7 +155,9 @@ def _checked(g: Graph, adj: Adjoints, final: dict, raise_error: bool = True) -> 
 
 # The last derivations, by graph: ``show`` and ``generate --formulas`` read the derivation the
 # module was generated from instead of deriving the op again (see :func:`derived`).
-_RECENT: OrderedDict[str, Derivation] = OrderedDict()
+# Each entry keeps a copy of what the derivation decided: one changed since (a test's negative
+# control edits ``final``) is derived again rather than shown.
+_RECENT: OrderedDict[str, tuple[Derivation, tuple]] = OrderedDict()
 RECENT = 16
 
 
@@ -167,7 +169,7 @@ def derive(g: Graph) -> Derivation:
     final = _checked(g, adj, final)
     d = Derivation(g, adj, order, raw, final, _saved(g, adj, final), collapser)
     key = repr(g)
-    _RECENT[key] = d
+    _RECENT[key] = (d, _decided(d))
     _RECENT.move_to_end(key)
     while len(_RECENT) > RECENT:
         _RECENT.popitem(last=False)
@@ -178,5 +180,9 @@ def derived(g: Graph) -> Derivation:
     """The derivation of ``g``: the one a recent :func:`derive` of an equal graph made (the
     generator's, with its memos), else a new one. For readers (show, the formulas page): the
     generator always derives afresh, so what it emits never depends on what was read before."""
-    d = _RECENT.get(repr(g))
-    return d if d is not None else derive(g)
+    d, decided = _RECENT.get(repr(g), (None, None))
+    return d if d is not None and _decided(d) == decided else derive(g)
+
+
+def _decided(d: Derivation) -> tuple:
+    return tuple(d.order), tuple(d.final.items()), tuple(d.saved)
