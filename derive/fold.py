@@ -39,6 +39,31 @@ class Pattern:
     body: sp.Expr
 
 
+# A canonical body whose tree is this many times its distinct sub-expressions copies subtrees
+# (a2 = a1 tanh(a1) inlined twice over is 4 copies of x): inlining it everywhere grows as 2**n
+# along a chain, so such an intermediate stays atomic, like a reduction.
+DUPLICATION = 4
+SMALL = 64  # bodies of at most this many nodes are always inlined
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tree_size(e: sp.Basic) -> int:
+    return 1 + sum(_tree_size(a) for a in e.args)
+
+
+def _duplicates(body: sp.Expr) -> bool:
+    tree = _tree_size(body)
+    if tree <= SMALL:
+        return False
+    distinct, todo = set(), [body]
+    while todo:
+        e = todo.pop()
+        if e not in distinct:
+            distinct.add(e)
+            todo.extend(e.args)
+    return tree > DUPLICATION * len(distinct)
+
+
 class Canon:
     """Canonical bodies of a graph's definitions (pointwise ones inlined, reductions atomic)."""
 
@@ -52,6 +77,8 @@ class Canon:
                 body = self.inline(step.body)
                 if step.body.has(sp.Sum) or is_reduction(step.body):
                     self._add_reduction(step, body)
+                elif _duplicates(body):
+                    continue  # stays a named tensor: inlined, it would copy a subtree each use
                 else:
                     self.bodies[step.name] = (step.indices, body)
 

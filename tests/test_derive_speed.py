@@ -22,12 +22,15 @@ from derive.simplify import EXPAND_TERMS, expanded_terms
 FUNCTIONS = ("exp", "sin", "cos")
 
 
-def _chain(n: int, mixed: bool) -> Op:
-    """a1 = tanh(x), a2 = tanh(a1), ...; mixed: exp/sin/cos by turns, each reusing x."""
+def _chain(n: int, mixed: bool | str) -> Op:
+    """a1 = tanh(x), a2 = tanh(a1), ...; mixed: exp/sin/cos by turns, each reusing x;
+    "reuse": a2 = a1 tanh(a1), each intermediate read twice (inlined: 2**n copies of x)."""
     defs, prev = [], "x"
     for i in range(1, n + 1):
         name = "out" if i == n else f"a{i}"
-        if not mixed:
+        if mixed == "reuse":
+            body = f"{prev}[n] * tanh({prev}[n])"
+        elif not mixed:
             body = f"tanh({prev}[n])"
         elif FUNCTIONS[i % 3] == "exp":
             body = f"exp({prev}[n]) + x[n]"
@@ -49,7 +52,7 @@ def _dag_size(e: sp.Basic) -> int:
     return len(seen)
 
 
-def _work(n: int, mixed: bool) -> tuple[int, int]:
+def _work(n: int, mixed: bool | str) -> tuple[int, int]:
     """(distinct sub-expressions the simplifier visited, DAG size of the derived dx)."""
     d = derive(parse(_chain(n, mixed)))
     return len(d.collapser.simplifier._memo), _dag_size(d.final["x"])
@@ -69,6 +72,12 @@ def test_tanh_chain_work_grows_at_most_quadratically() -> None:
 
 def test_mixed_chain_reusing_x_work_grows_at_most_quadratically() -> None:
     work = {n: _work(n, mixed=True) for n in (3, 6, 12)}
+    _at_most_quadratic({n: w[0] for n, w in work.items()})
+    _at_most_quadratic({n: w[1] for n, w in work.items()})
+
+
+def test_chain_reusing_each_intermediate_work_grows_at_most_quadratically() -> None:
+    work = {n: _work(n, mixed="reuse") for n in (4, 8, 16)}
     _at_most_quadratic({n: w[0] for n, w in work.items()})
     _at_most_quadratic({n: w[1] for n, w in work.items()})
 
