@@ -2,7 +2,10 @@
 
 Two shapes of result:
 - collapsed (the default): each input's adjoint inlined down to ``grad_out``, simplified as one
-  expression, so chains collapse (softmax + cross-entropy to ``(probs - onehot) / N``);
+  expression, so chains collapse (softmax + cross-entropy to ``(probs - onehot) / N``). Each
+  step is simplified on its own before it is inlined (its Kronecker deltas go while it is
+  small), and the passes memoise per distinct sub-expression, so the work grows polynomially
+  with the length of a chain, not as 2**n;
 - stepwise (``Op(stepwise=True)``): every tensor's adjoint in terms of its consumers' adjoints,
   the seed's step-by-step form, each step simplified on its own.
 """
