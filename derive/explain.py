@@ -5,7 +5,8 @@ Nothing here derives anything of its own or types a formula in; it asks the pipe
 - the **chain**: each tensor's adjoint as reverse mode first writes it, a sum over its
   consumers of their adjoint times a partial derivative, Kronecker deltas and all
   (``derive(stepwise=True)``'s raw terms, bound indices renamed readably);
-- the **simplified** step: that chain alone through the rewrite rules (the stepwise form);
+- the **simplified** step: that chain alone through the rewrite rules (the stepwise form,
+  ``Derivation.steps``: recorded by the derivation, not derived again);
 - the **collapsed** adjoint: inlined down to ``grad_out`` and simplified as one expression
   (:class:`~derive.derivation.Collapser`), where chains cancel (``dlogit_maxes`` -> 0);
 - the **emitted** torch statements, cut out of the generated module's text.
@@ -14,11 +15,12 @@ Nothing here derives anything of its own or types a formula in; it asks the pipe
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.derivation import Collapser, Derivation, derive
+from derive.derivation import Collapser, Derivation, Lazy, derived
 from derive.errors import DerivationError
 from derive.excerpt import excerpts
 from derive.indices import canonical_bound
@@ -65,7 +67,7 @@ class Explanation:
     output: str  # the forward's output; its adjoint is grad_out
     forward: list[tuple[sp.Expr, sp.Expr]]  # (lhs, rhs) per definition, forward order
     steps: list[Step]  # reverse order: the output's consumers first, inputs last
-    raw: dict[str, sp.Expr]  # input -> adjoint as first derived (collapsed ops: inlined)
+    raw: Mapping[str, sp.Expr]  # input -> adjoint as first derived (collapsed ops: inlined)
     final: dict[str, sp.Expr]  # input -> adjoint the module computes
     module: str  # the generated module's text
 
@@ -83,18 +85,7 @@ def _forward(g: Graph) -> list[tuple[sp.Expr, sp.Expr]]:
     return out
 
 
-def _stepwise(op: Op, d: Derivation) -> Derivation | None:
-    if op.stepwise:
-        return d
-    try:
-        return derive(parse(dataclasses.replace(op, stepwise=True)))
-    except DerivationError:  # a chain that only simplifies collapsed: show it raw
-        return None
-
-
-def _order(d: Derivation, steps: Derivation | None) -> list[str]:
-    if steps is not None:
-        return steps.order
+def _order(d: Derivation) -> list[str]:
     g, exprs = d.graph, d.adjoints.exprs
     return [s.name for s in reversed(g.steps) if s.name in exprs] + [
         t for t in g.inputs if t in exprs
@@ -136,7 +127,7 @@ def _collapsed(d: Derivation, order: list[str]) -> dict[str, sp.Expr]:
     copy), and an adjoint that reads one is not collapsed.
     """
     adj, memo, out = d.adjoints, {}, {}
-    collapser = Collapser(d.graph, dataclasses.replace(adj, views={}))
+    collapser = d.collapser or Collapser(d.graph, dataclasses.replace(adj, views={}))
     for t in order:
         if not d.stepwise and t in d.final:
             out[t] = d.final[t]
@@ -161,16 +152,20 @@ def _emitted(d: Derivation, module: str, order: list[str]) -> dict[str, str]:
     return {t: found[names[t]] for t in order if names[t] in found}
 
 
-def explain(op: Op, module: str) -> Explanation:
-    """Gather the derivation of ``op``; ``module`` is the text the generator emitted for it."""
-    d = derive(parse(op))
-    steps_d = _stepwise(op, d)
-    order = _order(d, steps_d)
+def explain(op: Op, module: str, d: Derivation | None = None) -> Explanation:
+    """Gather the derivation of ``op``; ``module`` is the text the generator emitted for it.
+
+    ``d``: the derivation the module was generated from; by default the generator's recent one
+    (:func:`~derive.derivation.derived`), so nothing is derived twice.
+    """
+    d = d or derived(parse(op))
+    stepwise = d.steps
+    order = _order(d)
     collapsed = _collapsed(d, order)
     emitted = _emitted(d, module, order)
     adj, steps = d.adjoints, []
     for t in order:
-        simplified = steps_d.final[t] if steps_d is not None else None
+        simplified = stepwise[t] if stepwise is not None else None
         coll = collapsed.get(t)
         coll = None if coll == simplified else coll
         computed = None
@@ -189,5 +184,5 @@ def explain(op: Op, module: str) -> Explanation:
                 emitted=emitted.get(t),
             )
         )
-    raw = {t: canonical_bound(e, adj.free[t]) for t, e in d.raw.items()}
+    raw = Lazy(list(d.raw), lambda t: canonical_bound(d.raw[t], adj.free[t]))  # --json only
     return Explanation(op, d.graph.output, _forward(d.graph), steps, raw, dict(d.final), module)

@@ -12,12 +12,20 @@ and reductions only), so identities between them become visible to SymPy. Afterw
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
 
 from derive.identities import FORWARD_RULES, rewrite
-from derive.indices import Fresh, freshen_bound, is_reduction
+from derive.indices import (
+    Fresh,
+    freshen_bound,
+    indexed_atoms,
+    is_reduction,
+    substitute,
+    symbol_atoms,
+)
 from derive.language import Definition, Graph
 from derive.simplify import Reduction, cost
 
@@ -30,6 +38,31 @@ class Pattern:
     base: sp.IndexedBase | sp.Symbol
     indices: tuple[sp.Symbol, ...]
     body: sp.Expr
+
+
+# A canonical body whose tree is this many times its distinct sub-expressions copies subtrees
+# (a2 = a1 tanh(a1) inlined twice over is 4 copies of x): inlining it everywhere grows as 2**n
+# along a chain, so such an intermediate stays atomic, like a reduction.
+DUPLICATION = 4
+SMALL = 64  # bodies of at most this many nodes are always inlined
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tree_size(e: sp.Basic) -> int:
+    return 1 + sum(_tree_size(a) for a in e.args)
+
+
+def _duplicates(body: sp.Expr) -> bool:
+    tree = _tree_size(body)
+    if tree <= SMALL:
+        return False
+    distinct, todo = set(), [body]
+    while todo:
+        e = todo.pop()
+        if e not in distinct:
+            distinct.add(e)
+            todo.extend(e.args)
+    return tree > DUPLICATION * len(distinct)
 
 
 class Canon:
@@ -45,23 +78,25 @@ class Canon:
                 body = self.inline(step.body)
                 if step.body.has(sp.Sum) or is_reduction(step.body):
                     self._add_reduction(step, body)
+                elif _duplicates(body):
+                    continue  # stays a named tensor: inlined, it would copy a subtree each use
                 else:
                     self.bodies[step.name] = (step.indices, body)
 
     def inline(self, expr: sp.Expr) -> sp.Expr:
         """Replace every pointwise intermediate in ``expr`` by its canonical body."""
         replace = {}
-        for ind in expr.atoms(sp.Indexed):
+        for ind in sorted(indexed_atoms(expr), key=sp.default_sort_key):
             entry = self.bodies.get(ind.base.label.name)
             if entry is not None:
                 idx, body = entry
                 body = freshen_bound(body, self.fresh)
                 replace[ind] = body.xreplace(dict(zip(idx, ind.indices, strict=True)))
-        for sym in expr.atoms(sp.Symbol):
+        for sym in symbol_atoms(expr):
             entry = self.bodies.get(sym.name)
             if entry is not None and not entry[0]:
                 replace[sym] = entry[1]
-        return expr.xreplace(replace)
+        return substitute(expr, replace)
 
     def _add_reduction(self, step: Definition, body: sp.Expr) -> None:
         sums = [f for f in sp.Mul.make_args(body) if isinstance(f, sp.Sum)]
@@ -102,8 +137,8 @@ def _bindings(pattern: Pattern, expr: sp.Expr) -> list[dict]:
     if not pattern.indices:
         return [{}]
     found = []
-    present = expr.atoms(sp.Indexed)
-    for p in pattern.body.atoms(sp.Indexed):
+    present = sorted(indexed_atoms(expr), key=sp.default_sort_key)
+    for p in sorted(indexed_atoms(pattern.body), key=sp.default_sort_key):
         for actual in present:
             if actual.base != p.base:
                 continue
@@ -119,8 +154,13 @@ def _bindings(pattern: Pattern, expr: sp.Expr) -> list[dict]:
     return sorted(found, key=lambda b: sp.default_sort_key(tuple(b.values())))
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _instance(body: sp.Expr, bind: tuple[tuple[sp.Symbol, sp.Expr], ...]) -> sp.Expr:
+    return body.xreplace(dict(bind))
+
+
 def _fold_product(pattern: Pattern, bind: dict, e: sp.Expr) -> sp.Expr:
-    inst = pattern.body.xreplace(bind)
+    inst = _instance(pattern.body, tuple(bind.items()))
     target = pattern.base[tuple(bind[i] for i in pattern.indices)] if bind else pattern.base
     pc, pp = _powers(inst)
     ec, ep = _powers(e)
@@ -150,9 +190,9 @@ def _fold_terms(inst: sp.Add, target: sp.Expr, e: sp.Add) -> sp.Expr:
 def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
     for pat in patterns:
         for bind in _bindings(pat, e):
-            inst = pat.body.xreplace(bind)
+            inst = _instance(pat.body, tuple(bind.items()))
             target = pat.base[tuple(bind[i] for i in pat.indices)] if bind else pat.base
-            if e == inst:
+            if hash(e) == hash(inst) and e == inst:
                 return target
             if isinstance(inst, (sp.Mul, sp.Pow)) and isinstance(e, (sp.Mul, sp.Pow)):
                 e = _fold_product(pat, bind, e)
@@ -161,20 +201,29 @@ def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
     return e
 
 
-def fold(expr: sp.Expr, patterns: list[Pattern]) -> sp.Expr:
+def fold(expr: sp.Expr, patterns: list[Pattern], memo: dict | None = None) -> sp.Expr:
     """Fold canonical sub-expressions back into the intermediates that name them.
 
     Top-down, so the largest instance wins: ``exp(l - M) / S`` becomes ``probs`` before its
-    ``l - M`` could become ``norm_logits``.
+    ``l - M`` could become ``norm_logits``. ``memo`` (for one list of patterns) folds each
+    distinct sub-expression once: a shared subtree is not folded again per occurrence.
     """
     if not isinstance(expr, sp.Basic) or not expr.args:
         return expr
+    memo = {} if memo is None else memo
+    if expr not in memo:
+        memo[expr] = _fold(expr, patterns, memo)
+    return memo[expr]
+
+
+def _fold(expr: sp.Expr, patterns: list[Pattern], memo: dict) -> sp.Expr:
     if isinstance(expr, sp.Sum):
-        return sp.Sum(fold(expr.function, patterns), *expr.limits)
+        return sp.Sum(fold(expr.function, patterns, memo), *expr.limits)
     node = _fold_node(patterns, expr)
-    plain = (
-        fold(node, patterns) if node != expr else expr.func(*[fold(a, patterns) for a in expr.args])
-    )
+    if node != expr:
+        plain = fold(node, patterns, memo)
+    else:
+        plain = expr.func(*[fold(a, patterns, memo) for a in expr.args])
     sums = [f for f in expr.args if isinstance(f, sp.Sum)] if isinstance(expr, sp.Mul) else []
     if len(sums) != 1:
         return plain
@@ -182,10 +231,10 @@ def fold(expr: sp.Expr, patterns: list[Pattern]) -> sp.Expr:
     (s,) = sums
     k = s.limits[0][0]
     others = sp.Mul(*[f for f in expr.args if f is not s])
-    inner = fold(others * s.function, patterns)
+    inner = fold(others * s.function, patterns, memo)
     outside = [f for f in sp.Mul.make_args(inner) if not f.has(k)]
     kept = [f for f in sp.Mul.make_args(inner) if f.has(k)]
-    pulled = fold(sp.Mul(*outside), patterns) * sp.Sum(sp.Mul(*kept), *s.limits)
+    pulled = fold(sp.Mul(*outside), patterns, memo) * sp.Sum(sp.Mul(*kept), *s.limits)
     return pulled if cost(pulled) < cost(plain) else plain
 
 

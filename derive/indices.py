@@ -7,6 +7,7 @@ deterministic (counters, never hashes), so regeneration is byte-identical.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable
 
@@ -30,18 +31,58 @@ def is_reduction(e: sp.Basic) -> bool:
 
 
 def freshen_bound(expr: sp.Expr, fresh: Fresh) -> sp.Expr:
-    """Rename every bound index of ``expr`` to a fresh symbol (no capture on substitution)."""
-    if not isinstance(expr, sp.Basic) or not expr.args:
+    """Rename every bound index of ``expr`` to a fresh symbol (no capture on substitution).
+
+    One pass, outermost reduction first: renaming level by level would rebuild a nest of d
+    reductions d times.
+    """
+
+    def walk(e: sp.Basic, env: dict) -> sp.Basic:
+        if not e.args:
+            return env.get(e, e)
+        if not is_reduction(e):
+            return e.func(*[walk(a, env) for a in e.args])
+        new = [fresh() for _ in e.limits]
+        body = walk(e.function, {**env, **{lim[0]: v for lim, v in zip(e.limits, new)}})
+        return e.func(body, *[(v, lo, hi) for v, (_, lo, hi) in zip(new, e.limits, strict=True)])
+
+    if not isinstance(expr, sp.Basic) or not expr.has(sp.Sum, ReduceMax):
         return expr
-    if is_reduction(expr):
-        body = freshen_bound(expr.function, fresh)
-        limits = []
-        for var, lo, hi in expr.limits:
-            new = fresh()
-            body = body.xreplace({var: new})
-            limits.append((new, lo, hi))
-        return expr.func(body, *limits)
-    return expr.func(*[freshen_bound(a, fresh) for a in expr.args])
+    return walk(expr, {})
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def indexed_atoms(expr: sp.Basic) -> frozenset[sp.Indexed]:
+    """``expr.atoms(sp.Indexed)``, once per distinct sub-expression (a shared subtree of a large
+    adjoint is visited once, not once per occurrence)."""
+    found = frozenset([expr]) if isinstance(expr, sp.Indexed) else frozenset()
+    return found.union(*[indexed_atoms(a) for a in expr.args])
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def symbol_atoms(expr: sp.Basic) -> frozenset[sp.Symbol]:
+    """``expr.atoms(sp.Symbol)``, once per distinct sub-expression."""
+    found = frozenset([expr]) if isinstance(expr, sp.Symbol) else frozenset()
+    return found.union(*[symbol_atoms(a) for a in expr.args])
+
+
+def substitute(expr: sp.Basic, rule: dict) -> sp.Basic:
+    """``expr.xreplace(rule)`` visiting each distinct sub-expression once: an adjoint of a long
+    chain is a DAG whose tree (what xreplace walks) is far larger."""
+    memo: dict[sp.Basic, sp.Basic] = {}
+
+    def walk(e: sp.Basic) -> sp.Basic:
+        if e in rule:
+            return rule[e]
+        if not e.args:
+            return e
+        if e not in memo:
+            args = [walk(a) for a in e.args]
+            changed = any(new is not old for new, old in zip(args, e.args, strict=True))
+            memo[e] = e.func(*args) if changed else e
+        return memo[e]
+
+    return walk(expr) if rule else expr
 
 
 def top_indexed(expr: sp.Expr) -> list[sp.Indexed]:

@@ -12,12 +12,22 @@ The result is one expression per tensor, written in terms of the adjoints of its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.indices import Fresh, freshen_bound, nice_indices, top_indexed, top_reductions
+from derive.indices import (
+    Fresh,
+    freshen_bound,
+    indexed_atoms,
+    nice_indices,
+    substitute,
+    symbol_atoms,
+    top_indexed,
+    top_reductions,
+)
 from derive.language import Definition, Graph, ReduceMax, Tensor, View
 
 GRAD_OUT = "grad_out"
@@ -143,23 +153,33 @@ def _view_contribution(step: View, adj: Adjoints) -> sp.Expr:
     return base[adj.free[step.source]]
 
 
-def inline(adj: Adjoints, name: str, memo: dict[str, sp.Expr]) -> sp.Expr:
-    """The adjoint of ``name`` with every consumer's adjoint substituted, down to grad_out."""
+def inline(
+    adj: Adjoints,
+    name: str,
+    memo: dict[str, sp.Expr],
+    step: Callable[[str], sp.Expr] | None = None,
+) -> sp.Expr:
+    """The adjoint of ``name`` with every consumer's adjoint substituted, down to grad_out.
+
+    ``step(t)`` is the form of tensor t's own step that is substituted (default: as reverse
+    mode wrote it, ``adj.exprs[t]``); ``memo`` must hold results of one ``step`` only.
+    """
     if name in memo:
         return memo[name]
-    expr = adj.exprs[name]
+    step = step or adj.exprs.__getitem__
+    expr = step(name)
     if adj.views:
         raise DerivationError(adj.graph.op.name, "view() is supported only with stepwise=True")
     by_symbol = {adj.names[t]: t for t in adj.exprs}
     replace = {}
-    for ind in expr.atoms(sp.Indexed):
+    for ind in sorted(indexed_atoms(expr), key=sp.default_sort_key):
         owner = by_symbol.get(ind.base.label.name)
         if owner is not None:
-            inner = freshen_bound(inline(adj, owner, memo), adj.fresh)
-            replace[ind] = inner.xreplace(dict(zip(adj.free[owner], ind.indices, strict=True)))
-    for sym in expr.atoms(sp.Symbol):
+            inner = freshen_bound(inline(adj, owner, memo, step), adj.fresh)
+            replace[ind] = substitute(inner, dict(zip(adj.free[owner], ind.indices, strict=True)))
+    for sym in symbol_atoms(expr):
         owner = by_symbol.get(sym.name)
         if owner is not None and not adj.graph.tensors[owner].dims:
-            replace[sym] = inline(adj, owner, memo)
-    memo[name] = expr.xreplace(replace)
+            replace[sym] = inline(adj, owner, memo, step)
+    memo[name] = substitute(expr, replace)
     return memo[name]

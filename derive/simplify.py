@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from derive.cost import cost
 from derive.indices import canonical_bound
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
@@ -30,11 +31,25 @@ class Reduction:
     limit: Limit
 
 
-def cost(expr: sp.Expr) -> int:
-    """Sums are full passes over a tensor; count them heavily, then the arithmetic."""
-    return 10 * sum(1 for _ in sp.preorder_traversal(expr) if isinstance(_, sp.Sum)) + int(
-        sp.count_ops(expr)
-    )
+# Distributing a product over sums multiplies their term counts: (a1 + b1)...(an + bn) has 2**n
+# terms. A product is expanded only while that count stays under this bound, so a chain of n
+# factors (1 - tanh(..)**2) is left as a product instead of taking 2**n work.
+EXPAND_TERMS = 16
+
+
+def expanded_terms(e: sp.Expr, limit: int = EXPAND_TERMS) -> int:
+    """How many terms ``expand_mul(e)`` would have, counted without expanding (capped at limit+1).
+
+    terms(a + b) = terms(a) + terms(b), terms(a b) = terms(a) terms(b), terms(leaf) = 1.
+    """
+    if isinstance(e, sp.Add):
+        return min(sum(expanded_terms(a, limit) for a in e.args), limit + 1)
+    if isinstance(e, sp.Mul):
+        n = 1
+        for a in e.args:
+            n = min(n * expanded_terms(a, limit), limit + 1)
+        return n
+    return 1
 
 
 def _factors(e: sp.Expr) -> list[sp.Expr]:
@@ -96,6 +111,8 @@ def _expand_if_cheaper(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | 
     k = lim[0]
     if not any(isinstance(f, sp.Add) and f.has(k) for f in _factors(body)):
         return None
+    if expanded_terms(body) > EXPAND_TERMS:
+        return None
     expanded = sp.expand_mul(body)
     if not isinstance(expanded, sp.Add):
         return None
@@ -135,6 +152,7 @@ class Simplifier:
 
     def __init__(self, reductions: list[Reduction] = ()) -> None:
         self.reductions = list(reductions)
+        self._memo: dict[sp.Basic, sp.Basic] = {}
 
     def simplify(self, expr: sp.Expr) -> sp.Expr:
         return self._walk(sp.sympify(expr))
@@ -151,9 +169,16 @@ class Simplifier:
     def _walk(self, e: sp.Expr) -> sp.Expr:
         if not isinstance(e, sp.Basic) or not e.args:
             return e
+        if e not in self._memo:
+            self._memo[e] = self._walk_node(e)
+        return self._memo[e]
+
+    def _walk_node(self, e: sp.Expr) -> sp.Expr:
         if isinstance(e, sp.Sum):
             return self.sum(self._walk(e.function), tuple(e.limits))
-        e = e.func(*[self._walk(a) for a in e.args])
+        args = [self._walk(a) for a in e.args]
+        if any(new is not old for new, old in zip(args, e.args, strict=True)):
+            e = e.func(*args)  # rebuilt only when an argument changed: sorting is not free
         if isinstance(e, sp.Add):
             e = _merge_renamed(e)
         if isinstance(e, sp.Mul):
@@ -185,17 +210,23 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     best = e
     combined = sp.powsimp(e, combine="exp")
     # only where something cancels: exp(a(k)) exp(b) kept apart lets sum_k pull exp(b) out
-    if cost(combined) < cost(best) and _cancels(combined, best):
+    if combined != e and cost(combined) < cost(best) and _cancels(combined, best):
         best = combined
-    if any(
-        isinstance(f, sp.Pow) and f.exp.is_negative and isinstance(f.base, sp.Add)
-        for f in sp.preorder_traversal(best)
-    ) and not best.has(sp.Sum):
+    small = expanded_terms(best) <= EXPAND_TERMS
+    if (
+        small
+        and not best.has(sp.Sum)
+        and any(
+            isinstance(f, sp.Pow) and f.exp.is_negative and isinstance(f.base, sp.Add)
+            for f in sp.preorder_traversal(best)
+        )
+    ):
         # (1 - s)(y/s - (1 - y)/(1 - s)) s -> y - s: rational cancellation
         cancelled = sp.cancel(best)
         if cost(cancelled) < cost(best):
             best = cancelled
-    if any(isinstance(f, sp.Add) for f in _factors(best)):
+    adds = any(isinstance(f, sp.Add) for f in _factors(best))
+    if adds and expanded_terms(best) <= EXPAND_TERMS:
         expanded = sp.expand_mul(best)
         if isinstance(expanded, sp.Add):
             expanded = walk(sp.Add(*[sp.powsimp(t, combine="exp") for t in expanded.args]))
