@@ -52,6 +52,7 @@ class ModuleData:
     input_names: list[str] = field(default_factory=list)
     grads: list[tuple[str, str]] = field(default_factory=list)  # stepwise: (tensor, variable)
     n_params: int = 0
+    uses_math: bool = False  # a python-number function (math.exp of a param) is emitted
     marker: str = MARKER
 
 
@@ -156,6 +157,7 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
 def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
     g = d.graph
     canon, earlier = Canon(g, d.adjoints.fresh), set()
+    lw.share([s.body for s in g.steps if isinstance(s, Definition)])
     for step in g.steps:
         t = g.tensors[step.name]
         if not isinstance(step, Definition):
@@ -233,6 +235,7 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str], flat: bool) -> 
         tail = f"(-1,) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])" if rest else "-1"
         lw.lines.append(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})")
     start = len(lw.lines)
+    lw.share([d.final[t] for t in d.order])
     _emit_views(d, lw, GRAD_OUT)
     for t in d.order:
         lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
@@ -258,16 +261,17 @@ def _first_float(g: Graph) -> str:
     return next(n for n in g.inputs if not g.tensors[n].integer)
 
 
-def _bodies(d: Derivation, flat: bool) -> tuple[list[str], list[str], list[str], list[str]]:
-    """Input checks, forward and backward lines, and extra saved names."""
+def _bodies(d: Derivation, flat: bool) -> tuple[list[str], list[str], list[str], list[str], bool]:
+    """Input checks, forward and backward lines, extra saved names, and whether math is used."""
     lw = _lowerer(d, _first_float(d.graph))
     forward = _forward_lines(d, lw)
     checks, _ = _input_lines(d.graph, flat, lw.wrapping)
     bind, extras = _backward_bindings(d, _needed_symbols(d))
-    backward = _backward_lines(d, _lowerer(d, GRAD_OUT), bind, flat)
+    back = _lowerer(d, GRAD_OUT)
+    backward = _backward_lines(d, back, bind, flat)
     if sum(line.count("batch_shape") for line in checks + forward + backward) == 1:
         checks = [line for line in checks if not line.startswith("batch_shape = ")]
-    return checks, forward, backward, extras
+    return checks, forward, backward, extras, "math" in lw.modules | back.modules
 
 
 def _tuple(names: list[str]) -> str:
@@ -278,10 +282,10 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
     """Lower forward and backward of ``d`` into the strings of one generated module."""
     g, adj = d.graph, d.adjoints
     flat = not _elementwise(g)
-    checks, forward, backward, extras = _bodies(d, flat)
+    checks, forward, backward, extras, uses_math = _bodies(d, flat)
     if not flat and re.search(rf"\b{BATCH_SIZE}\b", "\n".join(forward + backward)):
         flat = True  # the code names the flattened batch size after all
-        checks, forward, backward, extras = _bodies(d, flat)
+        checks, forward, backward, extras, uses_math = _bodies(d, flat)
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
     call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])
@@ -311,6 +315,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         input_names=list(g.inputs),
         grads=grads,
         n_params=len(g.params),
+        uses_math=uses_math,
     )
 
 

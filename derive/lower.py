@@ -43,6 +43,15 @@ from derive.torch_code import (
 )
 
 
+def _is_call(e: sp.Basic) -> bool:
+    """A function call worth computing once: a registry function or a step."""
+    return (type(e) in BY_NODE or isinstance(e, sp.Heaviside)) and bool(e.atoms(sp.Indexed))
+
+
+def _stem(e: sp.Expr) -> str:
+    return "_".join(sorted({i.base.label.name for i in e.atoms(sp.Indexed)}))
+
+
 @dataclass
 class Lowerer(Fusions):
     """Lowers expressions of one function body; collects the statements they need."""
@@ -55,6 +64,19 @@ class Lowerer(Fusions):
     taken: set[str] = field(default_factory=set)
     scalars: set[str] = field(default_factory=set)  # names bound to python numbers (sizes, params)
     wrapping: set[str] = field(default_factory=set)  # int inputs read by advanced indexing
+    repeated: set[sp.Expr] = field(default_factory=set)  # function calls met more than once
+    bound: dict[sp.Expr, Value] = field(default_factory=dict)  # ...each computed once, here
+    modules: set[str] = field(default_factory=set)  # python modules the code uses (math)
+
+    def share(self, exprs: list[sp.Expr]) -> None:
+        """Note the function calls (exp, tanh, sigmoid, ...) that occur more than once in the
+        statements of this function: each is then computed once into a name and reused."""
+        seen: set[sp.Expr] = set()
+        for e in exprs:
+            for node in sp.preorder_traversal(e):
+                if _is_call(node):
+                    (self.repeated if node in seen else seen).add(node)
+
     device_of: str = "grad_out"  # a tensor whose device/dtype new tensors take
 
     # -- entry points -----------------------------------------------------------------------
@@ -71,6 +93,7 @@ class Lowerer(Fusions):
         if not expr.has(sp.KroneckerDelta):
             return self._assign_plain(name, expr, axes)
         state = (len(self.lines), dict(self.memo), set(self.taken), set(self.wrapping))
+        bound = dict(self.bound)
         try:
             return self._assign_scatter(name, expr, axes)
         except (DerivationError, AxisError, ValueError):
@@ -78,6 +101,7 @@ class Lowerer(Fusions):
             # always right (and costs a tensor over their axes); undo the attempt first
             del self.lines[state[0] :]
             self.memo, self.taken, self.wrapping = state[1], state[2], state[3]
+            self.bound = bound
             value = self._materialise(self._checked(expr, axes, name), axes, fresh=False)
             self.lines.append(f"{name} = {value}")
 
@@ -119,6 +143,18 @@ class Lowerer(Fusions):
 
     def value(self, e: sp.Expr, order: list[sp.Symbol]) -> Value:
         e = sp.sympify(e)
+        if e in self.repeated:
+            if e not in self.bound:
+                v = self._value(e, order)
+                if not v.scalar:
+                    name = self._name(f"{type(e).__name__.lower()}_{_stem(e)}")
+                    self.lines.append(f"{name} = {v.code}")
+                    v = Value(name, v.axes)
+                self.bound[e] = v
+            return self._permuted(self.bound[e], order)
+        return self._value(e, order)
+
+    def _value(self, e: sp.Expr, order: list[sp.Symbol]) -> Value:
         if e.is_Number:  # "1 / 3" binds like a product: parenthesised where that matters
             prec = UNARY if e < 0 else ATOM if e.is_Integer or e.is_Float else MUL
             return Value(number(e), scalar=True, prec=prec)
@@ -152,6 +188,7 @@ class Lowerer(Fusions):
         if all(v.scalar for v in values):
             if f.python is None:
                 raise DerivationError(self.op, f"{f.name}() of a number is not supported")
+            self.modules.update({"math"} if "math." in f.python else set())
             return Value(f.python.format(*(v.code for v in values)), scalar=True)
         if f.arity == 2 and any(v.scalar for v in values):  # maximum(x, 0): a clamp
             t, c = (values[0], values[1]) if values[1].scalar else (values[1], values[0])
@@ -372,13 +409,13 @@ class Lowerer(Fusions):
         return Value(f'torch.einsum("{spec}", {a.code}, {b.code})', out)
 
     def _temp(self, e: sp.Sum) -> str:
-        stem = "sum_" + "_".join(sorted({i.base.label.name for i in e.atoms(sp.Indexed)}))
-        for k in itertools.count():
-            name = stem if k == 0 else f"{stem}_{k}"
-            if name not in self.taken:
-                self.taken.add(name)
-                return name
-        raise AssertionError  # unreachable
+        return self._name("sum_" + _stem(e))
+
+    def _name(self, stem: str) -> str:
+        names = (stem if k == 0 else f"{stem}_{k}" for k in itertools.count())
+        name = next(n for n in names if n not in self.taken)
+        self.taken.add(name)
+        return name
 
     # -- one-hots and scatters --------------------------------------------------------------
     def _materialise(self, v: Value, axes: tuple, fresh: bool) -> str:

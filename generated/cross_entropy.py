@@ -18,8 +18,6 @@ Backward, derived and simplified by backgen:
     dlogits[n, c] = grad_out*(-KroneckerDelta(c, targets[n]) + probs[n, c])/N
 """
 
-import math  # noqa: F401  (used when a formula has a scalar function of sizes or params)
-
 import torch
 
 OP = "cross_entropy"

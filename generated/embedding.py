@@ -11,8 +11,6 @@ Backward, derived and simplified by backgen:
     dC[v, e] = Sum(KroneckerDelta(v, idx[batch])*grad_out[batch, e], (batch, 0, Batch - 1))
 """
 
-import math  # noqa: F401  (used when a formula has a scalar function of sizes or params)
-
 import torch
 
 OP = "embedding"

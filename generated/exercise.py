@@ -62,8 +62,6 @@ Backward, derived and simplified by backgen:
     db2[v] = Sum(dlogits[n, v], (n, 0, N - 1))
 """
 
-import math  # noqa: F401  (used when a formula has a scalar function of sizes or params)
-
 import torch
 
 OP = "exercise"

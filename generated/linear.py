@@ -14,8 +14,6 @@ Backward, derived and simplified by backgen:
     db[m] = Sum(grad_out[n, m], (n, 0, N - 1))
 """
 
-import math  # noqa: F401  (used when a formula has a scalar function of sizes or params)
-
 import torch
 
 OP = "linear"

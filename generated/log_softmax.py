@@ -12,8 +12,6 @@ Backward, derived and simplified by backgen:
     dx[batch, c] = -exp(-maxes[batch] + x[batch, c])*Sum(grad_out[batch, c1], (c1, 0, C - 1))/counts_sum[batch] + grad_out[batch, c]
 """
 
-import math  # noqa: F401  (used when a formula has a scalar function of sizes or params)
-
 import torch
 
 OP = "log_softmax"

@@ -12,8 +12,6 @@ Backward, derived and simplified by backgen:
     dx[batch, c] = exp(-maxes[batch] + x[batch, c])*grad_out[batch]/counts_sum[batch]
 """
 
-import math  # noqa: F401  (used when a formula has a scalar function of sizes or params)
-
 import torch
 
 OP = "logsumexp"

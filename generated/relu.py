@@ -10,8 +10,6 @@ Backward, derived and simplified by backgen:
     dx[batch] = Heaviside(x[batch], 0)*grad_out[batch]
 """
 
-import math  # noqa: F401  (used when a formula has a scalar function of sizes or params)
-
 import torch
 
 OP = "relu"

@@ -13,8 +13,6 @@ Backward, derived and simplified by backgen:
     dx[batch, c] = (grad_out[batch, c] - Sum(grad_out[batch, c1]*out[batch, c1], (c1, 0, C - 1)))*out[batch, c]
 """
 
-import math  # noqa: F401  (used when a formula has a scalar function of sizes or params)
-
 import torch
 
 OP = "softmax"
