@@ -44,7 +44,8 @@ class ModuleData:
     range_checks: list[str]
     forward_lines: list[str]
     saved_names: list[str]
-    saved_tuple: str
+    saved_return: str  # what forward returns as saved: the names, then the output's shape/dtype
+    saved_unpack: str  # the same names for backward, the shape/dtype as ``_like``
     n_saved_tensors: int
     backward_lines: list[str]
     returns: str
@@ -118,10 +119,28 @@ def _input_lines(
     lines += like
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
         lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
+    for size, why in _positive_sizes(g):
+        lines.append(f"_check_positive({str(size)!r}, {size}, {why!r})")
     for name, size in _index_ranges(g):
         before = "" if name in wrapping else ", before=True"
         lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}{before})")
     return lines, bound
+
+
+def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
+    """Size expressions that must be positive at run time: divisors (batchnorm's N - 1, a
+    mean's N) and the extent of a Max. torch would give NaN or a kernel's error instead."""
+    sizes, found = set(g.sizes), {}
+    for step in g.steps:
+        if not isinstance(step, Definition):
+            continue
+        for p in step.body.atoms(sp.Pow):
+            if p.exp.is_negative and p.base.free_symbols and p.base.free_symbols <= sizes:
+                found.setdefault(p.base, "it divides")
+        for r in step.body.atoms(ReduceMax):
+            for _, lo, hi in r.limits:
+                found.setdefault(hi - lo + 1, "a Max runs over it")
+    return sorted(found.items(), key=lambda item: str(item[0]))
 
 
 def _range_checks(g: Graph) -> list[str]:
@@ -307,7 +326,8 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         range_checks=_range_checks(g),
         forward_lines=forward,
         saved_names=d.saved + extras,
-        saved_tuple=_tuple(d.saved + extras),
+        saved_return=_tuple(d.saved + extras + ["(_returned.shape, _returned.dtype)"]),
+        saved_unpack=_tuple(d.saved + extras + ["_like"]),
         n_saved_tensors=len(d.saved),
         backward_lines=backward,
         returns=returns,

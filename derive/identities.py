@@ -23,13 +23,19 @@ from derive.functions import sigmoid, softplus
 
 _x = sp.Wild("x")
 _r = sp.Wild("r", exclude=[0])
-Rule = tuple[str, sp.Expr, Callable[[dict], sp.Expr]]
+Rule = tuple[str, sp.Expr, Callable[[dict], sp.Expr | None]]  # None: declines the match
+
+
+def _ratio(r: sp.Expr, x: sp.Expr) -> sp.Expr | None:
+    # r must not hide an exp(-x) that the match put there: 2 sigma(z) = (2 e^z) e^-z sigma(z)
+    return None if r.has(sp.exp) else r * sigmoid(x)
+
 
 DEFINITION_RULES: list[Rule] = [
     # 1 / (1 + e^-x) -> sigma(x)         (also 1/(1 + e^x) -> sigma(-x))
     ("sigmoid", 1 / (1 + sp.exp(-_x)), lambda m: sigmoid(m[_x])),
-    # r e^x / (1 + e^x) -> r sigma(x)
-    ("sigmoid-ratio", _r * sp.exp(_x) / (1 + sp.exp(_x)), lambda m: m[_r] * sigmoid(m[_x])),
+    # r e^x sigma(-x) -> r sigma(x)      (r e^x / (1 + e^x), once the row above has fired)
+    ("sigmoid-ratio", _r * sp.exp(_x) * sigmoid(-_x), lambda m: _ratio(m[_r], m[_x])),
     # log(1 + e^x) -> softplus(x)
     ("softplus", sp.log(1 + sp.exp(_x)), lambda m: softplus(m[_x])),
 ]
@@ -52,7 +58,7 @@ def _apply(rules: list[Rule], e: sp.Expr) -> sp.Expr:
         # SymPy's matcher may solve for a Wild (r = -z (1 + e^x) / e^x): keep literal matches only
         if m is not None and set(m) == pattern.atoms(sp.Wild) and pattern.xreplace(m) == e:
             out = build(m)
-            if out != e:
+            if out is not None and out != e:
                 return out
     return e
 

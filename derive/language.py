@@ -44,6 +44,7 @@ from derive.errors import DerivationError
 from derive.functions import ALIASES, CONSTANTS, FUNCTIONS
 from derive.functions import known as known_names
 from derive.identities import DEFINITION_RULES, rewrite
+from derive.names import value_name_problem
 
 BATCH_SIZE = sp.Symbol("Batch", integer=True, positive=True)
 BATCH_INDEX = sp.Symbol("batch", integer=True)
@@ -156,6 +157,9 @@ def _parse_dims(text: str, sizes: dict[str, sp.Symbol]) -> tuple[tuple[sp.Expr, 
             raise _LangError(
                 f"dimension '{p}' must be a size symbol (a capitalised name) or a product"
             )
+        for f in factors:
+            if f != BATCH_SIZE.name:
+                _check_name(f, "size")
         dims.append(sp.Mul(*[sizes.setdefault(f, _size(f)) for f in factors]))
     return ((BATCH_SIZE,) if batched else ()) + tuple(dims), batched
 
@@ -166,10 +170,49 @@ def _parse_input(text: str, sizes: dict[str, sp.Symbol]) -> Tensor:
         raise _LangError(f"cannot read input '{text}': expected 'name[D1, D2]' or 'name[N]: int64'")
     name = m.group(1) or m.group(4)
     dtype = m.group(3) or m.group(5)
+    _check_name(name, "input")
     if dtype not in (None, "int64", "float"):
         raise _LangError(f"input '{name}': dtype must be int64 or float, not '{dtype}'")
     dims, batched = _parse_dims(m.group(2) or "", sizes)
     return Tensor(name, dims, integer=dtype == "int64", batched=batched)
+
+
+def _check_data_use(body: sp.Expr, g: Graph) -> None:
+    """An int64 tensor is a data index: it may stand only inside a subscript (x[t[n]])."""
+
+    def walk(e: sp.Basic) -> None:
+        if isinstance(e, sp.Indexed):
+            t = g.tensors.get(e.base.label.name)
+            if t is not None and t.integer:
+                raise _LangError(
+                    f"int64 tensor '{t.name}' is a data index: use it only as a subscript, "
+                    f"e.g. x[{t.name}[...]] (declare it float to use its values)"
+                )
+            return  # a subscript may hold data indices
+        for a in e.args:
+            walk(a)
+
+    walk(body)
+    if not body.atoms(sp.Indexed):
+        raise _LangError("the right-hand side reads no tensor: nothing to differentiate")
+
+
+def _check_name(name: str, role: str) -> None:
+    problem = value_name_problem(name)
+    if problem is not None:
+        raise _LangError(f"{role} name '{name}' {problem}")
+
+
+def _parse_params(op: Op, g: Graph) -> dict[sp.Symbol, float]:
+    params = {}
+    for key, v in sorted(op.params.items()):
+        _check_name(key, "param")
+        if key in g.tensors:
+            raise _LangError(f"param '{key}' has the name of an input")
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _LangError(f"param '{key}' must be a number, got {type(v).__name__} {v!r}")
+        params[sp.Symbol(key, real=True)] = float(v)
+    return params
 
 
 def _index_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
@@ -310,6 +353,7 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
     if not m:
         raise _LangError("expected 'name[i, j] = expression' or 'name = expression'")
     name, lhs_text, rhs = m.group(1), m.group(2), m.group(3)
+    _check_name(name, "definition")
     if name in g.tensors:
         raise _LangError(f"'{name}' is already defined")
     view = _VIEW.match(rhs)
@@ -324,6 +368,7 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
     body = rewrite(_parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else ""), DEFINITION_RULES)
     _check_indices(lhs, body, set(sizes.values()) | set(g.params))
+    _check_data_use(body, g)
     dims = tuple(_range_of(i, body) for i in lhs)
     g.tensors[name] = Tensor(name, dims, batched=bool(lhs) and lhs[0] == BATCH_INDEX)
     return Definition(name, lhs, body, text.strip())
@@ -389,7 +434,8 @@ def parse(op: Op) -> Graph:
                 raise _LangError(f"input '{t.name}' is declared twice")
             g.tensors[t.name] = t
             g.inputs.append(t.name)
-        g.params = {sp.Symbol(k, real=True): float(v) for k, v in sorted(op.params.items())}
+        current = None
+        g.params = _parse_params(op, g)
         for text in op.definitions:
             current = text
             step = _parse_definition(text, g, _namespace(g.tensors, sizes, g.params), sizes)

@@ -27,3 +27,38 @@ def identifier_problem(name: object) -> str | None:
     if name.startswith("__") and name.endswith("__"):
         return "begins and ends with '__', which Python reserves"
     return None
+
+
+# What a generated module itself defines or reads: a tensor, size or param of the same name would
+# shadow it (``torch = x.shape[0]``) and break the module at run time.
+RESERVED = frozenset(
+    {
+        "torch",
+        "math",
+        "forward",
+        "backward",
+        "backward_all",
+        "Function",
+        "OP",
+        "SAVED",
+        "ctx",
+        "self",
+        "saved",
+        "grad_out",
+        "batch_shape",
+        "Batch",
+        "batch",
+    }
+)
+
+
+def value_name_problem(name: str) -> str | None:
+    """Why a tensor, size or param cannot have this name in a generated module, or None."""
+    problem = identifier_problem(name)
+    if problem is not None:
+        return problem
+    if name in RESERVED:
+        return "is a name the generated module uses itself"
+    if name.startswith("_"):
+        return "starts with '_', which generated modules keep for their own names"
+    return None

@@ -52,6 +52,23 @@ def _check_size(name, dim, got, size_name, want):
         )
 
 
+def _check_grad_out(grad_out, like):
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
+    shape, dtype = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
+        got = (
+            f"{tuple(grad_out.shape)} {grad_out.dtype}"
+            if isinstance(grad_out, torch.Tensor)
+            else type(grad_out).__name__
+        )
+        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
+
+
+def _check_positive(size_name, size, why):
+    if size <= 0:
+        raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
+
+
 def forward(x, gain, bias, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 2, False, False)
@@ -63,6 +80,8 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_size("bias", 0, bias.shape[0], "M", M)
     _check_like("gain", gain, "x", x, True)
     _check_like("bias", bias, "x", x, True)
+    _check_positive("N", N, "it divides")
+    _check_positive("N - 1", N - 1, "it divides")
     bnmeani = x.mean(0)
     bndiff = x - bnmeani
     bndiff2 = torch.square(bndiff)
@@ -71,12 +90,14 @@ def forward(x, gain, bias, *, eps=1e-05):
     bnvar_inv = torch.rsqrt(eps + bnvar)
     bnraw = bnvar_inv * bndiff
     out = torch.addcmul(bias, gain, bnraw)
-    return out, (gain, bnvar_inv, bnraw)
+    _returned = out
+    return _returned, (gain, bnvar_inv, bnraw, (_returned.shape, _returned.dtype))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    gain, bnvar_inv, bnraw = saved
+    gain, bnvar_inv, bnraw, _like = saved
+    _check_grad_out(grad_out, _like)
     N = grad_out.shape[0]
     sum_grad_out = grad_out.sum(0)
     sum_bnraw_grad_out = (bnraw * grad_out).sum(0)

@@ -50,6 +50,23 @@ def _check_size(name, dim, got, size_name, want):
         )
 
 
+def _check_grad_out(grad_out, like):
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
+    shape, dtype = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
+        got = (
+            f"{tuple(grad_out.shape)} {grad_out.dtype}"
+            if isinstance(grad_out, torch.Tensor)
+            else type(grad_out).__name__
+        )
+        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
+
+
+def _check_positive(size_name, size, why):
+    if size <= 0:
+        raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
+
+
 def _check_range(name, t, size_name, size, before=False):
     # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
     # themselves, so forward() checks only when one fails and then names it (no host sync on the
@@ -72,6 +89,8 @@ def forward(logits, targets):
     _check_input("targets", targets, 1, True, False)
     _check_size("targets", 0, targets.shape[0], "N", N)
     _check_like("targets", targets, "logits", logits, False)
+    _check_positive("C", C, "a Max runs over it")
+    _check_positive("N", N, "it divides")
     _check_range("targets", targets, "C", C, before=True)
     try:
         logit_maxes = logits.amax(1)
@@ -86,12 +105,14 @@ def forward(logits, targets):
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("targets", targets, "C", C)
         raise
-    return loss, (targets, probs)
+    _returned = loss
+    return _returned, (targets, probs, (_returned.shape, _returned.dtype))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    targets, probs = saved
+    targets, probs, _like = saved
+    _check_grad_out(grad_out, _like)
     N = targets.shape[0]
     dlogits = grad_out / N * probs
     dlogits.scatter_add_(1, targets.unsqueeze(1), (grad_out * (-1 / N)).expand(N, 1))

@@ -36,6 +36,18 @@ def _check_like(name, t, ref_name, ref, same_dtype):
         )
 
 
+def _check_grad_out(grad_out, like):
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
+    shape, dtype = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
+        got = (
+            f"{tuple(grad_out.shape)} {grad_out.dtype}"
+            if isinstance(grad_out, torch.Tensor)
+            else type(grad_out).__name__
+        )
+        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
+
+
 def _check_range(name, t, size_name, size, before=False):
     # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
     # themselves, so forward() checks only when one fails and then names it (no host sync on the
@@ -66,12 +78,14 @@ def forward(idx, C):
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("idx", idx, "V", V)
         raise
-    return out.reshape(tuple(batch_shape) + tuple(out.shape[1:])), (idx, V)
+    _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
+    return _returned, (idx, V, (_returned.shape, _returned.dtype))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    idx, V = saved
+    idx, V, _like = saved
+    _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape[: grad_out.dim() - 1]
     grad_out = grad_out.reshape((-1,) + tuple(grad_out.shape[grad_out.dim() - 1 :]))
     E = grad_out.shape[1]

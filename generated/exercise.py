@@ -110,6 +110,23 @@ def _check_size(name, dim, got, size_name, want):
         )
 
 
+def _check_grad_out(grad_out, like):
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
+    shape, dtype = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
+        got = (
+            f"{tuple(grad_out.shape)} {grad_out.dtype}"
+            if isinstance(grad_out, torch.Tensor)
+            else type(grad_out).__name__
+        )
+        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
+
+
+def _check_positive(size_name, size, why):
+    if size <= 0:
+        raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
+
+
 def _check_range(name, t, size_name, size, before=False):
     # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
     # themselves, so forward() checks only when one fails and then names it (no host sync on the
@@ -156,6 +173,9 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
     _check_like("W2", W2, "C", C, True)
     _check_like("b2", b2, "C", C, True)
     _check_size("W1", 0, W1.shape[0], "E*T", E * T)
+    _check_positive("N", N, "it divides")
+    _check_positive("N - 1", N - 1, "it divides")
+    _check_positive("V", V, "a Max runs over it")
     _check_range("X", X, "V", V, before=True)
     _check_range("Y", Y, "V", V, before=True)
     try:
@@ -185,7 +205,8 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         _check_range("X", X, "V", V)
         _check_range("Y", Y, "V", V)
         raise
-    return loss, (
+    _returned = loss
+    return _returned, (
         X,
         Y,
         W1,
@@ -201,6 +222,7 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         counts_sum_inv,
         probs,
         logit_maxes_argmax,
+        (_returned.shape, _returned.dtype),
     )
 
 
@@ -222,7 +244,9 @@ def backward_all(grad_out, saved):
         counts_sum_inv,
         probs,
         logit_maxes_argmax,
+        _like,
     ) = saved
+    _check_grad_out(grad_out, _like)
     E = emb.shape[2]
     H = W1.shape[1]
     N = X.shape[0]

@@ -46,6 +46,18 @@ def _check_size(name, dim, got, size_name, want):
         )
 
 
+def _check_grad_out(grad_out, like):
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
+    shape, dtype = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
+        got = (
+            f"{tuple(grad_out.shape)} {grad_out.dtype}"
+            if isinstance(grad_out, torch.Tensor)
+            else type(grad_out).__name__
+        )
+        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
+
+
 def forward(x, W, b):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 2, False, False)
@@ -59,12 +71,14 @@ def forward(x, W, b):
     _check_like("W", W, "x", x, True)
     _check_like("b", b, "x", x, True)
     out = torch.addmm(b, x, W)
-    return out, (x, W)
+    _returned = out
+    return _returned, (x, W, (_returned.shape, _returned.dtype))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    x, W = saved
+    x, W, _like = saved
+    _check_grad_out(grad_out, _like)
     dx = grad_out @ W.T
     dW = x.T @ grad_out
     db = grad_out.sum(0)

@@ -30,6 +30,23 @@ def _check_input(name, t, ndim, integer, batched):
         raise ValueError(f"{OP}: {name} must have {want} dimensions, got shape {tuple(t.shape)}")
 
 
+def _check_grad_out(grad_out, like):
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
+    shape, dtype = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
+        got = (
+            f"{tuple(grad_out.shape)} {grad_out.dtype}"
+            if isinstance(grad_out, torch.Tensor)
+            else type(grad_out).__name__
+        )
+        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
+
+
+def _check_positive(size_name, size, why):
+    if size <= 0:
+        raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
+
+
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
@@ -37,15 +54,18 @@ def forward(x):
     x = x.reshape((-1,) + tuple(x.shape[x.dim() - 1 :]))
     Batch = x.shape[0]
     C = x.shape[1]
+    _check_positive("C", C, "a Max runs over it")
     maxes = x.amax(1)
     counts_sum = torch.exp(x - maxes[:, None]).sum(1)
     out = torch.log(counts_sum) + maxes
-    return out.reshape(tuple(batch_shape) + tuple(out.shape[1:])), (x, maxes, counts_sum)
+    _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
+    return _returned, (x, maxes, counts_sum, (_returned.shape, _returned.dtype))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    x, maxes, counts_sum = saved
+    x, maxes, counts_sum, _like = saved
+    _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape
     grad_out = grad_out.reshape(-1)
     dx = (grad_out / counts_sum)[:, None] * torch.exp(x - maxes[:, None])

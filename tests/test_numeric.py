@@ -151,3 +151,28 @@ def test_rows_of_extreme_values_stay_finite_and_exact(name: str, columns: int) -
     assert torch.isfinite(out).all() and torch.isfinite(dx).all()
     assert torch.allclose(out, ref.detach(), rtol=1e-12, atol=1e-12)
     assert torch.allclose(dx, want, rtol=1e-12, atol=1e-12)
+
+
+def test_batchnorm_of_one_row_is_refused_not_nan() -> None:
+    spec = next(s for s in OPS if s.name == "batchnorm")
+    x, gain, bias = _inputs(spec, 0)
+    with pytest.raises(ValueError, match=r"batchnorm: N - 1 is 0, but it must be positive"):
+        spec.module.forward(x[:1], gain, bias)
+
+
+def test_cross_entropy_of_no_rows_names_the_op() -> None:
+    spec = next(s for s in OPS if s.name == "cross_entropy")
+    logits, targets = _inputs(spec, 0)
+    with pytest.raises(ValueError, match=r"cross_entropy: N is 0, but it must be positive"):
+        spec.module.forward(logits[:0], targets[:0])
+
+
+@pytest.mark.parametrize("name", ["tanh", "batchnorm", "embedding", "cross_entropy"])
+def test_backward_refuses_a_grad_out_that_does_not_match(name: str) -> None:
+    spec = next(s for s in OPS if s.name == name)
+    out, saved = spec.module.forward(*_inputs(spec, 3))
+    wrong_shape = torch.ones(out.shape + (2,), dtype=out.dtype)
+    with pytest.raises(ValueError, match=rf"{name}: grad_out is .*, but forward returned"):
+        spec.module.backward(wrong_shape, saved)
+    with pytest.raises(ValueError, match=rf"{name}: grad_out is .*float32"):
+        spec.module.backward(torch.ones_like(out, dtype=torch.float32), saved)

@@ -1,0 +1,119 @@
+"""One input, one expected output, per rule: the Sum rules, the identities for range, the
+simplifier's product tidying, and the function registry (as tinygrad and SymPy test theirs)."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from derive.functions import FUNCTIONS, relu, sigmoid, softplus
+from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite
+from derive.simplify import SUM_RULES, Reduction, Simplifier
+
+n, m, k, c = sp.symbols("n m k c", integer=True)
+N, M, K = sp.symbols("N M K", integer=True, positive=True)
+x = sp.IndexedBase("x", real=True)
+y = sp.IndexedBase("y", real=True)
+t = sp.IndexedBase("t", integer=True)
+mu = sp.IndexedBase("mu", real=True)
+LIM = (k, 0, K - 1)
+RULES = {rule.__name__: rule for rule in SUM_RULES}
+
+
+def _apply(rule: str, body: sp.Expr, simplifier: Simplifier | None = None) -> sp.Expr | None:
+    return RULES[rule](body, LIM, simplifier or Simplifier())
+
+
+@pytest.mark.parametrize(
+    ("rule", "body", "expected"),
+    [
+        ("_sum_zero", sp.S.Zero, sp.S.Zero),
+        ("_sum_of_add", x[k] + y[k], sp.Sum(x[k], LIM) + sp.Sum(y[k], LIM)),
+        ("_delta_eliminate", x[k] * sp.KroneckerDelta(k, t[n]), x[t[n]]),
+        ("_constant", y[n], K * y[n]),
+        ("_factor_out", y[n] * x[k], y[n] * sp.Sum(x[k], LIM)),
+        ("_expand_if_cheaper", sp.KroneckerDelta(k, c) * (x[k] + 1), x[c] + 1),
+    ],
+)
+def test_sum_rule(rule: str, body: sp.Expr, expected: sp.Expr) -> None:
+    assert _apply(rule, body) == expected
+
+
+def test_sum_rules_decline_what_they_do_not_match() -> None:
+    assert _apply("_sum_zero", x[k]) is None
+    assert _apply("_constant", x[k]) is None
+    assert _apply("_delta_eliminate", x[k] * sp.KroneckerDelta(k, x[k])) is None
+
+
+def test_fold_reduction_reads_the_definition_back() -> None:
+    # mu[m] = 1/K sum_k x[k, m]  =>  sum_k x[k, m] -> K mu[m]
+    x2 = sp.IndexedBase("x", real=True)
+    red = Reduction(mu, (m,), 1 / K, x2[k, m], LIM)
+    assert _apply("_fold_reduction", x2[k, m], Simplifier([red])) == K * mu[m]
+
+
+def test_alpha_equal_sums_cancel() -> None:
+    j = sp.Symbol("j", integer=True)
+    expr = sp.Sum(x[k], LIM) - sp.Sum(x[j], (j, 0, K - 1))
+    assert Simplifier().simplify(expr) == 0
+
+
+def test_exponentials_combine_only_where_something_cancels() -> None:
+    kept = sp.exp(x[k]) * sp.exp(y[n])
+    assert Simplifier().simplify(kept) == kept
+    assert Simplifier().simplify(sp.exp(x[n]) * sp.exp(-x[n])) == 1
+
+
+def test_rational_cancellation() -> None:
+    s, lab = sp.symbols("s y", real=True)
+    expr = (1 - s) * (lab / s - (1 - lab) / (1 - s)) * s
+    assert sp.expand(Simplifier().simplify(expr)) == lab - s
+
+
+z = x[n]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (1 / (1 + sp.exp(-z)), sigmoid(z)),  # 1/(1 + e^-z) -> sigma(z)
+        (1 / (1 + sp.exp(z)), sigmoid(-z)),  # 1/(1 + e^z) -> sigma(-z)
+        (2 * sp.exp(z) / (1 + sp.exp(z)), 2 * sigmoid(z)),  # r e^z/(1 + e^z) -> r sigma(z)
+        (sp.exp(z) / (1 + sp.exp(z)), sigmoid(z)),
+        (sp.log(1 + sp.exp(z)), softplus(z)),  # log(1 + e^z) -> softplus(z)
+        (z * sp.tanh(sp.log(1 + sp.exp(z))), z * sp.tanh(softplus(z))),  # Mish, inside
+    ],
+)
+def test_definition_rule(before: sp.Expr, after: sp.Expr) -> None:
+    assert rewrite(before, DEFINITION_RULES) == after
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (sp.log(sigmoid(z)), -softplus(-z)),  # log sigma(z) -> -softplus(-z)
+        (sp.log(1 - sigmoid(z)), -softplus(z)),  # log(1 - sigma(z)) -> -softplus(z)
+        (softplus(z) - softplus(-z), z),  # softplus(z) - softplus(-z) -> z
+    ],
+)
+def test_forward_rule(before: sp.Expr, after: sp.Expr) -> None:
+    assert rewrite(before, FORWARD_RULES) == after
+
+
+def test_rules_leave_other_expressions_alone() -> None:
+    e = sp.log(2 + sp.exp(z)) + 1 / (2 + sp.exp(-z))
+    assert rewrite(e, DEFINITION_RULES + FORWARD_RULES) == e
+
+
+def test_registry_derivatives() -> None:
+    v = sp.Symbol("v", real=True)
+    assert sp.diff(sigmoid(v), v) == sigmoid(v) * (1 - sigmoid(v))
+    assert sp.diff(softplus(v), v) == sigmoid(v)
+    assert sp.diff(relu(v), v) == sp.Heaviside(v, 0)
+    assert sigmoid(v).is_real and softplus(v).is_real and relu(v).is_real
+
+
+def test_every_registry_row_lowers_with_its_arguments() -> None:
+    for f in FUNCTIONS.values():
+        code = f.torch.format(*["a", "b"][: f.arity])
+        assert code.count("a") >= 1 and "{" not in code, f.name
