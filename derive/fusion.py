@@ -41,9 +41,11 @@ class Fusions:
             values = [self.value(f, order) for f in factors]
             if len(factors) < 2 or any(v.scalar for v in values[-1:]):
                 continue
-            big = max(range(len(factors)), key=lambda k: len(values[k].axes))
-            if factors[big].is_Pow and factors[big].exp.is_negative:
-                continue
+            big = max(
+                range(len(factors)), key=lambda k: (len(values[k].axes), not values[k].scalar)
+            )
+            if values[big].scalar or (factors[big].is_Pow and factors[big].exp.is_negative):
+                continue  # addcmul multiplies two tensors
             key = (len(values[big].axes), coef != 1)  # the biggest pass; absorb a coefficient
             if best is None or key > best[0]:
                 small = sp.Mul(*factors[:big], *factors[big + 1 :])

@@ -196,7 +196,9 @@ def _merge_renamed(e: sp.Add) -> sp.Expr:
             terms.append(t)
             continue
         coef, rest = t.as_coeff_Mul()
-        rest = first.setdefault(canonical_bound(rest, ()), rest)
+        # the key renames bound indices apart from the free ones (no capture: sum_k g[k, y]
+        # and sum_k g[y, k] must keep different keys)
+        rest = first.setdefault(canonical_bound(rest, rest.free_symbols), rest)
         terms.append(coef * rest)
     return sp.Add(*terms)
 

@@ -11,7 +11,8 @@ section there, as the README writes it, with three things that make it small and
   documented), and every training command gets ``--steps 300`` and a small model appended
   (argparse takes the last value), so a run takes seconds; ``make train``'s come through
   ``TRAIN_ARGS``, which a command line ``TRAIN_ARGS=...`` (as in the README) overrides;
-- ``make test`` runs only the test that used to fail in this order (``PYTEST_ADDOPTS``).
+- ``make test`` runs only the test that used to fail in this order (``PYTEST_ADDOPTS``);
+- ``make fuzz N=5000`` runs 5 cases (``N=5``): the fuzzer's own test runs 200.
 
 The benchmark commands are left out: they time for minutes; tests/test_bench.py runs the
 harness itself.
@@ -91,6 +92,8 @@ def test_readme_commands_run_in_order(tmp_path):
         argv = shlex.split(command)
         if is_training(argv):
             argv += SMALL_CLASSIFIER if "classifier" in argv else SMALL_RUN
+        if argv[:2] == ["make", "fuzz"]:
+            argv = [a if not a.startswith("N=") else "N=5" for a in argv]
         result = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True)
         assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr}"
         assert "Traceback" not in result.stderr, command

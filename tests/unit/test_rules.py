@@ -117,3 +117,10 @@ def test_every_registry_row_lowers_with_its_arguments() -> None:
     for f in FUNCTIONS.values():
         code = f.torch.format(*["a", "b"][: f.arity])
         assert code.count("a") >= 1 and "{" not in code, f.name
+
+
+def test_sums_equal_only_up_to_a_captured_name_stay_apart() -> None:
+    # sum_k g[k, y] + sum_k g[y, k]: renaming k to y in both would make them one (fuzz seed 1185)
+    g, yy = sp.IndexedBase("g", real=True), sp.Symbol("y", integer=True)
+    expr = sp.Sum(g[k, yy], LIM) + sp.Sum(g[yy, k], LIM)
+    assert Simplifier().simplify(expr) == expr
