@@ -14,8 +14,24 @@ BACKWARDS = ("generated", "autograd")
 DEFAULT_LR = {"sgd": 0.1, "adamw": 0.003}
 
 
+class Schedule:
+    """What every run's config shares: lr, then lr / 10 from the halfway step; a dtype by name."""
+
+    lr: float
+    steps: int
+    dtype: str
+
+    def lr_at(self, step: int) -> float:
+        """Step decay: ``lr`` for the first half of the steps, ``lr / 10`` from the halfway step."""
+        return self.lr if step < self.steps // 2 else self.lr / 10
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Schedule):
     """Defaults are the seed's setup (200k steps of batch 32, lr 0.1 then 0.01)."""
 
     steps: int = 200_000
@@ -28,14 +44,6 @@ class TrainConfig:
     dtype: str = "float32"
     optimizer: str = "sgd"
     backward: str = "generated"
-
-    def lr_at(self, step: int) -> float:
-        """Step decay: ``lr`` for the first half of the steps, ``lr / 10`` from the halfway step."""
-        return self.lr if step < self.steps // 2 else self.lr / 10
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        return DTYPES[self.dtype]
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -60,7 +60,10 @@ class Progress:
         return (step - self.start_step) / elapsed if elapsed > 0 else 0.0
 
     def update(self, step: int, loss: float) -> None:
-        smoothed = self.smooth(loss)
+        self.show(step, f"loss (ema {EMA_DECAY}) {self.smooth(loss):.4f}")
+
+    def show(self, step: int, middle: str) -> None:
+        """Print ``step i/n (p%) | middle | rate | time left``, at most 5 times a second live."""
         now = time.perf_counter()
         if self.live and now - self.last_print < 0.2 and step < self.total:
             return
@@ -71,7 +74,7 @@ class Progress:
         left = (self.total - step) / rate if rate > 0 else 0.0
         line = (
             f"step {step:>{len(str(self.total))}}/{self.total} ({100 * step / self.total:5.1f}%)"
-            f" | loss (ema {EMA_DECAY}) {smoothed:.4f} | {rate:,.0f} steps/s | {clock(left)} left"
+            f" | {middle} | {rate:,.0f} steps/s | {clock(left)} left"
         )
         self.stream.write(("\r" + line + "\x1b[K") if self.live else line + "\n")
         self.stream.flush()

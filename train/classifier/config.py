@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-import torch
+from train.config import Schedule
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
 OPTIMIZERS = ("sgd", "rmsprop", "adam", "adamw")
 MOMENTUM_OPTIMIZERS = ("sgd", "rmsprop")  # Adam and AdamW have betas instead
 BACKWARDS = ("generated", "autograd")
@@ -21,7 +20,7 @@ DEFAULT_WEIGHT_DECAY = {"sgd": 0.0, "rmsprop": 0.0, "adam": 0.0, "adamw": 0.01}
 
 
 @dataclass(frozen=True)
-class ClassifierConfig:
+class ClassifierConfig(Schedule):
     """One run: the network, the optimizer and its schedule, the numbers' type, the backward."""
 
     steps: int = 2000
@@ -35,14 +34,6 @@ class ClassifierConfig:
     weight_decay: float = 0.0
     clip_grad_norm: float = 0.0  # 0: no clipping
     backward: str = "generated"
-
-    def lr_at(self, step: int) -> float:
-        """Step decay: ``lr`` for the first half of the steps, ``lr / 10`` from the halfway step."""
-        return self.lr if step < self.steps // 2 else self.lr / 10
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        return DTYPES[self.dtype]
 
     def as_dict(self) -> dict:
         values = asdict(self)

@@ -14,12 +14,11 @@ the last record and the validation loss and accuracy after this step's update.
 from __future__ import annotations
 
 import math
-import time
 
 import torch
 
 from train.classifier.model import Evaluation, Params, n_layers
-from train.progress import Progress, clock
+from train.progress import Progress
 
 
 def layer_norm(tensors: list[torch.Tensor]) -> float:
@@ -85,17 +84,4 @@ class ClassifierProgress(Progress):
     """The MLP's progress line with the accuracy added (both: means over recent batches)."""
 
     def update(self, step: int, loss: float, acc: float = math.nan) -> None:  # type: ignore[override]
-        now = time.perf_counter()
-        if self.live and now - self.last_print < 0.2 and step < self.total:
-            return
-        if not self.live and step % self.every and step < self.total:
-            return
-        self.last_print = now
-        rate = self.rate(step)
-        left = (self.total - step) / rate if rate > 0 else 0.0
-        line = (
-            f"step {step:>{len(str(self.total))}}/{self.total} ({100 * step / self.total:5.1f}%)"
-            f" | loss {loss:.4f} | acc {100 * acc:5.1f}% | {rate:,.0f} steps/s | {clock(left)} left"
-        )
-        self.stream.write(("\r" + line + "\x1b[K") if self.live else line + "\n")
-        self.stream.flush()
+        self.show(step, f"loss {loss:.4f} | acc {100 * acc:5.1f}%")

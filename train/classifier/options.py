@@ -14,12 +14,12 @@ from train.classifier.config import (
     DEFAULT_LR,
     DEFAULT_MOMENTUM,
     DEFAULT_WEIGHT_DECAY,
-    DTYPES,
     MOMENTUM_OPTIMIZERS,
     OPTIMIZERS,
     ClassifierConfig,
 )
 from train.classifier.data import DIGITS, MNIST_ENV
+from train.config import DTYPES
 
 DEFAULTS = ClassifierConfig()
 RESUMABLE = {"steps", "backward"}  # a resumed run may go further, or switch the equal backward
