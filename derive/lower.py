@@ -48,6 +48,14 @@ def _is_call(e: sp.Basic) -> bool:
     return (type(e) in BY_NODE or isinstance(e, sp.Heaviside)) and bool(e.atoms(sp.Indexed))
 
 
+def _einsum_value(values: list[Value], out: tuple, order: list) -> Value:
+    every = list(dict.fromkeys(list(order) + [a for v in values for a in v.axes]))
+    letters = dict(zip(every, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", strict=False))
+    spec = ",".join("".join(letters[x] for x in v.axes) for v in values)
+    spec += "->" + "".join(letters[x] for x in out)
+    return Value(f'torch.einsum("{spec}", {", ".join(v.code for v in values)})', out)
+
+
 def _stem(e: sp.Expr) -> str:
     return "_".join(sorted({i.base.label.name for i in e.atoms(sp.Indexed)}))
 
@@ -387,10 +395,16 @@ class Lowerer(Fusions):
         return self._permuted(self.memo[key], order)
 
     def _contraction(self, body: sp.Expr, bound: list, order: list) -> Value | None:
-        """sum_k A[.., k] B[k, ..] -> A @ B (or an einsum), when body is two plain tensors."""
+        """sum_k A[.., k] B[k, ..] -> A @ B (or an einsum), when body is two plain tensors;
+        a product of three or more tensors (or reductions) -> one einsum, which contracts pair
+        by pair instead of materialising the broadcast product of all of them."""
         coef, rest = body.as_coeff_Mul()
         factors = sp.Mul.make_args(rest)
-        if coef != 1 or len(factors) != 2 or not all(plain(f) for f in factors):
+        if coef != 1 or len(factors) < 2:
+            return None
+        if len(factors) > 2 or any(isinstance(f, sp.Sum) for f in factors):
+            return self._einsum(factors, bound, order)
+        if not all(plain(f) for f in factors):
             return None
         if not all(self._is_axis(i) for f in factors for i in f.indices):
             return None
@@ -400,13 +414,20 @@ class Lowerer(Fusions):
             return None
         out = tuple(x for x in order if x in (set(a.axes) | set(b.axes)) - set(bound))
         mm = matmul(a, b, bound, out)
-        if mm is not None:
-            return mm
-        every = list(dict.fromkeys(list(order) + list(a.axes) + list(b.axes)))
-        letters = dict(zip(every, "abcdefghijklmnopqrstuvwxyz", strict=False))
-        spec = "".join(letters[x] for x in a.axes) + "," + "".join(letters[x] for x in b.axes)
-        spec += "->" + "".join(letters[x] for x in out)
-        return Value(f'torch.einsum("{spec}", {a.code}, {b.code})', out)
+        return mm if mm is not None else _einsum_value([a, b], out, order)
+
+    def _einsum(self, factors: tuple, bound: list, order: list) -> Value | None:
+        if not all(plain(f) or isinstance(f, sp.Sum) for f in factors):
+            return None  # element-wise work first: not a pure contraction
+        if not all(self._is_axis(i) for f in factors if plain(f) for i in f.indices):
+            return None
+        values = [
+            self._indexed(f, list(f.indices)) if plain(f) else self.value(f, order) for f in factors
+        ]
+        if any(v.scalar for v in values) or not set(bound) <= {a for v in values for a in v.axes}:
+            return None
+        out = tuple(x for x in order if x in {a for v in values for a in v.axes} - set(bound))
+        return _einsum_value(values, out, order)
 
     def _temp(self, e: sp.Sum) -> str:
         return self._name("sum_" + _stem(e))
