@@ -52,6 +52,12 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ["out[n] = x[n, n]"],
             "out = x[torch.arange(N, device=x.device), torch.arange(N, device=x.device)]",
         ),
+        # a chain of three: one einsum, contracted pair by pair
+        (
+            ["a[I, J]", "b[J, K]", "c[K, L]"],
+            ["out[i, l] = Sum(a[i, j] * b[j, k] * c[k, l], j, k)"],
+            'out = torch.einsum("ad,dc,cb->ab", a, b, c)',
+        ),
         # r + c a b -> addcmul; a function met twice is computed once
         (["x[N]"], ["out[n] = x[n] * tanh(x[n]) + tanh(x[n])"], "tanh_x = torch.tanh(x)"),
     ],
