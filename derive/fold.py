@@ -38,6 +38,11 @@ class Pattern:
     base: sp.IndexedBase | sp.Symbol
     indices: tuple[sp.Symbol, ...]
     body: sp.Expr
+    of_exp: bool = False  # body is exp(the definition's body): fold to exp(name[...])
+
+    def target(self, bind: dict) -> sp.Expr:
+        at = self.base[tuple(bind[i] for i in self.indices)] if bind else self.base
+        return sp.exp(at) if self.of_exp else at
 
 
 # A canonical body whose tree is this many times its distinct sub-expressions copies subtrees
@@ -117,7 +122,21 @@ class Canon:
             t = self.graph.tensors[name]
             base = t.base if t.dims else sp.Symbol(name, real=True)
             out.append(Pattern(name, base, idx, body))
+            exp_body = _exp_of_logs(body)
+            if exp_body is not None:
+                out.append(Pattern(name, base, idx, exp_body, of_exp=True))
         return out
+
+
+def _exp_of_logs(body: sp.Expr) -> sp.Expr | None:
+    """exp(a - log S) = exp(a) / S: a log-softmax's exp(out) is the softmax, read from the saved
+    out instead of recomputed from x, the max and the sum (one tensor saved, not three)."""
+    logs = [t for t in sp.Add.make_args(body) if t.as_coeff_Mul()[1].func == sp.log]
+    if not logs or len(logs) == len(sp.Add.make_args(body)):
+        return None
+    rest = sp.Add(*[t for t in sp.Add.make_args(body) if t not in logs])
+    powers = [t.as_coeff_Mul()[1].args[0] ** t.as_coeff_Mul()[0] for t in logs]
+    return sp.exp(rest) * sp.Mul(*powers)
 
 
 def _powers(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Expr, sp.Expr]]:
@@ -161,7 +180,7 @@ def _instance(body: sp.Expr, bind: tuple[tuple[sp.Symbol, sp.Expr], ...]) -> sp.
 
 def _fold_product(pattern: Pattern, bind: dict, e: sp.Expr) -> sp.Expr:
     inst = _instance(pattern.body, tuple(bind.items()))
-    target = pattern.base[tuple(bind[i] for i in pattern.indices)] if bind else pattern.base
+    target = pattern.target(bind)
     pc, pp = _powers(inst)
     ec, ep = _powers(e)
     if not pp:
@@ -191,7 +210,7 @@ def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
     for pat in patterns:
         for bind in _bindings(pat, e):
             inst = _instance(pat.body, tuple(bind.items()))
-            target = pat.base[tuple(bind[i] for i in pat.indices)] if bind else pat.base
+            target = pat.target(bind)
             if hash(e) == hash(inst) and e == inst:
                 return target
             if isinstance(inst, (sp.Mul, sp.Pow)) and isinstance(e, (sp.Mul, sp.Pow)):

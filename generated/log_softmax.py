@@ -9,13 +9,13 @@ Forward, as defined (element-wise, SymPy index notation):
     out[..., c] = x[..., c] - maxes[...] - log(counts_sum[...])
 
 Backward, derived and simplified by backgen:
-    dx[batch, c] = -exp(-maxes[batch] + x[batch, c])*Sum(grad_out[batch, c1], (c1, 0, C - 1))/counts_sum[batch] + grad_out[batch, c]
+    dx[batch, c] = -exp(out[batch, c])*Sum(grad_out[batch, c1], (c1, 0, C - 1)) + grad_out[batch, c]
 """
 
 import torch
 
 OP = "log_softmax"
-SAVED = ["x", "maxes", "counts_sum"]
+SAVED = ["out"]
 
 
 def _check_input(name, t, ndim, integer, batched):
@@ -59,19 +59,17 @@ def forward(x):
     counts_sum = torch.exp(x - maxes[:, None]).sum(1)
     out = x - torch.log(counts_sum)[:, None] - maxes[:, None]
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
-    return _returned, (x, maxes, counts_sum, (_returned.shape, _returned.dtype))
+    return _returned, (out, (_returned.shape, _returned.dtype))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    x, maxes, counts_sum, _like = saved
+    out, _like = saved
     _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape[: grad_out.dim() - 1]
     grad_out = grad_out.reshape((-1,) + tuple(grad_out.shape[grad_out.dim() - 1 :]))
     sum_grad_out = grad_out.sum(1)
-    dx = torch.addcmul(
-        grad_out, (sum_grad_out / counts_sum)[:, None], torch.exp(x - maxes[:, None]), value=-1
-    )
+    dx = torch.addcmul(grad_out, sum_grad_out[:, None], torch.exp(out), value=-1)
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
 
@@ -82,8 +80,8 @@ class Function(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         out, saved = forward(x)
-        ctx.save_for_backward(*saved[:3])
-        ctx.extra = saved[3:]
+        ctx.save_for_backward(*saved[:1])
+        ctx.extra = saved[1:]
         return out
 
     @staticmethod

@@ -98,3 +98,16 @@ def test_the_interpreter_catches_a_forgotten_bessel(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(evaluate, "derive", bessel_forgotten)
     with pytest.raises(AssertionError, match="batchnorm: dx"):
         evaluate.agree(_graph("batchnorm"), sizes=3, seed=0)
+
+
+def test_log_softmax_backward_reads_exp_of_the_saved_output() -> None:
+    # exp(x - max - log S) = exp(x - max) / S: the softmax is exp(out), one saved tensor
+    from derive.derivation import derive
+    from derive.generate import load_op
+    from derive.language import parse
+
+    d = derive(parse(load_op(Path(__file__).resolve().parent.parent / "ops" / "log_softmax.py")))
+    assert str(d.final["x"]) == (
+        "-exp(out[batch, c])*Sum(grad_out[batch, c1], (c1, 0, C - 1)) + grad_out[batch, c]"
+    )
+    assert d.saved == ["out"]
