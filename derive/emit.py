@@ -135,7 +135,13 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
         if not isinstance(step, Definition):
             continue
         for p in step.body.atoms(sp.Pow):
-            if p.exp.is_negative and p.base.free_symbols and p.base.free_symbols <= sizes:
+            polynomial = p.base.is_polynomial(*sizes) and not p.base.atoms(sp.Function)
+            if (
+                p.exp.is_negative
+                and p.base.free_symbols
+                and p.base.free_symbols <= sizes
+                and polynomial
+            ):
                 found.setdefault(p.base, "it divides")
         for r in step.body.atoms(ReduceMax):
             for _, lo, hi in r.limits:
