@@ -67,13 +67,13 @@ class Fusions:
         if len(sums) != 1:
             return None
         bound = [lim[0] for lim in sums[0].limits]
+        self.sizes.update({var: hi - lo + 1 for var, lo, hi in sums[0].limits})
         mm = self._contraction(sums[0].function, bound, order)
         if mm is None or mm.operands is None:
             return None
         rest = self.value(e - sums[0], order)
         if rest.scalar or not set(rest.axes) <= set(mm.axes):
             return None
-        self.sizes.update({var: hi - lo + 1 for var, lo, hi in sums[0].limits})
         left, right = mm.operands
         return Value(f"torch.addmm({align(rest, mm.axes).code}, {left}, {right})", mm.axes)
 
@@ -118,9 +118,9 @@ class Fusions:
         rest = sp.Mul(*[f for f in e.args if f is not sums[0]])
         if sp.expand(rest * extent) != 1:  # the factor beside the sum is 1/extent
             return None
+        self.sizes.update({var: hi - lo + 1 for var, lo, hi in sums[0].limits})
         if self._contraction(sums[0].function, bound, inner) is not None:
             return None
-        self.sizes.update({var: hi - lo + 1 for var, lo, hi in sums[0].limits})
         body = self.value(sums[0].function, inner)
         if not set(bound) <= set(body.axes):
             return None
