@@ -166,6 +166,8 @@ class Lowerer(Fusions):
         if e.is_Number:  # "1 / 3" binds like a product: parenthesised where that matters
             prec = UNARY if e < 0 else ATOM if e.is_Integer or e.is_Float else MUL
             return Value(number(e), scalar=True, prec=prec)
+        if e.is_number:  # pi, sqrt(2/pi): one python float, rounded once from SymPy's value
+            return Value(number(e), scalar=True, prec=ATOM if e >= 0 else UNARY)
         if isinstance(e, sp.Symbol):
             return self._symbol(e)
         if isinstance(e, sp.Indexed):
@@ -178,8 +180,6 @@ class Lowerer(Fusions):
             return self._pow(e, order)
         if isinstance(e, sp.Sum):
             return self._sum(e, order)
-        if e.is_number:  # pi, e, sqrt(2): a python float
-            return Value(number(e), scalar=True, prec=ATOM if e >= 0 else UNARY)
         if isinstance(e, sp.Heaviside):
             return self._step(e, order)
         if isinstance(e, sp.KroneckerDelta):
@@ -330,7 +330,12 @@ class Lowerer(Fusions):
             return fused
         coef, rest = e.as_coeff_Mul()
         num, den = [], []
+        constant = sp.Mul(*[f for f in sp.Mul.make_args(rest) if f.is_number])
+        if constant != 1:  # sqrt(2)/sqrt(pi): one float, not python arithmetic at run time
+            num.append(self.value(constant, order))
         for f in sp.Mul.make_args(rest):
+            if f.is_number:
+                continue
             if isinstance(f, sp.Pow) and f.exp.is_number and f.exp < 0:
                 den.append(self.value(f.base ** (-f.exp), order))
             else:

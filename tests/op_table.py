@@ -14,6 +14,9 @@ from generated import (
     batchnorm,
     cross_entropy,
     embedding,
+    gelu,
+    gelu_tanh,
+    layernorm,
     linear,
     log_softmax,
     logsumexp,
@@ -88,6 +91,16 @@ def _make_relu(rng, gen, dtype):
     return [torch.where(x.abs() < 0.05, torch.zeros_like(x), x)]  # the kink itself included
 
 
+def _make_layernorm(rng, gen, dtype):
+    (x,) = _make_rows(rng, gen, dtype)
+    c = x.shape[-1]
+    return [
+        x,
+        torch.randn(c, generator=gen, dtype=dtype) * 0.1 + 1,
+        torch.randn(c, generator=gen, dtype=dtype),
+    ]
+
+
 OPS = [
     OpSpec("linear", linear, lambda x, W, b: x @ W + b, _make_linear),
     OpSpec("tanh", tanh, torch.tanh, _make_tanh),
@@ -99,6 +112,14 @@ OPS = [
     OpSpec("softmax", softmax, lambda x: torch.softmax(x, -1), _make_rows),
     OpSpec("log_softmax", log_softmax, lambda x: torch.log_softmax(x, -1), _make_rows),
     OpSpec("logsumexp", logsumexp, lambda x: torch.logsumexp(x, -1), _make_rows),
+    OpSpec(
+        "layernorm",
+        layernorm,
+        lambda x, g, b: F.layer_norm(x, (x.shape[-1],), g, b, eps=1e-5),
+        _make_layernorm,
+    ),
+    OpSpec("gelu_tanh", gelu_tanh, lambda x: F.gelu(x, approximate="tanh"), _make_tanh),
+    OpSpec("gelu", gelu, F.gelu, _make_tanh),
 ]
 
 
