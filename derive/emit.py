@@ -7,6 +7,7 @@ saved) -> tuple`` (one entry per input, ``None`` for integer inputs), and ``Func
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ class ModuleData:
     saved_names: list[str]
     saved_return: str  # what forward returns as saved: the names, then the output's shape/dtype
     saved_unpack: str  # the same names for backward, the shape/dtype as ``_like``
+    returned: str  # the name forward returns: the output, or ``_returned`` for a reshape of it
     n_saved_tensors: int
     backward_lines: list[str]
     returns: str
@@ -299,6 +301,38 @@ def _bodies(d: Derivation, flat: bool) -> tuple[list[str], list[str], list[str],
     return checks, forward, backward, extras, "math" in lw.modules | back.modules
 
 
+def _live_bindings(checks: list[str], later: list[str]) -> list[str]:
+    """Drop size bindings (``E = C.shape[1]``) that no check, forward line or saved name reads:
+    decided on the statements' syntax trees, not by matching text."""
+    read = [_names_read(line) for line in checks + later]
+    kept = []
+    for k, line in enumerate(checks):
+        bound = _size_binding(line)
+        if bound is None or any(bound in names for names in read[k + 1 :]):
+            kept.append(line)
+    return kept
+
+
+def _names_read(code: str) -> set[str]:
+    tree = ast.parse(code.strip())
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _size_binding(line: str) -> str | None:
+    """The name ``line`` binds when it is ``NAME = tensor.shape[k]``, else None."""
+    stmt = ast.parse(line.strip()).body[0]
+    if (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.Subscript)
+        and isinstance(stmt.value.value, ast.Attribute)
+        and stmt.value.value.attr == "shape"
+    ):
+        return stmt.targets[0].id
+    return None
+
+
 def _tuple(names: list[str]) -> str:
     return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
 
@@ -311,6 +345,9 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
     if not flat and re.search(rf"\b{BATCH_SIZE}\b", "\n".join(forward + backward)):
         flat = True  # the code names the flattened batch size after all
         checks, forward, backward, extras, uses_math = _bodies(d, flat)
+    output = _output_expr(g, flat)
+    returned = output if output.isidentifier() else "_returned"
+    checks = _live_bindings(checks, forward + [output] + d.saved + extras)
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
     call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])
@@ -332,12 +369,13 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         range_checks=_range_checks(g),
         forward_lines=forward,
         saved_names=d.saved + extras,
-        saved_return=_tuple(d.saved + extras + ["(_returned.shape, _returned.dtype)"]),
+        saved_return=_tuple(d.saved + extras + [f"({returned}.shape, {returned}.dtype)"]),
+        returned=returned,
         saved_unpack=_tuple(d.saved + extras + ["_like"]),
         n_saved_tensors=len(d.saved),
         backward_lines=backward,
         returns=returns,
-        output=_output_expr(g, flat),
+        output=output,
         input_names=list(g.inputs),
         grads=grads,
         n_params=len(g.params),

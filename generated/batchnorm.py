@@ -90,8 +90,7 @@ def forward(x, gain, bias, *, eps=1e-05):
     bnvar_inv = torch.rsqrt(eps + bnvar)
     bnraw = bnvar_inv * bndiff
     out = torch.addcmul(bias, gain, bnraw)
-    _returned = out
-    return _returned, (gain, bnvar_inv, bnraw, (_returned.shape, _returned.dtype))
+    return out, (gain, bnvar_inv, bnraw, (out.shape, out.dtype))
 
 
 def backward(grad_out, saved):

@@ -105,8 +105,7 @@ def forward(logits, targets):
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("targets", targets, "C", C)
         raise
-    _returned = loss
-    return _returned, (targets, probs, (_returned.shape, _returned.dtype))
+    return loss, (targets, probs, (loss.shape, loss.dtype))
 
 
 def backward(grad_out, saved):

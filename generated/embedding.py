@@ -67,10 +67,8 @@ def forward(idx, C):
     _check_input("idx", idx, 0, True, True)
     batch_shape = idx.shape
     idx = idx.reshape(-1)
-    Batch = idx.shape[0]
     _check_input("C", C, 2, False, False)
     V = C.shape[0]
-    E = C.shape[1]
     _check_like("idx", idx, "C", C, False)
     _check_range("idx", idx, "V", V, before=True)
     try:

@@ -205,8 +205,7 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         _check_range("X", X, "V", V)
         _check_range("Y", Y, "V", V)
         raise
-    _returned = loss
-    return _returned, (
+    return loss, (
         X,
         Y,
         W1,
@@ -222,7 +221,7 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         counts_sum_inv,
         probs,
         logit_maxes_argmax,
-        (_returned.shape, _returned.dtype),
+        (loss.shape, loss.dtype),
     )
 
 

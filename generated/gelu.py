@@ -44,8 +44,7 @@ def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
     out = torch.addcmul(x * 0.5, torch.erf(x * (1.4142135623730951 / 2)), x, value=0.5)
-    _returned = out
-    return _returned, (x, (_returned.shape, _returned.dtype))
+    return out, (x, (out.shape, out.dtype))
 
 
 def backward(grad_out, saved):

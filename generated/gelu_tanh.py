@@ -46,8 +46,7 @@ def forward(x):
     out = torch.addcmul(
         x * 0.5, torch.tanh((x**3 * 0.044715 + x) * 0.7978845608028654), x, value=0.5
     )
-    _returned = out
-    return _returned, (x, (_returned.shape, _returned.dtype))
+    return out, (x, (out.shape, out.dtype))
 
 
 def backward(grad_out, saved):

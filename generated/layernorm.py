@@ -73,7 +73,6 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
     x = x.reshape((-1,) + tuple(x.shape[x.dim() - 1 :]))
-    Batch = x.shape[0]
     C = x.shape[1]
     _check_input("gain", gain, 1, False, False)
     _check_size("gain", 0, gain.shape[0], "C", C)

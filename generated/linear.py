@@ -61,7 +61,6 @@ def _check_grad_out(grad_out, like):
 def forward(x, W, b):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 2, False, False)
-    N = x.shape[0]
     D = x.shape[1]
     _check_input("W", W, 2, False, False)
     _check_size("W", 0, W.shape[0], "D", D)
@@ -71,8 +70,7 @@ def forward(x, W, b):
     _check_like("W", W, "x", x, True)
     _check_like("b", b, "x", x, True)
     out = torch.addmm(b, x, W)
-    _returned = out
-    return _returned, (x, W, (_returned.shape, _returned.dtype))
+    return out, (x, W, (out.shape, out.dtype))
 
 
 def backward(grad_out, saved):

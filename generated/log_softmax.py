@@ -52,7 +52,6 @@ def forward(x):
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
     x = x.reshape((-1,) + tuple(x.shape[x.dim() - 1 :]))
-    Batch = x.shape[0]
     C = x.shape[1]
     _check_positive("C", C, "a Max runs over it")
     maxes = x.amax(1)

@@ -44,8 +44,7 @@ def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
     out = torch.relu(x)
-    _returned = out
-    return _returned, (x, (_returned.shape, _returned.dtype))
+    return out, (x, (out.shape, out.dtype))
 
 
 def backward(grad_out, saved):
