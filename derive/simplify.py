@@ -144,7 +144,9 @@ def _match_reduction(red: Reduction, body: sp.Expr, lim: Limit) -> sp.Expr | Non
     if pattern.xreplace(dict(zip(red.indices, at, strict=True))) != body:
         return None
     value = red.name[at] if at else red.name
-    return value / red.coef
+    # the coefficient is read at the same indices (res[r, w] = S1[r, w] / S2[r, w]: at [a, b]
+    # the sum folds to res[a, b] * S2[a, b], never to S2 at the definition's own names)
+    return value / red.coef.xreplace(dict(zip(red.indices, at, strict=True)))
 
 
 class Simplifier:

@@ -124,3 +124,10 @@ def test_sums_equal_only_up_to_a_captured_name_stay_apart() -> None:
     g, yy = sp.IndexedBase("g", real=True), sp.Symbol("y", integer=True)
     expr = sp.Sum(g[k, yy], LIM) + sp.Sum(g[yy, k], LIM)
     assert Simplifier().simplify(expr) == expr
+
+
+def test_fold_reduction_reads_an_index_dependent_coefficient_at_the_match() -> None:
+    # r[m] = sum_k x[k, m] / y[m]  =>  sum_k x[k, c] -> r[c] * y[c]   (not r[c] * y[m])
+    rr = sp.IndexedBase("r", real=True)
+    red = Reduction(rr, (m,), 1 / y[m], x[k, m], LIM)
+    assert _apply("_fold_reduction", x[k, c], Simplifier([red])) == rr[c] * y[c]
