@@ -56,7 +56,7 @@ def load_module(path: str | Path) -> ModuleType:
     return module
 
 
-def _index_limits(g: Graph, sizes: dict) -> dict[str, int]:
+def index_limits(g: Graph, sizes: dict) -> dict[str, int]:
     """For every int64 input: the size of the dimension its values index into."""
     limits: dict[str, int] = {}
     for step in g.steps:
@@ -88,7 +88,7 @@ def random_inputs(
     if lead and any(t.batched for t in g.tensors.values()):
         sizes = {s: v for s, v in sizes.items() if s.name != "Batch"}
         sizes[sp.Symbol("Batch", integer=True, positive=True)] = int(torch.tensor(lead).prod())
-    limits = _index_limits(g, sizes)
+    limits = index_limits(g, sizes)
     out = []
     for name in g.inputs:
         t = g.tensors[name]

@@ -20,7 +20,14 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
 
-class sigmoid(sp.Function):  # noqa: N801  (the name an op writes)
+class _RealFunction(sp.Function):
+    """A function that is real wherever its argument is (SymPy then writes no re()/im())."""
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+
+class sigmoid(_RealFunction):  # noqa: N801  (the name an op writes)
     """sigma(x) = 1 / (1 + exp(-x));  sigma'(x) = sigma(x) (1 - sigma(x))."""
 
     @classmethod
@@ -28,9 +35,6 @@ class sigmoid(sp.Function):  # noqa: N801  (the name an op writes)
         if x.is_number:
             return 1 / (1 + sp.exp(-x))
         return None
-
-    def _eval_is_real(self):
-        return self.args[0].is_real
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         s = sigmoid(self.args[0])
@@ -43,7 +47,7 @@ class sigmoid(sp.Function):  # noqa: N801  (the name an op writes)
         return rf"\sigma\left({printer._print(self.args[0])}\right)"
 
 
-class softplus(sp.Function):  # noqa: N801
+class softplus(_RealFunction):  # noqa: N801
     """softplus(x) = log(1 + exp(x));  softplus'(x) = sigma(x)."""
 
     @classmethod
@@ -51,9 +55,6 @@ class softplus(sp.Function):  # noqa: N801
         if x.is_number:
             return sp.log(1 + sp.exp(x))
         return None
-
-    def _eval_is_real(self):
-        return self.args[0].is_real
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         return sigmoid(self.args[0])
@@ -65,7 +66,7 @@ class softplus(sp.Function):  # noqa: N801
         return rf"\operatorname{{softplus}}\left({printer._print(self.args[0])}\right)"
 
 
-class relu(sp.Function):  # noqa: N801
+class relu(_RealFunction):  # noqa: N801
     """relu(x) = max(x, 0);  relu'(x) = 1[x > 0] (0 at exactly 0, as torch's and the seed's)."""
 
     @classmethod
@@ -73,9 +74,6 @@ class relu(sp.Function):  # noqa: N801
         if x.is_number:
             return sp.Max(x, 0)
         return None
-
-    def _eval_is_real(self):
-        return self.args[0].is_real
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         return sp.Heaviside(self.args[0], 0)

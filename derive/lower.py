@@ -297,13 +297,8 @@ class Lowerer(Fusions):
         return self._gather(name, e, order)
 
     def _permuted(self, v: Value, order: list[sp.Symbol]) -> Value:
-        want = tuple(sorted(v.axes, key=position(order)))
-        if want == v.axes:
-            return v
-        if len(v.axes) == 2:
-            return Value(f"{v.wrap(ATOM)}.T", want)
-        perm = ", ".join(str(v.axes.index(a)) for a in want)
-        return Value(f"{v.wrap(ATOM)}.permute({perm})", want)
+        """``v`` with its axes in ``order``'s order (axes ``order`` lacks go last)."""
+        return permute(v, tuple(sorted(v.axes, key=position(order))))
 
     # -- arithmetic -------------------------------------------------------------------------
     def _add(self, e: sp.Add, order: list[sp.Symbol]) -> Value:

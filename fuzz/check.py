@@ -10,7 +10,6 @@ An error is relative to the reference tensor's scale: max|mine - ref| <= 1e-10 *
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import random
 import signal
 import tempfile
@@ -24,9 +23,11 @@ from pathlib import Path
 import sympy as sp
 import torch
 
+from derive.check import index_limits
+from derive.check import load_module as load_path
 from derive.errors import DerivationError
 from derive.generate import module_source
-from derive.language import Definition, Graph, Op, parse
+from derive.language import Graph, Op, parse
 from derive.reference import autograd_reference, evaluate
 
 RTOL = 1e-10
@@ -70,21 +71,6 @@ def deadline(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
-def index_bounds(graph: Graph, sizes: dict) -> dict[str, int]:
-    """For each int64 input: the size of the smallest dimension it subscripts."""
-    bounds: dict[str, int] = {}
-    for step in graph.steps:
-        if not isinstance(step, Definition):
-            continue
-        for ind in step.body.atoms(sp.Indexed):
-            for pos, sub in enumerate(ind.indices):
-                if isinstance(sub, sp.Indexed):
-                    size = int(sp.sympify(ind.base.shape[pos]).subs(sizes))
-                    name = sub.base.label.name
-                    bounds[name] = min(bounds.get(name, size), size)
-    return bounds
-
-
 def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tensor]:
     """Inputs of the declared shapes: floats uniform in [-1.5, 1.5], ints in their range."""
     rng = random.Random(seed)
@@ -95,7 +81,7 @@ def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tens
     else:
         values = [rng.randint(1, 4) for _ in symbols]
     sizes = dict(zip(symbols, values))
-    bounds = index_bounds(graph, sizes)
+    bounds = index_limits(graph, sizes)
     inputs = {}
     for name in graph.inputs:
         t = graph.tensors[name]
@@ -110,10 +96,7 @@ def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tens
 def load_module(text: str, name: str, folder: Path):
     path = folder / f"{name}.py"
     path.write_text(text)
-    spec = importlib.util.spec_from_file_location(f"fuzzed_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_path(path)
 
 
 def rel_error(mine: torch.Tensor, ref: torch.Tensor) -> float:
