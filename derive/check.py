@@ -69,6 +69,21 @@ def index_limits(g: Graph, sizes: dict) -> dict[str, int]:
     return limits
 
 
+def _draw_sizes(g: Graph, rng: random.Random) -> dict[sp.Symbol, int]:
+    """Random sizes in [2, 5]; a size a derived one divides (C in D = C / n_head) is drawn as
+    a multiple of the divisor, so every derived size is a whole number."""
+    sizes = {s: rng.randint(2, 5) for s in g.sizes if s not in g.derived}
+    ints = {p: v for p, v in g.params.items() if isinstance(v, int)}
+    for expr in g.derived.values():
+        num, den = sp.fraction(expr)
+        divisor = sp.sympify(den).subs(ints).subs(sizes)
+        if num in sizes and divisor.is_Integer:
+            sizes[num] = int(divisor) * rng.randint(1, 3)
+    for size, expr in g.derived.items():
+        sizes[size] = int(sp.sympify(expr).subs(ints).subs(sizes))
+    return sizes
+
+
 def _draw(shape: tuple, how: str, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
     if how == "normal":
         return torch.randn(shape, generator=gen, dtype=dtype)
@@ -83,7 +98,7 @@ def random_inputs(
     g = op if isinstance(op, Graph) else parse(op)
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
-    sizes = {s: rng.randint(2, 5) for s in g.sizes}
+    sizes = _draw_sizes(g, rng)
     lead = tuple(rng.randint(1, 3) for _ in range(rng.randint(1, 2)))
     if lead and any(t.batched for t in g.tensors.values()):
         sizes = {s: v for s, v in sizes.items() if s.name != "Batch"}
@@ -112,7 +127,13 @@ def defined_inputs(g: Graph, seed: int) -> tuple[list[torch.Tensor], str]:
         named = dict(zip(g.inputs, inputs, strict=True))
         values = evaluate(g, named)
         grad_out = torch.ones_like(values[g.output])
-        if _finite(values.values()) and _finite(autograd_reference(g, named, grad_out).values()):
+        # an intermediate may be -inf (a masked score, where(c, s, -inf)); never NaN
+        steps = [v for v in values.values() if v.is_floating_point()]
+        if (
+            _finite([values[g.output]])
+            and not any(bool(torch.isnan(v).any()) for v in steps)
+            and _finite(autograd_reference(g, named, grad_out).values())
+        ):
             return inputs, how
     raise CheckFailed(f"op '{g.op.name}': no draw of {DRAWS} gives finite values to check")
 

@@ -23,9 +23,9 @@ from derive.errors import DerivationError
 from derive.fold import Canon, Pattern, fold
 from derive.identities import FORWARD_RULES, rewrite
 from derive.indices import canonical_bound
-from derive.language import Definition, Graph
+from derive.language import Definition, Graph, View
 from derive.reverse import Adjoints, derive_adjoints, inline
-from derive.simplify import Simplifier, cost
+from derive.simplify import Simplifier, cost, masked_tensors
 
 
 @dataclass
@@ -101,7 +101,9 @@ class Collapser:
 
     def __init__(self, g: Graph, adj: Adjoints) -> None:
         self.adj, self.canon, self.memo = adj, Canon(g, adj.fresh), {}
-        self.simplifier, self.patterns = Simplifier(self.canon.reductions), self.canon.patterns()
+        masked = masked_tensors(g.steps, g.tensors)
+        self.simplifier = Simplifier(self.canon.reductions, masked)
+        self.patterns = self.canon.patterns()
         self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
         self.stepped: dict[str, sp.Expr] = {}  # inline's memo for simplified steps
 
@@ -125,7 +127,16 @@ class Collapser:
 
 def _collapsed(collapser: Collapser) -> tuple[list[str], Mapping, dict]:
     g = collapser.canon.graph
-    order = [t for t in g.inputs if not g.tensors[t].integer]
+    # a view of an input (Wh = view(Wqkv, C, 3, H, D)) is collapsed like an input; the input's
+    # own adjoint is then the reverse view, a reshape (emitted right after the view's adjoint)
+    views = [s for s in g.steps if isinstance(s, View)]
+    order = [
+        t
+        for i in g.inputs
+        if not g.tensors[i].integer
+        for t in [v.name for v in views if v.source == i] + [i]
+        if t in collapser.adj.exprs  # a view that is the output has grad_out as its adjoint
+    ]
     final = {t: collapser.simplified(t) for t in order}
     raw = Lazy(order, collapser.raw)
     return order, raw, final
@@ -144,7 +155,8 @@ def _saved(g: Graph, adj: Adjoints, final: dict[str, sp.Expr]) -> list[str]:
     forward = set(g.tensors) | {a.name for a in adj.argmax.values()}
     used = {i.base.label.name for e in final.values() for i in e.atoms(sp.Indexed)}
     used |= {s.name for e in final.values() for s in e.atoms(sp.Symbol)}
-    used |= {src for _, src in adj.views.values()}  # the reverse view needs the source shape
+    # the reverse view of an intermediate reads its shape; an input's is the op's sizes
+    used |= {src for _, src in adj.views.values() if src not in g.inputs}
     order = list(g.tensors) + [a.name for a in adj.argmax.values()]
     return [t for t in order if t in used & forward]
 

@@ -118,6 +118,8 @@ def _input_lines(
             else:
                 lines.append(f"{dim} = {name}.shape[{pos}]")
                 bound[dim] = dim.name
+    lines += _solved_sizes(composite, bound)
+    lines += _derived_lines(g)
     lines += like
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
         lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
@@ -127,6 +129,41 @@ def _input_lines(
         before = "" if name in wrapping else ", before=True"
         lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}{before})")
     return lines, bound
+
+
+def _solved_sizes(composite: list, bound: dict) -> list[str]:
+    """A size seen only inside a product (M of ``x[N, 3*M]``) is the dimension divided by the
+    rest of the product, checked whole like a derived size."""
+    lines = []
+    for name, pos, dim in composite:
+        unknown = [s for s in dim.free_symbols if s not in bound]
+        if len(unknown) != 1 or not sp.Mul(*sp.Mul.make_args(dim)).is_Mul:
+            continue
+        (size,) = unknown
+        rest = dim / size
+        if rest.has(size) or not all(f.is_Integer or f in bound for f in sp.Mul.make_args(rest)):
+            continue
+        got = f"{name}.shape[{pos}]"
+        lines.append(
+            f"{size} = _check_derived({size.name!r}, {f'{got} / {rest}'!r}, {got}, {rest}, "
+            f"{got!r}, {str(rest)!r})"
+        )
+        bound[size] = size.name
+    return lines
+
+
+def _derived_lines(g: Graph) -> list[str]:
+    """``D = C / n_head`` bound once the inputs' sizes are: a positive whole number, or one
+    line naming the op (``C = 10 is not divisible by n_head = 3``)."""
+    lines = []
+    for size, expr in g.derived.items():
+        num, den = sp.fraction(expr)
+        text = str(expr).replace("/", " / ")
+        lines.append(
+            f"{size} = _check_derived({size.name!r}, {text!r}, {num}, {den}, "
+            f"{str(num)!r}, {str(den)!r})"
+        )
+    return lines
 
 
 def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
@@ -263,10 +300,12 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str], flat: bool) -> 
         lw.lines.append(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})")
     start = len(lw.lines)
     lw.share([d.final[t] for t in d.order])
-    _emit_views(d, lw, GRAD_OUT)
+    direct = _direct_views(d)
+    _emit_views(d, lw, GRAD_OUT, direct)
     for t in d.order:
-        lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
-        _emit_views(d, lw, adj.names[t])
+        if adj.names[t] not in direct.values():
+            lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
+        _emit_views(d, lw, adj.names[t], direct)
     for t in d.order:
         if t in g.inputs and g.tensors[t].batched and flat:
             v = adj.names[t]
@@ -276,11 +315,23 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str], flat: bool) -> 
     return lw.lines[:start] + used + lw.lines[start:]
 
 
-def _emit_views(d: Derivation, lw: Lowerer, produced: str) -> None:
+def _direct_views(d: Derivation) -> dict[str, str]:
+    """Reverse views that are a whole adjoint (dWqkv is dWh reshaped, nothing added): the
+    reshape is bound to the adjoint's own name, ``dWqkv = dWh.reshape(C, 3 * C)``."""
+    adj, direct = d.adjoints, {}
+    for t in d.order:
+        e = d.final[t]
+        if isinstance(e, sp.Indexed) and e.base.label.name in adj.views:
+            if tuple(e.indices) == tuple(adj.free[t]):
+                direct[e.base.label.name] = adj.names[t]
+    return direct
+
+
+def _emit_views(d: Derivation, lw: Lowerer, produced: str, direct: dict[str, str]) -> None:
     for name, (dname, src) in sorted(d.adjoints.views.items()):
         if dname == produced:
             dims = ", ".join(lw.value(x, []).code for x in d.graph.tensors[src].dims)
-            lw.lines.append(f"{name} = {dname}.reshape({dims})")
+            lw.lines.append(f"{direct.get(name, name)} = {dname}.reshape({dims})")
 
 
 def _first_float(g: Graph) -> str:

@@ -82,6 +82,36 @@ class relu(_RealFunction):  # noqa: N801
         return rf"\operatorname{{relu}}\left({printer._print(self.args[0])}\right)"
 
 
+class where(sp.Function):  # noqa: N801
+    """where(c, a, b) = a where the condition c holds, else b (torch.where).
+
+    c compares indices (``t2 <= t1``: the causal mask) or int64 data (``t[n] >= 0``); it is a
+    constant of the op, so d/da = where(c, 1, 0) and d/db = where(c, 0, 1). A branch may be
+    -inf (a masked score: exp(-inf) = 0 and the row's Max skips it).
+    """
+
+    @classmethod
+    def eval(cls, c, a, b):
+        if c is sp.true:
+            return a
+        if c is sp.false:
+            return b
+        if a == b:
+            return a
+        return None
+
+    def _eval_derivative(self, s):
+        c, a, b = self.args
+        return where(c, sp.diff(a, s), sp.diff(b, s))
+
+    def _eval_is_real(self):
+        return self.args[1].is_real and self.args[2].is_real
+
+    def _latex(self, printer) -> str:
+        c, a, b = (printer._print(x) for x in self.args)
+        return rf"\operatorname{{where}}\left({c}, {a}, {b}\right)"
+
+
 @dataclass(frozen=True)
 class Function:
     """One function of the op language."""
@@ -129,10 +159,12 @@ FUNCTIONS: dict[str, Function] = {
         _row("relu", relu, relu, "torch.relu({0})", "max({0}, 0.0)"),
         _row("maximum", sp.Max, sp.Max, "torch.maximum({0}, {1})", "max({0}, {1})", arity=2),
         _row("minimum", sp.Min, sp.Min, "torch.minimum({0}, {1})", "min({0}, {1})", arity=2),
+        _row("where", where, where, "torch.where({0}, {1}, {2})", "({1} if {0} else {2})", arity=3),
     ]
 }
 ALIASES = {"Abs": "abs"}  # SymPy's spelling, which the first catalogue documented
-CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi, "e": sp.E}
+# inf: only as a branch of where (a masked score), refused anywhere else
+CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi, "e": sp.E, "inf": sp.oo}
 
 # The lowering meets these classes; each maps to its row.
 BY_NODE: dict[type, Function] = {f.node: f for f in FUNCTIONS.values() if f.node is not None}

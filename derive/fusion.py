@@ -22,7 +22,6 @@ from derive.torch_code import (
     POW,
     Value,
     align,
-    memo_key,
     natural_order,
     number,
     union,
@@ -63,7 +62,7 @@ class Fusions:
 
     def _addmm(self, e: sp.Add, order: list[sp.Symbol]) -> Value | None:
         """b[m] + sum_k x[n, k] W[k, m] -> torch.addmm(b, x, W): the bias rides in the matmul."""
-        sums = [t for t in e.args if isinstance(t, sp.Sum) and memo_key(t) not in self.memo]
+        sums = [t for t in e.args if isinstance(t, sp.Sum) and self.recall(t) is None]
         if len(sums) != 1:
             return None
         bound = [lim[0] for lim in sums[0].limits]
@@ -110,7 +109,7 @@ class Fusions:
     def _mean(self, e: sp.Mul, order: list[sp.Symbol]) -> Value | None:
         """Sum(x[n, m], n) / N -> x.mean(0) when N is the summed extent: one kernel, not two."""
         sums = [f for f in e.args if isinstance(f, sp.Sum)]
-        if len(sums) != 1 or memo_key(sums[0]) in self.memo:
+        if len(sums) != 1 or self.recall(sums[0]) is not None:
             return None  # a sum computed already is reused, not recomputed as a mean
         bound = [lim[0] for lim in sums[0].limits]
         extent = sp.Mul(*[hi - lo + 1 for _, lo, hi in sums[0].limits])

@@ -11,6 +11,11 @@ Inputs (``inputs=[...]``), one string each::
 
 Params (``params={"eps": 1e-5}``): python scalars passed to ``forward`` by keyword.
 
+Derived sizes (``sizes={"H": "n_head", "D": "C / n_head"}``): a size computed from the inputs'
+sizes and int params, multiplied or divided; the generated forward checks that it is a positive
+whole number (``C = 10 is not divisible by n_head = 3``). A dimension may carry a number:
+``"Wqkv[C, 3*C]"``, ``view(Wqkv, C, 3, H, D)``.
+
 Definitions (``definitions=[...]``), one string each, in forward order; the last is the output::
 
     "out[n, m] = Sum(x[n, k] * W[k, m], k) + b[m]"   element-wise, with a contraction
@@ -26,6 +31,22 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   softplus, relu, erf, ..., ``maximum(a, b)``), plus + - * / and ``**``; constants ``pi`` and
   ``e`` (``e`` is an index where a definition subscripts with it). Any other name is refused.
 - Sizes stay symbolic; ``N - 1`` is fine (Bessel's correction in batchnorm is written that way).
+- A constant subscript picks a slice of a fixed-size axis: ``q[b, h, t, d] = Sum(x[b, t, c] *
+  Wh[c, 0, h, d], c)`` reads the first of the three blocks of ``Wh = view(Wqkv, C, 3, H, D)``.
+  ``view`` of an *input* works in every op (the input's gradient is the view's, reshaped); a
+  view of an intermediate needs ``stepwise=True``.
+- ``where(c, a, b)``: a where the comparison c holds, else b. c compares indices (``t2 <= t1``)
+  or int64 data (``t[n] >= 0``); ``-inf`` (``inf``) may be a branch and nowhere else.
+
+  Why a comparison, for the causal mask, rather than a mask input or a reduction over a
+  bounded range ``Sum(e, (t2, 0, t1))``: the mask is a fact about indices, so it belongs in
+  the definition, not in a tensor the caller must build and pass right; and a comparison
+  keeps every Sum over a whole axis, so the simplifier's rules (delta elimination assumes an
+  index is in its range by construction, alpha-equal sums merge) stay true unchanged, where a
+  triangular range would need each rule to reason about bounds. ``where(t2 <= t1, s, -inf)``
+  is what the softmax needs (exp(-inf) = 0, the row's Max skips it); SymPy differentiates it
+  (d/ds = where(t2 <= t1, 1, 0)), and the simplifier drops that factor beside the softmax of
+  the masked scores, which is 0 there already.
 
 Parsing turns these strings into a :class:`Graph` of SymPy expressions; any problem raises a
 :class:`~derive.errors.DerivationError` that names the op and the definition.
@@ -41,7 +62,7 @@ from sympy.concrete.expr_with_limits import ExprWithLimits
 from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 
 from derive.errors import DerivationError
-from derive.functions import ALIASES, CONSTANTS, FUNCTIONS
+from derive.functions import ALIASES, CONSTANTS, FUNCTIONS, where
 from derive.functions import known as known_names
 from derive.identities import DEFINITION_RULES, rewrite
 from derive.names import value_name_problem
@@ -73,6 +94,7 @@ class Op:
     inputs: list[str]
     definitions: list[str]
     params: dict[str, float] = field(default_factory=dict)
+    sizes: dict[str, str] = field(default_factory=dict)  # derived sizes: {"D": "C / n_head"}
     doc: str = ""
     stepwise: bool = False  # emit every intermediate's gradient step by step (the exercise)
     source: str = ""  # the file it came from, recorded in generated headers
@@ -119,6 +141,7 @@ class Graph:
     inputs: list[str]
     steps: list[Definition | View]
     output: str
+    derived: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)  # D -> C / n_head
 
     def base(self, name: str) -> sp.IndexedBase:
         return self.tensors[name].base
@@ -153,14 +176,19 @@ def _parse_dims(text: str, sizes: dict[str, sp.Symbol]) -> tuple[tuple[sp.Expr, 
     dims = []
     for p in parts:
         factors = [f.strip() for f in p.split("*")]
-        if not all(re.fullmatch(r"[A-Z]\w*", f) for f in factors):
+        if not all(re.fullmatch(r"[A-Z]\w*|[1-9]\d*", f) for f in factors):
             raise _LangError(
-                f"dimension '{p}' must be a size symbol (a capitalised name) or a product"
+                f"dimension '{p}' must be a size symbol (a capitalised name) or a product "
+                "of sizes and positive integers (3*C)"
             )
         for f in factors:
-            if f != BATCH_SIZE.name:
+            if f != BATCH_SIZE.name and not f.isdigit():
                 _check_name(f, "size")
-        dims.append(sp.Mul(*[sizes.setdefault(f, _size(f)) for f in factors]))
+        dims.append(
+            sp.Mul(
+                *[sp.Integer(f) if f.isdigit() else sizes.setdefault(f, _size(f)) for f in factors]
+            )
+        )
     return ((BATCH_SIZE,) if batched else ()) + tuple(dims), batched
 
 
@@ -181,6 +209,8 @@ def _check_data_use(body: sp.Expr, g: Graph) -> None:
     """An int64 tensor is a data index: it may stand only inside a subscript (x[t[n]])."""
 
     def walk(e: sp.Basic) -> None:
+        if isinstance(e, sp.core.relational.Relational):
+            return  # a where() condition may compare int data: where(t[n] >= 0, ..., 0)
         if isinstance(e, sp.Indexed):
             t = g.tensors.get(e.base.label.name)
             if t is not None and t.integer:
@@ -193,8 +223,31 @@ def _check_data_use(body: sp.Expr, g: Graph) -> None:
             walk(a)
 
     walk(body)
+    _check_infinities(body)
     if not body.atoms(sp.Indexed):
         raise _LangError("the right-hand side reads no tensor: nothing to differentiate")
+
+
+def _check_infinities(body: sp.Expr) -> None:
+    """``inf`` is a masked value, a branch of where() (exp(-inf) = 0, a Max skips it), and
+    nothing else: exp(inf) or inf - inf would be NaN, with no gradient to derive."""
+    branches = {a for w in body.atoms(where) for a in w.args[1:] if a in (sp.oo, -sp.oo)}
+    rest = body.xreplace(
+        {
+            w: w.func(w.args[0], *(sp.S.Zero if a in branches else a for a in w.args[1:]))
+            for w in body.atoms(where)
+        }
+    )
+    if rest.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or any(
+        c.has(sp.oo, -sp.oo) for w in body.atoms(where) for c in w.args[:1]
+    ):
+        raise _LangError("inf may only be a branch of where(), e.g. where(t2 <= t1, s, -inf)")
+    for w in body.atoms(where):
+        if not isinstance(w.args[0], sp.core.relational.Relational):
+            raise _LangError(
+                f"the condition of {w} must be a comparison (t2 <= t1, t[n] >= 0), "
+                f"not '{w.args[0]}'"
+            )
 
 
 def _check_name(name: str, role: str) -> None:
@@ -203,7 +256,7 @@ def _check_name(name: str, role: str) -> None:
         raise _LangError(f"{role} name '{name}' {problem}")
 
 
-def _parse_params(op: Op, g: Graph) -> dict[sp.Symbol, float]:
+def _parse_params(op: Op, g: Graph) -> dict[sp.Symbol, float | int]:
     params = {}
     for key, v in sorted(op.params.items()):
         _check_name(key, "param")
@@ -211,7 +264,8 @@ def _parse_params(op: Op, g: Graph) -> dict[sp.Symbol, float]:
             raise _LangError(f"param '{key}' has the name of an input")
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise _LangError(f"param '{key}' must be a number, got {type(v).__name__} {v!r}")
-        params[sp.Symbol(key, real=True)] = float(v)
+        # an int stays an int (it may set a size: n_head), so the signature reads n_head=4
+        params[sp.Symbol(key, real=True)] = v if isinstance(v, int) else float(v)
     return params
 
 
@@ -227,9 +281,16 @@ def _index_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
         for pos, size in zip(ind.indices, shape, strict=True):
             if isinstance(pos, sp.Symbol):
                 ranges.setdefault(pos, set()).add(size)
+            elif pos.is_Integer:  # q = Wqkv4[c, 0, h, d]: one slice of a fixed-size axis
+                if not (size.is_Integer and 0 <= pos < size):
+                    raise _LangError(
+                        f"constant subscript {pos} of {ind}: the axis must have a fixed size "
+                        f"above it (declare it as a number, e.g. view(W, C, 3, C)), not {size}"
+                    )
             elif not (isinstance(pos, sp.Indexed) and pos.base.is_integer):
                 raise _LangError(
-                    f"subscript '{pos}' of {ind}: use an index or an entry of an int64 tensor"
+                    f"subscript '{pos}' of {ind}: use an index, a constant or an entry of an "
+                    "int64 tensor"
                 )
     return ranges
 
@@ -374,6 +435,40 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
     return Definition(name, lhs, body, text.strip())
 
 
+def _derived_size(name: str, text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Symbol:
+    """``sizes={"D": "C / n_head"}``: a size computed from the inputs' sizes and int params."""
+    if not re.fullmatch(r"[A-Z]\w*", name or ""):
+        raise _LangError(f"derived size '{name}' must be a capitalised name")
+    _check_name(name, "size")
+    if name in sizes:
+        raise _LangError(f"size '{name}' is already given by an input's shape")
+    sizes[name] = _size(name)
+    return sizes[name]
+
+
+def _parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr:
+    """A product of sizes and int params, each to the power +-1 (``C / n_head``, ``n_head``);
+    the generated forward checks at run time that it is a positive integer."""
+    ns = {**{p.name: p for p in g.params}, **sizes}
+    try:
+        expr = parse_expr(text, local_dict=ns, global_dict=dict(_PARSER_GLOBALS))
+    except Exception as exc:  # noqa: BLE001  (SymPy's parser raises many types)
+        raise _LangError(f"cannot parse size expression '{text}': {exc}") from None
+    for factor in sp.Mul.make_args(sp.sympify(expr)):
+        base, power = factor.as_base_exp()
+        if factor.is_Integer and factor > 0:
+            continue
+        known = base in sizes.values() or base in g.params
+        if not known or power not in (1, -1):
+            raise _LangError(
+                f"size expression '{text}': use sizes and int params, multiplied or divided "
+                f"('C / n_head'); '{factor}' is neither"
+            )
+        if base in g.params and not isinstance(g.op.params[base.name], int):
+            raise _LangError(f"param '{base}' sets a size, so its default must be an int")
+    return expr
+
+
 def _lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition | View]:
     """A Max inside an expression, or over several indices, becomes a definition of its own.
 
@@ -436,6 +531,11 @@ def parse(op: Op) -> Graph:
             g.inputs.append(t.name)
         current = None
         g.params = _parse_params(op, g)
+        for name, text in sorted(op.sizes.items()):
+            current = f"{name} = {text}"
+            g.derived[_derived_size(name, text, sizes, g)] = sp.sympify(
+                _parse_size_expr(text, sizes, g)
+            )
         for text in op.definitions:
             current = text
             step = _parse_definition(text, g, _namespace(g.tensors, sizes, g.params), sizes)

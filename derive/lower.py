@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.functions import BY_NODE, Function, step_code
+from derive.functions import BY_NODE, Function, step_code, where
 from derive.fusion import Fusions
+from derive.select import Selections
 from derive.torch_code import (
     ADD,
     ATOM,
@@ -28,6 +29,7 @@ from derive.torch_code import (
     AxisError,
     Value,
     align,
+    canonical,
     matmul,
     memo_key,
     natural_order,
@@ -56,19 +58,24 @@ def _einsum_value(values: list[Value], out: tuple, order: list) -> Value:
     return Value(f'torch.einsum("{spec}", {", ".join(v.code for v in values)})', out)
 
 
+def _composite(f: sp.Expr) -> bool:
+    """A factor that is element-wise work on tensors (not one tensor, not a reduction)."""
+    return not plain(f) and not isinstance(f, sp.Sum) and bool(f.atoms(sp.Indexed))
+
+
 def _stem(e: sp.Expr) -> str:
     return "_".join(sorted({i.base.label.name for i in e.atoms(sp.Indexed)}))
 
 
 @dataclass
-class Lowerer(Fusions):
+class Lowerer(Fusions, Selections):
     """Lowers expressions of one function body; collects the statements they need."""
 
     op: str
     names: dict[str, str]  # symbol name -> python expression (tensors, sizes, params)
     sizes: dict[sp.Symbol, sp.Expr]  # index -> its range (for aranges and einsum checks)
     lines: list[str] = field(default_factory=list)
-    memo: dict[sp.Expr, Value] = field(default_factory=dict)
+    memo: dict[tuple, Value] = field(default_factory=dict)  # see recall / remember
     taken: set[str] = field(default_factory=set)
     scalars: set[str] = field(default_factory=set)  # names bound to python numbers (sizes, params)
     wrapping: set[str] = field(default_factory=set)  # int inputs read by advanced indexing
@@ -98,8 +105,11 @@ class Lowerer(Fusions):
     def _assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
         self.taken.add(name)
         self.sizes.update(zip(axes, dims, strict=True))
+        expr = self.slice_constants(expr)
         if not expr.has(sp.KroneckerDelta):
             return self._assign_plain(name, expr, axes)
+        if self._stack(name, expr, axes):
+            return None
         state = (len(self.lines), dict(self.memo), set(self.taken), set(self.wrapping))
         bound = dict(self.bound)
         try:
@@ -123,13 +133,13 @@ class Lowerer(Fusions):
             self._pick_update(name, coef, axis, data, axes)
 
     def _assign_plain(self, name: str, expr: sp.Expr, axes: tuple) -> None:
-        if isinstance(expr, sp.Sum) and memo_key(expr) not in self.memo:
+        if isinstance(expr, sp.Sum) and self.recall(expr) is None:
             self._sum(expr, list(axes), name=name)
-            stored = self.memo[memo_key(expr)]  # bound to ``name`` in the order it came out
+            stored = self.recall(expr)  # bound to ``name`` in the order it came out
             if stored.axes != axes:  # permuted, and broadcast over axes it does not depend on
                 stored = self._exact(stored, axes, name, partial=True)
                 self.lines.append(f"{name} = {self._materialise(stored, axes, fresh=False)}")
-                self.memo[memo_key(expr)] = Value(name, axes)
+                self.remember(expr, Value(name, axes))
             return
         value = self._materialise(self._checked(expr, axes, name), axes, fresh=False)
         self.lines.append(f"{name} = {value}")
@@ -184,6 +194,10 @@ class Lowerer(Fusions):
             return self._step(e, order)
         if isinstance(e, sp.KroneckerDelta):
             return self._mask(e, order)
+        if isinstance(e, sp.core.relational.Relational):
+            return self._relation(e, order)
+        if isinstance(e, where):
+            return self._where(e, order)
         if e.func in BY_NODE:
             return self._function(BY_NODE[e.func], e.args, order)
         raise DerivationError(self.op, f"cannot lower {e} ({type(e).__name__}) to torch")
@@ -357,6 +371,12 @@ class Lowerer(Fusions):
 
     def _pow(self, e: sp.Pow, order: list[sp.Symbol]) -> Value:
         base, exp = self.value(e.base, order), e.exp
+        if base.scalar and abs(exp) == sp.Rational(1, 2):  # sqrt(D): one python float
+            self.modules.add("math")
+            root = f"math.sqrt({base.code})"
+            return Value(
+                root if exp > 0 else f"1 / {root}", scalar=True, prec=ATOM if exp > 0 else MUL
+            )
         if base.scalar:
             power = self.value(exp, []).wrap(POW + 1)
             return Value(f"{base.wrap(POW + 1)} ** {power}", scalar=True, prec=POW)
@@ -373,26 +393,65 @@ class Lowerer(Fusions):
         return Value(f"{base.wrap(POW + 1)}**{power}", base.axes, POW)
 
     # -- reductions -------------------------------------------------------------------------
+    def recall(self, e: sp.Expr) -> Value | None:
+        """The tensor computed for ``e`` (under any names of its indices), on e's axes."""
+        key, rename = canonical(e)
+        v = self.memo.get(("renamed", key))
+        if v is None:
+            return self.memo.get(("named", memo_key(e)))  # remembered under its own names
+        back = {p: a for a, p in rename.items()}
+        return Value(v.code, tuple(back[a] for a in v.axes), v.prec, v.scalar)
+
+    def remember(self, e: sp.Expr, v: Value) -> None:
+        """Remember ``v`` as the value of ``e``: under any index names when its axes are
+        exactly e's free indices, else (broadcast, or axes labelled by data) under e's own."""
+        key, rename = canonical(e)
+        if set(v.axes) == set(rename):
+            axes = tuple(rename[a] for a in v.axes)
+            self.memo[("renamed", key)] = Value(v.code, axes, v.prec, v.scalar)
+        else:
+            self.memo[("named", memo_key(e))] = v
+
     def _sum(self, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> Value:
-        key = memo_key(e)
-        if key in self.memo:
-            return self._permuted(self.memo[key], order)
+        known = self.recall(e)
+        if known is not None:
+            return self._permuted(known, order)
         bound = [lim[0] for lim in e.limits]
         self.sizes.update({var: hi - lo + 1 for var, lo, hi in e.limits})
         inner = natural_order(e.function, order)
-        value = self._contraction(e.function, bound, list(dict.fromkeys(list(order) + inner)))
+        value = self._partly_known(e, order)
         if value is None:
-            body = self.value(e.function, inner)
-            missing = [b for b in bound if b not in body.axes]
-            if missing:
-                raise DerivationError(self.op, f"sum over unused index {missing} in {e}")
-            dims = ", ".join(str(body.axes.index(b)) for b in bound)
-            code = f"{body.wrap(ATOM)}.sum({'(' + dims + ')' if len(bound) > 1 else dims})"
-            value = Value(code, tuple(a for a in body.axes if a not in bound))
+            value = self._contraction(e.function, bound, list(dict.fromkeys(list(order) + inner)))
+        if value is None:
+            value = self._summed(e.function, bound, inner, e)
         name = name or self._temp(e)
         self.lines.append(f"{name} = {value.code}")
-        self.memo[key] = Value(name, value.axes)
-        return self._permuted(self.memo[key], order)
+        self.remember(e, Value(name, value.axes))
+        return self._permuted(Value(name, value.axes), order)
+
+    def _summed(self, body: sp.Expr, bound: list, inner: list, e: sp.Expr) -> Value:
+        """sum over ``bound`` of the element-wise body: ``body.sum(dims)``."""
+        value = self.value(body, inner)
+        missing = [b for b in bound if b not in value.axes]
+        if missing:
+            raise DerivationError(self.op, f"sum over unused index {missing} in {e}")
+        dims = ", ".join(str(value.axes.index(b)) for b in bound)
+        code = f"{value.wrap(ATOM)}.sum({'(' + dims + ')' if len(bound) > 1 else dims})"
+        return Value(code, tuple(a for a in value.axes if a not in bound))
+
+    def _partly_known(self, e: sp.Sum, order: list[sp.Symbol]) -> Value | None:
+        """sum_{b,t,t1} f with sum_t1 f computed already (dq, then dbq = sum_{b,t} dq): the
+        remaining indices are summed off the known tensor, not the whole body again."""
+        limits = list(e.limits)
+        for size in range(len(limits) - 1, 0, -1):
+            for part in itertools.combinations(limits, size):
+                known = self.recall(sp.Sum(e.function, *part))
+                if known is not None:
+                    rest = [lim[0] for lim in limits if lim not in part]
+                    dims = ", ".join(str(known.axes.index(b)) for b in rest)
+                    code = f"{known.code}.sum({'(' + dims + ')' if len(rest) > 1 else dims})"
+                    return Value(code, tuple(a for a in known.axes if a not in rest))
+        return None
 
     def _contraction(self, body: sp.Expr, bound: list, order: list) -> Value | None:
         """sum_k A[.., k] B[k, ..] -> A @ B (or an einsum), when body is two plain tensors;
@@ -400,6 +459,8 @@ class Lowerer(Fusions):
         by pair instead of materialising the broadcast product of all of them."""
         coef, rest = body.as_coeff_Mul()
         factors = sp.Mul.make_args(rest)
+        if any(_composite(f) for f in factors):
+            return self._grouped(body, bound, order)
         if coef != 1 or len(factors) < 2:
             return None
         if len(factors) > 2 or any(isinstance(f, sp.Sum) for f in factors):
@@ -410,11 +471,47 @@ class Lowerer(Fusions):
             return None
         a, b = (self._indexed(f, list(f.indices)) for f in factors)
         shared = set(a.axes) & set(b.axes)
+        out = tuple(x for x in order if x in (set(a.axes) | set(b.axes)) - set(bound))
+        if not set(bound) <= shared and set(bound) <= set(a.axes) | set(b.axes):
+            # an index of one side alone is summed too: sum_{b,t,c} W[h,d,c] g[b,t,c], one einsum
+            return _einsum_value([a, b], out, order)
         if not set(bound) <= shared or not (set(a.axes) - shared) or not (set(b.axes) - shared):
             return None
-        out = tuple(x for x in order if x in (set(a.axes) | set(b.axes)) - set(bound))
         mm = matmul(a, b, bound, out)
         return mm if mm is not None else _einsum_value([a, b], out, order)
+
+    def _grouped(self, body: sp.Expr, bound: list, order: list) -> Value | None:
+        """sum_k E(..k..) A[k, ..] with E element-wise (a product with sums, differences):
+        E is computed once into a tensor of its own axes, then contracted by matmul/einsum.
+
+        The softmax backward inside attention, ``sum_t2 P (dP - rowsum(dP P)) k``, becomes
+        ``dS = P * (dP - rowsum)`` and ``dS @ k``: never the broadcast product over all the
+        indices at once. E takes the factors that live on its axes (P beside dP - rowsum) and
+        the numbers; it is remembered, so dq's and dk's sums share one dS.
+        """
+        factors = sp.Mul.make_args(body)
+        grouped = [f for f in factors if _composite(f) or not f.atoms(sp.Indexed)]
+        axes = {i for f in grouped for i in f.free_symbols if self._is_axis(i)}
+        grouped += [f for f in factors if plain(f) and set(f.indices) <= axes]
+        if len(grouped) == len(factors):
+            return None  # nothing to contract with: an element-wise body summed
+        product = sp.Mul(*grouped)
+        if not all(self._is_axis(i) for f in product.atoms(sp.Indexed) for i in f.indices):
+            return None  # a gather inside: its axes are data, not indices to contract over
+        known = self.recall(product)
+        if known is None:
+            value = self.value(product, order)
+            if value.scalar:
+                return None
+            name = self._name("t_" + _stem(product))
+            self.lines.append(f"{name} = {value.code}")
+            known = Value(name, value.axes)
+            self.remember(product, known)
+        temp = sp.IndexedBase(known.code, real=True)[known.axes]
+        self.names.setdefault(known.code, known.code)
+        rest = sp.Mul(temp, *[f for f in factors if f not in grouped])
+        value = self._contraction(rest, bound, order)
+        return value if value is not None else self._summed(rest, bound, order, body)
 
     def _einsum(self, factors: tuple, bound: list, order: list) -> Value | None:
         if not all(plain(f) or isinstance(f, sp.Sum) for f in factors):

@@ -10,6 +10,8 @@ index of a definition, free or bound, gets its own tensor axis; a value is a pai
     Max(f, i)           f.amax over axis i   (f unchanged if it does not depend on i)
     x[i, t[i], j]       advanced indexing with one index tensor per subscript, broadcast
     KroneckerDelta(a,b) the mask a == b
+    where(c, a, b)      torch.where over the comparison c of index aranges / int data
+    W[c, 1, h, d]       a constant subscript indexes with that number
 
 so the result is right by construction, at the cost of memory (prod of all index ranges). It is
 differentiable by torch autograd, which gives the reference gradients (:func:`autograd_reference`).
@@ -142,6 +144,23 @@ def _index_value(e: sp.Expr, s: _Scope) -> Value:
     raise InterpretError(f"cannot use '{e}' as a subscript")
 
 
+# where(c, a, b)'s condition: a comparison of indices or int data, by name (no registry import)
+COMPARE: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "LessThan": torch.le,
+    "StrictLessThan": torch.lt,
+    "GreaterThan": torch.ge,
+    "StrictGreaterThan": torch.gt,
+}
+
+
+def _condition(e: sp.Expr, s: _Scope) -> Value:
+    compare = COMPARE.get(type(e).__name__)
+    if compare is None:
+        raise InterpretError(f"cannot evaluate the condition '{e}'")
+    (a, b), axes = _align([_index_value(x, s) for x in e.args])
+    return compare(a, b), axes
+
+
 def _indexed(e: sp.Indexed, s: _Scope) -> Value:
     name = e.base.label.name
     if name not in s.values:
@@ -233,6 +252,11 @@ def value(e: sp.Expr, s: _Scope) -> Value:
     if isinstance(e, sp.KroneckerDelta):
         (a, b), axes = _align([_index_value(x, s) for x in e.args])
         return (a == b).to(s.dtype), axes
+    if isinstance(e, sp.Function) and type(e).__name__ == "where":
+        (cond, a, b), axes = _align(
+            [_condition(e.args[0], s), value(e.args[1], s), value(e.args[2], s)]
+        )
+        return torch.where(cond, a, b), axes
     if isinstance(e, (sp.Function, sp.Max, sp.Min)):
         return _function(e, s)
     raise InterpretError(f"the reference interpreter does not know '{type(e).__name__}': {e}")
@@ -259,6 +283,20 @@ def _bind_inputs(graph: Graph, inputs: dict[str, torch.Tensor]) -> tuple[dict, d
             if isinstance(d, sp.Symbol):
                 sizes.setdefault(d, int(n))
         values[name] = t
+    for name in graph.inputs:  # M of x[N, 3*M]: the dimension over the rest of the product
+        spec, t = graph.tensors[name], values[name]
+        for pos, d in enumerate(spec.dims):
+            unknown = [x for x in sp.sympify(d).free_symbols if x not in sizes]
+            if len(unknown) == 1 and (d / unknown[0]).subs(sizes).is_Integer:
+                rest = int((d / unknown[0]).subs(sizes))
+                if rest > 0 and t.shape[pos] % rest == 0:
+                    sizes[unknown[0]] = t.shape[pos] // rest
+    for size, expr in graph.derived.items():  # D = C / n_head
+        ints = {p: x for p, x in graph.params.items() if isinstance(x, int)}
+        v = sp.sympify(expr).subs(sizes).subs(ints)
+        if not v.is_Integer or v <= 0:
+            raise InterpretError(f"size {size} = {expr} is {v}, not a positive integer")
+        sizes[size] = int(v)
     for name in graph.inputs:  # every dimension, products (T*E) too, must agree
         spec, t = graph.tensors[name], values[name]
         for pos, d in enumerate(spec.dims):

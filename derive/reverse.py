@@ -168,8 +168,14 @@ def inline(
         return memo[name]
     step = step or adj.exprs.__getitem__
     expr = step(name)
-    if adj.views:
-        raise DerivationError(adj.graph.op.name, "view() is supported only with stepwise=True")
+    g = adj.graph
+    for view, (_, source) in adj.views.items():
+        if source not in g.inputs and any(i.base.label.name == view for i in indexed_atoms(expr)):
+            raise DerivationError(
+                g.op.name,
+                "view() of an intermediate is supported only with stepwise=True "
+                "(a view of an input works in any op)",
+            )
     by_symbol = {adj.names[t]: t for t in adj.exprs}
     replace = {}
     for ind in sorted(indexed_atoms(expr), key=sp.default_sort_key):

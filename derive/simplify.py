@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.cost import cost
+from derive.functions import where
 from derive.indices import canonical_bound
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
@@ -152,8 +153,9 @@ def _match_reduction(red: Reduction, body: sp.Expr, lim: Limit) -> sp.Expr | Non
 class Simplifier:
     """Applies :data:`SUM_RULES` to every Sum, bottom-up, and tidies products."""
 
-    def __init__(self, reductions: list[Reduction] = ()) -> None:
+    def __init__(self, reductions: list[Reduction] = (), masked: dict | None = None) -> None:
         self.reductions = list(reductions)
+        self.masked: dict[str, Masked] = masked or {}
         self._memo: dict[sp.Basic, sp.Basic] = {}
 
     def simplify(self, expr: sp.Expr) -> sp.Expr:
@@ -184,8 +186,65 @@ class Simplifier:
         if isinstance(e, sp.Add):
             e = _merge_renamed(e)
         if isinstance(e, sp.Mul):
-            e = _cheapest(e, self._walk)
+            e = _cheapest(_drop_masks(e, self.masked), self._walk)
         return e
+
+
+@dataclass(frozen=True)
+class Masked:
+    """``name[indices]`` is the number ``value`` wherever ``cond`` fails (found by
+    :func:`masked_tensors`): scores = where(t2 <= t1, s, -inf) is -inf there, so are 0 there
+    counts = exp(scores - maxes) and probs = counts / counts_sum."""
+
+    indices: tuple[sp.Symbol, ...]
+    cond: sp.Basic
+    value: sp.Expr
+
+
+def off_value(f: sp.Expr, cond: sp.Basic, masked: dict[str, Masked]) -> sp.Expr:
+    """f where ``cond`` fails: where(cond, a, b) read as b, a masked tensor as its value."""
+    off: dict[sp.Expr, sp.Expr] = {w: w.args[2] for w in f.atoms(where) if w.args[0] == cond}
+    for ind in f.atoms(sp.Indexed):
+        m = masked.get(ind.base.label.name)
+        if m is not None and m.cond.xreplace(dict(zip(m.indices, ind.indices))) == cond:
+            off[ind] = m.value
+    return f.xreplace(off) if off else f
+
+
+def masked_tensors(steps: list, graph_tensors: dict) -> dict[str, Masked]:
+    """Which definitions are a constant off a where() condition, in forward order."""
+    masked: dict[str, Masked] = {}
+    for step in steps:
+        body = getattr(step, "body", None)
+        if body is None or isinstance(body, (sp.Sum,)):
+            continue
+        conds = [w.args[0] for w in body.atoms(where)]
+        for ind in body.atoms(sp.Indexed):
+            m = masked.get(ind.base.label.name)
+            if m is not None:
+                conds.append(m.cond.xreplace(dict(zip(m.indices, ind.indices))))
+        for cond in dict.fromkeys(conds):
+            if not cond.free_symbols <= set(step.indices):
+                continue
+            value = off_value(body, cond, masked)
+            if value.is_number and value != body:
+                masked[step.name] = Masked(step.indices, cond, value)
+                break
+    return masked
+
+
+def _drop_masks(e: sp.Mul, masked: dict[str, Masked]) -> sp.Expr:
+    # where(c, a, 0) f -> a f      when f is 0 wherever c fails (and a is a finite constant:
+    # sizes and numbers), e.g. the causal mask beside probs: the masked entries are 0 already
+    factors = list(e.args)
+    for k, w in enumerate(factors):
+        if not (isinstance(w, where) and w.args[2] == 0 and not w.args[1].atoms(sp.Indexed)):
+            continue
+        if w.args[1].is_finite and any(
+            off_value(f, w.args[0], masked) == 0 for j, f in enumerate(factors) if j != k
+        ):
+            factors[k] = w.args[1]
+    return sp.Mul(*factors) if factors != list(e.args) else e
 
 
 def _merge_renamed(e: sp.Add) -> sp.Expr:

@@ -5,6 +5,9 @@ pure helpers that align, order and combine such values. No state: :mod:`derive.l
 
 from __future__ import annotations
 
+import functools
+import itertools
+import math
 from dataclasses import dataclass
 
 import sympy as sp
@@ -30,10 +33,62 @@ class Value:
         return f"({self.code})" if self.prec < prec else self.code
 
 
-def memo_key(e: sp.Sum) -> sp.Expr:
-    # the same reduction under other bound names is the same tensor: compute it once
-    rename = {lim[0]: sp.Symbol(f"_s{k}", integer=True) for k, lim in enumerate(e.limits)}
-    return e.xreplace(rename)
+def memo_key(e: sp.Expr) -> sp.Expr:
+    """``e`` with its bound indices renamed canonically: the same reduction under other bound
+    names is the same tensor (free names kept; :func:`canonical` renames those too)."""
+    return _bound_by_depth(e, 0)
+
+
+def _bound_by_depth(e: sp.Basic, depth: int) -> sp.Basic:
+    """Bound indices named by nesting depth (``_s0_0``, ``_s1_0``): names that do not depend on
+    the order SymPy keeps a product's factors in, so equal sums get equal keys."""
+    if not e.args:
+        return e
+    if isinstance(e, sp.Sum):
+        rename = {
+            lim[0]: sp.Symbol(f"_s{depth}_{k}", integer=True) for k, lim in enumerate(e.limits)
+        }
+        body = _bound_by_depth(e.function.xreplace(rename), depth + 1)
+        limits = [(rename[v], lo, hi) for v, lo, hi in e.limits]
+        return sp.Sum(body, *limits)
+    if not e.has(sp.Sum):
+        return e
+    return e.func(*[_bound_by_depth(a, depth) for a in e.args])
+
+
+PERMUTATIONS = 120  # free indices are matched up to renaming while that many orders suffice
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def canonical(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Symbol, sp.Symbol]]:
+    """``e`` with bound and free indices renamed canonically, and the free renaming.
+
+    The same reduction under other bound names is the same tensor; so is the same tensor under
+    other free names (dq's ``sum_d v[b, h, t1, d] dy[b, h, t, d]`` is dk's with t and t1
+    swapped): either is computed once. Free indices take the placeholder order whose printed
+    key is least (tried over every order, up to :data:`PERMUTATIONS`); the renaming maps the
+    value's axes to the key's and back.
+    """
+    e = _bound_by_depth(e, 0)
+    labels = {ind.base.label for ind in e.atoms(sp.Indexed)}  # tensor names, not indices
+    free = sorted(
+        (
+            s
+            for s in e.free_symbols
+            if type(s) is sp.Symbol and s not in labels and s.is_integer and not s.is_positive
+        ),
+        key=str,
+    )
+    if math.factorial(len(free)) > PERMUTATIONS:
+        return e, {}
+    best = None
+    for order in itertools.permutations(range(len(free))):
+        rename = {s: sp.Symbol(f"_f{k}", integer=True) for s, k in zip(free, order)}
+        key = e.xreplace(rename)
+        text = str(key)
+        if best is None or text < best[0]:
+            best = (text, key, rename)
+    return (best[1], best[2]) if best else (e, {})
 
 
 def number_scale(num: list[Value], den: list[Value], negative: bool) -> str | None:

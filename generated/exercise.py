@@ -273,8 +273,7 @@ def backward_all(grad_out, saved):
     dbnmeani = -sum_dbndiff
     dhprebn = dbndiff + dbnmeani / N
     dembcat = dhprebn @ W1.T
-    dembcat_as_emb = dembcat.reshape(N, T, E)
-    demb = dembcat_as_emb
+    demb = dembcat.reshape(N, T, E)
     dC = torch.zeros(V, E, dtype=grad_out.dtype, device=grad_out.device).index_add_(
         0, X.reshape(-1), demb.reshape(-1, E)
     )

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from generated import (
     batchnorm,
+    causal_self_attention,
     cross_entropy,
     embedding,
     gelu,
@@ -32,7 +33,15 @@ class OpSpec:
     name: str
     module: object
     reference: Callable[..., torch.Tensor]  # plain torch, differentiated by autograd
-    make: Callable[[random.Random, torch.Generator, torch.dtype], list[torch.Tensor]]
+    make: Callable[..., list[torch.Tensor]]  # (rng, gen, dtype, **params) -> inputs
+    # params drawn first from the same seeded rng (n_head), passed to make, forward, reference
+    draw_params: Callable[[random.Random], dict] | None = None
+
+    def draw(self, seed: int, dtype: torch.dtype = torch.float64) -> tuple[list, dict]:
+        """The inputs and params of one seed of the sweep (the same for the same seed)."""
+        rng, gen = random.Random(seed), torch.Generator().manual_seed(seed)
+        params = self.draw_params(rng) if self.draw_params else {}
+        return self.make(rng, gen, dtype, **params), params
 
 
 def _bn_reference(x, gain, bias, eps=1e-5):
@@ -101,6 +110,26 @@ def _make_layernorm(rng, gen, dtype):
     ]
 
 
+def attention_reference(x, Wqkv, bqkv, Wo, bo, n_head=4):
+    """makemore's CausalSelfAttention in plain torch: c_attn, split, heads, SDPA, c_proj."""
+    B, T, C = x.shape
+    q, k, v = (x @ Wqkv + bqkv).split(C, dim=2)
+    q, k, v = (t.view(B, T, n_head, C // n_head).transpose(1, 2) for t in (q, k, v))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return y.transpose(1, 2).contiguous().view(B, T, C) @ Wo + bo
+
+
+def _make_attention(rng, gen, dtype, n_head):
+    b, t, c = rng.randint(1, 3), rng.randint(1, 6), n_head * rng.randint(1, 3)
+    return [
+        torch.randn(b, t, c, generator=gen, dtype=dtype),
+        torch.randn(c, 3 * c, generator=gen, dtype=dtype) / c**0.5,
+        torch.randn(3 * c, generator=gen, dtype=dtype) * 0.1,
+        torch.randn(c, c, generator=gen, dtype=dtype) / c**0.5,
+        torch.randn(c, generator=gen, dtype=dtype) * 0.1,
+    ]
+
+
 OPS = [
     OpSpec("linear", linear, lambda x, W, b: x @ W + b, _make_linear),
     OpSpec("tanh", tanh, torch.tanh, _make_tanh),
@@ -120,6 +149,13 @@ OPS = [
     ),
     OpSpec("gelu_tanh", gelu_tanh, lambda x: F.gelu(x, approximate="tanh"), _make_tanh),
     OpSpec("gelu", gelu, F.gelu, _make_tanh),
+    OpSpec(
+        "causal_self_attention",
+        causal_self_attention,
+        attention_reference,
+        _make_attention,
+        lambda rng: {"n_head": rng.randint(1, 3)},
+    ),
 ]
 
 

@@ -47,7 +47,7 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("bad input text", ["x[N"], ["out[n] = x[n]"], {}, "cannot read input"),
     ("bad dtype", ["x[N]: int32"], ["out[n] = x[n]"], {}, "int64 or float"),
     ("lower-case size", ["x[n]"], ["out[i] = x[i]"], {}, "size symbol"),
-    ("number as a size", ["x[3]"], ["out[i] = x[i]"], {}, "size symbol"),
+    ("zero as a size", ["x[0]"], ["out[i] = x[i]"], {}, "size symbol"),
     ("size named OP", ["x[OP]"], ["out[i] = x[i]"], {}, "'OP'"),
     ("size named Function", ["x[Function]"], ["out[i] = x[i]"], {}, "'Function'"),
     ("param named like an input", X, ["out[n, m] = x[n, m]"], {"x": 1.0}, "name of an input"),
@@ -76,7 +76,27 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("int64 power", ["x[N]", "t[N]: int64"], ["out[n] = x[n] ** t[n]"], {}, "t"),
     ("an int64 as a value", ["x[N]", "t[N]: int64"], ["out[n] = x[n] * t[n]"], {}, "t"),
     ("a constant output", X, ["out = 3"], {}, "out"),
-    ("view in a collapsed op", X, ["v = view(x, N*M)"], {}, "view"),
+    # where(), constant subscripts (issue 13's causal mask and head split)
+    ("where on a value", X, ["out[n, m] = where(x[n, m], x[n, m], 0)"], {}, "comparison"),
+    ("where of two", X, ["out[n, m] = where(n <= m, x[n, m])"], {}, "where() takes 3"),
+    ("inf outside where", X, ["out[n, m] = x[n, m] + inf"], {}, "inf may only be a branch"),
+    ("exp of a masked -inf", X, ["out[n, m] = exp(where(m <= n, x[n, m], -inf) * inf)"], {}, "inf"),
+    ("a comparison as a value", X, ["out[n, m] = x[n, m] * (n < m)"], {}, "cannot parse"),
+    ("constant subscript, symbolic axis", X, ["out[n] = x[n, 0]"], {}, "fixed size"),
+    (
+        "constant subscript past the axis",
+        ["x[N, 2*M]"],
+        ["y = view(x, N, 2, M)", "out[n, m] = y[n, 2, m]"],
+        {},
+        "constant subscript 2",
+    ),
+    (
+        "view of an intermediate in a collapsed op",
+        X,
+        ["h[n, m] = tanh(x[n, m])", "v = view(h, N*M)"],
+        {},
+        "view() of an intermediate",
+    ),
 ]
 
 
@@ -92,6 +112,28 @@ def test_malformed_op_is_refused_in_one_line(why, inputs, defs, params, says, tm
     assert says in message, message
     if info.value.definition is not None:  # the line of the op file that is wrong
         assert info.value.definition in inputs + defs, info.value.definition
+
+
+# derived sizes: (why, params, sizes, what the message must say)
+SIZE_ROWS = [
+    ("a size given twice", {}, {"N": "M"}, "already given by an input"),
+    ("a lower-case size", {"k": 2}, {"d": "N / k"}, "capitalised"),
+    ("a float param as a divisor", {"k": 2.0}, {"K": "N / k"}, "must be an int"),
+    ("a difference", {}, {"K": "N - 1"}, "multiplied or divided"),
+    ("an unknown name", {}, {"K": "N / q"}, "neither"),
+]
+
+
+@pytest.mark.parametrize(
+    ("why", "params", "sizes", "says"), SIZE_ROWS, ids=[r[0] for r in SIZE_ROWS]
+)
+def test_malformed_derived_size_is_refused_in_one_line(why, params, sizes, says, tmp_path) -> None:
+    op = Op(name="bad", inputs=X, definitions=["out[n, m] = x[n, m]"], params=params, sizes=sizes)
+    with pytest.raises(DerivationError) as info:
+        module_source(op, tmp_path)
+    message = str(info.value)
+    assert message.startswith("op 'bad'") and "\n" not in message, message
+    assert says in message, message
 
 
 def test_the_table_is_large_enough() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import torch
 
@@ -13,16 +11,19 @@ SEEDS = range(12)  # a seeded sweep of random shapes per op
 
 
 def _inputs(spec: OpSpec, seed: int, dtype=torch.float64) -> list[torch.Tensor]:
-    return spec.make(random.Random(seed), torch.Generator().manual_seed(seed), dtype)
+    return spec.draw(seed, dtype)[0]
 
 
-def _compare(spec: OpSpec, inputs: list[torch.Tensor]) -> tuple[float, float]:
+def _compare(
+    spec: OpSpec, inputs: list[torch.Tensor], params: dict | None = None
+) -> tuple[float, float]:
     """Max abs difference of outputs and of gradients, generated vs autograd."""
-    out, saved = spec.module.forward(*inputs)
+    params = params or {}
+    out, saved = spec.module.forward(*inputs, **params)
     grad_out = torch.randn_like(out)
     derived = spec.module.backward(grad_out, saved)
     leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
-    ref = spec.reference(*leaves)
+    ref = spec.reference(*leaves, **params)
     wanted = [t for t in leaves if t.requires_grad]
     reference = torch.autograd.grad(ref, wanted, grad_out)
     assert len(derived) == len(inputs)
@@ -38,7 +39,7 @@ def _compare(spec: OpSpec, inputs: list[torch.Tensor]) -> tuple[float, float]:
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
 def test_backward_matches_autograd_float64(spec: OpSpec, seed: int) -> None:
-    out_diff, grad_diff = _compare(spec, _inputs(spec, seed))
+    out_diff, grad_diff = _compare(spec, *spec.draw(seed))
     assert out_diff <= 1e-10
     assert grad_diff <= 1e-10
 
@@ -46,14 +47,16 @@ def test_backward_matches_autograd_float64(spec: OpSpec, seed: int) -> None:
 @pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
 def test_gradcheck_on_function(spec: OpSpec) -> None:
     for seed in range(3):
-        inputs = [t.requires_grad_(t.is_floating_point()) for t in _inputs(spec, seed)]
-        assert torch.autograd.gradcheck(spec.module.Function.apply, inputs)
+        inputs, params = spec.draw(seed)
+        inputs = [t.requires_grad_(t.is_floating_point()) for t in inputs]
+        extra = tuple(params.values())  # Function takes params positionally, after tensors
+        assert torch.autograd.gradcheck(spec.module.Function.apply, (*inputs, *extra))
 
 
 @pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
 def test_float32_agrees(spec: OpSpec) -> None:
     for seed in range(4):
-        out_diff, grad_diff = _compare(spec, _inputs(spec, seed, torch.float32))
+        out_diff, grad_diff = _compare(spec, *spec.draw(seed, torch.float32))
         assert out_diff <= 1e-4 and grad_diff <= 1e-4
 
 

@@ -79,3 +79,81 @@ def test_delta_without_a_scatter_form_is_an_equality_mask() -> None:
 
 def test_relu_derivative_is_the_step() -> None:
     assert "dx = (x > 0).to(grad_out.dtype) * grad_out" in _lines(["x[N]"], ["out[n] = relu(x[n])"])
+
+
+# -- selections (issue 13): where(), index comparisons, constant subscripts, stacks --------------
+SELECTIONS = [
+    # an index comparison is a broadcast boolean over its two axes; where() is torch.where
+    (
+        ["x[N, M]"],
+        ["out[n, m] = exp(where(m <= n, x[n, m], -inf))"],
+        "(torch.arange(M, device=x.device) <= torch.arange(N, device=x.device)[:, None]),",
+    ),
+    (["x[N, M]"], ["out[n, m] = exp(where(m <= n, x[n, m], -inf))"], 'float("-inf"),'),
+    # a comparison on int data; the derivative where(c, 1, 0) is the mask as the float dtype
+    (
+        ["x[N]", "t[N]: int64"],
+        ["out[n] = where(t[n] >= 0, x[n], 0)"],
+        "out = torch.where((t >= 0), x, 0)",
+    ),
+    (
+        ["x[N]", "t[N]: int64"],
+        ["out[n] = where(t[n] >= 0, x[n], 0)"],
+        "dx = grad_out * (t >= 0).to(grad_out.dtype)",
+    ),
+    # a constant subscript is a slice (a view), the size inside a product is solved
+    (
+        ["x[N, 3*M]"],
+        ["y = view(x, N, 3, M)", "out[n, m] = y[n, 1, m] * y[n, 2, m]"],
+        "out = y[:, 1] * y[:, 2]",
+    ),
+    (
+        ["x[N, 3*M]"],
+        ["y = view(x, N, 3, M)", "out[n, m] = y[n, 1, m] * y[n, 2, m]"],
+        'M = _check_derived("M", "x.shape[1] / 3", x.shape[1], 3, "x.shape[1]", "3")',
+    ),
+    # ...and the gradient of a view of an input is the view's, reshaped, under the input's name
+    (
+        ["x[N, 3*M]"],
+        ["y = view(x, N, 3, M)", "out[n, m] = y[n, 1, m] * y[n, 2, m]"],
+        "dx = dy.reshape(N, 3 * M)",
+    ),
+    # an element-wise factor of a contraction is computed once, then contracted by matmul
+    (["x[N, K]", "W[K, M]"], ["out[n, m] = Sum(exp(x[n, k]) * W[k, m], k)"], "out = t_x @ W"),
+    # an index summed on one side only rides in the einsum
+    (
+        ["W[M, K]", "g[N, K]"],
+        ["out[m] = Sum(W[m, k] * g[n, k], n, k)"],
+        'out = torch.einsum("ac,bc->a", W, g)',
+    ),
+    # sqrt of a size is one python float
+    (["x[N]"], ["out[n] = x[n] / sqrt(N)"], "out = x / math.sqrt(N)"),
+]
+
+
+@pytest.mark.parametrize(("inputs", "definitions", "line"), SELECTIONS)
+def test_selection_line(inputs: list[str], definitions: list[str], line: str) -> None:
+    assert line in _lines(inputs, definitions)
+
+
+def test_constant_subscript_adjoints_are_one_stack() -> None:
+    lines = _lines(["x[N, 3*M]"], ["y = view(x, N, 3, M)", "out[n, m] = y[n, 1, m] * y[n, 2, m]"])
+    start = lines.index("dy = torch.stack(")
+    assert lines[start + 1 : start + 6] == [
+        "[",
+        "torch.zeros(N, M, dtype=grad_out.dtype, device=grad_out.device),",
+        "grad_out * y[:, 2],",
+        "grad_out * y[:, 1],",
+        "],",
+    ]
+
+
+def test_derived_size_is_bound_and_checked() -> None:
+    lines = _lines(
+        ["x[N, C]"],
+        ["y = view(x, N, H, D)", "out[n, h] = Sum(y[n, h, d], d)"],
+        params={"k": 2},
+        sizes={"H": "k", "D": "C / k"},
+    )
+    assert 'D = _check_derived("D", "C / k", C, k, "C", "k")' in lines
+    assert "def forward(x, *, k=2):" in lines

@@ -115,7 +115,7 @@ def test_registry_derivatives() -> None:
 
 def test_every_registry_row_lowers_with_its_arguments() -> None:
     for f in FUNCTIONS.values():
-        code = f.torch.format(*["a", "b"][: f.arity])
+        code = f.torch.format(*["a", "b", "c"][: f.arity])
         assert code.count("a") >= 1 and "{" not in code, f.name
 
 
@@ -131,3 +131,62 @@ def test_fold_reduction_reads_an_index_dependent_coefficient_at_the_match() -> N
     rr = sp.IndexedBase("r", real=True)
     red = Reduction(rr, (m,), 1 / y[m], x[k, m], LIM)
     assert _apply("_fold_reduction", x[k, c], Simplifier([red])) == rr[c] * y[c]
+
+
+# -- issue 13: where(), the mask rule, and remembering a tensor under any index names ------------
+def test_where_derivative_is_the_mask() -> None:
+    from derive.functions import where
+
+    t1, t2 = sp.symbols("t1 t2", integer=True)
+    v = sp.Symbol("v", real=True)
+    assert sp.diff(where(t2 <= t1, 3 * v, -sp.oo), v) == where(t2 <= t1, 3, 0)
+    assert where(sp.true, v, 0) == v and where(t2 <= t1, v, v) == v
+
+
+def test_mask_beside_a_tensor_that_is_zero_off_it_is_dropped() -> None:
+    # where(c, 1/sqrt(K), 0) exp(where(c, s, -inf) - mu) -> exp(...)/sqrt(K): exp(-inf) = 0
+    from derive.functions import where
+
+    cond = k <= n
+    softmaxed = sp.exp(where(cond, x[n, k], -sp.oo) - mu[n])
+    expr = where(cond, 1 / sp.sqrt(K), 0) * softmaxed
+    assert Simplifier().simplify(expr) == softmaxed / sp.sqrt(K)
+    # not off another condition, and not a mask whose branch is a tensor
+    other = where(k < n, 1 / sp.sqrt(K), 0) * softmaxed
+    assert Simplifier().simplify(other) == other
+    tensor = where(cond, y[k], 0) * softmaxed
+    assert Simplifier().simplify(tensor) == tensor
+
+
+def test_masked_tensors_follow_the_definitions() -> None:
+    # scores = where(t2 <= t1, s, -inf) -> counts = exp(scores - m) is 0 off t2 <= t1
+    from derive import Op
+    from derive.language import parse
+    from derive.simplify import masked_tensors
+
+    g = parse(
+        Op(
+            "t",
+            ["s[T, T]"],
+            [
+                "scores[a, b] = where(b <= a, s[a, b], -inf)",
+                "counts[a, b] = exp(scores[a, b] - Max(scores[a, c], c))",
+                "total[a] = Sum(counts[a, b], b)",
+            ],
+        )
+    )
+    masked = masked_tensors(g.steps, g.tensors)
+    assert masked["scores"].value == -sp.oo and masked["counts"].value == 0
+    assert "total" not in masked
+
+
+def test_canonical_key_ignores_index_names() -> None:
+    # dq's sum_d v[t1, d] g[t, d] and dk's sum_d v[t, d] g[t1, d]... are one tensor up to names
+    from derive.torch_code import canonical
+
+    t, t1, d, e = sp.symbols("t t1 d e", integer=True)
+    a = sp.Sum(x[t1, d] * y[t, d], (d, 0, K - 1))
+    b = sp.Sum(x[t, e] * y[t1, e], (e, 0, K - 1))
+    (ka, ra), (kb, rb) = canonical(a), canonical(b)
+    assert ka == kb and ra[t1] == rb[t] and ra[t] == rb[t1]
+    assert canonical(sp.Sum(x[t, d] * y[t, d], (d, 0, K - 1)))[0] != ka  # a diagonal is not

@@ -1,0 +1,117 @@
+"""Selections in the lowering: where(), index comparisons, constant subscripts and their stacks.
+
+A mixin of :class:`derive.lower.Lowerer`, like :mod:`derive.fusion` (it uses the lowerer's
+``value``, ``sizes``, ``names`` and ``lines``). The identities, with what they emit:
+
+- ``t2 <= t1`` -> ``torch.arange(T) <= torch.arange(T)[:, None]``: a broadcast boolean over
+  the two index axes (the causal mask, a T x T bool), never a float one-hot
+- ``where(c, a, b)`` -> ``torch.where(c, a, b)``; ``where(c, a, 0)`` with a a number ->
+  ``c.to(dtype) * a``; ``-inf`` -> ``float("-inf")``
+- ``W[c, 1, h, d]`` -> ``W[:, 1]``: a constant subscript is a slice (a view, nothing copied),
+  so the slice takes part in matmul/einsum like any tensor
+- ``delta(i, 0) A + delta(i, 1) B + delta(i, 2) C`` -> ``torch.stack([A, B, C], pos)``: the
+  adjoint of three constant subscripts along one axis, never three masked full-size temporaries
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.functions import where
+from derive.simplify import expanded_terms
+from derive.torch_code import MUL, Value, align, union
+
+RELATIONS = {
+    sp.LessThan: "<=",
+    sp.StrictLessThan: "<",
+    sp.GreaterThan: ">=",
+    sp.StrictGreaterThan: ">",
+}
+
+
+def is_sliced(e: sp.Basic) -> bool:
+    """An Indexed with a constant subscript (``W[c, 1, h, d]``)."""
+    return isinstance(e, sp.Indexed) and any(i.is_Integer for i in e.indices)
+
+
+class Selections:
+    """The selection rules of the lowering (a mixin of :class:`derive.lower.Lowerer`)."""
+
+    def slice_constants(self, expr: sp.Expr) -> sp.Expr:
+        """Every ``W[c, 1, h, d]`` in ``expr`` as a plain tensor ``W[:, 1]`` over (c, h, d)."""
+        replace = {}
+        for ind in expr.atoms(sp.Indexed):
+            if not is_sliced(ind):
+                continue
+            label = ind.base.label.name
+            keep = [k for k, i in enumerate(ind.indices) if not i.is_Integer]
+            parts = [str(int(i)) if i.is_Integer else ":" for i in ind.indices]
+            while parts and parts[-1] == ":":
+                parts.pop()
+            name = f"{label}_at_{'_'.join(p if p != ':' else 'all' for p in parts)}"
+            self.names[name] = f"{self.names.get(label, label)}[{', '.join(parts)}]"
+            shape = tuple(ind.base.shape[k] for k in keep)
+            base = sp.IndexedBase(name, shape=shape, **_kind(ind.base))
+            replace[ind] = base[tuple(ind.indices[k] for k in keep)]
+        return expr.xreplace(replace) if replace else expr
+
+    def _relation(self, e: sp.core.relational.Relational, order: list[sp.Symbol]) -> Value:
+        """An index (or int data) comparison: a broadcast boolean over the axes it reads."""
+        op = RELATIONS.get(type(e))
+        if op is None:
+            raise ValueError(f"unsupported comparison {e}")
+        a, b = (self._index_value(x, order) for x in e.args)
+        axes = union([a.axes, b.axes], order)
+        left, right = (align(v, axes).wrap(MUL) for v in (a, b))
+        return Value(f"({left} {op} {right})", axes)
+
+    def _where(self, e: where, order: list[sp.Symbol]) -> Value:
+        cond = self._relation(e.args[0], order)
+        a, b = (self._branch(x, order) for x in e.args[1:])
+        if a.scalar and b.scalar:  # an indicator: the mask as the float dtype, scaled
+            mask = f"{cond.code}.to({self.device_of}.dtype)"
+            code = mask if a.code == "1" else f"{mask} * {a.wrap(MUL)}"
+            code = code if b.code == "0" else f"{code} + {b.wrap(MUL)} * ~{cond.code}"
+            return Value(code, cond.axes, MUL)
+        axes = union([cond.axes, a.axes, b.axes], order)
+        args = ", ".join(align(v, axes).code for v in (cond, a, b))
+        return Value(f"torch.where({args})", axes)
+
+    def _branch(self, x: sp.Expr, order: list[sp.Symbol]) -> Value:
+        if x in (sp.oo, -sp.oo):
+            return Value(f'float("{"-" if x == -sp.oo else ""}inf")', scalar=True)
+        return self.value(x, order)
+
+    def _stack(self, name: str, expr: sp.Expr, axes: tuple) -> bool:
+        """``name = sum_k delta(i, k) A_k`` over constants k: one stack (or slices set)."""
+        picks: dict[int, sp.Expr] = {}
+        axis = None
+        terms = sp.Add.make_args(expr)
+        if any(len(t.atoms(sp.KroneckerDelta)) > 1 for t in terms) and expanded_terms(expr) <= 16:
+            terms = sp.Add.make_args(sp.expand_mul(expr))  # g (delta(i, 1) a + delta(i, 2) b)
+        for term in terms:
+            deltas = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.KroneckerDelta)]
+            if len(deltas) != 1:
+                return False
+            (d,) = deltas
+            ax = next((x for x in d.args if x in axes), None)
+            const = next((x for x in d.args if x.is_Integer), None)
+            if ax is None or const is None or (axis is not None and ax != axis):
+                return False
+            axis, k = ax, int(const)
+            picks[k] = picks.get(k, sp.S.Zero) + term / d
+        size = self.sizes.get(axis) if axis is not None else None
+        if size is None or not size.is_Integer or not set(picks) <= set(range(int(size))):
+            return False
+        others, pos = tuple(a for a in axes if a != axis), axes.index(axis)
+        parts = []
+        for k in range(int(size)):
+            coef = picks.get(k, sp.S.Zero)
+            value = self._checked(coef, others, name) if coef != 0 else Value("0", scalar=True)
+            parts.append(self._materialise(value, others, fresh=False))
+        self.lines.append(f"{name} = torch.stack([{', '.join(parts)}], {pos})")
+        return True
+
+
+def _kind(base: sp.IndexedBase) -> dict:
+    return {"integer": True} if base.is_integer else {"real": True}
