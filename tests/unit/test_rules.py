@@ -8,7 +8,7 @@ import sympy as sp
 
 from derive.functions import FUNCTIONS, relu, sigmoid, softplus
 from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite
-from derive.simplify import SUM_RULES, Reduction, Simplifier
+from derive.symbolic.simplify import SUM_RULES, Reduction, Simplifier
 
 n, m, k, c = sp.symbols("n m k c", integer=True)
 N, M, K = sp.symbols("N M K", integer=True, positive=True)
@@ -160,9 +160,10 @@ def test_mask_beside_a_tensor_that_is_zero_off_it_is_dropped() -> None:
 
 def test_masked_tensors_follow_the_definitions() -> None:
     # scores = where(t2 <= t1, s, -inf) -> counts = exp(scores - m) is 0 off t2 <= t1
+    from derive.symbolic.simplify import masked_tensors
+
     from derive import Op
     from derive.language import parse
-    from derive.simplify import masked_tensors
 
     g = parse(
         Op(
@@ -182,7 +183,7 @@ def test_masked_tensors_follow_the_definitions() -> None:
 
 def test_canonical_key_ignores_index_names() -> None:
     # dq's sum_d v[t1, d] g[t, d] and dk's sum_d v[t, d] g[t1, d]... are one tensor up to names
-    from derive.torch_code import canonical
+    from derive.lower.value import canonical
 
     t, t1, d, e = sp.symbols("t t1 d e", integer=True)
     a = sp.Sum(x[t1, d] * y[t, d], (d, 0, K - 1))

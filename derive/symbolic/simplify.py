@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.cost import cost
 from derive.functions import where
-from derive.indices import canonical_bound
+from derive.symbolic.cost import cost
+from derive.symbolic.indices import canonical_bound
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
 

@@ -1,7 +1,7 @@
 """Selections in the lowering: where(), index comparisons, constant subscripts and their stacks.
 
-A mixin of :class:`derive.lower.Lowerer`, like :mod:`derive.fusion` (it uses the lowerer's
-``value``, ``sizes``, ``names`` and ``lines``). The identities, with what they emit:
+A mixin of :class:`derive.lower.lowerer.Lowerer`, like :mod:`derive.lower.fusions` (it uses the
+lowerer's ``value``, ``sizes``, ``names`` and ``lines``). The identities, with what they emit:
 
 - ``t2 <= t1`` -> ``torch.arange(T) <= torch.arange(T)[:, None]``: a broadcast boolean over
   the two index axes (the causal mask, a T x T bool), never a float one-hot
@@ -18,8 +18,9 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.functions import where
-from derive.simplify import expanded_terms
-from derive.torch_code import MUL, Value, align, union
+from derive.lower.indexing import index_value, materialise
+from derive.lower.value import MUL, Value, align, union
+from derive.symbolic.simplify import expanded_terms
 
 RELATIONS = {
     sp.LessThan: "<=",
@@ -35,7 +36,7 @@ def is_sliced(e: sp.Basic) -> bool:
 
 
 class Selections:
-    """The selection rules of the lowering (a mixin of :class:`derive.lower.Lowerer`)."""
+    """The selection rules of the lowering (a mixin of :class:`derive.lower.lowerer.Lowerer`)."""
 
     def slice_constants(self, expr: sp.Expr) -> sp.Expr:
         """Every ``W[c, 1, h, d]`` in ``expr`` as a plain tensor ``W[:, 1]`` over (c, h, d)."""
@@ -60,7 +61,7 @@ class Selections:
         op = RELATIONS.get(type(e))
         if op is None:
             raise ValueError(f"unsupported comparison {e}")
-        a, b = (self._index_value(x, order) for x in e.args)
+        a, b = (index_value(self, x, order) for x in e.args)
         axes = union([a.axes, b.axes], order)
         left, right = (align(v, axes).wrap(MUL) for v in (a, b))
         return Value(f"({left} {op} {right})", axes)
@@ -108,7 +109,7 @@ class Selections:
         for k in range(int(size)):
             coef = picks.get(k, sp.S.Zero)
             value = self._checked(coef, others, name) if coef != 0 else Value("0", scalar=True)
-            parts.append(self._materialise(value, others, fresh=False))
+            parts.append(materialise(self, value, others, fresh=False))
         self.lines.append(f"{name} = torch.stack([{', '.join(parts)}], {pos})")
         return True
 

@@ -1,0 +1,83 @@
+"""The op language: how a forward op is written, element by element, in SymPy index notation.
+
+An op is a small graph of named definitions. Everything a definition may use:
+
+Inputs (``inputs=[...]``), one string each::
+
+    "x[N, D]"            a float tensor; N, D are size symbols (any capitalised name)
+    "targets[N]: int64"  an integer tensor: usable as a data-dependent index, never differentiated
+    "idx[...]: int64"    ``...`` stands for any number of leading batch dimensions; the generated
+                         module flattens them into one axis (size ``Batch``, index ``batch``)
+
+Params (``params={"eps": 1e-5}``): python scalars passed to ``forward`` by keyword.
+
+Derived sizes (``sizes={"H": "n_head", "D": "C / n_head"}``): a size computed from the inputs'
+sizes and int params, multiplied or divided; the generated forward checks that it is a positive
+whole number (``C = 10 is not divisible by n_head = 3``). A dimension may carry a number:
+``"Wqkv[C, 3*C]"``, ``view(Wqkv, C, 3, H, D)``.
+
+Definitions (``definitions=[...]``), one string each, in forward order; the last is the output::
+
+    "out[n, m] = Sum(x[n, k] * W[k, m], k) + b[m]"   element-wise, with a contraction
+    "loss = -Sum(logprobs[n, targets[n]], n) / N"     scalar; ``targets[n]`` is a data index
+    "emb[n, t, e] = C[X[n, t], e]"                   gather through an integer tensor
+    "maxes[n] = Max(logits[n, c], c)"                reduce-max over c (must be the whole RHS)
+    "embcat = view(emb, N, T*E)"                     structural: same data, another shape
+
+- Lower-case names that are not tensors, sizes or params are *indices*. An index on the left is
+  an output axis; an index on the right must be on the left or bound by ``Sum``/``Max``. Its
+  range is read off the tensor dimension it indexes.
+- Functions: the rows of :data:`derive.functions.FUNCTIONS` (exp, log, sqrt, tanh, sigmoid,
+  softplus, relu, erf, ..., ``maximum(a, b)``), plus + - * / and ``**``; constants ``pi`` and
+  ``e`` (``e`` is an index where a definition subscripts with it). Any other name is refused.
+- Sizes stay symbolic; ``N - 1`` is fine (Bessel's correction in batchnorm is written that way).
+
+- A constant subscript picks a slice of a fixed-size axis: ``q[b, h, t, d] = Sum(x[b, t, c] *
+  Wh[c, 0, h, d], c)`` reads the first of the three blocks of ``Wh = view(Wqkv, C, 3, H, D)``.
+  ``view`` of an *input* works in every op (the input's gradient is the view's, reshaped); a
+  view of an intermediate needs ``stepwise=True``.
+- ``where(c, a, b)``: a where the comparison c holds, else b. c compares indices (``t2 <= t1``)
+  or int64 data (``t[n] >= 0``); ``-inf`` (``inf``) may be a branch and nowhere else.
+
+  Why a comparison, for the causal mask, rather than a mask input or a reduction over a
+  bounded range ``Sum(e, (t2, 0, t1))``: the mask is a fact about indices, so it belongs in
+  the definition, not in a tensor the caller must build and pass right; and a comparison
+  keeps every Sum over a whole axis, so the simplifier's rules (delta elimination assumes an
+  index is in its range by construction, alpha-equal sums merge) stay true unchanged, where a
+  triangular range would need each rule to reason about bounds. ``where(t2 <= t1, s, -inf)``
+  is what the softmax needs (exp(-inf) = 0, the row's Max skips it); SymPy differentiates it
+  (d/ds = where(t2 <= t1, 1, 0)), and the simplifier drops that factor beside the softmax of
+  the masked scores, which is 0 there already.
+
+Parsing turns these strings into a :class:`Graph` of SymPy expressions; any problem raises a
+:class:`~derive.errors.DerivationError` that names the op and the definition.
+
+The package: :mod:`~derive.language.graph` holds the parsed form (:class:`Op` in, :class:`Graph`
+out), :mod:`~derive.language.parse` reads the strings, :mod:`~derive.language.reductions` gives
+``Sum``/``Max`` their ranges and lifts a ``Max`` out of an expression, :mod:`~derive.language.sizes`
+reads derived sizes and keeps ``inf`` to where() branches.
+"""
+
+from derive.language.graph import (
+    BATCH_INDEX,
+    BATCH_SIZE,
+    Definition,
+    Graph,
+    Op,
+    ReduceMax,
+    Tensor,
+    View,
+)
+from derive.language.parse import parse
+
+__all__ = [
+    "BATCH_INDEX",
+    "BATCH_SIZE",
+    "Definition",
+    "Graph",
+    "Op",
+    "ReduceMax",
+    "Tensor",
+    "View",
+    "parse",
+]

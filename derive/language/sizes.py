@@ -1,0 +1,74 @@
+"""Derived sizes (``sizes={"D": "C / n_head"}``) and the place of ``inf`` in a definition.
+
+A derived size is a product of the inputs' sizes and int params, each to the power +-1; it
+stays a plain size symbol for the engine (D is D), and the generated forward binds it and
+checks that it is a positive whole number (``C = 10 is not divisible by n_head = 3``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy as sp
+from sympy.parsing.sympy_parser import parse_expr
+
+from derive.functions import where
+from derive.language.graph import Graph, LangError
+from derive.names import value_name_problem
+
+_GLOBALS = {"Integer": sp.Integer, "Symbol": sp.Symbol}
+
+
+def derived_size(name: str, text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Symbol:
+    """The size symbol ``name`` of ``sizes={name: text}``, added to the op's sizes."""
+    if not re.fullmatch(r"[A-Z]\w*", name or ""):
+        raise LangError(f"derived size '{name}' must be a capitalised name")
+    problem = value_name_problem(name)
+    if problem is not None:
+        raise LangError(f"size name '{name}' {problem}")
+    if name in sizes:
+        raise LangError(f"size '{name}' is already given by an input's shape")
+    sizes[name] = sp.Symbol(name, integer=True, positive=True)
+    return sizes[name]
+
+
+def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr:
+    """A product of sizes and int params, each to the power +-1 (``C / n_head``, ``n_head``)."""
+    ns = {**{p.name: p for p in g.params}, **sizes}
+    try:
+        expr = sp.sympify(parse_expr(text, local_dict=ns, global_dict=dict(_GLOBALS)))
+    except Exception as exc:  # noqa: BLE001  (SymPy's parser raises many types)
+        raise LangError(f"cannot parse size expression '{text}': {exc}") from None
+    for factor in sp.Mul.make_args(expr):
+        base, power = factor.as_base_exp()
+        if factor.is_Integer and factor > 0:
+            continue
+        known = base in sizes.values() or base in g.params
+        if not known or power not in (1, -1):
+            raise LangError(
+                f"size expression '{text}': use sizes and int params, multiplied or divided "
+                f"('C / n_head'); '{factor}' is neither"
+            )
+        if base in g.params and not isinstance(g.op.params[base.name], int):
+            raise LangError(f"param '{base}' sets a size, so its default must be an int")
+    return expr
+
+
+def check_infinities(body: sp.Expr) -> None:
+    """``inf`` is a masked value, a branch of where() (exp(-inf) = 0, a Max skips it), and
+    nothing else: exp(inf) or inf - inf would be NaN, with no gradient to derive."""
+    wheres = body.atoms(where)
+    rest = body.xreplace(
+        {
+            w: w.func(w.args[0], *(0 if a in (sp.oo, -sp.oo) else a for a in w.args[1:]))
+            for w in wheres
+        }
+    )
+    if rest.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or any(w.args[0].has(sp.oo, -sp.oo) for w in wheres):
+        raise LangError("inf may only be a branch of where(), e.g. where(t2 <= t1, s, -inf)")
+    for w in wheres:
+        if not isinstance(w.args[0], sp.core.relational.Relational):
+            raise LangError(
+                f"the condition of {w} must be a comparison (t2 <= t1, t[n] >= 0), "
+                f"not '{w.args[0]}'"
+            )

@@ -1,0 +1,342 @@
+"""Lowering: an index expression becomes vectorized torch code.
+
+Every value carries the indices that label its axes. Element-wise arithmetic becomes broadcast
+torch ops (axes aligned with ``x[:, None]``); a Sum becomes a matmul when it is one, an einsum
+for other two-tensor contractions, and ``.sum(dim)`` otherwise; a data index becomes a gather
+(``C.index_select(0, idx)``, ``x.gather(1, t[:, None])``); a delta against a data index becomes
+a ``scatter_add_`` or ``index_add_``, never a materialised one-hot. Nothing loops over elements.
+Unsupported shapes of expression raise at generation time, naming the op.
+
+In: SymPy index expressions with the axes they are wanted over; out: python statements, one
+string each, collected in :attr:`Lowerer.lines`. Sums live in :mod:`derive.lower.reductions`,
+data-dependent indexing in :mod:`derive.lower.indexing`, the shared pure helpers in
+:mod:`derive.lower.value`; where two kernels can be one, :mod:`derive.lower.fusions` says how.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from derive.errors import DerivationError
+from derive.functions import BY_NODE, Function, step_code, where
+from derive.lower.fusions import Fusions
+from derive.lower.indexing import indexed, mask, materialise, pick_update, scatter
+from derive.lower.reductions import sum_value
+from derive.lower.select import Selections
+from derive.lower.value import (
+    ADD,
+    ATOM,
+    MUL,
+    POW,
+    UNARY,
+    AxisError,
+    Value,
+    align,
+    canonical,
+    memo_key,
+    number,
+    number_scale,
+    ordered_terms,
+    permute,
+    position,
+    scatter_delta,
+    split_deltas,
+    union,
+)
+
+
+def _is_call(e: sp.Basic) -> bool:
+    """A function call worth computing once: a registry function or a step."""
+    return (type(e) in BY_NODE or isinstance(e, sp.Heaviside)) and bool(e.atoms(sp.Indexed))
+
+
+def _stem(e: sp.Expr) -> str:
+    return "_".join(sorted({i.base.label.name for i in e.atoms(sp.Indexed)}))
+
+
+@dataclass
+class Lowerer(Fusions, Selections):
+    """Lowers expressions of one function body; collects the statements they need."""
+
+    op: str
+    names: dict[str, str]  # symbol name -> python expression (tensors, sizes, params)
+    sizes: dict[sp.Symbol, sp.Expr]  # index -> its range (for aranges and einsum checks)
+    lines: list[str] = field(default_factory=list)
+    memo: dict[tuple, Value] = field(default_factory=dict)  # see recall / remember
+    taken: set[str] = field(default_factory=set)
+    scalars: set[str] = field(default_factory=set)  # names bound to python numbers (sizes, params)
+    wrapping: set[str] = field(default_factory=set)  # int inputs read by advanced indexing
+    repeated: set[sp.Expr] = field(default_factory=set)  # function calls met more than once
+    bound: dict[sp.Expr, Value] = field(default_factory=dict)  # ...each computed once, here
+    modules: set[str] = field(default_factory=set)  # python modules the code uses (math)
+
+    def share(self, exprs: list[sp.Expr]) -> None:
+        """Note the function calls (exp, tanh, sigmoid, ...) that occur more than once in the
+        statements of this function: each is then computed once into a name and reused."""
+        seen: set[sp.Expr] = set()
+        for e in exprs:
+            for node in sp.preorder_traversal(e):
+                if _is_call(node):
+                    (self.repeated if node in seen else seen).add(node)
+
+    device_of: str = "grad_out"  # a tensor whose device/dtype new tensors take
+
+    # -- entry points -----------------------------------------------------------------------
+    def assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
+        """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
+        try:
+            self._assign(name, expr, axes, dims)
+        except (AxisError, ValueError) as exc:  # a shape the lowering cannot do: say so, clearly
+            raise DerivationError(self.op, f"cannot lower {name} = {expr}: {exc}") from None
+
+    def _assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
+        self.taken.add(name)
+        self.sizes.update(zip(axes, dims, strict=True))
+        expr = self.slice_constants(expr)
+        if not expr.has(sp.KroneckerDelta):
+            return self._assign_plain(name, expr, axes)
+        if self._stack(name, expr, axes):
+            return None
+        state = (len(self.lines), dict(self.memo), set(self.taken), set(self.wrapping))
+        bound = dict(self.bound)
+        try:
+            return self._assign_scatter(name, expr, axes)
+        except (DerivationError, AxisError, ValueError):
+            # no index_add_/scatter_add_ form: the deltas become equality masks, which is
+            # always right (and costs a tensor over their axes); undo the attempt first
+            del self.lines[state[0] :]
+            self.memo, self.taken, self.wrapping = state[1], state[2], state[3]
+            self.bound = bound
+            value = materialise(self, self._checked(expr, axes, name), axes, fresh=False)
+            self.lines.append(f"{name} = {value}")
+
+    def _assign_scatter(self, name: str, expr: sp.Expr, axes: tuple) -> None:
+        if isinstance(expr, sp.Sum) and scatter_delta(expr, axes) is not None:
+            return scatter(self, name, expr, axes)
+        plain, picks = split_deltas(expr, axes)
+        value = materialise(self, self._checked(plain, axes, name), axes, fresh=bool(picks))
+        self.lines.append(f"{name} = {value}")
+        for coef, axis, data in picks:
+            pick_update(self, name, coef, axis, data, axes)
+
+    def _assign_plain(self, name: str, expr: sp.Expr, axes: tuple) -> None:
+        if isinstance(expr, sp.Sum) and self.recall(expr) is None:
+            sum_value(self, expr, list(axes), name=name)
+            stored = self.recall(expr)  # bound to ``name`` in the order it came out
+            if stored.axes != axes:  # permuted, and broadcast over axes it does not depend on
+                stored = self._exact(stored, axes, name, partial=True)
+                self.lines.append(f"{name} = {materialise(self, stored, axes, fresh=False)}")
+                self.remember(expr, Value(name, axes))
+            return
+        value = materialise(self, self._checked(expr, axes, name), axes, fresh=False)
+        self.lines.append(f"{name} = {value}")
+
+    def recall(self, e: sp.Expr) -> Value | None:
+        """The tensor computed for ``e`` (under any names of its indices), on e's axes."""
+        key, rename = canonical(e)
+        v = self.memo.get(("renamed", key))
+        if v is None:
+            return self.memo.get(("named", memo_key(e)))  # remembered under its own names
+        back = {p: a for a, p in rename.items()}
+        return Value(v.code, tuple(back[a] for a in v.axes), v.prec, v.scalar)
+
+    def remember(self, e: sp.Expr, v: Value) -> None:
+        """Remember ``v`` as the value of ``e``: under any index names when its axes are
+        exactly e's free indices, else (broadcast, or axes labelled by data) under e's own."""
+        key, rename = canonical(e)
+        if set(v.axes) == set(rename):
+            axes = tuple(rename[a] for a in v.axes)
+            self.memo[("renamed", key)] = Value(v.code, axes, v.prec, v.scalar)
+        else:
+            self.memo[("named", memo_key(e))] = v
+
+    def _checked(self, e: sp.Expr, axes: tuple, name: str) -> Value:
+        value = self.value(e, list(axes))
+        return value if value.scalar else self._exact(value, axes, name, partial=True)
+
+    def _exact(self, v: Value, axes: tuple, name: str, partial: bool = False) -> Value:
+        """``v`` permuted to ``axes`` (all of them unless ``partial``): the one guard that an
+        assignment's axis order is the target's, whatever order the lowering found it in."""
+        try:
+            out = permute(v, axes)
+        except AxisError as exc:
+            raise DerivationError(self.op, f"cannot lower {name}: {exc}") from None
+        if not partial and out.axes != axes:
+            raise DerivationError(self.op, f"cannot lower {name}: axes {out.axes} for {axes}")
+        return out
+
+    def value(self, e: sp.Expr, order: list[sp.Symbol]) -> Value:
+        e = sp.sympify(e)
+        if e in self.repeated:
+            if e not in self.bound:
+                v = self._value(e, order)
+                if not v.scalar:
+                    name = self._name(f"{type(e).__name__.lower()}_{_stem(e)}")
+                    self.lines.append(f"{name} = {v.code}")
+                    v = Value(name, v.axes)
+                self.bound[e] = v
+            return self._permuted(self.bound[e], order)
+        return self._value(e, order)
+
+    def _value(self, e: sp.Expr, order: list[sp.Symbol]) -> Value:
+        if e.is_Number:  # "1 / 3" binds like a product: parenthesised where that matters
+            prec = UNARY if e < 0 else ATOM if e.is_Integer or e.is_Float else MUL
+            return Value(number(e), scalar=True, prec=prec)
+        if e.is_number:  # pi, sqrt(2/pi): one python float, rounded once from SymPy's value
+            return Value(number(e), scalar=True, prec=ATOM if e >= 0 else UNARY)
+        if isinstance(e, sp.Symbol):
+            return self._symbol(e)
+        if isinstance(e, sp.Indexed):
+            return indexed(self, e, order)
+        if isinstance(e, sp.Add):
+            return self._add(e, order)
+        if isinstance(e, sp.Mul):
+            return self._mul(e, order)
+        if isinstance(e, sp.Pow):
+            return self._pow(e, order)
+        if isinstance(e, sp.Sum):
+            return sum_value(self, e, order)
+        if isinstance(e, sp.Heaviside):
+            return self._step(e, order)
+        if isinstance(e, sp.KroneckerDelta):
+            return mask(self, e, order)
+        if isinstance(e, sp.core.relational.Relational):
+            return self._relation(e, order)
+        if isinstance(e, where):
+            return self._where(e, order)
+        if e.func in BY_NODE:
+            return self._function(BY_NODE[e.func], e.args, order)
+        raise DerivationError(self.op, f"cannot lower {e} ({type(e).__name__}) to torch")
+
+    def _function(self, f: Function, args: tuple, order: list[sp.Symbol]) -> Value:
+        """A row of the function registry; Max/Min of many arguments nest pairwise."""
+        if f.arity == 2 and len(args) > 2:
+            return self._function(f, (args[0], f.make(*args[1:])), order)
+        values = [self.value(a, order) for a in args]
+        if all(v.scalar for v in values):
+            if f.python is None:
+                raise DerivationError(self.op, f"{f.name}() of a number is not supported")
+            self.modules.update({"math"} if "math." in f.python else set())
+            return Value(f.python.format(*(v.code for v in values)), scalar=True)
+        if f.arity == 2 and any(v.scalar for v in values):  # maximum(x, 0): a clamp
+            t, c = (values[0], values[1]) if values[1].scalar else (values[1], values[0])
+            bound = "min" if f.name == "maximum" else "max"
+            return Value(f"torch.clamp({t.code}, {bound}={c.code})", t.axes)
+        axes = union([v.axes for v in values], order)
+        return Value(f.torch.format(*(align(v, axes).code for v in values)), axes)
+
+    def _step(self, e: sp.Heaviside, order: list[sp.Symbol]) -> Value:
+        arg = self.value(e.args[0], order)
+        if arg.scalar:
+            raise DerivationError(self.op, f"a step of a number is not supported: {e}")
+        at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
+        code = step_code(arg.wrap(ATOM), at_zero, self.device_of)
+        return Value(code, arg.axes, ATOM if code.endswith(")") else MUL)
+
+    # -- leaves -----------------------------------------------------------------------------
+    def _symbol(self, s: sp.Symbol) -> Value:
+        if s.name not in self.names:
+            raise DerivationError(self.op, f"'{s}' has no value in the generated function")
+        return Value(self.names[s.name], (), ATOM, scalar=s.name in self.scalars)
+
+    def _is_axis(self, i: sp.Expr) -> bool:
+        """An index symbol, not a value with a name (a scalar Max's argmax is data)."""
+        return isinstance(i, sp.Symbol) and bool(i.is_integer) and i.name not in self.scalars
+
+    def _permuted(self, v: Value, order: list[sp.Symbol]) -> Value:
+        """``v`` with its axes in ``order``'s order (axes ``order`` lacks go last)."""
+        return permute(v, tuple(sorted(v.axes, key=position(order))))
+
+    # -- arithmetic -------------------------------------------------------------------------
+    def _add(self, e: sp.Add, order: list[sp.Symbol]) -> Value:
+        fused = self._addmm(e, order)
+        if fused is None:
+            fused = self._addcmul(e, order)
+        if fused is not None:
+            return fused
+        terms = [self.value(t, order) for t in ordered_terms(e)]
+        axes = union([t.axes for t in terms], order)
+        code = align(terms[0], axes).code if terms[0].prec >= ADD else terms[0].code
+        for term in ordered_terms(e)[1:]:
+            if term.could_extract_minus_sign():
+                code += f" - {align(self.value(-term, order), axes).wrap(MUL + 1)}"
+            else:
+                code += f" + {align(self.value(term, order), axes).wrap(ADD)}"
+        return Value(code, axes, ADD, scalar=all(t.scalar for t in terms))
+
+    def _mul(self, e: sp.Mul, order: list[sp.Symbol]) -> Value:
+        fused = self._mean(e, order)
+        if fused is None:
+            fused = self._distribute(e, order)
+        if fused is not None:
+            return fused
+        coef, rest = e.as_coeff_Mul()
+        num, den = [], []
+        constant = sp.Mul(*[f for f in sp.Mul.make_args(rest) if f.is_number])
+        if constant != 1:  # sqrt(2)/sqrt(pi): one float, not python arithmetic at run time
+            num.append(self.value(constant, order))
+        for f in sp.Mul.make_args(rest):
+            if f.is_number:
+                continue
+            if isinstance(f, sp.Pow) and f.exp.is_number and f.exp < 0:
+                den.append(self.value(f.base ** (-f.exp), order))
+            else:
+                num.append(self.value(f, order))
+        if coef.is_Rational and coef.q != 1:
+            den.append(Value(str(coef.q), scalar=True))
+            coef = sp.Integer(coef.p)
+        if abs(coef) != 1:
+            num.insert(0, Value(number(abs(coef)), scalar=True))
+        scale = None
+        if all(v.scalar for v in num + den):
+            value = self._product(num, den, order, None)
+        else:
+            scale = number_scale(
+                [v for v in num if v.scalar], [v for v in den if v.scalar], coef < 0
+            )
+            tensors = [v for v in num if not v.scalar], [v for v in den if not v.scalar]
+            value = self._product(*tensors, order, scale)
+        if (
+            coef < 0 and scale is None
+        ):  # unary minus binds to the first (smallest) factor: no extra full pass
+            return Value(f"-{value.wrap(MUL)}", value.axes, UNARY, value.scalar)
+        return value
+
+    def _pow(self, e: sp.Pow, order: list[sp.Symbol]) -> Value:
+        base, exp = self.value(e.base, order), e.exp
+        if base.scalar and abs(exp) == sp.Rational(1, 2):  # sqrt(D): one python float
+            self.modules.add("math")
+            root = f"math.sqrt({base.code})"
+            prec = ATOM if exp > 0 else MUL
+            return Value(root if exp > 0 else f"1 / {root}", scalar=True, prec=prec)
+        if base.scalar:
+            power = self.value(exp, []).wrap(POW + 1)
+            return Value(f"{base.wrap(POW + 1)} ** {power}", scalar=True, prec=POW)
+        special = {sp.Rational(1, 2): "torch.sqrt", sp.Rational(-1, 2): "torch.rsqrt"}
+        if exp in special:
+            return Value(f"{special[exp]}({base.code})", base.axes)
+        # torch.reciprocal and torch.square skip the python-level operator wrappers of
+        # Tensor.__rtruediv__ / __pow__ (a few microseconds a call at the makemore size)
+        if exp == -1:
+            return Value(f"torch.reciprocal({base.code})", base.axes)
+        if exp == 2:
+            return Value(f"torch.square({base.code})", base.axes)
+        power = self.value(exp, []).wrap(POW + 1)
+        return Value(f"{base.wrap(POW + 1)}**{power}", base.axes, POW)
+
+    # -- reductions -------------------------------------------------------------------------
+    # -- one-hots and scatters --------------------------------------------------------------
+    def _size(self, axis: sp.Symbol) -> str:
+        return self.value(self.sizes[axis], []).code
+
+    def _temp(self, e: sp.Sum) -> str:
+        return self._name("sum_" + _stem(e))
+
+    def _name(self, stem: str) -> str:
+        names = (stem if k == 0 else f"{stem}_{k}" for k in itertools.count())
+        name = next(n for n in names if n not in self.taken)
+        self.taken.add(name)
+        return name
