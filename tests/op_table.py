@@ -22,6 +22,7 @@ from generated import (
     log_softmax,
     logsumexp,
     relu,
+    sequence_cross_entropy,
     sigmoid,
     softmax,
     tanh,
@@ -130,6 +131,18 @@ def _make_attention(rng, gen, dtype, n_head):
     ]
 
 
+def sequence_ce_reference(logits, targets):
+    """F.cross_entropy over every position, a target of -1 ignored (makemore's padding)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.view(-1), ignore_index=-1)
+
+
+def _make_sequence_ce(rng, gen, dtype):
+    b, t, v = rng.randint(1, 3), rng.randint(1, 6), rng.randint(1, 7)
+    targets = torch.randint(-1, v, (b, t), generator=gen)
+    targets.view(-1)[rng.randrange(b * t)] = rng.randrange(v)  # at least one counted position
+    return [torch.randn(b, t, v, generator=gen, dtype=dtype) * 3, targets]
+
+
 OPS = [
     OpSpec("linear", linear, lambda x, W, b: x @ W + b, _make_linear),
     OpSpec("tanh", tanh, torch.tanh, _make_tanh),
@@ -155,6 +168,9 @@ OPS = [
         attention_reference,
         _make_attention,
         lambda rng: {"n_head": rng.randint(1, 3)},
+    ),
+    OpSpec(
+        "sequence_cross_entropy", sequence_cross_entropy, sequence_ce_reference, _make_sequence_ce
     ),
 ]
 

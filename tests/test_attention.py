@@ -109,3 +109,48 @@ def test_backward_is_the_collapsed_softmax_and_contractions() -> None:
     assert "torch.exp" not in code and "torch.arange" not in code  # no recompute, no one-hot
     assert "==" not in code and "amax" not in code
     assert code.count("torch.einsum") >= 8
+
+
+# -- sequence_cross_entropy: positions whose target is -1 are not counted -----------------------
+@pytest.mark.parametrize("scale", [1e4, -1e4, 3.0])
+def test_sequence_cross_entropy_ignores_minus_one_and_stays_finite(scale: float) -> None:
+    from generated import sequence_cross_entropy as sce
+    from tests.op_table import sequence_ce_reference
+
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(2, 5, 4, generator=gen, dtype=DT) * scale
+    targets = torch.tensor([[1, -1, 3, -1, 0], [-1, 2, -1, -1, 3]])
+    loss, saved = sce.forward(logits, targets)
+    dlogits, dtargets = sce.backward(torch.tensor(0.7, dtype=DT), saved)
+    leaf = logits.clone().requires_grad_()
+    ref = sequence_ce_reference(leaf, targets)
+    (want,) = torch.autograd.grad(ref * 0.7, leaf)
+    assert dtargets is None and torch.isfinite(loss) and torch.isfinite(dlogits).all()
+    assert abs(float(loss) - float(ref.detach())) <= 1e-10 * max(1.0, abs(float(ref.detach())))
+    assert (dlogits - want).abs().max() <= 1e-10
+    assert torch.equal(dlogits[targets < 0], torch.zeros_like(dlogits[targets < 0]))
+
+
+def test_sequence_cross_entropy_counts_one_position_alone() -> None:
+    from generated import sequence_cross_entropy as sce
+    from tests.op_table import sequence_ce_reference
+
+    logits = torch.randn(3, 4, 6, dtype=DT)
+    targets = torch.full((3, 4), -1)
+    targets[2, 1] = 5
+    loss, saved = sce.forward(logits, targets)
+    dlogits, _ = sce.backward(torch.tensor(1.0, dtype=DT), saved)
+    leaf = logits.clone().requires_grad_()
+    sequence_ce_reference(leaf, targets).backward()
+    assert abs(float(loss) + float(torch.log_softmax(logits[2, 1], 0)[5])) <= 1e-12
+    assert (dlogits - leaf.grad).abs().max() <= 1e-12
+    assert int((dlogits != 0).any(-1).sum()) == 1  # one row of the gradient, the counted one
+
+
+def test_sequence_cross_entropy_refuses_a_target_past_the_vocabulary() -> None:
+    from generated import sequence_cross_entropy as sce
+
+    with pytest.raises(
+        IndexError, match=r"^sequence_cross_entropy: targets has values in \[-1, 4\]"
+    ):
+        sce.forward(torch.randn(1, 2, 4, dtype=DT), torch.tensor([[-1, 4]]))

@@ -13,6 +13,7 @@ import ast
 import sympy as sp
 
 from derive.language import Definition, Graph, ReduceMax, Tensor
+from derive.lower.select import guarded_data
 
 
 def rest_dims(t: Tensor) -> tuple:
@@ -72,7 +73,8 @@ def input_checks(
         lines.append(f"_check_positive({str(size)!r}, {size}, {why!r})")
     for name, size in data_index_ranges(g):
         before = "" if name in wrapping else ", before=True"
-        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}{before})")
+        check = "_check_guarded" if name in guarded_data(g) else "_check_range"
+        lines.append(f"{check}({name!r}, {name}, {str(size)!r}, {size}{before})")
     return lines, bound
 
 
@@ -135,7 +137,11 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
 
 def range_checks(g: Graph) -> list[str]:
     """The checks forward() runs when an index kernel fails, to name the bad input."""
-    return [f"_check_range({n!r}, {n}, {str(s)!r}, {s})" for n, s in data_index_ranges(g)]
+    guarded = guarded_data(g)
+    return [
+        f"_check_{'guarded' if n in guarded else 'range'}({n!r}, {n}, {str(s)!r}, {s})"
+        for n, s in data_index_ranges(g)
+    ]
 
 
 def data_index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:

@@ -20,6 +20,7 @@ from derive.emit.checks import first_float, input_checks, live_bindings, range_c
 from derive.errors import DerivationError
 from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax
 from derive.lower.lowerer import Lowerer
+from derive.lower.select import guarded_data
 from derive.symbolic.canon import Canon, stabilise
 from derive.symbolic.derivation import Derivation
 from derive.symbolic.reverse import GRAD_OUT
@@ -82,7 +83,8 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
     names |= {s.name: s.name for s in g.sizes} | {p.name: p.name for p in g.params}
     names |= {v: v for v in d.adjoints.names.values()} | {v: v for v in d.adjoints.views}
     scalars = {s.name for s in g.sizes} | {p.name for p in g.params}
-    return Lowerer(g.op.name, names, {}, scalars=scalars, device_of=device_of)
+    guarded = guarded_data(g)
+    return Lowerer(g.op.name, names, {}, scalars=scalars, device_of=device_of, guarded=guarded)
 
 
 def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:

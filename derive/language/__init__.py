@@ -37,7 +37,9 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   ``view`` of an *input* works in every op (the input's gradient is the view's, reshaped); a
   view of an intermediate needs ``stepwise=True``.
 - ``where(c, a, b)``: a where the comparison c holds, else b. c compares indices (``t2 <= t1``)
-  or int64 data (``t[n] >= 0``); ``-inf`` (``inf``) may be a branch and nowhere else.
+  or int64 data (``t[n] >= 0``); ``-inf`` (``inf``) may be a branch and nowhere else. An int
+  input used as a subscript only under ``where(t[n] >= 0, ..t[n].., b)`` may be negative where
+  that guard fails (cross-entropy's ignore_index = -1): it is read clamped there.
 
   Why a comparison, for the causal mask, rather than a mask input or a reduction over a
   bounded range ``Sum(e, (t2, 0, t1))``: the mask is a fact about indices, so it belongs in

@@ -72,6 +72,7 @@ class Lowerer(Fusions, Selections):
     repeated: set[sp.Expr] = field(default_factory=set)  # function calls met more than once
     bound: dict[sp.Expr, Value] = field(default_factory=dict)  # ...each computed once, here
     modules: set[str] = field(default_factory=set)  # python modules the code uses (math)
+    guarded: set[str] = field(default_factory=set)  # int inputs a where() guards (see select)
 
     def share(self, exprs: list[sp.Expr]) -> None:
         """Note the function calls (exp, tanh, sigmoid, ...) that occur more than once in the
@@ -95,7 +96,7 @@ class Lowerer(Fusions, Selections):
     def _assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
         self.taken.add(name)
         self.sizes.update(zip(axes, dims, strict=True))
-        expr = self.slice_constants(expr)
+        expr = self.safe_indices(self.slice_constants(expr))
         if not expr.has(sp.KroneckerDelta):
             return self._assign_plain(name, expr, axes)
         if self._stack(name, expr, axes):

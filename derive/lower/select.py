@@ -35,8 +35,79 @@ def is_sliced(e: sp.Basic) -> bool:
     return isinstance(e, sp.Indexed) and any(i.is_Integer for i in e.indices)
 
 
+def _guard_of(cond: sp.Basic) -> sp.Indexed | None:
+    """X[i] in ``X[i] >= 0`` (or ``X[i] > -1``): a guard that an int entry is an index."""
+    if isinstance(cond, sp.GreaterThan) and cond.rhs == 0 and isinstance(cond.lhs, sp.Indexed):
+        return cond.lhs
+    if (
+        isinstance(cond, sp.StrictGreaterThan)
+        and cond.rhs == -1
+        and isinstance(cond.lhs, sp.Indexed)
+    ):
+        return cond.lhs
+    return None
+
+
+def guarded_data(g) -> set[str]:
+    """Int inputs whose every use as a subscript sits in where(X[i] >= 0, ..X[i].., b): a
+    negative entry there marks a position to ignore (cross-entropy's ignore_index = -1), so it
+    is read as index 0 (any in range; the where discards it) and not refused as out of range."""
+    guarded, unguarded = set(), set()
+
+    def walk(e: sp.Basic, guards: frozenset) -> None:
+        if isinstance(e, where):
+            guard = _guard_of(e.args[0])
+            walk(e.args[0], guards)
+            walk(e.args[1], guards | ({guard} if guard is not None else set()))
+            walk(e.args[2], guards)
+            return
+        if isinstance(e, (sp.Indexed, sp.KroneckerDelta)):
+            subs = e.indices if isinstance(e, sp.Indexed) else e.args
+            for sub in subs:
+                if isinstance(sub, sp.Indexed):
+                    (guarded if sub in guards else unguarded).add(sub.base.label.name)
+        for a in e.args:
+            walk(a, guards)
+
+    for step in g.steps:
+        if hasattr(step, "body"):
+            walk(step.body, frozenset())
+    return guarded - unguarded
+
+
 class Selections:
     """The selection rules of the lowering (a mixin of :class:`derive.lower.lowerer.Lowerer`)."""
+
+    def safe_indices(self, expr: sp.Expr) -> sp.Expr:
+        """A guarded int input (:func:`guarded_data`) used as a subscript is read clamped to
+        0 and up: its negative entries, ignored by their where(), index nothing out of range.
+        In the backward the ignored positions' coefficients are where(X >= 0, ..., 0) = 0, so
+        the scatter into index 0 adds nothing."""
+        replace = {}
+        for ind in expr.atoms(sp.Indexed, sp.KroneckerDelta):
+            subs = ind.indices if isinstance(ind, sp.Indexed) else ind.args
+            for sub in subs:
+                if isinstance(sub, sp.Indexed) and sub.base.label.name in self.guarded:
+                    name = f"{sub.base.label.name}_index"
+                    self.names[name] = (
+                        f"{self.names.get(sub.base.label.name, sub.base.label.name)}.clamp(min=0)"
+                    )
+                    base = sp.IndexedBase(name, shape=sub.base.shape, integer=True)
+                    replace[sub] = base[sub.indices]
+        if not replace:
+            return expr
+
+        # only the subscripts: the where() conditions keep reading the data itself
+        def walk(e: sp.Basic) -> sp.Basic:
+            if isinstance(e, sp.Indexed):
+                return e.func(e.base, *[replace.get(i, i) for i in e.indices])
+            if isinstance(e, sp.KroneckerDelta):
+                return sp.KroneckerDelta(*[replace.get(a, a) for a in e.args])
+            if not e.args or isinstance(e, sp.core.relational.Relational):
+                return e
+            return e.func(*[walk(a) for a in e.args])
+
+        return walk(expr)
 
     def slice_constants(self, expr: sp.Expr) -> sp.Expr:
         """Every ``W[c, 1, h, d]`` in ``expr`` as a plain tensor ``W[:, 1]`` over (c, h, d)."""

@@ -25,6 +25,7 @@ import torch
 
 from derive.errors import CheckFailed
 from derive.language import Graph, Op, parse
+from derive.lower.select import guarded_data
 from derive.verify.reference import autograd_reference, evaluate
 
 AUTOGRAD_TOL = 1e-10  # float64, relative to max(1, |reference|)
@@ -104,13 +105,16 @@ def random_inputs(
         sizes = {s: v for s, v in sizes.items() if s.name != "Batch"}
         sizes[sp.Symbol("Batch", integer=True, positive=True)] = int(torch.tensor(lead).prod())
     limits = index_limits(g, sizes)
+    guarded = guarded_data(g)
     out = []
     for name in g.inputs:
         t = g.tensors[name]
         dims = t.dims[1:] if t.batched else t.dims
         shape = (lead if t.batched else ()) + tuple(int(sp.sympify(d).subs(sizes)) for d in dims)
         if t.integer:
-            out.append(torch.randint(0, limits.get(name, 3), shape, generator=gen))
+            # a guarded index (where(t >= 0, ..)) gets its ignored entries too: -1
+            low = -1 if name in guarded else 0
+            out.append(torch.randint(low, limits.get(name, 3), shape, generator=gen))
         else:
             out.append(_draw(shape, how, gen, dtype))
     return out

@@ -157,3 +157,26 @@ def test_derived_size_is_bound_and_checked() -> None:
     )
     assert 'D = _check_derived("D", "C / k", C, k, "C", "k")' in lines
     assert "def forward(x, *, k=2):" in lines
+
+
+def test_an_index_guarded_by_where_is_read_clamped() -> None:
+    # where(t[n] >= 0, x[n, t[n]], 0): a -1 in t is ignored, never read out of range
+    inputs, defs = ["x[N, C]", "t[N]: int64"], ["out = Sum(where(t[n] >= 0, x[n, t[n]], 0), n)"]
+    lines = _lines(inputs, defs)
+    assert (
+        "out = torch.where((t >= 0), x.gather(1, t.clamp(min=0).unsqueeze(1)).squeeze(1), 0).sum(0)"
+        in lines
+    )
+    assert '_check_guarded("t", t, "C", C, before=True)' in lines
+    assert (
+        "1, t.clamp(min=0).unsqueeze(1), (grad_out * (t >= 0).to(grad_out.dtype)).unsqueeze(1)"
+        in lines
+    )
+
+
+def test_an_index_used_unguarded_anywhere_is_checked_whole() -> None:
+    inputs = ["x[N, C]", "t[N]: int64"]
+    defs = ["out[n] = where(t[n] >= 0, x[n, t[n]], 0) + x[n, t[n]]"]
+    lines = _lines(inputs, defs)
+    assert '_check_range("t", t, "C", C, before=True)' in lines
+    assert not any("clamp" in line for line in lines)

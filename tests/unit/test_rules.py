@@ -160,10 +160,9 @@ def test_mask_beside_a_tensor_that_is_zero_off_it_is_dropped() -> None:
 
 def test_masked_tensors_follow_the_definitions() -> None:
     # scores = where(t2 <= t1, s, -inf) -> counts = exp(scores - m) is 0 off t2 <= t1
-    from derive.symbolic.simplify import masked_tensors
-
     from derive import Op
     from derive.language import parse
+    from derive.symbolic.simplify import masked_tensors
 
     g = parse(
         Op(
