@@ -13,7 +13,8 @@ from fuzz.leaves import Expr, Leaves
 
 
 class Expressions(Leaves):
-    """Expression nodes: functions, arithmetic, powers, inline sums, element-wise extremes."""
+    """Expression nodes: functions, arithmetic, powers, inline sums, element-wise extremes,
+    index comparisons (where(i <= j, a, b))."""
 
     def expr(self, scope: dict, depth: int, need: frozenset = frozenset()) -> Expr:
         """A real expression over the indices in scope that uses every index in ``need``."""
@@ -39,11 +40,21 @@ class Expressions(Leaves):
             p = self.positive(scope, d, need)
             power = self.rng.choice(["(-1)", "(-1/2)", "(1/2)", "(3/2)", "(-2)"])
             return Expr(f"{p.wrap()}**{power}", p.used, False)
+        if r < 0.82 and len(scope) >= 2:
+            return self.masked(scope, d, need)
         if r < 0.9 or not self.extremes:
             return self.inline_sum(scope, d, need, positive=False)
         a, b = self._expr(scope, d, need), self._expr(scope, d, need)
         f = self.rng.choice(self.extremes)
         return Expr(f"{f}({a.text}, {b.text})", a.used | b.used)
+
+    def masked(self, scope: dict, depth: int, need: frozenset) -> Expr:
+        """where(i <= j, a, b) over two indices in scope (a causal mask), b often 0."""
+        i, j = self.rng.sample(sorted(scope), 2)
+        op = self.rng.choice(["<=", "<", ">=", ">"])
+        a = self.cover(self._expr(scope, depth, need), scope, need | {i, j}, positive=False)
+        b = self._expr(scope, depth, need) if self.rng.random() < 0.4 else Expr("0")
+        return Expr(f"where({i} {op} {j}, {a.text}, {b.text})", a.used | b.used)
 
     def tame(self) -> str:
         """A function defined for any real argument that does not grow fast."""

@@ -116,7 +116,10 @@ def _forward_max(d: Derivation, step: Definition, lw: Lowerer) -> None:
     var, lo, hi = step.body.limits[0]
     order = list(step.indices) + [var]
     lw.sizes[var] = hi - lo + 1
-    body = lw.value(step.body.function, order)
+    # every index's range, for an index compared in a where() (an arange over it)
+    lw.sizes.update(zip(step.indices, d.graph.tensors[step.name].dims, strict=True))
+    body = lw.slice_constants(step.body.function)
+    body = lw.value(lw.safe_indices(body), order)
     if var not in body.axes:
         raise DerivationError(d.graph.op.name, "Max over an index the body does not use", step.text)
     dim = body.axes.index(var)

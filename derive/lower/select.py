@@ -19,7 +19,7 @@ import sympy as sp
 
 from derive.functions import where
 from derive.lower.indexing import index_value, materialise
-from derive.lower.value import MUL, Value, align, union
+from derive.lower.value import ADD, MUL, Value, align, union
 from derive.symbolic.simplify import expanded_terms
 
 RELATIONS = {
@@ -140,11 +140,13 @@ class Selections:
     def _where(self, e: where, order: list[sp.Symbol]) -> Value:
         cond = self._relation(e.args[0], order)
         a, b = (self._branch(x, order) for x in e.args[1:])
-        if a.scalar and b.scalar:  # an indicator: the mask as the float dtype, scaled
+        if a.scalar and b.scalar:  # an indicator: the mask as the float dtype, c (a - b) + b
             mask = f"{cond.code}.to({self.device_of}.dtype)"
-            code = mask if a.code == "1" else f"{mask} * {a.wrap(MUL)}"
-            code = code if b.code == "0" else f"{code} + {b.wrap(MUL)} * ~{cond.code}"
-            return Value(code, cond.axes, MUL)
+            scale = self.value(e.args[1] - e.args[2], [])
+            code = mask if scale.code == "1" else f"{mask} * {scale.wrap(MUL + 1)}"
+            if b.code == "0":
+                return Value(code, cond.axes, MUL)
+            return Value(f"{code} + {b.wrap(ADD + 1)}", cond.axes, ADD)
         axes = union([cond.axes, a.axes, b.axes], order)
         args = ", ".join(align(v, axes).code for v in (cond, a, b))
         return Value(f"torch.where({args})", axes)

@@ -180,3 +180,12 @@ def test_an_index_used_unguarded_anywhere_is_checked_whole() -> None:
     lines = _lines(inputs, defs)
     assert '_check_range("t", t, "C", C, before=True)' in lines
     assert not any("clamp" in line for line in lines)
+
+
+def test_an_indicator_with_a_nonzero_else_is_one_parenthesised_sum() -> None:
+    # d/dy where(m <= n, x, y) = where(m <= n, 0, 1) = mask * -1 + 1, bound as one factor
+    # (fuzz seed 1038: emitted `g * mask * 0 + 1 * ~mask`, the product's precedence)
+    lines = _lines(["x[N, N]", "y[N]"], ["out[n, m] = where(m <= n, x[n, m], y[m])"])
+    start = lines.index("dy = (")
+    assert lines[start + 1 : start + 3] == ["grad_out", "* ("]
+    assert lines[start + 7 : start + 10] == ["* -1", "+ 1", ")"]
