@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.lower.value import ATOM, MUL, Value, align, scatter_delta, union
+from derive.lower.value import ATOM, MUL, PickUpdate, Value, align, scatter_delta, union
 
 if TYPE_CHECKING:
     from derive.lower.lowerer import Lowerer
@@ -113,7 +113,9 @@ def materialise(lw: Lowerer, v: Value, axes: tuple, fresh: bool) -> str:
 
 def pick_update(lw: Lowerer, name: str, coef: sp.Expr, axis, data: sp.Indexed, axes: tuple) -> None:
     others = [a for a in axes if a != axis]
-    if lw._scatter_pick(name, coef, axis, data, axes):
+    fused = lw.fuse(PickUpdate(name, coef, axis, data, axes), others)
+    if fused is not None:
+        lw.lines.append(fused)
         return
     index = []
     for a in axes:

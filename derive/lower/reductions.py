@@ -7,13 +7,14 @@ temporary the lowerer binds once per distinct sum (alpha-equal sums share it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import sympy as sp
 
 from derive.errors import DerivationError
 from derive.lower.indexing import indexed
-from derive.lower.value import ATOM, Value, matmul, memo_key, natural_order, plain
+from derive.lower.value import ATOM, Scope, Value, matmul, memo_key, natural_order, plain
 
 if TYPE_CHECKING:
     from derive.lower.lowerer import Lowerer
@@ -34,8 +35,11 @@ def sum_value(lw: Lowerer, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     bound = [lim[0] for lim in e.limits]
     lw.sizes.update({var: hi - lo + 1 for var, lo, hi in e.limits})
     inner = natural_order(e.function, order)
-    value = contraction(lw, e.function, bound, list(dict.fromkeys(list(order) + inner)))
-    if value is None:
+    order_in = list(dict.fromkeys(list(order) + inner))
+    plan = plan_contraction(lw.scope(order_in), e.function, bound, order_in)
+    if plan is not None:
+        value = contract(lw, plan, order_in)
+    else:
         body = lw.value(e.function, inner)
         missing = [b for b in bound if b not in body.axes]
         if missing:
@@ -49,36 +53,48 @@ def sum_value(lw: Lowerer, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     return lw._permuted(lw.memo[key], order)
 
 
-def contraction(lw: Lowerer, body: sp.Expr, bound: list, order: list) -> Value | None:
+@dataclass(frozen=True)
+class Contraction:
+    """A sum of a product that is one contraction: which factors meet over which axes."""
+
+    factors: tuple[sp.Expr, ...]  # plain tensors, or sums (einsum operands)
+    bound: tuple[sp.Symbol, ...]
+    out: tuple[sp.Symbol, ...]  # the result's axes, in the order wanted
+    matmul: bool  # two plain matrices that meet over one axis: ``a @ b``
+
+
+def plan_contraction(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contraction | None:
     """sum_k A[.., k] B[k, ..] -> A @ B (or an einsum), when body is two plain tensors;
     a product of three or more tensors (or reductions) -> one einsum, which contracts pair
-    by pair instead of materialising the broadcast product of all of them."""
+    by pair instead of materialising the broadcast product of all of them. Pure: decided on
+    the factors' indices, nothing lowered."""
     coef, rest = body.as_coeff_Mul()
     factors = sp.Mul.make_args(rest)
     if coef != 1 or len(factors) < 2:
         return None
-    if len(factors) > 2 or any(isinstance(f, sp.Sum) for f in factors):
-        return einsum(lw, factors, bound, order)
-    if not all(plain(f) for f in factors):
-        return None
-    if not all(lw._is_axis(i) for f in factors for i in f.indices):
-        return None
-    a, b = (indexed(lw, f, list(f.indices)) for f in factors)
-    shared = set(a.axes) & set(b.axes)
-    if not set(bound) <= shared or not (set(a.axes) - shared) or not (set(b.axes) - shared):
-        return None
-    out = tuple(x for x in order if x in (set(a.axes) | set(b.axes)) - set(bound))
-    mm = matmul(a, b, bound, out)
-    return mm if mm is not None else _einsum_value([a, b], out, order)
-
-
-def einsum(lw: Lowerer, factors: tuple, bound: list, order: list) -> Value | None:
-    if not all(plain(f) or isinstance(f, sp.Sum) for f in factors):
+    einsum = len(factors) > 2 or any(isinstance(f, sp.Sum) for f in factors)
+    if not all(plain(f) or (einsum and isinstance(f, sp.Sum)) for f in factors):
         return None  # element-wise work first: not a pure contraction
-    if not all(lw._is_axis(i) for f in factors if plain(f) for i in f.indices):
+    if not all(scope.is_axis(i) for f in factors if plain(f) for i in f.indices):
         return None
-    values = [indexed(lw, f, list(f.indices)) if plain(f) else lw.value(f, order) for f in factors]
-    if any(v.scalar for v in values) or not set(bound) <= {a for v in values for a in v.axes}:
+    axes = [tuple(dict.fromkeys(f.indices)) if plain(f) else scope.axes(f) for f in factors]
+    every = {a for ax in axes for a in ax}
+    if einsum and not set(bound) <= every:
         return None
-    out = tuple(x for x in order if x in {a for v in values for a in v.axes} - set(bound))
-    return _einsum_value(values, out, order)
+    if not einsum:
+        shared = set(axes[0]) & set(axes[1])
+        if not set(bound) <= shared or not (set(axes[0]) - shared) or not (set(axes[1]) - shared):
+            return None
+    out = tuple(x for x in order if x in every - set(bound))
+    mm = not einsum and matmul(Value("a", axes[0]), Value("b", axes[1]), bound, out) is not None
+    return Contraction(factors, tuple(bound), out, mm)
+
+
+def contract(lw: Lowerer, plan: Contraction, order: list) -> Value:
+    """The planned contraction as ``a @ b`` or one ``torch.einsum``."""
+    values = [
+        indexed(lw, f, list(f.indices)) if plain(f) else lw.value(f, order) for f in plan.factors
+    ]
+    if plan.matmul:
+        return matmul(values[0], values[1], list(plan.bound), plan.out)
+    return _einsum_value(values, plan.out, order)
