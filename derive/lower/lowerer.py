@@ -24,6 +24,7 @@ import sympy as sp
 
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, Function, step_code
+from derive.language import ReduceMax
 from derive.lower.arithmetic import add, mul, power
 from derive.lower.fusions import fuse
 from derive.lower.indexing import indexed, mask, materialise, pick_update, scatter
@@ -61,7 +62,7 @@ class Lowerer:
     """Lowers expressions of one function body; collects the statements they need."""
 
     op: str
-    names: dict[str, str]  # symbol name -> python expression (tensors, sizes, params)
+    known: set[str]  # the names with a value in the generated function (tensors, sizes, params)
     sizes: dict[sp.Symbol, sp.Expr]  # index -> its range (for aranges and einsum checks)
     lines: list[str] = field(default_factory=list)
     memo: dict[sp.Expr, Value] = field(default_factory=dict)
@@ -84,6 +85,27 @@ class Lowerer:
     device_of: str = "grad_out"  # a tensor whose device/dtype new tensors take
 
     # -- entry points -----------------------------------------------------------------------
+    def reshape(self, name: str, source: str, dims: tuple) -> None:
+        """``name = source.reshape(dims)``: a view in the forward, its reverse in the backward."""
+        shape = ", ".join(self.value(x, []).code for x in dims)
+        self.lines.append(f"{name} = {source}.reshape({shape})")
+
+    def reduce_max(
+        self, name: str, body: ReduceMax, axes: tuple, argmax: str | None, text: str = ""
+    ) -> None:
+        """``name[axes] = Max(f, c)`` as ``.amax``, or ``.max`` when the backward reads the
+        argmax (``argmax`` names it): the adjoint of a Max flows to the maximising entry."""
+        var, lo, hi = body.limits[0]
+        self.sizes[var] = hi - lo + 1
+        value = self.value(body.function, list(axes) + [var])
+        if var not in value.axes:
+            raise DerivationError(self.op, "Max over an index the body does not use", text)
+        dim = value.axes.index(var)
+        if argmax is not None:
+            self.lines.append(f"{name}, {argmax} = {value.wrap(ATOM)}.max({dim})")
+        else:
+            self.lines.append(f"{name} = {value.wrap(ATOM)}.amax({dim})")
+
     def assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
         """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
         try:
@@ -211,9 +233,9 @@ class Lowerer:
 
     # -- leaves -----------------------------------------------------------------------------
     def _symbol(self, s: sp.Symbol) -> Value:
-        if s.name not in self.names:
+        if s.name not in self.known:
             raise DerivationError(self.op, f"'{s}' has no value in the generated function")
-        return Value(self.names[s.name], (), ATOM, scalar=s.name in self.scalars)
+        return Value(s.name, (), ATOM, scalar=s.name in self.scalars)
 
     def _is_axis(self, i: sp.Expr) -> bool:
         return self.scope([]).is_axis(i)

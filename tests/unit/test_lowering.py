@@ -136,8 +136,7 @@ b = sp.IndexedBase("b", shape=(D,), real=True)
 
 
 def _lowerer() -> Lowerer:
-    names = {s: s for s in ("x", "W", "b", "N", "M", "D")}
-    return Lowerer("t", names, {}, scalars={"N", "M", "D"})
+    return Lowerer("t", {"x", "W", "b", "N", "M", "D"}, {}, scalars={"N", "M", "D"})
 
 
 @pytest.mark.parametrize(
