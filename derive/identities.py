@@ -27,8 +27,9 @@ Rule = tuple[str, sp.Expr, Callable[[dict], sp.Expr | None]]  # None: declines t
 
 
 def _ratio(r: sp.Expr, x: sp.Expr) -> sp.Expr | None:
-    # r must not hide an exp(-x) that the match put there: 2 sigma(z) = (2 e^z) e^-z sigma(z)
-    return None if r.has(sp.exp) else r * sigmoid(x)
+    # r must not hide an exp(-x) that the match put there: 2 sigma(z) = (2 e^z) e^-z sigma(z),
+    # nor a sigmoid it divided in: 2 e^-w = (2 / sigma(w)) e^-w sigma(w) is no sigmoid ratio
+    return None if r.has(sp.exp, sigmoid) else r * sigmoid(x)
 
 
 DEFINITION_RULES: list[Rule] = [

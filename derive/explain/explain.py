@@ -131,4 +131,6 @@ def explain(e: Emitted) -> Explanation:
             )
         )
     raw = Lazy(list(d.raw), lambda t: canonical_bound(d.raw[t], adj.free[t]))  # --json only
-    return Explanation(op, d.graph.output, _forward(d.graph), steps, raw, dict(d.final), e.module)
+    return Explanation(
+        op, d.graph.output, _forward(d.written or d.graph), steps, raw, dict(d.final), e.module
+    )

@@ -23,6 +23,7 @@ from derive.symbolic.canon import Canon, Pattern, fold, stabilise
 from derive.symbolic.collapse import Collapser, Lazy, collapse_each, tidy
 from derive.symbolic.indices import canonical_bound
 from derive.symbolic.reverse import Adjoints, derive_adjoints
+from derive.symbolic.saving import lift_saved_calls, unlift
 from derive.symbolic.simplify import Simplifier
 
 
@@ -40,6 +41,7 @@ class Derivation:
     saved: list[str]  # forward tensors the backward reads (inputs, intermediates, argmaxes)
     forward: list[Definition | View]  # the forward steps, stabilised: what the module runs
     collapser: Collapser | None = None  # collapsed ops: its memos serve the other collapses
+    written: Graph | None = None  # as the op wrote it (``graph`` may hold lifted calls)
 
     @property
     def stepwise(self) -> bool:
@@ -117,13 +119,23 @@ def _checked(g: Graph, adj: Adjoints, final: dict, raise_error: bool = True) -> 
 
 
 def derive(g: Graph) -> Derivation:
-    """Derive, simplify and fold the backward of ``g``."""
-    adj = derive_adjoints(g)
-    collapser = None if g.op.stepwise else Collapser(g, adj)
-    order, raw, final = _stepwise(g, adj) if collapser is None else _collapsed_inputs(collapser)
-    final = _checked(g, adj, final)
-    saved = _saved(g, adj, final)
-    return Derivation(g, adj, order, raw, final, saved, _stabilised(g, adj), collapser)
+    """Derive, simplify and fold the backward of ``g``.
+
+    Costly calls inside definitions are lifted first, so the fold can read them from the
+    forward; those the backward does not read go back into their definitions (see
+    :mod:`derive.symbolic.saving`). ``Derivation.graph`` is the graph the forward runs.
+    """
+    lifted = lift_saved_calls(g)
+    adj = derive_adjoints(lifted)
+    collapser = None if g.op.stepwise else Collapser(lifted, adj)
+    order, raw, final = (
+        _stepwise(lifted, adj) if collapser is None else _collapsed_inputs(collapser)
+    )
+    final = _checked(lifted, adj, final)
+    saved = _saved(lifted, adj, final)
+    graph = unlift(lifted, g, set(saved))
+    forward = _stabilised(graph, adj)
+    return Derivation(graph, adj, order, raw, final, saved, forward, collapser, written=g)
 
 
 def _stabilised(g: Graph, adj: Adjoints) -> list[Definition | View]:
