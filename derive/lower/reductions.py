@@ -7,6 +7,7 @@ temporary the lowerer binds once per distinct sum (alpha-equal sums share it).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,12 +62,13 @@ class Contraction:
     bound: tuple[sp.Symbol, ...]
     out: tuple[sp.Symbol, ...]  # the result's axes, in the order wanted
     matmul: bool  # two plain matrices that meet over one axis: ``a @ b``
+    ranges: tuple[tuple[sp.Symbol, sp.Expr], ...] = ()  # the nested sums' indices taken in
 
 
 def plan_contraction(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contraction | None:
     """sum_k A[.., k] B[k, ..] -> A @ B (or an einsum), when body is two plain tensors;
-    a product of three or more tensors (or reductions) -> one einsum, which contracts pair
-    by pair instead of materialising the broadcast product of all of them. Pure: decided on
+    a product of three or more tensors (or reductions) -> pairwise contractions in a chosen
+    order (:func:`pairwise`), never the broadcast product of all of them. Pure: decided on
     the factors' indices, nothing lowered."""
     coef, rest = body.as_coeff_Mul()
     factors = sp.Mul.make_args(rest)
@@ -77,6 +79,8 @@ def plan_contraction(scope: Scope, body: sp.Expr, bound: list, order: list) -> C
         return None  # element-wise work first: not a pure contraction
     if not all(scope.is_axis(i) for f in factors if plain(f) for i in f.indices):
         return None
+    if einsum:
+        factors, bound, ranges = _flattened(scope, factors, bound)
     axes = [tuple(dict.fromkeys(f.indices)) if plain(f) else scope.axes(f) for f in factors]
     every = {a for ax in axes for a in ax}
     if einsum and not set(bound) <= every:
@@ -87,14 +91,77 @@ def plan_contraction(scope: Scope, body: sp.Expr, bound: list, order: list) -> C
             return None
     out = tuple(x for x in order if x in every - set(bound))
     mm = not einsum and matmul(Value("a", axes[0]), Value("b", axes[1]), bound, out) is not None
-    return Contraction(factors, tuple(bound), out, mm)
+    return Contraction(factors, tuple(bound), out, mm, ranges if einsum else ())
 
 
 def contract(lw: Lowerer, plan: Contraction, order: list) -> Value:
-    """The planned contraction as ``a @ b`` or one ``torch.einsum``."""
+    """The planned contraction as ``a @ b``, or pair by pair (:func:`pairwise`)."""
+    lw.sizes.update(dict(plan.ranges))
     values = [
         indexed(lw, f, list(f.indices)) if plain(f) else lw.value(f, order) for f in plan.factors
     ]
     if plan.matmul:
         return matmul(values[0], values[1], list(plan.bound), plan.out)
-    return _einsum_value(values, plan.out, order)
+    return pairwise(values, plan.out, order)
+
+
+def _flattened(scope: Scope, factors: tuple, bound: list) -> tuple[tuple, list, tuple]:
+    """sum_i g[i] sum_j A[i,j] B[j,k] -> sum_{i,j} g[i] A[i,j] B[j,k]: one contraction, so
+    :func:`pairwise` may contract g A first (I J + J K) instead of the simplifier's nesting
+    (A B first: I J K). A nested sum already computed (shared with another gradient) stays."""
+    flat, bound, ranges = [], list(bound), []
+    for f in factors:
+        inner = [lim[0] for lim in f.limits] if isinstance(f, sp.Sum) else []
+        parts = sp.Mul.make_args(f.function) if inner else ()
+        others = set().union(*(g.free_symbols for g in factors if g is not f))
+        if (
+            inner
+            and memo_key(f) not in scope.computed
+            and all(plain(p) and all(scope.is_axis(i) for i in p.indices) for p in parts)
+            and not set(inner) & (others | set(bound))
+        ):
+            ranges += [(var, hi - lo + 1) for var, lo, hi in f.limits]
+            flat.extend(parts)
+            bound.extend(inner)
+        else:
+            flat.append(f)
+    return tuple(flat), bound, tuple(ranges)
+
+
+def pairwise(values: list[Value], out: tuple, order: list) -> Value:
+    """Contract two operands at a time, the pair whose result has the fewest axes first.
+
+    torch.einsum contracts its operands left to right, so ``A[i,j] B[j,k] v[k]`` would build
+    the I x K product A B before touching v; contracting B v first costs J K + I J instead of
+    I J K. Sizes are symbols here, so the rank of an intermediate is the size we can see: the
+    pair leaving the fewest axes (those another operand or the output still needs) goes first,
+    ties to the earliest pair. A plan that is left to right anyway stays one einsum (torch runs
+    it in that order), unless every step is a matmul (``a @ b @ c`` reads better).
+    """
+    first = list(values)
+    order = list(dict.fromkeys(list(order) + [a for v in first for a in v.axes]))
+    values, in_order, all_matmul = list(first), True, True
+    while len(values) > 1:
+        i, j, axes = _cheapest_pair(values, out) if len(values) > 2 else (0, 1, out)
+        pair = _contract(values[i], values[j], tuple(x for x in order if x in axes), order)
+        in_order &= (i, j) == (0, 1)
+        all_matmul &= pair.operands is not None
+        values = [pair if k == i else v for k, v in enumerate(values) if k != j]
+    if in_order and not all_matmul:
+        return _einsum_value(first, out, order)
+    return values[0]
+
+
+def _cheapest_pair(values: list[Value], out: tuple) -> tuple[int, int, list]:
+    candidates = []
+    for i, j in itertools.combinations(range(len(values)), 2):
+        needed = set(out).union(*(v.axes for k, v in enumerate(values) if k not in (i, j)))
+        axes = [a for a in dict.fromkeys(values[i].axes + values[j].axes) if a in needed]
+        candidates.append((len(axes), i, j, axes))
+    return min(candidates, key=lambda c: c[:3])[1:]
+
+
+def _contract(a: Value, b: Value, out: tuple, order: list) -> Value:
+    bound = [x for x in dict.fromkeys(a.axes + b.axes) if x not in out]
+    mm = matmul(a, b, bound, out) if set(bound) <= set(a.axes) & set(b.axes) else None
+    return mm if mm is not None else _einsum_value([a, b], out, order)

@@ -56,17 +56,29 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ["out[n] = x[n, n]"],
             "out = x[torch.arange(N, device=x.device), torch.arange(N, device=x.device)]",
         ),
-        # a chain of three: one einsum, contracted pair by pair
+        # a chain of three: contracted pair by pair, each pair a matmul
         (
             ["a[I, J]", "b[J, K]", "c[K, L]"],
             ["out[i, l] = Sum(a[i, j] * b[j, k] * c[k, l], j, k)"],
-            'out = torch.einsum("ad,dc,cb->ab", a, b, c)',
+            "out = a @ b @ c",
+        ),
+        # A B v: B v first (J K + I J), not the I x K product A B that left-to-right builds
+        (
+            ["A[I, J]", "B[J, K]", "v[K]"],
+            ["out[i] = Sum(A[i, j] * B[j, k] * v[k], j, k)"],
+            'out = torch.einsum("b,ab->a", torch.einsum("c,bc->b", v, B), A)',
+        ),
+        # the simplifier's nesting sum_l g[i,l] (sum_k b[j,k] c[k,l]) flattened: g c first
+        (
+            ["a[I, J]", "b[J, K]", "c[K, L]"],
+            ["out[i, l] = Sum(a[i, j] * b[j, k] * c[k, l], j, k)"],
+            "da = grad_out @ c.T @ b.T",
         ),
         # an index named like a tensor (g) is still an axis of the einsum (fuzz seed 1168)
         (
             ["g[G]", "emb[A, G, G]", "hid[A, G, G, G]"],
             ["out[m, t, i] = Sum(emb[t, c, m] * hid[t, c, r, i], c, r) + g[i]"],
-            'demb = torch.einsum("cae,abe->abc", grad_out, sum_hid)',
+            'demb = torch.einsum("cae,abde->abc", grad_out, hid)',
         ),
         # r + c a b -> addcmul; a function met twice is computed once
         (["x[N]"], ["out[n] = x[n] * tanh(x[n]) + tanh(x[n])"], "tanh_x = torch.tanh(x)"),
