@@ -83,3 +83,9 @@ def test_catalogue_backwards_compute_no_saved_transcendental_again() -> None:
     assert "torch.tanh" not in inspect.getsource(gelu_tanh.backward)
     assert "torch.erf" not in inspect.getsource(gelu.backward)
     assert "torch.exp" not in inspect.getsource(logsumexp.backward)
+
+
+def test_a_call_along_an_element_wise_chain_stays_inline() -> None:
+    # a1 * tanh(a1): lifting at every link of a chain multiplied the simplifier's work
+    g = parse(_op("a1[n, c] = 2 * x[n, c]", "out[n, c] = a1[n, c] * tanh(a1[n, c])"))
+    assert lift_saved_calls(g) is g
