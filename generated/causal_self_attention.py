@@ -152,7 +152,10 @@ def backward(grad_out, saved):
     D = Wh.shape[3]
     sum_Woh_grad_out = torch.einsum("dfg,aeg->adef", Woh, grad_out)
     sum_Woh_grad_out_probs = torch.einsum("adeb,adef->abdf", probs, sum_Woh_grad_out)
-    sum_Woh_grad_out_v = torch.einsum("adef,abdf->abde", v, sum_Woh_grad_out.permute(0, 2, 1, 3))
+    sum_Wh_at_all_2_Woh_grad_out_probs = torch.einsum(
+        "cdf,abdf->abc", Wh[:, 2], sum_Woh_grad_out_probs
+    )
+    sum_Woh_grad_out_v = torch.einsum("adhf,abdf->abdh", v, sum_Woh_grad_out.permute(0, 2, 1, 3))
     sum_Woh_grad_out_probs_v = torch.einsum("adbe,abde->abd", probs, sum_Woh_grad_out_v)
     t_Woh_grad_out_probs_v = (
         sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v[:, :, :, None]
@@ -164,9 +167,6 @@ def backward(grad_out, saved):
     sum_Woh_grad_out_probs_q_v = torch.einsum("ahdb,adhg->abdg", t_Woh_grad_out_probs_v, q)
     sum_Wh_at_all_1_Woh_grad_out_probs_q_v = torch.einsum(
         "cdg,abdg->abc", Wh[:, 1], sum_Woh_grad_out_probs_q_v
-    )
-    sum_Wh_at_all_2_Woh_grad_out_probs = torch.einsum(
-        "cdf,abdf->abc", Wh[:, 2], sum_Woh_grad_out_probs
     )
     dx = (
         sum_Wh_at_all_2_Woh_grad_out_probs

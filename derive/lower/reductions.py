@@ -8,13 +8,14 @@ temporary the lowerer binds once per distinct sum (alpha-equal sums share it).
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import sympy as sp
 
 from derive.errors import DerivationError
 from derive.lower.indexing import indexed
-from derive.lower.value import ATOM, Value, matmul, natural_order, plain
+from derive.lower.value import ATOM, Scope, Value, canonical, matmul, natural_order, plain
 
 if TYPE_CHECKING:
     from derive.lower.lowerer import Lowerer
@@ -35,11 +36,14 @@ def sum_value(lw: Lowerer, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     bound = [lim[0] for lim in e.limits]
     lw.sizes.update({var: hi - lo + 1 for var, lo, hi in e.limits})
     inner = natural_order(e.function, order)
+    order_in = list(dict.fromkeys(list(order) + inner))
     value = _partly_known(lw, e)
     if value is None:
-        value = contraction(lw, e.function, bound, list(dict.fromkeys(list(order) + inner)))
-    if value is None:
-        value = _summed(lw, e.function, bound, inner, e)
+        plan = plan_contraction(lw.scope(order_in), e.function, bound, order_in)
+        if plan is not None:
+            value = contract(lw, plan, order_in)
+        else:
+            value = _summed(lw, e.function, bound, inner, e)
     name = name or lw._temp(e)
     lw.lines.append(f"{name} = {value.code}")
     lw.remember(e, Value(name, value.axes))
@@ -73,44 +77,64 @@ def _partly_known(lw: Lowerer, e: sp.Sum) -> Value | None:
     return None
 
 
-def contraction(lw: Lowerer, body: sp.Expr, bound: list, order: list) -> Value | None:
+@dataclass(frozen=True)
+class Contraction:
+    """A sum of a product that is one contraction: which factors meet over which axes."""
+
+    factors: tuple[sp.Expr, ...]  # plain tensors, sums (einsum operands), the grouped product
+    bound: tuple[sp.Symbol, ...]
+    out: tuple[sp.Symbol, ...]  # the result's axes, in the order wanted
+    matmul: bool  # two plain matrices that meet over one axis: ``a @ b``
+    ranges: tuple[tuple[sp.Symbol, sp.Expr], ...] = ()  # the nested sums' indices taken in
+    grouped: sp.Expr | None = None  # an element-wise factor computed once first (:func:`_grouped`)
+
+
+def plan_contraction(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contraction | None:
     """sum_k A[.., k] B[k, ..] -> A @ B (or an einsum), when body is two plain tensors;
-    a product of three or more tensors (or reductions) -> one einsum, which contracts pair
-    by pair instead of materialising the broadcast product of all of them."""
+    a product of three or more tensors (or reductions) -> pairwise contractions in a chosen
+    order (:func:`pairwise`), never the broadcast product of all of them; an element-wise
+    factor beside tensors -> that factor computed once, then contracted (:func:`_grouped`).
+    Pure: decided on the factors' indices, nothing lowered."""
     coef, rest = body.as_coeff_Mul()
     factors = sp.Mul.make_args(rest)
     if any(_composite(f) for f in factors):
-        return _grouped(lw, body, bound, order)
+        return _grouped(scope, body, bound, order)
     if coef != 1 or len(factors) < 2:
         return None
-    if len(factors) > 2 or any(isinstance(f, sp.Sum) for f in factors):
-        return einsum(lw, factors, bound, order)
-    if not all(plain(f) for f in factors):
-        return None
-    if not all(lw._is_axis(i) for f in factors for i in f.indices):
-        return None
-    a, b = (indexed(lw, f, list(f.indices)) for f in factors)
-    shared = set(a.axes) & set(b.axes)
-    out = tuple(x for x in order if x in (set(a.axes) | set(b.axes)) - set(bound))
-    if not set(bound) <= shared and set(bound) <= set(a.axes) | set(b.axes):
-        # an index of one side alone is summed too: sum_{b,t,c} W[h,d,c] g[b,t,c], one einsum
-        return _einsum_value([a, b], out, order)
-    if not set(bound) <= shared or not (set(a.axes) - shared) or not (set(b.axes) - shared):
-        return None
-    mm = matmul(a, b, bound, out)
-    return mm if mm is not None else _einsum_value([a, b], out, order)
+    return _planned(scope, factors, bound, order)
 
 
-def einsum(lw: Lowerer, factors: tuple, bound: list, order: list) -> Value | None:
-    if not all(plain(f) or isinstance(f, sp.Sum) for f in factors):
+def _planned(
+    scope: Scope, factors: tuple, bound: list, order: list, grouped: sp.Expr | None = None
+) -> Contraction | None:
+    einsum = len(factors) > 2 or any(isinstance(f, sp.Sum) for f in factors)
+    operand = lambda f: plain(f) or f is grouped or (einsum and isinstance(f, sp.Sum))  # noqa: E731
+    if not all(operand(f) for f in factors):
         return None  # element-wise work first: not a pure contraction
-    if not all(lw._is_axis(i) for f in factors if plain(f) for i in f.indices):
+    if not all(scope.is_axis(i) for f in factors if plain(f) for i in f.indices):
         return None
-    values = [indexed(lw, f, list(f.indices)) if plain(f) else lw.value(f, order) for f in factors]
-    if any(v.scalar for v in values) or not set(bound) <= {a for v in values for a in v.axes}:
+    ranges = ()
+    if einsum:
+        factors, bound, ranges = _flattened(scope, factors, bound)
+    axes = [tuple(dict.fromkeys(f.indices)) if plain(f) else _axes(scope, f) for f in factors]
+    every = {a for ax in axes for a in ax}
+    if einsum and not set(bound) <= every:
         return None
-    out = tuple(x for x in order if x in {a for v in values for a in v.axes} - set(bound))
-    return _einsum_value(values, out, order)
+    if not einsum:
+        shared = set(axes[0]) & set(axes[1])
+        if not set(bound) <= shared and set(bound) <= every:
+            # an index of one side alone is summed too: sum_{b,t,c} W[h,d,c] g[b,t,c], one einsum
+            einsum = True
+        elif not set(bound) <= shared or not set(axes[0]) - shared or not set(axes[1]) - shared:
+            return None
+    out = tuple(x for x in order if x in every - set(bound))
+    mm = not einsum and matmul(Value("a", axes[0]), Value("b", axes[1]), bound, out) is not None
+    return Contraction(factors, tuple(bound), out, mm, ranges, grouped)
+
+
+def _axes(scope: Scope, f: sp.Expr) -> tuple[sp.Symbol, ...]:
+    """A sum's or the grouped factor's axes (their order does not matter to the plan)."""
+    return tuple(sorted(scope.axes(f), key=str))
 
 
 def _composite(f: sp.Expr) -> bool:
@@ -118,37 +142,115 @@ def _composite(f: sp.Expr) -> bool:
     return not plain(f) and not isinstance(f, sp.Sum) and bool(f.atoms(sp.Indexed))
 
 
-def _grouped(lw: Lowerer, body: sp.Expr, bound: list, order: list) -> Value | None:
+def _grouped(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contraction | None:
     """sum_k E(..k..) A[k, ..] with E element-wise (a product with sums, differences):
     E is computed once into a tensor of its own axes, then contracted by matmul/einsum.
 
     The softmax backward inside attention, ``sum_t2 P (dP - rowsum(dP P)) k``, becomes
     ``dS = P * (dP - rowsum)`` and ``dS @ k``: never the broadcast product over all the
     indices at once. E takes the factors that live on its axes (P beside dP - rowsum) and
-    the numbers; it is remembered, so dq's and dk's sums share one dS.
+    the numbers; :func:`contract` remembers it, so dq's and dk's sums share one dS.
     """
     factors = sp.Mul.make_args(body)
     grouped = [f for f in factors if _composite(f) or not f.atoms(sp.Indexed)]
-    axes = {i for f in grouped for i in f.free_symbols if lw._is_axis(i)}
+    axes = {i for f in grouped for i in f.free_symbols if scope.is_axis(i)}
     grouped += [f for f in factors if plain(f) and set(f.indices) <= axes]
     if len(grouped) == len(factors):
         return None  # nothing to contract with: an element-wise body summed
     product = sp.Mul(*grouped)
-    if not all(lw._is_axis(i) for f in product.atoms(sp.Indexed) for i in f.indices):
+    if not all(scope.is_axis(i) for f in product.atoms(sp.Indexed) for i in f.indices):
         return None  # a gather inside: its axes are data, not indices to contract over
-    known = lw.recall(product)
+    if scope.scalar(product):
+        return None
+    rest = (product, *[f for f in factors if f not in grouped])
+    return _planned(scope, rest, bound, order, grouped=product)
+
+
+def contract(lw: Lowerer, plan: Contraction, order: list) -> Value:
+    """The planned contraction as ``a @ b``, or pair by pair (:func:`pairwise`)."""
+    lw.sizes.update(dict(plan.ranges))
+    values = [_operand(lw, f, plan, order) for f in plan.factors]
+    if plan.matmul:
+        mm = matmul(values[0], values[1], list(plan.bound), plan.out)
+        if mm is not None:  # a grouped factor's axes came out as planned
+            return mm
+    return pairwise(values, plan.out, order)
+
+
+def _operand(lw: Lowerer, f: sp.Expr, plan: Contraction, order: list) -> Value:
+    if plain(f):
+        return indexed(lw, f, list(f.indices))
+    if f is not plan.grouped:
+        return lw.value(f, order)
+    known = lw.recall(f)  # the grouped factor: one temporary, shared by every sum reading it
     if known is None:
-        value = lw.value(product, order)
-        if value.scalar:
-            return None
-        name = lw._name(
-            "t_" + "_".join(sorted({i.base.label.name for i in product.atoms(sp.Indexed)}))
-        )
-        lw.lines.append(f"{name} = {value.code}")
-        known = Value(name, value.axes)
-        lw.remember(product, known)
-    temp = sp.IndexedBase(known.code, real=True)[known.axes]
-    lw.names.setdefault(known.code, known.code)
-    rest = sp.Mul(temp, *[f for f in factors if f not in grouped])
-    value = contraction(lw, rest, bound, order)
-    return value if value is not None else _summed(lw, rest, bound, order, body)
+        value = lw.value(f, order)
+        labels = sorted({i.base.label.name for i in f.atoms(sp.Indexed)})
+        known = Value(lw._name("t_" + "_".join(labels)), value.axes)
+        lw.lines.append(f"{known.code} = {value.code}")
+        lw.remember(f, known)
+    return known
+
+
+def _flattened(scope: Scope, factors: tuple, bound: list) -> tuple[tuple, list, tuple]:
+    """sum_i g[i] sum_j A[i,j] B[j,k] -> sum_{i,j} g[i] A[i,j] B[j,k]: one contraction, so
+    :func:`pairwise` may contract g A first (I J + J K) instead of the simplifier's nesting
+    (A B first: I J K). A nested sum already computed, or read again elsewhere (shared with
+    another gradient: attention's ``sum_c Wo[h, d, c] g[b, t, c]``), stays: computed once."""
+    flat, bound, ranges = [], list(bound), []
+    for f in factors:
+        inner = [lim[0] for lim in f.limits] if isinstance(f, sp.Sum) else []
+        parts = sp.Mul.make_args(f.function) if inner else ()
+        others = set().union(*(g.free_symbols for g in factors if g is not f))
+        if (
+            inner
+            and f not in scope.computed
+            and canonical(f)[0] not in scope.shared
+            and all(plain(p) and all(scope.is_axis(i) for i in p.indices) for p in parts)
+            and not set(inner) & (others | set(bound))
+        ):
+            ranges += [(var, hi - lo + 1) for var, lo, hi in f.limits]
+            flat.extend(parts)
+            bound.extend(inner)
+        else:
+            flat.append(f)
+    return tuple(flat), bound, tuple(ranges)
+
+
+def pairwise(values: list[Value], out: tuple, order: list) -> Value:
+    """Contract two operands at a time, the pair whose result has the fewest axes first.
+
+    torch.einsum contracts its operands left to right, so ``A[i,j] B[j,k] v[k]`` would build
+    the I x K product A B before touching v; contracting B v first costs J K + I J instead of
+    I J K. Sizes are symbols here, so the rank of an intermediate is the size we can see: the
+    pair leaving the fewest axes (those another operand or the output still needs) goes first,
+    ties to the earliest pair. A plan that is left to right anyway stays one einsum (torch runs
+    it in that order), unless every step is a matmul (``a @ b @ c`` reads better).
+    """
+    first = list(values)
+    order = list(dict.fromkeys(list(order) + [a for v in first for a in v.axes]))
+    values, in_order, all_matmul = list(first), True, True
+    while len(values) > 1:
+        i, j, axes = _cheapest_pair(values, out) if len(values) > 2 else (0, 1, out)
+        pair = _contract(values[i], values[j], tuple(x for x in order if x in axes), order)
+        in_order &= (i, j) == (0, 1)
+        all_matmul &= pair.operands is not None
+        values = [pair if k == i else v for k, v in enumerate(values) if k != j]
+    if in_order and not all_matmul:
+        return _einsum_value(first, out, order)
+    return values[0]
+
+
+def _cheapest_pair(values: list[Value], out: tuple) -> tuple[int, int, list]:
+    candidates = []
+    for i, j in itertools.combinations(range(len(values)), 2):
+        needed = set(out).union(*(v.axes for k, v in enumerate(values) if k not in (i, j)))
+        axes = [a for a in dict.fromkeys(values[i].axes + values[j].axes) if a in needed]
+        candidates.append((len(axes), i, j, axes))
+    return min(candidates, key=lambda c: c[:3])[1:]
+
+
+def _contract(a: Value, b: Value, out: tuple, order: list) -> Value:
+    bound = [x for x in dict.fromkeys(a.axes + b.axes) if x not in out]
+    mm = matmul(a, b, bound, out) if set(bound) <= set(a.axes) & set(b.axes) else None
+    return mm if mm is not None else _einsum_value([a, b], out, order)

@@ -1,7 +1,7 @@
 """Selections in the lowering: where(), index comparisons, constant subscripts and their stacks.
 
-A mixin of :class:`derive.lower.lowerer.Lowerer`, like :mod:`derive.lower.fusions` (it uses the
-lowerer's ``value``, ``sizes``, ``names`` and ``lines``). The identities, with what they emit:
+A mixin of :class:`derive.lower.lowerer.Lowerer` (it uses the lowerer's ``value``, ``sizes``,
+``known``, ``aliases`` and ``lines``). The identities, with what they emit:
 
 - ``t2 <= t1`` -> ``torch.arange(T) <= torch.arange(T)[:, None]``: a broadcast boolean over
   the two index axes (the causal mask, a T x T bool), never a float one-hot
@@ -14,6 +14,8 @@ lowerer's ``value``, ``sizes``, ``names`` and ``lines``). The identities, with w
 """
 
 from __future__ import annotations
+
+import itertools
 
 import sympy as sp
 
@@ -88,10 +90,8 @@ class Selections:
             subs = ind.indices if isinstance(ind, sp.Indexed) else ind.args
             for sub in subs:
                 if isinstance(sub, sp.Indexed) and sub.base.label.name in self.guarded:
-                    name = f"{sub.base.label.name}_index"
-                    self.names[name] = (
-                        f"{self.names.get(sub.base.label.name, sub.base.label.name)}.clamp(min=0)"
-                    )
+                    label = sub.base.label.name
+                    name = self._alias(f"{label}_index", f"{self._code(label)}.clamp(min=0)")
                     base = sp.IndexedBase(name, shape=sub.base.shape, integer=True)
                     replace[sub] = base[sub.indices]
         if not replace:
@@ -120,12 +120,26 @@ class Selections:
             parts = [str(int(i)) if i.is_Integer else ":" for i in ind.indices]
             while parts and parts[-1] == ":":
                 parts.pop()
-            name = f"{label}_at_{'_'.join(p if p != ':' else 'all' for p in parts)}"
-            self.names[name] = f"{self.names.get(label, label)}[{', '.join(parts)}]"
+            stem = f"{label}_at_{'_'.join(p if p != ':' else 'all' for p in parts)}"
+            name = self._alias(stem, f"{self._code(label)}[{', '.join(parts)}]")
             shape = tuple(ind.base.shape[k] for k in keep)
             base = sp.IndexedBase(name, shape=shape, **_kind(ind.base))
             replace[ind] = base[tuple(ind.indices[k] for k in keep)]
         return expr.xreplace(replace) if replace else expr
+
+    def _code(self, label: str) -> str:
+        """The code a tensor name reads as: its alias's, else the name itself."""
+        return self.aliases.get(label, label)
+
+    def _alias(self, stem: str, code: str) -> str:
+        """A name standing for ``code`` (read in place wherever the name is subscripted): the
+        stem, or the stem numbered where a tensor of the op or another alias has it."""
+        for k in itertools.count():
+            name = stem if k == 0 else f"{stem}_{k}"
+            if name not in self.known and self.aliases.get(name, code) == code:
+                self.aliases[name] = code
+                return name
+        raise AssertionError("unreachable")
 
     def _relation(self, e: sp.core.relational.Relational, order: list[sp.Symbol]) -> Value:
         """An index (or int data) comparison: a broadcast boolean over the axes it reads."""

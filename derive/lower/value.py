@@ -1,6 +1,9 @@
 """The code a lowering builds: a torch expression, the indices labelling its axes, and the
-pure helpers that align, order and combine such values. No state: :mod:`derive.lower.lowerer` and
-:mod:`derive.lower.fusions` share these.
+pure helpers that align, order and combine such values; the :class:`Scope` a fusion's match
+reads. No state: every module of :mod:`derive.lower` shares these.
+
+Precedences (``ATOM`` > ``POW`` > ``UNARY`` > ``MUL`` > ``ADD``) follow SymPy's printer table:
+a value is parenthesised only where it binds more loosely than the place it goes.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 import sympy as sp
@@ -89,6 +93,69 @@ def canonical(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Symbol, sp.Symbol]]:
         if best is None or text < best[0]:
             best = (text, key, rename)
     return (best[1], best[2]) if best else (e, {})
+
+
+def recall(memo: Mapping[tuple, Value], e: sp.Expr) -> Value | None:
+    """The tensor ``memo`` holds for ``e`` (under any names of its indices), on e's axes.
+
+    A memo maps ``("renamed", key)`` (:func:`canonical`: a value whose axes are exactly e's
+    free indices, stored on the placeholders) or ``("named", memo_key(e))`` (broadcast, or
+    axes labelled by data: e's own names) to the value bound for it.
+    """
+    key, rename = canonical(e)
+    v = memo.get(("renamed", key))
+    if v is None:
+        return memo.get(("named", memo_key(e)))  # remembered under its own names
+    back = {p: a for a, p in rename.items()}
+    return Value(v.code, tuple(back[a] for a in v.axes), v.prec, v.scalar)
+
+
+def memo_entry(e: sp.Expr, v: Value) -> tuple[tuple, Value]:
+    """The ``(key, value)`` under which a memo remembers ``v`` as the value of ``e``."""
+    key, rename = canonical(e)
+    if set(v.axes) == set(rename):
+        axes = tuple(rename[a] for a in v.axes)
+        return ("renamed", key), Value(v.code, axes, v.prec, v.scalar)
+    return ("named", memo_key(e)), v
+
+
+def repeated_sums(exprs: list[sp.Expr]) -> set[sp.Expr]:
+    """The canonical keys (:func:`canonical`) of the sums met more than once in ``exprs``, under
+    any index names; a repeated sum's own sums are counted once, at its first occurrence."""
+    seen: set[sp.Expr] = set()
+    repeated: set[sp.Expr] = set()
+
+    def walk(e: sp.Basic) -> None:
+        if isinstance(e, sp.Sum):
+            key = canonical(e)[0]
+            if key in seen:
+                repeated.add(key)
+                return
+            seen.add(key)
+        for a in e.args:
+            walk(a)
+
+    for e in exprs:
+        walk(e)
+    return repeated
+
+
+class Computed(Collection):
+    """The sums (and grouped factors) a lowering has computed, as a fusion's match may read
+    them: ``e in computed`` holds when ``e``, under any names of its indices, has a tensor
+    (:func:`recall`). A read-only view of the lowerer's memo."""
+
+    def __init__(self, memo: Mapping[tuple, Value]) -> None:
+        self._memo = memo
+
+    def __contains__(self, e: object) -> bool:
+        return isinstance(e, sp.Basic) and recall(self._memo, e) is not None
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._memo)
+
+    def __len__(self) -> int:
+        return len(self._memo)
 
 
 def number_scale(num: list[Value], den: list[Value], negative: bool) -> str | None:
@@ -217,3 +284,48 @@ def scatter_delta(e: sp.Sum, axes: tuple):
             if axis is not None and data is not None and set(data.indices) == bound:
                 return f, axis, data
     return None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a fusion's match may read of the lowering, and nothing it could change: which names
+    are bound to python numbers, which sums are computed already, which index ranges are
+    known, and the axis order wanted. It answers, without lowering anything, what lowering
+    ``e`` would give: over which axes, and whether a python number."""
+
+    scalars: Collection[str]  # the names bound to python numbers (sizes, params)
+    computed: Collection[sp.Expr]  # the sums computed already (``e in computed``: Computed)
+    ranged: Collection[sp.Symbol] = ()  # the indices whose range is known (an arange's)
+    order: tuple[sp.Symbol, ...] = ()
+    shared: Collection[sp.Expr] = ()  # canonical keys of the sums the statements read twice
+
+    def is_axis(self, i: sp.Expr) -> bool:
+        """An index symbol, not a value with a name (a scalar Max's argmax is data)."""
+        return isinstance(i, sp.Symbol) and bool(i.is_integer) and i.name not in self.scalars
+
+    def axes(self, e: sp.Expr) -> set[sp.Symbol]:
+        """The indices the lowered ``e`` has axes for: the free index symbols its tensors are
+        subscripted with, and those a delta or a where() condition compares (an arange over a
+        known range). Told apart by the symbol, not its name: an index may share a tensor's
+        name (fuzz 1168)."""
+        found = {i for ind in e.atoms(sp.Indexed) for i in ind.indices if self.is_axis(i)}
+        for cmp in e.atoms(sp.KroneckerDelta, sp.core.relational.Relational):
+            found |= {a for a in cmp.args if self.is_axis(a) and a in self.ranged}
+        return found & e.free_symbols
+
+    def scalar(self, e: sp.Expr) -> bool:
+        """Whether ``e`` lowers to a python number: it reads no tensor, only sizes and params."""
+        if e.has(sp.Indexed, sp.Sum, sp.KroneckerDelta):
+            return False
+        return all(s.name in self.scalars for s in e.free_symbols if isinstance(s, sp.Symbol))
+
+
+@dataclass(frozen=True)
+class PickUpdate:
+    """``name[..., data, ...] += coef``: a one-hot term added in place along ``axis``."""
+
+    name: str
+    coef: sp.Expr
+    axis: sp.Symbol
+    data: sp.Indexed
+    axes: tuple[sp.Symbol, ...]
