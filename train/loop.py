@@ -141,28 +141,32 @@ def save(run: Run, path: Path, calibrated: bool = True) -> dict:
 
 
 @contextmanager
-def ctrl_c_between_steps() -> Iterator[Callable[[], bool]]:
+def ctrl_c_between_steps(patient: bool = False) -> Iterator[Callable[[], bool]]:
     """Turn the first Ctrl-C into a flag the loop checks after each step.
 
     A KeyboardInterrupt raised mid-update could leave some parameters stepped and others not;
     deferring it to the step boundary keeps every checkpoint exact. A second Ctrl-C raises at
-    once, for when the user really wants out.
+    once, for when the user really wants out, unless ``patient``: under ``torchrun`` a worker
+    gets the terminal's SIGINT and then the one torchrun forwards (or its SIGTERM), and must
+    still reach the step boundary and save; torchrun kills it 30 s later if it hangs.
     """
     hit = []
 
     def handler(signum: int, frame: object) -> None:
-        if hit:
+        if hit and not patient:
             raise KeyboardInterrupt
         hit.append(signum)
 
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False  # signal handlers can only be set from the main thread
         return
-    previous = signal.signal(signal.SIGINT, handler)
+    signums = (signal.SIGINT, signal.SIGTERM) if patient else (signal.SIGINT,)
+    previous = {s: signal.signal(s, handler) for s in signums}
     try:
         yield lambda: bool(hit)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def apply_update(run: Run, grads: dict[str, torch.Tensor]) -> None:

@@ -38,16 +38,22 @@ def check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} {value} is a directory; it names a file")
 
 
-def command(args: argparse.Namespace, flags: str) -> str:
+# what `make TARGET` passes the options in, and the run folder it trains into by default
+MAKE_TARGETS = {"train": ("TRAIN_ARGS", DEFAULT_OUT), "gpt": ("GPT_ARGS", "runs/gpt")}
+
+
+def command(args: argparse.Namespace, flags: str, prog: str = "python -m train") -> str:
     """How to run train again with ``flags``: the make line under make, else the python one."""
     where = f" --checkpoint {args.checkpoint}" if args.checkpoint else ""
-    if os.environ.get(MAKE_ENV):  # make passes --data itself; --out only when the user did
-        where = (f" --out {args.out}" if args.out != DEFAULT_OUT else "") + where
-        return f"make train TRAIN_ARGS={shlex.quote(flags + where)}"
-    return f"python -m train {flags} --out {args.out}{where}"
+    target = os.environ.get(MAKE_ENV)
+    if target in MAKE_TARGETS:  # make passes --data itself; --out only when the user did
+        variable, default_out = MAKE_TARGETS[target]
+        where = (f" --out {args.out}" if args.out != default_out else "") + where
+        return f"make {target} {variable}={shlex.quote(flags + where)}"
+    return f"{prog} {flags} --out {args.out}{where}"
 
 
-def check_new_run(args: argparse.Namespace, ckpt: Path) -> None:
+def check_new_run(args: argparse.Namespace, ckpt: Path, prog: str = "python -m train") -> None:
     """A new run may replace only a backgen checkpoint, and only when told to (--overwrite)."""
     if not ckpt.exists():
         return
@@ -57,9 +63,10 @@ def check_new_run(args: argparse.Namespace, ckpt: Path) -> None:
             "(--overwrite replaces only checkpoints): choose another --out or --checkpoint"
         )
     if not args.overwrite:
+        resume, overwrite = command(args, "--resume", prog), command(args, "--overwrite", prog)
         raise UsageError(
-            f"{ckpt} already holds a training run; continue it with `{command(args, '--resume')}`"
-            f", start over with `{command(args, '--overwrite')}`, or pick another --out"
+            f"{ckpt} already holds a training run; continue it with `{resume}`, start over "
+            f"with `{overwrite}`, or pick another --out"
         )
 
 

@@ -108,20 +108,7 @@ def snapshot(run: Run) -> dict:
 def load_checkpoint(path: Path) -> dict:
     """A classifier checkpoint written by ``checkpoint.save(path, snapshot(run))``, its
     contents checked against the sha256 digest ``save`` stored in it."""
-    payload = checkpoint.read(path)
-    if payload.get("model") != MODEL:
-        raise checkpoint.CheckpointError(
-            f"{path} is not a classifier checkpoint (the MLP's resume without --model)"
-        )
-    stored = payload.pop("sha256", None)
-    if stored is None or stored != checkpoint.content_digest(payload):
-        raise checkpoint.CheckpointError(
-            f"checkpoint {path} is damaged: its contents do not match its sha256 checksum"
-        )
-    missing = [k for k in ("config", "data", "step", "params", "optimizer") if k not in payload]
-    if missing:
-        raise checkpoint.CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
-    return payload
+    return checkpoint.verified(path, MODEL, ("config", "data", "step", "params", "optimizer"))
 
 
 def optimizer_step(run: Run, grads: dict[str, torch.Tensor], watch: bool) -> tuple:
