@@ -16,6 +16,7 @@ import torch
 from train import checkpoint, loop, preflight
 from train.config import BACKWARDS, DEFAULT_LR, DTYPES, OPTIMIZERS, TrainConfig
 from train.data import DATA_ENV, DataError, load_dataset, resolve_data_path
+from train.device import add_device_options, check_device, move_run
 from train.finish import finish
 from train.preflight import UsageError
 from train.progress import Progress
@@ -151,6 +152,7 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
         help="torch CPU threads (%(default)s): batch-32 ops gain little from more, and two "
         "threads run 4x slower when another process holds one of the cores",
     )
+    add_device_options(out)
 
 
 def checkpoint_path(args: argparse.Namespace) -> Path:
@@ -219,12 +221,14 @@ def describe(run: loop.Run) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     ckpt = checkpoint_path(args)
+    device = check_device(args.device)
     run = start(args, ckpt)
+    move_run(run, device)
     print(describe(run), flush=True)
     progress = Progress(run.config.steps, run.step, history=run.losses[-1000:])
     try:
         try:
-            loop.train(run, ckpt, args.checkpoint_every, args.check_every, progress)
+            loop.train(run, ckpt, args.checkpoint_every, args.check_every, progress, args.compile)
         finally:
             progress.close()  # end the live line before any message
         metrics_file = Path(args.metrics) if args.metrics else None

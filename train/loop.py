@@ -22,6 +22,7 @@ from train import checkpoint, step
 from train.compare import compare_gradients, format_table
 from train.config import TrainConfig
 from train.data import Dataset
+from train.device import to_cpu
 from train.model import PARAM_NAMES, ModelShape, Params, calibrate, init_params
 from train.progress import Progress
 
@@ -117,14 +118,14 @@ def snapshot(run: Run, calibrated: bool = True) -> dict:
         stats = calibrate(run.params, run.data.X_train)
         if not (torch.isfinite(stats.mean).all() and torch.isfinite(stats.var).all()):
             raise Diverged(run.step, "the batchnorm statistics are not finite")
-        bn_stats, run.calibrated_step = {"mean": stats.mean, "var": stats.var}, run.step
+        bn_stats, run.calibrated_step = to_cpu({"mean": stats.mean, "var": stats.var}), run.step
     return {
         "config": run.config.as_dict(),
         "data": {"path": run.data_path, "sha256": run.data.sha256},
         "chars": run.data.chars,
         "step": run.step,
-        "params": {k: v.detach().clone() for k, v in run.params.items()},
-        "optimizer": optimizer,
+        "params": {k: v.detach().cpu().clone() for k, v in run.params.items()},
+        "optimizer": to_cpu(optimizer),
         "generator": run.generator.get_state(),
         "losses": torch.tensor(run.losses, dtype=torch.float64),
         "seconds": run.seconds,
@@ -181,7 +182,12 @@ def apply_update(run: Run, grads: dict[str, torch.Tensor]) -> None:
 
 
 def train(
-    run: Run, checkpoint_path: Path, checkpoint_every: int, check_every: int, progress: Progress
+    run: Run,
+    checkpoint_path: Path,
+    checkpoint_every: int,
+    check_every: int,
+    progress: Progress,
+    compile: bool = False,
 ) -> None:
     """Step until ``config.steps``; checkpoint every ``checkpoint_every`` steps.
 
@@ -191,6 +197,8 @@ def train(
     """
     X, Y = run.data.X_train, run.data.Y_train
     loss_and_grads = step.STEPS[run.config.backward]
+    if compile:
+        loss_and_grads = torch.compile(loss_and_grads)
     started = time.perf_counter()
     with ctrl_c_between_steps() as interrupted:
         while run.step < run.config.steps:

@@ -28,6 +28,7 @@ from train.classifier.options import (
 )
 from train.classifier.report import finish, write_progress
 from train.data import DataError
+from train.device import check_device, move_run
 from train.loop import Diverged, Interrupted
 
 EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
@@ -102,7 +103,9 @@ def resume_hint(args: argparse.Namespace) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     ckpt = checkpoint_path(args)
+    device = check_device(args.device)
     run = start(args, ckpt)
+    move_run(run, device)
     print(describe(run), flush=True)
     out_dir, metrics_file = Path(args.out), Path(args.metrics) if args.metrics else None
     progress = ClassifierProgress(run.config.steps, run.step)
@@ -114,6 +117,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 args.checkpoint_every,
                 progress,
                 lambda r: write_progress(r, out_dir, metrics_file),
+                args.compile,
             )
         finally:
             progress.close()

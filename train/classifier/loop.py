@@ -24,6 +24,7 @@ from train.classifier.data import N_CLASSES, Dataset
 from train.classifier.model import Params, evaluate, init_params, layer_sizes, param_names
 from train.classifier.optim import clip, make_optimizer
 from train.classifier.step import STEPS
+from train.device import to_cpu
 from train.loop import Diverged, Interrupted, ctrl_c_between_steps
 
 MODEL = "classifier"  # marks our checkpoints apart from the MLP's
@@ -94,8 +95,8 @@ def snapshot(run: Run) -> dict:
         "config": run.config.as_dict(),
         "data": {"name": run.data.name, "source": run.data.source, "sha256": run.data.sha256},
         "step": run.step,
-        "params": {k: v.detach().clone() for k, v in run.params.items()},
-        "optimizer": run.optimizer.state_dict(),
+        "params": {k: v.detach().cpu().clone() for k, v in run.params.items()},
+        "optimizer": to_cpu(run.optimizer.state_dict()),
         "generator": run.generator.get_state(),
         "losses": torch.tensor(run.losses, dtype=torch.float64),
         "accs": torch.tensor(run.accs, dtype=torch.float64),
@@ -167,6 +168,7 @@ def train(
     checkpoint_every: int,
     progress: monitor.ClassifierProgress,
     on_record: Callable[[Run], None],
+    compile: bool = False,
 ) -> None:
     """Step until ``config.steps``; a monitor record every ``run.monitor_every`` steps and at
     the end (``on_record`` writes it out), a checkpoint every ``checkpoint_every`` and at the end.
@@ -176,6 +178,8 @@ def train(
     """
     X, Y = run.data.X_train.to(run.config.torch_dtype), run.data.Y_train
     loss_and_grads = STEPS[run.config.backward]
+    if compile:
+        loss_and_grads = torch.compile(loss_and_grads)
     with ctrl_c_between_steps() as interrupted:
         while run.step < run.config.steps:
             started = time.perf_counter()

@@ -20,15 +20,13 @@ from train.classifier.config import (
 )
 from train.classifier.data import DIGITS, MNIST_ENV
 from train.config import DTYPES
+from train.device import add_device_options
+from train.preflight import UsageError  # noqa: F401 (the classifier's CLI imports it here)
 
 DEFAULTS = ClassifierConfig()
 RESUMABLE = {"steps", "backward"}  # a resumed run may go further, or switch the equal backward
 PROG = "python -m train --model classifier"
 MONITOR_EVERY = 50
-
-
-class UsageError(Exception):
-    """Options that do not fit together; printed without a traceback."""
 
 
 def positive(text: str) -> int:
@@ -146,6 +144,7 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
     out.add_argument("--metrics", metavar="FILE", help="also write the metrics JSON here")
     out.add_argument("--no-figure", action="store_true", help="skip monitor.png (saves ~1 s)")
     out.add_argument("--threads", type=positive, default=1, metavar="N", help="(%(default)s)")
+    add_device_options(out)
 
 
 def parse_hidden(text: str) -> tuple[int, ...]:
