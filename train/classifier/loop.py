@@ -10,7 +10,6 @@ gradient norm stops the run before that step's update, without saving.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,31 +20,22 @@ from train import checkpoint
 from train.classifier import monitor
 from train.classifier.config import ClassifierConfig
 from train.classifier.data import N_CLASSES, Dataset
-from train.classifier.model import Params, evaluate, init_params, layer_sizes, param_names
+from train.classifier.model import evaluate, init_params, layer_sizes, param_names
 from train.classifier.optim import clip, make_optimizer
 from train.classifier.step import STEPS
-from train.device import to_cpu
-from train.loop import Diverged, Interrupted, ctrl_c_between_steps
+from train.engine import Diverged, RunState, run_steps, state_payload
 
 MODEL = "classifier"  # marks our checkpoints apart from the MLP's
 
 
 @dataclass
-class Run:
-    """A run in progress: its config, data and everything that changes step by step."""
+class Run(RunState):
+    """The classifier's run: ``RunState`` plus batch accuracies and the monitor's history."""
 
-    config: ClassifierConfig
-    data: Dataset
-    params: Params
-    optimizer: torch.optim.Optimizer
-    generator: torch.Generator
-    step: int = 0
-    losses: list[float] = field(default_factory=list)
     accs: list[float] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)
     monitor_every: int = 50  # a record every K steps; kept by a resumed run, so its history is
     # the history of an uninterrupted one
-    seconds: float = 0.0  # in the steps themselves, all sessions; not monitoring or checkpoints
 
     def tensors(self) -> list[torch.Tensor]:
         return [self.params[name] for name in param_names(len(self.params) // 2)]
@@ -70,39 +60,32 @@ def restore_run(
     optimizer.load_state_dict(payload["optimizer"])
     g = torch.Generator()
     g.set_state(payload["generator"])
+    at = payload["step"]
     return Run(
         config,
         data,
         params,
         optimizer,
         g,
-        payload["step"],
+        at,
         payload["losses"].tolist(),
-        payload["accs"].tolist(),
-        list(payload["history"]),
-        monitor_every or payload["monitor_every"],
         float(payload["seconds"]),
+        at,
+        accs=payload["accs"].tolist(),
+        history=list(payload["history"]),
+        monitor_every=monitor_every or payload["monitor_every"],
     )
 
 
 def snapshot(run: Run) -> dict:
     """Everything ``restore_run`` needs, as plain tensors and builtins (weights_only loads it)."""
-    for name, p in run.params.items():
-        if not torch.isfinite(p).all():
-            raise Diverged(run.step, f"parameter {name} is not finite")
     return {
+        **state_payload(run),
         "model": MODEL,
-        "config": run.config.as_dict(),
         "data": {"name": run.data.name, "source": run.data.source, "sha256": run.data.sha256},
-        "step": run.step,
-        "params": {k: v.detach().cpu().clone() for k, v in run.params.items()},
-        "optimizer": to_cpu(run.optimizer.state_dict()),
-        "generator": run.generator.get_state(),
-        "losses": torch.tensor(run.losses, dtype=torch.float64),
         "accs": torch.tensor(run.accs, dtype=torch.float64),
         "history": run.history,
         "monitor_every": run.monitor_every,
-        "seconds": run.seconds,
     }
 
 
@@ -180,20 +163,26 @@ def train(
     loss_and_grads = STEPS[run.config.backward]
     if compile:
         loss_and_grads = torch.compile(loss_and_grads)
-    with ctrl_c_between_steps() as interrupted:
-        while run.step < run.config.steps:
-            started = time.perf_counter()
-            watched = take_step(run, X, Y, loss_and_grads)
-            run.seconds += time.perf_counter() - started  # the steps only, not what follows
-            if watched:
-                run.history.append(watch_record(run, *watched))
-                on_record(run)
-            recent = slice(-min(50, len(run.losses)), None)
-            progress.update(run.step, mean(run.losses[recent]), mean(run.accs[recent]))
-            if run.step % checkpoint_every == 0 or run.step == run.config.steps:
-                checkpoint.save(ckpt, snapshot(run))
-            if interrupted():
-                raise Interrupted
+    watched: list[tuple | None] = [None]
+
+    def one_step(interrupted: Callable[[], bool]) -> bool:
+        watched[0] = take_step(run, X, Y, loss_and_grads)
+        return interrupted()
+
+    def after_step() -> None:  # not timed: monitoring and progress
+        if watched[0]:
+            run.history.append(watch_record(run, *watched[0]))
+            on_record(run)
+        recent = slice(-min(50, len(run.losses)), None)
+        progress.update(run.step, mean(run.losses[recent]), mean(run.accs[recent]))
+
+    run_steps(run, one_step, after_step, lambda: save(run, ckpt), checkpoint_every)
+
+
+def save(run: Run, ckpt: Path) -> None:
+    """Checkpoint the run; afterwards it is the run's last good checkpoint."""
+    checkpoint.save(ckpt, snapshot(run))
+    run.saved_step = run.step
 
 
 def mean(values: list[float]) -> float:

@@ -8,9 +8,8 @@ exits 130, as the MLP's ``train.cli``.
 from __future__ import annotations
 
 import argparse
+import io
 import os
-import sys
-from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
@@ -20,13 +19,13 @@ from train.cli import positive, positive_float, seed
 from train.data import DATA_ENV, DataError, resolve_data_path
 from train.device import add_device_options, check_device
 from train.distributed import World, close_world, init_world
+from train.engine import guarded, session
 from train.gpt import loop
-from train.gpt.config import BACKWARDS, GELUS, GPTConfig
+from train.gpt.config import GELUS, GPTConfig
 from train.gpt.data import load_sequences
 from train.gpt.finish import finish
 from train.gpt.model import sample_names
 from train.gpt.step import make_step
-from train.loop import Diverged, Interrupted
 from train.preflight import UsageError
 from train.progress import Progress
 from train.sample import sampler_seed
@@ -34,8 +33,9 @@ from train.sample import sampler_seed
 PROG = "python -m train --model gpt"
 DEFAULTS = GPTConfig()
 RESUMABLE = {"steps", "backward"}  # a resumed run may add steps or switch backward
-EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
 
+DESCRIPTION = """Train makemore's GPT on names with the backward chained by hand from
+generated/ (no loss.backward()). Defaults are makemore's."""
 EPILOG = """examples:
   python -m train --model gpt                          makemore's GPT, 5,000 steps, runs/gpt
   python -m train --model gpt --resume                 continue after Ctrl-C
@@ -46,14 +46,8 @@ EPILOG = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description="Train makemore's GPT on names with the backward chained by hand from\n"
-        "generated/ (no loss.backward()). Defaults are makemore's.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    d, run = DEFAULTS, p.add_argument_group("run (stored in the checkpoint; --resume reuses them)")
+    p, run = preflight.new_parser(PROG, DESCRIPTION, EPILOG)
+    d = DEFAULTS
     run.add_argument("--steps", type=positive(), metavar="N", help=f"({d.steps:,})")
     run.add_argument("--seed", type=seed, metavar="N", help=f"seed of init and batches ({d.seed})")
     run.add_argument("--lr", type=positive_float, metavar="X", help=f"AdamW, constant ({d.lr})")
@@ -64,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--n-embd", type=positive(), metavar="N", help=f"({d.n_embd})")
     run.add_argument("--gelu", choices=GELUS, help=f"tanh: makemore's NewGELU ({d.gelu})")
     run.add_argument("--dtype", choices=("float32", "float64"), help=f"({d.dtype})")
-    run.add_argument("--backward", choices=BACKWARDS, help="generated (default) or torch autograd")
+    preflight.add_backward_option(run, "the same model in plain torch ops")
     p.add_argument("--data", metavar="PATH", help=f"one word per line (${DATA_ENV}, names.txt)")
     out = p.add_argument_group("output and control")
     out.add_argument("--out", metavar="DIR", default="runs/gpt", help="run folder (%(default)s)")
@@ -85,21 +79,12 @@ def checkpoint_path(args: argparse.Namespace) -> Path:
 
 def resolve_config(args: argparse.Namespace, saved: dict | None) -> GPTConfig:
     """Options given now over the checkpoint's (when resuming) over the defaults."""
-    given = {f.name: getattr(args, f.name) for f in fields(GPTConfig)}
-    given = {k: v for k, v in given.items() if v is not None}
+    given = preflight.given_options(args, GPTConfig)
     if saved is None:
         config = GPTConfig(**given)
     else:
         config = GPTConfig.from_dict(saved["config"])
-        clash = [k for k, v in given.items() if k not in RESUMABLE and v != getattr(config, k)]
-        if clash:
-            was = ", ".join(f"--{k.replace('_', '-')} {getattr(config, k)}" for k in clash)
-            raise UsageError(f"the checkpoint's run used {was}; drop those options to resume it")
-        config = replace(config, **{k: v for k, v in given.items() if k in RESUMABLE})
-        if config.steps < saved["step"]:
-            raise UsageError(
-                f"the checkpoint is at step {saved['step']}, past --steps {config.steps}"
-            )
+        config = preflight.resume_config(config, given, saved["step"], RESUMABLE)
     if config.n_embd % config.n_head:
         raise UsageError(f"--n-embd {config.n_embd} is not a multiple of --n-head {config.n_head}")
     return config
@@ -150,49 +135,22 @@ def describe(run: loop.Run, world: World, device: str, compiled: bool) -> str:
 def cmd_train(args: argparse.Namespace, world: World, device: str) -> int:
     ckpt = checkpoint_path(args)
     run = start(args, ckpt, world, device)
-    log = sys.stdout if world.main else open(os.devnull, "w")  # noqa: SIM115 (closed below)
-    print(describe(run, world, device, args.compile), file=log, flush=True)
-    progress = Progress(
-        run.config.steps, run.step, history=run.losses[-1000:], stream=None if world.main else log
-    )
+    if world.main:
+        print(describe(run, world, device, args.compile), flush=True)
+    quiet = None if world.main else io.StringIO()  # ranks other than 0 show no progress
+    progress = Progress(run.config.steps, run.step, quiet, history=run.losses[-1000:])
     step_fn = make_step(run.config, args.compile)
-    try:
-        try:
-            loop.train(run, ckpt, args.checkpoint_every, progress, step_fn, world, device)
-        finally:
-            progress.close()
-        if not world.main:
-            return 0
-        return 0 if finish(run, ckpt, Path(args.out), metrics_extra(args)) else EXIT_DIVERGED
-    except Interrupted:
-        try:
-            loop.save(run, ckpt, world)
-        except Diverged as exc:
-            print(f"error: interrupted, and {exc}. {last_good(run, ckpt)}", file=sys.stderr)
-            return EXIT_DIVERGED
-        if world.main:
-            print(f"interrupted at step {run.step:,}; saved {ckpt}", file=sys.stderr)
-            print(f"resume with: {preflight.command(args, '--resume', PROG)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
-        print(f"stopped without saving. {last_good(run, ckpt)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Diverged as exc:
-        if world.main:
-            print(f"error: training diverged: {exc}. {last_good(run, ckpt)}", file=sys.stderr)
-            print("Try a smaller --lr.", file=sys.stderr)
-        return EXIT_DIVERGED
-    finally:
-        if log is not sys.stdout:
-            log.close()
 
-
-def last_good(run: loop.Run, ckpt: Path) -> str:
-    """The last checkpoint this run wrote or resumed from: never one of another run."""
-    if run.saved_step is not None:
-        return f"Kept the last good checkpoint {ckpt} (step {run.saved_step:,})."
-    earlier = f"; {ckpt} still holds the earlier run" if ckpt.exists() else ""
-    return f"No checkpoint of this run was written before that{earlier}."
+    return session(
+        run,
+        ckpt,
+        lambda: loop.train(run, ckpt, args.checkpoint_every, progress, step_fn, world, device),
+        progress,
+        lambda: loop.save(run, ckpt, world),
+        lambda: finish(run, ckpt, Path(args.out), metrics_extra(args)) if world.main else True,
+        preflight.command(args, "--resume", PROG),
+        speak=world.main,
+    )
 
 
 def cmd_sample(args: argparse.Namespace, device: str) -> int:
@@ -211,21 +169,17 @@ def cmd_sample(args: argparse.Namespace, device: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising for every expected failure."""
     args = build_parser().parse_args(argv)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    world = World()
+    errors = (DataError, checkpoint.CheckpointError, UsageError)
+    return guarded(args.threads, lambda: dispatch(args), errors)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Sample, or train on this process's share of the world ``torchrun`` describes."""
+    device = check_device(args.device, int(os.environ.get("LOCAL_RANK", "0")))
+    if args.sample:
+        return cmd_sample(args, device)
+    world = init_world(device)
     try:
-        device = check_device(args.device, int(os.environ.get("LOCAL_RANK", "0")))
-        if args.sample:
-            return cmd_sample(args, device)
-        world = init_world(device)
         return cmd_train(args, world, device)
-    except (DataError, checkpoint.CheckpointError, UsageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted; nothing was saved", file=sys.stderr)
-        return EXIT_INTERRUPTED
     finally:
         close_world(world)
-        torch.set_num_threads(threads)  # main() may be called in-process (tests)

@@ -17,24 +17,18 @@ from pathlib import Path
 
 import torch
 
-from train.data import build_vocab, read_words, sha256_of, split_words
+from train.data import Splits, build_vocab, read_words, sha256_of, split_words
 
 IGNORE = -1  # target of a padding position: F.cross_entropy(ignore_index=-1)
 
 
 @dataclass
-class SequenceData:
-    """``chars[i]`` is the symbol with index i; X, Y are (words, block_size) int64."""
+class SequenceData(Splits):
+    """X, Y are (words, block_size) int64; ``chars[i]`` is the symbol with index i."""
 
     chars: str
     sha256: str
     block_size: int
-    X_train: torch.Tensor
-    Y_train: torch.Tensor
-    X_val: torch.Tensor
-    Y_val: torch.Tensor
-    X_test: torch.Tensor
-    Y_test: torch.Tensor
 
 
 def encode(words: list[str], chars: str, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -57,10 +51,10 @@ def load_sequences(path: Path) -> SequenceData:
     block_size = max(len(w) for w in words) + 1
     train, val, test = split_words(words)
     return SequenceData(
-        chars,
-        sha256_of(path),
-        block_size,
         *encode(train, chars, block_size),
         *encode(val, chars, block_size),
         *encode(test, chars, block_size),
+        chars=chars,
+        sha256=sha256_of(path),
+        block_size=block_size,
     )

@@ -14,20 +14,19 @@ is every process's. Rank 0 alone writes.
 
 from __future__ import annotations
 
-import math
-import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from train import checkpoint
 from train.distributed import World
+from train.engine import RunState, advance, run_steps, state_payload
 from train.gpt.config import GPTConfig
 from train.gpt.data import IGNORE, SequenceData
 from train.gpt.model import Params, Shape, init_params, param_shapes
 from train.gpt.step import StepFn
-from train.loop import Diverged, Interrupted, apply_update, ctrl_c_between_steps
 from train.progress import Progress
 
 MODEL = "gpt"  # marks our checkpoints apart from the MLP's and the classifier's
@@ -36,19 +35,10 @@ REQUIRED = ("config", "data", "chars", "block_size", "step", "params", "optimize
 
 
 @dataclass
-class Run:
-    """A run in progress: its config, data and everything that changes step by step."""
+class Run(RunState):
+    """The GPT's run: ``RunState`` plus where its data came from."""
 
-    config: GPTConfig
-    data: SequenceData
-    data_path: str
-    params: Params
-    optimizer: torch.optim.Optimizer
-    generator: torch.Generator
-    step: int = 0
-    losses: list[float] = field(default_factory=list)
-    seconds: float = 0.0  # training time over all sessions of this run
-    saved_step: int | None = None  # step of the last good checkpoint of this run, if any
+    data_path: str = ""
 
 
 def make_optimizer(config: GPTConfig, params: Params) -> torch.optim.AdamW:
@@ -72,7 +62,7 @@ def new_run(config: GPTConfig, data: SequenceData, data_path: str, device: str) 
     g = torch.Generator().manual_seed(config.seed)
     params = init_params(shape_of(config, data), g, config.torch_dtype)
     params = {k: v.to(device) for k, v in params.items()}
-    return Run(config, data, data_path, params, make_optimizer(config, params), g)
+    return Run(config, data, params, make_optimizer(config, params), g, data_path=data_path)
 
 
 def restore_run(
@@ -84,36 +74,19 @@ def restore_run(
     optimizer.load_state_dict(payload["optimizer"])  # moves its state to the params' device
     g = torch.Generator()
     g.set_state(payload["generator"])
-    at = payload["step"]
-    losses = payload["losses"].tolist()
-    return Run(config, data, data_path, params, optimizer, g, at, losses, payload["seconds"], at)
+    at, losses, seconds = payload["step"], payload["losses"].tolist(), payload["seconds"]
+    return Run(config, data, params, optimizer, g, at, losses, seconds, at, data_path)
 
 
 def snapshot(run: Run) -> dict:
     """Everything ``restore_run`` and ``--sample`` need, on the CPU, as plain tensors and
     builtins. Raises ``Diverged`` rather than return a parameter or AdamW state not finite."""
-    for name, p in run.params.items():
-        if not torch.isfinite(p).all():
-            raise Diverged(run.step, f"parameter {name} is not finite")
-    optimizer = run.optimizer.state_dict()
-    for state in optimizer["state"].values():
-        if any(torch.is_tensor(v) and not torch.isfinite(v).all() for v in state.values()):
-            raise Diverged(run.step, "the optimizer state is not finite")
-    cpu = {k: v.detach().cpu().clone() for k, v in run.params.items()}
-    for state in optimizer["state"].values():
-        state.update({k: v.cpu() for k, v in state.items() if torch.is_tensor(v)})
     return {
+        **state_payload(run),
         "model": MODEL,
-        "config": run.config.as_dict(),
         "data": {"path": run.data_path, "sha256": run.data.sha256},
         "chars": run.data.chars,
         "block_size": run.data.block_size,
-        "step": run.step,
-        "params": cpu,
-        "optimizer": optimizer,
-        "generator": run.generator.get_state(),
-        "losses": torch.tensor(run.losses, dtype=torch.float64),
-        "seconds": run.seconds,
     }
 
 
@@ -168,22 +141,19 @@ def train(
     Raises ``Interrupted`` after Ctrl-C on any process (all stop at the same step; the caller
     saves) and ``Diverged`` on a non-finite loss, before that step's update, without saving.
     """
-    started = time.perf_counter()
-    with ctrl_c_between_steps(patient=world.size > 1) as interrupted:
-        while run.step < run.config.steps:
-            Xs, Ys, weight = draw_shard(run, world, device)
-            loss, grads = step_fn(run.params, Xs, Ys, weight)
-            grads, loss, stop = world.reduce(grads, loss, interrupted())
-            loss = loss.item()
-            if not math.isfinite(loss):
-                raise Diverged(run.step + 1, f"the loss is {loss}")  # steps count from 1
-            apply_update(run, grads)
-            run.losses.append(loss)
-            run.step += 1
-            now = time.perf_counter()
-            run.seconds, started = run.seconds + (now - started), now
-            progress.update(run.step, loss)
-            if run.step % checkpoint_every == 0 or run.step == run.config.steps:
-                save(run, ckpt, world)
-            if stop:
-                raise Interrupted
+
+    def take_step(interrupted: Callable[[], bool]) -> bool:
+        Xs, Ys, weight = draw_shard(run, world, device)
+        loss, grads = step_fn(run.params, Xs, Ys, weight)
+        grads, loss, stop = world.reduce(grads, loss, interrupted())
+        advance(run, loss.item(), grads)
+        return stop
+
+    run_steps(
+        run,
+        take_step,
+        lambda: progress.update(run.step, run.losses[-1]),
+        lambda: save(run, ckpt, world),
+        checkpoint_every,
+        patient=world.size > 1,
+    )
