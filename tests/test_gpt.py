@@ -136,6 +136,7 @@ def test_two_processes_survive_ctrl_c_and_match_one_process(words, tmp_path):
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=90)
     assert "interrupted at step" in stderr and "saved" in stderr, stderr
+    assert "resume with: torchrun --nproc_per_node=2 -m train --model gpt --resume" in stderr
     stopped = load(out / "checkpoint.pt")["step"]
     assert 10 <= stopped < 100000
     total = stopped + 10

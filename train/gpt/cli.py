@@ -148,9 +148,16 @@ def cmd_train(args: argparse.Namespace, world: World, device: str) -> int:
         progress,
         lambda: loop.save(run, ckpt, world),
         lambda: finish(run, ckpt, Path(args.out), metrics_extra(args)) if world.main else True,
-        preflight.command(args, "--resume", PROG),
+        preflight.command(args, "--resume", launcher(world)),
         speak=world.main,
     )
+
+
+def launcher(world: World) -> str:
+    """How this run was started, for the resume hint: torchrun with as many processes."""
+    if world.size == 1:
+        return PROG
+    return f"torchrun --nproc_per_node={world.size} -m train --model gpt"
 
 
 def cmd_sample(args: argparse.Namespace, device: str) -> int:
