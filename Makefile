@@ -26,7 +26,7 @@ help:
 	@echo "make formulas  write generated/FORMULAS.md and generated/formulas.html"
 	@echo "make formulas-screenshot     check formulas.html in headless Chromium; PNGs in runs/formulas/"
 	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...)"
-	@echo "make bench-quick   the same in under a minute (makemore size, A B G GC); CI's smoke run"
+	@echo "make bench-quick   the smoke run: makemore size, A B G GC, then the GPT step (A G)"
 	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
 	@echo "make lint      ruff + black --check"
 	@echo "make format    black + ruff --fix"
