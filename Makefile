@@ -59,7 +59,7 @@ SUDO = $(if $(filter 0,$(shell id -u)),,sudo)
 formulas-screenshot: $(STAMP)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
-	$(PY) -m derive.browser generated/formulas.html --out runs/formulas \
+	$(PY) -m derive.explain.browser generated/formulas.html --out runs/formulas \
 		--ops $(basename $(notdir $(sort $(wildcard ops/*.py))))
 
 test: $(STAMP)
@@ -73,7 +73,7 @@ format: $(STAMP)
 	$(PY) -m black derive train bench tests fuzz
 	$(PY) -m ruff check --fix derive train bench tests fuzz
 
-# Random ops derived, emitted and checked against derive/reference.py; wrong ones are shrunk into
+# Random ops derived, emitted and checked against derive/verify/reference.py; wrong ones are shrunk into
 # tests/regressions/. Prints one line per seed and a summary; exits 1 on any wrong result.
 N ?= 500
 SEED ?= 0

@@ -14,8 +14,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from derive.emit.generate import OutputError, generate, output_folder
 from derive.errors import CheckFailed, DerivationError
-from derive.generate import OutputError, generate, output_folder
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from derive.show import UnknownOp, show  # the show stage is not needed to generate
+    from derive.explain.show import UnknownOp, show  # the show stage is not needed to generate
 
     mode = "latex" if args.latex else "json" if args.json else "text"
     width = args.width or shutil.get_terminal_size((100, 24)).columns
@@ -61,9 +61,9 @@ def _show(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     import tempfile
 
-    from derive.check import check_module  # torch only when checking
-    from derive.generate import load_op, module_source
-    from derive.show import UnknownOp, resolve
+    from derive.emit.generate import load_op, module_source
+    from derive.explain.show import UnknownOp, resolve
+    from derive.verify.check import check_module  # torch only when checking
 
     if args.seeds < 1:
         print("error: --seeds must be at least 1", file=sys.stderr)
@@ -90,7 +90,9 @@ def _generate(args: argparse.Namespace) -> list:
     if args.command == "generate":
         written += generate(args.files, args.out, check=args.check)
     if args.command == "formulas" or args.formulas:
-        from derive.formulas import write_formulas  # matplotlib only when formulas are written
+        from derive.explain.formulas import (
+            write_formulas,  # matplotlib only when formulas are written
+        )
 
         written += write_formulas(args.files, args.out, read_modules=args.command == "generate")
     return written

@@ -2,7 +2,7 @@
 
 Each case is a seeded random :class:`~derive.language.Op` (``fuzz.ops``); its generated module's
 forward and every float input's gradient are compared with the independent reference
-interpreter (``derive.reference``) differentiated by torch autograd (``fuzz.check``). A case
+interpreter (``derive.verify.reference``) differentiated by torch autograd (``fuzz.check``). A case
 ends as one of
 
     passed    output and gradients agree (float64, relative 1e-10)

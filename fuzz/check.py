@@ -1,9 +1,10 @@
 """Judge one op: derive and emit its module, run it, compare with the reference interpreter.
 
 The verdict compares, in float64, the generated forward's output and every float input's
-gradient (a random ``grad_out``) with ``derive.reference`` differentiated by torch autograd, and
-for stepwise modules every intermediate's gradient too. Two input draws per op: sizes all
-different (a transpose changes the shape) and sizes at random in 1..4 (size-1 broadcasting).
+gradient (a random ``grad_out``) with ``derive.verify.reference`` differentiated by torch
+autograd, and for stepwise modules every intermediate's gradient too. Two input draws per op:
+sizes all different (a transpose changes the shape) and sizes at random in 1..4 (size-1
+broadcasting).
 An error is relative to the reference tensor's scale: max|mine - ref| <= 1e-10 * max(1, max|ref|).
 """
 
@@ -23,12 +24,12 @@ from pathlib import Path
 import sympy as sp
 import torch
 
-from derive.check import index_limits
-from derive.check import load_module as load_path
+from derive.emit.generate import module_source
 from derive.errors import DerivationError
-from derive.generate import module_source
 from derive.language import Graph, Op, parse
-from derive.reference import autograd_reference, evaluate
+from derive.verify.check import index_limits
+from derive.verify.check import load_module as load_path
+from derive.verify.reference import autograd_reference, evaluate
 
 RTOL = 1e-10
 VALUE_LIMIT = 1e4  # inputs are ill-conditioned for a 1e-10 check when values grow past this

@@ -21,11 +21,11 @@ GROWING = {"exp", "cosh", "sinh", "expm1"}
 def registry():
     """derive/functions.py (issue 9's registry) when this checkout has it, else None.
 
-    Looked up beside derive/language.py: an editable install elsewhere must not leak its own.
+    Looked up in this checkout's derive/: an editable install elsewhere must not leak its own.
     """
-    import derive.language
+    import derive
 
-    if not Path(derive.language.__file__).with_name("functions.py").is_file():
+    if not Path(derive.__file__).with_name("functions.py").is_file():
         return None
     return importlib.import_module("derive.functions")
 

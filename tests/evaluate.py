@@ -12,8 +12,8 @@ import random
 
 import sympy as sp
 
-from derive.derivation import derive
 from derive.language import Definition, Graph, ReduceMax
+from derive.symbolic.derivation import derive
 
 FUNCS = {sp.exp: math.exp, sp.log: math.log, sp.tanh: math.tanh}
 

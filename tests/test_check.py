@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from derive.check import check_module
+from derive.emit.generate import load_op, module_source
 from derive.errors import CheckFailed
-from derive.generate import load_op, module_source
+from derive.verify.check import check_module
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted((ROOT / "tests" / "cases").glob("*.py"))

@@ -13,11 +13,11 @@ import dataclasses
 
 import sympy as sp
 
-from derive.cost import cost
-from derive.derivation import derive, derived
-from derive.indices import Fresh, freshen_bound, substitute
 from derive.language import Op, parse
-from derive.simplify import EXPAND_TERMS, expanded_terms
+from derive.symbolic.cost import cost
+from derive.symbolic.derivation import derive, derived
+from derive.symbolic.indices import Fresh, freshen_bound, substitute
+from derive.symbolic.simplify import EXPAND_TERMS, expanded_terms
 
 FUNCTIONS = ("exp", "sin", "cos")
 

@@ -1,8 +1,8 @@
 """FORMULAS.md and formulas.html: every formula parses, the page is self-contained and renders.
 
-Every LaTeX string the project prints comes from :mod:`derive.latex`; show --latex and --json
-print the same strings FORMULAS.md and formulas.html carry (tests/test_show.py checks that), so
-parsing the two files' formulas with matplotlib's mathtext covers them all.
+Every LaTeX string the project prints comes from :mod:`derive.explain.latex`; show --latex and
+--json print the same strings FORMULAS.md and formulas.html carry (tests/test_show.py checks
+that), so parsing the two files' formulas with matplotlib's mathtext covers them all.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from matplotlib.mathtext import MathTextParser
 
 from derive import browser
-from derive.show import catalogue
+from derive.explain.show import catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKDOWN = ROOT / "generated" / "FORMULAS.md"

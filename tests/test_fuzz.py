@@ -2,7 +2,7 @@
 and negative controls showing that a broken module is caught.
 
 Each case is derived, emitted, imported and compared (float64, relative 1e-10) with the
-independent reference interpreter (derive/reference.py) differentiated by torch autograd.
+independent reference interpreter (derive/verify/reference.py) differentiated by torch autograd.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from derive.emit.generate import module_source
 from derive.errors import DerivationError
-from derive.generate import module_source
 from fuzz.check import run_case
 from fuzz.ops import case_op, op_source
 from fuzz.regressions import FOLDER, load

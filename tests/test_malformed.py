@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from derive import DerivationError, Op
-from derive.generate import module_source
+from derive.emit.generate import module_source
 
 X = ["x[N, M]"]
 ROWS: list[tuple[str, list, list, dict, str]] = [

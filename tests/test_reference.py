@@ -1,4 +1,4 @@
-"""The reference interpreter (derive/reference.py) against hand-written torch, float64.
+"""The reference interpreter (derive/verify/reference.py) against hand-written torch, float64.
 
 The fuzzer trusts this interpreter to judge generated modules, so it is itself checked here on
 the catalogue ops (forward values of every definition and autograd gradients) and on each
@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from derive.language import Definition, Op, parse
-from derive.reference import InterpretError, autograd_reference, evaluate
+from derive.verify.reference import InterpretError, autograd_reference, evaluate
 from tests.test_exercise import _params, _seed_forward
 
 F64 = torch.float64

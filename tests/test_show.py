@@ -10,11 +10,11 @@ import pytest
 import sympy as sp
 
 from derive.__main__ import main
-from derive.excerpt import excerpts
-from derive.explain import Explanation, explain
-from derive.generate import load_op
-from derive.latex import latex
-from derive.show import catalogue, render_json, render_latex, render_text
+from derive.emit.generate import load_op
+from derive.explain.excerpt import excerpts
+from derive.explain.explain import Explanation, explain
+from derive.explain.latex import latex
+from derive.explain.show import catalogue, render_json, render_latex, render_text
 from tests.op_table import SIGMOID
 from tests.test_formulas import markdown_formulas, mathtext_error
 

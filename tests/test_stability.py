@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from derive.check import load_module
-from derive.derivation import derive
-from derive.generate import load_op, module_source
+from derive.emit.generate import load_op, module_source
 from derive.language import parse
+from derive.symbolic.derivation import derive
+from derive.verify.check import load_module
 
 CASES = Path(__file__).resolve().parent / "cases"
 EXTREMES = torch.tensor(

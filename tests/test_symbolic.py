@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from derive.derivation import Collapser, derive
-from derive.generate import load_op
+from derive.emit.generate import load_op
 from derive.language import parse
-from derive.reverse import derive_adjoints
+from derive.symbolic.derivation import Collapser, derive
+from derive.symbolic.reverse import derive_adjoints
 
 OPS = Path(__file__).resolve().parent.parent / "ops"
 
@@ -102,9 +102,9 @@ def test_the_interpreter_catches_a_forgotten_bessel(monkeypatch: pytest.MonkeyPa
 
 def test_log_softmax_backward_reads_exp_of_the_saved_output() -> None:
     # exp(x - max - log S) = exp(x - max) / S: the softmax is exp(out), one saved tensor
-    from derive.derivation import derive
-    from derive.generate import load_op
+    from derive.emit.generate import load_op
     from derive.language import parse
+    from derive.symbolic.derivation import derive
 
     d = derive(parse(load_op(Path(__file__).resolve().parent.parent / "ops" / "log_softmax.py")))
     assert str(d.final["x"]) == (

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from derive import DerivationError, Op
-from derive.check import load_module
-from derive.derivation import derive
 from derive.language import parse
+from derive.symbolic.derivation import derive
+from derive.verify.check import load_module
 from tests.op_table import SIGMOID
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from derive import Op
-from derive.generate import module_source
+from derive.emit.generate import module_source
 
 
 def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:

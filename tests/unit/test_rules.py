@@ -8,7 +8,7 @@ import sympy as sp
 
 from derive.functions import FUNCTIONS, relu, sigmoid, softplus
 from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite
-from derive.simplify import SUM_RULES, Reduction, Simplifier
+from derive.symbolic.simplify import SUM_RULES, Reduction, Simplifier
 
 n, m, k, c = sp.symbols("n m k c", integer=True)
 N, M, K = sp.symbols("N M K", integer=True, positive=True)

@@ -13,13 +13,13 @@ import os
 import textwrap
 from pathlib import Path
 
+from derive.emit.generate import load_op, module_source
 from derive.errors import DerivationError
-from derive.explain import Explanation, explain
-from derive.generate import load_op, module_source
-from derive.latex import equation_latex, equation_pretty, latex
-from derive.reverse import GRAD_OUT
+from derive.explain.explain import Explanation, explain
+from derive.explain.latex import equation_latex, equation_pretty, latex
+from derive.symbolic.reverse import GRAD_OUT
 
-CATALOGUE = Path(__file__).resolve().parent.parent / "ops"
+CATALOGUE = Path(__file__).resolve().parents[2] / "ops"
 
 
 class UnknownOp(DerivationError):

@@ -1,8 +1,8 @@
 """Fusions: where two torch kernels can be one, the lowering emits one.
 
-Each rule is a method of :class:`Fusions`, mixed into :class:`derive.lower.Lowerer` (it uses the
-lowerer's ``value``, ``memo``, ``sizes`` and ``lines``); each returns ``None`` when it does not
-apply, and the plain lowering goes on. The identities, with what they save:
+Each rule is a method of :class:`Fusions`, mixed into :class:`~derive.lower.lowerer.Lowerer`
+(it uses the lowerer's ``value``, ``memo``, ``sizes`` and ``lines``); each returns ``None``
+when it does not apply, and the plain lowering goes on. The identities, with what they save:
 
 - ``b[m] + sum_k x[n, k] W[k, m]`` -> ``torch.addmm(b, x, W)``: the bias rides in the matmul
 - ``r + c * a * b`` -> ``torch.addcmul(r, a, b, value=c)``: one pass over the tensor, not two
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.torch_code import (
+from derive.lower.reductions import contraction
+from derive.lower.value import (
     ATOM,
     MUL,
     POW,
@@ -30,7 +31,7 @@ from derive.torch_code import (
 
 
 class Fusions:
-    """The fusing rules of the lowering (a mixin of :class:`derive.lower.Lowerer`)."""
+    """The fusing rules of the lowering (a mixin of :class:`derive.lower.lowerer.Lowerer`)."""
 
     def _addcmul(self, e: sp.Add, order: list[sp.Symbol]) -> Value | None:
         """r + c * a * b -> torch.addcmul(r, a, b, value=c): one pass instead of two."""
@@ -68,7 +69,7 @@ class Fusions:
             return None
         bound = [lim[0] for lim in sums[0].limits]
         self.sizes.update({var: hi - lo + 1 for var, lo, hi in sums[0].limits})
-        mm = self._contraction(sums[0].function, bound, order)
+        mm = contraction(self, sums[0].function, bound, order)
         if mm is None or mm.operands is None:
             return None
         rest = self.value(e - sums[0], order)
@@ -119,7 +120,7 @@ class Fusions:
         if sp.expand(rest * extent) != 1:  # the factor beside the sum is 1/extent
             return None
         self.sizes.update({var: hi - lo + 1 for var, lo, hi in sums[0].limits})
-        if self._contraction(sums[0].function, bound, inner) is not None:
+        if contraction(self, sums[0].function, bound, inner) is not None:
             return None
         body = self.value(sums[0].function, inner)
         if not set(bound) <= set(body.axes):

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.cost import cost
-from derive.indices import canonical_bound
+from derive.symbolic.cost import cost
+from derive.symbolic.indices import canonical_bound
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
 

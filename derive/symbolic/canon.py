@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.identities import FORWARD_RULES, rewrite
-from derive.indices import (
+from derive.language import Definition, Graph
+from derive.symbolic.indices import (
     Fresh,
     freshen_bound,
     indexed_atoms,
@@ -26,8 +27,7 @@ from derive.indices import (
     substitute,
     symbol_atoms,
 )
-from derive.language import Definition, Graph
-from derive.simplify import Reduction, cost
+from derive.symbolic.simplify import Reduction, cost
 
 
 @dataclass(frozen=True)

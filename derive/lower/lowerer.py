@@ -5,8 +5,12 @@ torch ops (axes aligned with ``x[:, None]``); a Sum becomes a matmul when it is 
 for other two-tensor contractions, and ``.sum(dim)`` otherwise; a data index becomes a gather
 (``C.index_select(0, idx)``, ``x.gather(1, t[:, None])``); a delta against a data index becomes
 a ``scatter_add_`` or ``index_add_``, never a materialised one-hot. Nothing loops over elements.
-Where two kernels can be one, :mod:`derive.fusion` says how. Unsupported shapes of expression
-raise at generation time, naming the op.
+Unsupported shapes of expression raise at generation time, naming the op.
+
+In: SymPy index expressions with the axes they are wanted over; out: python statements, one
+string each, collected in :attr:`Lowerer.lines`. Sums live in :mod:`derive.lower.reductions`,
+data-dependent indexing in :mod:`derive.lower.indexing`, the shared pure helpers in
+:mod:`derive.lower.value`; where two kernels can be one, :mod:`derive.lower.fusions` says how.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import sympy as sp
 
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, Function, step_code
-from derive.fusion import Fusions
-from derive.torch_code import (
+from derive.lower.fusions import Fusions
+from derive.lower.indexing import indexed, mask, materialise, pick_update, scatter
+from derive.lower.reductions import sum_value
+from derive.lower.value import (
     ADD,
     ATOM,
     MUL,
@@ -28,14 +34,11 @@ from derive.torch_code import (
     AxisError,
     Value,
     align,
-    matmul,
     memo_key,
-    natural_order,
     number,
     number_scale,
     ordered_terms,
     permute,
-    plain,
     position,
     scatter_delta,
     split_deltas,
@@ -46,14 +49,6 @@ from derive.torch_code import (
 def _is_call(e: sp.Basic) -> bool:
     """A function call worth computing once: a registry function or a step."""
     return (type(e) in BY_NODE or isinstance(e, sp.Heaviside)) and bool(e.atoms(sp.Indexed))
-
-
-def _einsum_value(values: list[Value], out: tuple, order: list) -> Value:
-    every = list(dict.fromkeys(list(order) + [a for v in values for a in v.axes]))
-    letters = dict(zip(every, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", strict=False))
-    spec = ",".join("".join(letters[x] for x in v.axes) for v in values)
-    spec += "->" + "".join(letters[x] for x in out)
-    return Value(f'torch.einsum("{spec}", {", ".join(v.code for v in values)})', out)
 
 
 def _stem(e: sp.Expr) -> str:
@@ -110,28 +105,28 @@ class Lowerer(Fusions):
             del self.lines[state[0] :]
             self.memo, self.taken, self.wrapping = state[1], state[2], state[3]
             self.bound = bound
-            value = self._materialise(self._checked(expr, axes, name), axes, fresh=False)
+            value = materialise(self, self._checked(expr, axes, name), axes, fresh=False)
             self.lines.append(f"{name} = {value}")
 
     def _assign_scatter(self, name: str, expr: sp.Expr, axes: tuple) -> None:
         if isinstance(expr, sp.Sum) and scatter_delta(expr, axes) is not None:
-            return self._scatter(name, expr, axes)
+            return scatter(self, name, expr, axes)
         plain, picks = split_deltas(expr, axes)
-        value = self._materialise(self._checked(plain, axes, name), axes, fresh=bool(picks))
+        value = materialise(self, self._checked(plain, axes, name), axes, fresh=bool(picks))
         self.lines.append(f"{name} = {value}")
         for coef, axis, data in picks:
-            self._pick_update(name, coef, axis, data, axes)
+            pick_update(self, name, coef, axis, data, axes)
 
     def _assign_plain(self, name: str, expr: sp.Expr, axes: tuple) -> None:
         if isinstance(expr, sp.Sum) and memo_key(expr) not in self.memo:
-            self._sum(expr, list(axes), name=name)
+            sum_value(self, expr, list(axes), name=name)
             stored = self.memo[memo_key(expr)]  # bound to ``name`` in the order it came out
             if stored.axes != axes:  # permuted, and broadcast over axes it does not depend on
                 stored = self._exact(stored, axes, name, partial=True)
-                self.lines.append(f"{name} = {self._materialise(stored, axes, fresh=False)}")
+                self.lines.append(f"{name} = {materialise(self, stored, axes, fresh=False)}")
                 self.memo[memo_key(expr)] = Value(name, axes)
             return
-        value = self._materialise(self._checked(expr, axes, name), axes, fresh=False)
+        value = materialise(self, self._checked(expr, axes, name), axes, fresh=False)
         self.lines.append(f"{name} = {value}")
 
     def _checked(self, e: sp.Expr, axes: tuple, name: str) -> Value:
@@ -171,7 +166,7 @@ class Lowerer(Fusions):
         if isinstance(e, sp.Symbol):
             return self._symbol(e)
         if isinstance(e, sp.Indexed):
-            return self._indexed(e, order)
+            return indexed(self, e, order)
         if isinstance(e, sp.Add):
             return self._add(e, order)
         if isinstance(e, sp.Mul):
@@ -179,11 +174,11 @@ class Lowerer(Fusions):
         if isinstance(e, sp.Pow):
             return self._pow(e, order)
         if isinstance(e, sp.Sum):
-            return self._sum(e, order)
+            return sum_value(self, e, order)
         if isinstance(e, sp.Heaviside):
             return self._step(e, order)
         if isinstance(e, sp.KroneckerDelta):
-            return self._mask(e, order)
+            return mask(self, e, order)
         if e.func in BY_NODE:
             return self._function(BY_NODE[e.func], e.args, order)
         raise DerivationError(self.op, f"cannot lower {e} ({type(e).__name__}) to torch")
@@ -213,40 +208,6 @@ class Lowerer(Fusions):
         code = step_code(arg.wrap(ATOM), at_zero, self.device_of)
         return Value(code, arg.axes, ATOM if code.endswith(")") else MUL)
 
-    def _mask(self, e: sp.KroneckerDelta, order: list[sp.Symbol]) -> Value:
-        """delta(a, b) -> (a == b): an equality mask over the axes of a and b."""
-        a, b = (self._index_value(x, order) for x in e.args)
-        axes = union([a.axes, b.axes], order)
-        left, right = (align(v, axes).wrap(MUL) for v in (a, b))
-        return Value(f"({left} == {right}).to({self.device_of}.dtype)", axes)
-
-    def _index_value(self, x: sp.Expr, order: list[sp.Symbol]) -> Value:
-        """An index as a value: a plain index is arange over its range."""
-        if self._is_axis(x) and x in self.sizes:
-            return self._arange(x, self.sizes[x])
-        return self.value(x, order)
-
-    def _arange(self, axis: sp.Symbol, size: sp.Expr) -> Value:
-        code = f"torch.arange({self.value(size, []).code}, device={self.device_of}.device)"
-        return Value(code, (axis,))
-
-    def _gather(self, name: str, e: sp.Indexed, order: list[sp.Symbol]) -> Value:
-        """x[i, t[i, s], s] or x[i, i]: advanced indexing, one broadcast index per subscript.
-
-        Advanced indexing wraps negative indices, so the data tensors used here are recorded
-        (``wrapping``) and their range is checked before every forward.
-        """
-        parts = []
-        for pos, sub in enumerate(e.indices):
-            if self._is_axis(sub):
-                parts.append(self._arange(sub, e.base.shape[pos]))
-                self.sizes.setdefault(sub, e.base.shape[pos])
-            else:
-                parts.append(self.value(sub, order))
-                self.wrapping.update(i.base.label.name for i in sub.atoms(sp.Indexed))
-        axes = union([p.axes for p in parts], order)
-        return Value(f"{name}[{', '.join(align(p, axes).code for p in parts)}]", axes)
-
     # -- leaves -----------------------------------------------------------------------------
     def _symbol(self, s: sp.Symbol) -> Value:
         if s.name not in self.names:
@@ -256,45 +217,6 @@ class Lowerer(Fusions):
     def _is_axis(self, i: sp.Expr) -> bool:
         """An index symbol, not a value with a name (a scalar Max's argmax is data)."""
         return isinstance(i, sp.Symbol) and bool(i.is_integer) and i.name not in self.scalars
-
-    def _indexed(self, e: sp.Indexed, order: list[sp.Symbol]) -> Value:
-        name = self.names.get(e.base.label.name, e.base.label.name)
-        idx = e.indices
-        if not all(self._is_axis(i) or isinstance(i, sp.Indexed) for i in idx):
-            return self._gather(name, e, order)
-        if all(isinstance(i, sp.Symbol) for i in idx):
-            if len(set(idx)) != len(idx):  # a diagonal, x[i, i]
-                return self._gather(name, e, order)
-            return self._permuted(Value(name, tuple(idx)), order)
-        data = [k for k, i in enumerate(idx) if not isinstance(i, sp.Symbol)]
-        plain_rest = set(idx[1:]).isdisjoint(idx[0].free_symbols) and len(set(idx[1:])) == len(
-            idx[1:]
-        )
-        if (
-            data == [0]
-            and isinstance(idx[0], sp.Indexed)
-            and all(self._is_axis(i) for i in idx[0].indices)
-            and plain_rest
-            and len(set(idx[0].indices)) == len(idx[0].indices)
-        ):
-            # C[X[n, t], e] -> C.index_select(0, X): unlike C[X] it rejects negative indices;
-            # X is read in its stored axis order, so its shape is its declared one
-            pick = Value(self.names.get(idx[0].base.label.name, str(idx[0].base)), idx[0].indices)
-            axes = pick.axes + tuple(idx[1:])
-            if len(pick.axes) == 1:
-                return self._permuted(Value(f"{name}.index_select(0, {pick.code})", axes), order)
-            shape = ", ".join(self.value(x, []).code for x in idx[0].base.shape + e.base.shape[1:])
-            flat = f"{pick.wrap(ATOM)}.reshape(-1)"
-            code = f"{name}.index_select(0, {flat}).reshape({shape})"
-            return self._permuted(Value(code, axes), order)
-        if data == [len(idx) - 1] and isinstance(idx[-1], sp.Indexed):
-            # x[n, t[n]] -> x.gather(1, t[:, None]).squeeze(1)
-            pick = self.value(idx[-1], list(idx[:-1]))
-            if pick.axes == tuple(idx[:-1]):
-                k = len(idx) - 1
-                code = f"{name}.gather({k}, {pick.wrap(ATOM)}.unsqueeze({k})).squeeze({k})"
-                return self._permuted(Value(code, tuple(idx[:-1])), order)
-        return self._gather(name, e, order)
 
     def _permuted(self, v: Value, order: list[sp.Symbol]) -> Value:
         """``v`` with its axes in ``order``'s order (axes ``order`` lacks go last)."""
@@ -373,61 +295,9 @@ class Lowerer(Fusions):
         return Value(f"{base.wrap(POW + 1)}**{power}", base.axes, POW)
 
     # -- reductions -------------------------------------------------------------------------
-    def _sum(self, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> Value:
-        key = memo_key(e)
-        if key in self.memo:
-            return self._permuted(self.memo[key], order)
-        bound = [lim[0] for lim in e.limits]
-        self.sizes.update({var: hi - lo + 1 for var, lo, hi in e.limits})
-        inner = natural_order(e.function, order)
-        value = self._contraction(e.function, bound, list(dict.fromkeys(list(order) + inner)))
-        if value is None:
-            body = self.value(e.function, inner)
-            missing = [b for b in bound if b not in body.axes]
-            if missing:
-                raise DerivationError(self.op, f"sum over unused index {missing} in {e}")
-            dims = ", ".join(str(body.axes.index(b)) for b in bound)
-            code = f"{body.wrap(ATOM)}.sum({'(' + dims + ')' if len(bound) > 1 else dims})"
-            value = Value(code, tuple(a for a in body.axes if a not in bound))
-        name = name or self._temp(e)
-        self.lines.append(f"{name} = {value.code}")
-        self.memo[key] = Value(name, value.axes)
-        return self._permuted(self.memo[key], order)
-
-    def _contraction(self, body: sp.Expr, bound: list, order: list) -> Value | None:
-        """sum_k A[.., k] B[k, ..] -> A @ B (or an einsum), when body is two plain tensors;
-        a product of three or more tensors (or reductions) -> one einsum, which contracts pair
-        by pair instead of materialising the broadcast product of all of them."""
-        coef, rest = body.as_coeff_Mul()
-        factors = sp.Mul.make_args(rest)
-        if coef != 1 or len(factors) < 2:
-            return None
-        if len(factors) > 2 or any(isinstance(f, sp.Sum) for f in factors):
-            return self._einsum(factors, bound, order)
-        if not all(plain(f) for f in factors):
-            return None
-        if not all(self._is_axis(i) for f in factors for i in f.indices):
-            return None
-        a, b = (self._indexed(f, list(f.indices)) for f in factors)
-        shared = set(a.axes) & set(b.axes)
-        if not set(bound) <= shared or not (set(a.axes) - shared) or not (set(b.axes) - shared):
-            return None
-        out = tuple(x for x in order if x in (set(a.axes) | set(b.axes)) - set(bound))
-        mm = matmul(a, b, bound, out)
-        return mm if mm is not None else _einsum_value([a, b], out, order)
-
-    def _einsum(self, factors: tuple, bound: list, order: list) -> Value | None:
-        if not all(plain(f) or isinstance(f, sp.Sum) for f in factors):
-            return None  # element-wise work first: not a pure contraction
-        if not all(self._is_axis(i) for f in factors if plain(f) for i in f.indices):
-            return None
-        values = [
-            self._indexed(f, list(f.indices)) if plain(f) else self.value(f, order) for f in factors
-        ]
-        if any(v.scalar for v in values) or not set(bound) <= {a for v in values for a in v.axes}:
-            return None
-        out = tuple(x for x in order if x in {a for v in values for a in v.axes} - set(bound))
-        return _einsum_value(values, out, order)
+    # -- one-hots and scatters --------------------------------------------------------------
+    def _size(self, axis: sp.Symbol) -> str:
+        return self.value(self.sizes[axis], []).code
 
     def _temp(self, e: sp.Sum) -> str:
         return self._name("sum_" + _stem(e))
@@ -437,60 +307,3 @@ class Lowerer(Fusions):
         name = next(n for n in names if n not in self.taken)
         self.taken.add(name)
         return name
-
-    # -- one-hots and scatters --------------------------------------------------------------
-    def _materialise(self, v: Value, axes: tuple, fresh: bool) -> str:
-        """Code for a new tensor with exactly ``axes``; fresh when it will be updated in place."""
-        shape = ", ".join(self._size(a) for a in axes)
-        like = f"dtype={self.device_of}.dtype, device={self.device_of}.device"
-        if v.scalar and v.code == "0":
-            return f"torch.zeros({shape}, {like})"
-        if v.scalar:
-            return f"torch.full(({shape},), {v.code}, {like})" if axes else v.code
-        if v.axes != axes:
-            return f"{align(v, axes).wrap(ATOM)}.expand({shape}).clone()"
-        if fresh and v.prec == ATOM:
-            return f"{v.code}.clone()"
-        return v.code
-
-    def _pick_update(self, name: str, coef: sp.Expr, axis, data: sp.Indexed, axes: tuple) -> None:
-        others = [a for a in axes if a != axis]
-        if self._scatter_pick(name, coef, axis, data, axes):
-            return
-        index = []
-        for a in axes:
-            if a == axis:
-                index.append(align(self.value(data, others), tuple(others)).code)
-            else:
-                aligned = align(
-                    Value(f"torch.arange({self._size(a)}, device={name}.device)", (a,)),
-                    tuple(others),
-                )
-                index.append(aligned.code)
-        sign, coef = ("-", -coef) if coef.could_extract_minus_sign() else ("+", coef)
-        value = align(self.value(coef, others), tuple(others))
-        self.lines.append(f"{name}[{', '.join(index)}] {sign}= {value.code}")
-
-    def _scatter(self, name: str, e: sp.Sum, axes: tuple) -> None:
-        delta, axis, data = scatter_delta(e, axes)
-        bound = [lim[0] for lim in e.limits]
-        self.sizes.update({var: hi - lo + 1 for var, lo, hi in e.limits})
-        rest = sp.Mul(*[f for f in sp.Mul.make_args(e.function) if f is not delta])
-        others = [a for a in axes if a != axis]
-        pos = axes.index(axis)
-        src_order = others[:pos] + bound + others[pos:]
-        source = self.value(rest, src_order)
-        if source.axes != tuple(src_order):
-            raise DerivationError(self.op, f"cannot lower the scatter {e} to index_add_")
-        flat = ", ".join(
-            [self._size(a) for a in others[:pos]] + ["-1"] + [self._size(a) for a in others[pos:]]
-        )
-        index = self.value(data, bound)
-        shape = ", ".join(self._size(a) for a in axes)
-        dev = f"dtype={self.device_of}.dtype, device={self.device_of}.device"
-        src = source.code if len(bound) == 1 else f"{source.wrap(ATOM)}.reshape({flat})"
-        idx = index.code if len(bound) == 1 else f"{index.wrap(ATOM)}.reshape(-1)"
-        self.lines.append(f"{name} = torch.zeros({shape}, {dev}).index_add_({pos}, {idx}, {src})")
-
-    def _size(self, axis: sp.Symbol) -> str:
-        return self.value(self.sizes[axis], []).code

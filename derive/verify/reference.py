@@ -1,6 +1,6 @@
 """A naive torch interpreter of the op language: the independent reference for generated modules.
 
-It shares nothing with the lowering (``lower``, ``torch_code``, ``fusion``, ``emit``): it reads
+It shares nothing with the lowering (:mod:`derive.lower`, :mod:`derive.emit`): it reads
 the parsed :class:`~derive.language.Graph` and evaluates each definition by brute force. Every
 index of a definition, free or bound, gets its own tensor axis; a value is a pair
 ``(tensor, axes)`` with one axis per index symbol it depends on, and
@@ -20,12 +20,12 @@ batched definitions are returned with the leading shape of the inputs restored.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import sympy as sp
 import torch
 
 from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax, View
+from derive.verify.reference_functions import KINKED, UNARY, VARIADIC
 
 
 class InterpretError(ValueError):
@@ -34,46 +34,6 @@ class InterpretError(ValueError):
 
 Axes = tuple[sp.Symbol, ...]
 Value = tuple[torch.Tensor, Axes]
-
-
-def _relu(x: torch.Tensor) -> torch.Tensor:
-    # relu'(x) = 1[x > 0]: the mask is a constant, so autograd gives exactly 0 at x == 0
-    return x * (x > 0).to(x.dtype)
-
-
-def _softplus(x: torch.Tensor) -> torch.Tensor:
-    # log(1 + e^x) = logaddexp(x, 0): exact everywhere (F.softplus switches to x above 20)
-    return torch.logaddexp(x, torch.zeros_like(x))
-
-
-# Functions of one argument, keyed by name: SymPy's classes and the registry's own (sigmoid, ...)
-# share one name space, so the reference does not import the registry it is meant to judge.
-UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "exp": torch.exp,
-    "log": torch.log,
-    "tanh": torch.tanh,
-    "sin": torch.sin,
-    "cos": torch.cos,
-    "sinh": torch.sinh,
-    "cosh": torch.cosh,
-    "Abs": torch.abs,
-    "abs": torch.abs,
-    "sign": torch.sign,
-    "sqrt": torch.sqrt,
-    "sigmoid": torch.sigmoid,
-    "softplus": _softplus,
-    "relu": _relu,
-    "log1p": torch.log1p,
-    "expm1": torch.expm1,
-    "erf": torch.special.erf,
-    "Heaviside": lambda x: (x > 0).to(x.dtype),
-}
-KINKED = {"Abs", "abs", "sign", "relu", "Heaviside"}  # not differentiable at 0
-# Element-wise extremes of two or more expressions (sympy.Max / sympy.Min, not the reduction)
-VARIADIC: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
-    "Max": torch.maximum,
-    "Min": torch.minimum,
-}
 
 
 class _Scope:
@@ -119,6 +79,15 @@ def _align(vals: list[Value]) -> tuple[list[torch.Tensor], Axes]:
     return out, tuple(union)
 
 
+def _arithmetic(e: sp.Add | sp.Mul, values: list[Value]) -> Value:
+    """a + b + ... or a * b * ...: broadcast over the union of the operands' axes."""
+    parts, axes = _align(values)
+    acc = parts[0]
+    for p in parts[1:]:
+        acc = acc + p if isinstance(e, sp.Add) else acc * p
+    return acc, axes
+
+
 def _index_value(e: sp.Expr, s: _Scope) -> Value:
     """An integer-valued subscript: an index symbol, a constant, or an entry of an int tensor."""
     if isinstance(e, sp.Symbol) and e in s.ranges:
@@ -134,11 +103,7 @@ def _index_value(e: sp.Expr, s: _Scope) -> Value:
     if isinstance(e, sp.Symbol) and e in s.sizes:
         return torch.tensor(s.sizes[e]), ()
     if isinstance(e, (sp.Add, sp.Mul)):
-        parts, axes = _align([_index_value(a, s) for a in e.args])
-        acc = parts[0]
-        for p in parts[1:]:
-            acc = acc + p if isinstance(e, sp.Add) else acc * p
-        return acc, axes
+        return _arithmetic(e, [_index_value(a, s) for a in e.args])
     raise InterpretError(f"cannot use '{e}' as a subscript")
 
 
@@ -223,11 +188,7 @@ def value(e: sp.Expr, s: _Scope) -> Value:
     if isinstance(e, (sp.Sum, ReduceMax)):
         return _reduce(e, s)
     if isinstance(e, (sp.Add, sp.Mul)):
-        parts, axes = _align([value(a, s) for a in e.args])
-        acc = parts[0]
-        for p in parts[1:]:
-            acc = acc + p if isinstance(e, sp.Add) else acc * p
-        return acc, axes
+        return _arithmetic(e, [value(a, s) for a in e.args])
     if isinstance(e, sp.Pow):
         return _pow(e, s)
     if isinstance(e, sp.KroneckerDelta):

@@ -8,7 +8,7 @@ Nothing here derives anything of its own or types a formula in; it asks the pipe
 - the **simplified** step: that chain alone through the rewrite rules (the stepwise form,
   ``Derivation.steps``: recorded by the derivation, not derived again);
 - the **collapsed** adjoint: inlined down to ``grad_out`` and simplified as one expression
-  (:class:`~derive.derivation.Collapser`), where chains cancel (``dlogit_maxes`` -> 0);
+  (:class:`~derive.symbolic.derivation.Collapser`), where chains cancel (``dlogit_maxes`` -> 0);
 - the **emitted** torch statements, cut out of the generated module's text.
 """
 
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.derivation import Collapser, Derivation, Lazy, derived
 from derive.errors import DerivationError
-from derive.excerpt import excerpts
-from derive.indices import canonical_bound
+from derive.explain.excerpt import excerpts
 from derive.language import Definition, Graph, Op, parse
-from derive.reverse import GRAD_OUT, Adjoints
+from derive.symbolic.derivation import Collapser, Derivation, Lazy, derived
+from derive.symbolic.indices import canonical_bound
+from derive.symbolic.reverse import GRAD_OUT, Adjoints
 
 # A stepwise op's intermediates are collapsed only while the inlined chain stays small (the
 # loss head of the exercise): SymPy needs seconds per tensor beyond ~30 nested sums.
@@ -156,7 +156,7 @@ def explain(op: Op, module: str, d: Derivation | None = None) -> Explanation:
     """Gather the derivation of ``op``; ``module`` is the text the generator emitted for it.
 
     ``d``: the derivation the module was generated from; by default the generator's recent one
-    (:func:`~derive.derivation.derived`), so nothing is derived twice.
+    (:func:`~derive.symbolic.derivation.derived`), so nothing is derived twice.
     """
     d = d or derived(parse(op))
     stepwise = d.steps

@@ -1,13 +1,13 @@
 """Emission: a Derivation becomes the data a template renders into one black-formatted module.
 
-Python prepares every line (lowered by :mod:`derive.lower`); the template only lays them out.
+Python prepares every line (lowered by :mod:`derive.lower`, checks by :mod:`derive.emit.checks`);
+the template only lays them out.
 The module contract: ``forward(*inputs, **params) -> (out, saved)``, ``backward(grad_out,
 saved) -> tuple`` (one entry per input, ``None`` for integer inputs), and ``Function``.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,14 +16,15 @@ import black
 import jinja2
 import sympy as sp
 
-from derive.derivation import Derivation
+from derive.emit.checks import first_float, input_checks, live_bindings, range_checks, rest_dims
 from derive.errors import DerivationError
-from derive.fold import Canon, stabilise
-from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax, Tensor
-from derive.lower import Lowerer
-from derive.reverse import GRAD_OUT
+from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax
+from derive.lower.lowerer import Lowerer
+from derive.symbolic.canon import Canon, stabilise
+from derive.symbolic.derivation import Derivation
+from derive.symbolic.reverse import GRAD_OUT
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 MARKER = "@" + "generated"  # built, so this file is not itself flagged as generated
 
 
@@ -59,10 +60,6 @@ class ModuleData:
     marker: str = MARKER
 
 
-def _rest_dims(t: Tensor) -> tuple:
-    return t.dims[1:] if t.batched else t.dims
-
-
 def _elementwise(g: Graph) -> bool:
     """Every tensor is the ``...`` axis alone, nothing reduces or indexes by data.
 
@@ -77,99 +74,6 @@ def _elementwise(g: Graph) -> bool:
         if not all(isinstance(i, sp.Symbol) for i in subscripts):
             return False
     return True
-
-
-def _input_lines(
-    g: Graph, flat: bool, wrapping: set[str] = frozenset()
-) -> tuple[list[str], dict[sp.Symbol, str]]:
-    """Type, shape and size checks for the inputs; binds every size symbol to a name.
-
-    Int inputs read by advanced indexing (``wrapping``: it wraps negative indices silently)
-    are range-checked on every device; the others only where no kernel rejects a bad index.
-    """
-    lines, bound, have_batch, composite, like = [], {}, False, [], []
-    first = _first_float(g)
-    for name in g.inputs:
-        t = g.tensors[name]
-        rest = len(_rest_dims(t))
-        lines.append(f"_check_input({name!r}, {name}, {rest}, {t.integer}, {t.batched})")
-        if name != first:  # mixed dtypes or devices: say so here, not in a kernel's words
-            like.append(f"_check_like({name!r}, {name}, {first!r}, {first}, {not t.integer})")
-        if t.batched:
-            shape = f"{name}.shape[: {name}.dim() - {rest}]" if rest else f"{name}.shape"
-            if have_batch:
-                lines.append(f"_check_batch({name!r}, {shape}, batch_shape)")
-            else:
-                lines.append(f"batch_shape = {shape}")
-                have_batch = True
-            tail = f"(-1,) + tuple({name}.shape[{name}.dim() - {rest}:])" if rest else "-1"
-            if flat:
-                lines.append(f"{name} = {name}.reshape({tail})")
-        for pos, dim in enumerate(t.dims):
-            if not flat and t.batched and pos == 0:
-                continue  # the batch axes stay as they are
-            if not isinstance(dim, sp.Symbol):
-                composite.append((name, pos, dim))
-                continue
-            if dim in bound:
-                lines.append(
-                    f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {dim.name!r}, {dim})"
-                )
-            else:
-                lines.append(f"{dim} = {name}.shape[{pos}]")
-                bound[dim] = dim.name
-    lines += like
-    for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
-        lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
-    for size, why in _positive_sizes(g):
-        lines.append(f"_check_positive({str(size)!r}, {size}, {why!r})")
-    for name, size in _index_ranges(g):
-        before = "" if name in wrapping else ", before=True"
-        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}{before})")
-    return lines, bound
-
-
-def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
-    """Size expressions that must be positive at run time: divisors (batchnorm's N - 1, a
-    mean's N) and the extent of a Max. torch would give NaN or a kernel's error instead."""
-    sizes, found = set(g.sizes), {}
-    for step in g.steps:
-        if not isinstance(step, Definition):
-            continue
-        for p in step.body.atoms(sp.Pow):
-            polynomial = p.base.is_polynomial(*sizes) and not p.base.atoms(sp.Function)
-            if (
-                p.exp.is_negative
-                and p.base.free_symbols
-                and p.base.free_symbols <= sizes
-                and polynomial
-            ):
-                found.setdefault(p.base, "it divides")
-        for r in step.body.atoms(ReduceMax):
-            for _, lo, hi in r.limits:
-                found.setdefault(hi - lo + 1, "a Max runs over it")
-    return sorted(found.items(), key=lambda item: str(item[0]))
-
-
-def _range_checks(g: Graph) -> list[str]:
-    """The checks forward() runs when an index kernel fails, to name the bad input."""
-    return [f"_check_range({n!r}, {n}, {str(s)!r}, {s})" for n, s in _index_ranges(g)]
-
-
-def _index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:
-    """(integer input, the size its values index into), from every data-dependent subscript."""
-    found = []
-    for step in g.steps:
-        if not isinstance(step, Definition):
-            continue
-        for ind in sorted(step.body.atoms(sp.Indexed), key=sp.default_sort_key):
-            for pos, sub in enumerate(ind.indices):
-                if (
-                    isinstance(sub, sp.Indexed)
-                    and (sub.base.label.name, ind.base.shape[pos]) not in found
-                ):
-                    found.append((sub.base.label.name, ind.base.shape[pos]))
-    return found
 
 
 def _lowerer(d: Derivation, device_of: str) -> Lowerer:
@@ -256,7 +160,7 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str], flat: bool) -> 
     g, adj = d.graph, d.adjoints
     out = g.tensors[g.output]
     if out.batched and flat:
-        rest = len(_rest_dims(out))
+        rest = len(rest_dims(out))
         shape = f"{GRAD_OUT}.shape[: {GRAD_OUT}.dim() - {rest}]" if rest else f"{GRAD_OUT}.shape"
         lw.lines.append(f"batch_shape = {shape}")
         tail = f"(-1,) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])" if rest else "-1"
@@ -283,54 +187,17 @@ def _emit_views(d: Derivation, lw: Lowerer, produced: str) -> None:
             lw.lines.append(f"{name} = {dname}.reshape({dims})")
 
 
-def _first_float(g: Graph) -> str:
-    """The input other inputs must match in dtype and device, and new tensors are made like."""
-    return next(n for n in g.inputs if not g.tensors[n].integer)
-
-
 def _bodies(d: Derivation, flat: bool) -> tuple[list[str], list[str], list[str], list[str], bool]:
     """Input checks, forward and backward lines, extra saved names, and whether math is used."""
-    lw = _lowerer(d, _first_float(d.graph))
+    lw = _lowerer(d, first_float(d.graph))
     forward = _forward_lines(d, lw)
-    checks, _ = _input_lines(d.graph, flat, lw.wrapping)
+    checks, _ = input_checks(d.graph, flat, lw.wrapping)
     bind, extras = _backward_bindings(d, _needed_symbols(d))
     back = _lowerer(d, GRAD_OUT)
     backward = _backward_lines(d, back, bind, flat)
     if sum(line.count("batch_shape") for line in checks + forward + backward) == 1:
         checks = [line for line in checks if not line.startswith("batch_shape = ")]
     return checks, forward, backward, extras, "math" in lw.modules | back.modules
-
-
-def _live_bindings(checks: list[str], later: list[str]) -> list[str]:
-    """Drop size bindings (``E = C.shape[1]``) that no check, forward line or saved name reads:
-    decided on the statements' syntax trees, not by matching text."""
-    read = [_names_read(line) for line in checks + later]
-    kept = []
-    for k, line in enumerate(checks):
-        bound = _size_binding(line)
-        if bound is None or any(bound in names for names in read[k + 1 :]):
-            kept.append(line)
-    return kept
-
-
-def _names_read(code: str) -> set[str]:
-    tree = ast.parse(code.strip())
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _size_binding(line: str) -> str | None:
-    """The name ``line`` binds when it is ``NAME = tensor.shape[k]``, else None."""
-    stmt = ast.parse(line.strip()).body[0]
-    if (
-        isinstance(stmt, ast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Name)
-        and isinstance(stmt.value, ast.Subscript)
-        and isinstance(stmt.value.value, ast.Attribute)
-        and stmt.value.value.attr == "shape"
-    ):
-        return stmt.targets[0].id
-    return None
 
 
 def _tuple(names: list[str]) -> str:
@@ -347,7 +214,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         checks, forward, backward, extras, uses_math = _bodies(d, flat)
     output = _output_expr(g, flat)
     returned = output if output.isidentifier() else "_returned"
-    checks = _live_bindings(checks, forward + [output] + d.saved + extras)
+    checks = live_bindings(checks, forward + [output] + d.saved + extras)
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
     call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])
@@ -366,7 +233,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         call_args=call,
         check_lines=checks,
         helpers=sorted({h for line in checks for h in re.findall(r"\b_check_\w+", line)}),
-        range_checks=_range_checks(g),
+        range_checks=range_checks(g),
         forward_lines=forward,
         saved_names=d.saved + extras,
         saved_return=_tuple(d.saved + extras + [f"({returned}.shape, {returned}.dtype)"]),

@@ -14,11 +14,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from derive.derivation import derive
-from derive.emit import MARKER, module_data, render
+from derive.emit.module import MARKER, module_data, render
 from derive.errors import DerivationError
 from derive.language import Op, parse
 from derive.names import identifier_problem
+from derive.symbolic.derivation import derive
 
 MARKER_LINES = 5  # the marker sits in a generated file's first lines (the header comment)
 
@@ -146,7 +146,7 @@ def generate(files: list[str], out_dir: str, check: bool = False) -> list[tuple[
         print(f"deriving {op.name} ({op.source})", file=sys.stderr, flush=True)
         written.append((path, write_if_changed(path, module_source(op, out_dir))))
         if check:
-            from derive.check import check_module  # torch is only needed for checking
+            from derive.verify.check import check_module  # torch is only needed for checking
 
             print(check_module(path, op), file=sys.stderr)
     init = out / "__init__.py"

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.indices import (
+from derive.language import Definition, Graph, ReduceMax, Tensor, View
+from derive.symbolic.indices import (
     Fresh,
     freshen_bound,
     indexed_atoms,
@@ -28,7 +29,6 @@ from derive.indices import (
     top_indexed,
     top_reductions,
 )
-from derive.language import Definition, Graph, ReduceMax, Tensor, View
 
 GRAD_OUT = "grad_out"
 

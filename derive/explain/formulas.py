@@ -3,7 +3,7 @@
 Both render the same data (:func:`sections`): per op the forward definitions, then each
 adjoint's chain rule, simplified step and collapse, with the torch lines the module runs.
 FORMULAS.md carries LaTeX in ``$$`` blocks for GitHub; formulas.html carries the same LaTeX
-typeset to inline SVG (:mod:`derive.mathsvg`), so it needs no network and no script.
+typeset to inline SVG (:mod:`derive.explain.mathsvg`), so it needs no network and no script.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from derive.emit import MARKER, TEMPLATES
+from derive.emit.generate import load_op, module_source, write_if_changed
+from derive.emit.module import MARKER, TEMPLATES
 from derive.errors import DerivationError
-from derive.explain import Explanation, explain
-from derive.generate import load_op, module_source, write_if_changed
+from derive.explain.explain import Explanation, explain
+from derive.explain.latex import equation_latex
 from derive.language import Op
-from derive.latex import equation_latex
 
 MARKDOWN, HTML = "FORMULAS.md", "formulas.html"
 
@@ -70,7 +70,7 @@ def section(ex: Explanation) -> OpSection:
 
 def typeset(sections: list[OpSection]) -> Markup:
     """Typeset every formula into its SVG; returns the glyph definitions they share."""
-    from derive.mathsvg import MathSvg  # matplotlib: only when the page is written
+    from derive.explain.mathsvg import MathSvg  # matplotlib: only when the page is written
 
     math = MathSvg()
     for sec in sections:

@@ -1,4 +1,4 @@
-"""Check formulas.html as a browser shows it: ``python -m derive.browser PAGE --out DIR``.
+"""Check formulas.html as a browser shows it: ``python -m derive.explain.browser PAGE --out DIR``.
 
 Without a browser the page is checked as text (:func:`page_problems`: every formula an inline
 SVG, no raw LaTeX left outside the attributes that describe a formula, no script, no stylesheet
@@ -125,7 +125,7 @@ def trim(png: Path, margin: int = 24) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m derive.browser", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m derive.explain.browser", description=__doc__)
     parser.add_argument("page", type=Path, help="formulas.html")
     parser.add_argument("--out", type=Path, default=Path("runs/formulas"), help="screenshot folder")
     parser.add_argument("--height", type=int, default=9000, help="window height for one op")

@@ -1,6 +1,6 @@
 """Verify a generated module against an independent evaluation of its definitions.
 
-The reference is :mod:`derive.reference`, a naive torch interpreter of the op language that
+The reference is :mod:`derive.verify.reference`, a naive torch interpreter of the op language that
 shares nothing with the lowering; torch autograd through it gives the reference gradients. So
 a wrong forward cannot pass (it is compared too), and neither can a backward that agrees only
 with its own forward. Per float input the check reports the largest difference of the generated
@@ -25,7 +25,7 @@ import torch
 
 from derive.errors import CheckFailed
 from derive.language import Graph, Op, parse
-from derive.reference import autograd_reference, evaluate
+from derive.verify.reference import autograd_reference, evaluate
 
 AUTOGRAD_TOL = 1e-10  # float64, relative to max(1, |reference|)
 NUMERIC_TOL = 1e-6  # central differences with h = 1e-6 are good to ~1e-9; room for curvature

@@ -1,6 +1,6 @@
 """The code a lowering builds: a torch expression, the indices labelling its axes, and the
-pure helpers that align, order and combine such values. No state: :mod:`derive.lower` and
-:mod:`derive.fusion` share these.
+pure helpers that align, order and combine such values. No state: :mod:`derive.lower.lowerer` and
+:mod:`derive.lower.fusions` share these.
 """
 
 from __future__ import annotations

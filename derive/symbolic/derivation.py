@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.fold import Canon, Pattern, fold
 from derive.identities import FORWARD_RULES, rewrite
-from derive.indices import canonical_bound
 from derive.language import Definition, Graph
-from derive.reverse import Adjoints, derive_adjoints, inline
-from derive.simplify import Simplifier, cost
+from derive.symbolic.canon import Canon, Pattern, fold
+from derive.symbolic.indices import canonical_bound
+from derive.symbolic.reverse import Adjoints, derive_adjoints, inline
+from derive.symbolic.simplify import Simplifier, cost
 
 
 @dataclass

@@ -1,0 +1,149 @@
+"""The input checks of a generated forward, as data for the template.
+
+In: the parsed :class:`~derive.language.Graph`; out: the lines forward() runs before any
+kernel (dtype, rank and size checks, each size bound to a name once, positivity of divisors,
+ranges of data indices), and which of them survive: a size binding nothing reads is dropped,
+decided on the statements' syntax trees, never by matching text.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import sympy as sp
+
+from derive.language import Definition, Graph, ReduceMax, Tensor
+
+
+def rest_dims(t: Tensor) -> tuple:
+    return t.dims[1:] if t.batched else t.dims
+
+
+def first_float(g: Graph) -> str:
+    """The input other inputs must match in dtype and device, and new tensors are made like."""
+    return next(n for n in g.inputs if not g.tensors[n].integer)
+
+
+def input_checks(
+    g: Graph, flat: bool, wrapping: set[str] = frozenset()
+) -> tuple[list[str], dict[sp.Symbol, str]]:
+    """Type, shape and size checks for the inputs; binds every size symbol to a name.
+
+    Int inputs read by advanced indexing (``wrapping``: it wraps negative indices silently)
+    are range-checked on every device; the others only where no kernel rejects a bad index.
+    """
+    lines, bound, have_batch, composite, like = [], {}, False, [], []
+    first = first_float(g)
+    for name in g.inputs:
+        t = g.tensors[name]
+        rest = len(rest_dims(t))
+        lines.append(f"_check_input({name!r}, {name}, {rest}, {t.integer}, {t.batched})")
+        if name != first:  # mixed dtypes or devices: say so here, not in a kernel's words
+            like.append(f"_check_like({name!r}, {name}, {first!r}, {first}, {not t.integer})")
+        if t.batched:
+            shape = f"{name}.shape[: {name}.dim() - {rest}]" if rest else f"{name}.shape"
+            if have_batch:
+                lines.append(f"_check_batch({name!r}, {shape}, batch_shape)")
+            else:
+                lines.append(f"batch_shape = {shape}")
+                have_batch = True
+            tail = f"(-1,) + tuple({name}.shape[{name}.dim() - {rest}:])" if rest else "-1"
+            if flat:
+                lines.append(f"{name} = {name}.reshape({tail})")
+        for pos, dim in enumerate(t.dims):
+            if not flat and t.batched and pos == 0:
+                continue  # the batch axes stay as they are
+            if not isinstance(dim, sp.Symbol):
+                composite.append((name, pos, dim))
+                continue
+            if dim in bound:
+                lines.append(
+                    f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {dim.name!r}, {dim})"
+                )
+            else:
+                lines.append(f"{dim} = {name}.shape[{pos}]")
+                bound[dim] = dim.name
+    lines += like
+    for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
+        lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
+    for size, why in _positive_sizes(g):
+        lines.append(f"_check_positive({str(size)!r}, {size}, {why!r})")
+    for name, size in data_index_ranges(g):
+        before = "" if name in wrapping else ", before=True"
+        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}{before})")
+    return lines, bound
+
+
+def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
+    """Size expressions that must be positive at run time: divisors (batchnorm's N - 1, a
+    mean's N) and the extent of a Max. torch would give NaN or a kernel's error instead."""
+    sizes, found = set(g.sizes), {}
+    for step in g.steps:
+        if not isinstance(step, Definition):
+            continue
+        for p in step.body.atoms(sp.Pow):
+            polynomial = p.base.is_polynomial(*sizes) and not p.base.atoms(sp.Function)
+            if (
+                p.exp.is_negative
+                and p.base.free_symbols
+                and p.base.free_symbols <= sizes
+                and polynomial
+            ):
+                found.setdefault(p.base, "it divides")
+        for r in step.body.atoms(ReduceMax):
+            for _, lo, hi in r.limits:
+                found.setdefault(hi - lo + 1, "a Max runs over it")
+    return sorted(found.items(), key=lambda item: str(item[0]))
+
+
+def range_checks(g: Graph) -> list[str]:
+    """The checks forward() runs when an index kernel fails, to name the bad input."""
+    return [f"_check_range({n!r}, {n}, {str(s)!r}, {s})" for n, s in data_index_ranges(g)]
+
+
+def data_index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:
+    """(integer input, the size its values index into), from every data-dependent subscript."""
+    found = []
+    for step in g.steps:
+        if not isinstance(step, Definition):
+            continue
+        for ind in sorted(step.body.atoms(sp.Indexed), key=sp.default_sort_key):
+            for pos, sub in enumerate(ind.indices):
+                if (
+                    isinstance(sub, sp.Indexed)
+                    and (sub.base.label.name, ind.base.shape[pos]) not in found
+                ):
+                    found.append((sub.base.label.name, ind.base.shape[pos]))
+    return found
+
+
+def live_bindings(checks: list[str], later: list[str]) -> list[str]:
+    """Drop size bindings (``E = C.shape[1]``) that no check, forward line or saved name reads:
+    decided on the statements' syntax trees, not by matching text."""
+    read = [_names_read(line) for line in checks + later]
+    kept = []
+    for k, line in enumerate(checks):
+        bound = _size_binding(line)
+        if bound is None or any(bound in names for names in read[k + 1 :]):
+            kept.append(line)
+    return kept
+
+
+def _names_read(code: str) -> set[str]:
+    tree = ast.parse(code.strip())
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _size_binding(line: str) -> str | None:
+    """The name ``line`` binds when it is ``NAME = tensor.shape[k]``, else None."""
+    stmt = ast.parse(line.strip()).body[0]
+    if (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.Subscript)
+        and isinstance(stmt.value.value, ast.Attribute)
+        and stmt.value.value.attr == "shape"
+    ):
+        return stmt.targets[0].id
+    return None

@@ -1,0 +1,276 @@
+"""Parsing: an :class:`~derive.language.graph.Op` (strings) becomes a
+:class:`~derive.language.graph.Graph` (SymPy expressions). Any problem raises a
+:class:`~derive.errors.DerivationError` that names the op and the definition; the constructs
+are listed in :mod:`derive.language`.
+
+Every definition's body goes through the identity table's definition rules
+(:data:`derive.identities.DEFINITION_RULES`) as it is read, so ``1/(1 + exp(-z))`` is
+``sigmoid(z)`` from here on.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy as sp
+from sympy.parsing.sympy_parser import parse_expr, standard_transformations
+
+from derive.errors import DerivationError
+from derive.functions import ALIASES, CONSTANTS, FUNCTIONS
+from derive.functions import known as known_names
+from derive.identities import DEFINITION_RULES, rewrite
+from derive.language.graph import (
+    BATCH_INDEX,
+    BATCH_SIZE,
+    Definition,
+    Graph,
+    LangError,
+    Op,
+    Tensor,
+    View,
+)
+from derive.language.reductions import lang_max, lang_sum, lift_maxes, range_of
+from derive.names import value_name_problem
+
+# What parse_expr may build besides our names: numbers and symbols, never SymPy's namespace
+# (which would let erf(), floor() or oo through to fail later, far from the op file).
+_PARSER_GLOBALS = {
+    "Integer": sp.Integer,
+    "Float": sp.Float,
+    "Rational": sp.Rational,
+    "Symbol": sp.Symbol,
+    "Function": sp.Function,
+}
+
+
+_INPUT = re.compile(r"^\s*(\w+)\s*\[([^\]]*)\]\s*(?::\s*(\w+))?\s*$|^\s*(\w+)\s*(?::\s*(\w+))?\s*$")
+_DEF = re.compile(r"^\s*(\w+)\s*(?:\[([^\]]*)\])?\s*=(.+)$", re.S)
+_VIEW = re.compile(r"^\s*view\(\s*(\w+)\s*,(.+)\)\s*$", re.S)
+
+
+def _size(name: str) -> sp.Symbol:
+    return sp.Symbol(name, integer=True, positive=True)
+
+
+def _index(name: str) -> sp.Symbol:
+    return sp.Symbol(name, integer=True)
+
+
+def _parse_dims(text: str, sizes: dict[str, sp.Symbol]) -> tuple[tuple[sp.Expr, ...], bool]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    batched = bool(parts) and parts[0] == "..."
+    if batched:
+        parts = parts[1:]
+        sizes[BATCH_SIZE.name] = BATCH_SIZE
+    dims = []
+    for p in parts:
+        factors = [f.strip() for f in p.split("*")]
+        if not all(re.fullmatch(r"[A-Z]\w*", f) for f in factors):
+            raise LangError(
+                f"dimension '{p}' must be a size symbol (a capitalised name) or a product"
+            )
+        for f in factors:
+            if f != BATCH_SIZE.name:
+                _check_name(f, "size")
+        dims.append(sp.Mul(*[sizes.setdefault(f, _size(f)) for f in factors]))
+    return ((BATCH_SIZE,) if batched else ()) + tuple(dims), batched
+
+
+def _parse_input(text: str, sizes: dict[str, sp.Symbol]) -> Tensor:
+    m = _INPUT.match(text)
+    if not m:
+        raise LangError(f"cannot read input '{text}': expected 'name[D1, D2]' or 'name[N]: int64'")
+    name = m.group(1) or m.group(4)
+    dtype = m.group(3) or m.group(5)
+    _check_name(name, "input")
+    if dtype not in (None, "int64", "float"):
+        raise LangError(f"input '{name}': dtype must be int64 or float, not '{dtype}'")
+    dims, batched = _parse_dims(m.group(2) or "", sizes)
+    return Tensor(name, dims, integer=dtype == "int64", batched=batched)
+
+
+def _check_data_use(body: sp.Expr, g: Graph) -> None:
+    """An int64 tensor is a data index: it may stand only inside a subscript (x[t[n]])."""
+
+    def walk(e: sp.Basic) -> None:
+        if isinstance(e, sp.Indexed):
+            t = g.tensors.get(e.base.label.name)
+            if t is not None and t.integer:
+                raise LangError(
+                    f"int64 tensor '{t.name}' is a data index: use it only as a subscript, "
+                    f"e.g. x[{t.name}[...]] (declare it float to use its values)"
+                )
+            return  # a subscript may hold data indices
+        for a in e.args:
+            walk(a)
+
+    walk(body)
+    if not body.atoms(sp.Indexed):
+        raise LangError("the right-hand side reads no tensor: nothing to differentiate")
+
+
+def _check_name(name: str, role: str) -> None:
+    problem = value_name_problem(name)
+    if problem is not None:
+        raise LangError(f"{role} name '{name}' {problem}")
+
+
+def _parse_params(op: Op, g: Graph) -> dict[sp.Symbol, float]:
+    params = {}
+    for key, v in sorted(op.params.items()):
+        _check_name(key, "param")
+        if key in g.tensors:
+            raise LangError(f"param '{key}' has the name of an input")
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise LangError(f"param '{key}' must be a number, got {type(v).__name__} {v!r}")
+        params[sp.Symbol(key, real=True)] = float(v)
+    return params
+
+
+def _namespace(
+    tensors: dict[str, Tensor], sizes: dict[str, sp.Symbol], params: dict
+) -> dict[str, object]:
+    ns: dict[str, object] = {name: _checked_call(f) for name, f in FUNCTIONS.items()}
+    ns.update({alias: ns[name] for alias, name in ALIASES.items()})
+    ns.update(Sum=lang_sum, Max=lang_max, batch=BATCH_INDEX, Batch=BATCH_SIZE)
+    ns.update({p.name: p for p in params})
+    ns.update(sizes)
+    ns.update({t.name: t.base for t in tensors.values()})
+    return ns
+
+
+def _checked_call(f):
+    def call(*args):
+        if len(args) != f.arity:
+            raise LangError(f"{f.name}() takes {f.arity} argument(s), got {len(args)}")
+        return f.make(*args)
+
+    return call
+
+
+def _subscripts(text: str) -> set[str]:
+    """Lower-case names used inside [...]: indices for sure (``e`` there is not Euler's e)."""
+    parts = re.findall(r"\[([^\[\]]*)", text)
+    return {w for part in parts for w in re.findall(r"\b[a-z_]\w*", part)}
+
+
+def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
+    text = text.replace("...", "batch")
+    local = dict(ns)
+    as_index = _subscripts(text + lhs)
+    scalars = sorted(
+        w
+        for w in set(re.findall(r"\b([A-Za-z_]\w*)\b", text))
+        if isinstance(ns.get(w), sp.IndexedBase) and not ns[w].shape
+    )
+    if scalars:  # reverse mode follows indexed tensors only: say so rather than lose a gradient
+        raise LangError(
+            f"'{scalars[0]}' has no index: a definition cannot read a scalar tensor yet "
+            f"(define it with an index, e.g. {scalars[0]}[n] over a size-1 axis)"
+        )
+    for word in re.findall(r"\b([a-z_]\w*)\b(?!\s*\()", text):
+        if word in CONSTANTS and word not in as_index:
+            local.setdefault(word, CONSTANTS[word])
+        local.setdefault(word, _index(word))  # every other lower-case name is an index
+    try:
+        expr = parse_expr(
+            text,
+            local_dict=local,
+            global_dict=dict(_PARSER_GLOBALS),
+            transformations=standard_transformations,
+        )
+    except LangError:
+        raise
+    except TypeError as exc:
+        if "not subscriptable" in str(exc):
+            raise LangError(f"unknown tensor in '{text.strip()}' ({exc})") from None
+        raise LangError(f"cannot parse '{text.strip()}': {exc}") from None
+    except Exception as exc:  # SymPy's parser raises many types; the user needs one message
+        if "Rank mismatch" in str(exc):
+            raise LangError(
+                f"wrong number of indices in '{text.strip()}': one per dimension"
+            ) from None
+        raise LangError(f"cannot parse '{text.strip()}': {exc}") from None
+    undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
+    if undefined:
+        raise LangError(f"unknown function {', '.join(undefined)} (known: {known_names()})")
+    return sp.sympify(expr)
+
+
+def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> None:
+    free = {s for s in body.free_symbols if s not in known and not isinstance(s, sp.Indexed)}
+    free -= {s for ind in body.atoms(sp.Indexed) for s in [ind.base.label]}
+    used = {s for ind in body.atoms(sp.Indexed) for s in ind.indices if isinstance(s, sp.Symbol)}
+    for s in sorted(free - set(lhs), key=str):
+        if s.name[:1].isupper():
+            raise LangError(f"unknown size '{s}': sizes are named in the inputs' shapes")
+        if s not in used:
+            raise LangError(
+                f"unknown name '{s}': not an input, param, constant or index "
+                f"(an index must subscript a tensor; functions: {known_names()})"
+            )
+        raise LangError(f"index {s} is neither on the left-hand side nor summed")
+    if len(set(lhs)) != len(lhs):
+        raise LangError("an index appears twice on the left-hand side")
+
+
+def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition | View:
+    m = _DEF.match(text)
+    if not m:
+        raise LangError("expected 'name[i, j] = expression' or 'name = expression'")
+    name, lhs_text, rhs = m.group(1), m.group(2), m.group(3)
+    _check_name(name, "definition")
+    if name in g.tensors:
+        raise LangError(f"'{name}' is already defined")
+    view = _VIEW.match(rhs)
+    if view:
+        source = view.group(1)
+        if source not in g.tensors:
+            raise LangError(f"view of unknown tensor '{source}'")
+        dims = tuple(_parse_rhs(d, ns) for d in view.group(2).split(","))
+        g.tensors[name] = Tensor(name, dims)
+        return View(name, source, text.strip())
+    lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
+    lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
+    body = rewrite(_parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else ""), DEFINITION_RULES)
+    _check_indices(lhs, body, set(sizes.values()) | set(g.params))
+    _check_data_use(body, g)
+    dims = tuple(range_of(i, body) for i in lhs)
+    g.tensors[name] = Tensor(name, dims, batched=bool(lhs) and lhs[0] == BATCH_INDEX)
+    return Definition(name, lhs, body, text.strip())
+
+
+def parse(op: Op) -> Graph:
+    """Parse an :class:`Op` into a :class:`Graph`; raise DerivationError on any problem."""
+    sizes: dict[str, sp.Symbol] = {}
+    g = Graph(op, [], {}, {}, [], [], "")
+    current = None
+    try:
+        for text in op.inputs:
+            current = text
+            t = _parse_input(text, sizes)
+            if t.name in g.tensors:
+                raise LangError(f"input '{t.name}' is declared twice")
+            g.tensors[t.name] = t
+            g.inputs.append(t.name)
+        current = None
+        g.params = _parse_params(op, g)
+        for text in op.definitions:
+            current = text
+            step = _parse_definition(text, g, _namespace(g.tensors, sizes, g.params), sizes)
+            g.steps.extend(lift_maxes(step, g, set(sizes.values())))
+    except LangError as exc:
+        raise DerivationError(op.name, str(exc), current) from None
+    if not g.steps:
+        raise DerivationError(op.name, "an op needs at least one definition")
+    g.output = g.steps[-1].name
+    if all(g.tensors[t].integer for t in g.inputs):
+        raise DerivationError(op.name, "every input is int64: there is nothing to differentiate")
+    if g.tensors[g.output].integer:
+        raise DerivationError(op.name, "the output must be a float tensor", g.steps[-1].text)
+    g.sizes = sorted(set(sizes.values()) | _batch_size(g), key=str)
+    return g
+
+
+def _batch_size(g: Graph) -> set:
+    return {BATCH_SIZE} if any(t.batched for t in g.tensors.values()) else set()

@@ -1,0 +1,106 @@
+"""``Sum`` and ``Max`` in a definition: each index's range, read off the tensor dimensions it
+subscripts, and a ``Max`` inside an expression (or over several indices) lifted into a
+definition of its own, so that reverse mode needs one rule for Max.
+
+In: parsed SymPy bodies (and the graph they join); out: ``Sum``/``ReduceMax`` nodes with
+limits ``(i, 0, size - 1)``, and the extra definitions a lifted Max needs.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.language.graph import Definition, Graph, LangError, ReduceMax, Tensor, View
+
+
+def subscript_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
+    """Where each plain index is used as a tensor subscript: index -> {dimension sizes}."""
+    ranges: dict[sp.Symbol, set] = {}
+    for ind in expr.atoms(sp.Indexed):
+        shape = ind.base.shape or ()
+        if len(shape) != len(ind.indices):
+            raise LangError(
+                f"{ind} has {len(ind.indices)} indices but {ind.base} has {len(shape)} dimensions"
+            )
+        for pos, size in zip(ind.indices, shape, strict=True):
+            if isinstance(pos, sp.Symbol):
+                ranges.setdefault(pos, set()).add(size)
+            elif not (isinstance(pos, sp.Indexed) and pos.base.is_integer):
+                raise LangError(
+                    f"subscript '{pos}' of {ind}: use an index or an entry of an int64 tensor"
+                )
+    return ranges
+
+
+def range_of(index: sp.Symbol, expr: sp.Expr) -> sp.Expr:
+    sizes = subscript_ranges(expr).get(index)
+    if not sizes:
+        raise LangError(f"cannot infer the range of index '{index}': it subscripts no tensor")
+    if len(sizes) > 1:
+        shown = ", ".join(sorted(map(str, sizes)))
+        raise LangError(f"index '{index}' is used over different sizes: {shown}")
+    return next(iter(sizes))
+
+
+def _limits(expr: sp.Expr, indices: tuple) -> list[tuple]:
+    if not indices:
+        raise LangError("Sum/Max need at least one index to reduce over")
+    for i in indices:
+        if not isinstance(i, sp.Symbol):
+            raise LangError(f"Sum/Max reduce over indices, not '{i}'")
+    return [(i, 0, range_of(i, expr) - 1) for i in indices]
+
+
+def lang_sum(expr: sp.Expr, *indices: sp.Symbol) -> sp.Expr:
+    return sp.Sum(expr, *_limits(sp.sympify(expr), indices))
+
+
+def lang_max(expr: sp.Expr, *indices: sp.Symbol) -> sp.Expr:
+    return ReduceMax(expr, *_limits(sp.sympify(expr), indices))
+
+
+def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition | View]:
+    """A Max inside an expression, or over several indices, becomes a definition of its own.
+
+    ``h[n] = exp(Max(x[n, c], c))`` -> ``h_max0[n] = Max(x[n, c], c)``, ``h[n] = exp(h_max0[n])``;
+    ``m = Max(x[p, v], p, v)`` -> ``m_max0[p] = Max(x[p, v], v)``, ``m = Max(m_max0[p], p)``.
+    Reverse mode then needs one rule: a definition that is one Max over one index.
+    """
+    if not isinstance(step, Definition) or not step.body.has(ReduceMax):
+        return [step]
+    lifted: list[Definition] = []
+
+    def aux(node: ReduceMax) -> sp.Expr:
+        free = tuple(
+            sorted(
+                (x for x in node.free_symbols if isinstance(x, sp.Symbol) and x.is_integer),
+                key=str,
+            )
+        )
+        free = tuple(
+            i
+            for i in free
+            if i not in sizes and not any(i == ind.base.label for ind in node.atoms(sp.Indexed))
+        )
+        if not free:
+            raise LangError(
+                "a Max over every index inside an expression: write it as its own definition"
+            )
+        name = f"{step.name}_max{len(lifted)}"
+        g.tensors[name] = Tensor(name, tuple(range_of(i, node) for i in free))
+        lifted.append(Definition(name, free, node, f"{name}[...] = {node}  (from `{step.text}`)"))
+        return g.tensors[name].base[free]
+
+    def lift(e: sp.Basic, top: bool) -> sp.Basic:
+        if not isinstance(e, sp.Basic) or not e.args:
+            return e
+        if isinstance(e, ReduceMax):
+            f = lift(e.function, False)
+            for lim in reversed(e.limits[1:]):  # Max over p, v = Max over p of Max over v
+                f = aux(ReduceMax(f, lim))
+            node = ReduceMax(f, e.limits[0])
+            return node if top else aux(node)
+        return e.func(*[lift(a, False) for a in e.args])
+
+    body = lift(step.body, True)
+    return [*lifted, Definition(step.name, step.indices, body, step.text)]
