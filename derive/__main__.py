@@ -85,16 +85,14 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> list:
-    written = []
+    written, made = [], []
     output_folder(args.out)  # an existing file as --out: one line, before any work
     if args.command == "generate":
-        written += generate(args.files, args.out, check=args.check)
+        written += generate(args.files, args.out, check=args.check, made=made)
     if args.command == "formulas" or args.formulas:
-        from derive.explain.formulas import (
-            write_formulas,  # matplotlib only when formulas are written
-        )
+        from derive.explain.formulas import write_formulas  # matplotlib: only for the pages
 
-        written += write_formulas(args.files, args.out, read_modules=args.command == "generate")
+        written += write_formulas(args.files, args.out, made)  # one derivation for both
     return written
 
 

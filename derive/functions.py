@@ -26,8 +26,22 @@ class _RealFunction(sp.Function):
     def _eval_is_real(self):
         return self.args[0].is_real
 
+    def _eval_is_extended_real(self):
+        return self.args[0].is_extended_real
 
-class sigmoid(_RealFunction):  # noqa: N801  (the name an op writes)
+
+class _PositiveFunction(_RealFunction):
+    """Positive wherever its argument is real (sigmoid, softplus): SymPy may then divide by it
+    and take its log knowing the result is real."""
+
+    def _eval_is_positive(self):
+        return True if self.args[0].is_extended_real else None
+
+    def _eval_is_extended_positive(self):
+        return self._eval_is_positive()
+
+
+class sigmoid(_PositiveFunction):  # noqa: N801  (the name an op writes)
     """sigma(x) = 1 / (1 + exp(-x));  sigma'(x) = sigma(x) (1 - sigma(x))."""
 
     @classmethod
@@ -47,7 +61,7 @@ class sigmoid(_RealFunction):  # noqa: N801  (the name an op writes)
         return rf"\sigma\left({printer._print(self.args[0])}\right)"
 
 
-class softplus(_RealFunction):  # noqa: N801
+class softplus(_PositiveFunction):  # noqa: N801
     """softplus(x) = log(1 + exp(x));  softplus'(x) = sigma(x)."""
 
     @classmethod
@@ -91,33 +105,39 @@ class Function:
     node: type | None  # the SymPy class the lowering meets (None: it becomes arithmetic)
     torch: str  # torch code, ``{0}`` (and ``{1}``) the arguments' code
     python: str | None  # the same for python numbers (sizes, params); None: tensors only
+    weight: int  # per-element cost in multiplies (torch CPU, measured): saved or recomputed
     domain: str = "real"  # where a check draws its argument: real | positive | unit
     arity: int = 1
 
 
-def _row(name, make, node, torch, python, domain="real", arity=1) -> Function:
-    return Function(name, make, node, torch, python, domain, arity)
+def _row(name, make, node, torch, python, weight, domain="real", arity=1) -> Function:
+    return Function(name, make, node, torch, python, weight, domain, arity)
 
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for f in [
-        _row("exp", sp.exp, sp.exp, "torch.exp({0})", "math.exp({0})"),
-        _row("log", sp.log, sp.log, "torch.log({0})", "math.log({0})", "positive"),
-        _row("sqrt", sp.sqrt, None, "torch.sqrt({0})", "math.sqrt({0})", "positive"),
-        _row("tanh", sp.tanh, sp.tanh, "torch.tanh({0})", "math.tanh({0})"),
-        _row("sin", sp.sin, sp.sin, "torch.sin({0})", "math.sin({0})"),
-        _row("cos", sp.cos, sp.cos, "torch.cos({0})", "math.cos({0})"),
-        _row("sinh", sp.sinh, sp.sinh, "torch.sinh({0})", "math.sinh({0})"),
-        _row("cosh", sp.cosh, sp.cosh, "torch.cosh({0})", "math.cosh({0})"),
-        _row("abs", sp.Abs, sp.Abs, "torch.abs({0})", "abs({0})"),
-        _row("sign", sp.sign, sp.sign, "torch.sign({0})", "math.copysign(1.0, {0})"),
-        _row("erf", sp.erf, sp.erf, "torch.erf({0})", "math.erf({0})"),
-        _row("log1p", log1p, log1p, "torch.log1p({0})", "math.log1p({0})", "unit"),
-        _row("expm1", expm1, expm1, "torch.expm1({0})", "math.expm1({0})"),
+        _row("exp", sp.exp, sp.exp, "torch.exp({0})", "math.exp({0})", 12),
+        _row("log", sp.log, sp.log, "torch.log({0})", "math.log({0})", 13, "positive"),
+        _row("sqrt", sp.sqrt, None, "torch.sqrt({0})", "math.sqrt({0})", 8, "positive"),
+        _row("tanh", sp.tanh, sp.tanh, "torch.tanh({0})", "math.tanh({0})", 22),
+        _row("sin", sp.sin, sp.sin, "torch.sin({0})", "math.sin({0})", 14),
+        _row("cos", sp.cos, sp.cos, "torch.cos({0})", "math.cos({0})", 14),
+        _row("sinh", sp.sinh, sp.sinh, "torch.sinh({0})", "math.sinh({0})", 13),
+        _row("cosh", sp.cosh, sp.cosh, "torch.cosh({0})", "math.cosh({0})", 13),
+        _row("abs", sp.Abs, sp.Abs, "torch.abs({0})", "abs({0})", 1),
+        _row("sign", sp.sign, sp.sign, "torch.sign({0})", "math.copysign(1.0, {0})", 1),
+        _row("erf", sp.erf, sp.erf, "torch.erf({0})", "math.erf({0})", 14),
+        _row("log1p", log1p, log1p, "torch.log1p({0})", "math.log1p({0})", 9, "unit"),
+        _row("expm1", expm1, expm1, "torch.expm1({0})", "math.expm1({0})", 11),
         # python numbers: sigma(x) = (1 + tanh(x/2))/2 never overflows
         _row(
-            "sigmoid", sigmoid, sigmoid, "torch.sigmoid({0})", "(0.5 + 0.5 * math.tanh(0.5 * {0}))"
+            "sigmoid",
+            sigmoid,
+            sigmoid,
+            "torch.sigmoid({0})",
+            "(0.5 + 0.5 * math.tanh(0.5 * {0}))",
+            5,
         ),
         _row(
             "softplus",
@@ -125,10 +145,11 @@ FUNCTIONS: dict[str, Function] = {
             softplus,
             "(torch.relu({0}) + torch.log1p(torch.exp(-torch.abs({0}))))",
             "(max({0}, 0.0) + math.log1p(math.exp(-abs({0}))))",
+            25,
         ),
-        _row("relu", relu, relu, "torch.relu({0})", "max({0}, 0.0)"),
-        _row("maximum", sp.Max, sp.Max, "torch.maximum({0}, {1})", "max({0}, {1})", arity=2),
-        _row("minimum", sp.Min, sp.Min, "torch.minimum({0}, {1})", "min({0}, {1})", arity=2),
+        _row("relu", relu, relu, "torch.relu({0})", "max({0}, 0.0)", 1),
+        _row("maximum", sp.Max, sp.Max, "torch.maximum({0}, {1})", "max({0}, {1})", 1, arity=2),
+        _row("minimum", sp.Min, sp.Min, "torch.minimum({0}, {1})", "min({0}, {1})", 1, arity=2),
     ]
 }
 ALIASES = {"Abs": "abs"}  # SymPy's spelling, which the first catalogue documented

@@ -15,6 +15,7 @@ A row is ``(name, pattern, build)``: SymPy ``Wild``s in the pattern, ``build`` g
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import sympy as sp
@@ -27,8 +28,9 @@ Rule = tuple[str, sp.Expr, Callable[[dict], sp.Expr | None]]  # None: declines t
 
 
 def _ratio(r: sp.Expr, x: sp.Expr) -> sp.Expr | None:
-    # r must not hide an exp(-x) that the match put there: 2 sigma(z) = (2 e^z) e^-z sigma(z)
-    return None if r.has(sp.exp) else r * sigmoid(x)
+    # r must not hide an exp(-x) that the match put there: 2 sigma(z) = (2 e^z) e^-z sigma(z),
+    # nor a sigmoid it divided in: 2 e^-w = (2 / sigma(w)) e^-w sigma(w) is no sigmoid ratio
+    return None if r.has(sp.exp, sigmoid) else r * sigmoid(x)
 
 
 DEFINITION_RULES: list[Rule] = [
@@ -51,9 +53,10 @@ FORWARD_RULES: list[Rule] = [
 
 
 def _apply(rules: list[Rule], e: sp.Expr) -> sp.Expr:
+    present = _functions(e)
     for _, pattern, build in rules:
-        if e.func != pattern.func:
-            continue
+        if e.func != pattern.func or not _functions(pattern) <= present:
+            continue  # SymPy's matcher is slow on large sums: try only what could match
         m = e.match(pattern)
         # SymPy's matcher may solve for a Wild (r = -z (1 + e^x) / e^x): keep literal matches only
         if m is not None and set(m) == pattern.atoms(sp.Wild) and pattern.xreplace(m) == e:
@@ -63,10 +66,24 @@ def _apply(rules: list[Rule], e: sp.Expr) -> sp.Expr:
     return e
 
 
-def rewrite(expr: sp.Expr, rules: list[Rule]) -> sp.Expr:
-    """Apply ``rules`` bottom-up until none fires (each row strictly simplifies)."""
+@functools.lru_cache(maxsize=1 << 16)
+def _functions(e: sp.Basic) -> frozenset[type]:
+    """The function classes (exp, log, sigmoid, ...) anywhere in ``e``, once per sub-expression."""
+    own = {type(e)} if isinstance(e, sp.Function) else set()
+    if isinstance(e, sp.Pow) and e.base is sp.E:
+        own.add(sp.exp)
+    return frozenset(own).union(*(_functions(a) for a in e.args))
+
+
+def rewrite(expr: sp.Expr, rules: list[Rule], memo: dict | None = None) -> sp.Expr:
+    """Apply ``rules`` bottom-up until none fires (each row strictly simplifies). ``memo``: each
+    distinct sub-expression is rewritten once, so a chain's shared subtrees are not walked once
+    per occurrence (the adjoint of a chain is a DAG whose tree is exponentially larger)."""
     if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, sp.Indexed):
         return expr
-    node = expr.func(*[rewrite(a, rules) for a in expr.args])
-    out = _apply(rules, node)
-    return rewrite(out, rules) if out != node else node
+    memo = {} if memo is None else memo
+    if expr not in memo:
+        node = expr.func(*[rewrite(a, rules, memo) for a in expr.args])
+        out = _apply(rules, node)
+        memo[expr] = rewrite(out, rules, memo) if out != node else node
+    return memo[expr]

@@ -4,16 +4,17 @@
 
 Forward, as defined (element-wise, SymPy index notation):
     x[...]
+    out_erf0[...] = erf(sqrt(2)*x[batch]/2)  (from `out[...] = 0.5 * x[...] * (1 + erf(x[...] / sqrt(2)))`)
     out[...] = 0.5 * x[...] * (1 + erf(x[...] / sqrt(2)))
 
 Backward, derived and simplified by backgen:
-    dx[batch] = 0.5*(erf(sqrt(2)*x[batch]/2) + 1 + sqrt(2)*exp(-x[batch]**2/2)*x[batch]/sqrt(pi))*grad_out[batch]
+    dx[batch] = 0.5*(out_erf0[batch] + 1 + sqrt(2)*exp(-x[batch]**2/2)*x[batch]/sqrt(pi))*grad_out[batch]
 """
 
 import torch
 
 OP = "gelu"
-SAVED = ["x"]
+SAVED = ["x", "out_erf0"]
 
 
 def _check_input(name, t, ndim, integer, batched):
@@ -43,20 +44,17 @@ def _check_grad_out(grad_out, like):
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
-    out = torch.addcmul(x * 0.5, torch.erf(x * (1.4142135623730951 / 2)), x, value=0.5)
-    return out, (x, (out.shape, out.dtype))
+    out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
+    out = torch.addcmul(x * 0.5, x, out_erf0, value=0.5)
+    return out, (x, out_erf0, (out.shape, out.dtype))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    x, _like = saved
+    x, out_erf0, _like = saved
     _check_grad_out(grad_out, _like)
     dx = (
-        torch.addcmul(
-            torch.erf(x * (1.4142135623730951 / 2)) + 1,
-            torch.exp(torch.square(x) * (-1 / 2)) * 0.7978845608028654,
-            x,
-        )
+        torch.addcmul(out_erf0 + 1, torch.exp(torch.square(x) * (-1 / 2)) * 0.7978845608028654, x)
         * grad_out
         * 0.5
     )
@@ -69,8 +67,8 @@ class Function(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         out, saved = forward(x)
-        ctx.save_for_backward(*saved[:1])
-        ctx.extra = saved[1:]
+        ctx.save_for_backward(*saved[:2])
+        ctx.extra = saved[2:]
         return out
 
     @staticmethod

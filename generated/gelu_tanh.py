@@ -4,16 +4,17 @@
 
 Forward, as defined (element-wise, SymPy index notation):
     x[...]
+    out_tanh0[...] = tanh(sqrt(2)*(0.044715*x[batch]**3 + x[batch])/sqrt(pi))  (from `out[...] = 0.5 * x[...] * (1 + tanh(sqrt(2 / pi) * (x[...] + 0.044715 * x[...]**3)))`)
     out[...] = 0.5 * x[...] * (1 + tanh(sqrt(2 / pi) * (x[...] + 0.044715 * x[...]**3)))
 
 Backward, derived and simplified by backgen:
-    dx[batch] = (0.5*sqrt(2)*(1 - tanh(sqrt(2)*(0.044715*x[batch]**3 + x[batch])/sqrt(pi))**2)*(0.134145*x[batch]**2 + 1)*x[batch]/sqrt(pi) + 0.5*tanh(sqrt(2)*(0.044715*x[batch]**3 + x[batch])/sqrt(pi)) + 0.5)*grad_out[batch]
+    dx[batch] = 0.5*(sqrt(2)*(1 - out_tanh0[batch]**2)*(0.134145*x[batch]**2 + 1)*x[batch]/sqrt(pi) + out_tanh0[batch] + 1)*grad_out[batch]
 """
 
 import torch
 
 OP = "gelu_tanh"
-SAVED = ["x"]
+SAVED = ["x", "out_tanh0"]
 
 
 def _check_input(name, t, ndim, integer, batched):
@@ -43,25 +44,23 @@ def _check_grad_out(grad_out, like):
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
-    out = torch.addcmul(
-        x * 0.5, torch.tanh((x**3 * 0.044715 + x) * 0.7978845608028654), x, value=0.5
-    )
-    return out, (x, (out.shape, out.dtype))
+    out_tanh0 = torch.tanh((x**3 * 0.044715 + x) * 0.7978845608028654)
+    out = torch.addcmul(x * 0.5, x, out_tanh0, value=0.5)
+    return out, (x, out_tanh0, (out.shape, out.dtype))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    x, _like = saved
+    x, out_tanh0, _like = saved
     _check_grad_out(grad_out, _like)
-    tanh_x = torch.tanh((x**3 * 0.044715 + x) * 0.7978845608028654)
     dx = (
         torch.addcmul(
-            tanh_x * 0.5 + 0.5,
+            out_tanh0 + 1,
             (torch.square(x) * 0.134145 + 1) * x * 0.7978845608028654,
-            1 - torch.square(tanh_x),
-            value=0.5,
+            1 - torch.square(out_tanh0),
         )
         * grad_out
+        * 0.5
     )
     return (dx,)
 
@@ -72,8 +71,8 @@ class Function(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         out, saved = forward(x)
-        ctx.save_for_backward(*saved[:1])
-        ctx.extra = saved[1:]
+        ctx.save_for_backward(*saved[:2])
+        ctx.extra = saved[2:]
         return out
 
     @staticmethod

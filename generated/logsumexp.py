@@ -5,17 +5,18 @@
 Forward, as defined (element-wise, SymPy index notation):
     x[..., C]
     maxes[...] = Max(x[..., c], c)
+    counts_sum_exp0[...] = exp(-maxes[batch] + x[batch, c])  (from `counts_sum[...] = Sum(exp(x[..., c] - maxes[...]), c)`)
     counts_sum[...] = Sum(exp(x[..., c] - maxes[...]), c)
     out[...] = maxes[...] + log(counts_sum[...])
 
 Backward, derived and simplified by backgen:
-    dx[batch, c] = exp(-maxes[batch] + x[batch, c])*grad_out[batch]/counts_sum[batch]
+    dx[batch, c] = counts_sum_exp0[batch, c]*grad_out[batch]/counts_sum[batch]
 """
 
 import torch
 
 OP = "logsumexp"
-SAVED = ["x", "maxes", "counts_sum"]
+SAVED = ["counts_sum", "counts_sum_exp0"]
 
 
 def _check_input(name, t, ndim, integer, batched):
@@ -55,19 +56,20 @@ def forward(x):
     C = x.shape[1]
     _check_positive("C", C, "a Max runs over it")
     maxes = x.amax(1)
-    counts_sum = torch.exp(x - maxes[:, None]).sum(1)
+    counts_sum_exp0 = torch.exp(x - maxes[:, None])
+    counts_sum = counts_sum_exp0.sum(1)
     out = torch.log(counts_sum) + maxes
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
-    return _returned, (x, maxes, counts_sum, (_returned.shape, _returned.dtype))
+    return _returned, (counts_sum, counts_sum_exp0, (_returned.shape, _returned.dtype))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    x, maxes, counts_sum, _like = saved
+    counts_sum, counts_sum_exp0, _like = saved
     _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape
     grad_out = grad_out.reshape(-1)
-    dx = (grad_out / counts_sum)[:, None] * torch.exp(x - maxes[:, None])
+    dx = (grad_out / counts_sum)[:, None] * counts_sum_exp0
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
 
@@ -78,8 +80,8 @@ class Function(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         out, saved = forward(x)
-        ctx.save_for_backward(*saved[:3])
-        ctx.extra = saved[3:]
+        ctx.save_for_backward(*saved[:2])
+        ctx.extra = saved[2:]
         return out
 
     @staticmethod

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from matplotlib.mathtext import MathTextParser
 
-from derive import browser
+from derive.explain import browser
 from derive.explain.show import catalogue
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -118,9 +118,10 @@ def data_index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:
 
 
 def live_bindings(checks: list[str], later: list[str]) -> list[str]:
-    """Drop size bindings (``E = C.shape[1]``) that no check, forward line or saved name reads:
-    decided on the statements' syntax trees, not by matching text."""
-    read = [_names_read(line) for line in checks + later]
+    """Drop size and batch-shape bindings (``E = C.shape[1]``, ``batch_shape = x.shape``) that
+    no later check, forward line, output or saved name reads: decided on the statements'
+    syntax trees, not by matching text."""
+    read = [names_read(line) for line in checks + later]
     kept = []
     for k, line in enumerate(checks):
         bound = _size_binding(line)
@@ -129,21 +130,22 @@ def live_bindings(checks: list[str], later: list[str]) -> list[str]:
     return kept
 
 
-def _names_read(code: str) -> set[str]:
+def names_read(code: str) -> set[str]:
     tree = ast.parse(code.strip())
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _size_binding(line: str) -> str | None:
-    """The name ``line`` binds when it is ``NAME = tensor.shape[k]``, else None."""
+    """The name ``line`` binds when it is ``NAME = tensor.shape[k]`` or ``NAME = tensor.shape``
+    (a size, or the batch shape), else None."""
     stmt = ast.parse(line.strip()).body[0]
-    if (
+    if not (
         isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1
         and isinstance(stmt.targets[0], ast.Name)
-        and isinstance(stmt.value, ast.Subscript)
-        and isinstance(stmt.value.value, ast.Attribute)
-        and stmt.value.value.attr == "shape"
     ):
+        return None
+    value = stmt.value.value if isinstance(stmt.value, ast.Subscript) else stmt.value
+    if isinstance(value, ast.Attribute) and value.attr == "shape":
         return stmt.targets[0].id
     return None

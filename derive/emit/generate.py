@@ -1,5 +1,8 @@
 """Load op files, derive each op, render its module, write it only when it changed.
 
+In: op files; out: ``generated/<op>.py`` and, for each op, an :class:`Emitted` record (the
+derivation and the module text) that the formulas pages and ``show`` read.
+
 The writer replaces only files it generated itself (they carry the ``@generated`` marker in
 their first lines): an op file, or anything else a user keeps in ``--out``, is never
 overwritten, whatever the op is named or wherever ``--out`` points.
@@ -12,13 +15,15 @@ import os
 import runpy
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from derive.emit.module import MARKER, module_data, render
+from derive.emit.statements import Statement, statement
 from derive.errors import DerivationError
 from derive.language import Op, parse
 from derive.names import identifier_problem
-from derive.symbolic.derivation import derive
+from derive.symbolic.derivation import Derivation, derive
 
 MARKER_LINES = 5  # the marker sits in a generated file's first lines (the header comment)
 
@@ -58,10 +63,28 @@ def _relative(path: Path) -> str:
     return path.as_posix()
 
 
+@dataclass(frozen=True)
+class Emitted:
+    """One op through the pipeline: its derivation and the module emitted from it, together,
+    so that a reader of both (show, the formulas pages) derives nothing a second time."""
+
+    op: Op
+    derivation: Derivation
+    module: str
+    statements: list[Statement]  # the backward's, as lowered: what each writes and reads
+
+
+def emit(op: Op, out_dir: str | Path) -> Emitted:
+    """Derive ``op`` and emit its module (the text ``--out out_dir`` writes)."""
+    command = f"python -m derive generate {op.source} --out {Path(out_dir).as_posix()}"
+    d = derive(parse(op))
+    data = module_data(d, op.source, command)
+    return Emitted(op, d, render(data), [statement(line) for line in data.backward_lines])
+
+
 def module_source(op: Op, out_dir: str | Path) -> str:
     """The generated module for one op, as text."""
-    command = f"python -m derive generate {op.source} --out {Path(out_dir).as_posix()}"
-    return render(module_data(derive(parse(op)), op.source, command))
+    return emit(op, out_dir).module
 
 
 def is_generated(path: Path) -> bool:
@@ -137,14 +160,23 @@ def targets(ops: list[Op], out: Path) -> list[Path]:
     return paths
 
 
-def generate(files: list[str], out_dir: str, check: bool = False) -> list[tuple[Path, bool]]:
-    """Generate one module per op file into ``out_dir``; optionally verify each one."""
+def generate(
+    files: list[str], out_dir: str, check: bool = False, made: list[Emitted] | None = None
+) -> list[tuple[Path, bool]]:
+    """Generate one module per op file into ``out_dir``; optionally verify each one.
+
+    ``made``: a list to receive each op's :class:`Emitted` (``generate --formulas`` hands them to
+    the formulas pages, which then derive nothing).
+    """
     out = output_folder(out_dir)
     ops = [load_op(f) for f in sorted(files)]
     written = []
     for op, path in zip(ops, targets(ops, out)):
         print(f"deriving {op.name} ({op.source})", file=sys.stderr, flush=True)
-        written.append((path, write_if_changed(path, module_source(op, out_dir))))
+        emitted = emit(op, out_dir)
+        if made is not None:
+            made.append(emitted)
+        written.append((path, write_if_changed(path, emitted.module)))
         if check:
             from derive.verify.check import check_module  # torch is only needed for checking
 

@@ -8,7 +8,6 @@ saved) -> tuple`` (one entry per input, ``None`` for integer inputs), and ``Func
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,11 +15,17 @@ import black
 import jinja2
 import sympy as sp
 
-from derive.emit.checks import first_float, input_checks, live_bindings, range_checks, rest_dims
+from derive.emit.checks import (
+    first_float,
+    input_checks,
+    live_bindings,
+    names_read,
+    range_checks,
+    rest_dims,
+)
 from derive.errors import DerivationError
 from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax
 from derive.lower.lowerer import Lowerer
-from derive.symbolic.canon import Canon, stabilise
 from derive.symbolic.derivation import Derivation
 from derive.symbolic.reverse import GRAD_OUT
 
@@ -78,28 +83,27 @@ def _elementwise(g: Graph) -> bool:
 
 def _lowerer(d: Derivation, device_of: str) -> Lowerer:
     g = d.graph
-    names = {t: t for t in g.tensors} | {a.name: a.name for a in d.adjoints.argmax.values()}
-    names |= {s.name: s.name for s in g.sizes} | {p.name: p.name for p in g.params}
-    names |= {v: v for v in d.adjoints.names.values()} | {v: v for v in d.adjoints.views}
+    known = set(g.tensors) | {a.name for a in d.adjoints.argmax.values()}
+    known |= {s.name for s in g.sizes} | {p.name for p in g.params}
+    known |= set(d.adjoints.names.values()) | set(d.adjoints.views)
     scalars = {s.name for s in g.sizes} | {p.name for p in g.params}
-    return Lowerer(g.op.name, names, {}, scalars=scalars, device_of=device_of)
+    return Lowerer(g.op.name, known, {}, scalars=scalars, device_of=device_of)
 
 
 def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
+    """The forward as the derivation hands it over (its bodies already stabilised)."""
     g = d.graph
-    canon, earlier = Canon(g, d.adjoints.fresh), set()
-    lw.share([s.body for s in g.steps if isinstance(s, Definition)])
-    for step in g.steps:
+    lw.share([s.body for s in d.forward if isinstance(s, Definition)])
+    for step in d.forward:
         t = g.tensors[step.name]
         if not isinstance(step, Definition):
-            dims = ", ".join(lw.value(x, []).code for x in t.dims)
-            lw.lines.append(f"{step.name} = {step.source}.reshape({dims})")
+            lw.reshape(step.name, step.source, t.dims)
         elif isinstance(step.body, ReduceMax):
-            _forward_max(d, step, lw)
+            argmax = d.adjoints.argmax[step.name].name
+            argmax = argmax if argmax in d.saved else None
+            lw.reduce_max(step.name, step.body, step.indices, argmax, step.text)
         else:
-            body = stabilise(step.body, canon, earlier)
-            lw.assign(step.name, body, step.indices, t.dims)
-        earlier.add(step.name)
+            lw.assign(step.name, step.body, step.indices, t.dims)
     return lw.lines
 
 
@@ -110,22 +114,7 @@ def _output_expr(g: Graph, flat: bool) -> str:
     return g.output
 
 
-def _forward_max(d: Derivation, step: Definition, lw: Lowerer) -> None:
-    var, lo, hi = step.body.limits[0]
-    order = list(step.indices) + [var]
-    lw.sizes[var] = hi - lo + 1
-    body = lw.value(step.body.function, order)
-    if var not in body.axes:
-        raise DerivationError(d.graph.op.name, "Max over an index the body does not use", step.text)
-    dim = body.axes.index(var)
-    argmax = d.adjoints.argmax[step.name].name
-    if argmax in d.saved:
-        lw.lines.append(f"{step.name}, {argmax} = {body.wrap(100)}.max({dim})")
-    else:
-        lw.lines.append(f"{step.name} = {body.wrap(100)}.amax({dim})")
-
-
-def _backward_bindings(d: Derivation, needed: set[sp.Symbol]) -> tuple[list[str], list[str]]:
+def _backward_bindings(d: Derivation, needed: set[sp.Symbol]) -> tuple[list[tuple], list[str]]:
     """Bind sizes/params the backward uses from grad_out and saved shapes; the rest are saved."""
     g, lines, extras = d.graph, [], []
     sources = [(GRAD_OUT, g.tensors[g.output].dims)]
@@ -135,7 +124,7 @@ def _backward_bindings(d: Derivation, needed: set[sp.Symbol]) -> tuple[list[str]
         if sym in g.params or where is None:
             extras.append(sym.name)
         else:
-            lines.append(f"{sym} = {where[0]}.shape[{where[1]}]")
+            lines.append((sym.name, f"{sym} = {where[0]}.shape[{where[1]}]"))
     return lines, extras
 
 
@@ -156,7 +145,7 @@ def _needed_symbols(d: Derivation) -> set[sp.Symbol]:
     return needed
 
 
-def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str], flat: bool) -> list[str]:
+def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -> list[str]:
     g, adj = d.graph, d.adjoints
     out = g.tensors[g.output]
     if out.batched and flat:
@@ -175,29 +164,36 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[str], flat: bool) -> 
         if t in g.inputs and g.tensors[t].batched and flat:
             v = adj.names[t]
             lw.lines.append(f"{v} = {v}.reshape(tuple(batch_shape) + tuple({v}.shape[1:]))")
-    body = "\n".join(lw.lines[start:])
-    used = [b for b in bind if re.search(rf"\b{b.split(' = ')[0]}\b", body)]
-    return lw.lines[:start] + used + lw.lines[start:]
+    read = set().union(*map(names_read, lw.lines[start:]))  # on the statements' syntax trees
+    return lw.lines[:start] + [line for name, line in bind if name in read] + lw.lines[start:]
 
 
 def _emit_views(d: Derivation, lw: Lowerer, produced: str) -> None:
     for name, (dname, src) in sorted(d.adjoints.views.items()):
         if dname == produced:
-            dims = ", ".join(lw.value(x, []).code for x in d.graph.tensors[src].dims)
-            lw.lines.append(f"{name} = {dname}.reshape({dims})")
+            lw.reshape(name, dname, d.graph.tensors[src].dims)
 
 
-def _bodies(d: Derivation, flat: bool) -> tuple[list[str], list[str], list[str], list[str], bool]:
-    """Input checks, forward and backward lines, extra saved names, and whether math is used."""
+@dataclass
+class _Bodies:
+    checks: list[str]
+    forward: list[str]
+    backward: list[str]
+    extras: list[str]  # sizes and params the backward cannot read off a shape: saved as numbers
+    reads: set[str]  # every name the forward and backward statements read
+    modules: set[str]  # python modules they call (math)
+
+
+def _bodies(d: Derivation, flat: bool) -> _Bodies:
+    """Input checks, forward and backward lines, and what the lowering recorded about them."""
     lw = _lowerer(d, first_float(d.graph))
     forward = _forward_lines(d, lw)
     checks, _ = input_checks(d.graph, flat, lw.wrapping)
     bind, extras = _backward_bindings(d, _needed_symbols(d))
     back = _lowerer(d, GRAD_OUT)
     backward = _backward_lines(d, back, bind, flat)
-    if sum(line.count("batch_shape") for line in checks + forward + backward) == 1:
-        checks = [line for line in checks if not line.startswith("batch_shape = ")]
-    return checks, forward, backward, extras, "math" in lw.modules | back.modules
+    reads = set().union(*map(names_read, forward + backward))
+    return _Bodies(checks, forward, backward, extras, reads, lw.modules | back.modules)
 
 
 def _tuple(names: list[str]) -> str:
@@ -208,10 +204,11 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
     """Lower forward and backward of ``d`` into the strings of one generated module."""
     g, adj = d.graph, d.adjoints
     flat = not _elementwise(g)
-    checks, forward, backward, extras, uses_math = _bodies(d, flat)
-    if not flat and re.search(rf"\b{BATCH_SIZE}\b", "\n".join(forward + backward)):
+    b = _bodies(d, flat)
+    if not flat and BATCH_SIZE.name in b.reads:
         flat = True  # the code names the flattened batch size after all
-        checks, forward, backward, extras, uses_math = _bodies(d, flat)
+        b = _bodies(d, flat)
+    checks, forward, backward, extras = b.checks, b.forward, b.backward, b.extras
     output = _output_expr(g, flat)
     returned = output if output.isidentifier() else "_returned"
     checks = live_bindings(checks, forward + [output] + d.saved + extras)
@@ -232,7 +229,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         function_signature=", ".join(g.inputs + params),
         call_args=call,
         check_lines=checks,
-        helpers=sorted({h for line in checks for h in re.findall(r"\b_check_\w+", line)}),
+        helpers=sorted({f for line in checks for f in names_read(line) if f.startswith("_check_")}),
         range_checks=range_checks(g),
         forward_lines=forward,
         saved_names=d.saved + extras,
@@ -246,7 +243,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         input_names=list(g.inputs),
         grads=grads,
         n_params=len(g.params),
-        uses_math=uses_math,
+        uses_math="math" in b.modules,
     )
 
 

@@ -7,29 +7,29 @@ Nothing here derives anything of its own or types a formula in; it asks the pipe
   (``derive(stepwise=True)``'s raw terms, bound indices renamed readably);
 - the **simplified** step: that chain alone through the rewrite rules (the stepwise form,
   ``Derivation.steps``: recorded by the derivation, not derived again);
-- the **collapsed** adjoint: inlined down to ``grad_out`` and simplified as one expression
-  (:class:`~derive.symbolic.derivation.Collapser`), where chains cancel (``dlogit_maxes`` -> 0);
-- the **emitted** torch statements, cut out of the generated module's text.
+- the **collapsed** adjoint: inlined down to ``grad_out`` and simplified as one expression,
+  where chains cancel (``dlogit_maxes`` -> 0): ``Derivation.collapsed``, recorded by the
+  derivation;
+- the **emitted** torch statements: the ones emission recorded for each gradient's variable
+  (:mod:`derive.explain.excerpt`), formatted as the module has them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.errors import DerivationError
+from derive.emit.generate import Emitted
+from derive.emit.statements import Statement
 from derive.explain.excerpt import excerpts
-from derive.language import Definition, Graph, Op, parse
-from derive.symbolic.derivation import Collapser, Derivation, Lazy, derived
+from derive.language import Definition, Graph, Op
+from derive.symbolic.collapse import Lazy
+from derive.symbolic.derivation import Derivation
 from derive.symbolic.indices import canonical_bound
-from derive.symbolic.reverse import GRAD_OUT, Adjoints
+from derive.symbolic.reverse import GRAD_OUT
 
-# A stepwise op's intermediates are collapsed only while the inlined chain stays small (the
-# loss head of the exercise): SymPy needs seconds per tensor beyond ~30 nested sums.
-COLLAPSE_SUMS = 24
 COMPUTED = " (computed)"  # marks the form the generated module evaluates
 OPAQUE_TEMPLATE_NAMES = {GRAD_OUT, "batch_shape"}  # plumbing of the module, not of a gradient
 
@@ -92,77 +92,23 @@ def _order(d: Derivation) -> list[str]:
     ]
 
 
-def _sums(expr: sp.Expr) -> int:
-    return sum(1 for e in sp.preorder_traversal(expr) if isinstance(e, sp.Sum))
-
-
-def _uses(expr: sp.Basic) -> list[str]:
-    """Every occurrence of a name as a tensor (Indexed or scalar Symbol), with repeats."""
-    if isinstance(expr, sp.Indexed):
-        return [expr.base.label.name]
-    if isinstance(expr, sp.Symbol):
-        return [expr.name]
-    return [name for a in expr.args for name in _uses(a)]
-
-
-def _inlined_size(adj: Adjoints, t: str, memo: dict) -> tuple[int, bool]:
-    """(Sums in the adjoint of t inlined down to grad_out, whether it reaches a view's
-    adjoint), counted on the step expressions without inlining them (that is the slow part)."""
-    if t not in memo:
-        owner = {adj.names[u]: u for u in adj.exprs}
-        sums, view = _sums(adj.exprs[t]), False
-        for name in _uses(adj.exprs[t]):
-            if name in owner:
-                inner = _inlined_size(adj, owner[name], memo)
-                sums, view = sums + inner[0], view or inner[1]
-            view = view or name in adj.views
-        memo[t] = (sums, view)
-    return memo[t]
-
-
-def _collapsed(d: Derivation, order: list[str]) -> dict[str, sp.Expr]:
-    """Each tensor's adjoint inlined down to grad_out and simplified, where that is cheap.
-
-    A view's adjoint is a reshape, not an expression: inlining stops there (views cleared on a
-    copy), and an adjoint that reads one is not collapsed.
-    """
-    adj, memo, out = d.adjoints, {}, {}
-    collapser = d.collapser or Collapser(d.graph, dataclasses.replace(adj, views={}))
-    for t in order:
-        if not d.stepwise and t in d.final:
-            out[t] = d.final[t]
-            continue
-        sums, view = _inlined_size(adj, t, memo)
-        if view or (d.stepwise and sums > COLLAPSE_SUMS):
-            continue
-        try:
-            simplified = collapser.simplified(t)
-        except DerivationError:
-            continue
-        if not simplified.has(sp.Derivative, sp.Piecewise, sp.nan, sp.zoo):
-            out[t] = canonical_bound(simplified, adj.free[t])
-    return out
-
-
-def _emitted(d: Derivation, module: str, order: list[str]) -> dict[str, str]:
+def _emitted(d: Derivation, statements: list[Statement], order: list[str]) -> dict[str, str]:
     g, names = d.graph, d.adjoints.names
     opaque = {s.name for s in g.sizes} | {p.name for p in g.params} | OPAQUE_TEMPLATE_NAMES
     opaque |= set(names.values())
-    found = excerpts(module, [names[t] for t in order], opaque)
+    found = excerpts(statements, [names[t] for t in order], opaque)
     return {t: found[names[t]] for t in order if names[t] in found}
 
 
-def explain(op: Op, module: str, d: Derivation | None = None) -> Explanation:
-    """Gather the derivation of ``op``; ``module`` is the text the generator emitted for it.
-
-    ``d``: the derivation the module was generated from; by default the generator's recent one
-    (:func:`~derive.symbolic.derivation.derived`), so nothing is derived twice.
-    """
-    d = d or derived(parse(op))
+def explain(e: Emitted) -> Explanation:
+    """Gather the derivation of one op as the generator made it (:func:`~derive.emit.generate.emit`
+    hands over the derivation, the module and its backward's statements): read, never derived,
+    parsed or emitted again."""
+    op, d = e.op, e.derivation
     stepwise = d.steps
     order = _order(d)
-    collapsed = _collapsed(d, order)
-    emitted = _emitted(d, module, order)
+    collapsed = d.collapsed
+    emitted = _emitted(d, e.statements, order)
     adj, steps = d.adjoints, []
     for t in order:
         simplified = stepwise[t] if stepwise is not None else None
@@ -185,4 +131,6 @@ def explain(op: Op, module: str, d: Derivation | None = None) -> Explanation:
             )
         )
     raw = Lazy(list(d.raw), lambda t: canonical_bound(d.raw[t], adj.free[t]))  # --json only
-    return Explanation(op, d.graph.output, _forward(d.graph), steps, raw, dict(d.final), module)
+    return Explanation(
+        op, d.graph.output, _forward(d.written or d.graph), steps, raw, dict(d.final), e.module
+    )

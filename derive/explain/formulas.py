@@ -14,12 +14,11 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from derive.emit.generate import load_op, module_source, write_if_changed
+from derive.emit.generate import Emitted, emit, load_op, write_if_changed
 from derive.emit.module import MARKER, TEMPLATES
 from derive.errors import DerivationError
 from derive.explain.explain import Explanation, explain
 from derive.explain.latex import equation_latex
-from derive.language import Op
 
 MARKDOWN, HTML = "FORMULAS.md", "formulas.html"
 
@@ -94,23 +93,20 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def _module(op: Op, out: Path, read_modules: bool) -> str:
-    path = out / f"{op.name}.py"
-    return path.read_text() if read_modules and path.exists() else module_source(op, out)
-
-
 def write_formulas(
-    files: list[str], out_dir: str, read_modules: bool = False
+    files: list[str], out_dir: str, made: list[Emitted] | None = None
 ) -> list[tuple[Path, bool]]:
     """Write FORMULAS.md and formulas.html for the op files into ``out_dir``.
 
-    ``read_modules``: take the emitted torch from the modules just written there (generate
-    --formulas) instead of emitting it again.
+    ``made``: the ops as ``generate`` just derived and emitted them (generate --formulas): each
+    page reads those derivations and modules instead of deriving the ops again.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ops = [load_op(f) for f in sorted(files)]
-    sections = [section(explain(op, _module(op, out, read_modules))) for op in ops]
+    by_name = {e.op.name: e for e in made or []}
+    done = [by_name.get(op.name) or emit(op, out) for op in ops]
+    sections = [section(explain(e)) for e in done]
     command = (
         f"python -m derive formulas {' '.join(op.source for op in ops)} --out {out.as_posix()}"
     )

@@ -13,7 +13,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from derive.emit.generate import load_op, module_source
+from derive.emit.generate import emit, load_op
 from derive.errors import DerivationError
 from derive.explain.explain import Explanation, explain
 from derive.explain.latex import equation_latex, equation_pretty, latex
@@ -48,8 +48,7 @@ def resolve(op: str) -> Path:
 
 def explain_file(path: Path) -> Explanation:
     """Load, derive and generate one op file, and gather its derivation."""
-    op = load_op(path)
-    return explain(op, module_source(op, "generated"))
+    return explain(emit(load_op(path), "generated"))
 
 
 def _header(ex: Explanation) -> list[str]:

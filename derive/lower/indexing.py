@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.lower.value import ATOM, MUL, Value, align, scatter_delta, union
+from derive.lower.value import ATOM, MUL, PickUpdate, Value, align, scatter_delta, union
 
 if TYPE_CHECKING:
     from derive.lower.lowerer import Lowerer
@@ -59,7 +59,7 @@ def gather(lw: Lowerer, name: str, e: sp.Indexed, order: list[sp.Symbol]) -> Val
 
 
 def indexed(lw: Lowerer, e: sp.Indexed, order: list[sp.Symbol]) -> Value:
-    name = lw.names.get(e.base.label.name, e.base.label.name)
+    name = e.base.label.name
     idx = e.indices
     if not all(lw._is_axis(i) or isinstance(i, sp.Indexed) for i in idx):
         return gather(lw, name, e, order)
@@ -78,7 +78,7 @@ def indexed(lw: Lowerer, e: sp.Indexed, order: list[sp.Symbol]) -> Value:
     ):
         # C[X[n, t], e] -> C.index_select(0, X): unlike C[X] it rejects negative indices;
         # X is read in its stored axis order, so its shape is its declared one
-        pick = Value(lw.names.get(idx[0].base.label.name, str(idx[0].base)), idx[0].indices)
+        pick = Value(idx[0].base.label.name, idx[0].indices)
         axes = pick.axes + tuple(idx[1:])
         if len(pick.axes) == 1:
             return lw._permuted(Value(f"{name}.index_select(0, {pick.code})", axes), order)
@@ -113,7 +113,9 @@ def materialise(lw: Lowerer, v: Value, axes: tuple, fresh: bool) -> str:
 
 def pick_update(lw: Lowerer, name: str, coef: sp.Expr, axis, data: sp.Indexed, axes: tuple) -> None:
     others = [a for a in axes if a != axis]
-    if lw._scatter_pick(name, coef, axis, data, axes):
+    fused = lw.fuse(PickUpdate(name, coef, axis, data, axes), others)
+    if fused is not None:
+        lw.lines.append(fused)
         return
     index = []
     for a in axes:

@@ -8,9 +8,11 @@ a ``scatter_add_`` or ``index_add_``, never a materialised one-hot. Nothing loop
 Unsupported shapes of expression raise at generation time, naming the op.
 
 In: SymPy index expressions with the axes they are wanted over; out: python statements, one
-string each, collected in :attr:`Lowerer.lines`. Sums live in :mod:`derive.lower.reductions`,
+string each, collected in :attr:`Lowerer.lines`. The lowerer dispatches on the node's class;
+arithmetic lives in :mod:`derive.lower.arithmetic`, sums in :mod:`derive.lower.reductions`,
 data-dependent indexing in :mod:`derive.lower.indexing`, the shared pure helpers in
-:mod:`derive.lower.value`; where two kernels can be one, :mod:`derive.lower.fusions` says how.
+:mod:`derive.lower.value`. Where two kernels can be one, a row of
+:data:`derive.lower.fusions.FUSIONS` says how; its match reads a :class:`Scope` only.
 """
 
 from __future__ import annotations
@@ -22,22 +24,22 @@ import sympy as sp
 
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, Function, step_code
-from derive.lower.fusions import Fusions
+from derive.language import ReduceMax
+from derive.lower.arithmetic import add, mul, power
+from derive.lower.fusions import fuse
 from derive.lower.indexing import indexed, mask, materialise, pick_update, scatter
 from derive.lower.reductions import sum_value
 from derive.lower.value import (
-    ADD,
     ATOM,
     MUL,
-    POW,
     UNARY,
     AxisError,
+    PickUpdate,
+    Scope,
     Value,
     align,
     memo_key,
     number,
-    number_scale,
-    ordered_terms,
     permute,
     position,
     scatter_delta,
@@ -56,11 +58,11 @@ def _stem(e: sp.Expr) -> str:
 
 
 @dataclass
-class Lowerer(Fusions):
+class Lowerer:
     """Lowers expressions of one function body; collects the statements they need."""
 
     op: str
-    names: dict[str, str]  # symbol name -> python expression (tensors, sizes, params)
+    known: set[str]  # the names with a value in the generated function (tensors, sizes, params)
     sizes: dict[sp.Symbol, sp.Expr]  # index -> its range (for aranges and einsum checks)
     lines: list[str] = field(default_factory=list)
     memo: dict[sp.Expr, Value] = field(default_factory=dict)
@@ -83,6 +85,27 @@ class Lowerer(Fusions):
     device_of: str = "grad_out"  # a tensor whose device/dtype new tensors take
 
     # -- entry points -----------------------------------------------------------------------
+    def reshape(self, name: str, source: str, dims: tuple) -> None:
+        """``name = source.reshape(dims)``: a view in the forward, its reverse in the backward."""
+        shape = ", ".join(self.value(x, []).code for x in dims)
+        self.lines.append(f"{name} = {source}.reshape({shape})")
+
+    def reduce_max(
+        self, name: str, body: ReduceMax, axes: tuple, argmax: str | None, text: str = ""
+    ) -> None:
+        """``name[axes] = Max(f, c)`` as ``.amax``, or ``.max`` when the backward reads the
+        argmax (``argmax`` names it): the adjoint of a Max flows to the maximising entry."""
+        var, lo, hi = body.limits[0]
+        self.sizes[var] = hi - lo + 1
+        value = self.value(body.function, list(axes) + [var])
+        if var not in value.axes:
+            raise DerivationError(self.op, "Max over an index the body does not use", text)
+        dim = value.axes.index(var)
+        if argmax is not None:
+            self.lines.append(f"{name}, {argmax} = {value.wrap(ATOM)}.max({dim})")
+        else:
+            self.lines.append(f"{name} = {value.wrap(ATOM)}.amax({dim})")
+
     def assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
         """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
         try:
@@ -168,11 +191,11 @@ class Lowerer(Fusions):
         if isinstance(e, sp.Indexed):
             return indexed(self, e, order)
         if isinstance(e, sp.Add):
-            return self._add(e, order)
+            return add(self, e, order)
         if isinstance(e, sp.Mul):
-            return self._mul(e, order)
+            return mul(self, e, order)
         if isinstance(e, sp.Pow):
-            return self._pow(e, order)
+            return power(self, e, order)
         if isinstance(e, sp.Sum):
             return sum_value(self, e, order)
         if isinstance(e, sp.Heaviside):
@@ -210,92 +233,27 @@ class Lowerer(Fusions):
 
     # -- leaves -----------------------------------------------------------------------------
     def _symbol(self, s: sp.Symbol) -> Value:
-        if s.name not in self.names:
+        if s.name not in self.known:
             raise DerivationError(self.op, f"'{s}' has no value in the generated function")
-        return Value(self.names[s.name], (), ATOM, scalar=s.name in self.scalars)
+        return Value(s.name, (), ATOM, scalar=s.name in self.scalars)
 
     def _is_axis(self, i: sp.Expr) -> bool:
-        """An index symbol, not a value with a name (a scalar Max's argmax is data)."""
-        return isinstance(i, sp.Symbol) and bool(i.is_integer) and i.name not in self.scalars
+        return self.scope([]).is_axis(i)
+
+    def scope(self, order: list[sp.Symbol]) -> Scope:
+        """What a fusion's match may read: the names, the sums computed, the order wanted."""
+        return Scope(self.scalars, self.memo.keys(), self.sizes.keys(), tuple(order))
+
+    def fuse(self, site: sp.Expr | PickUpdate, order: list[sp.Symbol]) -> Value | str | None:
+        """The fused code for ``site`` when a row of :data:`~derive.lower.fusions.FUSIONS`
+        matches it, else None (the plain lowering goes on)."""
+        return fuse(self, site, order)
 
     def _permuted(self, v: Value, order: list[sp.Symbol]) -> Value:
         """``v`` with its axes in ``order``'s order (axes ``order`` lacks go last)."""
         return permute(v, tuple(sorted(v.axes, key=position(order))))
 
-    # -- arithmetic -------------------------------------------------------------------------
-    def _add(self, e: sp.Add, order: list[sp.Symbol]) -> Value:
-        fused = self._addmm(e, order)
-        if fused is None:
-            fused = self._addcmul(e, order)
-        if fused is not None:
-            return fused
-        terms = [self.value(t, order) for t in ordered_terms(e)]
-        axes = union([t.axes for t in terms], order)
-        code = align(terms[0], axes).code if terms[0].prec >= ADD else terms[0].code
-        for term in ordered_terms(e)[1:]:
-            if term.could_extract_minus_sign():
-                code += f" - {align(self.value(-term, order), axes).wrap(MUL + 1)}"
-            else:
-                code += f" + {align(self.value(term, order), axes).wrap(ADD)}"
-        return Value(code, axes, ADD, scalar=all(t.scalar for t in terms))
-
-    def _mul(self, e: sp.Mul, order: list[sp.Symbol]) -> Value:
-        fused = self._mean(e, order)
-        if fused is None:
-            fused = self._distribute(e, order)
-        if fused is not None:
-            return fused
-        coef, rest = e.as_coeff_Mul()
-        num, den = [], []
-        constant = sp.Mul(*[f for f in sp.Mul.make_args(rest) if f.is_number])
-        if constant != 1:  # sqrt(2)/sqrt(pi): one float, not python arithmetic at run time
-            num.append(self.value(constant, order))
-        for f in sp.Mul.make_args(rest):
-            if f.is_number:
-                continue
-            if isinstance(f, sp.Pow) and f.exp.is_number and f.exp < 0:
-                den.append(self.value(f.base ** (-f.exp), order))
-            else:
-                num.append(self.value(f, order))
-        if coef.is_Rational and coef.q != 1:
-            den.append(Value(str(coef.q), scalar=True))
-            coef = sp.Integer(coef.p)
-        if abs(coef) != 1:
-            num.insert(0, Value(number(abs(coef)), scalar=True))
-        scale = None
-        if all(v.scalar for v in num + den):
-            value = self._product(num, den, order, None)
-        else:
-            scale = number_scale(
-                [v for v in num if v.scalar], [v for v in den if v.scalar], coef < 0
-            )
-            tensors = [v for v in num if not v.scalar], [v for v in den if not v.scalar]
-            value = self._product(*tensors, order, scale)
-        if (
-            coef < 0 and scale is None
-        ):  # unary minus binds to the first (smallest) factor: no extra full pass
-            return Value(f"-{value.wrap(MUL)}", value.axes, UNARY, value.scalar)
-        return value
-
-    def _pow(self, e: sp.Pow, order: list[sp.Symbol]) -> Value:
-        base, exp = self.value(e.base, order), e.exp
-        if base.scalar:
-            power = self.value(exp, []).wrap(POW + 1)
-            return Value(f"{base.wrap(POW + 1)} ** {power}", scalar=True, prec=POW)
-        special = {sp.Rational(1, 2): "torch.sqrt", sp.Rational(-1, 2): "torch.rsqrt"}
-        if exp in special:
-            return Value(f"{special[exp]}({base.code})", base.axes)
-        # torch.reciprocal and torch.square skip the python-level operator wrappers of
-        # Tensor.__rtruediv__ / __pow__ (a few microseconds a call at the makemore size)
-        if exp == -1:
-            return Value(f"torch.reciprocal({base.code})", base.axes)
-        if exp == 2:
-            return Value(f"torch.square({base.code})", base.axes)
-        power = self.value(exp, []).wrap(POW + 1)
-        return Value(f"{base.wrap(POW + 1)}**{power}", base.axes, POW)
-
-    # -- reductions -------------------------------------------------------------------------
-    # -- one-hots and scatters --------------------------------------------------------------
+    # -- names ------------------------------------------------------------------------------
     def _size(self, axis: sp.Symbol) -> str:
         return self.value(self.sizes[axis], []).code
 

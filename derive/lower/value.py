@@ -1,10 +1,14 @@
 """The code a lowering builds: a torch expression, the indices labelling its axes, and the
-pure helpers that align, order and combine such values. No state: :mod:`derive.lower.lowerer` and
-:mod:`derive.lower.fusions` share these.
+pure helpers that align, order and combine such values; the :class:`Scope` a fusion's match
+reads. No state: every module of :mod:`derive.lower` shares these.
+
+Precedences (``ATOM`` > ``POW`` > ``UNARY`` > ``MUL`` > ``ADD``) follow SymPy's printer table:
+a value is parenthesised only where it binds more loosely than the place it goes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import sympy as sp
@@ -162,3 +166,46 @@ def scatter_delta(e: sp.Sum, axes: tuple):
             if axis is not None and data is not None and set(data.indices) == bound:
                 return f, axis, data
     return None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a fusion's match may read of the lowering, and nothing it could change: which names
+    are bound to python numbers, which sums are computed already, which index ranges are
+    known, and the axis order wanted. It answers, without lowering anything, what lowering
+    ``e`` would give: over which axes, and whether a python number."""
+
+    scalars: Collection[str]  # the names bound to python numbers (sizes, params)
+    computed: Collection[sp.Expr]  # memo keys of the sums computed already
+    ranged: Collection[sp.Symbol] = ()  # the indices whose range is known (an arange's)
+    order: tuple[sp.Symbol, ...] = ()
+
+    def is_axis(self, i: sp.Expr) -> bool:
+        """An index symbol, not a value with a name (a scalar Max's argmax is data)."""
+        return isinstance(i, sp.Symbol) and bool(i.is_integer) and i.name not in self.scalars
+
+    def axes(self, e: sp.Expr) -> set[sp.Symbol]:
+        """The indices the lowered ``e`` has axes for: the free index symbols its tensors are
+        subscripted with, and those a delta compares (an arange over a known range). Told
+        apart by the symbol, not its name: an index may share a tensor's name (fuzz 1168)."""
+        found = {i for ind in e.atoms(sp.Indexed) for i in ind.indices if self.is_axis(i)}
+        for delta in e.atoms(sp.KroneckerDelta):
+            found |= {a for a in delta.args if self.is_axis(a) and a in self.ranged}
+        return found & e.free_symbols
+
+    def scalar(self, e: sp.Expr) -> bool:
+        """Whether ``e`` lowers to a python number: it reads no tensor, only sizes and params."""
+        if e.has(sp.Indexed, sp.Sum, sp.KroneckerDelta):
+            return False
+        return all(s.name in self.scalars for s in e.free_symbols if isinstance(s, sp.Symbol))
+
+
+@dataclass(frozen=True)
+class PickUpdate:
+    """``name[..., data, ...] += coef``: a one-hot term added in place along ``axis``."""
+
+    name: str
+    coef: sp.Expr
+    axis: sp.Symbol
+    data: sp.Indexed
+    axes: tuple[sp.Symbol, ...]

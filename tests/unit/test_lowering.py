@@ -1,12 +1,16 @@
-"""One op, one expected emitted line, per lowering rule and fusion (exact strings, as SymPy's
-printer tests do); the numbers behind them are checked in tests/test_check.py."""
+"""One op, one expected emitted line, per lowering rule and per row of the fusion table (exact
+strings, as SymPy's printer tests do); the numbers behind them are checked in
+tests/test_check.py. Each fusion's match is also checked to decide without lowering anything."""
 
 from __future__ import annotations
 
 import pytest
+import sympy as sp
 
 from derive import Op
 from derive.emit.generate import module_source
+from derive.lower.fusions import FUSIONS
+from derive.lower.lowerer import Lowerer
 
 
 def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
@@ -52,11 +56,29 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ["out[n] = x[n, n]"],
             "out = x[torch.arange(N, device=x.device), torch.arange(N, device=x.device)]",
         ),
-        # a chain of three: one einsum, contracted pair by pair
+        # a chain of three: contracted pair by pair, each pair a matmul
         (
             ["a[I, J]", "b[J, K]", "c[K, L]"],
             ["out[i, l] = Sum(a[i, j] * b[j, k] * c[k, l], j, k)"],
-            'out = torch.einsum("ad,dc,cb->ab", a, b, c)',
+            "out = a @ b @ c",
+        ),
+        # A B v: B v first (J K + I J), not the I x K product A B that left-to-right builds
+        (
+            ["A[I, J]", "B[J, K]", "v[K]"],
+            ["out[i] = Sum(A[i, j] * B[j, k] * v[k], j, k)"],
+            'out = torch.einsum("b,ab->a", torch.einsum("c,bc->b", v, B), A)',
+        ),
+        # the simplifier's nesting sum_l g[i,l] (sum_k b[j,k] c[k,l]) flattened: g c first
+        (
+            ["a[I, J]", "b[J, K]", "c[K, L]"],
+            ["out[i, l] = Sum(a[i, j] * b[j, k] * c[k, l], j, k)"],
+            "da = grad_out @ c.T @ b.T",
+        ),
+        # an index named like a tensor (g) is still an axis of the einsum (fuzz seed 1168)
+        (
+            ["g[G]", "emb[A, G, G]", "hid[A, G, G, G]"],
+            ["out[m, t, i] = Sum(emb[t, c, m] * hid[t, c, r, i], c, r) + g[i]"],
+            'demb = torch.einsum("cae,abde->abc", grad_out, hid)',
         ),
         # r + c a b -> addcmul; a function met twice is computed once
         (["x[N]"], ["out[n] = x[n] * tanh(x[n]) + tanh(x[n])"], "tanh_x = torch.tanh(x)"),
@@ -79,3 +101,72 @@ def test_delta_without_a_scatter_form_is_an_equality_mask() -> None:
 
 def test_relu_derivative_is_the_step() -> None:
     assert "dx = (x > 0).to(grad_out.dtype) * grad_out" in _lines(["x[N]"], ["out[n] = relu(x[n])"])
+
+
+# One case per row of FUSIONS: the op, and the fused line its module must hold.
+FUSION_CASES = {
+    "addmm": (
+        ["x[N, D]", "W[D, M]", "b[M]"],
+        ["out[n, m] = Sum(x[n, k] * W[k, m], k) + b[m]"],
+        "out = torch.addmm(b, x, W)",
+    ),
+    "addcmul": (
+        ["x[N, M]", "y[N, M]", "z[N, M]"],
+        ["out[n, m] = x[n, m] - 2 * y[n, m] * z[n, m]"],
+        "out = torch.addcmul(x, z, y, value=-2)",
+    ),
+    "mean": (["x[N, M]"], ["out[m] = Sum(x[n, m], n) / N"], "out = x.mean(0)"),
+    "distribute": (
+        ["a[N]", "g[N]"],
+        ["out[n] = (1 + a[n]) * g[n]"],
+        "out = torch.addcmul(g, g, a)",
+    ),
+    "scatter_add": (
+        ["z[N, C]", "t[N]: int64"],
+        ["out[n] = z[n, t[n]]"],
+        "dz.scatter_add_(1, t.unsqueeze(1), grad_out.unsqueeze(1))",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", [rule.name for rule in FUSIONS])
+def test_fusion_emits_its_line(name: str) -> None:
+    inputs, definitions, line = FUSION_CASES[name]
+    assert line in _lines(inputs, definitions)
+
+
+def test_every_fusion_has_its_case_and_identity() -> None:
+    assert set(FUSION_CASES) == {rule.name for rule in FUSIONS}
+    assert all("->" in rule.identity for rule in FUSIONS)
+
+
+N, M, D = sp.symbols("N M D", integer=True, positive=True)
+n, m, k = sp.symbols("n m k", integer=True)
+x = sp.IndexedBase("x", shape=(N, M), real=True)
+W = sp.IndexedBase("W", shape=(M, D), real=True)
+b = sp.IndexedBase("b", shape=(D,), real=True)
+
+
+def _lowerer() -> Lowerer:
+    return Lowerer("t", {"x", "W", "b", "N", "M", "D"}, {}, scalars={"N", "M", "D"})
+
+
+@pytest.mark.parametrize(
+    ("rule", "expr", "order", "matches"),
+    [
+        ("addmm", b[k] + sp.Sum(x[n, m] * W[m, k], (m, 0, M - 1)), [n, k], True),
+        ("addmm", b[k] + sp.Sum(x[n, m] * W[m, k] ** 2, (m, 0, M - 1)), [n, k], False),
+        ("mean", sp.Sum(x[n, m], (n, 0, N - 1)) / N, [m], True),
+        ("mean", sp.Sum(x[n, m], (n, 0, N - 1)) / (N - 1), [m], False),
+        ("addcmul", x[n, m] + 3 * x[n, m] ** 2 * b[m], [n, m], True),
+        ("addcmul", x[n, m] + N * M, [n, m], False),
+    ],
+)
+def test_fusion_match_is_pure(rule: str, expr: sp.Expr, order: list, matches: bool) -> None:
+    """A match decides on the expression alone: it lowers nothing, emits nothing, fills no
+    memo, whether it matches or not."""
+    lw = _lowerer()
+    (fusion,) = [f for f in FUSIONS if f.name == rule]
+    found = fusion.match(expr, lw.scope(order))
+    assert (found is not None) == matches
+    assert lw.lines == [] and lw.memo == {} and lw.sizes == {} and lw.bound == {}

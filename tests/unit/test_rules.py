@@ -8,6 +8,7 @@ import sympy as sp
 
 from derive.functions import FUNCTIONS, relu, sigmoid, softplus
 from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite
+from derive.symbolic.canon import Pattern, fold
 from derive.symbolic.simplify import SUM_RULES, Reduction, Simplifier
 
 n, m, k, c = sp.symbols("n m k c", integer=True)
@@ -24,17 +25,17 @@ def _apply(rule: str, body: sp.Expr, simplifier: Simplifier | None = None) -> sp
     return RULES[rule](body, LIM, simplifier or Simplifier())
 
 
-@pytest.mark.parametrize(
-    ("rule", "body", "expected"),
-    [
-        ("_sum_zero", sp.S.Zero, sp.S.Zero),
-        ("_sum_of_add", x[k] + y[k], sp.Sum(x[k], LIM) + sp.Sum(y[k], LIM)),
-        ("_delta_eliminate", x[k] * sp.KroneckerDelta(k, t[n]), x[t[n]]),
-        ("_constant", y[n], K * y[n]),
-        ("_factor_out", y[n] * x[k], y[n] * sp.Sum(x[k], LIM)),
-        ("_expand_if_cheaper", sp.KroneckerDelta(k, c) * (x[k] + 1), x[c] + 1),
-    ],
-)
+SUM_RULE_CASES = [
+    ("_sum_zero", sp.S.Zero, sp.S.Zero),
+    ("_sum_of_add", x[k] + y[k], sp.Sum(x[k], LIM) + sp.Sum(y[k], LIM)),
+    ("_delta_eliminate", x[k] * sp.KroneckerDelta(k, t[n]), x[t[n]]),
+    ("_constant", y[n], K * y[n]),
+    ("_factor_out", y[n] * x[k], y[n] * sp.Sum(x[k], LIM)),
+    ("_expand_if_cheaper", sp.KroneckerDelta(k, c) * (x[k] + 1), x[c] + 1),
+]
+
+
+@pytest.mark.parametrize(("rule", "body", "expected"), SUM_RULE_CASES)
 def test_sum_rule(rule: str, body: sp.Expr, expected: sp.Expr) -> None:
     assert _apply(rule, body) == expected
 
@@ -131,3 +132,43 @@ def test_fold_reduction_reads_an_index_dependent_coefficient_at_the_match() -> N
     rr = sp.IndexedBase("r", real=True)
     red = Reduction(rr, (m,), 1 / y[m], x[k, m], LIM)
     assert _apply("_fold_reduction", x[k, c], Simplifier([red])) == rr[c] * y[c]
+
+
+def test_every_sum_rule_has_its_case() -> None:
+    # _fold_reduction needs a definition to read back: its two tests above
+    assert {case[0] for case in SUM_RULE_CASES} | {"_fold_reduction"} == set(RULES)
+
+
+@pytest.mark.parametrize("row", DEFINITION_RULES + FORWARD_RULES, ids=lambda row: row[0])
+def test_each_identity_fires_on_its_own_pattern(row) -> None:
+    name, pattern, build = row
+    bind = {w: (y[n] if w.name == "r" else x[n]) for w in pattern.atoms(sp.Wild)}
+    assert rewrite(pattern.xreplace(bind), [row]) == build(bind)
+
+
+# The folds of derive/symbolic/canon.py, one each: a backward expression read back through a
+# definition of the forward (probs[n, c] = exp(l[n, c] - M[n]) / S[n], inv[m] = (var + eps)^-1/2)
+P, L, MX, S = (sp.IndexedBase(s, real=True) for s in ("probs", "l", "M", "S"))
+INV, VAR = sp.IndexedBase("inv", real=True), sp.IndexedBase("var", real=True)
+EPS = sp.Symbol("eps", real=True)
+PROBS = Pattern("probs", P, (n, c), sp.exp(L[n, c] - MX[n]) / S[n])
+INVSTD = Pattern("inv", INV, (m,), (VAR[m] + EPS) ** sp.Rational(-1, 2))
+
+
+@pytest.mark.parametrize(
+    ("expr", "pattern", "folded"),
+    [
+        # exp(l - M) * S^-1 -> probs              (a product of powers, at other indices)
+        (sp.exp(L[m, k] - MX[m]) / S[m] * x[m], PROBS, P[m, k] * x[m]),
+        # (var + eps)^(-3/2) -> inv^3             (an integer power of the pattern)
+        ((VAR[n] + EPS) ** sp.Rational(-3, 2) * y[n], INVSTD, INV[n] ** 3 * y[n]),
+        # exp(l) sum_k x/S -> probs sum_k x       (a factor pulled into the sum, folded, out)
+        (
+            sp.exp(L[n, c] - MX[n]) * sp.Sum(x[k] / S[n], LIM),
+            PROBS,
+            P[n, c] * sp.Sum(x[k], LIM),
+        ),
+    ],
+)
+def test_fold(expr: sp.Expr, pattern: Pattern, folded: sp.Expr) -> None:
+    assert fold(expr, [pattern]) == folded

@@ -1,0 +1,128 @@
+"""Lowering of arithmetic: sums of terms, products and powers become broadcast torch ops.
+
+In: ``Add``, ``Mul`` and ``Pow`` nodes and the lowerer; out: a
+:class:`~derive.lower.value.Value`. A product multiplies its small factors first (each
+full-size product is a pass over the tensor) and folds python numbers into one operation; a
+node a fusion matches (:mod:`derive.lower.fusions`) becomes the fused call instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import sympy as sp
+
+from derive.lower.value import (
+    ADD,
+    MUL,
+    POW,
+    UNARY,
+    Value,
+    align,
+    number,
+    number_scale,
+    ordered_terms,
+    union,
+)
+
+if TYPE_CHECKING:
+    from derive.lower.lowerer import Lowerer
+
+
+def add(lw: Lowerer, e: sp.Add, order: list[sp.Symbol]) -> Value:
+    fused = lw.fuse(e, order)
+    if fused is not None:
+        return fused
+    terms = [lw.value(t, order) for t in ordered_terms(e)]
+    axes = union([t.axes for t in terms], order)
+    code = align(terms[0], axes).code if terms[0].prec >= ADD else terms[0].code
+    for term in ordered_terms(e)[1:]:
+        if term.could_extract_minus_sign():
+            code += f" - {align(lw.value(-term, order), axes).wrap(MUL + 1)}"
+        else:
+            code += f" + {align(lw.value(term, order), axes).wrap(ADD)}"
+    return Value(code, axes, ADD, scalar=all(t.scalar for t in terms))
+
+
+def mul(lw: Lowerer, e: sp.Mul, order: list[sp.Symbol]) -> Value:
+    fused = lw.fuse(e, order)
+    if fused is not None:
+        return fused
+    coef, rest = e.as_coeff_Mul()
+    num, den = [], []
+    constant = sp.Mul(*[f for f in sp.Mul.make_args(rest) if f.is_number])
+    if constant != 1:  # sqrt(2)/sqrt(pi): one float, not python arithmetic at run time
+        num.append(lw.value(constant, order))
+    for f in sp.Mul.make_args(rest):
+        if f.is_number:
+            continue
+        if isinstance(f, sp.Pow) and f.exp.is_number and f.exp < 0:
+            den.append(lw.value(f.base ** (-f.exp), order))
+        else:
+            num.append(lw.value(f, order))
+    if coef.is_Rational and coef.q != 1:
+        den.append(Value(str(coef.q), scalar=True))
+        coef = sp.Integer(coef.p)
+    if abs(coef) != 1:
+        num.insert(0, Value(number(abs(coef)), scalar=True))
+    scale = None
+    if all(v.scalar for v in num + den):
+        value = product(lw, num, den, order, None)
+    else:
+        scale = number_scale([v for v in num if v.scalar], [v for v in den if v.scalar], coef < 0)
+        tensors = [v for v in num if not v.scalar], [v for v in den if not v.scalar]
+        value = product(lw, *tensors, order, scale)
+    if (
+        coef < 0 and scale is None
+    ):  # unary minus binds to the first (smallest) factor: no extra full pass
+        return Value(f"-{value.wrap(MUL)}", value.axes, UNARY, value.scalar)
+    return value
+
+
+def power(lw: Lowerer, e: sp.Pow, order: list[sp.Symbol]) -> Value:
+    base, exp = lw.value(e.base, order), e.exp
+    if base.scalar:
+        exponent = lw.value(exp, []).wrap(POW + 1)
+        return Value(f"{base.wrap(POW + 1)} ** {exponent}", scalar=True, prec=POW)
+    special = {sp.Rational(1, 2): "torch.sqrt", sp.Rational(-1, 2): "torch.rsqrt"}
+    if exp in special:
+        return Value(f"{special[exp]}({base.code})", base.axes)
+    # torch.reciprocal and torch.square skip the python-level operator wrappers of
+    # Tensor.__rtruediv__ / __pow__ (a few microseconds a call at the makemore size)
+    if exp == -1:
+        return Value(f"torch.reciprocal({base.code})", base.axes)
+    if exp == 2:
+        return Value(f"torch.square({base.code})", base.axes)
+    exponent = lw.value(exp, []).wrap(POW + 1)
+    return Value(f"{base.wrap(POW + 1)}**{exponent}", base.axes, POW)
+
+
+def product(
+    lw: Lowerer, num: list[Value], den: list[Value], order: list[sp.Symbol], scale: str | None
+) -> Value:
+    """Multiply the small factors first: each full-size product is a pass over the tensor.
+
+    ``g * probs / N`` becomes ``g / N * probs``, ``bnraw * s / (N - 1)`` becomes
+    ``s / (N - 1) * bnraw``; python numbers (``scale``, sign included) are folded into one
+    and applied to the smallest tensor factor.
+    """
+    rank = lambda v: len(v.axes)  # noqa: E731
+    acc: Value | None = None
+    for level in sorted({rank(v) for v in num + den}):
+        parts = ([acc] if acc else []) + [v for v in num if rank(v) == level]
+        below = [v for v in den if rank(v) == level]
+        if len(parts) == 1 and not below and (scale is None or acc is not None):
+            acc = parts[0]
+            continue
+        axes = union([v.axes for v in parts + below], order)
+        if not parts and len(below) == 1 and scale is None and not below[0].scalar:
+            acc = Value(f"torch.reciprocal({below[0].code})", below[0].axes)
+            continue
+        code = " * ".join(align(v, axes).wrap(MUL) for v in parts) or "1"
+        for d in below:
+            code += f" / {align(d, axes).wrap(POW)}"
+        if scale is not None and acc is None:
+            code += scale
+        scalar = all(v.scalar for v in parts + below)
+        acc = Value(code, axes, MUL, scalar)
+    return acc if acc else Value("1", scalar=True)

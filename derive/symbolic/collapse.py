@@ -1,0 +1,140 @@
+"""Collapsing: an adjoint inlined down to ``grad_out`` and simplified as one expression, so
+chains cancel (softmax + cross-entropy to ``(probs - onehot) / N``, ``dlogit_maxes`` to 0).
+
+In: the graph and its adjoints from reverse mode; out: each tensor's collapsed adjoint. Each
+step is simplified on its own before it is inlined (its Kronecker deltas go while it is
+small), and the passes memoise per distinct sub-expression, so the work grows polynomially
+with the length of a chain, not as 2**n. :class:`Collapser` serves the collapsed ops' input
+adjoints (what their modules compute); :func:`collapse_each` every other tensor's, for reading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+
+import sympy as sp
+
+from derive.errors import DerivationError
+from derive.identities import FORWARD_RULES, rewrite
+from derive.language import Graph
+from derive.symbolic.canon import Canon, fold
+from derive.symbolic.indices import canonical_bound
+from derive.symbolic.reverse import Adjoints, inline
+from derive.symbolic.simplify import Simplifier, cost
+
+# A stepwise op's intermediates are collapsed only while the inlined chain stays small (the
+# loss head of the exercise): SymPy needs seconds per tensor beyond ~30 nested sums.
+COLLAPSE_SUMS = 24
+
+
+class Lazy(Mapping[str, sp.Expr]):
+    """``{tensor: expression}`` computed on first access, in key order as given.
+
+    The collapsed raw form (every step inlined, deltas and all) is a nest of as many Sums as
+    the chain is long, and SymPy builds a Sum in time linear in its body: only a reader that
+    asks for it (``show --json``, the raw-vs-simplified check) pays for it.
+    """
+
+    def __init__(self, keys: list[str], compute: Callable[[str], sp.Expr]) -> None:
+        self._keys, self._compute, self._done = list(keys), compute, {}
+
+    def __getitem__(self, key: str) -> sp.Expr:
+        if key not in self._keys:
+            raise KeyError(key)
+        if key not in self._done:
+            self._done[key] = self._compute(key)
+        return self._done[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+def tidy(expr: sp.Expr) -> sp.Expr:
+    # g*a + g*b -> g*(a + b): one multiply fewer per element, and the seeds' closed forms
+    tidied = sp.factor_terms(expr)
+    return tidied if cost(tidied) <= cost(expr) else expr
+
+
+class Collapser:
+    """The adjoint of any tensor, inlined down to grad_out, simplified and folded."""
+
+    def __init__(self, g: Graph, adj: Adjoints) -> None:
+        self.adj, self.canon, self.memo = adj, Canon(g, adj.fresh), {}
+        self.simplifier, self.patterns = Simplifier(self.canon.reductions), self.canon.patterns()
+        self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
+        self.stepped: dict[str, sp.Expr] = {}  # inline's memo for simplified steps
+
+    def raw(self, tensor: str) -> sp.Expr:
+        return inline(self.adj, tensor, self.memo)
+
+    def step(self, tensor: str) -> sp.Expr:
+        """One step simplified on its own: its deltas go while the expression is small."""
+        return self.simplifier.simplify(self.adj.exprs[tensor])
+
+    def simplified(self, tensor: str) -> sp.Expr:
+        # inlining simplified steps, not raw ones: the raw chain of n steps nests n Sums of
+        # Kronecker deltas, and SymPy rebuilds each Sum in time linear in its body
+        stepped = inline(self.adj, tensor, self.stepped, self.step)
+        simplified = self.simplifier.simplify(self.canon.inline(stepped))
+        simplified = rewrite(simplified, FORWARD_RULES)  # log(sigma(z)) in a backward too
+        # common factors out first: exp(a)/S inside (g/S - h/S**2) exp(a) folds to probs only
+        # once 1/S stands beside exp(a)
+        return tidy(fold(tidy(simplified), self.patterns, self.folded))
+
+
+def _sums(expr: sp.Expr) -> int:
+    return sum(1 for e in sp.preorder_traversal(expr) if isinstance(e, sp.Sum))
+
+
+def _uses(expr: sp.Basic) -> list[str]:
+    """Every occurrence of a name as a tensor (Indexed or scalar Symbol), with repeats."""
+    if isinstance(expr, sp.Indexed):
+        return [expr.base.label.name]
+    if isinstance(expr, sp.Symbol):
+        return [expr.name]
+    return [name for a in expr.args for name in _uses(a)]
+
+
+def _inlined_size(adj: Adjoints, t: str, memo: dict) -> tuple[int, bool]:
+    """(Sums in the adjoint of t inlined down to grad_out, whether it reaches a view's
+    adjoint), counted on the step expressions without inlining them (that is the slow part)."""
+    if t not in memo:
+        owner = {adj.names[u]: u for u in adj.exprs}
+        sums, view = _sums(adj.exprs[t]), False
+        for name in _uses(adj.exprs[t]):
+            if name in owner:
+                inner = _inlined_size(adj, owner[name], memo)
+                sums, view = sums + inner[0], view or inner[1]
+            view = view or name in adj.views
+        memo[t] = (sums, view)
+    return memo[t]
+
+
+def collapse_each(
+    g: Graph, adj: Adjoints, order: list[str], collapser: Collapser | None
+) -> dict[str, sp.Expr]:
+    """Each tensor's adjoint in ``order`` inlined down to grad_out and simplified, where that
+    is cheap (``collapser``: a collapsed op's, whose memos the inputs' adjoints filled already;
+    None for a stepwise op, which gets one of its own).
+
+    A view's adjoint is a reshape, not an expression: inlining stops there (views cleared on a
+    copy), and an adjoint that reads one is not collapsed.
+    """
+    memo, out = {}, {}
+    stepwise = collapser is None
+    collapser = collapser or Collapser(g, dataclasses.replace(adj, views={}))
+    for t in order:
+        sums, view = _inlined_size(adj, t, memo)
+        if view or (stepwise and sums > COLLAPSE_SUMS):
+            continue
+        try:
+            simplified = collapser.simplified(t)
+        except DerivationError:
+            continue
+        if not simplified.has(sp.Derivative, sp.Piecewise, sp.nan, sp.zoo):
+            out[t] = canonical_bound(simplified, adj.free[t])
+    return out

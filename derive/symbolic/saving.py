@@ -1,0 +1,142 @@
+"""What the forward keeps for the backward: save or recompute, by a stated cost.
+
+Named intermediates are saved whenever the backward reads them (the fold expresses adjoints
+through them; see :mod:`derive.symbolic.canon`). A call *inside* a definition (``tanh`` in
+``0.5*x*(1 + tanh(u))``, ``softplus`` in Mish's ``x*tanh(softplus(x))``) has no name, so the
+backward would compute it again. The cost model decides, per call, one function row at a time:
+
+    recompute: weight(f) passes over the tensor   (FUNCTIONS[f].weight, measured; a multiply is 1)
+    save:      SAVE_COST passes (the forward writes it once more, the backward reads it once)
+
+A call whose weight exceeds SAVE_COST (exp, log, tanh, erf, sigmoid, softplus, a root: 5 to 40)
+is lifted into a definition of its own before reverse mode, ``<name>_<f><k>[...] = f(...)``, so
+the ordinary fold reads it from the forward; cheap ones (abs, sign, relu: about 1) stay inline
+and are recomputed. A call on an element-wise intermediate (``tanh(a1)`` in ``a1 * tanh(a1)``)
+stays inline too: the canonical forms inline such chains, and a lifted call at every link
+multiplied the simplifier's work along them (a 12-link chain: 0.5 s -> 51 s). After the
+derivation, a lifted call the backward does not read is put back into its definition
+(:func:`unlift`): the forward computes exactly what the op wrote, and saves only what the
+backward needs. Stepwise ops are left alone: their backward returns the gradient
+of every named step, and a lifted name is not one the author wrote.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.functions import BY_NODE
+from derive.language import BATCH_INDEX, Definition, Graph, Tensor, View
+from derive.language.reductions import range_of
+from derive.symbolic.indices import is_reduction
+
+SAVE_COST = 2  # one more pass to write the tensor in the forward, one to read it back
+POWER_WEIGHT = 8  # x**p for a non-integer p (a root, an rsqrt): torch.pow / sqrt, measured 4-30
+
+
+def weight(call: sp.Basic) -> int:
+    """Per-element cost of computing ``call`` again, in multiplies (0: not a call we weigh)."""
+    if isinstance(call, sp.Pow):
+        return 0 if call.exp.is_integer else POWER_WEIGHT
+    row = BY_NODE.get(type(call))
+    return row.weight if row is not None else 0
+
+
+def lift_saved_calls(g: Graph) -> Graph:
+    """``g`` with every costly call inside a definition lifted into a definition of its own."""
+    if g.op.stepwise:
+        return g
+    tensors, steps = dict(g.tensors), []
+    chained = {s.name for s in g.steps if isinstance(s, Definition) and not is_reduction(s.body)}
+    for step in g.steps:
+        if isinstance(step, Definition):
+            steps.extend(_lifted(step, tensors, set(g.sizes), chained))
+        else:
+            steps.append(step)
+    if len(steps) == len(g.steps):
+        return g
+    return Graph(g.op, g.sizes, g.params, tensors, g.inputs, steps, g.output)
+
+
+def _lifted(
+    step: Definition, tensors: dict[str, Tensor], sizes: set, chained: set[str]
+) -> list[Definition]:
+    lifted: list[Definition] = []
+
+    def lift(e: sp.Basic, top: bool) -> sp.Basic:
+        if not isinstance(e, sp.Basic) or not e.args or isinstance(e, (sp.Indexed, sp.Tuple)):
+            return e
+        args = tuple(lift(a, False) for a in e.args)
+        if args != e.args:
+            e = e.func(*args)
+        free = _free_indices(e, sizes)
+        if top or weight(e) <= SAVE_COST or not free or _reads(e, chained):
+            return e  # the whole body (already named), cheap, a number, or along a chain
+        name = _fresh(f"{step.name}_{_call_name(e)}", tensors)
+        batched = free[0] == BATCH_INDEX  # the flattened ``...`` axis leads, as in inputs
+        tensors[name] = Tensor(name, tuple(range_of(i, e) for i in free), batched=batched)
+        lifted.append(Definition(name, free, e, f"{name}[...] = {e}  (from `{step.text}`)"))
+        return tensors[name].base[free]
+
+    body = lift(step.body, True)
+    if not lifted:
+        return [step]
+    return [*lifted, Definition(step.name, step.indices, body, step.text)]
+
+
+def _reads(e: sp.Basic, names: set[str]) -> bool:
+    return any(i.base.label.name in names for i in e.atoms(sp.Indexed))
+
+
+def _free_indices(e: sp.Basic, sizes: set) -> tuple[sp.Symbol, ...]:
+    """e's free indices in the order the tensors it reads subscript them (x[n, c] -> n, c), so
+    the lifted tensor's axes follow its operands' and its lowering needs no permute."""
+    labels = {i.base.label for i in e.atoms(sp.Indexed)}
+    free = {x for x in e.free_symbols if isinstance(x, sp.Symbol) and x.is_integer}
+    free -= sizes | labels
+    order: list[sp.Symbol] = [BATCH_INDEX] if BATCH_INDEX in free else []
+    for node in sp.preorder_traversal(e):
+        if isinstance(node, sp.Indexed):
+            order += [i for i in node.indices if i in free and i not in order]
+    return tuple(order) + tuple(sorted(free - set(order), key=str))
+
+
+def _call_name(e: sp.Basic) -> str:
+    if isinstance(e, sp.Pow):
+        return "pow"
+    return BY_NODE[type(e)].name
+
+
+def _fresh(stem: str, tensors: dict[str, Tensor]) -> str:
+    k = 0
+    while f"{stem}{k}" in tensors:
+        k += 1
+    return f"{stem}{k}"
+
+
+def unlift(g: Graph, lifted_from: Graph, saved: set[str]) -> Graph:
+    """Put back into their definitions the lifted calls the backward does not read."""
+    if g is lifted_from:
+        return g
+    lifted = {s.name: s for s in g.steps if s.name not in lifted_from.tensors}
+    back = {n: s for n, s in lifted.items() if n not in saved}
+    if not back:
+        return g
+    steps: list[Definition | View] = []
+    for step in g.steps:
+        if step.name in back:
+            continue
+        if isinstance(step, Definition):
+            step = Definition(step.name, step.indices, _put_back(step.body, back), step.text)
+        steps.append(step)
+    tensors = {n: t for n, t in g.tensors.items() if n not in back}
+    return Graph(g.op, g.sizes, g.params, tensors, g.inputs, steps, g.output)
+
+
+def _put_back(body: sp.Expr, back: dict[str, Definition]) -> sp.Expr:
+    def at(e: sp.Indexed) -> sp.Expr:
+        d = back[e.base.label.name]
+        inner = d.body.xreplace(dict(zip(d.indices, e.indices, strict=True)))
+        return _put_back(inner, back)
+
+    reads = [i for i in body.atoms(sp.Indexed) if i.base.label.name in back]
+    return body.xreplace({i: at(i) for i in reads}) if reads else body
