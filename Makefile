@@ -9,21 +9,24 @@ STAMP := $(VENV)/.installed
 DATA ?= $(firstword $(wildcard ../shared/data/names.txt))
 TRAIN_ARGS ?=
 CLASSIFIER_ARGS ?=
+GPT_ARGS ?=
 OP ?=
 
-.PHONY: help venv generate test lint format train classifier check-generated clean fuzz
+.PHONY: help venv generate test lint format train classifier gpt gpt-ddp check-generated clean fuzz
 
 help:
 	@echo "make train     train the makemore MLP with the generated backward (DATA=path/to/names.txt)"
 	@echo "make classifier  train the seed's MLP digit classifier (MNIST if given, else the"
 	@echo "               bundled 8x8 digits) with the generated backward (CLASSIFIER_ARGS=...)"
+	@echo "make gpt       train makemore's GPT on names with the generated backward (GPT_ARGS=...)"
+	@echo "make gpt-ddp NPROC=2         the same run on NPROC processes under torchrun"
 	@echo "make test      run the test suite"
 	@echo "make generate  derive and emit generated/ from the op catalogue"
 	@echo "make show OP=cross_entropy   print an op's derivation step by step (OP: a name or an op file)"
 	@echo "make formulas  write generated/FORMULAS.md and generated/formulas.html"
 	@echo "make formulas-screenshot     check formulas.html in headless Chromium; PNGs in runs/formulas/"
 	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...)"
-	@echo "make bench-quick   the same in under a minute (makemore size, A B G GC); CI's smoke run"
+	@echo "make bench-quick   the smoke run: makemore size, A B G GC, then the GPT step (A G)"
 	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
 	@echo "make lint      ruff + black --check"
 	@echo "make format    black + ruff --fix"
@@ -86,6 +89,16 @@ train: $(STAMP)
 classifier: $(STAMP)
 	BACKGEN_MAKE_TARGET=classifier $(PY) -m train --model classifier $(CLASSIFIER_ARGS)
 
+# makemore's GPT on the names data; its backward chained by hand from generated/ (train/gpt/)
+gpt: $(STAMP)
+	BACKGEN_MAKE_TARGET=gpt $(PY) -m train --model gpt $(if $(DATA),--data $(DATA)) $(GPT_ARGS)
+
+# The same run on NPROC processes (gloo on the CPU, nccl with --device cuda); rank 0 writes
+NPROC ?= 2
+gpt-ddp: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m torch.distributed.run --standalone --nproc_per_node=$(NPROC) \
+		-m train --model gpt $(if $(DATA),--data $(DATA)) $(GPT_ARGS)
+
 # glibc serves allocations above its mmap threshold (at most 32 MiB) with a fresh mmap: every
 # 64 MiB temporary of the large size is then mapped, page-faulted and zeroed anew each step and
 # the allocator, not the step, is timed. MALLOC_MMAP_MAX_=0 keeps them on the heap and
@@ -94,11 +107,15 @@ BENCH_ENV := MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=-1
 BENCH_ARGS ?=
 .PHONY: bench bench-quick
 
+# the MLP step, then the GPT step (bench/gpt.py: A G GC AC at makemore's size and B64 T64 C256)
+GPT_BENCH_ARGS ?=
 bench: $(STAMP)
 	$(BENCH_ENV) $(PY) -m bench $(BENCH_ARGS)
+	$(BENCH_ENV) $(PY) -m bench.gpt $(GPT_BENCH_ARGS)
 
 bench-quick: $(STAMP)
 	$(BENCH_ENV) $(PY) -m bench --quick $(BENCH_ARGS)
+	$(BENCH_ENV) $(PY) -m bench.gpt --quick $(GPT_BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

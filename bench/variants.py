@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from generated import batchnorm, cross_entropy, embedding, linear, tanh
 from train.model import BN_EPS, Params, forward_torch
+from train.step import generated_loss_and_grads
 
 StepFn = Callable[[Params, torch.Tensor, torch.Tensor, float], torch.Tensor]
 
@@ -86,36 +86,12 @@ def fused_step(params: Params, X: torch.Tensor, Y: torch.Tensor, lr: float) -> t
 
 
 def generated_step(params: Params, X: torch.Tensor, Y: torch.Tensor, lr: float) -> torch.Tensor:
-    """G: the generated forwards and backwards chained by hand, as ``train/step.py`` does.
+    """G: the generated forwards and backwards chained by hand: ``train.step``'s own chain.
 
-    Kept in one function on purpose: it is what GC compiles, and the place to swap in a
-    whole-model generated op later. Parameters need no grad; nothing here builds a graph.
+    What GC compiles. Parameters need no grad; nothing here builds a graph.
     """
-    C, W1, b1, W2, b2, bngain, bnbias = params.values()
-    # no name outlives its use: a local would keep a full-size activation alive to the end
-    emb, emb_saved = embedding.forward(X, C)
-    emb_shape = emb.shape
-    hprebn, lin1_saved = linear.forward(emb.view(emb_shape[0], -1), W1, b1)
-    hpreact, bn_saved = batchnorm.forward(hprebn, bngain, bnbias, eps=BN_EPS)
-    del emb, hprebn
-    h, tanh_saved = tanh.forward(hpreact)
-    del hpreact
-    logits, lin2_saved = linear.forward(h, W2, b2)
-    del h
-    loss, ce_saved = cross_entropy.forward(logits, Y)
-    del logits
-
-    dlogits, _ = cross_entropy.backward(torch.ones_like(loss), ce_saved)
-    dh, dW2, db2 = linear.backward(dlogits, lin2_saved)
-    del dlogits, ce_saved, lin2_saved
-    (dhpreact,) = tanh.backward(dh, tanh_saved)
-    del dh, tanh_saved
-    dhprebn, dbngain, dbnbias = batchnorm.backward(dhpreact, bn_saved)
-    del dhpreact, bn_saved
-    dembcat, dW1, db1 = linear.backward(dhprebn, lin1_saved)
-    del dhprebn, lin1_saved
-    _, dC = embedding.backward(dembcat.view(emb_shape), emb_saved)
-    sgd_update(params, (dC, dW1, db1, dW2, db2, dbngain, dbnbias), lr)
+    loss, grads = generated_loss_and_grads(params, X, Y)
+    sgd_update(params, grads, lr)
     return loss
 
 

@@ -36,6 +36,7 @@ from tests.test_train import write_words
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_RUN = ["--steps", "300", "--n-embd", "4", "--n-hidden", "16", "--batch-size", "16"]
 SMALL_CLASSIFIER = ["--steps", "30", "--hidden", "16", "--batch-size", "16"]
+SMALL_GPT = ["--steps", "30", "--n-layer", "1", "--n-head", "2", "--n-embd", "8"]
 THE_TEST_THAT_BROKE = "test_bad_data_in_a_real_process_has_no_traceback"
 LEFT_OUT = (".git", ".venv", "runs", "data", "__pycache__", ".pytest_cache", ".ruff_cache")
 
@@ -82,6 +83,7 @@ def test_readme_commands_run_in_order(tmp_path):
         "BACKGEN_DATA": str(words),
         "TRAIN_ARGS": " ".join(SMALL_RUN),
         "CLASSIFIER_ARGS": " ".join(SMALL_CLASSIFIER),
+        "GPT_ARGS": " ".join(SMALL_GPT),
         "BACKGEN_MNIST": "digits",  # documented; never a download in the test
         "PYTEST_ADDOPTS": f"-k {THE_TEST_THAT_BROKE}",
     }
@@ -91,7 +93,8 @@ def test_readme_commands_run_in_order(tmp_path):
     for command in readme_commands():
         argv = shlex.split(command)
         if is_training(argv):
-            argv += SMALL_CLASSIFIER if "classifier" in argv else SMALL_RUN
+            small = {"classifier": SMALL_CLASSIFIER, "gpt": SMALL_GPT}
+            argv += next((v for k, v in small.items() if k in argv), SMALL_RUN)
         if argv[:2] == ["make", "fuzz"]:
             argv = [a if not a.startswith("N=") else "N=5" for a in argv]
         result = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True)

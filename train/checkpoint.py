@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,13 +97,27 @@ def is_checkpoint(path: Path) -> bool:
     return True
 
 
-def load(path: Path) -> dict:
-    """Read a checkpoint written by ``save``: keys, parameter shapes, then the digest."""
+def verified(
+    path: Path,
+    model: str | None,
+    required: tuple[str, ...],
+    check: Callable[[Path, dict], None] | None = None,
+) -> dict:
+    """A checkpoint of ``model`` (None: the MLP's, which predates the key) with every
+    ``required`` key, passing ``check`` (parameter shapes, say), then its contents checked
+    against the sha256 digest ``save`` stored in it."""
     payload = read(path)
-    missing = [key for key in REQUIRED if key not in payload]
+    if payload.get("model") != model:
+        what = f"a {model}" if model else "an MLP"
+        raise CheckpointError(
+            f"{path} is not {what} checkpoint (it is the {payload.get('model') or 'MLP'}'s: "
+            "give its --model)"
+        )
+    missing = [key for key in required if key not in payload]
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
-    check_params(path, payload)
+    if check is not None:
+        check(path, payload)
     stored = payload.pop("sha256", None)
     if stored is None:
         raise CheckpointError(f"checkpoint {path} has no checksum; refusing unverified contents")
@@ -111,6 +126,11 @@ def load(path: Path) -> dict:
             f"checkpoint {path} is damaged: its contents do not match its sha256 checksum"
         )
     return payload
+
+
+def load(path: Path) -> dict:
+    """Read an MLP checkpoint written by ``save``: keys, parameter shapes, then the digest."""
+    return verified(path, None, REQUIRED, check_params)
 
 
 def check_params(path: Path, payload: dict) -> None:
@@ -122,7 +142,12 @@ def check_params(path: Path, payload: dict) -> None:
         )
     except (KeyError, TypeError):
         raise CheckpointError(f"checkpoint {path} has no usable config") from None
-    for name, expected in param_shapes(shape).items():
+    check_shapes(path, params, param_shapes(shape))
+
+
+def check_shapes(path: Path, params: object, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Every parameter of ``shapes`` present in ``params`` with its shape."""
+    for name, expected in shapes.items():
         got = params.get(name) if isinstance(params, dict) else None
         if not isinstance(got, torch.Tensor):
             raise CheckpointError(f"checkpoint {path} has no parameter {name}")

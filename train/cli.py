@@ -7,15 +7,15 @@ exits 1; Ctrl-C saves a checkpoint and exits 130, the shell's code for SIGINT.
 from __future__ import annotations
 
 import argparse
-import sys
-from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
 
 from train import checkpoint, loop, preflight
-from train.config import BACKWARDS, DEFAULT_LR, DTYPES, OPTIMIZERS, TrainConfig
+from train.config import DEFAULT_LR, DTYPES, OPTIMIZERS, TrainConfig
 from train.data import DATA_ENV, DataError, load_dataset, resolve_data_path
+from train.device import add_device_options, start_on_device
+from train.engine import guarded, session
 from train.finish import finish
 from train.preflight import UsageError
 from train.progress import Progress
@@ -24,7 +24,6 @@ from train.sample import SEED_LIMIT, SamplingError, checkpoint_stats, sample_nam
 DEFAULTS = TrainConfig()
 # options a resumed run may change: more steps, or the other (numerically equal) backward
 RESUMABLE = {"steps", "backward"}
-EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
 
 
 def positive(minimum: int = 1):
@@ -64,14 +63,13 @@ EPILOG = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m train",
-        description="Train the seed's character-level MLP (makemore) with the backward passes\n"
+    p, run = preflight.new_parser(
+        "python -m train",
+        "Train the seed's character-level MLP (makemore) with the backward passes\n"
         "in generated/ and no loss.backward(). The defaults reproduce the seed's run.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        EPILOG,
     )
-    add_run_options(p.add_argument_group("run (stored in the checkpoint; --resume reuses them)"))
+    add_run_options(run)
     p.add_argument(
         "--data",
         metavar="PATH",
@@ -112,12 +110,7 @@ def add_run_options(run: argparse._ArgumentGroup) -> None:
         choices=OPTIMIZERS,
         help=f"torch.optim optimizer fed the gradients through .grad ({d.optimizer})",
     )
-    run.add_argument(
-        "--backward",
-        choices=BACKWARDS,
-        help="generated: the hand-written loop over generated/ (default); autograd: the same "
-        "model, init and batches with loss.backward(), for comparison",
-    )
+    preflight.add_backward_option(run, "the same model, init and batches")
 
 
 def add_output_options(out: argparse._ArgumentGroup) -> None:
@@ -151,6 +144,7 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
         help="torch CPU threads (%(default)s): batch-32 ops gain little from more, and two "
         "threads run 4x slower when another process holds one of the cores",
     )
+    add_device_options(out)
 
 
 def checkpoint_path(args: argparse.Namespace) -> Path:
@@ -159,20 +153,12 @@ def checkpoint_path(args: argparse.Namespace) -> Path:
 
 def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
     """Options given now over the checkpoint's (when resuming) over the defaults."""
-    given = {f.name: getattr(args, f.name) for f in fields(TrainConfig)}
-    given = {k: v for k, v in given.items() if v is not None}
+    given = preflight.given_options(args, TrainConfig)
     if saved is None:
         given.setdefault("lr", DEFAULT_LR[given.get("optimizer", DEFAULTS.optimizer)])
         return TrainConfig(**given)
     config = TrainConfig.from_dict(saved["config"])
-    clash = [k for k, v in given.items() if k not in RESUMABLE and v != getattr(config, k)]
-    if clash:
-        was = ", ".join(f"--{k.replace('_', '-')} {getattr(config, k)}" for k in clash)
-        raise UsageError(f"the checkpoint's run used {was}; drop those options to resume it")
-    config = replace(config, **{k: v for k, v in given.items() if k in RESUMABLE})
-    if config.steps < saved["step"]:
-        raise UsageError(f"the checkpoint is at step {saved['step']}, past --steps {config.steps}")
-    return config
+    return preflight.resume_config(config, given, saved["step"], RESUMABLE)
 
 
 def start(args: argparse.Namespace, ckpt: Path) -> loop.Run:
@@ -219,40 +205,22 @@ def describe(run: loop.Run) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     ckpt = checkpoint_path(args)
-    run = start(args, ckpt)
+    run = start_on_device(args, ckpt, start)
     print(describe(run), flush=True)
     progress = Progress(run.config.steps, run.step, history=run.losses[-1000:])
-    try:
-        try:
-            loop.train(run, ckpt, args.checkpoint_every, args.check_every, progress)
-        finally:
-            progress.close()  # end the live line before any message
-        metrics_file = Path(args.metrics) if args.metrics else None
-        return 0 if finish(run, ckpt, Path(args.out), metrics_file) else EXIT_DIVERGED
-    except loop.Interrupted:
-        try:
-            loop.save(run, ckpt)
-        except loop.Diverged as exc:
-            print(f"error: interrupted, and {exc}. {last_good(run, ckpt)}", file=sys.stderr)
-            return EXIT_DIVERGED
-        print(f"interrupted at step {run.step:,}; saved {ckpt}", file=sys.stderr)
-        print(f"resume with: {preflight.command(args, '--resume')}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
-        print(f"stopped without saving. {last_good(run, ckpt)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except loop.Diverged as exc:
-        print(f"error: training diverged: {exc}. {last_good(run, ckpt)}", file=sys.stderr)
-        print("Try a smaller --lr.", file=sys.stderr)
-        return EXIT_DIVERGED
+    metrics_file = Path(args.metrics) if args.metrics else None
 
-
-def last_good(run: loop.Run, ckpt: Path) -> str:
-    """The last checkpoint this run wrote or resumed from: never one of another run."""
-    if run.saved_step is not None:
-        return f"Kept the last good checkpoint {ckpt} (step {run.saved_step:,})."
-    earlier = f"; {ckpt} still holds the earlier run" if ckpt.exists() else ""
-    return f"No checkpoint of this run was written before that{earlier}."
+    return session(
+        run,
+        ckpt,
+        lambda: loop.train(
+            run, ckpt, args.checkpoint_every, args.check_every, progress, args.compile
+        ),
+        progress,
+        lambda: loop.save(run, ckpt),
+        lambda: finish(run, ckpt, Path(args.out), metrics_file),
+        preflight.command(args, "--resume"),
+    )
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
@@ -270,15 +238,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising for every expected failure."""
     args = build_parser().parse_args(argv)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    try:
-        return cmd_sample(args) if args.sample else cmd_train(args)
-    except (DataError, checkpoint.CheckpointError, UsageError, SamplingError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted; nothing was saved", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        torch.set_num_threads(threads)  # main() may be called in-process (tests)
+    errors = (DataError, checkpoint.CheckpointError, UsageError, SamplingError)
+    return guarded(
+        args.threads, lambda: cmd_sample(args) if args.sample else cmd_train(args), errors
+    )

@@ -30,17 +30,23 @@ class DataError(Exception):
 
 
 @dataclass
-class Dataset:
-    """The vocabulary and the three splits; ``chars[i]`` is the symbol with index i."""
+class Splits:
+    """Inputs and targets of the three splits: what every model's data has."""
 
-    chars: str
-    sha256: str
     X_train: torch.Tensor
     Y_train: torch.Tensor
     X_val: torch.Tensor
     Y_val: torch.Tensor
     X_test: torch.Tensor
     Y_test: torch.Tensor
+
+
+@dataclass
+class Dataset(Splits):
+    """The MLP's examples and the vocabulary; ``chars[i]`` is the symbol with index i."""
+
+    chars: str
+    sha256: str
 
 
 def sha256_of(path: Path) -> str:
@@ -88,14 +94,19 @@ def resolve_data_path(path: str | None, cache_dir: Path | None = None) -> Path:
     return download(NAMES_URL, cached, NAMES_SHA256)
 
 
+def read_bytes(path: Path, what: str) -> bytes:
+    """A file's bytes; a missing or unreadable one is a DataError naming it as ``what``."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+
 def read_words(path: Path) -> list[str]:
     """One word per line; blank lines are skipped. Missing, binary or empty files are errors."""
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"data file not found: {path}") from None
-    except OSError as exc:
-        raise DataError(f"cannot read data file {path}: {exc.strerror or exc}") from None
+    raw = read_bytes(path, "data file")
     if b"\x00" in raw:
         raise DataError(f"{path} looks binary (it contains NUL bytes); expected one word per line")
     try:
@@ -161,9 +172,9 @@ def load_dataset(path: Path, block_size: int) -> Dataset:
     chars = build_vocab(words)
     train, val, test = split_words(words)
     return Dataset(
-        chars,
-        sha256_of(path),
         *build_examples(train, chars, block_size),
         *build_examples(val, chars, block_size),
         *build_examples(test, chars, block_size),
+        chars=chars,
+        sha256=sha256_of(path),
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from train import loop
+from train.device import on_device, to_cpu
 from train.model import BatchNormStats, split_loss
 from train.report import save_loss_curve, write_metrics
 from train.sample import sample_names, sampler_seed
@@ -25,9 +26,9 @@ def finish(run: loop.Run, ckpt: Path, out_dir: Path, metrics_file: Path | None) 
     """
     final = loop.save(run, ckpt)  # calibrates batchnorm; refuses anything not finite
     stats = BatchNormStats(**final["bn_stats"])
-    d = run.data
-    train_loss = split_loss(run.params, stats, d.X_train, d.Y_train)
-    val_loss = split_loss(run.params, stats, d.X_val, d.Y_val)
+    d, params = on_device(run.data, "cpu"), to_cpu(run.params)  # evaluated where stats are
+    train_loss = split_loss(params, stats, d.X_train, d.Y_train)
+    val_loss = split_loss(params, stats, d.X_val, d.Y_val)
     print(f"train loss {train_loss:.4f}\nval loss   {val_loss:.4f}")
     metrics = run_metrics(run, train_loss, val_loss)
     metrics_paths = [out_dir / "metrics.json"] + ([metrics_file] if metrics_file else [])
@@ -39,7 +40,7 @@ def finish(run: loop.Run, ckpt: Path, out_dir: Path, metrics_file: Path | None) 
         print("error: the trained model's loss is not finite: training diverged.", file=sys.stderr)
         return False
     g = torch.Generator().manual_seed(sampler_seed(run.config.seed))
-    names = sample_names(run.params, stats, d.chars, run.config.block_size, 20, g)
+    names = sample_names(params, stats, d.chars, run.config.block_size, 20, g)
     print("samples:\n" + "\n".join(names))
     return True
 

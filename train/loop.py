@@ -7,13 +7,8 @@ loss history, so a resumed run takes exactly the steps an uninterrupted one woul
 
 from __future__ import annotations
 
-import math
-import signal
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -22,37 +17,27 @@ from train import checkpoint, step
 from train.compare import compare_gradients, format_table
 from train.config import TrainConfig
 from train.data import Dataset
+from train.device import to_cpu
+from train.engine import (  # noqa: F401 (Interrupted, apply_update: the MLP's names for them)
+    Diverged,
+    Interrupted,
+    RunState,
+    advance,
+    apply_update,
+    run_steps,
+    state_payload,
+)
 from train.model import PARAM_NAMES, ModelShape, Params, calibrate, init_params
 from train.progress import Progress
 
 
-class Interrupted(Exception):
-    """Ctrl-C arrived; raised between steps, so the state is a whole number of steps."""
-
-
-class Diverged(Exception):
-    """The loss or the parameters stopped being finite; nothing after the last good step is kept."""
-
-    def __init__(self, step: int, what: str) -> None:
-        super().__init__(f"{what} at step {step}")
-        self.step = step
-
-
 @dataclass
-class Run:
-    """A run in progress: its config, data and everything that changes step by step."""
+class Run(RunState):
+    """The MLP's run: ``RunState`` plus where its data came from and when batchnorm was last
+    calibrated (see ``calibration_due``)."""
 
-    config: TrainConfig
-    data: Dataset
-    data_path: str
-    params: Params
-    optimizer: torch.optim.Optimizer
-    generator: torch.Generator
-    step: int = 0
-    losses: list[float] = field(default_factory=list)
-    seconds: float = 0.0  # training time over all sessions of this run
-    saved_step: int | None = None  # step of the last good checkpoint of this run, if any
-    calibrated_step: int = 0  # step of the last batchnorm calibration (see calibration_due)
+    data_path: str = ""
+    calibrated_step: int = 0
 
 
 def make_optimizer(config: TrainConfig, params: Params) -> torch.optim.Optimizer:
@@ -68,7 +53,8 @@ def new_run(config: TrainConfig, data: Dataset, data_path: str) -> Run:
     g = torch.Generator().manual_seed(config.seed)
     shape = ModelShape(len(data.chars), config.block_size, config.n_embd, config.n_hidden)
     params = init_params(shape, g, config.torch_dtype)
-    return Run(config, data, data_path, params, make_optimizer(config, params), g)
+    optimizer = make_optimizer(config, params)
+    return Run(config, data, params, optimizer, g, data_path=data_path)
 
 
 def restore_run(payload: dict, config: TrainConfig, data: Dataset, data_path: str) -> Run:
@@ -78,10 +64,11 @@ def restore_run(payload: dict, config: TrainConfig, data: Dataset, data_path: st
     optimizer.load_state_dict(payload["optimizer"])
     g = torch.Generator()
     g.set_state(payload["generator"])
-    losses = payload["losses"].tolist()
+    at, losses = payload["step"], payload["losses"].tolist()
     seconds = float(payload.get("seconds", 0.0))
-    at = payload["step"]
-    return Run(config, data, data_path, params, optimizer, g, at, losses, seconds, at, at)
+    return Run(
+        config, data, params, optimizer, g, at, losses, seconds, at, data_path, calibrated_step=at
+    )
 
 
 def calibration_due(run: Run) -> bool:
@@ -105,29 +92,17 @@ def snapshot(run: Run, calibrated: bool = True) -> dict:
     Raises ``Diverged`` rather than return anything not finite, so no checkpoint ever holds
     a NaN or infinity (parameters, optimizer state or batchnorm statistics).
     """
-    for name, p in run.params.items():
-        if not torch.isfinite(p).all():
-            raise Diverged(run.step, f"parameter {name} is not finite")
-    optimizer = run.optimizer.state_dict()
-    for state in optimizer["state"].values():
-        if any(torch.is_tensor(v) and not torch.isfinite(v).all() for v in state.values()):
-            raise Diverged(run.step, "the optimizer state is not finite")
+    payload = state_payload(run)  # checks the parameters and optimizer state first
     bn_stats = None
     if calibrated:
         stats = calibrate(run.params, run.data.X_train)
         if not (torch.isfinite(stats.mean).all() and torch.isfinite(stats.var).all()):
             raise Diverged(run.step, "the batchnorm statistics are not finite")
-        bn_stats, run.calibrated_step = {"mean": stats.mean, "var": stats.var}, run.step
+        bn_stats, run.calibrated_step = to_cpu({"mean": stats.mean, "var": stats.var}), run.step
     return {
-        "config": run.config.as_dict(),
+        **payload,
         "data": {"path": run.data_path, "sha256": run.data.sha256},
         "chars": run.data.chars,
-        "step": run.step,
-        "params": {k: v.detach().clone() for k, v in run.params.items()},
-        "optimizer": optimizer,
-        "generator": run.generator.get_state(),
-        "losses": torch.tensor(run.losses, dtype=torch.float64),
-        "seconds": run.seconds,
         "bn_stats": bn_stats,
     }
 
@@ -140,44 +115,13 @@ def save(run: Run, path: Path, calibrated: bool = True) -> dict:
     return payload
 
 
-@contextmanager
-def ctrl_c_between_steps() -> Iterator[Callable[[], bool]]:
-    """Turn the first Ctrl-C into a flag the loop checks after each step.
-
-    A KeyboardInterrupt raised mid-update could leave some parameters stepped and others not;
-    deferring it to the step boundary keeps every checkpoint exact. A second Ctrl-C raises at
-    once, for when the user really wants out.
-    """
-    hit = []
-
-    def handler(signum: int, frame: object) -> None:
-        if hit:
-            raise KeyboardInterrupt
-        hit.append(signum)
-
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: False  # signal handlers can only be set from the main thread
-        return
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield lambda: bool(hit)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def apply_update(run: Run, grads: dict[str, torch.Tensor]) -> None:
-    """Hand the gradients to the optimizer through ``.grad`` at this step's learning rate."""
-    for group in run.optimizer.param_groups:
-        group["lr"] = run.config.lr_at(run.step)
-    for name, p in run.params.items():
-        p.grad = grads[name]
-    run.optimizer.step()
-    for p in run.params.values():
-        p.grad = None
-
-
 def train(
-    run: Run, checkpoint_path: Path, checkpoint_every: int, check_every: int, progress: Progress
+    run: Run,
+    checkpoint_path: Path,
+    checkpoint_every: int,
+    check_every: int,
+    progress: Progress,
+    compile: bool = False,
 ) -> None:
     """Step until ``config.steps``; checkpoint every ``checkpoint_every`` steps.
 
@@ -187,23 +131,21 @@ def train(
     """
     X, Y = run.data.X_train, run.data.Y_train
     loss_and_grads = step.STEPS[run.config.backward]
-    started = time.perf_counter()
-    with ctrl_c_between_steps() as interrupted:
-        while run.step < run.config.steps:
-            ix = torch.randint(0, X.shape[0], (run.config.batch_size,), generator=run.generator)
-            Xb, Yb = X[ix], Y[ix]
-            if check_every and run.step % check_every == 0:
-                print(format_table(run.step, compare_gradients(run.params, Xb, Yb)), flush=True)
-            loss, grads = loss_and_grads(run.params, Xb, Yb)
-            if not math.isfinite(loss):
-                raise Diverged(run.step + 1, f"the loss is {loss}")  # steps count from 1
-            apply_update(run, grads)
-            run.losses.append(loss)
-            run.step += 1
-            now = time.perf_counter()
-            run.seconds, started = run.seconds + (now - started), now
-            progress.update(run.step, loss)
-            if run.step % checkpoint_every == 0 or run.step == run.config.steps:
-                save(run, checkpoint_path, calibrated=calibration_due(run))
-            if interrupted():
-                raise Interrupted
+    if compile:
+        loss_and_grads = torch.compile(loss_and_grads)
+
+    def take_step(interrupted: Callable[[], bool]) -> bool:
+        ix = torch.randint(0, X.shape[0], (run.config.batch_size,), generator=run.generator)
+        Xb, Yb = X[ix], Y[ix]
+        if check_every and run.step % check_every == 0:
+            print(format_table(run.step, compare_gradients(run.params, Xb, Yb)), flush=True)
+        advance(run, *loss_and_grads(run.params, Xb, Yb))
+        return interrupted()
+
+    run_steps(
+        run,
+        take_step,
+        lambda: progress.update(run.step, run.losses[-1]),
+        lambda: save(run, checkpoint_path, calibrated=calibration_due(run)),
+        checkpoint_every,
+    )

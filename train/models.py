@@ -1,5 +1,6 @@
 """``python -m train``'s front door: ``--model classifier`` runs the digit classifier
-(``train.classifier.cli``); without ``--model`` (or with ``--model mlp``) the makemore MLP
+(``train.classifier.cli``), ``--model gpt`` makemore's GPT (``train.gpt.cli``); without
+``--model`` (or with ``--model mlp``) the makemore MLP
 (``train.cli``). The option is taken out before the chosen CLI parses the rest.
 """
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-MODELS = ("mlp", "classifier")
+MODELS = ("mlp", "classifier", "gpt")
 
 
 def pick_model(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -34,13 +35,20 @@ def main(argv: list[str] | None = None) -> int:
         from train.classifier.cli import main as classifier_main
 
         return classifier_main(rest)
+    if model == "gpt":
+        from train.gpt.cli import main as gpt_main
+
+        return gpt_main(rest)
     if model not in (None, "mlp"):
         print(
             f"error: unknown --model {model!r}; choose one of {', '.join(MODELS)}", file=sys.stderr
         )
         return 2
     if model is None and {"-h", "--help"} & set(rest):
-        print("(python -m train --model classifier --help: the MLP digit classifier)\n")
+        print(
+            "(python -m train --model classifier --help: the MLP digit classifier;\n"
+            " python -m train --model gpt --help: makemore's GPT)\n"
+        )
     from train.cli import main as mlp_main
 
     return mlp_main(rest)

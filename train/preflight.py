@@ -11,7 +11,9 @@ import argparse
 import json
 import os
 import shlex
+from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from train import checkpoint
 from train.config import TrainConfig
@@ -19,6 +21,7 @@ from train.config import TrainConfig
 DEFAULT_OUT = "runs/default"
 # `make train` sets this, so hints name what a make user types (TRAIN_ARGS=...), not python
 MAKE_ENV = "BACKGEN_MAKE_TARGET"
+C = TypeVar("C", bound=Any)  # a run's config dataclass
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -38,16 +41,22 @@ def check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} {value} is a directory; it names a file")
 
 
-def command(args: argparse.Namespace, flags: str) -> str:
+# what `make TARGET` passes the options in, and the run folder it trains into by default
+MAKE_TARGETS = {"train": ("TRAIN_ARGS", DEFAULT_OUT), "gpt": ("GPT_ARGS", "runs/gpt")}
+
+
+def command(args: argparse.Namespace, flags: str, prog: str = "python -m train") -> str:
     """How to run train again with ``flags``: the make line under make, else the python one."""
     where = f" --checkpoint {args.checkpoint}" if args.checkpoint else ""
-    if os.environ.get(MAKE_ENV):  # make passes --data itself; --out only when the user did
-        where = (f" --out {args.out}" if args.out != DEFAULT_OUT else "") + where
-        return f"make train TRAIN_ARGS={shlex.quote(flags + where)}"
-    return f"python -m train {flags} --out {args.out}{where}"
+    target = os.environ.get(MAKE_ENV)
+    if target in MAKE_TARGETS:  # make passes --data itself; --out only when the user did
+        variable, default_out = MAKE_TARGETS[target]
+        where = (f" --out {args.out}" if args.out != default_out else "") + where
+        return f"make {target} {variable}={shlex.quote(flags + where)}"
+    return f"{prog} {flags} --out {args.out}{where}"
 
 
-def check_new_run(args: argparse.Namespace, ckpt: Path) -> None:
+def check_new_run(args: argparse.Namespace, ckpt: Path, prog: str = "python -m train") -> None:
     """A new run may replace only a backgen checkpoint, and only when told to (--overwrite)."""
     if not ckpt.exists():
         return
@@ -57,9 +66,10 @@ def check_new_run(args: argparse.Namespace, ckpt: Path) -> None:
             "(--overwrite replaces only checkpoints): choose another --out or --checkpoint"
         )
     if not args.overwrite:
+        resume, overwrite = command(args, "--resume", prog), command(args, "--overwrite", prog)
         raise UsageError(
-            f"{ckpt} already holds a training run; continue it with `{command(args, '--resume')}`"
-            f", start over with `{command(args, '--overwrite')}`, or pick another --out"
+            f"{ckpt} already holds a training run; continue it with `{resume}`, start over "
+            f"with `{overwrite}`, or pick another --out"
         )
 
 
@@ -125,3 +135,48 @@ def check_memory(config: TrainConfig, vocab_size: int, n_train: int) -> None:
             f"step (an estimate), more than the {have / 2**30:.1f} GiB of memory available; "
             "use a smaller --batch-size"
         )
+
+
+def given_options(args: argparse.Namespace, config_class: type) -> dict:
+    """The run options given on this command line (argparse defaults them to None)."""
+    given = {f.name: getattr(args, f.name) for f in fields(config_class)}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def resume_config(config: C, given: dict, step: int, resumable: set[str]) -> C:
+    """The checkpoint's ``config`` with what ``resumable`` lets a resumed run change: any other
+    option given with another value is refused, as is a step count below the checkpoint's."""
+    clash = [k for k, v in given.items() if k not in resumable and v != getattr(config, k)]
+    if clash:
+        was = ", ".join(f"--{k.replace('_', '-')} {getattr(config, k)}" for k in clash)
+        raise UsageError(f"the checkpoint's run used {was}; drop those options to resume it")
+    config = replace(config, **{k: v for k, v in given.items() if k in resumable})
+    if config.steps < step:
+        raise UsageError(f"the checkpoint is at step {step}, past --steps {config.steps}")
+    return config
+
+
+RUN_GROUP = "run (stored in the checkpoint; --resume reuses them)"
+
+
+def new_parser(
+    prog: str, description: str, epilog: str
+) -> tuple[argparse.ArgumentParser, argparse._ArgumentGroup]:
+    """A model's parser and its group of run options (those a checkpoint stores)."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return p, p.add_argument_group(RUN_GROUP)
+
+
+def add_backward_option(run: argparse._ArgumentGroup, reference: str) -> None:
+    """--backward: generated/ chained by hand (the default), or ``reference`` through autograd."""
+    run.add_argument(
+        "--backward",
+        choices=("generated", "autograd"),
+        help="generated: the hand-written loop over generated/ modules (default); autograd: "
+        f"{reference} with loss.backward(), for comparison",
+    )

@@ -9,10 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import sys
 from pathlib import Path
-
-import torch
 
 from train import checkpoint, preflight
 from train.classifier import loop
@@ -28,9 +25,9 @@ from train.classifier.options import (
 )
 from train.classifier.report import finish, write_progress
 from train.data import DataError
-from train.loop import Diverged, Interrupted
+from train.device import start_on_device
+from train.engine import guarded, session
 
-EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
 MAKE_ENV = "BACKGEN_MAKE_TARGET"  # `make classifier` sets it, so hints name the make line
 
 
@@ -102,60 +99,26 @@ def resume_hint(args: argparse.Namespace) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     ckpt = checkpoint_path(args)
-    run = start(args, ckpt)
+    run = start_on_device(args, ckpt, start)
     print(describe(run), flush=True)
     out_dir, metrics_file = Path(args.out), Path(args.metrics) if args.metrics else None
     progress = ClassifierProgress(run.config.steps, run.step)
-    try:
-        try:
-            loop.train(
-                run,
-                ckpt,
-                args.checkpoint_every,
-                progress,
-                lambda r: write_progress(r, out_dir, metrics_file),
-            )
-        finally:
-            progress.close()
-    except Interrupted:
-        checkpoint.save(ckpt, loop.snapshot(run))
-        print(f"interrupted at step {run.step:,}; saved {ckpt}", file=sys.stderr)
-        print(f"resume with: {resume_hint(args)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
-        print(f"stopped without saving. {last_good(ckpt)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    done = finish(run, ckpt, out_dir, metrics_file, figure=not args.no_figure)
-    return 0 if done else EXIT_DIVERGED
 
-
-def last_good(ckpt: Path) -> str:
-    try:
-        return (
-            f"Kept the last good checkpoint {ckpt} (step {loop.load_checkpoint(ckpt)['step']:,})."
-        )
-    except checkpoint.CheckpointError:
-        return "No checkpoint was written before that."
+    on_record = lambda r: write_progress(r, out_dir, metrics_file)  # noqa: E731
+    return session(
+        run,
+        ckpt,
+        lambda: loop.train(run, ckpt, args.checkpoint_every, progress, on_record, args.compile),
+        progress,
+        lambda: loop.save(run, ckpt),
+        lambda: finish(run, ckpt, out_dir, metrics_file, figure=not args.no_figure),
+        resume_hint(args),
+        advice="Try a smaller --lr, or --clip-grad-norm.",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising for every expected failure."""
     args = build_parser().parse_args(argv)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    try:
-        return cmd_train(args)
-    except (DataError, checkpoint.CheckpointError, UsageError, preflight.UsageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except Diverged as exc:
-        print(
-            f"error: training diverged: {exc}. {last_good(checkpoint_path(args))}", file=sys.stderr
-        )
-        print("Try a smaller --lr, or --clip-grad-norm.", file=sys.stderr)
-        return EXIT_DIVERGED
-    except KeyboardInterrupt:
-        print("interrupted; nothing was saved", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        torch.set_num_threads(threads)
+    errors = (DataError, checkpoint.CheckpointError, UsageError)
+    return guarded(args.threads, lambda: cmd_train(args), errors)

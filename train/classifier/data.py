@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from train.classifier.idx import read_idx
-from train.data import DataError, download, sha256_of
+from train.data import DataError, Splits, download, sha256_of
 
 N_CLASSES = 10
 SPLIT_SEED = 42
@@ -76,19 +76,13 @@ MNIST_FILES = (
 
 
 @dataclass
-class Dataset:
+class Dataset(Splits):
     """Flattened, standardised images (float32) and int64 labels for the three splits."""
 
     name: str
     source: str
     sha256: str
     image_shape: tuple[int, int]
-    X_train: torch.Tensor
-    Y_train: torch.Tensor
-    X_val: torch.Tensor
-    Y_val: torch.Tensor
-    X_test: torch.Tensor
-    Y_test: torch.Tensor
 
     @property
     def n_features(self) -> int:
@@ -126,7 +120,7 @@ def load_digits() -> Dataset:
     X = standardise([images[p] for p in parts], 16.0)
     source = "scikit-learn's bundled 8x8 digits"
     Y = [labels[p] for p in parts]
-    return Dataset(DIGITS, source, digest, (8, 8), X[0], Y[0], X[1], Y[1], X[2], Y[2])
+    return Dataset(X[0], Y[0], X[1], Y[1], X[2], Y[2], DIGITS, source, digest, (8, 8))
 
 
 def find_file(folder: Path, spec: MnistFile) -> tuple[Path, str]:
@@ -187,7 +181,7 @@ def load_idx_folder(folder: Path, verify: bool = True) -> Dataset:
     name = "mnist" if verify else "idx"
     shape = tuple(train_images.shape[1:])
     Y = (train_labels[fit], train_labels[val], test_labels)
-    return Dataset(name, str(folder), digest, shape, X[0], Y[0], X[1], Y[1], X[2], Y[2])
+    return Dataset(X[0], Y[0], X[1], Y[1], X[2], Y[2], name, str(folder), digest, shape)
 
 
 def download_mnist(folder: Path) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from train.data import DataError
+from train.data import read_bytes as read_file
 
 UNSIGNED_BYTE = 0x08
 KIND = {1: "labels", 3: "images"}
@@ -24,12 +25,7 @@ KIND = {1: "labels", 3: "images"}
 
 def read_bytes(path: Path) -> bytes:
     """The file's content, gunzipped when its name ends in .gz."""
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"IDX file not found: {path}") from None
-    except OSError as exc:
-        raise DataError(f"cannot read IDX file {path}: {exc.strerror or exc}") from None
+    raw = read_file(path, "IDX file")
     if Path(path).suffix != ".gz":
         return raw
     try:

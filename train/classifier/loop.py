@@ -10,7 +10,6 @@ gradient norm stops the run before that step's update, without saving.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,30 +20,22 @@ from train import checkpoint
 from train.classifier import monitor
 from train.classifier.config import ClassifierConfig
 from train.classifier.data import N_CLASSES, Dataset
-from train.classifier.model import Params, evaluate, init_params, layer_sizes, param_names
+from train.classifier.model import evaluate, init_params, layer_sizes, param_names
 from train.classifier.optim import clip, make_optimizer
 from train.classifier.step import STEPS
-from train.loop import Diverged, Interrupted, ctrl_c_between_steps
+from train.engine import Diverged, RunState, run_steps, state_payload
 
 MODEL = "classifier"  # marks our checkpoints apart from the MLP's
 
 
 @dataclass
-class Run:
-    """A run in progress: its config, data and everything that changes step by step."""
+class Run(RunState):
+    """The classifier's run: ``RunState`` plus batch accuracies and the monitor's history."""
 
-    config: ClassifierConfig
-    data: Dataset
-    params: Params
-    optimizer: torch.optim.Optimizer
-    generator: torch.Generator
-    step: int = 0
-    losses: list[float] = field(default_factory=list)
     accs: list[float] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)
     monitor_every: int = 50  # a record every K steps; kept by a resumed run, so its history is
     # the history of an uninterrupted one
-    seconds: float = 0.0  # in the steps themselves, all sessions; not monitoring or checkpoints
 
     def tensors(self) -> list[torch.Tensor]:
         return [self.params[name] for name in param_names(len(self.params) // 2)]
@@ -69,59 +60,39 @@ def restore_run(
     optimizer.load_state_dict(payload["optimizer"])
     g = torch.Generator()
     g.set_state(payload["generator"])
+    at = payload["step"]
     return Run(
         config,
         data,
         params,
         optimizer,
         g,
-        payload["step"],
+        at,
         payload["losses"].tolist(),
-        payload["accs"].tolist(),
-        list(payload["history"]),
-        monitor_every or payload["monitor_every"],
         float(payload["seconds"]),
+        at,
+        accs=payload["accs"].tolist(),
+        history=list(payload["history"]),
+        monitor_every=monitor_every or payload["monitor_every"],
     )
 
 
 def snapshot(run: Run) -> dict:
     """Everything ``restore_run`` needs, as plain tensors and builtins (weights_only loads it)."""
-    for name, p in run.params.items():
-        if not torch.isfinite(p).all():
-            raise Diverged(run.step, f"parameter {name} is not finite")
     return {
+        **state_payload(run),
         "model": MODEL,
-        "config": run.config.as_dict(),
         "data": {"name": run.data.name, "source": run.data.source, "sha256": run.data.sha256},
-        "step": run.step,
-        "params": {k: v.detach().clone() for k, v in run.params.items()},
-        "optimizer": run.optimizer.state_dict(),
-        "generator": run.generator.get_state(),
-        "losses": torch.tensor(run.losses, dtype=torch.float64),
         "accs": torch.tensor(run.accs, dtype=torch.float64),
         "history": run.history,
         "monitor_every": run.monitor_every,
-        "seconds": run.seconds,
     }
 
 
 def load_checkpoint(path: Path) -> dict:
     """A classifier checkpoint written by ``checkpoint.save(path, snapshot(run))``, its
     contents checked against the sha256 digest ``save`` stored in it."""
-    payload = checkpoint.read(path)
-    if payload.get("model") != MODEL:
-        raise checkpoint.CheckpointError(
-            f"{path} is not a classifier checkpoint (the MLP's resume without --model)"
-        )
-    stored = payload.pop("sha256", None)
-    if stored is None or stored != checkpoint.content_digest(payload):
-        raise checkpoint.CheckpointError(
-            f"checkpoint {path} is damaged: its contents do not match its sha256 checksum"
-        )
-    missing = [k for k in ("config", "data", "step", "params", "optimizer") if k not in payload]
-    if missing:
-        raise checkpoint.CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
-    return payload
+    return checkpoint.verified(path, MODEL, ("config", "data", "step", "params", "optimizer"))
 
 
 def optimizer_step(run: Run, grads: dict[str, torch.Tensor], watch: bool) -> tuple:
@@ -180,6 +151,7 @@ def train(
     checkpoint_every: int,
     progress: monitor.ClassifierProgress,
     on_record: Callable[[Run], None],
+    compile: bool = False,
 ) -> None:
     """Step until ``config.steps``; a monitor record every ``run.monitor_every`` steps and at
     the end (``on_record`` writes it out), a checkpoint every ``checkpoint_every`` and at the end.
@@ -189,20 +161,28 @@ def train(
     """
     X, Y = run.data.X_train.to(run.config.torch_dtype), run.data.Y_train
     loss_and_grads = STEPS[run.config.backward]
-    with ctrl_c_between_steps() as interrupted:
-        while run.step < run.config.steps:
-            started = time.perf_counter()
-            watched = take_step(run, X, Y, loss_and_grads)
-            run.seconds += time.perf_counter() - started  # the steps only, not what follows
-            if watched:
-                run.history.append(watch_record(run, *watched))
-                on_record(run)
-            recent = slice(-min(50, len(run.losses)), None)
-            progress.update(run.step, mean(run.losses[recent]), mean(run.accs[recent]))
-            if run.step % checkpoint_every == 0 or run.step == run.config.steps:
-                checkpoint.save(ckpt, snapshot(run))
-            if interrupted():
-                raise Interrupted
+    if compile:
+        loss_and_grads = torch.compile(loss_and_grads)
+    watched: list[tuple | None] = [None]
+
+    def one_step(interrupted: Callable[[], bool]) -> bool:
+        watched[0] = take_step(run, X, Y, loss_and_grads)
+        return interrupted()
+
+    def after_step() -> None:  # not timed: monitoring and progress
+        if watched[0]:
+            run.history.append(watch_record(run, *watched[0]))
+            on_record(run)
+        recent = slice(-min(50, len(run.losses)), None)
+        progress.update(run.step, mean(run.losses[recent]), mean(run.accs[recent]))
+
+    run_steps(run, one_step, after_step, lambda: save(run, ckpt), checkpoint_every)
+
+
+def save(run: Run, ckpt: Path) -> None:
+    """Checkpoint the run; afterwards it is the run's last good checkpoint."""
+    checkpoint.save(ckpt, snapshot(run))
+    run.saved_step = run.step
 
 
 def mean(values: list[float]) -> float:

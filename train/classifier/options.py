@@ -7,10 +7,9 @@ checkpoint's config, and may change only ``--steps`` (to go further) and ``--bac
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
 
+from train import preflight
 from train.classifier.config import (
-    BACKWARDS,
     DEFAULT_LR,
     DEFAULT_MOMENTUM,
     DEFAULT_WEIGHT_DECAY,
@@ -20,15 +19,13 @@ from train.classifier.config import (
 )
 from train.classifier.data import DIGITS, MNIST_ENV
 from train.config import DTYPES
+from train.device import add_device_options
+from train.preflight import UsageError  # noqa: F401 (the classifier's CLI imports it here)
 
 DEFAULTS = ClassifierConfig()
 RESUMABLE = {"steps", "backward"}  # a resumed run may go further, or switch the equal backward
 PROG = "python -m train --model classifier"
 MONITOR_EVERY = 50
-
-
-class UsageError(Exception):
-    """Options that do not fit together; printed without a traceback."""
 
 
 def positive(text: str) -> int:
@@ -49,14 +46,12 @@ EPILOG = f"""examples (each is `{PROG} ...`):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description="Train the seed's MLP digit classifier (linear -> ReLU -> ... -> linear -> "
+    p, run = preflight.new_parser(
+        PROG,
+        "Train the seed's MLP digit classifier (linear -> ReLU -> ... -> linear -> "
         "cross-entropy)\nwith the backward chained from generated/ modules, no loss.backward().",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        EPILOG,
     )
-    run = p.add_argument_group("run (stored in the checkpoint; --resume reuses them)")
     add_run_options(run)
     add_optimizer_options(run)
     add_data_options(p.add_argument_group("data"))
@@ -76,12 +71,7 @@ def add_run_options(run: argparse._ArgumentGroup) -> None:
         help=f"hidden layer sizes ({','.join(map(str, d.hidden))}); 'none': softmax regression",
     )
     run.add_argument("--dtype", choices=sorted(DTYPES), help=f"({d.dtype})")
-    run.add_argument(
-        "--backward",
-        choices=BACKWARDS,
-        help="generated: the loop over generated/ modules (default); autograd: the same run "
-        "with F.relu, F.cross_entropy and loss.backward()",
-    )
+    preflight.add_backward_option(run, "the same run through F.relu, F.cross_entropy")
 
 
 def add_optimizer_options(run: argparse._ArgumentGroup) -> None:
@@ -146,6 +136,7 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
     out.add_argument("--metrics", metavar="FILE", help="also write the metrics JSON here")
     out.add_argument("--no-figure", action="store_true", help="skip monitor.png (saves ~1 s)")
     out.add_argument("--threads", type=positive, default=1, metavar="N", help="(%(default)s)")
+    add_device_options(out)
 
 
 def parse_hidden(text: str) -> tuple[int, ...]:
@@ -163,8 +154,7 @@ def parse_hidden(text: str) -> tuple[int, ...]:
 
 def given_options(args: argparse.Namespace) -> dict:
     """The run options given on the command line (not None), checked one by one."""
-    given = {f.name: getattr(args, f.name) for f in fields(ClassifierConfig)}
-    given = {k: v for k, v in given.items() if v is not None}
+    given = preflight.given_options(args, ClassifierConfig)
     if "hidden" in given:
         given["hidden"] = parse_hidden(given["hidden"])
     if given.get("optimizer", DEFAULTS.optimizer) not in OPTIMIZERS:
@@ -198,11 +188,4 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> ClassifierCo
     if saved is None:
         return with_defaults(given)
     config = ClassifierConfig.from_dict(saved["config"])
-    clash = [k for k, v in given.items() if k not in RESUMABLE and v != getattr(config, k)]
-    if clash:
-        was = ", ".join(f"--{k.replace('_', '-')} {getattr(config, k)}" for k in clash)
-        raise UsageError(f"the checkpoint's run used {was}; drop those options to resume it")
-    config = replace(config, **{k: v for k, v in given.items() if k in RESUMABLE})
-    if config.steps < saved["step"]:
-        raise UsageError(f"the checkpoint is at step {saved['step']}, past --steps {config.steps}")
-    return config
+    return preflight.resume_config(config, given, saved["step"], RESUMABLE)

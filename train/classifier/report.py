@@ -12,7 +12,6 @@ from pathlib import Path
 
 import torch
 
-from train import checkpoint
 from train.classifier import loop
 from train.classifier.model import Evaluation, evaluate
 from train.classifier.plot import save_monitor_figure
@@ -78,7 +77,7 @@ def finish(
     run: loop.Run, ckpt: Path, out_dir: Path, metrics_file: Path | None, figure: bool = True
 ) -> bool:
     """Final checkpoint, train/val/test results, metrics and figure; False if not finite."""
-    checkpoint.save(ckpt, loop.snapshot(run))  # refuses non-finite parameters
+    loop.save(run, ckpt)  # refuses non-finite parameters
     d = run.data
     final = {
         "train": evaluate(run.params, d.X_train, d.Y_train),

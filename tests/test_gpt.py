@@ -1,0 +1,151 @@
+"""Tests for ``python -m train --model gpt``: the generated loop against autograd, resume after
+Ctrl-C, and the same run on two CPU processes under torchrun.
+
+A tiny GPT on a word list the test writes itself (tests/test_train.py's), so the file takes
+seconds; the real names dataset is never read here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.test_train import load, max_param_diff, write_words
+from train.gpt import cli
+from train.gpt.step import STEPS
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = ["--n-layer", "2", "--n-head", "2", "--n-embd", "8", "--batch-size", "8"]
+STEPS_RUN = 40
+
+
+def gpt_cli(*argv: str) -> tuple[int, str, str]:
+    """``python -m train --model gpt`` in-process; returns (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def words(tmp_path_factory) -> Path:
+    return write_words(tmp_path_factory.mktemp("data") / "words.txt", count=200)
+
+
+def run(words: Path, out: Path, *extra: str) -> dict:
+    code, _, stderr = gpt_cli("--data", str(words), *TINY, "--out", str(out), *extra)
+    assert code == 0, stderr
+    return load(out / "checkpoint.pt")
+
+
+@pytest.fixture(scope="module")
+def reference(words, tmp_path_factory) -> dict:
+    """One uninterrupted float64 run with the generated backward."""
+    out = tmp_path_factory.mktemp("reference")
+    return run(words, out, "--steps", str(STEPS_RUN), "--dtype", "float64")
+
+
+def test_generated_and_autograd_loops_agree_in_float64(words, reference, tmp_path):
+    """The same loss at every step and the same parameters at the end, within 1e-9."""
+    autograd = run(
+        words, tmp_path, "--steps", str(STEPS_RUN), "--dtype", "float64", "--backward", "autograd"
+    )
+    assert reference["step"] == autograd["step"] == STEPS_RUN
+    assert (reference["losses"] - autograd["losses"]).abs().max().item() <= 1e-9
+    assert max_param_diff(reference, autograd) <= 1e-9
+    assert reference["losses"][-5:].mean() < reference["losses"][:5].mean()  # it learns
+
+
+def test_resume_after_ctrl_c_equals_an_uninterrupted_run(words, reference, tmp_path, monkeypatch):
+    """A real SIGINT during step 15; the run saves at the step boundary, then resumes."""
+    real_step, calls = STEPS["generated"], []
+
+    def step_then_ctrl_c(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 15:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setitem(STEPS, "generated", step_then_ctrl_c)
+    common = ["--data", str(words), *TINY, "--out", str(tmp_path), "--dtype", "float64"]
+    code, _, stderr = gpt_cli(*common, "--steps", str(STEPS_RUN))
+    assert code == 130, stderr
+    assert f"python -m train --model gpt --resume --out {tmp_path}" in stderr
+    assert load(tmp_path / "checkpoint.pt")["step"] == 15
+    monkeypatch.setitem(STEPS, "generated", real_step)
+    code, _, stderr = gpt_cli("--resume", "--out", str(tmp_path))
+    assert code == 0, stderr
+    resumed = load(tmp_path / "checkpoint.pt")
+    assert torch.equal(resumed["losses"], reference["losses"])
+    assert max_param_diff(resumed, reference) == 0.0
+
+
+def test_a_run_never_replaces_another_and_a_missing_device_is_one_line(words, reference, tmp_path):
+    run(words, tmp_path, "--steps", "2")
+    code, _, stderr = gpt_cli("--data", str(words), *TINY, "--out", str(tmp_path))
+    assert code == 2 and "already holds a training run" in stderr
+    if not torch.cuda.is_available():
+        code, _, stderr = gpt_cli("--data", str(words), "--device", "cuda", "--out", "unused")
+        assert code == 2 and stderr.count("\n") == 1 and "no CUDA device" in stderr
+    code, _, stderr = gpt_cli("--resume", "--out", str(tmp_path), "--n-embd", "16")
+    assert code == 2 and "--n-embd 8" in stderr
+
+
+def test_sample_repeats_the_runs_names(words, tmp_path):
+    code, stdout, stderr = gpt_cli(
+        "--data", str(words), *TINY, "--steps", "5", "--out", str(tmp_path)
+    )
+    assert code == 0, stderr
+    names = stdout.split("samples:\n")[1].split()
+    code, sampled, _ = gpt_cli("--sample", "20", "--out", str(tmp_path))
+    assert code == 0 and sampled.split() == names
+
+
+def torchrun(*argv: str) -> subprocess.Popen:
+    """``torchrun --nproc_per_node=2 -m train --model gpt ARGV`` on the CPU (gloo)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2"]
+    command += ["--standalone", "-m", "train", "--model", "gpt", *argv]
+    return subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_two_processes_survive_ctrl_c_and_match_one_process(words, tmp_path):
+    """Two CPU processes, Ctrl-C'd (torchrun forwards SIGINT to both) after their first
+    checkpoint, then resumed from rank 0's checkpoint, end with the parameters of one process
+    trained on the same global batches. In float64, so the bound is tight (1e-9): in float32
+    AdamW's steps of ~lr per weight turn a rounding difference in a gradient near 0 into a
+    different step, and the parameters differ by up to ~lr."""
+    out = tmp_path / "two"
+    common = ["--data", str(words), *TINY, "--checkpoint-every", "10", "--dtype", "float64"]
+    proc = torchrun(*common, "--steps", "100000", "--out", str(out))
+    deadline = time.monotonic() + 90
+    while not (out / "checkpoint.pt").exists() and proc.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=90)
+    assert "interrupted at step" in stderr and "saved" in stderr, stderr
+    assert "resume with: torchrun --nproc_per_node=2 -m train --model gpt --resume" in stderr
+    stopped = load(out / "checkpoint.pt")["step"]
+    assert 10 <= stopped < 100000
+    total = stopped + 10
+    resumed = torchrun("--resume", "--steps", str(total), "--out", str(out))
+    stdout, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    assert stdout.count("test loss") == 1  # rank 0 alone reports
+    two = load(out / "checkpoint.pt")
+    one = run(words, tmp_path / "one", "--steps", str(total), "--dtype", "float64")
+    assert two["step"] == one["step"] == total
+    assert (two["losses"] - one["losses"]).abs().max().item() <= 1e-9
+    assert max_param_diff(two, one) <= 1e-9

@@ -1,0 +1,43 @@
+"""The options that define a GPT run, stored in every checkpoint so ``--resume`` repeats them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from train.config import Schedule
+
+BACKWARDS = ("generated", "autograd")
+GELUS = ("tanh", "erf")  # makemore's NewGELU (tanh approximation), or F.gelu's exact erf form
+
+
+@dataclass(frozen=True)
+class GPTConfig(Schedule):
+    """makemore's defaults: 4 layers, 4 heads, 64 wide; AdamW 5e-4, betas (0.9, 0.99), wd 0.01.
+
+    makemore keeps its learning rate constant, so ``lr_at`` does too (the MLP and the
+    classifier divide theirs by 10 at the halfway step).
+    """
+
+    steps: int = 5000
+    seed: int = 3407  # makemore's default seed
+    lr: float = 5e-4
+    batch_size: int = 32
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 64
+    weight_decay: float = 0.01
+    gelu: str = "tanh"
+    dtype: str = "float32"
+    backward: str = "generated"
+
+    def lr_at(self, step: int) -> float:
+        return self.lr
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> GPTConfig:
+        """Rebuild from a checkpoint, ignoring keys a newer or older version may have added."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
