@@ -89,3 +89,14 @@ def test_a_call_along_an_element_wise_chain_stays_inline() -> None:
     # a1 * tanh(a1): lifting at every link of a chain multiplied the simplifier's work
     g = parse(_op("a1[n, c] = 2 * x[n, c]", "out[n, c] = a1[n, c] * tanh(a1[n, c])"))
     assert lift_saved_calls(g) is g
+
+
+def test_fold_compares_a_where_condition_without_arithmetic() -> None:
+    # where(r >= h, ...) against where(h >= r, ...): conditions have no difference to expand
+    from derive.symbolic.canon import _same_call
+
+    r, h = sp.symbols("r h", integer=True)
+    a = sp.Symbol("a", real=True)
+    where = FUNCTIONS["where"].make
+    assert not _same_call(where(r >= h, a, 0), where(h >= r, a, 0))
+    assert _same_call(where(r >= h, a * (1 + a), 0), where(r >= h, a + a**2, 0))
