@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.functions import BY_NODE
+from derive.functions import BY_NODE, FUNCTIONS
 from derive.language import BATCH_INDEX, Definition, Graph, Tensor, View
 from derive.language.reductions import range_of
 from derive.symbolic.indices import is_reduction
 
 SAVE_COST = 2  # one more pass to write the tensor in the forward, one to read it back
-POWER_WEIGHT = 8  # x**p for a non-integer p (a root, an rsqrt): torch.pow / sqrt, measured 4-30
+# x**p for a non-integer p: the sqrt row, whose SymPy form is such a power (no node of its own)
+POWER_WEIGHT = FUNCTIONS["sqrt"].weight
 
 
 def weight(call: sp.Basic) -> int:
