@@ -127,17 +127,19 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
-def _check_range(name, t, size_name, size, before=False):
+def _check_range(name, t, size_name, size, before=False, guarded=False):
     # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
     # themselves, so forward() checks only when one fails and then names it (no host sync on the
     # fast path). On other devices a bad index is a device-side assert: check before, once.
+    # guarded: read only under where(t >= 0, ...), so a negative entry marks a position to ignore
     if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
         return
     if t.numel():
         lo, hi = (int(v) for v in torch.aminmax(t))
-        if lo < 0 or hi >= size:
+        if (lo < 0 and not guarded) or hi >= size:
+            ignored = " (a negative one is ignored)" if guarded else ""
             raise IndexError(
-                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size})"
+                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size}){ignored}"
             )
 
 

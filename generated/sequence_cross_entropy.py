@@ -66,16 +66,19 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
-def _check_guarded(name, t, size_name, size, before=False):
-    # an index read only under where(t >= 0, ...): a negative entry marks a position to ignore
+def _check_range(name, t, size_name, size, before=False, guarded=False):
+    # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
+    # themselves, so forward() checks only when one fails and then names it (no host sync on the
+    # fast path). On other devices a bad index is a device-side assert: check before, once.
+    # guarded: read only under where(t >= 0, ...), so a negative entry marks a position to ignore
     if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
         return
     if t.numel():
         lo, hi = (int(v) for v in torch.aminmax(t))
-        if hi >= size:
+        if (lo < 0 and not guarded) or hi >= size:
+            ignored = " (a negative one is ignored)" if guarded else ""
             raise IndexError(
-                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size}) "
-                "(a negative one is ignored)"
+                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size}){ignored}"
             )
 
 
@@ -90,7 +93,7 @@ def forward(logits, targets):
     _check_size("targets", 1, targets.shape[1], "T", T)
     _check_like("targets", targets, "logits", logits, False)
     _check_positive("V", V, "a Max runs over it")
-    _check_guarded("targets", targets, "V", V, before=True)
+    _check_range("targets", targets, "V", V, before=True, guarded=True)
     try:
         logit_maxes = logits.amax(2)
         norm_logits = logits - logit_maxes[:, :, None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import Self
 
 import torch
 
@@ -15,7 +16,8 @@ DEFAULT_LR = {"sgd": 0.1, "adamw": 0.003}
 
 
 class Schedule:
-    """What every run's config shares: lr, then lr / 10 from the halfway step; a dtype by name."""
+    """What every run's config shares: lr, then lr / 10 from the halfway step; a dtype by name;
+    the round trip through a checkpoint (subclasses are frozen dataclasses)."""
 
     lr: float
     steps: int
@@ -28,6 +30,17 @@ class Schedule:
     @property
     def torch_dtype(self) -> torch.dtype:
         return DTYPES[self.dtype]
+
+    def as_dict(self) -> dict:
+        """The options as checkpoint data: plain values, tuples as lists."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Self:
+        """Rebuild from a checkpoint, ignoring keys a newer or older version may have added."""
+        known = {f.name for f in fields(cls)}
+        kept = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known}
+        return cls(**kept)
 
 
 @dataclass(frozen=True)
@@ -44,12 +57,3 @@ class TrainConfig(Schedule):
     dtype: str = "float32"
     optimizer: str = "sgd"
     backward: str = "generated"
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> TrainConfig:
-        """Rebuild from a checkpoint, ignoring keys a newer or older version may have added."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known})

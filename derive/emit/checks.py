@@ -73,8 +73,8 @@ def input_checks(
         lines.append(f"_check_positive({str(size)!r}, {size}, {why!r})")
     for name, size in data_index_ranges(g):
         before = "" if name in wrapping else ", before=True"
-        check = "_check_guarded" if name in guarded_data(g) else "_check_range"
-        lines.append(f"{check}({name!r}, {name}, {str(size)!r}, {size}{before})")
+        guarded = ", guarded=True" if name in guarded_data(g) else ""
+        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}{before}{guarded})")
     return lines, bound
 
 

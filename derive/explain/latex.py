@@ -20,21 +20,33 @@ from __future__ import annotations
 import re
 
 import sympy as sp
-from sympy.printing.latex import LatexPrinter
+from sympy.printing.latex import LatexPrinter, greek_letters_set, translate
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pretty.pretty import PrettyPrinter
 from sympy.printing.pretty.stringpict import prettyForm, stringPict
 
 from derive.language import ReduceMax
 
-GREEK = {"eps": r"\epsilon"}  # op params named after the letter the seeds write
+# A name that is a Greek letter's (alpha .. omega), or its first three or more letters and so of
+# no other letter (eps, lam, sig), prints as the letter: the seeds name a param after the letter
+# they write (eps -> \epsilon). Two-letter names (mu, nu, pi, xi) must be whole.
+_GREEK = tuple(sorted(greek_letters_set))
+
+
+def greek(name: str) -> str | None:
+    """The LaTeX letter ``name`` spells or abbreviates, or None."""
+    found = [g for g in _GREEK if g == name or (len(name) >= 3 and g.startswith(name))]
+    return translate(found[0]) if len(found) == 1 else None
+
+
 _NUMBERED = re.compile(r"^([A-Za-z]+?)(\d+)$")  # n1 -> n_1: a second index over the same axis
 
 
 def name_latex(name: str, tensor: bool = False) -> str:
     """A name: one letter italic, words upright, underscores kept; index n1 -> n_1, tensor W1."""
-    if name in GREEK:
-        return GREEK[name]
+    letter = greek(name)
+    if letter:
+        return letter
     m = _NUMBERED.match(name)
     if len(name) == 1 or (tensor and m and len(m.group(1)) == 1):
         return name  # x, W1 (a tensor's digits are part of its name)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from derive.symbolic.indices import bound_by_depth
+
 ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
 
 
@@ -40,24 +42,7 @@ class Value:
 def memo_key(e: sp.Expr) -> sp.Expr:
     """``e`` with its bound indices renamed canonically: the same reduction under other bound
     names is the same tensor (free names kept; :func:`canonical` renames those too)."""
-    return _bound_by_depth(e, 0)
-
-
-def _bound_by_depth(e: sp.Basic, depth: int) -> sp.Basic:
-    """Bound indices named by nesting depth (``_s0_0``, ``_s1_0``): names that do not depend on
-    the order SymPy keeps a product's factors in, so equal sums get equal keys."""
-    if not e.args:
-        return e
-    if isinstance(e, sp.Sum):
-        rename = {
-            lim[0]: sp.Symbol(f"_s{depth}_{k}", integer=True) for k, lim in enumerate(e.limits)
-        }
-        body = _bound_by_depth(e.function.xreplace(rename), depth + 1)
-        limits = [(rename[v], lo, hi) for v, lo, hi in e.limits]
-        return sp.Sum(body, *limits)
-    if not e.has(sp.Sum):
-        return e
-    return e.func(*[_bound_by_depth(a, depth) for a in e.args])
+    return bound_by_depth(e)
 
 
 PERMUTATIONS = 120  # free indices are matched up to renaming while that many orders suffice
@@ -73,7 +58,7 @@ def canonical(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Symbol, sp.Symbol]]:
     key is least (tried over every order, up to :data:`PERMUTATIONS`); the renaming maps the
     value's axes to the key's and back.
     """
-    e = _bound_by_depth(e, 0)
+    e = bound_by_depth(e)
     labels = {ind.base.label for ind in e.atoms(sp.Indexed)}  # tensor names, not indices
     free = sorted(
         (

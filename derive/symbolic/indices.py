@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import sympy as sp
 
@@ -30,25 +30,52 @@ def is_reduction(e: sp.Basic) -> bool:
     return isinstance(e, (sp.Sum, ReduceMax))
 
 
-def freshen_bound(expr: sp.Expr, fresh: Fresh) -> sp.Expr:
-    """Rename every bound index of ``expr`` to a fresh symbol (no capture on substitution).
+# How a reduction's bound indices are renamed: its limits, its nesting depth and the names
+# already in scope there (free indices and the enclosing reductions' new names) -> new symbols.
+Namer = Callable[[tuple, int, frozenset[str]], list[sp.Symbol]]
 
-    One pass, outermost reduction first: renaming level by level would rebuild a nest of d
-    reductions d times.
+
+def rename_bound(expr: sp.Basic, namer: Namer, taken: Iterable[str] = ()) -> sp.Basic:
+    """Every bound index of ``expr`` renamed by ``namer``, in one pass, outermost first.
+
+    The one renamer of the engine (fresh names for substitution, readable names for people,
+    depth names for memo keys differ only in the namer). It cannot capture: a bound index is
+    replaced through an environment applied at the leaves, never by ``xreplace`` on a body
+    that may bind the same name again (``sum_a y[a] sum_n x[a, n]`` renamed a -> n naively
+    reads the diagonal ``x[n1, n1]``).
     """
 
-    def walk(e: sp.Basic, env: dict) -> sp.Basic:
+    def walk(e: sp.Basic, env: dict, depth: int, scope: frozenset[str]) -> sp.Basic:
         if not e.args:
             return env.get(e, e)
         if not is_reduction(e):
-            return e.func(*[walk(a, env) for a in e.args])
-        new = [fresh() for _ in e.limits]
-        body = walk(e.function, {**env, **{lim[0]: v for lim, v in zip(e.limits, new)}})
+            if not e.has(sp.Sum, ReduceMax) and not (env and symbol_atoms(e) & env.keys()):
+                return e
+            return e.func(*[walk(a, env, depth, scope) for a in e.args])
+        new = namer(e.limits, depth, scope)
+        inner = {**env, **{lim[0]: v for lim, v in zip(e.limits, new, strict=True)}}
+        body = walk(e.function, inner, depth + 1, scope | {str(v) for v in new})
         return e.func(body, *[(v, lo, hi) for v, (_, lo, hi) in zip(new, e.limits, strict=True)])
 
     if not isinstance(expr, sp.Basic) or not expr.has(sp.Sum, ReduceMax):
         return expr
-    return walk(expr, {})
+    return walk(expr, {}, 0, frozenset(taken))
+
+
+def freshen_bound(expr: sp.Expr, fresh: Fresh) -> sp.Expr:
+    """Rename every bound index of ``expr`` to a fresh symbol (no capture on substitution)."""
+    return rename_bound(expr, lambda limits, depth, scope: [fresh() for _ in limits])
+
+
+def bound_by_depth(expr: sp.Expr) -> sp.Expr:
+    """Bound indices named by nesting depth (``_s0_0``, ``_s1_0``): names that depend neither on
+    the order SymPy keeps a product's factors in nor on the free names, so the same reduction
+    under other bound (or, renamed after, free) names gets the same key."""
+
+    def by_depth(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
+        return [sp.Symbol(f"_s{depth}_{k}", integer=True) for k in range(len(limits))]
+
+    return rename_bound(expr, by_depth)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -134,21 +161,19 @@ def nice_indices(dims: Iterable[sp.Expr], taken: set[str] = frozenset()) -> tupl
 def canonical_bound(expr: sp.Expr, free: Iterable[sp.Symbol]) -> sp.Expr:
     """Rename bound indices readably and deterministically (range N -> n, n1, ...).
 
-    Identical reductions get identical names, which lets lowering share them (CSE).
+    Identical reductions get identical names, which lets lowering share them (CSE). A name
+    avoids the free indices and the enclosing reductions' names.
     """
-    taken = {str(s) for s in free}
 
-    def walk(e: sp.Basic, used: set[str]) -> sp.Basic:
-        if not isinstance(e, sp.Basic) or not e.args:
-            return e
-        if is_reduction(e):
-            body, limits, inner = e.function, [], set(used)
-            for var, lo, hi in e.limits:
-                (new,) = nice_indices([hi + 1 if isinstance(hi + 1, sp.Symbol) else hi], inner)
-                inner.add(str(new))
-                body = body.xreplace({var: new})
-                limits.append((new, lo, hi))
-            return e.func(walk(body, inner), *limits)
-        return e.func(*[walk(a, used) for a in e.args])
+    def readable(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
+        used, out = set(scope), []
+        for _, _, hi in limits:
+            (new,) = nice_indices([hi + 1 if isinstance(hi + 1, sp.Symbol) else hi], used)
+            used.add(str(new))
+            out.append(new)
+        return out
 
-    return walk(expr, taken)
+    if not isinstance(expr, sp.Basic):
+        return expr
+    indices = {s for s in expr.free_symbols if s.is_integer and not s.is_positive}
+    return rename_bound(expr, readable, {str(s) for s in (*free, *indices)})

@@ -190,7 +190,7 @@ def test_an_index_guarded_by_where_is_read_clamped() -> None:
         "out = torch.where((t >= 0), x.gather(1, t.clamp(min=0).unsqueeze(1)).squeeze(1), 0).sum(0)"
         in lines
     )
-    assert '_check_guarded("t", t, "C", C, before=True)' in lines
+    assert '_check_range("t", t, "C", C, before=True, guarded=True)' in lines
     assert (
         "1, t.clamp(min=0).unsqueeze(1), (grad_out * (t >= 0).to(grad_out.dtype)).unsqueeze(1)"
         in lines

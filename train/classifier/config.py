@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 from train.config import Schedule
 
@@ -34,17 +34,3 @@ class ClassifierConfig(Schedule):
     weight_decay: float = 0.0
     clip_grad_norm: float = 0.0  # 0: no clipping
     backward: str = "generated"
-
-    def as_dict(self) -> dict:
-        values = asdict(self)
-        values["hidden"] = list(self.hidden)
-        return values
-
-    @classmethod
-    def from_dict(cls, values: dict) -> ClassifierConfig:
-        """Rebuild from a checkpoint, ignoring keys a newer or older version may have added."""
-        known = {f.name for f in fields(cls)}
-        kept = {k: v for k, v in values.items() if k in known}
-        if "hidden" in kept:
-            kept["hidden"] = tuple(kept["hidden"])
-        return cls(**kept)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 from train.config import Schedule
 
@@ -32,12 +32,3 @@ class GPTConfig(Schedule):
 
     def lr_at(self, step: int) -> float:
         return self.lr
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> GPTConfig:
-        """Rebuild from a checkpoint, ignoring keys a newer or older version may have added."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known})
