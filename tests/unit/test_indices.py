@@ -1,4 +1,4 @@
-"""The engine's one bound-index renamer (``derive.symbolic.indices.rename_bound``) and its namers."""
+"""The one bound-index renamer (``derive.symbolic.indices.rename_bound``) and its namers."""
 
 from __future__ import annotations
 
