@@ -7,6 +7,9 @@ Nothing here derives anything of its own or types a formula in; it asks the pipe
   (``derive(stepwise=True)``'s raw terms, bound indices renamed readably);
 - the **simplified** step: that chain alone through the rewrite rules (the stepwise form,
   ``Derivation.steps``: recorded by the derivation, not derived again);
+- the **block** form, where the steps from a tensor x to one tensor y are a function of x
+  alone (attention's softmax from ``scores`` to ``probs``): dx inlined down to dy only,
+  ``dscores = probs (dprobs - sum dprobs probs)``, ``Derivation.blocks``;
 - the **collapsed** adjoint: inlined down to ``grad_out`` and simplified as one expression,
   where chains cancel (``dlogit_maxes`` -> 0): ``Derivation.collapsed``, recorded by the
   derivation;
@@ -45,6 +48,7 @@ class Step:
     chain: sp.Expr
     simplified: sp.Expr | None  # None if the step does not simplify on its own
     collapsed: sp.Expr | None  # None where not computed, or equal to ``simplified``
+    block: tuple[str, sp.Expr] | None  # (dy, dx in terms of dy) where y = F(x) alone
     computed: str | None  # "simplified" / "collapsed": the form the module evaluates
     emitted: str | None  # the module's statements for it (None: the module never forms it)
 
@@ -53,6 +57,8 @@ class Step:
         out = [("chain rule", self.chain)]
         if self.simplified is not None:
             out.append(("simplified", self.simplified))
+        if self.block is not None and self.block[1] not in (self.simplified, self.collapsed):
+            out.append((f"collapsed to {self.block[0]}", self.block[1]))
         if self.collapsed is not None:
             out.append(("collapsed to grad_out", self.collapsed))
         mark = {"simplified": 1, "collapsed": len(out) - 1}.get(self.computed or "")
@@ -126,6 +132,7 @@ def explain(e: Emitted) -> Explanation:
                 chain=canonical_bound(adj.exprs[t], adj.free[t]),
                 simplified=simplified,
                 collapsed=coll,
+                block=(adj.names[d.blocks[t][0]], d.blocks[t][1]) if t in d.blocks else None,
                 computed=computed,
                 emitted=emitted.get(t),
             )

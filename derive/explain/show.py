@@ -111,6 +111,7 @@ def record(ex: Explanation) -> dict:
             "input": s.is_input,
             "chain": _expr(s.chain),
             "simplified": _expr(s.simplified),
+            "block": {"to": s.block[0], "expr": _expr(s.block[1])} if s.block else None,
             "collapsed": _expr(s.collapsed),
             "computed": s.computed,
             "emitted": s.emitted,

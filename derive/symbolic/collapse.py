@@ -17,7 +17,7 @@ import sympy as sp
 
 from derive.errors import DerivationError
 from derive.identities import FORWARD_RULES, rewrite
-from derive.language import Graph
+from derive.language import Graph, View
 from derive.symbolic.canon import Canon, fold
 from derive.symbolic.indices import canonical_bound
 from derive.symbolic.reverse import Adjoints, inline
@@ -71,6 +71,12 @@ class Collapser:
         self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
         self.stepped: dict[str, sp.Expr] = {}  # inline's memo for simplified steps
 
+    def simplified_to(self, tensor: str, boundary: str) -> sp.Expr:
+        """:meth:`simplified`, inlined only down to ``boundary``'s adjoint (kept as a tensor)."""
+        stepped = inline(self.adj, tensor, {}, self.step, frozenset([boundary]))
+        simplified = self.simplifier.simplify(self.canon.inline(stepped))
+        return tidy(fold(tidy(simplified), self.patterns, self.folded))
+
     def raw(self, tensor: str) -> sp.Expr:
         return inline(self.adj, tensor, self.memo)
 
@@ -115,6 +121,65 @@ def _inlined_size(adj: Adjoints, t: str, memo: dict) -> tuple[int, bool]:
             view = view or name in adj.views
         memo[t] = (sums, view)
     return memo[t]
+
+
+def _reads(g: Graph) -> dict[str, set[str]]:
+    """The tensors each step reads (a view: its source)."""
+    out = {}
+    for step in g.steps:
+        if isinstance(step, View):
+            out[step.name] = {step.source}
+        else:
+            out[step.name] = {n for n in _uses(step.body) if n in g.tensors}
+    return out
+
+
+def block_output(g: Graph, x: str) -> str | None:
+    """The one tensor y through which ``x`` (an input or intermediate) reaches the rest of the op, when every
+    step from x to y reads only x and those steps: y = F(x) is a function of x alone, the
+    softmax of attention's scores, layernorm's normalised xhat of x. None when there is no such
+    y short of the output, or when x -> y is a single definition (its simplified form says it
+    all; views do not count). Int subscripts (``C[X[n, t], e]``) are data, not tensors read.
+
+    The adjoint of x collapsed down to dy (:meth:`Collapser.simplified_to`) is that function's
+    backward as one line, ``dscores = probs (dprobs - sum_t2 dprobs probs)``, whatever the rest
+    of the op does with y.
+    """
+    reads = _reads(g)
+    block: list[str] = []
+    for step in g.steps:
+        inside = {x, *block}
+        if step.name != x and reads[step.name] & inside and reads[step.name] <= inside:
+            block.append(step.name)
+    members = set(block)
+    readers = {t: {s for s, r in reads.items() if t in r} for t in [x, *block]}
+    if not readers[x] <= members:
+        return None
+    outputs = [t for t in block if t == g.output or not readers[t] <= members]
+    views = {s.name for s in g.steps if isinstance(s, View)}
+    if len(outputs) != 1 or outputs[0] == g.output or len(members - views) < 2:
+        return None
+    return outputs[0]
+
+
+def collapse_blocks(
+    g: Graph, adj: Adjoints, order: list[str], collapser: Collapser | None
+) -> dict[str, tuple[str, sp.Expr]]:
+    """``{x: (y, dx collapsed down to dy)}`` for each intermediate x in ``order`` with a
+    :func:`block_output` y (``collapser``: as for :func:`collapse_each`)."""
+    out = {}
+    for x in order:
+        y = block_output(g, x)
+        if y is None or y not in adj.exprs:
+            continue
+        collapser = collapser or Collapser(g, dataclasses.replace(adj, views={}))
+        try:
+            expr = collapser.simplified_to(x, y)
+        except DerivationError:
+            continue
+        if not expr.has(sp.Derivative, sp.Piecewise, sp.nan, sp.zoo):
+            out[x] = (y, canonical_bound(expr, adj.free[x]))
+    return out
 
 
 def collapse_each(

@@ -20,7 +20,7 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.language import Definition, Graph, ReduceMax, View
 from derive.symbolic.canon import Canon, Pattern, fold, stabilise
-from derive.symbolic.collapse import Collapser, Lazy, collapse_each, tidy
+from derive.symbolic.collapse import Collapser, Lazy, collapse_blocks, collapse_each, tidy
 from derive.symbolic.indices import canonical_bound
 from derive.symbolic.reverse import Adjoints, derive_adjoints
 from derive.symbolic.saving import lift_saved_calls, unlift
@@ -68,6 +68,17 @@ class Derivation:
         rest = [t for t in order if t not in done]
         done |= collapse_each(self.graph, self.adjoints, rest, self.collapser)
         return {t: done[t] for t in order if t in done}
+
+
+    @functools.cached_property
+    def blocks(self) -> dict[str, tuple[str, sp.Expr]]:
+        """``{x: (y, dx in terms of dy)}`` where the steps from x to y are a function of x
+        alone (:func:`~derive.symbolic.collapse.block_output`): the softmax inside attention,
+        ``dscores`` in terms of ``dprobs``; computed on first use."""
+        g = self.adjoints.graph  # the graph the adjoints were derived on (calls lifted)
+        order = [s.name for s in reversed(g.steps) if s.name in self.adjoints.exprs]
+        order += [t for t in g.inputs if t in self.adjoints.exprs]
+        return collapse_blocks(g, self.adjoints, order, self.collapser)
 
 
 def _local_patterns(g: Graph) -> list[Pattern]:

@@ -158,11 +158,14 @@ def inline(
     name: str,
     memo: dict[str, sp.Expr],
     step: Callable[[str], sp.Expr] | None = None,
+    stop: frozenset[str] = frozenset(),
 ) -> sp.Expr:
     """The adjoint of ``name`` with every consumer's adjoint substituted, down to grad_out.
 
     ``step(t)`` is the form of tensor t's own step that is substituted (default: as reverse
-    mode wrote it, ``adj.exprs[t]``); ``memo`` must hold results of one ``step`` only.
+    mode wrote it, ``adj.exprs[t]``); the adjoints of ``stop`` stay as they are (a collapse
+    down to ``dprobs`` rather than grad_out). ``memo`` must hold results of one ``step`` and
+    one ``stop`` only.
     """
     if name in memo:
         return memo[name]
@@ -180,12 +183,12 @@ def inline(
     replace = {}
     for ind in sorted(indexed_atoms(expr), key=sp.default_sort_key):
         owner = by_symbol.get(ind.base.label.name)
-        if owner is not None:
-            inner = freshen_bound(inline(adj, owner, memo, step), adj.fresh)
+        if owner is not None and owner not in stop:
+            inner = freshen_bound(inline(adj, owner, memo, step, stop), adj.fresh)
             replace[ind] = substitute(inner, dict(zip(adj.free[owner], ind.indices, strict=True)))
     for sym in symbol_atoms(expr):
         owner = by_symbol.get(sym.name)
-        if owner is not None and not adj.graph.tensors[owner].dims:
-            replace[sym] = inline(adj, owner, memo, step)
+        if owner is not None and owner not in stop and not adj.graph.tensors[owner].dims:
+            replace[sym] = inline(adj, owner, memo, step, stop)
     memo[name] = substitute(expr, replace)
     return memo[name]
