@@ -25,7 +25,11 @@ EXPECTED = {
     "causal_self_attention": {"scores": "probs", "counts": "probs"},
     "layernorm": {"x": "xhat", "diff": "xhat"},
     "batchnorm": {"x": "bnraw", "bndiff": "bnraw", "bndiff2": "bnvar_inv"},
-    "sequence_cross_entropy": {"logits": "logprobs", "norm_logits": "logprobs", "counts": "logprobs"},
+    "sequence_cross_entropy": {
+        "logits": "logprobs",
+        "norm_logits": "logprobs",
+        "counts": "logprobs",
+    },
     "exercise": {"hprebn": "bnraw", "bndiff": "bnraw", "bndiff2": "bnvar_inv"},
 }
 SIZES = {"B": 2, "T": 4, "C": 8, "N": 5, "M": 3, "V": 6, "H": 7, "E": 3, "K": 4, "D": 2}

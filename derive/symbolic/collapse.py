@@ -135,9 +135,10 @@ def _reads(g: Graph) -> dict[str, set[str]]:
 
 
 def block_output(g: Graph, x: str) -> str | None:
-    """The one tensor y through which ``x`` (an input or intermediate) reaches the rest of the op, when every
-    step from x to y reads only x and those steps: y = F(x) is a function of x alone, the
-    softmax of attention's scores, layernorm's normalised xhat of x. None when there is no such
+    """The one tensor y through which ``x`` (an input or intermediate) reaches the rest of the
+    op, when every step from x to y reads only x and those steps: y = F(x) is a function of x
+    alone, the softmax of attention's scores, layernorm's normalised xhat of x. None when there
+    is no such
     y short of the output, or when x -> y is a single definition (its simplified form says it
     all; views do not count). Int subscripts (``C[X[n, t], e]``) are data, not tensors read.
 

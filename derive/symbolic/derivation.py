@@ -69,7 +69,6 @@ class Derivation:
         done |= collapse_each(self.graph, self.adjoints, rest, self.collapser)
         return {t: done[t] for t in order if t in done}
 
-
     @functools.cached_property
     def blocks(self) -> dict[str, tuple[str, sp.Expr]]:
         """``{x: (y, dx in terms of dy)}`` where the steps from x to y are a function of x
