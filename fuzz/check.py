@@ -121,7 +121,12 @@ def reference(graph: Graph, seed: int, distinct: bool) -> Reference | None:
     kinks: list[float] = []
     with torch.no_grad():
         values = evaluate(graph, inputs, kinks)
-    if min(kinks, default=1.0) < KINK_MARGIN or not _tame(values.values(), VALUE_LIMIT):
+    # an intermediate may hold -inf where a where() masks it (attention's scores); the output,
+    # like every gradient, must be finite
+    inner = [v for k, v in values.items() if k != graph.output]
+    if min(kinks, default=1.0) < KINK_MARGIN or not (
+        _tame(inner, VALUE_LIMIT, masked=True) and _tame([values[graph.output]], VALUE_LIMIT)
+    ):
         return None
     out = values[graph.output]
     gen = torch.Generator().manual_seed(seed + 1)
@@ -132,8 +137,11 @@ def reference(graph: Graph, seed: int, distinct: bool) -> Reference | None:
     return Reference(inputs, out, grad_out, grads)
 
 
-def _tame(tensors, limit: float) -> bool:
+def _tame(tensors, limit: float, masked: bool = False) -> bool:
+    """Every value finite and within ``limit``; ``masked``: -inf entries are let through."""
     for t in tensors:
+        if t.is_floating_point() and masked:
+            t = t[~torch.isneginf(t)]
         if t.is_floating_point() and t.numel():
             if not bool(torch.isfinite(t).all()) or float(t.abs().max()) > limit:
                 return False

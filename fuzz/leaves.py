@@ -104,6 +104,8 @@ class Leaves:
 
         Returns the subscript and whether it is a data subscript.
         """
+        if size.isdigit():  # a numeric dim (W[C, 3]) is read at a constant: W[c, 2]
+            return Expr(str(self.rng.randrange(int(size)))), False
         plain = [i for i, s in scope.items() if s == size and i not in avoid]
         if plain and self.rng.random() >= data:
             i = self.rng.choice([i for i in plain if i in need] or plain)
@@ -165,6 +167,8 @@ class Leaves:
             return Expr(self.rng.choice(sorted(self.params)))
         if r < 0.14 and self.sizes:
             return Expr(self.rng.choice(self.sizes))
+        if r < 0.17 and scope:
+            return self.constant_subscript(scope)
         have = Counter(scope.values())
         plain = [t for t in self.floats() if not Counter(t.dims) - have]  # no data index needed
         recent = [t for t in self.defs[-2:] if t in plain] if self.rng.random() < 0.5 else []
@@ -174,6 +178,17 @@ class Leaves:
             if e is not None:
                 return e
         return self.leaf_using(set(scope), scope)
+
+    def constant_subscript(self, scope: dict) -> Expr:
+        """A new input with a numeric dim read at a constant (``Wqkv``'s ``Wh[c, 1, h, d]``):
+        its gradient is stacked from the slices read, zeros where none is."""
+        order = self.rng.sample(sorted(scope), self.rng.randint(1, min(2, len(scope))))
+        dims = [scope[i] for i in order]
+        at = self.rng.randint(0, len(dims))
+        dims.insert(at, self.rng.choice(["2", "3"]))
+        t = self.new_input(tuple(dims))
+        e = self.access(t, scope, set(order), data=0.0)
+        return e if e is not None else self.leaf_using(set(order), scope)
 
     def leaf_using(self, indices: set, scope: dict) -> Expr:
         """A tensor access that uses every index in ``indices`` (a new input if none fits)."""

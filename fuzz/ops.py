@@ -24,6 +24,7 @@ KINDS = {  # kind of definition -> weight
     "normalize": 2,
     "pick": 2,
     "gather": 1,
+    "softmax": 1,
 }
 
 
@@ -108,6 +109,26 @@ class _Builder(Expressions):
             return f"{self.tame()}({e.text})"
         return e.text
 
+    def softmax(self, scope: dict) -> str:
+        """A masked softmax as attention writes it: ``s = where(j <= i, e, -inf)``, its Max over
+        j, ``exp(s - max)`` over its Sum. j = 0 is never masked, so no row is all -inf. The
+        lines before the returned body are appended here; the body is the normalised one."""
+        j = self.rng.choice(sorted(scope))
+        others = [i for i in scope if i != j]
+        i = self.rng.choice(others)
+        rest = [k for k in scope if k != j]
+        body = self.expr(scope, self.rng.randint(1, 2), frozenset(scope)).text
+        full, row = ", ".join(scope), ", ".join(rest)
+        s, m, e = (self.name(FLOAT_NAMES + ["scores", "att", "wei"]) for _ in range(3))
+        self.lines.append(f"{s}[{full}] = where({j} <= {i}, {body}, -inf)")
+        self.lines.append(f"{m}[{row}] = Max({s}[{full}], {j})")
+        self.lines.append(f"{e}[{full}] = exp({s}[{full}] - {m}[{row}])")
+        self.defs += [Tensor(s, tuple(scope.values())), Tensor(m, tuple(scope[k] for k in rest))]
+        self.defs.append(Tensor(e, tuple(scope.values())))
+        j2 = self.index(scope)
+        summed = ", ".join(j2 if k == j else k for k in scope)
+        return f"{e}[{full}] / Sum({e}[{summed}], {j2})"
+
     def view(self) -> bool:
         """``name = view(src, ...)`` of a definition with 2-3 plain dims (stepwise ops only)."""
         sources = [t for t in self.defs if len(t.dims) >= 2 and all("*" not in d for d in t.dims)]
@@ -125,13 +146,17 @@ class _Builder(Expressions):
     def definition(self, last: bool) -> None:
         rank = 0 if last and self.rng.random() < 0.3 else self.rng.randint(1, 3)
         kinds = {k: w for k, w in KINDS.items() if rank or k in ("reduce", "contract")}
+        if rank < 2:
+            kinds.pop("softmax", None)
         kind = self.rng.choices(list(kinds), weights=list(kinds.values()))[0]
         like = self.rng.choice(self.defs[-1:] + self.floats()) if self.rng.random() < 0.7 else None
         if kind == "gather":
             like = self.new_input((self.size(), self.size()))
         if kind in ("pick", "gather") and like is not None:
             rank = max(1, len(like.dims) - 1)  # one dimension picked through an int tensor
-        scope = self.lhs(rank, like if kind in ("pick", "gather", "elementwise") else None)
+        scope = self.lhs(
+            rank, like if kind in ("pick", "gather", "elementwise", "softmax") else None
+        )
         if kind in ("pick", "gather"):
             body = self.pick(scope, like if like is not None else self.rng.choice(self.floats()))
         else:
