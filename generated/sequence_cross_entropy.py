@@ -107,7 +107,7 @@ def forward(logits, targets):
         ).sum((0, 1))
         loss = -sum_logprobs_targets_targets_index / sum_targets
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
-        _check_guarded("targets", targets, "V", V)
+        _check_range("targets", targets, "V", V, guarded=True)
         raise
     return loss, (targets, probs, (loss.shape, loss.dtype))
 

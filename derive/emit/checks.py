@@ -139,7 +139,7 @@ def range_checks(g: Graph) -> list[str]:
     """The checks forward() runs when an index kernel fails, to name the bad input."""
     guarded = guarded_data(g)
     return [
-        f"_check_{'guarded' if n in guarded else 'range'}({n!r}, {n}, {str(s)!r}, {s})"
+        f"_check_range({n!r}, {n}, {str(s)!r}, {s}{', guarded=True' if n in guarded else ''})"
         for n, s in data_index_ranges(g)
     ]
 

@@ -234,6 +234,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
     returns = _tuple([adj.names[t] if t in d.final else "None" for t in g.inputs])
     formulas = [f"d{t}[{', '.join(map(str, adj.free[t]))}] = {d.final[t]}" for t in d.order]
     grads = [(t, adj.names[t]) for t in d.order] if g.op.stepwise else []
+    ranges = range_checks(g)
     return ModuleData(
         op=g.op.name,
         doc=g.op.doc or g.op.name,
@@ -245,8 +246,10 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         function_signature=", ".join(g.inputs + params),
         call_args=call,
         check_lines=checks,
-        helpers=sorted({f for line in checks for f in names_read(line) if f.startswith("_check_")}),
-        range_checks=range_checks(g),
+        helpers=sorted(
+            {f for line in checks + ranges for f in names_read(line) if f.startswith("_check_")}
+        ),
+        range_checks=ranges,
         forward_lines=forward,
         saved_names=d.saved + extras,
         saved_return=_tuple(d.saved + extras + [f"({returned}.shape, {returned}.dtype)"]),
