@@ -71,12 +71,6 @@ class Collapser:
         self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
         self.stepped: dict[str, sp.Expr] = {}  # inline's memo for simplified steps
 
-    def simplified_to(self, tensor: str, boundary: str) -> sp.Expr:
-        """:meth:`simplified`, inlined only down to ``boundary``'s adjoint (kept as a tensor)."""
-        stepped = inline(self.adj, tensor, {}, self.step, frozenset([boundary]))
-        simplified = self.simplifier.simplify(self.canon.inline(stepped))
-        return tidy(fold(tidy(simplified), self.patterns, self.folded))
-
     def raw(self, tensor: str) -> sp.Expr:
         return inline(self.adj, tensor, self.memo)
 
@@ -84,10 +78,12 @@ class Collapser:
         """One step simplified on its own: its deltas go while the expression is small."""
         return self.simplifier.simplify(self.adj.exprs[tensor])
 
-    def simplified(self, tensor: str) -> sp.Expr:
+    def simplified(self, tensor: str, stop: frozenset[str] = frozenset()) -> sp.Expr:
+        """The adjoint inlined down to grad_out, or only down to the adjoints of ``stop``
+        (kept as tensors: ``dscores`` in terms of ``dprobs``), simplified and folded."""
         # inlining simplified steps, not raw ones: the raw chain of n steps nests n Sums of
         # Kronecker deltas, and SymPy rebuilds each Sum in time linear in its body
-        stepped = inline(self.adj, tensor, self.stepped, self.step)
+        stepped = inline(self.adj, tensor, {} if stop else self.stepped, self.step, stop)
         simplified = self.simplifier.simplify(self.canon.inline(stepped))
         simplified = rewrite(simplified, FORWARD_RULES)  # log(sigma(z)) in a backward too
         # common factors out first: exp(a)/S inside (g/S - h/S**2) exp(a) folds to probs only
@@ -138,11 +134,12 @@ def block_output(g: Graph, x: str) -> str | None:
     """The one tensor y through which ``x`` (an input or intermediate) reaches the rest of the
     op, when every step from x to y reads only x and those steps: y = F(x) is a function of x
     alone, the softmax of attention's scores, layernorm's normalised xhat of x. None when there
-    is no such
-    y short of the output, or when x -> y is a single definition (its simplified form says it
-    all; views do not count). Int subscripts (``C[X[n, t], e]``) are data, not tensors read.
+    is no such y short of the output, or when x -> y is a single definition (its simplified
+    form says it all; views do not count). Int subscripts (``C[X[n, t], e]``) are data, not
+    tensors read.
 
-    The adjoint of x collapsed down to dy (:meth:`Collapser.simplified_to`) is that function's
+    The adjoint of x collapsed down to dy (:meth:`Collapser.simplified` with ``stop``) is that
+    function's
     backward as one line, ``dscores = probs (dprobs - sum_t2 dprobs probs)``, whatever the rest
     of the op does with y.
     """
@@ -166,7 +163,7 @@ def block_output(g: Graph, x: str) -> str | None:
 def collapse_blocks(
     g: Graph, adj: Adjoints, order: list[str], collapser: Collapser | None
 ) -> dict[str, tuple[str, sp.Expr]]:
-    """``{x: (y, dx collapsed down to dy)}`` for each intermediate x in ``order`` with a
+    """``{x: (y, dx collapsed down to dy)}`` for each tensor x in ``order`` with a
     :func:`block_output` y (``collapser``: as for :func:`collapse_each`)."""
     out = {}
     for x in order:
@@ -175,7 +172,7 @@ def collapse_blocks(
             continue
         collapser = collapser or Collapser(g, dataclasses.replace(adj, views={}))
         try:
-            expr = collapser.simplified_to(x, y)
+            expr = collapser.simplified(x, frozenset([y]))
         except DerivationError:
             continue
         if not expr.has(sp.Derivative, sp.Piecewise, sp.nan, sp.zoo):

@@ -62,8 +62,7 @@ class Derivation:
     def collapsed(self) -> dict[str, sp.Expr]:
         """Every tensor's adjoint collapsed down to grad_out where that is cheap (the inputs'
         of a collapsed op are its ``final``), consumers first; computed on first use."""
-        order = [s.name for s in reversed(self.graph.steps) if s.name in self.adjoints.exprs]
-        order += [t for t in self.graph.inputs if t in self.adjoints.exprs]
+        order = _adjoint_order(self.graph, self.adjoints)
         done = {} if self.stepwise else {t: self.final[t] for t in order if t in self.final}
         rest = [t for t in order if t not in done]
         done |= collapse_each(self.graph, self.adjoints, rest, self.collapser)
@@ -75,9 +74,13 @@ class Derivation:
         alone (:func:`~derive.symbolic.collapse.block_output`): the softmax inside attention,
         ``dscores`` in terms of ``dprobs``; computed on first use."""
         g = self.adjoints.graph  # the graph the adjoints were derived on (calls lifted)
-        order = [s.name for s in reversed(g.steps) if s.name in self.adjoints.exprs]
-        order += [t for t in g.inputs if t in self.adjoints.exprs]
-        return collapse_blocks(g, self.adjoints, order, self.collapser)
+        return collapse_blocks(g, self.adjoints, _adjoint_order(g, self.adjoints), self.collapser)
+
+
+def _adjoint_order(g: Graph, adj: Adjoints) -> list[str]:
+    """Every tensor with an adjoint, consumers first: the steps in reverse, then the inputs."""
+    order = [s.name for s in reversed(g.steps) if s.name in adj.exprs]
+    return order + [t for t in g.inputs if t in adj.exprs]
 
 
 def _local_patterns(g: Graph) -> list[Pattern]:
