@@ -22,7 +22,7 @@ help:
 	@echo "make gpt-ddp NPROC=2         the same run on NPROC processes under torchrun"
 	@echo "make test      run the test suite"
 	@echo "make generate  derive and emit generated/ from the op catalogue"
-	@echo "make show OP=cross_entropy   print an op's derivation step by step (OP: a name or an op file)"
+	@echo "make show OP=cross_entropy   print an op's derivation step by step (OP: names or op files)"
 	@echo "make formulas  write generated/FORMULAS.md and generated/formulas.html"
 	@echo "make formulas-screenshot     check formulas.html in headless Chromium; PNGs in runs/formulas/"
 	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...)"

@@ -1,5 +1,5 @@
 """Command line: ``python -m derive generate OP_FILE... --out DIR [--formulas]``,
-``python -m derive show OP [--latex | --json]``, ``python -m derive check OP [--seeds K]``,
+``python -m derive show OP... [--latex | --json]``, ``python -m derive check OP [--seeds K]``,
 ``python -m derive formulas OP_FILE... --out DIR``.
 
 ``make generate`` is ``generate --formulas`` over the catalogue in ops/; ``make show OP=name``
@@ -28,8 +28,13 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--formulas", action="store_true", help="also write FORMULAS.md and formulas.html"
     )
-    show = sub.add_parser("show", help="print one op's derivation, step by step")
-    show.add_argument("op", help="a catalogue name (ops/<name>.py) or the path of an op file")
+    show = sub.add_parser("show", help="print ops' derivations, step by step")
+    show.add_argument(
+        "ops",
+        nargs="+",
+        metavar="op",
+        help="a catalogue name (ops/<name>.py) or the path of an op file; several in one run",
+    )
     mode = show.add_mutually_exclusive_group()
     mode.add_argument("--latex", action="store_true", help="print LaTeX, one equation a line")
     mode.add_argument("--json", action="store_true", help="print a machine-readable record")
@@ -46,16 +51,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from derive.explain.show import UnknownOp, show  # the show stage is not needed to generate
+    """Each op in turn, in one process (SymPy's import is paid once); an op that fails is one
+    line on stderr and the others are still shown. Exit 2 for an unknown op, 1 for a failed
+    derivation."""
+    from derive.explain.show import UnknownOp, show_many  # not needed to generate
 
     mode = "latex" if args.latex else "json" if args.json else "text"
     width = args.width or shutil.get_terminal_size((100, 24)).columns
-    try:
-        sys.stdout.write(show(args.op, mode, width))
-    except UnknownOp as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    status = 0
+    for result in show_many(args.ops, mode, width):
+        if isinstance(result, str):
+            sys.stdout.write(result)
+            sys.stdout.flush()  # each op as soon as it is derived: several take seconds
+            continue
+        print(f"error: {result}", file=sys.stderr)
+        status = max(status, 2 if isinstance(result, UnknownOp) else 1)
+    return status
 
 
 def _check(args: argparse.Namespace) -> int:

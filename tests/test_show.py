@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,16 @@ def test_steps_come_from_the_module_as_emitted(explained: dict[str, Explanation]
                 assert ast.dump(stmt) in module, f"{ex.op.name}: {step.adjoint}"
 
 
+def test_steps_are_formatted_as_the_module_has_them(explained: dict[str, Explanation]) -> None:
+    # the excerpts are black-formatted in one call, as function bodies: each must read line for
+    # line as it stands in the module's backward (one level deep), wrapped lines included
+    for ex in explained.values():
+        for step in ex.steps:
+            if step.emitted:
+                indented = textwrap.indent(step.emitted, "    ")
+                assert all(block in ex.module for block in indented.split("\n")), step.adjoint
+
+
 def test_cross_entropy_collapses(explained: dict[str, Explanation]) -> None:
     steps = {s.tensor: s for s in explained["cross_entropy"].steps}
     assert steps["logit_maxes"].collapsed == 0  # the max-subtraction cancels
@@ -103,6 +114,17 @@ def test_cli_show_modes(capsys: pytest.CaptureFixture) -> None:
     assert r"{\mathrm{dx}}_{\mathrm{batch}}" in capsys.readouterr().out
     assert main(["show", "tanh", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["adjoints"]["x"]["emitted"].startswith("dx = ")
+
+
+def test_several_ops_in_one_run(capsys: pytest.CaptureFixture) -> None:
+    assert main(["show", "tanh", "relu", "--width", "80"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("tanh: ") < out.index("\n\nrelu: "), "each op in turn, a blank line apart"
+    # one bad op is one line; the others are still shown, and JSON stays one document
+    assert main(["show", "tanh", "softmax_typo", "relu", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert [r["op"] for r in json.loads(captured.out)] == ["tanh", "relu"]
+    assert captured.err.count("\n") == 1 and "softmax_typo" in captured.err
 
 
 def test_unknown_op_lists_the_known_ones(capsys: pytest.CaptureFixture) -> None:

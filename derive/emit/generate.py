@@ -11,6 +11,7 @@ overwritten, whatever the op is named or wherever ``--out`` points.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import runpy
 import sys
@@ -18,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from derive.emit.module import MARKER, module_data, render
+from derive.emit.module import MARKER, ModuleData, module_data, render
 from derive.emit.statements import Statement, statement
 from derive.errors import DerivationError
 from derive.language import Op, parse
@@ -70,8 +71,14 @@ class Emitted:
 
     op: Op
     derivation: Derivation
-    module: str
+    data: ModuleData  # every line of the module, lowered
     statements: list[Statement]  # the backward's, as lowered: what each writes and reads
+
+    @functools.cached_property
+    def module(self) -> str:
+        """The module's text, rendered and black-formatted on first use (``show`` reads only
+        the statements, and skips the template and the formatting of the whole module)."""
+        return render(self.data)
 
 
 def emit(op: Op, out_dir: str | Path) -> Emitted:
@@ -79,7 +86,7 @@ def emit(op: Op, out_dir: str | Path) -> Emitted:
     command = f"python -m derive generate {op.source} --out {Path(out_dir).as_posix()}"
     d = derive(parse(op))
     data = module_data(d, op.source, command)
-    return Emitted(op, d, render(data), [statement(line) for line in data.backward_lines])
+    return Emitted(op, d, data, [statement(line) for line in data.backward_lines])
 
 
 def module_source(op: Op, out_dir: str | Path) -> str:

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import black
-import jinja2
 import sympy as sp
 
 from derive.emit.checks import (
@@ -268,6 +266,9 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
 
 def render(data: ModuleData) -> str:
     """Render the module template and format it with black."""
+    import black  # imported here: reading a derivation (``show``) never formats a module
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,

@@ -9,6 +9,8 @@ gradients, saved tensors, sizes and ``grad_out`` are inputs of the excerpt, not 
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Iterable
 
 import black
@@ -16,8 +18,9 @@ import black
 from derive.emit.statements import Statement
 
 # The backward's statements stand one level deep in the module, which black wraps at 100
-# columns: formatted alone at 96, each breaks exactly where it breaks in the module.
-MODE = black.Mode(line_length=96)
+# columns: formatted as the bodies of functions at 100, each breaks where it breaks there.
+MODE = black.Mode(line_length=100)
+BODY = re.compile(r"^def _excerpt_\d+\(\):\n", re.MULTILINE)
 
 
 def _picked(statements: list[Statement], var: str, opaque: set[str]) -> list[int]:
@@ -39,10 +42,19 @@ def excerpts(
 
     ``opaque`` names are never followed into (sizes, params, grad_out, other gradients).
     """
-    opaque, out = set(opaque), {}
+    opaque, codes = set(opaque), {}
     for var in variables:
         picked = _picked(statements, var, opaque)
         if picked:
-            code = "\n".join(statements[i].code for i in picked)
-            out[var] = black.format_str(code, mode=MODE).rstrip("\n")
-    return out
+            codes[var] = "\n".join(statements[i].code for i in picked)
+    return dict(zip(codes, _formatted(list(codes.values())), strict=True))
+
+
+def _formatted(codes: list[str]) -> list[str]:
+    """Each block of statements as black lays it out one level deep, all in one call (black's
+    start-up per call costs more than the formatting of a few lines)."""
+    source = "".join(
+        f"def _excerpt_{i}():\n{textwrap.indent(code, '    ')}\n" for i, code in enumerate(codes)
+    )
+    bodies = BODY.split(black.format_str(source, mode=MODE))[1:]
+    return [textwrap.dedent(body).strip("\n") for body in bodies]

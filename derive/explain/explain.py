@@ -75,7 +75,12 @@ class Explanation:
     steps: list[Step]  # reverse order: the output's consumers first, inputs last
     raw: Mapping[str, sp.Expr]  # input -> adjoint as first derived (collapsed ops: inlined)
     final: dict[str, sp.Expr]  # input -> adjoint the module computes
-    module: str  # the generated module's text
+    emitted: Emitted
+
+    @property
+    def module(self) -> str:
+        """The generated module's text (rendered when first asked for)."""
+        return self.emitted.module
 
 
 def _forward(g: Graph) -> list[tuple[sp.Expr, sp.Expr]]:
@@ -139,5 +144,5 @@ def explain(e: Emitted) -> Explanation:
         )
     raw = Lazy(list(d.raw), lambda t: canonical_bound(d.raw[t], adj.free[t]))  # --json only
     return Explanation(
-        op, d.graph.output, _forward(d.written or d.graph), steps, raw, dict(d.final), e.module
+        op, d.graph.output, _forward(d.written or d.graph), steps, raw, dict(d.final), e
     )

@@ -1,6 +1,7 @@
 """``python -m derive show OP``: read one op's derivation in the terminal, as LaTeX or as JSON.
 
-OP is a catalogue name (``ops/<name>.py``) or the path of any op file. For the forward
+OP is a catalogue name (``ops/<name>.py``) or the path of any op file; several OPs are shown one
+after another in one process (SymPy is imported once). For the forward
 definitions and then every adjoint, the output's consumers first, it prints the chain rule as
 reverse mode writes it, the simplified step, the collapse down to ``grad_out`` where there is
 one, and the torch statements the generated module runs for it.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 from derive.emit.generate import emit, load_op
@@ -146,11 +148,37 @@ def render_json(ex: Explanation) -> str:
     return json.dumps(record(ex), indent=2) + "\n"
 
 
-def show(op: str, mode: str = "text", width: int = 100) -> str:
-    """The whole ``show`` command: resolve, derive, render in one of text / latex / json."""
-    ex = explain_file(resolve(op))
+def render(ex: Explanation, mode: str = "text", width: int = 100) -> str:
+    """One explanation in one of text / latex / json."""
     if mode == "latex":
         return render_latex(ex)
     if mode == "json":
         return render_json(ex)
     return render_text(ex, width)
+
+
+def show(op: str, mode: str = "text", width: int = 100) -> str:
+    """One op's ``show``: resolve, derive, render."""
+    return render(explain_file(resolve(op)), mode, width)
+
+
+def show_many(
+    ops: list[str], mode: str = "text", width: int = 100
+) -> Iterator[str | DerivationError]:
+    """The ``show`` command: each op's rendering as it is derived, a blank line between ops, or
+    the error that stopped that op (the others go on). JSON of several ops is one list of
+    records, yielded once all are derived."""
+    records, first = [], True
+    for op in ops:
+        try:
+            ex = explain_file(resolve(op))
+        except DerivationError as exc:
+            yield exc
+            continue
+        if mode == "json" and len(ops) > 1:
+            records.append(record(ex))
+            continue
+        yield ("" if first else "\n") + render(ex, mode, width)
+        first = False
+    if records:
+        yield json.dumps(records, indent=2) + "\n"

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -41,8 +42,8 @@ class Tensor:
     integer: bool = False
     batched: bool = False  # leading ``...`` flattened into one Batch axis
 
-    @property
-    def base(self) -> sp.IndexedBase:
+    @functools.cached_property
+    def base(self) -> sp.IndexedBase:  # made once: SymPy builds an IndexedBase slowly
         kind = {"integer": True} if self.integer else {"real": True}
         return sp.IndexedBase(self.name, shape=self.dims or None, **kind)
 

@@ -70,13 +70,16 @@ class Collapser:
         self.patterns = self.canon.patterns()
         self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
         self.stepped: dict[str, sp.Expr] = {}  # inline's memo for simplified steps
+        self.steps: dict[str, sp.Expr] = {}  # each step simplified, whatever the inlining stops at
 
     def raw(self, tensor: str) -> sp.Expr:
         return inline(self.adj, tensor, self.memo)
 
     def step(self, tensor: str) -> sp.Expr:
         """One step simplified on its own: its deltas go while the expression is small."""
-        return self.simplifier.simplify(self.adj.exprs[tensor])
+        if tensor not in self.steps:
+            self.steps[tensor] = self.simplifier.simplify(self.adj.exprs[tensor])
+        return self.steps[tensor]
 
     def simplified(self, tensor: str, stop: frozenset[str] = frozenset()) -> sp.Expr:
         """The adjoint inlined down to grad_out, or only down to the adjoints of ``stop``
@@ -160,8 +163,15 @@ def block_output(g: Graph, x: str) -> str | None:
     return outputs[0]
 
 
+def reading_collapser(g: Graph, adj: Adjoints) -> Collapser:
+    """A collapser for reading a stepwise op's adjoints (:func:`collapse_each`,
+    :func:`collapse_blocks`). A view's adjoint is a reshape, not an expression: inlining stops
+    there, so the views are cleared on a copy of the adjoints."""
+    return Collapser(g, dataclasses.replace(adj, views={}))
+
+
 def collapse_blocks(
-    g: Graph, adj: Adjoints, order: list[str], collapser: Collapser | None
+    g: Graph, adj: Adjoints, order: list[str], collapser: Collapser
 ) -> dict[str, tuple[str, sp.Expr]]:
     """``{x: (y, dx collapsed down to dy)}`` for each tensor x in ``order`` with a
     :func:`block_output` y (``collapser``: as for :func:`collapse_each`)."""
@@ -170,7 +180,6 @@ def collapse_blocks(
         y = block_output(g, x)
         if y is None or y not in adj.exprs:
             continue
-        collapser = collapser or Collapser(g, dataclasses.replace(adj, views={}))
         try:
             expr = collapser.simplified(x, frozenset([y]))
         except DerivationError:
@@ -181,18 +190,15 @@ def collapse_blocks(
 
 
 def collapse_each(
-    g: Graph, adj: Adjoints, order: list[str], collapser: Collapser | None
+    g: Graph, adj: Adjoints, order: list[str], collapser: Collapser, stepwise: bool
 ) -> dict[str, sp.Expr]:
     """Each tensor's adjoint in ``order`` inlined down to grad_out and simplified, where that
-    is cheap (``collapser``: a collapsed op's, whose memos the inputs' adjoints filled already;
-    None for a stepwise op, which gets one of its own).
+    is cheap (``collapser``: a collapsed op's, whose memos the inputs' adjoints filled already,
+    or a stepwise op's :func:`reading_collapser`, whose chains are only collapsed while short).
 
-    A view's adjoint is a reshape, not an expression: inlining stops there (views cleared on a
-    copy), and an adjoint that reads one is not collapsed.
+    An adjoint that reads a view's adjoint (a reshape) is not collapsed.
     """
     memo, out = {}, {}
-    stepwise = collapser is None
-    collapser = collapser or Collapser(g, dataclasses.replace(adj, views={}))
     for t in order:
         sums, view = _inlined_size(adj, t, memo)
         if view or (stepwise and sums > COLLAPSE_SUMS):

@@ -20,7 +20,14 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.language import Definition, Graph, ReduceMax, View
 from derive.symbolic.canon import Canon, Pattern, fold, stabilise
-from derive.symbolic.collapse import Collapser, Lazy, collapse_blocks, collapse_each, tidy
+from derive.symbolic.collapse import (
+    Collapser,
+    Lazy,
+    collapse_blocks,
+    collapse_each,
+    reading_collapser,
+    tidy,
+)
 from derive.symbolic.indices import canonical_bound
 from derive.symbolic.reverse import Adjoints, derive_adjoints
 from derive.symbolic.saving import lift_saved_calls, unlift
@@ -65,7 +72,7 @@ class Derivation:
         order = _adjoint_order(self.graph, self.adjoints)
         done = {} if self.stepwise else {t: self.final[t] for t in order if t in self.final}
         rest = [t for t in order if t not in done]
-        done |= collapse_each(self.graph, self.adjoints, rest, self.collapser)
+        done |= collapse_each(self.graph, self.adjoints, rest, self._reader, self.stepwise)
         return {t: done[t] for t in order if t in done}
 
     @functools.cached_property
@@ -74,7 +81,13 @@ class Derivation:
         alone (:func:`~derive.symbolic.collapse.block_output`): the softmax inside attention,
         ``dscores`` in terms of ``dprobs``; computed on first use."""
         g = self.adjoints.graph  # the graph the adjoints were derived on (calls lifted)
-        return collapse_blocks(g, self.adjoints, _adjoint_order(g, self.adjoints), self.collapser)
+        return collapse_blocks(g, self.adjoints, _adjoint_order(g, self.adjoints), self._reader)
+
+    @functools.cached_property
+    def _reader(self) -> Collapser:
+        """The collapser ``collapsed`` and ``blocks`` share: a collapsed op's own (its memos
+        hold the inputs' adjoints already), or one made for reading a stepwise op."""
+        return self.collapser or reading_collapser(self.adjoints.graph, self.adjoints)
 
 
 def _adjoint_order(g: Graph, adj: Adjoints) -> list[str]:
