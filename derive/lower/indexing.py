@@ -13,8 +13,16 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
-from derive.errors import DerivationError
-from derive.lower.value import ATOM, MUL, PickUpdate, Value, align, scatter_delta, union
+from derive.lower.value import (
+    ATOM,
+    MUL,
+    PickUpdate,
+    Value,
+    align,
+    permute,
+    scatter_delta,
+    union,
+)
 
 if TYPE_CHECKING:
     from derive.lower.lowerer import Lowerer
@@ -140,9 +148,8 @@ def scatter(lw: Lowerer, name: str, e: sp.Sum, axes: tuple) -> None:
     others = [a for a in axes if a != axis]
     pos = axes.index(axis)
     src_order = others[:pos] + bound + others[pos:]
-    source = lw.value(rest, src_order)
-    if source.axes != tuple(src_order):
-        raise DerivationError(lw.op, f"cannot lower the scatter {e} to index_add_")
+    # its axes are src_order's (Lowerer._delta_form checked), in whatever order they came out
+    source = permute(lw.value(rest, src_order), tuple(src_order))
     flat = ", ".join(
         [lw._size(a) for a in others[:pos]] + ["-1"] + [lw._size(a) for a in others[pos:]]
     )

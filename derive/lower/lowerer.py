@@ -142,27 +142,37 @@ class Lowerer(Selections):
             return self._assign_plain(name, expr, axes)
         if self._stack(name, expr, axes):
             return None
-        state = (len(self.lines), dict(self.memo), set(self.taken), set(self.wrapping))
-        bound = dict(self.bound)
-        try:
-            return self._assign_scatter(name, expr, axes)
-        except (DerivationError, AxisError, ValueError):
-            # no index_add_/scatter_add_ form: the deltas become equality masks, which is
-            # always right (and costs a tensor over their axes); undo the attempt first
-            del self.lines[state[0] :]
-            self.memo, self.taken, self.wrapping = state[1], state[2], state[3]
-            self.bound = bound
-            value = materialise(self, self._checked(expr, axes, name), axes, fresh=False)
-            self.lines.append(f"{name} = {value}")
-
-    def _assign_scatter(self, name: str, expr: sp.Expr, axes: tuple) -> None:
-        if isinstance(expr, sp.Sum) and scatter_delta(expr, axes) is not None:
+        form = self._delta_form(expr, axes)
+        if form == "scatter":
             return scatter(self, name, expr, axes)
-        plain, picks = split_deltas(expr, axes)
+        # one-hot terms become in-place updates of the rest; a delta no update writes (two of
+        # them in a term, or one against an argmax) becomes an equality mask, always right
+        plain, picks = form if form is not None else (expr, [])
         value = materialise(self, self._checked(plain, axes, name), axes, fresh=bool(picks))
         self.lines.append(f"{name} = {value}")
         for coef, axis, data in picks:
             pick_update(self, name, coef, axis, data, axes)
+
+    def _delta_form(self, expr: sp.Expr, axes: tuple) -> str | tuple | None:
+        """How an assignment with deltas is written, decided before anything is lowered:
+        ``"scatter"`` (one ``index_add_``), ``(plain, picks)`` (the rest, then one in-place
+        update per one-hot term), or None (equality masks)."""
+        found = scatter_delta(expr, axes) if isinstance(expr, sp.Sum) else None
+        if found is not None:
+            delta, axis, _ = found
+            rest = sp.Mul(*[f for f in sp.Mul.make_args(expr.function) if f is not delta])
+            source = [a for a in axes if a != axis] + [lim[0] for lim in expr.limits]
+            # the source is read over exactly the other axes and the summed ones, in any order
+            return "scatter" if self.scope(source).axes(rest) == set(source) else None
+        try:
+            plain, picks = split_deltas(expr, axes)
+        except ValueError:
+            return None
+        for coef, axis, data in picks:  # an update reads its coefficient over the other axes
+            others = self.scope([a for a in axes if a != axis])
+            if not others.axes(coef) | others.axes(data) <= set(others.order):
+                return None
+        return plain, picks
 
     def _assign_plain(self, name: str, expr: sp.Expr, axes: tuple) -> None:
         if isinstance(expr, sp.Sum) and self.recall(expr) is None:

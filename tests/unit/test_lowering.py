@@ -284,3 +284,60 @@ def test_fusion_match_is_pure(rule: str, expr: sp.Expr, order: list, matches: bo
     found = fusion.match(expr, lw.scope(order))
     assert (found is not None) == matches
     assert lw.lines == [] and lw.memo == {} and lw.sizes == {} and lw.bound == {}
+
+
+def _delta_case() -> tuple[Lowerer, dict]:
+    n, v, e, c, d = (sp.Symbol(s, integer=True) for s in "nvecd")
+    N, V, E = (sp.Symbol(s, integer=True, positive=True) for s in "NVE")
+    t, a = (sp.IndexedBase(s, integer=True) for s in "ta")
+    g, w, z = (sp.IndexedBase(s, real=True) for s in "gwz")
+    names = {"g", "w", "z", "t", "a", "grad_out"}
+    lw = Lowerer("t", names | {"N", "V", "E"}, {n: N, v: V, e: E, c: V, d: V})
+    return lw, dict(n=n, v=v, e=e, c=c, d=d, N=N, t=t, a=a, g=g, w=w, z=z)
+
+
+@pytest.mark.parametrize(
+    ("build", "axes", "form"),
+    [
+        # sum_n delta(v, t[n]) g[n, e]: one index_add_ of g's rows at t
+        (
+            lambda s: sp.Sum(
+                sp.KroneckerDelta(s["v"], s["t"][s["n"]]) * s["g"][s["n"], s["e"]],
+                (s["n"], 0, s["N"] - 1),
+            ),
+            "ve",
+            "scatter",
+        ),
+        # ...but a source that reads v itself is no single index_add_: masks
+        (
+            lambda s: sp.Sum(
+                sp.KroneckerDelta(s["v"], s["t"][s["n"]])
+                * s["g"][s["n"], s["e"]]
+                * s["w"][s["v"], s["n"]],
+                (s["n"], 0, s["N"] - 1),
+            ),
+            "ve",
+            None,
+        ),
+        # z[n, c] + g[n] delta(c, t[n]): the rest, then one in-place update
+        (
+            lambda s: s["z"][s["n"], s["c"]]
+            + s["g"][s["n"]] * sp.KroneckerDelta(s["c"], s["t"][s["n"]]),
+            "nc",
+            "picks",
+        ),
+        # two deltas in one term: no one-hot update writes it, masks
+        (
+            lambda s: sp.KroneckerDelta(s["c"], s["t"][s["n"]])
+            * sp.KroneckerDelta(s["d"], s["a"][s["n"]])
+            * s["g"][s["n"]],
+            "ncd",
+            None,
+        ),
+    ],
+)
+def test_delta_form_is_decided_before_anything_is_lowered(build, axes: str, form) -> None:
+    lw, s = _delta_case()
+    found = lw._delta_form(build(s), tuple(s[a] for a in axes))
+    assert (found if not isinstance(found, tuple) else "picks") == form
+    assert lw.lines == [] and lw.memo == {} and lw.taken == set(), "deciding lowers nothing"
