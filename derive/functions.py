@@ -21,13 +21,30 @@ from sympy.codegen.cfunctions import expm1, log1p
 
 
 class _RealFunction(sp.Function):
-    """A function that is real wherever its argument is (SymPy then writes no re()/im())."""
+    """A function SymPy lacks, real wherever its argument is (SymPy then writes no re()/im()).
+
+    ``definition`` is the function in SymPy's own terms, what it evaluates to at a number;
+    ``tex`` its name in LaTeX; ``fdiff`` (each class's) its derivative, the math beside it.
+    """
+
+    tex: str
+
+    @staticmethod
+    def definition(x: sp.Expr) -> sp.Expr:
+        raise NotImplementedError
+
+    @classmethod
+    def eval(cls, x):
+        return cls.definition(x) if x.is_number else None
 
     def _eval_is_real(self):
         return self.args[0].is_real
 
     def _eval_is_extended_real(self):
         return self.args[0].is_extended_real
+
+    def _latex(self, printer) -> str:
+        return rf"{self.tex}\left({printer._print(self.args[0])}\right)"
 
 
 class _PositiveFunction(_RealFunction):
@@ -44,56 +61,41 @@ class _PositiveFunction(_RealFunction):
 class sigmoid(_PositiveFunction):  # noqa: N801  (the name an op writes)
     """sigma(x) = 1 / (1 + exp(-x));  sigma'(x) = sigma(x) (1 - sigma(x))."""
 
-    @classmethod
-    def eval(cls, x):
-        if x.is_number:
-            return 1 / (1 + sp.exp(-x))
-        return None
+    tex = r"\sigma"
+
+    @staticmethod
+    def definition(x: sp.Expr) -> sp.Expr:
+        return 1 / (1 + sp.exp(-x))
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         s = sigmoid(self.args[0])
         return s * (1 - s)
 
-    def _eval_rewrite_as_exp(self, x, **kwargs):
-        return 1 / (1 + sp.exp(-x))
-
-    def _latex(self, printer) -> str:
-        return rf"\sigma\left({printer._print(self.args[0])}\right)"
-
 
 class softplus(_PositiveFunction):  # noqa: N801
     """softplus(x) = log(1 + exp(x));  softplus'(x) = sigma(x)."""
 
-    @classmethod
-    def eval(cls, x):
-        if x.is_number:
-            return sp.log(1 + sp.exp(x))
-        return None
+    tex = r"\operatorname{softplus}"
+
+    @staticmethod
+    def definition(x: sp.Expr) -> sp.Expr:
+        return sp.log(1 + sp.exp(x))
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         return sigmoid(self.args[0])
-
-    def _eval_rewrite_as_exp(self, x, **kwargs):
-        return sp.log(1 + sp.exp(x))
-
-    def _latex(self, printer) -> str:
-        return rf"\operatorname{{softplus}}\left({printer._print(self.args[0])}\right)"
 
 
 class relu(_RealFunction):  # noqa: N801
     """relu(x) = max(x, 0);  relu'(x) = 1[x > 0] (0 at exactly 0, as torch's and the seed's)."""
 
-    @classmethod
-    def eval(cls, x):
-        if x.is_number:
-            return sp.Max(x, 0)
-        return None
+    tex = r"\operatorname{relu}"
+
+    @staticmethod
+    def definition(x: sp.Expr) -> sp.Expr:
+        return sp.Max(x, 0)
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         return sp.Heaviside(self.args[0], 0)
-
-    def _latex(self, printer) -> str:
-        return rf"\operatorname{{relu}}\left({printer._print(self.args[0])}\right)"
 
 
 class where(sp.Function):  # noqa: N801

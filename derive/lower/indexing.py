@@ -13,16 +13,7 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
-from derive.lower.value import (
-    ATOM,
-    MUL,
-    PickUpdate,
-    Value,
-    align,
-    permute,
-    scatter_delta,
-    union,
-)
+from derive.lower.value import ATOM, MUL, PickUpdate, Value, align, permute, scatter_delta, union
 
 if TYPE_CHECKING:
     from derive.lower.lowerer import Lowerer
