@@ -17,7 +17,8 @@ from derive.emit.generate import load_op
 from derive.language import parse
 from derive.symbolic.collapse import block_output
 from derive.symbolic.derivation import Derivation, derive
-from derive.verify.reference import _bind_inputs, _Scope, _step, value
+from derive.verify.binding import bind_inputs
+from derive.verify.reference import _Scope, _step, value
 
 OPS = Path(__file__).resolve().parents[1] / "ops"
 # op -> the blocks it must have: the softmax in attention, the normalisations, log-softmax
@@ -56,7 +57,7 @@ def test_block_forms_match_autograd(op: str) -> None:
     g, adj = d.adjoints.graph, d.adjoints
     assert {x: y for x, (y, _) in d.blocks.items()} == EXPECTED[op]
     gen = torch.Generator().manual_seed(0)
-    sizes, values, _ = _bind_inputs(g, _inputs(d, gen))
+    sizes, values, _ = bind_inputs(g, _inputs(d, gen))
     for step in g.steps:
         values[step.name] = _step(_Scope(g, sizes, values, torch.float64, None), step)
     for x, (y, expr) in d.blocks.items():

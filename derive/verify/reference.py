@@ -26,13 +26,9 @@ import math
 import sympy as sp
 import torch
 
-from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax, View
+from derive.language import Definition, Graph, ReduceMax, View
+from derive.verify.binding import InterpretError, bind_inputs
 from derive.verify.reference_functions import COMPARE, KINKED, UNARY, VARIADIC
-
-
-class InterpretError(ValueError):
-    """A node or input the reference interpreter cannot evaluate; names the op and definition."""
-
 
 Axes = tuple[sp.Symbol, ...]
 Value = tuple[torch.Tensor, Axes]
@@ -214,50 +210,6 @@ def value(e: sp.Expr, s: _Scope) -> Value:
     raise InterpretError(f"the reference interpreter does not know '{type(e).__name__}': {e}")
 
 
-def _bind_inputs(graph: Graph, inputs: dict[str, torch.Tensor]) -> tuple[dict, dict, tuple]:
-    """Flatten batched inputs; bind each size symbol from the first dimension that is it."""
-    sizes: dict[sp.Symbol, int] = {}
-    values: dict[str, torch.Tensor] = {}
-    batch_shape: tuple = ()
-    for name in graph.inputs:
-        t, spec = inputs[name], graph.tensors[name]
-        dims = spec.dims[1:] if spec.batched else spec.dims
-        if spec.batched:
-            lead = t.dim() - len(dims)
-            if lead < 0:
-                raise InterpretError(f"input '{name}' has too few dimensions: {tuple(t.shape)}")
-            batch_shape = tuple(t.shape[:lead])
-            t = t.reshape((-1,) + tuple(t.shape[lead:]))
-            sizes.setdefault(BATCH_SIZE, t.shape[0])
-        elif t.dim() != len(dims):
-            raise InterpretError(f"input '{name}' must have {len(dims)} dims, got {tuple(t.shape)}")
-        for d, n in zip(dims, t.shape[-len(dims) :] if dims else ()):
-            if isinstance(d, sp.Symbol):
-                sizes.setdefault(d, int(n))
-        values[name] = t
-    for name in graph.inputs:  # M of x[N, 3*M]: the dimension over the rest of the product
-        spec, t = graph.tensors[name], values[name]
-        for pos, d in enumerate(spec.dims):
-            unknown = [x for x in sp.sympify(d).free_symbols if x not in sizes]
-            if len(unknown) == 1 and (d / unknown[0]).subs(sizes).is_Integer:
-                rest = int((d / unknown[0]).subs(sizes))
-                if rest > 0 and t.shape[pos] % rest == 0:
-                    sizes[unknown[0]] = t.shape[pos] // rest
-    for size, expr in graph.derived.items():  # D = C / n_head
-        ints = {p: x for p, x in graph.params.items() if isinstance(x, int)}
-        v = sp.sympify(expr).subs(sizes).subs(ints)
-        if not v.is_Integer or v <= 0:
-            raise InterpretError(f"size {size} = {expr} is {v}, not a positive integer")
-        sizes[size] = int(v)
-    for name in graph.inputs:  # every dimension, products (T*E) too, must agree
-        spec, t = graph.tensors[name], values[name]
-        for pos, d in enumerate(spec.dims):
-            want = sp.sympify(d).subs(sizes)
-            if not want.is_Integer or int(want) != t.shape[pos]:
-                raise InterpretError(f"input '{name}' dimension {pos} is {t.shape[pos]}, not {d}")
-    return sizes, values, batch_shape
-
-
 def evaluate(
     graph: Graph, inputs: dict[str, torch.Tensor], kinks: list[float] | None = None
 ) -> dict[str, torch.Tensor]:
@@ -268,7 +220,7 @@ def evaluate(
     """
     floats = [inputs[n] for n in graph.inputs if not graph.tensors[n].integer]
     dtype = floats[0].dtype if floats else torch.float64
-    sizes, values, batch_shape = _bind_inputs(graph, inputs)
+    sizes, values, batch_shape = bind_inputs(graph, inputs)
     for step in graph.steps:
         try:
             values[step.name] = _step(_Scope(graph, sizes, values, dtype, kinks), step)
