@@ -28,6 +28,7 @@ from derive.language import ReduceMax
 from derive.lower.arithmetic import add, mul, power
 from derive.lower.fusions import fuse
 from derive.lower.indexing import indexed, mask, materialise, pick_update, scatter
+from derive.lower.memo import Computed, memo_entry, recall, repeated_sums
 from derive.lower.reductions import sum_value
 from derive.lower.select import Selections
 from derive.lower.value import (
@@ -35,17 +36,13 @@ from derive.lower.value import (
     MUL,
     UNARY,
     AxisError,
-    Computed,
     PickUpdate,
     Scope,
     Value,
     align,
-    memo_entry,
     number,
     permute,
     position,
-    recall,
-    repeated_sums,
     scatter_delta,
     split_deltas,
     union,

@@ -15,7 +15,8 @@ import sympy as sp
 
 from derive.errors import DerivationError
 from derive.lower.indexing import indexed
-from derive.lower.value import ATOM, Scope, Value, canonical, matmul, natural_order, plain
+from derive.lower.memo import canonical
+from derive.lower.value import ATOM, Scope, Value, matmul, natural_order, plain
 
 if TYPE_CHECKING:
     from derive.lower.lowerer import Lowerer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.language import ReduceMax
-from derive.lower.value import memo_key
+from derive.lower.memo import memo_key
 from derive.symbolic.indices import Fresh, canonical_bound, freshen_bound
 
 N = sp.Symbol("N", integer=True, positive=True)

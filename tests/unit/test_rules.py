@@ -183,7 +183,7 @@ def test_masked_tensors_follow_the_definitions() -> None:
 
 def test_canonical_key_ignores_index_names() -> None:
     # dq's sum_d v[t1, d] g[t, d] and dk's sum_d v[t, d] g[t1, d]... are one tensor up to names
-    from derive.lower.value import canonical
+    from derive.lower.memo import canonical
 
     t, t1, d, e = sp.symbols("t t1 d e", integer=True)
     a = sp.Sum(x[t1, d] * y[t, d], (d, 0, K - 1))
