@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
+from sympy.core.logic import fuzzy_and
 
 
 class _RealFunction(sp.Function):
@@ -121,7 +122,12 @@ class where(sp.Function):  # noqa: N801
         return where(c, sp.diff(a, s), sp.diff(b, s))
 
     def _eval_is_real(self):
-        return self.args[1].is_real and self.args[2].is_real
+        # a -inf branch (a masked score) is not real, but the entries the condition keeps are:
+        # unknown, never False (SymPy's Max would then refuse the expression as incomparable)
+        return True if self.args[1].is_real and self.args[2].is_real else None
+
+    def _eval_is_extended_real(self):
+        return fuzzy_and(x.is_extended_real for x in self.args[1:])
 
     def _latex(self, printer) -> str:
         c, a, b = (printer._print(x) for x in self.args)

@@ -27,7 +27,8 @@ import torch
 from derive.emit.generate import module_source
 from derive.errors import DerivationError
 from derive.language import Graph, Op, parse
-from derive.verify.check import index_limits
+from derive.lower.select import guarded_data
+from derive.verify.check import index_limits, with_derived
 from derive.verify.check import load_module as load_path
 from derive.verify.reference import autograd_reference, evaluate
 
@@ -73,22 +74,25 @@ def deadline(seconds: float | None):
 
 
 def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tensor]:
-    """Inputs of the declared shapes: floats uniform in [-1.5, 1.5], ints in their range."""
+    """Inputs of the declared shapes: floats uniform in [-1.5, 1.5], ints in their range, and
+    -1 too where every read of the int tensor is guarded (``where(t[n] >= 0, x[n, t[n]], 0)``)."""
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
-    symbols = sorted(graph.sizes, key=str)
+    symbols = sorted((s for s in graph.sizes if s not in graph.derived), key=str)
     if distinct and len(symbols) <= 4:
         values = rng.sample(range(2, 6), len(symbols))
     else:
         values = [rng.randint(1, 4) for _ in symbols]
-    sizes = dict(zip(symbols, values))
+    sizes = with_derived(graph, dict(zip(symbols, values)))
     bounds = index_limits(graph, sizes)
+    guarded = guarded_data(graph)
     inputs = {}
     for name in graph.inputs:
         t = graph.tensors[name]
         shape = tuple(int(sp.sympify(d).subs(sizes)) for d in t.dims)
         if t.integer:
-            inputs[name] = torch.randint(0, max(1, bounds.get(name, 3)), shape, generator=gen)
+            low = -1 if name in guarded else 0
+            inputs[name] = torch.randint(low, max(1, bounds.get(name, 3)), shape, generator=gen)
         else:
             inputs[name] = (torch.rand(shape, generator=gen, dtype=torch.float64) - 0.5) * 3
     return inputs

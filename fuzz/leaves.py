@@ -62,6 +62,8 @@ class Leaves:
     constants: list = field(default_factory=list)  # pi, e when the language has them
     growing: int = 0  # inside exp/cosh/...: no second growing function (float64 overflow)
     index_names: set = field(default_factory=set)  # every index used: tensors avoid them
+    derived: dict = field(default_factory=dict)  # derived sizes: {"D": "C / k"}
+    data_reads: list = field(default_factory=list)  # every int access made (t[n]), in order
 
     # --- names -----------------------------------------------------------------------------------
     def name(self, pool: list[str]) -> str:
@@ -133,7 +135,10 @@ class Leaves:
             t = self.new_int(tuple(scope[k] for k in chosen), size)
         else:
             return None
-        return self.access(t, scope, need, data=0.0)
+        e = self.access(t, scope, need, data=0.0)
+        if e is not None:
+            self.data_reads.append(e.text)
+        return e
 
     def access(self, t: Tensor, scope: dict, need: set, data: float = 0.15) -> Expr | None:
         """``t[...]``: distinct indices, at most one data subscript (rarely a diagonal or two)."""

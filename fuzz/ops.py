@@ -15,8 +15,10 @@ import textwrap
 from derive.language import Op
 from fuzz.expressions import Expressions
 from fuzz.functions import available_functions, constants, elementwise_extremes, positive_argument
-from fuzz.leaves import FLOAT_NAMES, Expr, Tensor
+from fuzz.leaves import FLOAT_NAMES, PARAM_NAMES, SIZE_NAMES, Expr, Tensor
 
+GUARDED = 0.35  # a pick under where(t[n] >= 0, ..., 0)
+HEADS = 0.15  # an op that starts with a view of an input into heads (derived sizes)
 KINDS = {  # kind of definition -> weight
     "elementwise": 5,
     "contract": 5,
@@ -97,7 +99,10 @@ class _Builder(Expressions):
         return f"{top.wrap()} / {self.inline_sum(scope, 1, frozenset(), positive=True).text}"
 
     def pick(self, scope: dict, source: Tensor) -> str:
-        """An entry of ``source`` picked through an int64 tensor (x[n, t[n]], C[X[n, t], e])."""
+        """An entry of ``source`` picked through an int64 tensor (x[n, t[n]], C[X[n, t], e]),
+        sometimes guarded, ``where(t[n] >= 0, x[n, t[n]], 0)``: an int tensor read only under
+        such guards may then hold -1 (``fuzz.check.draw_inputs``)."""
+        reads = len(self.data_reads)
         for _ in range(4):
             e = self.access(source, scope, set(scope), data=0.6)
             if e is not None and e.text.count("[") > 1:
@@ -105,9 +110,13 @@ class _Builder(Expressions):
         else:
             e = self.access(source, scope, set(scope), data=1.0) or self.leaf(scope, frozenset())
         e = self.cover(e, scope, frozenset(scope), positive=False)
+        text = e.text
+        if self.rng.random() < GUARDED:  # makemore's padding: a -1 target is ignored
+            for read in dict.fromkeys(self.data_reads[reads:]):
+                text = f"where({read} >= 0, {text}, 0)"
         if self.rng.random() < 0.3:
-            return f"{self.tame()}({e.text})"
-        return e.text
+            return f"{self.tame()}({text})"
+        return text
 
     def softmax(self, scope: dict) -> str:
         """A masked softmax as attention writes it: ``s = where(j <= i, e, -inf)``, its Max over
@@ -128,6 +137,21 @@ class _Builder(Expressions):
         j2 = self.index(scope)
         summed = ", ".join(j2 if k == j else k for k in scope)
         return f"{e}[{full}] / Sum({e}[{summed}], {j2})"
+
+    def heads(self) -> None:
+        """``y = view(x, ..., H, D)`` of a new input x[..., C], with derived sizes H = k and
+        D = C / k (k an int param): attention's heads. An op that then needs an input over H
+        or D (which no input may have) is drawn again (``case_op``)."""
+        k = self.name(PARAM_NAMES)
+        self.params[k] = self.rng.choice([2, 3])
+        c, h, d = (self.name(SIZE_NAMES) for _ in range(3))
+        self.sizes.append(c)
+        self.derived |= {h: k, d: f"{c} / {k}"}
+        lead = tuple(self.size() for _ in range(self.rng.randint(0, 1)))
+        x = self.new_input((*lead, c))
+        y = Tensor(self.name(FLOAT_NAMES + ["heads", "qh"]), (*lead, h, d))
+        self.lines.append(f"{y.name} = view({x.name}, {', '.join(y.dims)})")
+        self.defs.append(y)
 
     def view(self) -> bool:
         """``name = view(src, ...)`` of a definition with 2-3 plain dims (stepwise ops only)."""
@@ -178,6 +202,8 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4) -> Op:
     b.positive_only, b.constants = positive_argument(), constants()
     for _ in range(rng.randint(1, 2)):
         b.new_input(tuple(b.size() for _ in range(rng.randint(1, 3))))
+    if rng.random() < HEADS:
+        b.heads()
     count = rng.randint(1, max_definitions)
     for k in range(count):
         if b.stepwise and 0 < k < count - 1 and rng.random() < 0.5 and b.view():
@@ -189,6 +215,7 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4) -> Op:
         inputs=inputs,
         definitions=b.lines,
         params=dict(sorted(b.params.items())),
+        sizes=dict(b.derived),
         doc=f"fuzz case, seed {seed}",
         stepwise=b.stepwise,
     )
@@ -210,6 +237,8 @@ def op_source(op: Op, comment: str = "") -> str:
     lines += ["    ],"]
     if op.params:
         lines.append(f"    params={dict(op.params)!r},")
+    if op.sizes:
+        lines.append(f"    sizes={dict(op.sizes)!r},")
     if op.stepwise:
         lines.append("    stepwise=True,")
     return "\n".join(lines + [")", ""])

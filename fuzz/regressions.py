@@ -12,6 +12,8 @@ import runpy
 import subprocess
 from pathlib import Path
 
+import black
+
 from derive.language import Op
 from fuzz.check import Outcome
 from fuzz.ops import op_source
@@ -20,7 +22,8 @@ FOLDER = Path(__file__).resolve().parent.parent / "tests" / "regressions"
 
 
 def _key(op: Op) -> tuple:
-    return (tuple(op.inputs), tuple(op.definitions), tuple(sorted(op.params.items())), op.stepwise)
+    params, sizes = tuple(sorted(op.params.items())), tuple(sorted(op.sizes.items()))
+    return (tuple(op.inputs), tuple(op.definitions), params, sizes, op.stepwise)
 
 
 def recorded(folder: Path = FOLDER) -> dict[tuple, Path]:
@@ -55,6 +58,7 @@ def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLD
         "Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it)."
     )
     text = op_source(op, comment).rstrip("\n") + f"\n\nSEED = {seed}\n"
+    text = black.format_str(text, mode=black.Mode(line_length=100))  # as `make lint` wants it
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(path)

@@ -135,3 +135,29 @@ def test_cases_do_not_depend_on_the_hash_seed() -> None:
         for h in ("1", "2")
     }
     assert len(outs) == 1
+
+
+def test_the_generator_writes_heads_and_guarded_picks() -> None:
+    # derived sizes (attention's D = C / n_head) and reads guarded for makemore's -1 padding:
+    # both are in the slice, and draw_inputs makes them take effect (whole sizes, some -1)
+    from derive.language import parse
+    from derive.lower.select import guarded_data
+    from derive.verify.binding import bind_inputs
+    from fuzz.check import draw_inputs
+
+    ops = [case_op(s) for s in SLICE]
+    heads = [op for op in ops if op.sizes]
+    guarded = [(op, g) for op in ops for g in [parse(op)] if guarded_data(g)]
+    assert len(heads) >= 10 and len(guarded) >= 10
+    for op in heads:
+        g = parse(op)
+        for seed, distinct in [(0, True), (1, False)]:
+            sizes, _, _ = bind_inputs(g, draw_inputs(g, seed, distinct))  # raises unless whole
+            assert set(g.derived) <= set(sizes)
+    drawn = [
+        draw_inputs(g, seed, distinct=False)[name]
+        for op, g in guarded
+        for name in sorted(guarded_data(g))
+        for seed in range(3)
+    ]
+    assert any(bool((t == -1).any()) for t in drawn), "a guarded int never holds -1"

@@ -97,12 +97,12 @@ def indexed(lw: Lowerer, e: sp.Indexed, order: list[sp.Symbol]) -> Value:
 
 def materialise(lw: Lowerer, v: Value, axes: tuple, fresh: bool) -> str:
     """Code for a new tensor with exactly ``axes``; fresh when it will be updated in place."""
-    shape = ", ".join(lw._size(a) for a in axes)
+    shape = ", ".join(lw._size(a) for a in axes) or "()"  # (): a 0-d tensor, W[1, 2]'s
     like = f"dtype={lw.device_of}.dtype, device={lw.device_of}.device"
     if v.scalar and v.code == "0":
         return f"torch.zeros({shape}, {like})"
-    if v.scalar:
-        return f"torch.full(({shape},), {v.code}, {like})" if axes else v.code
+    if v.scalar:  # a python number as a tensor of the target's shape (a 0-d one too)
+        return f"torch.full({f'({shape},)' if axes else shape}, {v.code}, {like})"
     if v.axes != axes:
         return f"{align(v, axes).wrap(ATOM)}.expand({shape}).clone()"
     if fresh and v.prec == ATOM:

@@ -278,6 +278,8 @@ class Lowerer(Selections):
 
     # -- leaves -----------------------------------------------------------------------------
     def _symbol(self, s: sp.Symbol) -> Value:
+        if s.name in self.aliases:  # one entry of a tensor, W[1, 2]: a 0-d tensor
+            return Value(self.aliases[s.name], (), ATOM)
         if s.name not in self.known:
             raise DerivationError(self.op, f"'{s}' has no value in the generated function")
         return Value(s.name, (), ATOM, scalar=s.name in self.scalars)

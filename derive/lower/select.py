@@ -122,6 +122,9 @@ class Selections:
                 parts.pop()
             stem = f"{label}_at_{'_'.join(p if p != ':' else 'all' for p in parts)}"
             name = self._alias(stem, f"{self._code(label)}[{', '.join(parts)}]")
+            if not keep:  # W[1, 2]: one entry, a 0-d tensor read in place (Lowerer._symbol)
+                replace[ind] = sp.Symbol(name, **_kind(ind.base))
+                continue
             shape = tuple(ind.base.shape[k] for k in keep)
             base = sp.IndexedBase(name, shape=shape, **_kind(ind.base))
             replace[ind] = base[tuple(ind.indices[k] for k in keep)]

@@ -22,6 +22,8 @@ of every named step, and a lifted name is not one the author wrote.
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 from derive.functions import BY_NODE, FUNCTIONS
@@ -55,7 +57,7 @@ def lift_saved_calls(g: Graph) -> Graph:
             steps.append(step)
     if len(steps) == len(g.steps):
         return g
-    return Graph(g.op, g.sizes, g.params, tensors, g.inputs, steps, g.output)
+    return dataclasses.replace(g, tensors=tensors, steps=steps)  # sizes derived and all
 
 
 def _lifted(
@@ -130,7 +132,7 @@ def unlift(g: Graph, lifted_from: Graph, saved: set[str]) -> Graph:
             step = Definition(step.name, step.indices, _put_back(step.body, back), step.text)
         steps.append(step)
     tensors = {n: t for n, t in g.tensors.items() if n not in back}
-    return Graph(g.op, g.sizes, g.params, tensors, g.inputs, steps, g.output)
+    return dataclasses.replace(g, tensors=tensors, steps=steps)
 
 
 def _put_back(body: sp.Expr, back: dict[str, Definition]) -> sp.Expr:

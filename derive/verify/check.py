@@ -71,15 +71,20 @@ def index_limits(g: Graph, sizes: dict) -> dict[str, int]:
 
 
 def _draw_sizes(g: Graph, rng: random.Random) -> dict[sp.Symbol, int]:
-    """Random sizes in [2, 5]; a size a derived one divides (C in D = C / n_head) is drawn as
-    a multiple of the divisor, so every derived size is a whole number."""
-    sizes = {s: rng.randint(2, 5) for s in g.sizes if s not in g.derived}
+    """Random sizes in [2, 5], made whole for the derived ones (:func:`with_derived`)."""
+    return with_derived(g, {s: rng.randint(2, 5) for s in g.sizes if s not in g.derived})
+
+
+def with_derived(g: Graph, sizes: dict[sp.Symbol, int]) -> dict[sp.Symbol, int]:
+    """``sizes`` (the inputs') with every derived size added: a size a derived one divides
+    (C in D = C / n_head) is first scaled by the divisor, so each derived size is whole."""
+    sizes = dict(sizes)
     ints = {p: v for p, v in g.params.items() if isinstance(v, int)}
     for expr in g.derived.values():
         num, den = sp.fraction(expr)
         divisor = sp.sympify(den).subs(ints).subs(sizes)
         if num in sizes and divisor.is_Integer:
-            sizes[num] = int(divisor) * rng.randint(1, 3)
+            sizes[num] *= int(divisor)
     for size, expr in g.derived.items():
         sizes[size] = int(sp.sympify(expr).subs(ints).subs(sizes))
     return sizes

@@ -1,0 +1,16 @@
+"""Entries read at constants only (``W[1, 2]``, ``b[1, t[0]]``): each a 0-d tensor, the stepwise
+adjoint of a read of one entry a stack of 0-d tensors (fuzz seed 91069: a raw IndexException,
+then ``torch.zeros(, ...)``)."""
+
+from derive import Op
+
+OP = Op(
+    name="single_entries",
+    doc="Entries of W and b read at constant subscripts, one through an int entry.",
+    inputs=["x[N, 3]", "W[2, 3]", "b[2, B]", "t[2]: int64"],
+    definitions=[
+        "h[n] = x[n, 0] * W[1, 2] + exp(W[0, 0])",
+        "out[n] = b[1, t[0]] * h[n] + x[n, 2]",
+    ],
+    stepwise=True,
+)
