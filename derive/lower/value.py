@@ -52,7 +52,7 @@ def natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
     if not leaves:
         return list(order)
     widest = max(leaves, key=lambda i: (len(i.indices), sp.default_sort_key(i)))
-    natural = list(widest.indices)
+    natural = list(dict.fromkeys(widest.indices))  # a diagonal x[n, n] gives n once
     return (
         natural
         + [a for a in order if a not in natural]

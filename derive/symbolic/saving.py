@@ -99,7 +99,9 @@ def _free_indices(e: sp.Basic, sizes: set) -> tuple[sp.Symbol, ...]:
     order: list[sp.Symbol] = [BATCH_INDEX] if BATCH_INDEX in free else []
     for node in sp.preorder_traversal(e):
         if isinstance(node, sp.Indexed):
-            order += [i for i in node.indices if i in free and i not in order]
+            for i in node.indices:  # one at a time: a diagonal x[n, n] names n once
+                if i in free and i not in order:
+                    order.append(i)
     return tuple(order) + tuple(sorted(free - set(order), key=str))
 
 

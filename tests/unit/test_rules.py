@@ -231,3 +231,11 @@ INVSTD = Pattern("inv", INV, (m,), (VAR[m] + EPS) ** sp.Rational(-1, 2))
 )
 def test_fold(expr: sp.Expr, pattern: Pattern, folded: sp.Expr) -> None:
     assert fold(expr, [pattern]) == folded
+
+
+def test_a_lifted_call_over_a_diagonal_has_each_index_once() -> None:
+    from derive.symbolic.saving import _free_indices
+
+    n, o = sp.Symbol("n", integer=True), sp.Symbol("o", integer=True)
+    x, t = sp.IndexedBase("x", real=True), sp.IndexedBase("t", integer=True)
+    assert _free_indices(sp.exp(x[n, n, t[n, o]]), set()) == (n, o)
