@@ -113,8 +113,9 @@ class Selections:
         """Every ``W[c, 1, h, d]`` in ``expr`` as a plain tensor ``W[:, 1]`` over (c, h, d)."""
         replace = {}
         for ind in expr.atoms(sp.Indexed):
-            if not is_sliced(ind):
-                continue
+            whole = all(i.is_Integer for i in ind.indices)
+            if not is_sliced(ind) or (whole and ind.base.is_integer):
+                continue  # an int entry, t[0], stays a data subscript read where it is used
             label = ind.base.label.name
             keep = [k for k, i in enumerate(ind.indices) if not i.is_Integer]
             parts = [str(int(i)) if i.is_Integer else ":" for i in ind.indices]
@@ -122,8 +123,8 @@ class Selections:
                 parts.pop()
             stem = f"{label}_at_{'_'.join(p if p != ':' else 'all' for p in parts)}"
             name = self._alias(stem, f"{self._code(label)}[{', '.join(parts)}]")
-            if not keep:  # W[1, 2]: one entry, a 0-d tensor read in place (Lowerer._symbol)
-                replace[ind] = sp.Symbol(name, **_kind(ind.base))
+            if whole:  # W[1, 2]: one entry, a 0-d tensor read in place (Lowerer._symbol)
+                replace[ind] = sp.Symbol(name, real=True)
                 continue
             shape = tuple(ind.base.shape[k] for k in keep)
             base = sp.IndexedBase(name, shape=shape, **_kind(ind.base))
