@@ -191,14 +191,15 @@ class Selections:
             if ax is None or const is None or (axis is not None and ax != axis):
                 return False
             axis, k = ax, int(const)
-            picks[k] = picks.get(k, sp.S.Zero) + term / d
+            # coef(i) delta(i, k) = coef(k) delta(i, k): the slice reads coef at i = k
+            picks[k] = picks.get(k, sp.S.Zero) + (term / d).xreplace({ax: const})
         size = self.sizes.get(axis) if axis is not None else None
         if size is None or not size.is_Integer or not set(picks) <= set(range(int(size))):
             return False
         others, pos = tuple(a for a in axes if a != axis), axes.index(axis)
         parts = []
         for k in range(int(size)):
-            coef = picks.get(k, sp.S.Zero)
+            coef = self.safe_indices(self.slice_constants(picks.get(k, sp.S.Zero)))
             value = self._checked(coef, others, name) if coef != 0 else Value("0", scalar=True)
             parts.append(materialise(self, value, others, fresh=False))
         self.lines.append(f"{name} = torch.stack([{', '.join(parts)}], {pos})")
