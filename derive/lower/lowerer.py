@@ -28,7 +28,7 @@ from derive.language import ReduceMax
 from derive.lower.arithmetic import add, mul, power
 from derive.lower.fusions import fuse
 from derive.lower.indexing import indexed, mask, materialise, pick_update, scatter
-from derive.lower.memo import Computed, memo_entry, recall, repeated_sums
+from derive.lower.memo import Computed, canonical, memo_entry, recall, repeated_sums
 from derive.lower.reductions import sum_value
 from derive.lower.select import Selections
 from derive.lower.value import (
@@ -70,8 +70,8 @@ class Lowerer(Selections):
     taken: set[str] = field(default_factory=set)
     scalars: set[str] = field(default_factory=set)  # names bound to python numbers (sizes, params)
     wrapping: set[str] = field(default_factory=set)  # int inputs read by advanced indexing
-    repeated: set[sp.Expr] = field(default_factory=set)  # function calls met more than once
-    bound: dict[sp.Expr, Value] = field(default_factory=dict)  # ...each computed once, here
+    repeated: set[sp.Expr] = field(default_factory=set)  # calls met twice (canonical keys)
+    bound: dict[tuple, Value] = field(default_factory=dict)  # ...each computed once (a memo)
     modules: set[str] = field(default_factory=set)  # python modules the code uses (math)
     guarded: set[str] = field(default_factory=set)  # int inputs a where() guards (see select)
     # names standing for code read in place (see select): a slice ``Wh_at_all_1 -> Wh[:, 1]``,
@@ -87,8 +87,9 @@ class Lowerer(Selections):
         seen: set[sp.Expr] = set()
         for e in exprs:
             for node in sp.preorder_traversal(e):
-                if _is_call(node):
-                    (self.repeated if node in seen else seen).add(node)
+                if _is_call(node):  # under any index names: tanh(h[n, k]) is tanh(h[m, j])
+                    key = canonical(node)[0]
+                    (self.repeated if key in seen else seen).add(key)
         self.shared_sums |= repeated_sums(exprs)
 
     device_of: str = "grad_out"  # a tensor whose device/dtype new tensors take
@@ -210,15 +211,17 @@ class Lowerer(Selections):
 
     def value(self, e: sp.Expr, order: list[sp.Symbol]) -> Value:
         e = sp.sympify(e)
-        if e in self.repeated:
-            if e not in self.bound:
+        if _is_call(e) and canonical(e)[0] in self.repeated:
+            v = recall(self.bound, e)  # computed already, maybe under other index names
+            if v is None:
                 v = self._value(e, order)
                 if not v.scalar:
                     name = self._name(f"{type(e).__name__.lower()}_{_stem(e)}")
                     self.lines.append(f"{name} = {v.code}")
                     v = Value(name, v.axes)
-                self.bound[e] = v
-            return self._permuted(self.bound[e], order)
+                key, entry = memo_entry(e, v)
+                self.bound[key] = entry
+            return self._permuted(v, order)
         return self._value(e, order)
 
     def _value(self, e: sp.Expr, order: list[sp.Symbol]) -> Value:
