@@ -64,7 +64,9 @@ def check_infinities(body: sp.Expr) -> None:
             for w in wheres
         }
     )
-    if rest.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or any(w.args[0].has(sp.oo, -sp.oo) for w in wheres):
+    # cos(inf) is already SymPy's AccumBounds(-1, 1): an inf a function took in, also refused
+    bad = (sp.oo, -sp.oo, sp.zoo, sp.nan, sp.AccumBounds)
+    if rest.has(*bad) or any(w.args[0].has(sp.oo, -sp.oo) for w in wheres):
         raise LangError("inf may only be a branch of where(), e.g. where(t2 <= t1, s, -inf)")
     for w in wheres:
         if not isinstance(w.args[0], sp.core.relational.Relational):
