@@ -71,11 +71,23 @@ def input_checks(
         lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
     for size, why in _positive_sizes(g):
         lines.append(f"_check_positive({str(size)!r}, {size}, {why!r})")
+    guarded = guarded_data(g)
     for name, size in data_index_ranges(g):
-        before = "" if name in wrapping else ", before=True"
-        guarded = ", guarded=True" if name in guarded_data(g) else ""
-        lines.append(f"_check_range({name!r}, {name}, {str(size)!r}, {size}{before}{guarded})")
+        lines.append(_range_line(name, size, before=name not in wrapping, guarded=name in guarded))
     return lines, bound
+
+
+def _range_line(name: str, size: sp.Expr, before: bool, guarded: bool) -> str:
+    flags = (", before=True" if before else "") + (", guarded=True" if guarded else "")
+    return f"_check_range({name!r}, {name}, {str(size)!r}, {size}{flags})"
+
+
+def _derived_line(size: sp.Symbol, text: str, num, den, num_text: str, den_text: str) -> str:
+    """``size = num / den``, checked a positive whole number by the module's helper."""
+    return (
+        f"{size} = _check_derived({size.name!r}, {text!r}, {num}, {den}, "
+        f"{num_text!r}, {den_text!r})"
+    )
 
 
 def _solved_sizes(composite: list, bound: dict) -> list[str]:
@@ -91,10 +103,7 @@ def _solved_sizes(composite: list, bound: dict) -> list[str]:
         if rest.has(size) or not all(f.is_Integer or f in bound for f in sp.Mul.make_args(rest)):
             continue
         got = f"{name}.shape[{pos}]"
-        lines.append(
-            f"{size} = _check_derived({size.name!r}, {f'{got} / {rest}'!r}, {got}, {rest}, "
-            f"{got!r}, {str(rest)!r})"
-        )
+        lines.append(_derived_line(size, f"{got} / {rest}", got, rest, got, str(rest)))
         bound[size] = size.name
     return lines
 
@@ -105,10 +114,8 @@ def _derived_lines(g: Graph) -> list[str]:
     lines = []
     for size, expr in g.derived.items():
         num, den = sp.fraction(expr)
-        text = str(expr).replace("/", " / ")
         lines.append(
-            f"{size} = _check_derived({size.name!r}, {text!r}, {num}, {den}, "
-            f"{str(num)!r}, {str(den)!r})"
+            _derived_line(size, str(expr).replace("/", " / "), num, den, str(num), str(den))
         )
     return lines
 
@@ -138,10 +145,7 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
 def range_checks(g: Graph) -> list[str]:
     """The checks forward() runs when an index kernel fails, to name the bad input."""
     guarded = guarded_data(g)
-    return [
-        f"_check_range({n!r}, {n}, {str(s)!r}, {s}{', guarded=True' if n in guarded else ''})"
-        for n, s in data_index_ranges(g)
-    ]
+    return [_range_line(n, s, False, n in guarded) for n, s in data_index_ranges(g)]
 
 
 def data_index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:

@@ -29,7 +29,7 @@ from derive.emit.statements import Statement
 from derive.explain.excerpt import excerpts
 from derive.language import Definition, Graph, Op
 from derive.symbolic.collapse import Lazy
-from derive.symbolic.derivation import Derivation
+from derive.symbolic.derivation import Derivation, adjoint_order
 from derive.symbolic.indices import canonical_bound
 from derive.symbolic.reverse import GRAD_OUT
 
@@ -96,13 +96,6 @@ def _forward(g: Graph) -> list[tuple[sp.Expr, sp.Expr]]:
     return out
 
 
-def _order(d: Derivation) -> list[str]:
-    g, exprs = d.graph, d.adjoints.exprs
-    return [s.name for s in reversed(g.steps) if s.name in exprs] + [
-        t for t in g.inputs if t in exprs
-    ]
-
-
 def _emitted(d: Derivation, statements: list[Statement], order: list[str]) -> dict[str, str]:
     g, names = d.graph, d.adjoints.names
     opaque = {s.name for s in g.sizes} | {p.name for p in g.params} | OPAQUE_TEMPLATE_NAMES
@@ -117,7 +110,7 @@ def explain(e: Emitted) -> Explanation:
     parsed or emitted again."""
     op, d = e.op, e.derivation
     stepwise = d.steps
-    order = _order(d)
+    order = adjoint_order(d.graph, d.adjoints)
     collapsed = d.collapsed
     emitted = _emitted(d, e.statements, order)
     adj, steps = d.adjoints, []

@@ -157,11 +157,6 @@ def render(ex: Explanation, mode: str = "text", width: int = 100) -> str:
     return render_text(ex, width)
 
 
-def show(op: str, mode: str = "text", width: int = 100) -> str:
-    """One op's ``show``: resolve, derive, render."""
-    return render(explain_file(resolve(op)), mode, width)
-
-
 def show_many(
     ops: list[str], mode: str = "text", width: int = 100
 ) -> Iterator[str | DerivationError]:
@@ -180,5 +175,5 @@ def show_many(
             continue
         yield ("" if first else "\n") + render(ex, mode, width)
         first = False
-    if records:
+    if mode == "json" and len(ops) > 1:  # a list even when every op failed: still JSON
         yield json.dumps(records, indent=2) + "\n"

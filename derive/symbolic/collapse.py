@@ -142,9 +142,8 @@ def block_output(g: Graph, x: str) -> str | None:
     tensors read.
 
     The adjoint of x collapsed down to dy (:meth:`Collapser.simplified` with ``stop``) is that
-    function's
-    backward as one line, ``dscores = probs (dprobs - sum_t2 dprobs probs)``, whatever the rest
-    of the op does with y.
+    function's backward as one line, ``dscores = probs (dprobs - sum_t2 dprobs probs)``,
+    whatever the rest of the op does with y.
     """
     reads = _reads(g)
     block: list[str] = []

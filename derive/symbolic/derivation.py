@@ -69,7 +69,7 @@ class Derivation:
     def collapsed(self) -> dict[str, sp.Expr]:
         """Every tensor's adjoint collapsed down to grad_out where that is cheap (the inputs'
         of a collapsed op are its ``final``), consumers first; computed on first use."""
-        order = _adjoint_order(self.graph, self.adjoints)
+        order = adjoint_order(self.graph, self.adjoints)
         done = {} if self.stepwise else {t: self.final[t] for t in order if t in self.final}
         rest = [t for t in order if t not in done]
         done |= collapse_each(self.graph, self.adjoints, rest, self._reader, self.stepwise)
@@ -81,7 +81,7 @@ class Derivation:
         alone (:func:`~derive.symbolic.collapse.block_output`): the softmax inside attention,
         ``dscores`` in terms of ``dprobs``; computed on first use."""
         g = self.adjoints.graph  # the graph the adjoints were derived on (calls lifted)
-        return collapse_blocks(g, self.adjoints, _adjoint_order(g, self.adjoints), self._reader)
+        return collapse_blocks(g, self.adjoints, adjoint_order(g, self.adjoints), self._reader)
 
     @functools.cached_property
     def _reader(self) -> Collapser:
@@ -90,7 +90,7 @@ class Derivation:
         return self.collapser or reading_collapser(self.adjoints.graph, self.adjoints)
 
 
-def _adjoint_order(g: Graph, adj: Adjoints) -> list[str]:
+def adjoint_order(g: Graph, adj: Adjoints) -> list[str]:
     """Every tensor with an adjoint, consumers first: the steps in reverse, then the inputs."""
     order = [s.name for s in reversed(g.steps) if s.name in adj.exprs]
     return order + [t for t in g.inputs if t in adj.exprs]
@@ -126,8 +126,7 @@ def _collapsed_inputs(collapser: Collapser) -> tuple[list[str], Mapping, dict]:
 
 def _stepwise(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
     simplifier, patterns, folded = Simplifier(), _local_patterns(g), {}
-    order = [s.name for s in reversed(g.steps) if s.name in adj.exprs]
-    order += [t for t in g.inputs if t in adj.exprs]
+    order = adjoint_order(g, adj)
     raw = {t: adj.exprs[t] for t in order}
     final = {t: tidy(fold(simplifier.simplify(raw[t]), patterns, folded)) for t in order}
     return order, raw, final
