@@ -15,13 +15,18 @@ BACKWARDS = ("generated", "autograd")
 DEFAULT_LR = {"sgd": 0.1, "adamw": 0.003}
 
 
+@dataclass(frozen=True)
 class Schedule:
-    """What every run's config shares: lr, then lr / 10 from the halfway step; a dtype by name;
-    the round trip through a checkpoint (subclasses are frozen dataclasses)."""
+    """What every run's config shares: its options common to all models (each model's config
+    gives the first four their defaults), lr then lr / 10 from the halfway step, a dtype by
+    name, and the round trip through a checkpoint."""
 
-    lr: float
     steps: int
-    dtype: str
+    seed: int
+    lr: float
+    batch_size: int
+    dtype: str = "float32"
+    backward: str = "generated"
 
     def lr_at(self, step: int) -> float:
         """Step decay: ``lr`` for the first half of the steps, ``lr / 10`` from the halfway step."""
@@ -54,6 +59,4 @@ class TrainConfig(Schedule):
     n_embd: int = 10
     n_hidden: int = 200
     block_size: int = 3
-    dtype: str = "float32"
     optimizer: str = "sgd"
-    backward: str = "generated"

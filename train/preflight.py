@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from train import checkpoint
-from train.config import TrainConfig
+from train.config import BACKWARDS, TrainConfig
 
 DEFAULT_OUT = "runs/default"
 # `make train` sets this, so hints name what a make user types (TRAIN_ARGS=...), not python
@@ -176,7 +176,7 @@ def add_backward_option(run: argparse._ArgumentGroup, reference: str) -> None:
     """--backward: generated/ chained by hand (the default), or ``reference`` through autograd."""
     run.add_argument(
         "--backward",
-        choices=("generated", "autograd"),
+        choices=BACKWARDS,
         help="generated: the hand-written loop over generated/ modules (default); autograd: "
         f"{reference} with loss.backward(), for comparison",
     )

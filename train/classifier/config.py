@@ -8,7 +8,6 @@ from train.config import Schedule
 
 OPTIMIZERS = ("sgd", "rmsprop", "adam", "adamw")
 MOMENTUM_OPTIMIZERS = ("sgd", "rmsprop")  # Adam and AdamW have betas instead
-BACKWARDS = ("generated", "autograd")
 # --lr when not given. Plain or momentum SGD takes the raw gradient; RMSprop and Adam divide by a
 # running RMS of it, so their steps are ~lr per weight and want a much smaller lr. RMSprop with
 # momentum 0.9 steps ~lr/(1 - 0.9) per weight: at 1e-3 its float32 runs wander apart on the flat
@@ -28,9 +27,7 @@ class ClassifierConfig(Schedule):
     lr: float = 0.001
     batch_size: int = 64
     hidden: tuple[int, ...] = (512, 512)
-    dtype: str = "float32"
     optimizer: str = "adam"
     momentum: float = 0.0
     weight_decay: float = 0.0
     clip_grad_norm: float = 0.0  # 0: no clipping
-    backward: str = "generated"

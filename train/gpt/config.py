@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from train.config import Schedule
 
-BACKWARDS = ("generated", "autograd")
 GELUS = ("tanh", "erf")  # makemore's NewGELU (tanh approximation), or F.gelu's exact erf form
 
 
@@ -27,8 +26,6 @@ class GPTConfig(Schedule):
     n_embd: int = 64
     weight_decay: float = 0.01
     gelu: str = "tanh"
-    dtype: str = "float32"
-    backward: str = "generated"
 
     def lr_at(self, step: int) -> float:
         return self.lr
