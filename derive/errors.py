@@ -1,4 +1,4 @@
-"""The one error type of the pipeline: it always names the op, the definition and the problem."""
+"""The pipeline's error types: each names the op, the definition and the problem in one line."""
 
 from __future__ import annotations
 
@@ -16,6 +16,14 @@ class DerivationError(Exception):
         self.problem = problem
         where = f"op '{op}'" + (f", definition `{definition}`" if definition else "")
         super().__init__(f"{where}: {problem}")
+
+
+class EngineBug(DerivationError):
+    """The engine caught its own result breaking an invariant (an index read outside its sum):
+    the op is refused rather than lowered, and the fuzzer counts it as wrong, not refused."""
+
+    def __init__(self, op: str, problem: str) -> None:
+        super().__init__(op, f"internal error: {problem} (an engine bug: please report it)")
 
 
 class CheckFailed(AssertionError):

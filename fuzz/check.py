@@ -25,7 +25,7 @@ import sympy as sp
 import torch
 
 from derive.emit.generate import module_source
-from derive.errors import DerivationError
+from derive.errors import DerivationError, EngineBug
 from derive.language import Graph, Op, parse
 from derive.lower.select import guarded_data
 from derive.verify.check import index_limits, with_derived
@@ -218,6 +218,8 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
         with deadline(timeout), tempfile.TemporaryDirectory() as folder:
             try:
                 text = source(op, folder)
+            except EngineBug as exc:  # the engine's own invariant check: a wrong result
+                return Outcome("wrong", "engine bug", str(exc))
             except DerivationError as exc:
                 if exc.op != op.name:
                     return Outcome("wrong", "refusal names another op", str(exc))

@@ -260,13 +260,17 @@ def _fold(expr: sp.Expr, patterns: list[Pattern], memo: dict) -> sp.Expr:
     sums = [f for f in expr.args if isinstance(f, sp.Sum)] if isinstance(expr, sp.Mul) else []
     if len(sums) != 1:
         return plain
-    # c * sum_k f(k) -> sum_k c f(k): a factor outside may complete a pattern inside
+    # c * sum_k f(k) -> sum_k c f(k): a factor outside may complete a pattern inside. Back out
+    # goes what reads none of the sum's indices (all its limits: sum_{q,h} x[q] y[h] keeps y[h]
+    # inside, fuzz 96606); nothing moves in when c names one of them (it would be captured).
     (s,) = sums
-    k = s.limits[0][0]
+    bound = {lim[0] for lim in s.limits}
     others = sp.Mul(*[f for f in expr.args if f is not s])
+    if others.free_symbols & bound:
+        return plain
     inner = fold(others * s.function, patterns, memo)
-    outside = [f for f in sp.Mul.make_args(inner) if not f.has(k)]
-    kept = [f for f in sp.Mul.make_args(inner) if f.has(k)]
+    outside = [f for f in sp.Mul.make_args(inner) if not f.free_symbols & bound]
+    kept = [f for f in sp.Mul.make_args(inner) if f.free_symbols & bound]
     pulled = fold(sp.Mul(*outside), patterns, memo) * sp.Sum(sp.Mul(*kept), *s.limits)
     return pulled if cost(pulled) < cost(plain) else plain
 

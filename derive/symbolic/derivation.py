@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.errors import DerivationError
+from derive.errors import DerivationError, EngineBug
 from derive.language import Definition, Graph, ReduceMax, View
 from derive.symbolic.canon import Canon, Pattern, fold, stabilise
 from derive.symbolic.collapse import (
@@ -150,7 +150,21 @@ def _checked(g: Graph, adj: Adjoints, final: dict, raise_error: bool = True) -> 
             if not raise_error:
                 return None
             raise DerivationError(g.op.name, f"the adjoint of {t} did not simplify: {e}")
+        stray = sorted(map(str, _indices(e, g, adj) - set(adj.free[t])))
+        if stray:  # a rule let a bound index escape its Sum: refuse, never lower it
+            raise EngineBug(g.op.name, f"the adjoint of {t} reads {stray} outside their sums")
     return final
+
+
+def _indices(e: sp.Expr, g: Graph, adj: Adjoints) -> set[sp.Symbol]:
+    """The index symbols free in ``e``: integer symbols that are neither sizes (positive) nor
+    tensors read whole (a 0-d int input, the argmax of a Max to a scalar)."""
+    tensors = set(g.tensors) | {a.name for a in adj.argmax.values()}
+    return {
+        s
+        for s in e.free_symbols
+        if isinstance(s, sp.Symbol) and s.is_integer and not s.is_positive and s.name not in tensors
+    }
 
 
 def derive(g: Graph) -> Derivation:

@@ -233,6 +233,24 @@ def test_fold(expr: sp.Expr, pattern: Pattern, folded: sp.Expr) -> None:
     assert fold(expr, [pattern]) == folded
 
 
+NEG, XY = sp.IndexedBase("neg", real=True), sp.IndexedBase("xy", real=True)
+
+
+def test_fold_keeps_each_factor_inside_the_sum_that_binds_it() -> None:
+    # -c sum_{k,m} x[m] y[k] -> sum_{k,m} c neg[m] y[k], folded, then out only what reads
+    # neither k nor m: neg[m] stays under its sum (fuzz 96606 pulled it out with m free)
+    two = sp.Sum(x[m] * y[k], LIM, (m, 0, M - 1))
+    folded = fold(-NEG[c] * two, [Pattern("neg", NEG, (n,), -x[n])])
+    assert folded == NEG[c] * sp.Sum(NEG[m] * y[k], LIM, (m, 0, M - 1))
+
+
+def test_fold_moves_no_factor_into_a_sum_that_binds_its_index() -> None:
+    # x[k] sum_k y[k]: the outer k is free, the inner one bound; moved in, x[k] y[k] would
+    # fold to xy[k] and read the sum's k
+    expr = x[k] * sp.Sum(y[k], LIM)
+    assert fold(expr, [Pattern("xy", XY, (n,), x[n] * y[n])]) == expr
+
+
 def test_a_lifted_call_over_a_diagonal_has_each_index_once() -> None:
     from derive.symbolic.saving import _free_indices
 

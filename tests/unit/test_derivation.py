@@ -1,0 +1,26 @@
+"""The derivation's last guard (derive/symbolic/derivation.py): an adjoint that reads an index
+outside its sums is refused as an engine bug, never handed to the lowering."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from derive import Op
+from derive.errors import EngineBug
+from derive.language import parse
+from derive.symbolic.derivation import _checked
+from derive.symbolic.reverse import derive_adjoints
+
+
+def test_an_adjoint_with_an_index_outside_its_sums_is_refused() -> None:
+    g = parse(Op(name="t", inputs=["x[N, C]"], definitions=["y[n, c] = tanh(x[n, c])"]))
+    adj = derive_adjoints(g)
+    n, c = adj.free["x"]
+    k = sp.Symbol("_i9", integer=True)  # what a rule that lost a Sum's limit leaves behind
+    y, dy = sp.IndexedBase("y", real=True), sp.IndexedBase("grad_out", real=True)
+    good = dy[n, c] * (1 - y[n, c] ** 2)
+    assert _checked(g, adj, {"x": good}) == {"x": good}
+    stray = r"op 't': internal error: the adjoint of x reads \['_i9'\] outside"
+    with pytest.raises(EngineBug, match=stray):
+        _checked(g, adj, {"x": good * y[n, k]})
