@@ -19,11 +19,13 @@ import functools
 from collections.abc import Callable
 
 import sympy as sp
+from sympy.codegen.cfunctions import log1p
 
 from derive.functions import sigmoid, softplus
 
 _x = sp.Wild("x")
 _r = sp.Wild("r", exclude=[0])
+_a, _c = sp.Wild("a", exclude=[0]), sp.Wild("c", exclude=[0])
 Rule = tuple[str, sp.Expr, Callable[[dict], sp.Expr | None]]  # None: declines the match
 
 
@@ -33,6 +35,14 @@ def _ratio(r: sp.Expr, x: sp.Expr) -> sp.Expr | None:
     return None if r.has(sp.exp, sigmoid) else r * sigmoid(x)
 
 
+def _shifted_softplus(a: sp.Expr, c: sp.Expr, x: sp.Expr) -> sp.Expr | None:
+    # log(a + c e^x) = log(a) + softplus(x + log(c) - log(a)), for a, c > 0 only (their logs;
+    # log(a) apart, so that a = 1 + e^y is read by the rows again: softplus(y))
+    if not (a.is_positive and c.is_positive):
+        return None
+    return sp.log(a) + softplus(x + sp.log(c) - sp.log(a))
+
+
 DEFINITION_RULES: list[Rule] = [
     # 1 / (1 + e^-x) -> sigma(x)         (also 1/(1 + e^x) -> sigma(-x))
     ("sigmoid", 1 / (1 + sp.exp(-_x)), lambda m: sigmoid(m[_x])),
@@ -40,6 +50,15 @@ DEFINITION_RULES: list[Rule] = [
     ("sigmoid-ratio", _r * sp.exp(_x) * sigmoid(-_x), lambda m: _ratio(m[_r], m[_x])),
     # log(1 + e^x) -> softplus(x)
     ("softplus", sp.log(1 + sp.exp(_x)), lambda m: softplus(m[_x])),
+    # log(a + c e^x) -> log(a) + softplus(x + log(c) - log(a))  (a, c > 0: 2 + e^800 overflows;
+    # log(e^y + e^x) -> y + softplus(x - y), a logsumexp of two)
+    (
+        "softplus-shifted",
+        sp.log(_a + _c * sp.exp(_x)),
+        lambda m: _shifted_softplus(m[_a], m[_c], m[_x]),
+    ),
+    # log1p(c e^x) -> softplus(x + log(c))                   (c > 0)
+    ("softplus-log1p", log1p(_c * sp.exp(_x)), lambda m: _shifted_softplus(sp.S.One, m[_c], m[_x])),
 ]
 
 FORWARD_RULES: list[Rule] = [

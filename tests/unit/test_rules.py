@@ -83,6 +83,7 @@ z = x[n]
         (sp.exp(z) / (1 + sp.exp(z)), sigmoid(z)),
         (sp.log(1 + sp.exp(z)), softplus(z)),  # log(1 + e^z) -> softplus(z)
         (z * sp.tanh(sp.log(1 + sp.exp(z))), z * sp.tanh(softplus(z))),  # Mish, inside
+        (sp.log(2 + sp.exp(z)), sp.log(2) + softplus(z - sp.log(2))),  # a shifted softplus
     ],
 )
 def test_definition_rule(before: sp.Expr, after: sp.Expr) -> None:
@@ -102,7 +103,8 @@ def test_forward_rule(before: sp.Expr, after: sp.Expr) -> None:
 
 
 def test_rules_leave_other_expressions_alone() -> None:
-    e = sp.log(2 + sp.exp(z)) + 1 / (2 + sp.exp(-z))
+    # log(2 - e^z) has no softplus form (c = -1); log(2 + e^z) now has one (above)
+    e = sp.log(2 - sp.exp(z)) + 1 / (2 + sp.exp(-z))
     assert rewrite(e, DEFINITION_RULES + FORWARD_RULES) == e
 
 
@@ -201,8 +203,20 @@ def test_every_sum_rule_has_its_case() -> None:
 @pytest.mark.parametrize("row", DEFINITION_RULES + FORWARD_RULES, ids=lambda row: row[0])
 def test_each_identity_fires_on_its_own_pattern(row) -> None:
     name, pattern, build = row
-    bind = {w: (y[n] if w.name == "r" else x[n]) for w in pattern.atoms(sp.Wild)}
+    # a and c are the positive factors of log(a + c e^x): a sum with a square, a number
+    values = {"r": y[n], "a": 2 + y[n] ** 2, "c": sp.Integer(3)}
+    bind = {w: values.get(w.name, x[n]) for w in pattern.atoms(sp.Wild)}
+    assert build(bind) is not None
     assert rewrite(pattern.xreplace(bind), [row]) == build(bind)
+
+
+def test_shifted_softplus_declines_a_factor_that_may_be_zero() -> None:
+    # log(1 + y^2 e^x): y = 0 makes log(c) -inf, so the row must not fire
+    e = sp.log(1 + y[n] ** 2 * sp.exp(x[n]))
+    assert rewrite(e, DEFINITION_RULES) == e
+    assert rewrite(sp.log(sp.exp(x[n]) + sp.exp(y[n])), DEFINITION_RULES) == x[n] + softplus(
+        y[n] - x[n]
+    )
 
 
 # The folds of derive/symbolic/canon.py, one each: a backward expression read back through a
