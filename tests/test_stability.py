@@ -84,3 +84,32 @@ def test_mish_is_finite_and_exact(x: float, tmp_path: Path) -> None:
     assert torch.isfinite(out).all() and torch.isfinite(dx).all()
     assert torch.allclose(out, want, rtol=1e-12, atol=1e-300)
     assert torch.allclose(dx, want_dx, rtol=1e-12, atol=1e-300)
+
+
+def test_shifted_softplus_is_finite_and_exact(tmp_path: Path) -> None:
+    module, _ = _module("shifted_softplus", tmp_path)
+    p, q = EXTREMES, EXTREMES.flip(0)
+    y, saved = module.forward(p, q)
+    dp, dq = module.backward(torch.ones_like(y), saved)
+
+    def reference(p, q):  # log(1 + 2 e^p) = logaddexp(0, p + log 2)
+        two = torch.full_like(p, 2.0).log()
+        return _softplus(p + two) + torch.logaddexp(p, q)
+
+    want, (want_dp, want_dq) = _reference_grad(reference, p, q)
+    assert torch.isfinite(y).all() and torch.isfinite(dp).all() and torch.isfinite(dq).all()
+    assert torch.allclose(y, want, rtol=1e-12)
+    assert torch.allclose(dp, want_dp, rtol=1e-12, atol=GRAD_ATOL)
+    assert torch.allclose(dq, want_dq, rtol=1e-12, atol=GRAD_ATOL)
+
+
+def test_a_tensor_the_output_does_not_read_gets_a_zero_gradient(tmp_path: Path) -> None:
+    module, _ = _module("dead_branch", tmp_path)
+    b = torch.tensor([30.0, -30.0, 1.0], dtype=torch.float64)  # b**3 overflows cosh
+    v = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    u, saved = module.forward(b, v)
+    db, dv = module.backward(torch.tensor(1.0, dtype=torch.float64), saved)
+    assert torch.equal(db, torch.zeros_like(b))
+    assert torch.equal(dv, 2 * v)
+    grads = module.backward_all(torch.tensor(1.0, dtype=torch.float64), saved)
+    assert torch.equal(grads["a1"], torch.zeros_like(b))
