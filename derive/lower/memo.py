@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator, Mapping
 import sympy as sp
 
 from derive.lower.value import Value
-from derive.symbolic.indices import bound_by_depth
+from derive.symbolic.indices import bound_by_depth, free_indices
 
 
 def memo_key(e: sp.Expr) -> sp.Expr:
@@ -39,15 +39,7 @@ def canonical(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Symbol, sp.Symbol]]:
     value's axes to the key's and back.
     """
     e = bound_by_depth(e)
-    labels = {ind.base.label for ind in e.atoms(sp.Indexed)}  # tensor names, not indices
-    free = sorted(
-        (
-            s
-            for s in e.free_symbols
-            if type(s) is sp.Symbol and s not in labels and s.is_integer and not s.is_positive
-        ),
-        key=str,
-    )
+    free = sorted(free_indices(e), key=str)
     if math.factorial(len(free)) > PERMUTATIONS:
         return e, {}
     best = None

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from derive.symbolic.indices import free_indices
+
 ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
 
 
@@ -56,11 +58,7 @@ def natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
     return (
         natural
         + [a for a in order if a not in natural]
-        + [
-            a
-            for a in sorted(body.free_symbols - set(natural) - set(order), key=str)
-            if a.is_integer and not a.is_positive
-        ]
+        + sorted(free_indices(body) - set(natural) - set(order), key=str)
     )
 
 

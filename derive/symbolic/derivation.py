@@ -28,7 +28,7 @@ from derive.symbolic.collapse import (
     reading_collapser,
     tidy,
 )
-from derive.symbolic.indices import canonical_bound
+from derive.symbolic.indices import canonical_bound, free_indices
 from derive.symbolic.reverse import Adjoints, derive_adjoints
 from derive.symbolic.saving import lift_saved_calls, unlift
 from derive.symbolic.simplify import Simplifier
@@ -157,14 +157,10 @@ def _checked(g: Graph, adj: Adjoints, final: dict, raise_error: bool = True) -> 
 
 
 def _indices(e: sp.Expr, g: Graph, adj: Adjoints) -> set[sp.Symbol]:
-    """The index symbols free in ``e``: integer symbols that are neither sizes (positive) nor
-    tensors read whole (a 0-d int input, the argmax of a Max to a scalar)."""
+    """The index symbols free in ``e``, less the int tensors read whole (a 0-d int input, the
+    argmax of a Max to a scalar): those are symbols too."""
     tensors = set(g.tensors) | {a.name for a in adj.argmax.values()}
-    return {
-        s
-        for s in e.free_symbols
-        if isinstance(s, sp.Symbol) and s.is_integer and not s.is_positive and s.name not in tensors
-    }
+    return {s for s in free_indices(e) if s.name not in tensors}
 
 
 def derive(g: Graph) -> Derivation:

@@ -86,6 +86,17 @@ def indexed_atoms(expr: sp.Basic) -> frozenset[sp.Indexed]:
     return found.union(*[indexed_atoms(a) for a in expr.args])
 
 
+def free_indices(expr: sp.Basic) -> set[sp.Symbol]:
+    """The index symbols free in ``expr``: integer symbols that are neither sizes (those are
+    positive) nor the names of the tensors it reads."""
+    labels = {i.base.label for i in indexed_atoms(expr)}
+    return {
+        s
+        for s in expr.free_symbols
+        if type(s) is sp.Symbol and s not in labels and s.is_integer and not s.is_positive
+    }
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def symbol_atoms(expr: sp.Basic) -> frozenset[sp.Symbol]:
     """``expr.atoms(sp.Symbol)``, once per distinct sub-expression."""
@@ -175,5 +186,4 @@ def canonical_bound(expr: sp.Expr, free: Iterable[sp.Symbol]) -> sp.Expr:
 
     if not isinstance(expr, sp.Basic):
         return expr
-    indices = {s for s in expr.free_symbols if s.is_integer and not s.is_positive}
-    return rename_bound(expr, readable, {str(s) for s in (*free, *indices)})
+    return rename_bound(expr, readable, {str(s) for s in (*free, *free_indices(expr))})
