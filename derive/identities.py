@@ -48,12 +48,10 @@ DEFINITION_RULES: list[Rule] = [
     ("sigmoid", 1 / (1 + sp.exp(-_x)), lambda m: sigmoid(m[_x])),
     # r e^x sigma(-x) -> r sigma(x)      (r e^x / (1 + e^x), once the row above has fired)
     ("sigmoid-ratio", _r * sp.exp(_x) * sigmoid(-_x), lambda m: _ratio(m[_r], m[_x])),
-    # log(1 + e^x) -> softplus(x)
-    ("softplus", sp.log(1 + sp.exp(_x)), lambda m: softplus(m[_x])),
-    # log(a + c e^x) -> log(a) + softplus(x + log(c) - log(a))  (a, c > 0: 2 + e^800 overflows;
-    # log(e^y + e^x) -> y + softplus(x - y), a logsumexp of two)
+    # log(a + c e^x) -> log(a) + softplus(x + log(c) - log(a))  (a, c > 0: log(1 + e^x) ->
+    # softplus(x); 2 + e^800 overflows; log(e^y + e^x) -> y + softplus(x - y), logsumexp of two)
     (
-        "softplus-shifted",
+        "softplus",
         sp.log(_a + _c * sp.exp(_x)),
         lambda m: _shifted_softplus(m[_a], m[_c], m[_x]),
     ),
