@@ -201,18 +201,21 @@ CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi, "e": sp.E, "inf": sp.oo}
 BY_NODE: dict[type, Function] = {f.node: f for f in FUNCTIONS.values() if f.node is not None}
 
 
-def step_code(arg: str, at_zero: sp.Expr, like: str) -> str:
-    """Heaviside(x, h), the derivative of relu/max/abs-like kinks, as torch code.
+def step_code(arg: str, at_zero: sp.Expr, like: str | None) -> str:
+    """Heaviside(x, h), the derivative of relu/max/abs-like kinks, as torch code, or as python
+    when ``like`` is None (x a number: a step of a param, ``minimum(p, scale + p)``'s).
 
     h = 0: 1[x > 0] (relu's, as torch's);  h = 1/2: (sign(x) + 1)/2 (torch.maximum splits a tie).
     """
-    if at_zero == 0:
-        return f"({arg} > 0).to({like}.dtype)"
-    if at_zero == 1:
-        return f"({arg} >= 0).to({like}.dtype)"
+    if at_zero not in (0, 1, sp.Rational(1, 2)):
+        raise ValueError(f"Heaviside at zero {at_zero}")
+    if like is None:  # python: bools are 0 and 1
+        if at_zero == sp.Rational(1, 2):
+            return f"(({arg} > 0) - ({arg} < 0) + 1) / 2"
+        return f"float({arg} {'>' if at_zero == 0 else '>='} 0)"
     if at_zero == sp.Rational(1, 2):
         return f"(torch.sign({arg}) + 1) / 2"
-    raise ValueError(f"Heaviside at zero {at_zero}")
+    return f"({arg} {'>' if at_zero == 0 else '>='} 0).to({like}.dtype)"
 
 
 def known() -> str:

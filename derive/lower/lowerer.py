@@ -273,11 +273,10 @@ class Lowerer(Selections):
 
     def _step(self, e: sp.Heaviside, order: list[sp.Symbol]) -> Value:
         arg = self.value(e.args[0], order)
-        if arg.scalar:
-            raise DerivationError(self.op, f"a step of a number is not supported: {e}")
         at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
-        code = step_code(arg.wrap(ATOM), at_zero, self.device_of)
-        return Value(code, arg.axes, ATOM if code.endswith(")") else MUL)
+        code = step_code(arg.wrap(ATOM), at_zero, None if arg.scalar else self.device_of)
+        prec = ATOM if code.endswith(")") else MUL
+        return Value(code, arg.axes, prec, scalar=arg.scalar)
 
     # -- leaves -----------------------------------------------------------------------------
     def _symbol(self, s: sp.Symbol) -> Value:

@@ -9,6 +9,7 @@ import sympy as sp
 
 from derive import Op
 from derive.emit.generate import module_source
+from derive.functions import step_code
 from derive.lower.fusions import FUSIONS
 from derive.lower.lowerer import Lowerer
 
@@ -101,6 +102,15 @@ def test_delta_without_a_scatter_form_is_an_equality_mask() -> None:
 
 def test_relu_derivative_is_the_step() -> None:
     assert "dx = (x > 0).to(grad_out.dtype) * grad_out" in _lines(["x[N]"], ["out[n] = relu(x[n])"])
+
+
+@pytest.mark.parametrize("at_zero", [sp.S.Zero, sp.S.One, sp.S.Half])
+def test_step_of_a_number_is_python_with_sympys_value(at_zero: sp.Expr) -> None:
+    # a step of a param (minimum(x, x + lo)'s derivative) is evaluated in python, as SymPy's
+    # Heaviside(v, at_zero) is at every sign of v, zero included
+    code = step_code("(v)", at_zero, None)
+    for v in (-2.5, 0.0, 3.0):
+        assert eval(code, {"v": v}) == float(sp.Heaviside(v, at_zero)), (code, v)
 
 
 # -- selections (issue 13): where(), index comparisons, constant subscripts, stacks --------------
