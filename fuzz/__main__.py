@@ -1,4 +1,7 @@
-"""``python -m fuzz -n 500 --seed 0``: fuzz the engine; exit 1 on any wrong result."""
+"""``python -m fuzz -n 500 --seed 0``: fuzz the engine; exit 1 on any wrong result.
+
+``--range`` judges the same ops at inputs scaled by 30 and 300 instead (fuzz/range.py): exit 1
+on any finite forward whose backward is not."""
 
 from __future__ import annotations
 
@@ -18,6 +21,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(FOLDER), help="folder for regression op files")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
     parser.add_argument("--max-definitions", type=int, default=4)
+    parser.add_argument(
+        "--range",
+        action="store_true",
+        help="check range instead of values: inputs x30 and x300, a finite forward's backward"
+        " must be finite (findings are shrunk and printed, not recorded)",
+    )
     args = parser.parse_args(argv)
     if args.n < 1 or args.timeout <= 0 or args.max_definitions < 1:
         parser.error("-n, --timeout and --max-definitions must be positive")
@@ -30,9 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         folder=Path(args.out),
         timeout=args.timeout,
         max_definitions=args.max_definitions,
+        range_mode=args.range,
     )
     print(summary.text())
-    return 1 if summary.count("wrong") else 0
+    return 1 if summary.count("wrong") or summary.count("nonfinite") else 0
 
 
 if __name__ == "__main__":

@@ -5,13 +5,17 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fuzz.check import Outcome, run_case
 from fuzz.ops import case_op
+from fuzz.range import run_range_case
 from fuzz.regressions import FOLDER, write
 from fuzz.shrink import shrink
+
+FAILING = ("wrong", "nonfinite")  # the statuses a case is shrunk for and the exit code counts
 
 
 @dataclass
@@ -19,6 +23,7 @@ class Summary:
     seeds: list[int] = field(default_factory=list)
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
+    range_mode: bool = False  # --range: the statuses include nonfinite (fuzz/range.py)
 
     def count(self, status: str) -> int:
         return sum(o.status == status for o in self.outcomes.values())
@@ -35,19 +40,22 @@ class Summary:
     def text(self) -> str:
         n = len(self.seeds)
         refused = self.count("refused")
+        failing = FAILING if self.range_mode else FAILING[:1]
+        counts = "".join(f"  {status}: {self.count(status)}" for status in failing)
+        skipped = "forward not finite" if self.range_mode else "ill-conditioned draws"
         lines = [
             f"cases: {n}  passed: {self.count('passed')}  refused: {refused}"
-            f" ({100 * refused / max(n, 1):.1f}%)  wrong: {self.count('wrong')}"
-            f"  skipped (ill-conditioned draws): {self.count('skipped')}",
+            f" ({100 * refused / max(n, 1):.1f}%){counts}"
+            f"  skipped ({skipped}): {self.count('skipped')}",
             f"refusals naming a definition: {self.naming()} of {refused}",
             f"seeds: {_span(self.seeds)}",
-            f"wrong seeds: {' '.join(map(str, self.with_status('wrong'))) or '-'}",
         ]
-        for title, status in (("wrong", "wrong"), ("refused", "refused"), ("skipped", "skipped")):
-            classes = Counter(
-                failure_class(o) for o in self.outcomes.values() if o.status == status
-            )
-            lines += [f"{title} by class:"] + [f"  {c:5d}  {k}" for k, c in classes.most_common(15)]
+        for status in failing:
+            lines.append(f"{status} seeds: {' '.join(map(str, self.with_status(status))) or '-'}")
+        for status in (*failing, "refused", "skipped"):
+            found = [failure_class(o) for o in self.outcomes.values() if o.status == status]
+            classes = Counter(found).most_common(15)
+            lines += [f"{status} by class:"] + [f"  {c:5d}  {k}" for k, c in classes]
         lines += [f"regression written: {p}" for p in self.written]
         return "\n".join(lines)
 
@@ -60,7 +68,8 @@ def _span(seeds: list[int]) -> str:
 
 def failure_class(o: Outcome) -> str:
     """One line per bug class: the kind, and for errors the message with names masked."""
-    if o.status == "passed" or o.kind.startswith(("forward", "gradient", "intermediate")):
+    measured = ("forward", "gradient", "intermediate", "backward")
+    if o.status == "passed" or o.kind.startswith(measured):
         return o.kind  # which tensor and by how much vary within one class
     if o.kind == "exception KeyError":
         return o.kind  # the key is the function or name the lowering lacks: one class
@@ -80,23 +89,33 @@ def fuzz(
     timeout: float = 60.0,
     max_definitions: int = 4,
     out=sys.stdout,
+    range_mode: bool = False,
 ) -> Summary:
-    summary = Summary(seeds=list(seeds))
+    """Judge each seed's op: by value (:func:`~fuzz.check.run_case`), or with ``range_mode`` at
+    scaled inputs (:func:`~fuzz.range.run_range_case`). The first case of each failing class
+    is shrunk; a wrong one is recorded in ``folder``, a nonfinite one printed (the regression
+    tests replay the value check, which it passes)."""
+    judge: Callable[..., Outcome] = run_range_case if range_mode else run_case
+    summary = Summary(seeds=list(seeds), range_mode=range_mode)
     shrunk: set[str] = set()
     for seed in seeds:
         op = case_op(seed, max_definitions)
-        outcome = run_case(op, seed, timeout)
+        outcome = judge(op, seed, timeout)
         summary.outcomes[seed] = outcome
         print(
             f"seed {seed}: {outcome.line()[:240]}  [{outcome.seconds:.2f} s]", file=out, flush=True
         )
         cls = failure_class(outcome)
-        if outcome.status == "wrong" and shrink_wrong and cls not in shrunk:
-            if len(shrunk) < max_shrinks:
-                shrunk.add(cls)
-                small, small_outcome = shrink(op, seed, outcome)
-                path = write(small, seed, small_outcome, op, folder)
-                if path is not None:
-                    summary.written.append(path)
-                    print(f"  shrunk to {len(small.definitions)} definition(s): {path}", file=out)
+        if outcome.status not in FAILING or not shrink_wrong or cls in shrunk:
+            continue
+        if len(shrunk) < max_shrinks:
+            shrunk.add(cls)
+            small, small_outcome = shrink(op, seed, outcome, judge=judge)
+            if outcome.status == "nonfinite":
+                print(f"  shrunk to: {small.definitions} ({small_outcome.detail})", file=out)
+                continue
+            path = write(small, seed, small_outcome, op, folder)
+            if path is not None:
+                summary.written.append(path)
+                print(f"  shrunk to {len(small.definitions)} definition(s): {path}", file=out)
     return summary

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import sympy as sp
 from sympy.printing.str import StrPrinter
@@ -121,9 +121,15 @@ def prune(op: Op) -> Op:
 
 
 def shrink(
-    op: Op, seed: int, failure: Outcome, budget: float = 90.0, max_checks: int = 150
+    op: Op,
+    seed: int,
+    failure: Outcome,
+    budget: float = 90.0,
+    max_checks: int = 150,
+    judge: Callable[..., Outcome] = run_case,
 ) -> tuple[Op, Outcome]:
-    """The smallest op found that still fails as ``failure`` did (same status and kind)."""
+    """The smallest op found that still fails as ``failure`` did (same status and kind) when
+    ``judge`` (the value check, or range mode's) runs it."""
     start, checks, best, best_outcome = time.perf_counter(), 0, op, failure
     improved = True
     while improved and checks < max_checks and time.perf_counter() - start < budget:
@@ -132,8 +138,8 @@ def shrink(
             if cand == best:
                 continue
             checks += 1
-            outcome = run_case(cand, seed, timeout=30.0)
-            if outcome.status == "wrong" and outcome.kind == failure.kind:
+            outcome = judge(cand, seed, timeout=30.0)
+            if outcome.status == failure.status and outcome.kind == failure.kind:
                 best, best_outcome, improved = cand, outcome, True
                 break
             if checks >= max_checks or time.perf_counter() - start >= budget:

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from derive import Op
 from derive.emit.generate import module_source
 from derive.errors import DerivationError
 from fuzz.check import run_case
 from fuzz.ops import case_op, op_source
+from fuzz.range import run_range_case
 from fuzz.regressions import FOLDER, load
 from fuzz.run import fuzz
 from ops.linear import OP as LINEAR
@@ -111,6 +113,31 @@ def test_control_crash_is_wrong_and_refusal_is_refused() -> None:
 
     assert run_case(LINEAR, 0, source=crash).status == "wrong"
     assert run_case(LINEAR, 0, source=refuse).status == "refused"
+
+
+# --- range mode: the same ops at inputs x30 and x300 ---------------------------------------------
+
+
+def test_range_control_linear_passes_and_a_slice_reports_its_counts() -> None:
+    assert run_range_case(LINEAR, 0).status == "passed"
+    summary = fuzz(SLICE[:6], timeout=30.0, max_definitions=2, out=io.StringIO(), range_mode=True)
+    assert len(summary.outcomes) == 6 and "  nonfinite: " in summary.text().splitlines()[0]
+
+
+def test_range_control_backward_overflow_is_nonfinite() -> None:
+    # e^(2 max|x|) is e^90 at inputs x30 and inf at x300, where autograd's db is grad_out.sum(0)
+    source = _patched("db = grad_out.sum(0)", "db = grad_out.sum(0) * torch.exp(2 * x.abs().max())")
+    outcome = run_range_case(LINEAR, 0, source=source)
+    assert outcome.status == "nonfinite", outcome.line()
+    assert (outcome.kind, outcome.detail) == (
+        "backward non-finite, autograd finite",
+        "db at inputs x300",
+    )
+
+
+def test_range_skips_an_op_whose_forward_overflows() -> None:
+    op = Op("overflow", ["x[N]"], ["out[n] = exp(exp(x[n]))"])  # exp(e^45) is inf at x30 already
+    assert run_range_case(op, 0).status == "skipped"
 
 
 def test_cases_are_deterministic_and_print_as_op_files(tmp_path: Path) -> None:
