@@ -47,6 +47,7 @@ from derive.lower.value import (
     split_deltas,
     union,
 )
+from derive.symbolic.indices import free_indices
 
 
 def _is_call(e: sp.Basic) -> bool:
@@ -174,12 +175,17 @@ class Lowerer(Selections):
 
     def _assign_plain(self, name: str, expr: sp.Expr, axes: tuple) -> None:
         if isinstance(expr, sp.Sum) and self.recall(expr) is None:
-            sum_value(self, expr, list(axes), name=name)
-            stored = self.recall(expr)  # bound to ``name`` in the order it came out
-            if stored.axes != axes:  # permuted, and broadcast over axes it does not depend on
+            # a sum that reads every axis is bound to ``name`` (then permuted in place, its memo
+            # entry with it); one broadcast over axes it does not read keeps a name of its own,
+            # which the memo holds: dZz = sum(g) expanded to Y is not the sum a later dW1 reads
+            whole = set(axes) <= free_indices(expr)
+            sum_value(self, expr, list(axes), name=name if whole else None)
+            stored = self.recall(expr)  # in the order it came out
+            if stored.axes != axes:
                 stored = self._exact(stored, axes, name, partial=True)
                 self.lines.append(f"{name} = {materialise(self, stored, axes, fresh=False)}")
-                self.remember(expr, Value(name, axes))
+                if whole:
+                    self.remember(expr, Value(name, axes))
             return
         value = materialise(self, self._checked(expr, axes, name), axes, fresh=False)
         self.lines.append(f"{name} = {value}")
