@@ -214,6 +214,24 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
     refs = [r for r in refs if r is not None]
     if not refs:
         return Outcome("skipped", "ill-conditioned", "no input draw is well-conditioned")
+
+    def judge(module) -> Outcome:
+        for ref in refs:
+            found = compare(module, graph, ref)
+            if found:
+                return Outcome("wrong", *found)
+        return Outcome("passed")
+
+    return judged(op, timeout, source, judge)
+
+
+def judged(
+    op: Op, timeout: float | None, source: Callable, judge: Callable[..., Outcome]
+) -> Outcome:
+    """Render ``op``'s module with ``source``, load it and return ``judge(module)``, all under a
+    deadline: a refusal is ``refused``; the engine's invariant check (EngineBug), a refusal
+    naming another op, a timeout or any exception are ``wrong`` (the value and range modes
+    share this)."""
     try:
         with deadline(timeout), tempfile.TemporaryDirectory() as folder:
             try:
@@ -224,19 +242,14 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
                 if exc.op != op.name:
                     return Outcome("wrong", "refusal names another op", str(exc))
                 return Outcome("refused", "derivation", str(exc))
-            module = load_module(text, op.name, Path(folder))
-            for ref in refs:
-                found = compare(module, graph, ref)
-                if found:
-                    return Outcome("wrong", *found)
+            return judge(load_module(text, op.name, Path(folder)))
     except CaseTimeout:
         return Outcome("wrong", "timeout", f"no result within {timeout:g} s")
     except Exception as exc:
-        return Outcome("wrong", f"exception {type(exc).__name__}", _where(exc))
-    return Outcome("passed")
+        return Outcome("wrong", f"exception {type(exc).__name__}", raised_at(exc))
 
 
-def _where(exc: Exception) -> str:
+def raised_at(exc: Exception) -> str:
     """The message's first line and the innermost frame of the engine that raised it."""
     message = str(exc).splitlines()[0][:300] if str(exc) else ""
     frames = traceback.extract_tb(exc.__traceback__)

@@ -22,10 +22,8 @@ wrong for a crash or a timeout.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
@@ -33,7 +31,7 @@ from derive.emit.generate import module_source
 from derive.errors import DerivationError
 from derive.language import Graph, Op, parse
 from derive.verify.reference import autograd_reference
-from fuzz.check import CaseTimeout, Outcome, deadline, draw_inputs, load_module
+from fuzz.check import Outcome, draw_inputs, judged
 
 SCALES = (30.0, 300.0)
 
@@ -102,23 +100,16 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable, scales) -> 
         graph = parse(op)
     except DerivationError as exc:
         return Outcome("refused", "parse", str(exc))
-    counted = 0
-    try:
-        with deadline(timeout), tempfile.TemporaryDirectory() as folder:
-            try:
-                text = source(op, folder)
-            except DerivationError as exc:
-                return Outcome("refused", "derivation", str(exc))
-            module = load_module(text, op.name, Path(folder))
-            for scale in scales:
-                found = _draw(module, graph, seed, scale)
-                if found is not None and found != SKIP:
-                    return Outcome("nonfinite", *found)
-                counted += found is None
-    except CaseTimeout:
-        return Outcome("wrong", "timeout", f"no result within {timeout:g} s")
-    except Exception as exc:
-        return Outcome("wrong", f"exception {type(exc).__name__}", str(exc).splitlines()[0][:300])
-    if not counted:
-        return Outcome("skipped", "not finite", f"forward not finite at every scale {scales}")
-    return Outcome("passed")
+
+    def judge(module) -> Outcome:
+        counted = 0
+        for scale in scales:
+            found = _draw(module, graph, seed, scale)
+            if found is not None and found != SKIP:
+                return Outcome("nonfinite", *found)
+            counted += found is None
+        if not counted:
+            return Outcome("skipped", "not finite", f"forward not finite at every scale {scales}")
+        return Outcome("passed")
+
+    return judged(op, timeout, source, judge)
