@@ -29,7 +29,7 @@ from derive.symbolic.collapse import (
     tidy,
 )
 from derive.symbolic.indices import canonical_bound, free_indices
-from derive.symbolic.reverse import Adjoints, derive_adjoints
+from derive.symbolic.reverse import Adjoints, derive_adjoints, live_tensors
 from derive.symbolic.saving import lift_saved_calls, unlift
 from derive.symbolic.simplify import Simplifier
 
@@ -179,7 +179,9 @@ def derive(g: Graph) -> Derivation:
     final = _checked(lifted, adj, final)
     saved = _saved(lifted, adj, final)
     graph = unlift(lifted, g, set(saved))
-    forward = _stabilised(graph, adj)
+    # a definition the output does not read is not computed (its adjoint is 0, and no
+    # gradient reads it: saved tensors are all on a path to the output)
+    forward = [s for s in _stabilised(graph, adj) if s.name in live_tensors(graph)]
     return Derivation(graph, adj, order, raw, final, saved, forward, collapser, written=g)
 
 

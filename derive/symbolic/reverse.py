@@ -131,7 +131,7 @@ def derive_adjoints(g: Graph) -> Adjoints:
     for step in g.steps:
         if isinstance(step, Definition) and (am := _argmax_tensor(step, g)) is not None:
             adj.argmax[step.name] = am
-    fresh, live = adj.fresh, _live(g)
+    fresh, live = adj.fresh, live_tensors(g)
     totals: dict[str, sp.Expr] = {t: sp.S.Zero for t in g.tensors}
     for step in reversed(g.steps):
         if step.name not in live:  # off every path to the output: it passes on an adjoint of 0
@@ -146,7 +146,7 @@ def derive_adjoints(g: Graph) -> Adjoints:
     return adj
 
 
-def _live(g: Graph) -> set[str]:
+def live_tensors(g: Graph) -> set[str]:
     """The tensors the output depends on. Any other's adjoint is 0, and it contributes nothing:
     written as dx * f'(x), its term would read 0 * inf where f' overflows (a stepwise op whose
     output does not read sinh(b**3) gave NaN for db; fuzz range probe, seed 120067)."""

@@ -9,7 +9,7 @@ import sympy as sp
 from derive import Op
 from derive.errors import EngineBug
 from derive.language import parse
-from derive.symbolic.derivation import _checked
+from derive.symbolic.derivation import _checked, derive
 from derive.symbolic.reverse import derive_adjoints
 
 
@@ -24,3 +24,16 @@ def test_an_adjoint_with_an_index_outside_its_sums_is_refused() -> None:
     stray = r"op 't': internal error: the adjoint of x reads \['_i9'\] outside"
     with pytest.raises(EngineBug, match=stray):
         _checked(g, adj, {"x": good * y[n, k]})
+
+
+@pytest.mark.parametrize("stepwise", [False, True])
+def test_a_definition_the_output_does_not_read_is_not_computed(stepwise: bool) -> None:
+    op = Op(
+        name="t",
+        inputs=["b[K]", "v[K]"],
+        definitions=["a1[k] = sinh(b[k] ** 3)", "h[k] = tanh(v[k])", "u = Sum(h[k] * v[k], k)"],
+        stepwise=stepwise,
+    )
+    d = derive(parse(op))
+    assert [s.name for s in d.forward] == ["h", "u"]
+    assert "a1" not in d.saved
