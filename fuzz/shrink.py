@@ -63,18 +63,26 @@ def _nodes(expr: sp.Basic) -> Iterator[sp.Basic]:
             yield from _nodes(a)
 
 
+def _smaller(node: sp.Basic) -> Iterator[sp.Basic]:
+    """What one node may be replaced by: an operand dropped, a function or power unwrapped."""
+    if isinstance(node, (sp.Add, sp.Mul)):
+        for i in range(len(node.args)):
+            yield node.func(*(node.args[:i] + node.args[i + 1 :]))
+    elif isinstance(node, sp.Pow):
+        yield node.base
+    elif isinstance(node, (sp.Function, sp.Max, sp.Min)):
+        yield from node.args
+
+
 def _replacements(body: sp.Expr) -> Iterator[sp.Expr]:
-    """Bodies with one node replaced by something smaller."""
+    """Bodies with one node replaced by something smaller. A replacement SymPy cannot build
+    (a where()'s condition unwrapped into sin(): sin(x >= y)) is no candidate."""
     for node in _nodes(body):
-        if isinstance(node, (sp.Add, sp.Mul)):
-            for i in range(len(node.args)):
-                rest = node.args[:i] + node.args[i + 1 :]
-                yield body.xreplace({node: node.func(*rest)})
-        elif isinstance(node, sp.Pow):
-            yield body.xreplace({node: node.base})
-        elif isinstance(node, (sp.Function, sp.Max, sp.Min)) and node.args:
-            for a in node.args:
-                yield body.xreplace({node: a})
+        for small in _smaller(node):
+            try:
+                yield body.xreplace({node: small})
+            except (AttributeError, TypeError, ValueError):
+                continue
 
 
 def _candidates(op: Op) -> Iterator[Op]:

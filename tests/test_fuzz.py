@@ -115,6 +115,18 @@ def test_control_crash_is_wrong_and_refusal_is_refused() -> None:
     assert run_case(LINEAR, 0, source=refuse).status == "refused"
 
 
+def test_shrinking_skips_a_replacement_sympy_cannot_build() -> None:
+    # unwrapping where(x >= y, ..) inside sin() would build sin(x >= y), which SymPy refuses
+    # with an AttributeError: that candidate is skipped (it stopped a whole fuzz run, seed 170151)
+    import sympy as sp
+
+    from derive.functions import where
+    from fuzz.shrink import _replacements
+
+    x, y = sp.symbols("x y", real=True)
+    assert sp.sin(x) in list(_replacements(sp.sin(where(x >= y, x, y))))
+
+
 # --- range mode: the same ops at inputs x30 and x300 ---------------------------------------------
 
 

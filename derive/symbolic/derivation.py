@@ -135,7 +135,9 @@ def _stepwise(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
 def _saved(g: Graph, adj: Adjoints, final: dict[str, sp.Expr]) -> list[str]:
     forward = set(g.tensors) | {a.name for a in adj.argmax.values()}
     used = {i.base.label.name for e in final.values() for i in e.atoms(sp.Indexed)}
-    used |= {s.name for e in final.values() for s in e.atoms(sp.Symbol)}
+    # a 0-d tensor read whole is a Symbol; an index is an integer Symbol, and may share a
+    # tensor's name (index a1 over (A, A) beside a tensor a1): that is no read of the tensor
+    used |= {s.name for e in final.values() for s in e.atoms(sp.Symbol) if not s.is_integer}
     # the reverse view of an intermediate reads its shape; an input's is the op's sizes
     used |= {src for _, src in adj.views.values() if src not in g.inputs}
     order = list(g.tensors) + [a.name for a in adj.argmax.values()]
