@@ -97,12 +97,16 @@ class Selections:
         if not replace:
             return expr
 
-        # only the subscripts: the where() conditions keep reading the data itself
+        # only the subscripts, nested ones too (x[ids[pos[i]]], as inlining writes a pick of a
+        # pick): the where() conditions keep reading the data itself
+        def sub(i: sp.Expr) -> sp.Expr:
+            return replace[i] if i in replace else walk(i)
+
         def walk(e: sp.Basic) -> sp.Basic:
             if isinstance(e, sp.Indexed):
-                return e.func(e.base, *[replace.get(i, i) for i in e.indices])
+                return e.func(e.base, *[sub(i) for i in e.indices])
             if isinstance(e, sp.KroneckerDelta):
-                return sp.KroneckerDelta(*[replace.get(a, a) for a in e.args])
+                return sp.KroneckerDelta(*[sub(a) for a in e.args])
             if not e.args or isinstance(e, sp.core.relational.Relational):
                 return e
             return e.func(*[walk(a) for a in e.args])
