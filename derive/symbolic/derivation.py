@@ -181,9 +181,11 @@ def derive(g: Graph) -> Derivation:
     final = _checked(lifted, adj, final)
     saved = _saved(lifted, adj, final)
     graph = unlift(lifted, g, set(saved))
-    # a definition the output does not read is not computed (its adjoint is 0, and no
-    # gradient reads it: saved tensors are all on a path to the output)
-    forward = [s for s in _stabilised(graph, adj) if s.name in live_tensors(graph)]
+    # a definition neither the output nor the backward reads is not computed (its adjoint is
+    # 0); one the output does not read may still be saved: folding writes hid[d] as prob[d]
+    # where prob[o] = hid[o] (fuzz seed 160066)
+    needed = live_tensors(graph, also=saved)
+    forward = [s for s in _stabilised(graph, adj) if s.name in needed]
     return Derivation(graph, adj, order, raw, final, saved, forward, collapser, written=g)
 
 

@@ -12,7 +12,7 @@ The result is one expression per tensor, written in terms of the adjoints of its
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -146,11 +146,12 @@ def derive_adjoints(g: Graph) -> Adjoints:
     return adj
 
 
-def live_tensors(g: Graph) -> set[str]:
-    """The tensors the output depends on. Any other's adjoint is 0, and it contributes nothing:
-    written as dx * f'(x), its term would read 0 * inf where f' overflows (a stepwise op whose
-    output does not read sinh(b**3) gave NaN for db; fuzz range probe, seed 120067)."""
-    live = {g.output}
+def live_tensors(g: Graph, also: Iterable[str] = ()) -> set[str]:
+    """The tensors the output (and ``also``) depend on. Any other's adjoint is 0, and it
+    contributes nothing: written as dx * f'(x), its term would read 0 * inf where f' overflows
+    (a stepwise op whose output does not read sinh(b**3) gave NaN for db; fuzz range probe,
+    seed 120067)."""
+    live = {g.output, *also}
     for step in reversed(g.steps):
         if step.name in live:
             if isinstance(step, View):
