@@ -49,7 +49,13 @@ def test_slice_has_no_wrong_results(slice_summary) -> None:
 
 # File stem -> why it is expected to fail today (an xfail with the reason). Empty: every
 # recorded case passes, and a refusal of these valid ops fails the test (a refusal is no fix).
-KNOWN_WRONG: dict[str, str] = {}  # every recorded case passes today
+KNOWN_WRONG: dict[str, str] = {
+    "gradient_value_s160920": (
+        "cosh of a score masked to -inf is inf, so sinh(-inf) / S**2 is -inf * 0 = NaN at the"
+        " masked entries; the 0/1 mask multiplies that NaN instead of selecting around it"
+        " (torch.where), and dy is NaN where autograd's is finite"
+    ),
+}
 REGRESSIONS = sorted(FOLDER.glob("*.py"))
 
 
