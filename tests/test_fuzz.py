@@ -47,8 +47,9 @@ def test_slice_has_no_wrong_results(slice_summary) -> None:
     assert not wrong, f"{len(wrong)} wrong of {len(SLICE)}: {wrong}"
 
 
-# File stem -> why it is expected to fail today (an xfail with the reason). Empty: every
-# recorded case passes, and a refusal of these valid ops fails the test (a refusal is no fix).
+# File stem -> why it is expected to fail today (an xfail with the reason, strict=False, so a
+# fix shows as XPASS; then remove the entry). Every other recorded case must pass, and a refusal
+# of these valid ops fails the test (a refusal is no fix).
 KNOWN_WRONG: dict[str, str] = {
     "gradient_value_s160920": (
         "cosh of a score masked to -inf is inf, so sinh(-inf) / S**2 is -inf * 0 = NaN at the"
