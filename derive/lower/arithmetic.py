@@ -1,6 +1,7 @@
-"""Lowering of arithmetic: sums of terms, products and powers become broadcast torch ops.
+"""Lowering of arithmetic: sums of terms, products, powers and calls of the function registry
+become broadcast torch ops (python on numbers).
 
-In: ``Add``, ``Mul`` and ``Pow`` nodes and the lowerer; out: a
+In: ``Add``, ``Mul``, ``Pow``, function and ``Heaviside`` nodes and the lowerer; out: a
 :class:`~derive.lower.value.Value`. A product multiplies its small factors first (each
 full-size product is a pass over the tensor) and folds python numbers into one operation; a
 node a fusion matches (:mod:`derive.lower.fusions`) becomes the fused call instead.
@@ -12,8 +13,11 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
+from derive.errors import DerivationError
+from derive.functions import Function, step_code
 from derive.lower.value import (
     ADD,
+    ATOM,
     MUL,
     POW,
     UNARY,
@@ -130,3 +134,30 @@ def product(
         scalar = all(v.scalar for v in parts + below)
         acc = Value(code, axes, MUL, scalar)
     return acc if acc else Value("1", scalar=True)
+
+
+def call(lw: Lowerer, f: Function, args: tuple, order: list[sp.Symbol]) -> Value:
+    """A row of the function registry; Max/Min of many arguments nest pairwise."""
+    if f.arity == 2 and len(args) > 2:
+        return call(lw, f, (args[0], f.make(*args[1:])), order)
+    values = [lw.value(a, order) for a in args]
+    if all(v.scalar for v in values):
+        if f.python is None:
+            raise DerivationError(lw.op, f"{f.name}() of a number is not supported")
+        lw.modules.update({"math"} if "math." in f.python else set())
+        return Value(f.python.format(*(v.code for v in values)), scalar=True)
+    if f.arity == 2 and any(v.scalar for v in values):  # maximum(x, 0): a clamp
+        t, c = (values[0], values[1]) if values[1].scalar else (values[1], values[0])
+        bound = "min" if f.name == "maximum" else "max"
+        return Value(f"torch.clamp({t.code}, {bound}={c.code})", t.axes)
+    axes = union([v.axes for v in values], order)
+    return Value(f.torch.format(*(align(v, axes).code for v in values)), axes)
+
+
+def step(lw: Lowerer, e: sp.Heaviside, order: list[sp.Symbol]) -> Value:
+    """Heaviside(x, h): a kink's derivative, torch on a tensor, python on a number (a param)."""
+    arg = lw.value(e.args[0], order)
+    at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
+    code = step_code(arg.wrap(ATOM), at_zero, None if arg.scalar else lw.device_of)
+    prec = ATOM if code.endswith(")") else MUL
+    return Value(code, arg.axes, prec, scalar=arg.scalar)

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.functions import BY_NODE, Function, step_code, where
+from derive.functions import BY_NODE, where
 from derive.language import ReduceMax
-from derive.lower.arithmetic import add, mul, power
+from derive.lower.arithmetic import add, call, mul, power, step
 from derive.lower.fusions import fuse
 from derive.lower.indexing import indexed, mask, materialise, pick_update, scatter
 from derive.lower.memo import Computed, canonical, memo_entry, recall, repeated_sums
@@ -39,13 +39,11 @@ from derive.lower.value import (
     PickUpdate,
     Scope,
     Value,
-    align,
     number,
     permute,
     position,
     scatter_delta,
     split_deltas,
-    union,
 )
 from derive.symbolic.indices import free_indices
 
@@ -249,7 +247,7 @@ class Lowerer(Selections):
         if isinstance(e, sp.Sum):
             return sum_value(self, e, order)
         if isinstance(e, sp.Heaviside):
-            return self._step(e, order)
+            return step(self, e, order)
         if isinstance(e, sp.KroneckerDelta):
             return mask(self, e, order)
         if isinstance(e, sp.core.relational.Relational):
@@ -257,32 +255,8 @@ class Lowerer(Selections):
         if isinstance(e, where):
             return self._where(e, order)
         if e.func in BY_NODE:
-            return self._function(BY_NODE[e.func], e.args, order)
+            return call(self, BY_NODE[e.func], e.args, order)
         raise DerivationError(self.op, f"cannot lower {e} ({type(e).__name__}) to torch")
-
-    def _function(self, f: Function, args: tuple, order: list[sp.Symbol]) -> Value:
-        """A row of the function registry; Max/Min of many arguments nest pairwise."""
-        if f.arity == 2 and len(args) > 2:
-            return self._function(f, (args[0], f.make(*args[1:])), order)
-        values = [self.value(a, order) for a in args]
-        if all(v.scalar for v in values):
-            if f.python is None:
-                raise DerivationError(self.op, f"{f.name}() of a number is not supported")
-            self.modules.update({"math"} if "math." in f.python else set())
-            return Value(f.python.format(*(v.code for v in values)), scalar=True)
-        if f.arity == 2 and any(v.scalar for v in values):  # maximum(x, 0): a clamp
-            t, c = (values[0], values[1]) if values[1].scalar else (values[1], values[0])
-            bound = "min" if f.name == "maximum" else "max"
-            return Value(f"torch.clamp({t.code}, {bound}={c.code})", t.axes)
-        axes = union([v.axes for v in values], order)
-        return Value(f.torch.format(*(align(v, axes).code for v in values)), axes)
-
-    def _step(self, e: sp.Heaviside, order: list[sp.Symbol]) -> Value:
-        arg = self.value(e.args[0], order)
-        at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
-        code = step_code(arg.wrap(ATOM), at_zero, None if arg.scalar else self.device_of)
-        prec = ATOM if code.endswith(")") else MUL
-        return Value(code, arg.axes, prec, scalar=arg.scalar)
 
     # -- leaves -----------------------------------------------------------------------------
     def _symbol(self, s: sp.Symbol) -> Value:
