@@ -129,19 +129,19 @@ def reference(graph: Graph, seed: int, distinct: bool) -> Reference | None:
     # like every gradient, must be finite
     inner = [v for k, v in values.items() if k != graph.output]
     if min(kinks, default=1.0) < KINK_MARGIN or not (
-        _tame(inner, VALUE_LIMIT, masked=True) and _tame([values[graph.output]], VALUE_LIMIT)
+        tame(inner, VALUE_LIMIT, masked=True) and tame([values[graph.output]], VALUE_LIMIT)
     ):
         return None
     out = values[graph.output]
     gen = torch.Generator().manual_seed(seed + 1)
     grad_out = torch.randn(out.shape, generator=gen, dtype=torch.float64)
     grads = autograd_reference(graph, inputs, grad_out, intermediates=graph.op.stepwise)
-    if not _tame(grads.values(), GRAD_LIMIT):
+    if not tame(grads.values(), GRAD_LIMIT):
         return None
     return Reference(inputs, out, grad_out, grads)
 
 
-def _tame(tensors, limit: float, masked: bool = False) -> bool:
+def tame(tensors, limit: float, masked: bool = False) -> bool:
     """Every value finite and within ``limit``; ``masked``: -inf entries are let through."""
     for t in tensors:
         if t.is_floating_point() and masked:

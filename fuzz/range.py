@@ -22,6 +22,7 @@ wrong for a crash or a timeout.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -31,17 +32,9 @@ from derive.emit.generate import module_source
 from derive.errors import DerivationError
 from derive.language import Graph, Op, parse
 from derive.verify.reference import autograd_reference
-from fuzz.check import Outcome, draw_inputs, judged
+from fuzz.check import Outcome, draw_inputs, judged, tame
 
 SCALES = (30.0, 300.0)
-
-
-def _finite(t: torch.Tensor, masked: bool = False) -> bool:
-    if not t.is_floating_point():
-        return True
-    if masked:
-        t = t[~torch.isneginf(t)]
-    return bool(torch.isfinite(t).all())
 
 
 def _scaled(graph: Graph, seed: int, scale: float) -> dict[str, torch.Tensor]:
@@ -55,7 +48,7 @@ def _autograd_finite(graph: Graph, inputs: dict, grad_out: torch.Tensor, name: s
         grads = autograd_reference(graph, inputs, grad_out)
     except Exception:  # the reference's own trouble (memory, a domain error): not finite
         return False
-    return name in grads and _finite(grads[name])
+    return name in grads and tame([grads[name]], math.inf)
 
 
 SKIP = ("skip", "")  # a draw that does not count: the forward is not finite
@@ -68,14 +61,14 @@ def _draw(module, graph: Graph, seed: int, scale: float) -> tuple[str, str] | No
     with torch.no_grad():
         out, saved = module.forward(*[inputs[n] for n in graph.inputs], **params)
     kept = [t for t in saved if isinstance(t, torch.Tensor)]
-    if not _finite(out) or not all(_finite(t, masked=True) for t in kept):
+    if not tame([out], math.inf) or not tame(kept, math.inf, masked=True):
         return SKIP
     gen = torch.Generator().manual_seed(seed + 1)
     grad_out = torch.randn(out.shape, generator=gen, dtype=torch.float64)
     with torch.no_grad():
         grads = module.backward(grad_out.clone(), saved)
     for name, grad in zip(graph.inputs, grads, strict=True):
-        if grad is not None and not _finite(grad):
+        if grad is not None and not tame([grad], math.inf):
             also = "finite" if _autograd_finite(graph, inputs, grad_out, name) else "too"
             return f"backward non-finite, autograd {also}", f"d{name} at inputs x{scale:g}"
     return None

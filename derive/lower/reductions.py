@@ -16,7 +16,7 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.lower.indexing import indexed
 from derive.lower.memo import canonical
-from derive.lower.value import ATOM, MUL, Scope, Value, matmul, natural_order, plain
+from derive.lower.value import ATOM, Scope, Value, matmul, natural_order, plain
 
 if TYPE_CHECKING:
     from derive.lower.lowerer import Lowerer
@@ -31,6 +31,12 @@ def _einsum_value(values: list[Value], out: tuple, order: list) -> Value:
 
 
 def sum_value(lw: Lowerer, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> Value:
+    constant = [lim for lim in e.limits if not e.function.has(lim[0])]
+    if constant:  # sum_k c = K c, the simplifier's own rule (a fold may write back a
+        # definition's unsimplified sum: Sum(a1[w, s] + 1, s) lowers as Sum(a1) + Sum(1, s))
+        rest = [lim for lim in e.limits if lim not in constant]
+        extent = sp.Mul(*[hi - lo + 1 for _, lo, hi in constant])
+        return lw.value(extent * (sp.Sum(e.function, *rest) if rest else e.function), order)
     known = lw.recall(e)
     if known is not None:
         return lw._permuted(known, order)
@@ -52,22 +58,12 @@ def sum_value(lw: Lowerer, e: sp.Sum, order: list[sp.Symbol], name: str | None =
 
 
 def _summed(lw: Lowerer, body: sp.Expr, bound: list, inner: list, e: sp.Expr) -> Value:
-    """sum over ``bound`` of the element-wise body: ``body.sum(dims)``. An index the body does
-    not mention multiplies by its extent, sum_k c = K c (a fold may write a definition's own
-    unsimplified sum back: Sum(a1[w, s] + 1, s) lowers as Sum(a1) + Sum(1, s))."""
+    """sum over ``bound`` of the element-wise body: ``body.sum(dims)``."""
     value = lw.value(body, inner)
-    constant = [b for b in bound if not body.has(b)]
-    missing = [b for b in bound if b not in value.axes and b not in constant]
+    missing = [b for b in bound if b not in value.axes]
     if missing:
         raise DerivationError(lw.op, f"sum over unused index {missing} in {e}")
-    summed = [b for b in bound if b not in constant]
-    value = _sum_code(value, summed) if summed else value
-    if not constant:
-        return value
-    extents = " * ".join(lw.value(lw.sizes[b], []).wrap(MUL) for b in constant)
-    if value.scalar and value.code == "1":
-        return Value(extents, (), MUL, scalar=True)
-    return Value(f"{value.wrap(MUL)} * {extents}", value.axes, MUL, scalar=value.scalar)
+    return _sum_code(value, bound)
 
 
 def _sum_code(value: Value, bound: list) -> Value:

@@ -152,17 +152,10 @@ def _checked(g: Graph, adj: Adjoints, final: dict, raise_error: bool = True) -> 
             if not raise_error:
                 return None
             raise DerivationError(g.op.name, f"the adjoint of {t} did not simplify: {e}")
-        stray = sorted(map(str, _indices(e, g, adj) - set(adj.free[t])))
+        stray = sorted(map(str, free_indices(e) - set(adj.free[t])))
         if stray:  # a rule let a bound index escape its Sum: refuse, never lower it
             raise EngineBug(g.op.name, f"the adjoint of {t} reads {stray} outside their sums")
     return final
-
-
-def _indices(e: sp.Expr, g: Graph, adj: Adjoints) -> set[sp.Symbol]:
-    """The index symbols free in ``e``, less the int tensors read whole (a 0-d int input, the
-    argmax of a Max to a scalar): those are symbols too."""
-    tensors = set(g.tensors) | {a.name for a in adj.argmax.values()}
-    return {s for s in free_indices(e) if s.name not in tensors}
 
 
 def derive(g: Graph) -> Derivation:

@@ -158,7 +158,9 @@ def live_tensors(g: Graph, also: Iterable[str] = ()) -> set[str]:
                 live.add(step.source)
             else:
                 live |= {i.base.label.name for i in step.body.atoms(sp.Indexed)}
-                live |= {s.name for s in step.body.free_symbols if s.name in g.tensors}
+                # a 0-d tensor read whole (an index is an integer Symbol, and may share its name)
+                reads = (s for s in step.body.free_symbols if not s.is_integer)
+                live |= {s.name for s in reads if s.name in g.tensors}
     return live
 
 
