@@ -118,9 +118,11 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     where_targets = (targets >= 0).to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
-    dlogits = (grad_out / sum_targets * where_targets)[:, :, None] * probs
+    dlogits = torch.where((targets >= 0), grad_out / sum_targets, 0)[:, :, None] * probs
     dlogits.scatter_add_(
-        2, targets.clamp(min=0).unsqueeze(2), (-grad_out / sum_targets * where_targets).unsqueeze(2)
+        2,
+        targets.clamp(min=0).unsqueeze(2),
+        torch.where((targets >= 0), -grad_out / sum_targets, 0).unsqueeze(2),
     )
     return (dlogits, None)
 

@@ -50,13 +50,7 @@ def test_slice_has_no_wrong_results(slice_summary) -> None:
 # File stem -> why it is expected to fail today (an xfail with the reason, strict=False, so a
 # fix shows as XPASS; then remove the entry). Every other recorded case must pass, and a refusal
 # of these valid ops fails the test (a refusal is no fix).
-KNOWN_WRONG: dict[str, str] = {
-    "gradient_value_s160920": (
-        "cosh of a score masked to -inf is inf, so sinh(-inf) / S**2 is -inf * 0 = NaN at the"
-        " masked entries; the 0/1 mask multiplies that NaN instead of selecting around it"
-        " (torch.where), and dy is NaN where autograd's is finite"
-    ),
-}
+KNOWN_WRONG: dict[str, str] = {}
 REGRESSIONS = sorted(FOLDER.glob("*.py"))
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.functions import Function, step_code
+from derive.functions import Function, step_code, where
 from derive.lower.value import (
     ADD,
     ATOM,
@@ -26,6 +26,7 @@ from derive.lower.value import (
     number,
     number_scale,
     ordered_terms,
+    plain,
     union,
 )
 
@@ -52,6 +53,9 @@ def mul(lw: Lowerer, e: sp.Mul, order: list[sp.Symbol]) -> Value:
     fused = lw.fuse(e, order)
     if fused is not None:
         return fused
+    gated = _gated(lw, e)
+    if gated is not None:
+        return lw.value(gated, order)
     coef, rest = e.as_coeff_Mul()
     num, den = [], []
     constant = sp.Mul(*[f for f in sp.Mul.make_args(rest) if f.is_number])
@@ -81,6 +85,43 @@ def mul(lw: Lowerer, e: sp.Mul, order: list[sp.Symbol]) -> Value:
     ):  # unary minus binds to the first (smallest) factor: no extra full pass
         return Value(f"-{value.wrap(MUL)}", value.axes, UNARY, value.scalar)
     return value
+
+
+def _gated(lw: Lowerer, e: sp.Mul) -> sp.Expr | None:
+    """``where(c, a, 0) x y`` -> ``where(c, a x, 0) y``; ``delta(i, X[j]) x`` -> ``where(i ==
+    X[j], x, 0)``: a gate selects, it does not multiply.
+
+    The adjoint of ``where(c, s, -inf)`` carries the gate ``where(c, 1, 0)``, and the rest of
+    the product may be inf or NaN at the positions the gate drops (``sinh(-inf) / S**2`` with
+    ``S = inf``); a one-hot beside ``0 * sinh(-inf)`` is the same. ``0 * nan`` is nan, so a
+    0/1 mask multiplied in keeps it, where autograd's where backward and its scatters select.
+    Equal as real numbers wherever the rest is finite.
+
+    What goes inside: the factors on the gate's own axes, and every computed factor (a call,
+    a power, a sum: ``0 * inf`` is made of two finite-looking factors). A plain read of a
+    tensor over further axes (``probs[b, t, v]`` beside a gate over ``b, t``) stays outside,
+    so the gate is taken on the small tensor and the full-size product is one pass. A gate on
+    python numbers alone stays the float mask.
+    """
+    factors = sp.Mul.make_args(e)
+    gate = next((f for f in factors if _is_gate(f)), None)
+    if gate is None:
+        return None
+    axes = lw.scope([]).axes
+    rest = [f for f in factors if f is not gate]
+    inside = [f for f in rest if not (plain(f) or _is_gate(f)) or axes(f) <= axes(gate)]
+    if not any(f.atoms(sp.Indexed) for f in inside):
+        return None
+    x = sp.Mul(*inside)
+    outside = sp.Mul(*[f for f in rest if f not in inside])
+    if isinstance(gate, sp.KroneckerDelta):
+        return where(sp.Eq(*gate.args, evaluate=False), x, 0) * outside
+    c, a, b = gate.args
+    return where(c, a * x, b * x) * outside
+
+
+def _is_gate(f: sp.Expr) -> bool:
+    return isinstance(f, sp.KroneckerDelta) or (isinstance(f, where) and 0 in f.args[1:])
 
 
 def power(lw: Lowerer, e: sp.Pow, order: list[sp.Symbol]) -> Value:

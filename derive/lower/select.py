@@ -25,6 +25,7 @@ from derive.lower.value import ADD, MUL, Value, align, union
 from derive.symbolic.simplify import expanded_terms
 
 RELATIONS = {
+    sp.Equality: "==",
     sp.LessThan: "<=",
     sp.StrictLessThan: "<",
     sp.GreaterThan: ">=",

@@ -234,15 +234,16 @@ def masked_tensors(steps: list, graph_tensors: dict) -> dict[str, Masked]:
 
 
 def _drop_masks(e: sp.Mul, masked: dict[str, Masked]) -> sp.Expr:
-    # where(c, a, 0) f -> a f      when f is 0 wherever c fails (and a is a finite constant:
-    # sizes and numbers), e.g. the causal mask beside probs: the masked entries are 0 already
+    # where(c, a, 0) f g -> a f g  when f g is 0 wherever c fails (and a is a finite constant:
+    # sizes and numbers), e.g. the causal mask beside probs: the masked entries are 0 already.
+    # The whole rest must be 0 there, not one factor: exp(-inf) sinh(-inf) is 0 * -inf = nan,
+    # which the mask kept out (SymPy's 0 * oo is nan, so such a product is never 0)
     factors = list(e.args)
     for k, w in enumerate(factors):
         if not (isinstance(w, where) and w.args[2] == 0 and not w.args[1].atoms(sp.Indexed)):
             continue
-        if w.args[1].is_finite and any(
-            off_value(f, w.args[0], masked) == 0 for j, f in enumerate(factors) if j != k
-        ):
+        rest = [f for j, f in enumerate(factors) if j != k]
+        if w.args[1].is_finite and sp.Mul(*[off_value(f, w.args[0], masked) for f in rest]) == 0:
             factors[k] = w.args[1]
     return sp.Mul(*factors) if factors != list(e.args) else e
 

@@ -94,10 +94,56 @@ def test_pick_update_is_one_scatter_add() -> None:
     assert "dz.scatter_add_(1, t.unsqueeze(1), grad_out.unsqueeze(1))" in lines
 
 
-def test_delta_without_a_scatter_form_is_an_equality_mask() -> None:
+def test_delta_without_a_scatter_form_is_an_equality_selection() -> None:
+    # delta(n, m) g[n] is g where n == m, else 0: selected (torch.where), never multiplied
+    # by a float mask, so an inf or NaN at the dropped positions stays out
     text = module_source(Op("t", ["x[N, N]"], ["out[n] = x[n, n]"]), "out")
     backward = text[text.index("def backward") :]
-    assert "==" in backward and ".to(grad_out.dtype)" in backward
+    assert "torch.where(" in backward and "==" in backward
+    assert ".to(grad_out.dtype)" not in backward
+
+
+@pytest.mark.parametrize(
+    ("inputs", "definitions", "line"),
+    [
+        # the gate takes the computed factors in (0 * sinh(-inf) is the NaN to drop) ...
+        (
+            ["x[N, M]"],
+            ["out[n] = Sum(where(m <= n, sinh(x[n, m]), 0), m)"],
+            "dx = torch.where(",
+        ),
+        # ... and leaves a plain read over a further axis outside: the gate is taken on the
+        # small tensor, the full-size product stays one pass (sequence cross-entropy's dlogits)
+        (
+            ["z[N, C]", "t[N]: int64", "g[N]"],
+            ["out = Sum(where(t[n] >= 0, g[n], 0) * z[n, c] ** 2, n, c)"],
+            "dz = (grad_out * 2 * torch.where((t >= 0), g, 0))[:, None] * z",
+        ),
+    ],
+)
+def test_a_gate_selects(inputs: list[str], definitions: list[str], line: str) -> None:
+    assert any(text.startswith(line) for text in _lines(inputs, definitions))
+
+
+def test_a_gated_nan_is_dropped_as_autograd_drops_it() -> None:
+    # the forward is finite (a masked -inf scores 0 through exp), and so must the backward be:
+    # the 0/1 mask used to multiply inf * 0 = nan in (fuzz seed 160920)
+    import torch
+
+    namespace: dict = {}
+    op = Op(
+        "t",
+        ["x[N, M]"],
+        ["out[n] = Sum(exp(where(m <= n, x[n, m], -inf)) / cosh(where(m <= n, x[n, m], -inf)), m)"],
+    )
+    exec(compile(module_source(op, "out"), "t", "exec"), namespace)
+    x = torch.randn(3, 3, dtype=torch.float64, requires_grad=True)
+    masked = torch.where(torch.ones(3, 3, dtype=torch.bool).tril(), x, float("-inf"))
+    (torch.exp(masked) / torch.cosh(masked)).sum(1).sum().backward()
+    out, saved = namespace["forward"](x.detach())
+    (dx,) = namespace["backward"](torch.ones_like(out), saved)
+    assert torch.isfinite(dx).all()
+    torch.testing.assert_close(dx, x.grad)
 
 
 def test_relu_derivative_is_the_step() -> None:
@@ -122,7 +168,7 @@ SELECTIONS = [
         "(torch.arange(M, device=x.device) <= torch.arange(N, device=x.device)[:, None]),",
     ),
     (["x[N, M]"], ["out[n, m] = exp(where(m <= n, x[n, m], -inf))"], 'float("-inf"),'),
-    # a comparison on int data; the derivative where(c, 1, 0) is the mask as the float dtype
+    # a comparison on int data; the derivative where(c, 1, 0) times a tensor selects it
     (
         ["x[N]", "t[N]: int64"],
         ["out[n] = where(t[n] >= 0, x[n], 0)"],
@@ -131,6 +177,12 @@ SELECTIONS = [
     (
         ["x[N]", "t[N]: int64"],
         ["out[n] = where(t[n] >= 0, x[n], 0)"],
+        "dx = torch.where((t >= 0), grad_out, 0)",
+    ),
+    # ... and on numbers alone it is the mask as the float dtype
+    (
+        ["x[N]", "t[N]: int64"],
+        ["out = Sum(where(t[n] >= 0, x[n], 0), n)"],
         "dx = grad_out * (t >= 0).to(grad_out.dtype)",
     ),
     # a constant subscript is a slice (a view), the size inside a product is solved
@@ -216,12 +268,13 @@ def test_an_index_used_unguarded_anywhere_is_checked_whole() -> None:
 
 
 def test_an_indicator_with_a_nonzero_else_is_one_parenthesised_sum() -> None:
-    # d/dy where(m <= n, x, y) = where(m <= n, 0, 1) = mask * -1 + 1, bound as one factor
-    # (fuzz seed 1038: emitted `g * mask * 0 + 1 * ~mask`, the product's precedence)
-    lines = _lines(["x[N, N]", "y[N]"], ["out[n, m] = where(m <= n, x[n, m], y[m])"])
-    start = lines.index("dy = (")
-    assert lines[start + 1 : start + 3] == ["grad_out", "* ("]
-    assert lines[start + 7 : start + 10] == ["* -1", "+ 1", ")"]
+    # d/dy where(m <= n, x, y) = where(m <= n, 0, 1) = mask * -1 + 1, bound as one term
+    # (fuzz seed 1038: emitted `g * mask * 0 + 1 * ~mask`, the product's precedence). Beside
+    # a tensor it selects (torch.where(c, 0, g)); summed with a 0-d grad_out it is the mask
+    lines = _lines(["x[N, N]", "y[N]"], ["out = Sum(where(m <= n, x[n, m], y[m]), n, m)"])
+    start = lines.index("sum_ = (")
+    assert lines[start + 4 : start + 8] == [").to(grad_out.dtype)", "* -1", "+ 1", ").sum(1)"]
+    assert "dy = grad_out * sum_" in lines
 
 
 # One case per row of FUSIONS: the op, and the fused line its module must hold.
