@@ -67,6 +67,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check derive train bench tests fuzz
+	$(PY) -m ruff check --select F generated
 	$(PY) -m black --check derive train bench tests generated fuzz
 
 format: $(STAMP)

@@ -86,7 +86,6 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     idx, V, _like = saved
     _check_grad_out(grad_out, _like)
-    batch_shape = grad_out.shape[: grad_out.dim() - 1]
     grad_out = grad_out.reshape((-1,) + tuple(grad_out.shape[grad_out.dim() - 1 :]))
     E = grad_out.shape[1]
     dC = torch.zeros(V, E, dtype=grad_out.dtype, device=grad_out.device).index_add_(

@@ -148,10 +148,14 @@ def _needed_symbols(d: Derivation) -> set[sp.Symbol]:
 def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -> list[str]:
     g, adj = d.graph, d.adjoints
     out = g.tensors[g.output]
+    # batched inputs' gradients take the batch shape back (an int input, embedding's idx,
+    # has none: then the shape is not bound)
+    unflattened = [t for t in d.order if t in g.inputs and g.tensors[t].batched and flat]
     if out.batched and flat:
         rest = len(rest_dims(out))
         shape = f"{GRAD_OUT}.shape[: {GRAD_OUT}.dim() - {rest}]" if rest else f"{GRAD_OUT}.shape"
-        lw.lines.append(f"batch_shape = {shape}")
+        if unflattened:
+            lw.lines.append(f"batch_shape = {shape}")
         tail = f"(-1,) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])" if rest else "-1"
         lw.lines.append(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})")
     start = len(lw.lines)
@@ -162,10 +166,9 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
         if adj.names[t] not in direct.values():
             lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
         _emit_views(d, lw, adj.names[t], direct)
-    for t in d.order:
-        if t in g.inputs and g.tensors[t].batched and flat:
-            v = adj.names[t]
-            lw.lines.append(f"{v} = {v}.reshape(tuple(batch_shape) + tuple({v}.shape[1:]))")
+    for t in unflattened:
+        v = adj.names[t]
+        lw.lines.append(f"{v} = {v}.reshape(tuple(batch_shape) + tuple({v}.shape[1:]))")
     read = set().union(*map(names_read, lw.lines[start:]))  # on the statements' syntax trees
     return lw.lines[:start] + [line for name, line in bind if name in read] + lw.lines[start:]
 
