@@ -26,6 +26,7 @@ from derive.functions import sigmoid, softplus
 _x = sp.Wild("x")
 _r = sp.Wild("r", exclude=[0])
 _a, _c = sp.Wild("a", exclude=[0]), sp.Wild("c", exclude=[0])
+_p, _q = sp.Wild("p"), sp.Wild("q")
 Rule = tuple[str, sp.Expr, Callable[[dict], sp.Expr | None]]  # None: declines the match
 
 
@@ -59,6 +60,15 @@ DEFINITION_RULES: list[Rule] = [
     ("softplus-log1p", log1p(_c * sp.exp(_x)), lambda m: _shifted_softplus(sp.S.One, m[_c], m[_x])),
 ]
 
+
+def _hyperbolic_ratio(r: sp.Expr, x: sp.Expr, p: sp.Expr, q: sp.Expr) -> sp.Expr | None:
+    # sinh(x)**p cosh(x)**q with p > 0 > q: k = min(p, -q) sinh/cosh pairs are tanh(x)**k
+    if not (p.is_Integer and q.is_Integer and p > 0 > q) or r.has(sp.sinh(x), sp.cosh(x)):
+        return None
+    k = min(p, -q)
+    return r * sp.tanh(x) ** k * sp.sinh(x) ** (p - k) * sp.cosh(x) ** (q + k)
+
+
 FORWARD_RULES: list[Rule] = [
     # log(sigma(x)) -> -softplus(-x)     (sigma(-800) underflows to 0; softplus(800) does not)
     ("log-sigmoid", sp.log(sigmoid(_x)), lambda m: -softplus(-m[_x])),
@@ -66,6 +76,13 @@ FORWARD_RULES: list[Rule] = [
     ("log-one-minus-sigmoid", sp.log(1 - sigmoid(_x)), lambda m: -softplus(m[_x])),
     # softplus(x) - softplus(-x) -> x
     ("softplus-odd-part", softplus(_x) - softplus(-_x), lambda m: m[_x]),
+    # r sinh(x) / cosh(x)**2 -> r tanh(x) / cosh(x)   (1/cosh's derivative: at |x| = 450
+    # cosh(x)**2 overflows, r sinh(x) may too, and inf / inf is nan; tanh is at most 1)
+    (
+        "hyperbolic-ratio",
+        _r * sp.sinh(_x) ** _p * sp.cosh(_x) ** _q,
+        lambda m: _hyperbolic_ratio(m[_r], m[_x], m[_p], m[_q]),
+    ),
 ]
 
 
@@ -74,13 +91,28 @@ def _apply(rules: list[Rule], e: sp.Expr) -> sp.Expr:
     for _, pattern, build in rules:
         if e.func != pattern.func or not _functions(pattern) <= present:
             continue  # SymPy's matcher is slow on large sums: try only what could match
-        m = e.match(pattern)
+        m = _match(e, pattern)
         # SymPy's matcher may solve for a Wild (r = -z (1 + e^x) / e^x): keep literal matches only
         if m is not None and set(m) == pattern.atoms(sp.Wild) and pattern.xreplace(m) == e:
             out = build(m)
             if out is not None and out != e:
                 return out
     return e
+
+
+def _match(e: sp.Expr, pattern: sp.Expr) -> dict | None:
+    """``e.match(pattern)`` with each Sum opaque: SymPy's matcher does not see past a Sum's
+    bound indices (``r sinh(x)`` fails to match when r holds one), so each outermost Sum stands
+    as a Dummy while matching and is put back into the match."""
+    sums = sorted(e.atoms(sp.Sum), key=sp.default_sort_key)
+    if not sums:
+        return e.match(pattern)
+    hidden = {s: sp.Dummy() for s in sums}
+    m = e.xreplace(hidden).match(pattern)
+    if m is None:
+        return None
+    back = {d: s for s, d in hidden.items()}
+    return {k: v.xreplace(back) for k, v in m.items()}
 
 
 @functools.lru_cache(maxsize=1 << 16)
