@@ -113,3 +113,20 @@ def test_a_tensor_the_output_does_not_read_gets_a_zero_gradient(tmp_path: Path) 
     assert torch.equal(dv, 2 * v)
     grads = module.backward_all(torch.tensor(1.0, dtype=torch.float64), saved)
     assert torch.equal(grads["a1"], torch.zeros_like(b))
+
+
+def test_sech_gain_backward_keeps_range(tmp_path: Path) -> None:
+    # at |e| = 450 cosh(e)**2 is inf, and exp(g) sinh(e) with g = 300 is too; tanh/cosh is not
+    module, _ = _module("sech_gain", tmp_path)
+    g = torch.tensor([[300.0, -2.0], [0.5, 1.0]], dtype=torch.float64)
+    e = torch.tensor([450.0, -450.0, 0.3], dtype=torch.float64)
+    out, saved = module.forward(g, e)
+    grad_out = torch.ones_like(out)
+    dg, de = module.backward(grad_out, saved)
+    want, (want_dg, want_de) = _reference_grad(
+        lambda g, e: torch.exp(g).T[None] / torch.cosh(e)[:, None, None], g, e
+    )
+    assert torch.isfinite(out).all() and torch.isfinite(dg).all() and torch.isfinite(de).all()
+    assert torch.allclose(out, want, rtol=1e-12)
+    assert torch.allclose(dg, want_dg, rtol=1e-12)
+    assert torch.allclose(de, want_de, rtol=1e-12, atol=1e-300)
