@@ -18,6 +18,7 @@ data-dependent indexing in :mod:`derive.lower.indexing`, the shared pure helpers
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -234,26 +235,10 @@ class Lowerer(Selections):
             return Value(number(e), scalar=True, prec=prec)
         if e.is_number:  # pi, sqrt(2/pi): one python float, rounded once from SymPy's value
             return Value(number(e), scalar=True, prec=ATOM if e >= 0 else UNARY)
-        if isinstance(e, sp.Symbol):
-            return self._symbol(e)
-        if isinstance(e, sp.Indexed):
-            return indexed(self, e, order)
-        if isinstance(e, sp.Add):
-            return add(self, e, order)
-        if isinstance(e, sp.Mul):
-            return mul(self, e, order)
-        if isinstance(e, sp.Pow):
-            return power(self, e, order)
-        if isinstance(e, sp.Sum):
-            return sum_value(self, e, order)
-        if isinstance(e, sp.Heaviside):
-            return step(self, e, order)
-        if isinstance(e, sp.KroneckerDelta):
-            return mask(self, e, order)
-        if isinstance(e, sp.core.relational.Relational):
-            return self._relation(e, order)
-        if isinstance(e, where):
-            return self._where(e, order)
+        for cls in type(e).__mro__:  # the nearest class with a row, as SymPy's printers do
+            lower = LOWERINGS.get(cls)
+            if lower is not None:
+                return lower(self, e, order)
         if e.func in BY_NODE:
             return call(self, BY_NODE[e.func], e.args, order)
         raise DerivationError(self.op, f"cannot lower {e} ({type(e).__name__}) to torch")
@@ -295,3 +280,18 @@ class Lowerer(Selections):
         name = next(n for n in names if n not in self.taken)
         self.taken.add(name)
         return name
+
+
+# The lowering of each node class, one row each (registry functions: :func:`call`)
+LOWERINGS: dict[type, Callable[[Lowerer, sp.Expr, list[sp.Symbol]], Value]] = {
+    sp.Symbol: lambda lw, e, order: lw._symbol(e),
+    sp.Indexed: indexed,
+    sp.Add: add,
+    sp.Mul: mul,
+    sp.Pow: power,
+    sp.Sum: sum_value,
+    sp.Heaviside: step,
+    sp.KroneckerDelta: mask,
+    sp.core.relational.Relational: Selections._relation,
+    where: Selections._where,
+}
