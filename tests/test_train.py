@@ -384,3 +384,16 @@ def test_cli_without_data_or_network_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(data.urllib.request, "urlopen", offline)
     code, _, stderr = train_cli("--out", str(tmp_path / "out"))
     assert code == 2 and "could not download" in stderr
+
+
+def test_a_config_gives_the_shared_defaults_in_its_class_line():
+    from dataclasses import dataclass, fields
+
+    from train.config import Schedule, TrainConfig
+
+    assert {f.name: f.default for f in fields(TrainConfig)}["batch_size"] == 32
+    with pytest.raises(TypeError, match="give defaults for exactly steps, seed, lr, batch_size"):
+
+        @dataclass(frozen=True)
+        class Partial(Schedule, steps=10, lr=0.1):
+            pass

@@ -13,13 +13,18 @@ BACKWARDS = ("generated", "autograd")
 # what --lr means when not given: the seed's 0.1 for plain SGD; Adam-style steps are already
 # normalised per parameter, so 0.1 would be far too large for them
 DEFAULT_LR = {"sgd": 0.1, "adamw": 0.003}
+SHARED = ("steps", "seed", "lr", "batch_size")  # every model's config sets their defaults
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """What every run's config shares: its options common to all models (each model's config
-    gives the first four their defaults), lr then lr / 10 from the halfway step, a dtype by
-    name, and the round trip through a checkpoint."""
+    """What every run's config shares: its options common to all models, lr then lr / 10 from
+    the halfway step, a dtype by name, and the round trip through a checkpoint.
+
+    Each model's config gives the first four their defaults in its class line,
+    ``class GPTConfig(Schedule, steps=5000, seed=3407, lr=5e-4, batch_size=32)``: they are
+    declared here once, and a config that gives some must give all four.
+    """
 
     steps: int
     seed: int
@@ -27,6 +32,19 @@ class Schedule:
     batch_size: int
     dtype: str = "float32"
     backward: str = "generated"
+
+    def __init_subclass__(cls, **defaults: object) -> None:
+        super().__init_subclass__()
+        shared = {f: t for f, t in Schedule.__annotations__.items() if f in SHARED}
+        if defaults and set(defaults) != set(shared):
+            raise TypeError(f"{cls.__name__}: give defaults for exactly {', '.join(SHARED)}")
+        # own annotations with a default: @dataclass then takes the default for the subclass
+        cls.__annotations__ = {
+            **{f: shared[f] for f in defaults},
+            **cls.__dict__.get("__annotations__", {}),
+        }
+        for name, value in defaults.items():
+            setattr(cls, name, value)
 
     def lr_at(self, step: int) -> float:
         """Step decay: ``lr`` for the first half of the steps, ``lr / 10`` from the halfway step."""
@@ -49,13 +67,9 @@ class Schedule:
 
 
 @dataclass(frozen=True)
-class TrainConfig(Schedule):
+class TrainConfig(Schedule, steps=200_000, seed=2147483647, lr=0.1, batch_size=32):
     """Defaults are the seed's setup (200k steps of batch 32, lr 0.1 then 0.01)."""
 
-    steps: int = 200_000
-    seed: int = 2147483647
-    lr: float = 0.1
-    batch_size: int = 32
     n_embd: int = 10
     n_hidden: int = 200
     block_size: int = 3

@@ -19,13 +19,9 @@ DEFAULT_WEIGHT_DECAY = {"sgd": 0.0, "rmsprop": 0.0, "adam": 0.0, "adamw": 0.01}
 
 
 @dataclass(frozen=True)
-class ClassifierConfig(Schedule):
+class ClassifierConfig(Schedule, steps=2000, seed=2147483647, lr=0.001, batch_size=64):
     """One run: the network, the optimizer and its schedule, the numbers' type, the backward."""
 
-    steps: int = 2000
-    seed: int = 2147483647
-    lr: float = 0.001
-    batch_size: int = 64
     hidden: tuple[int, ...] = (512, 512)
     optimizer: str = "adam"
     momentum: float = 0.0

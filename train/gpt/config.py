@@ -10,17 +10,14 @@ GELUS = ("tanh", "erf")  # makemore's NewGELU (tanh approximation), or F.gelu's 
 
 
 @dataclass(frozen=True)
-class GPTConfig(Schedule):
-    """makemore's defaults: 4 layers, 4 heads, 64 wide; AdamW 5e-4, betas (0.9, 0.99), wd 0.01.
+class GPTConfig(Schedule, steps=5000, seed=3407, lr=5e-4, batch_size=32):
+    """makemore's defaults: 4 layers, 4 heads, 64 wide; AdamW 5e-4, betas (0.9, 0.99), wd 0.01,
+    seed 3407 (makemore's).
 
     makemore keeps its learning rate constant, so ``lr_at`` does too (the MLP and the
     classifier divide theirs by 10 at the halfway step).
     """
 
-    steps: int = 5000
-    seed: int = 3407  # makemore's default seed
-    lr: float = 5e-4
-    batch_size: int = 32
     n_layer: int = 4
     n_head: int = 4
     n_embd: int = 64
