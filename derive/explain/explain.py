@@ -30,7 +30,6 @@ from derive.explain.excerpt import excerpts
 from derive.language import Definition, Graph, Op
 from derive.symbolic.collapse import Lazy
 from derive.symbolic.derivation import Derivation, adjoint_order
-from derive.symbolic.indices import canonical_bound
 from derive.symbolic.reverse import GRAD_OUT
 
 COMPUTED = " (computed)"  # marks the form the generated module evaluates
@@ -127,7 +126,7 @@ def explain(e: Emitted) -> Explanation:
                 adjoint=adj.names[t],
                 lhs=adj.symbol(t, adj.free[t]),
                 is_input=t in d.graph.inputs,
-                chain=canonical_bound(adj.exprs[t], adj.free[t]),
+                chain=adj.readable(adj.exprs[t], t),
                 simplified=simplified,
                 collapsed=coll,
                 block=(adj.names[d.blocks[t][0]], d.blocks[t][1]) if t in d.blocks else None,
@@ -135,7 +134,7 @@ def explain(e: Emitted) -> Explanation:
                 emitted=emitted.get(t),
             )
         )
-    raw = Lazy(list(d.raw), lambda t: canonical_bound(d.raw[t], adj.free[t]))  # --json only
+    raw = Lazy(list(d.raw), lambda t: adj.readable(d.raw[t], t))  # --json only
     return Explanation(
         op, d.graph.output, _forward(d.written or d.graph), steps, raw, dict(d.final), e
     )

@@ -19,7 +19,6 @@ from derive.errors import DerivationError
 from derive.identities import FORWARD_RULES, rewrite
 from derive.language import Graph, View
 from derive.symbolic.canon import Canon, fold
-from derive.symbolic.indices import canonical_bound
 from derive.symbolic.reverse import Adjoints, inline
 from derive.symbolic.simplify import Simplifier, cost, masked_tensors
 
@@ -184,7 +183,7 @@ def collapse_blocks(
         except DerivationError:
             continue
         if not expr.has(sp.Derivative, sp.Piecewise, sp.nan, sp.zoo):
-            out[x] = (y, canonical_bound(expr, adj.free[x]))
+            out[x] = (y, adj.readable(expr, x))
     return out
 
 
@@ -207,5 +206,5 @@ def collapse_each(
         except DerivationError:
             continue
         if not simplified.has(sp.Derivative, sp.Piecewise, sp.nan, sp.zoo):
-            out[t] = canonical_bound(simplified, adj.free[t])
+            out[t] = adj.readable(simplified, t)
     return out

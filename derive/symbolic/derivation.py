@@ -28,7 +28,7 @@ from derive.symbolic.collapse import (
     reading_collapser,
     tidy,
 )
-from derive.symbolic.indices import canonical_bound, free_indices
+from derive.symbolic.indices import free_indices
 from derive.symbolic.reverse import Adjoints, derive_adjoints, live_tensors
 from derive.symbolic.saving import lift_saved_calls, unlift
 from derive.symbolic.simplify import Simplifier
@@ -146,7 +146,7 @@ def _saved(g: Graph, adj: Adjoints, final: dict[str, sp.Expr]) -> list[str]:
 
 def _checked(g: Graph, adj: Adjoints, final: dict, raise_error: bool = True) -> dict | None:
     """Bound indices renamed readably; an adjoint SymPy could not finish is an error (None)."""
-    final = {t: canonical_bound(e, adj.free[t]) for t, e in final.items()}
+    final = {t: adj.readable(e, t) for t, e in final.items()}
     for t, e in final.items():
         if e.has(sp.Derivative, sp.Piecewise, sp.nan, sp.zoo):
             if not raise_error:

@@ -169,11 +169,12 @@ def nice_indices(dims: Iterable[sp.Expr], taken: set[str] = frozenset()) -> tupl
     return tuple(out)
 
 
-def canonical_bound(expr: sp.Expr, free: Iterable[sp.Symbol]) -> sp.Expr:
+def canonical_bound(expr: sp.Expr, free: Iterable[sp.Symbol], taken: Iterable[str] = ()) -> sp.Expr:
     """Rename bound indices readably and deterministically (range N -> n, n1, ...).
 
     Identical reductions get identical names, which lets lowering share them (CSE). A name
-    avoids the free indices and the enclosing reductions' names.
+    avoids the free indices, the enclosing reductions' names and ``taken`` (the op's tensor
+    and size names: ``Sum(W1[i, h] dh[n, h], h)`` beside a tensor ``h`` reads wrong).
     """
 
     def readable(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
@@ -186,4 +187,4 @@ def canonical_bound(expr: sp.Expr, free: Iterable[sp.Symbol]) -> sp.Expr:
 
     if not isinstance(expr, sp.Basic):
         return expr
-    return rename_bound(expr, readable, {str(s) for s in (*free, *free_indices(expr))})
+    return rename_bound(expr, readable, {str(s) for s in (*free, *free_indices(expr))} | set(taken))

@@ -21,6 +21,7 @@ from derive.errors import DerivationError
 from derive.language import Definition, Graph, ReduceMax, Tensor, View
 from derive.symbolic.indices import (
     Fresh,
+    canonical_bound,
     freshen_bound,
     indexed_atoms,
     nice_indices,
@@ -44,6 +45,11 @@ class Adjoints:
     views: dict[str, tuple[str, str]] = field(default_factory=dict)  # viewed-adjoint -> (d, src)
     argmax: dict[str, Tensor] = field(default_factory=dict)  # Max definition -> argmax tensor
     fresh: Fresh = field(default_factory=Fresh)  # one source of bound names: no capture
+    taken: frozenset[str] = frozenset()  # names an index must not read as (tensors, sizes)
+
+    def readable(self, expr: sp.Expr, tensor: str) -> sp.Expr:
+        """``expr``, an adjoint of ``tensor``, with its bound indices named readably."""
+        return canonical_bound(expr, self.free[tensor], self.taken)
 
     def symbol(self, name: str, indices: tuple = ()) -> sp.Expr:
         """The adjoint of tensor ``name`` at ``indices`` as a SymPy object."""
@@ -126,8 +132,10 @@ def derive_adjoints(g: Graph) -> Adjoints:
     clash = sorted(set(names.values()) & set(g.tensors))
     if clash:
         raise DerivationError(g.op.name, f"tensor name(s) {clash} collide with adjoint names")
-    free = {t: nice_indices(info.dims) for t, info in g.tensors.items()}
-    adj = Adjoints(g, names, free, {})
+    # an index never reads like a tensor (h[n, h] in exercise's docstring): names are avoided
+    taken = frozenset({*g.tensors, *names.values(), *(str(s) for s in [*g.sizes, *g.params])})
+    free = {t: nice_indices(info.dims, taken) for t, info in g.tensors.items()}
+    adj = Adjoints(g, names, free, {}, taken=taken)
     for step in g.steps:
         if isinstance(step, Definition) and (am := _argmax_tensor(step, g)) is not None:
             adj.argmax[step.name] = am

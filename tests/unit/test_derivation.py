@@ -37,3 +37,16 @@ def test_a_definition_the_output_does_not_read_is_not_computed(stepwise: bool) -
     d = derive(parse(op))
     assert [s.name for s in d.forward] == ["h", "u"]
     assert "a1" not in d.saved
+
+
+def test_no_index_reads_as_a_tensor_or_size() -> None:
+    # exercise has a tensor h over H: its adjoints' indices were h too (dW2[h, v] = Sum(dlogits[n,
+    # v]*h[n, h], ...)); free and bound indices now avoid every tensor, adjoint and size name
+    from derive.emit.generate import load_op
+
+    g = parse(load_op("ops/exercise.py"))
+    d = derive(g)
+    names = {*g.tensors, *d.adjoints.names.values(), *(str(s) for s in g.sizes)}
+    for t, e in d.final.items():
+        indices = {*d.adjoints.free[t], *(lim[0] for s in e.atoms(sp.Sum) for lim in s.limits)}
+        assert not {str(i) for i in indices} & names, (t, e)
