@@ -7,9 +7,11 @@ recorded (same inputs, definitions, params, mode) is not written again.
 
 from __future__ import annotations
 
+import os
 import re
 import runpy
 import subprocess
+import tempfile
 from pathlib import Path
 
 import black
@@ -30,7 +32,10 @@ def recorded(folder: Path = FOLDER) -> dict[tuple, Path]:
     """The ops already in the folder, by content."""
     out = {}
     for path in sorted(folder.glob("*.py")):
-        namespace = runpy.run_path(str(path))
+        try:
+            namespace = runpy.run_path(str(path))
+        except Exception:  # noqa: BLE001 - not an op file (a user's own file in --out): skip it
+            continue
         if isinstance(namespace.get("OP"), Op):
             out[_key(namespace["OP"])] = path
     return out
@@ -59,9 +64,15 @@ def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLD
     )
     text = op_source(op, comment).rstrip("\n") + f"\n\nSEED = {seed}\n"
     text = black.format_str(text, mode=black.Mode(line_length=100))  # as `make lint` wants it
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    # staged under a name no other file has (mkstemp), then linked: a link never replaces a
+    # file, so a file of the user's that appeared meanwhile is kept and this one refused
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
     return path
 
 

@@ -201,3 +201,24 @@ def test_the_generator_writes_heads_and_guarded_picks() -> None:
         for seed in range(3)
     ]
     assert any(bool((t == -1).any()) for t in drawn), "a guarded int never holds -1"
+
+
+def test_writing_a_regression_keeps_every_file_already_there(tmp_path: Path) -> None:
+    # the file was staged as <name>.tmp beside its target, replacing a file of that name
+    from fuzz.check import Outcome
+    from fuzz.regressions import write
+
+    op = Op("fuzz7", ["x[N]"], ["out[n] = tanh(x[n])"])
+    outcome = Outcome(status="wrong", kind="gradient value", detail="dx off", seconds=0.1)
+    mine = tmp_path / "gradient_value_s7.tmp"
+    mine.write_text("mine")
+    (tmp_path / "gradient_value_s7.py").write_text("also mine")
+    path = write(op, 7, outcome, op, folder=tmp_path)
+    assert path == tmp_path / "gradient_value_s7_2.py" and "SEED = 7" in path.read_text()
+    assert mine.read_text() == "mine"
+    assert (tmp_path / "gradient_value_s7.py").read_text() == "also mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "gradient_value_s7.py",
+        "gradient_value_s7.tmp",
+        "gradient_value_s7_2.py",
+    ]
