@@ -51,7 +51,7 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     out, _like = saved
     _check_grad_out(grad_out, _like)
-    dx = torch.addcmul(grad_out * out, grad_out, torch.square(out), value=-1)
+    dx = (1 - out) * grad_out * out
     return (dx,)
 
 

@@ -130,3 +130,19 @@ def test_sech_gain_backward_keeps_range(tmp_path: Path) -> None:
     assert torch.allclose(out, want, rtol=1e-12)
     assert torch.allclose(dg, want_dg, rtol=1e-12)
     assert torch.allclose(de, want_de, rtol=1e-12, atol=1e-300)
+
+
+def test_a_saturated_tanh_of_an_overflowing_product_keeps_range(tmp_path: Path) -> None:
+    module, _ = _module("saturated_tanh_of_a_product", tmp_path)
+    w1 = torch.tensor([[450.0, -450.0], [-450.0, 450.0]], dtype=torch.float64)
+    hid, saved = module.forward(w1)
+    (dw1,) = module.backward(torch.ones_like(hid), saved)
+
+    def reference(w1):
+        logits = torch.sinh(w1).amax(0)
+        return torch.tanh(torch.exp(-w1) * logits[:, None]).T
+
+    want, (want_dw1,) = _reference_grad(reference, w1)
+    assert torch.isfinite(hid).all() and torch.isfinite(dw1).all()
+    assert torch.allclose(hid, want, rtol=1e-12)
+    assert torch.allclose(dw1, want_dw1, rtol=1e-12, atol=1e-300)

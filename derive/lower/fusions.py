@@ -123,6 +123,11 @@ def _match_distribute(e: sp.Mul, scope: Scope) -> _Addcmul | None:
     other = e / adds[0]
     if scope.scalar(other) or scope.scalar(adds[0]):
         return None
+    if sum(not scope.scalar(f) for f in sp.Mul.make_args(other)) > 1:
+        # g = a b of two tensors: distributed, c a b - h a b computes a b first, which may
+        # overflow where (c - h) is 0 (tanh's 1 - h**2 at saturation, fuzz --range 120334);
+        # undistributed, (c - h) multiplies in first, as autograd's chain does
+        return None
     c, a = adds[0].args
     return _match_addcmul(sp.Add(c * other, a * other, evaluate=False), scope)
 
