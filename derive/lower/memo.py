@@ -28,28 +28,67 @@ def memo_key(e: sp.Expr) -> sp.Expr:
 PERMUTATIONS = 120  # free indices are matched up to renaming while that many orders suffice
 
 
+def _roles(e: sp.Expr, free: set[sp.Symbol]) -> dict[sp.Symbol, tuple[str, ...]]:
+    """What each free index does in ``e``, in terms no renaming changes: the tensor axes it
+    subscripts (``("v", 3)``: v's fourth axis; a subscript expression it is part of is marked)
+    and the kinds of node it is a direct argument of (``KroneckerDelta``, ``LessThan``)."""
+    roles: dict[sp.Symbol, set[str]] = {s: set() for s in free}
+    seen: set[sp.Basic] = set()
+    todo: list[sp.Basic] = [e]
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if isinstance(node, sp.Indexed):
+            for pos, index in enumerate(node.indices):
+                for s in index.free_symbols & free:
+                    roles[s].add(repr((node.base.label.name, pos, index == s)))
+        else:
+            for a in node.args:
+                if a in roles:
+                    roles[a].add(type(node).__name__)
+        todo.extend(node.args)
+    return {s: tuple(sorted(r)) for s, r in roles.items()}
+
+
+def _orders(groups: list[list[sp.Symbol]]) -> Iterator[tuple[sp.Symbol, ...]]:
+    """Every order of the free indices that keeps the groups in turn: one permutation per
+    group, chained."""
+    for parts in itertools.product(*(itertools.permutations(g) for g in groups)):
+        yield tuple(itertools.chain.from_iterable(parts))
+
+
 @functools.lru_cache(maxsize=1 << 12)
 def canonical(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Symbol, sp.Symbol]]:
     """``e`` with bound and free indices renamed canonically, and the free renaming.
 
     The same reduction under other bound names is the same tensor; so is the same tensor under
     other free names (dq's ``sum_d v[b, h, t1, d] dy[b, h, t, d]`` is dk's with t and t1
-    swapped): either is computed once. Free indices take the placeholder order whose printed
-    key is least (tried over every order, up to :data:`PERMUTATIONS`); the renaming maps the
-    value's axes to the key's and back.
+    swapped): either is computed once. Free indices are first ordered by their roles
+    (:func:`_roles`, which a renaming carries along), and placeholders ``_f0, _f1, ...`` follow
+    that order; only indices of equal roles can be swapped by a renaming, so only their orders
+    are tried, and the one whose printed key is least is taken (up to :data:`PERMUTATIONS`
+    orders; past that, free names are kept). Either way the key is a function of ``e`` up to
+    renaming; the renaming maps the value's axes to the key's and back.
     """
     e = bound_by_depth(e)
-    free = sorted(free_indices(e), key=str)
-    if math.factorial(len(free)) > PERMUTATIONS:
+    free = free_indices(e)
+    roles = _roles(e, free)
+    ranked = sorted(free, key=lambda s: (roles[s], s.name))
+    groups = [list(g) for _, g in itertools.groupby(ranked, key=roles.__getitem__)]
+    if math.prod(math.factorial(len(g)) for g in groups) > PERMUTATIONS:
         return e, {}
-    best = None
-    for order in itertools.permutations(range(len(free))):
-        rename = {s: sp.Symbol(f"_f{k}", integer=True) for s, k in zip(free, order)}
-        key = e.xreplace(rename)
-        text = str(key)
-        if best is None or text < best[0]:
-            best = (text, key, rename)
-    return (best[1], best[2]) if best else (e, {})
+    candidates = [
+        (e.xreplace(rename), rename)
+        for rename in (
+            {s: sp.Symbol(f"_f{k}", integer=True) for k, s in enumerate(order)}
+            for order in _orders(groups)
+        )
+    ]
+    if len(candidates) == 1:  # roles alone tell every index apart: nothing to print
+        return candidates[0]
+    return min(candidates, key=lambda c: str(c[0]))
 
 
 def recall(memo: Mapping[tuple, Value], e: sp.Expr) -> Value | None:
