@@ -64,16 +64,34 @@ def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLD
     )
     text = op_source(op, comment).rstrip("\n") + f"\n\nSEED = {seed}\n"
     text = black.format_str(text, mode=black.Mode(line_length=100))  # as `make lint` wants it
-    # staged under a name no other file has (mkstemp), then linked: a link never replaces a
-    # file, so a file of the user's that appeared meanwhile is kept and this one refused
+    # staged under a name no other file has (mkstemp), then placed: never over a file, so a
+    # file of the user's that appeared meanwhile is kept and this one takes the next name
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        os.link(tmp, path)
+        while True:
+            try:
+                _place(tmp, path, text)
+                break
+            except FileExistsError:
+                k += 1
+                path = folder / f"{name}_{k}.py"
     finally:
         os.unlink(tmp)
     return path
+
+
+def _place(staged: str, path: Path, text: str) -> None:
+    """The staged file at ``path``, never replacing one (FileExistsError if it is taken): a hard
+    link, whole at once; where the filesystem has no hard links, an exclusive create."""
+    try:
+        os.link(staged, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        with open(path, "x") as f:
+            f.write(text)
 
 
 def _commit() -> str:

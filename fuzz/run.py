@@ -114,7 +114,11 @@ def fuzz(
             if outcome.status == "nonfinite":
                 print(f"  shrunk to: {small.definitions} ({small_outcome.detail})", file=out)
                 continue
-            path = write(small, seed, small_outcome, op, folder)
+            try:
+                path = write(small, seed, small_outcome, op, folder)
+            except OSError as exc:  # the finding stands in this output; the run goes on
+                print(f"  shrunk, not recorded in {folder}: {exc.strerror or exc}", file=out)
+                continue
             if path is not None:
                 summary.written.append(path)
                 print(f"  shrunk to {len(small.definitions)} definition(s): {path}", file=out)

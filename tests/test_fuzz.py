@@ -222,3 +222,36 @@ def test_writing_a_regression_keeps_every_file_already_there(tmp_path: Path) -> 
         "gradient_value_s7.tmp",
         "gradient_value_s7_2.py",
     ]
+
+
+def test_a_regression_is_written_where_links_fail_or_a_name_is_taken_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # os.link failing (a filesystem without hard links) or losing a race stopped the run with
+    # a traceback; now an exclusive create, or the next free name, and no file is replaced
+    import fuzz.regressions as regressions
+    from fuzz.check import Outcome
+
+    op = Op("fuzz8", ["x[N]"], ["out[n] = tanh(x[n])"])
+    outcome = Outcome(status="wrong", kind="gradient value", detail="dx off", seconds=0.1)
+
+    def no_links(src: str, dst: Path) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(regressions.os, "link", no_links)
+    path = regressions.write(op, 8, outcome, op, folder=tmp_path / "a")
+    assert path is not None and "SEED = 8" in path.read_text()
+    assert [p.name for p in (tmp_path / "a").iterdir()] == [path.name]  # no staged file left
+
+    taken = tmp_path / "b" / "gradient_value_s8.py"
+    real_link = os.link
+
+    def user_writes_first(src: str, dst: Path) -> None:
+        if Path(dst) == taken and not taken.exists():
+            taken.write_text("the user's")  # appears after the name was chosen
+        real_link(src, dst)
+
+    monkeypatch.setattr(regressions.os, "link", user_writes_first)
+    path = regressions.write(op, 8, outcome, op, folder=tmp_path / "b")
+    assert path == tmp_path / "b" / "gradient_value_s8_2.py" and "SEED = 8" in path.read_text()
+    assert taken.read_text() == "the user's"
