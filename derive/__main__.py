@@ -14,8 +14,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from derive.emit.generate import OutputError, generate, output_folder
-from derive.errors import CheckFailed, DerivationError
+from derive.errors import CheckFailed, DerivationError, OutputError
+
+# Each command imports its stage when it runs: ``show`` answers cached ops without SymPy.
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--latex", action="store_true", help="print LaTeX, one equation a line")
     mode.add_argument("--json", action="store_true", help="print a machine-readable record")
     show.add_argument("--width", type=int, help="columns for the pretty print (default: terminal)")
+    show.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="derive every op, neither reading nor writing the cache of renderings",
+    )
     check = sub.add_parser(
         "check", help="compare an op's generated backward with autograd and finite differences"
     )
@@ -54,12 +60,15 @@ def _show(args: argparse.Namespace) -> int:
     """Each op in turn, in one process (SymPy's import is paid once); an op that fails is one
     line on stderr and the others are still shown. Exit 2 for an unknown op, 1 for a failed
     derivation."""
-    from derive.explain.show import UnknownOp, show_many  # not needed to generate
+    from derive.explain.cache import ShowCache
+    from derive.explain.catalogue import UnknownOp
+    from derive.explain.command import show_many
 
     mode = "latex" if args.latex else "json" if args.json else "text"
     width = args.width or shutil.get_terminal_size((100, 24)).columns
+    cache = None if args.no_cache else ShowCache.default()
     status = 0
-    for result in show_many(args.ops, mode, width):
+    for result in show_many(args.ops, mode, width, cache):
         if isinstance(result, str):
             sys.stdout.write(result)
             sys.stdout.flush()  # each op as soon as it is derived: several take seconds
@@ -73,7 +82,7 @@ def _check(args: argparse.Namespace) -> int:
     import tempfile
 
     from derive.emit.generate import load_op, module_source
-    from derive.explain.show import UnknownOp, resolve
+    from derive.explain.catalogue import UnknownOp, resolve
     from derive.verify.check import check_module  # torch only when checking
 
     if args.seeds < 1:
@@ -96,6 +105,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> list:
+    from derive.emit.generate import generate, output_folder
+
     written, made = [], []
     output_folder(args.out)  # an existing file as --out: one line, before any work
     if args.command == "generate":

@@ -28,3 +28,7 @@ class EngineBug(DerivationError):
 
 class CheckFailed(AssertionError):
     """A generated module that disagrees with its own definitions; the message is one line."""
+
+
+class OutputError(Exception):
+    """A path the writer will not write: not a folder, or a file the generator did not make."""

@@ -15,7 +15,7 @@ import pytest
 from matplotlib.mathtext import MathTextParser
 
 from derive.explain import browser
-from derive.explain.show import catalogue
+from derive.explain.catalogue import catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKDOWN = ROOT / "generated" / "FORMULAS.md"

@@ -13,10 +13,11 @@ import sympy as sp
 from derive.__main__ import main
 from derive.emit.generate import emit, load_op
 from derive.emit.statements import statement
+from derive.explain.catalogue import catalogue
 from derive.explain.excerpt import excerpts
 from derive.explain.explain import Explanation, explain
 from derive.explain.latex import latex
-from derive.explain.show import catalogue, render_json, render_latex, render_text
+from derive.explain.show import render_json, render_latex, render_text
 from tests.op_table import SIGMOID
 from tests.test_formulas import markdown_formulas, mathtext_error
 

@@ -21,16 +21,12 @@ from pathlib import Path
 
 from derive.emit.module import MARKER, ModuleData, module_data, render
 from derive.emit.statements import Statement, statement
-from derive.errors import DerivationError
+from derive.errors import DerivationError, OutputError
 from derive.language import Op, parse
 from derive.names import identifier_problem
 from derive.symbolic.derivation import Derivation, derive
 
 MARKER_LINES = 5  # the marker sits in a generated file's first lines (the header comment)
-
-
-class OutputError(Exception):
-    """A path the writer will not write: not a folder, or a file the generator did not make."""
 
 
 def load_op(path: str | Path) -> Op:

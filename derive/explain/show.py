@@ -1,51 +1,21 @@
-"""``python -m derive show OP``: read one op's derivation in the terminal, as LaTeX or as JSON.
+"""``python -m derive show OP``'s renderings: one op's derivation for the terminal, as LaTeX or
+as JSON (the command's loop, and its cache, are :mod:`~derive.explain.command`).
 
-OP is a catalogue name (``ops/<name>.py``) or the path of any op file; several OPs are shown one
-after another in one process (SymPy is imported once). For the forward
-definitions and then every adjoint, the output's consumers first, it prints the chain rule as
-reverse mode writes it, the simplified step, the collapse down to ``grad_out`` where there is
-one, and the torch statements the generated module runs for it.
+For the forward definitions and then every adjoint, the output's consumers first, it prints
+the chain rule as reverse mode writes it, the simplified step, the collapse down to
+``grad_out`` where there is one, and the torch statements the generated module runs for it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 from derive.emit.generate import emit, load_op
-from derive.errors import DerivationError
 from derive.explain.explain import Explanation, explain
 from derive.explain.latex import equation_latex, equation_pretty, latex
 from derive.symbolic.reverse import GRAD_OUT
-
-CATALOGUE = Path(__file__).resolve().parents[2] / "ops"
-
-
-class UnknownOp(DerivationError):
-    """An OP argument that is neither a catalogue name nor an op file."""
-
-
-def catalogue() -> dict[str, Path]:
-    """The ops ``make generate`` knows: ``{name: file}``."""
-    return {p.stem: p for p in sorted(CATALOGUE.glob("*.py"))}
-
-
-def resolve(op: str) -> Path:
-    """A catalogue name or a path; an unknown name lists the names there are."""
-    path = Path(op)
-    if path.suffix == ".py" or path.exists() or os.sep in op or "/" in op:
-        return path
-    known = catalogue()
-    if op not in known:
-        names = ", ".join(known)
-        raise UnknownOp(op, f"unknown op; the catalogue has: {names} (or give an op file's path)")
-    try:  # as make passes it (ops/x.py) when run from the checkout
-        return known[op].relative_to(Path.cwd())
-    except ValueError:
-        return known[op]
 
 
 def explain_file(path: Path) -> Explanation:
@@ -155,25 +125,3 @@ def render(ex: Explanation, mode: str = "text", width: int = 100) -> str:
     if mode == "json":
         return render_json(ex)
     return render_text(ex, width)
-
-
-def show_many(
-    ops: list[str], mode: str = "text", width: int = 100
-) -> Iterator[str | DerivationError]:
-    """The ``show`` command: each op's rendering as it is derived, a blank line between ops, or
-    the error that stopped that op (the others go on). JSON of several ops is one list of
-    records, yielded once all are derived."""
-    records, first = [], True
-    for op in ops:
-        try:
-            ex = explain_file(resolve(op))
-        except DerivationError as exc:
-            yield exc
-            continue
-        if mode == "json" and len(ops) > 1:
-            records.append(record(ex))
-            continue
-        yield ("" if first else "\n") + render(ex, mode, width)
-        first = False
-    if mode == "json" and len(ops) > 1:  # a list even when every op failed: still JSON
-        yield json.dumps(records, indent=2) + "\n"
