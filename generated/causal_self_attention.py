@@ -130,7 +130,7 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     v = bh[2][:, None] + sum_Wh_at_all_2_x
     sum_k_q = torch.einsum("abde,abce->abcd", k, q)
     scores = torch.where(
-        (torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None]),
+        torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         sum_k_q / math.sqrt(D),
         float("-inf"),
     )

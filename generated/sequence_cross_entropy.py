@@ -103,7 +103,7 @@ def forward(logits, targets):
         logprobs = norm_logits - torch.log(counts_sum)[:, :, None]
         sum_targets = ((targets >= 0).to(logits.dtype)).sum((0, 1))
         sum_logprobs_targets_targets_index = torch.where(
-            (targets >= 0), logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
+            targets >= 0, logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
         ).sum((0, 1))
         loss = -sum_logprobs_targets_targets_index / sum_targets
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
@@ -118,11 +118,11 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     where_targets = (targets >= 0).to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
-    dlogits = torch.where((targets >= 0), grad_out / sum_targets, 0)[:, :, None] * probs
+    dlogits = torch.where(targets >= 0, grad_out / sum_targets, 0)[:, :, None] * probs
     dlogits.scatter_add_(
         2,
         targets.clamp(min=0).unsqueeze(2),
-        torch.where((targets >= 0), -grad_out / sum_targets, 0).unsqueeze(2),
+        torch.where(targets >= 0, -grad_out / sum_targets, 0).unsqueeze(2),
     )
     return (dlogits, None)
 

@@ -21,7 +21,7 @@ import sympy as sp
 
 from derive.functions import where
 from derive.lower.indexing import index_value, materialise
-from derive.lower.value import ADD, MUL, Value, align, union
+from derive.lower.value import ADD, ATOM, COMPARE, MUL, Value, align, union
 from derive.symbolic.simplify import expanded_terms
 
 RELATIONS = {
@@ -158,13 +158,13 @@ class Selections:
         a, b = (index_value(self, x, order) for x in e.args)
         axes = union([a.axes, b.axes], order)
         left, right = (align(v, axes).wrap(MUL) for v in (a, b))
-        return Value(f"({left} {op} {right})", axes)
+        return Value(f"{left} {op} {right}", axes, COMPARE)
 
     def _where(self, e: where, order: list[sp.Symbol]) -> Value:
         cond = self._relation(e.args[0], order)
         a, b = (self._branch(x, order) for x in e.args[1:])
         if a.scalar and b.scalar:  # an indicator: the mask as the float dtype, c (a - b) + b
-            mask = f"{cond.code}.to({self.device_of}.dtype)"
+            mask = f"{cond.wrap(ATOM)}.to({self.device_of}.dtype)"
             scale = self.value(e.args[1] - e.args[2], [])
             code = mask if scale.code == "1" else f"{mask} * {scale.wrap(MUL + 1)}"
             if b.code == "0":

@@ -17,6 +17,7 @@ import sympy as sp
 from derive.symbolic.indices import free_indices
 
 ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
+COMPARE = 5  # below every arithmetic operator, as in Python: a relation reads as an argument
 
 
 class AxisError(ValueError):

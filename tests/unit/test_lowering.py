@@ -117,7 +117,7 @@ def test_delta_without_a_scatter_form_is_an_equality_selection() -> None:
         (
             ["z[N, C]", "t[N]: int64", "g[N]"],
             ["out = Sum(where(t[n] >= 0, g[n], 0) * z[n, c] ** 2, n, c)"],
-            "dz = (grad_out * 2 * torch.where((t >= 0), g, 0))[:, None] * z",
+            "dz = (grad_out * 2 * torch.where(t >= 0, g, 0))[:, None] * z",
         ),
     ],
 )
@@ -165,19 +165,19 @@ SELECTIONS = [
     (
         ["x[N, M]"],
         ["out[n, m] = exp(where(m <= n, x[n, m], -inf))"],
-        "(torch.arange(M, device=x.device) <= torch.arange(N, device=x.device)[:, None]),",
+        "torch.arange(M, device=x.device) <= torch.arange(N, device=x.device)[:, None],",
     ),
     (["x[N, M]"], ["out[n, m] = exp(where(m <= n, x[n, m], -inf))"], 'float("-inf"),'),
     # a comparison on int data; the derivative where(c, 1, 0) times a tensor selects it
     (
         ["x[N]", "t[N]: int64"],
         ["out[n] = where(t[n] >= 0, x[n], 0)"],
-        "out = torch.where((t >= 0), x, 0)",
+        "out = torch.where(t >= 0, x, 0)",
     ),
     (
         ["x[N]", "t[N]: int64"],
         ["out[n] = where(t[n] >= 0, x[n], 0)"],
-        "dx = torch.where((t >= 0), grad_out, 0)",
+        "dx = torch.where(t >= 0, grad_out, 0)",
     ),
     # ... and on numbers alone it is the mask as the float dtype
     (
@@ -249,7 +249,7 @@ def test_an_index_guarded_by_where_is_read_clamped() -> None:
     inputs, defs = ["x[N, C]", "t[N]: int64"], ["out = Sum(where(t[n] >= 0, x[n, t[n]], 0), n)"]
     lines = _lines(inputs, defs)
     assert (
-        "out = torch.where((t >= 0), x.gather(1, t.clamp(min=0).unsqueeze(1)).squeeze(1), 0).sum(0)"
+        "out = torch.where(t >= 0, x.gather(1, t.clamp(min=0).unsqueeze(1)).squeeze(1), 0).sum(0)"
         in lines
     )
     assert '_check_range("t", t, "C", C, before=True, guarded=True)' in lines
