@@ -102,8 +102,10 @@ class relu(_RealFunction):  # noqa: N801
 class where(sp.Function):  # noqa: N801
     """where(c, a, b) = a where the condition c holds, else b (torch.where).
 
-    c compares indices (``t2 <= t1``: the causal mask) or int64 data (``t[n] >= 0``); it is a
-    constant of the op, so d/da = where(c, 1, 0) and d/db = where(c, 0, 1). A branch may be
+    c compares indices (``t2 <= t1``: the causal mask), int64 data (``t[n] >= 0``) or float
+    values (``x[n] >= 0``: a step, whose derivative is 0 wherever it is defined); it is
+    constant wherever it is differentiated, so d/da = where(c, 1, 0) and d/db = where(c, 0, 1),
+    as autograd's where backward selects. A branch may be
     -inf (a masked score: exp(-inf) = 0 and the row's Max skips it).
     """
 

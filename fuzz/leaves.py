@@ -64,6 +64,7 @@ class Leaves:
     index_names: set = field(default_factory=set)  # every index used: tensors avoid them
     derived: dict = field(default_factory=dict)  # derived sizes: {"D": "C / k"}
     data_reads: list = field(default_factory=list)  # every int access made (t[n]), in order
+    wholes: random.Random = field(default_factory=random.Random)  # draws for 0-d tensors
 
     # --- names -----------------------------------------------------------------------------------
     def name(self, pool: list[str]) -> str:

@@ -66,13 +66,10 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("view of an unknown tensor", X, ["v = view(y, N*M)"], {}, "unknown tensor 'y'"),
     ("maximum with one argument", X, ["out[n, m] = maximum(x[n, m])"], {}, "2 argument"),
     ("sigmoid with two", X, ["out[n, m] = sigmoid(x[n, m], 1)"], {}, "1 argument"),
-    (
-        "a scalar read later",
-        X,
-        ["s = Sum(x[n, m], n, m)", "out[n, m] = x[n, m] / s"],
-        {},
-        "no index",
-    ),
+    # a 0-d tensor is read whole (tests/cases/scalar_reads.py): never as an index
+    ("a 0-d tensor as a subscript", ["x[N]", "s"], ["out = x[s]"], {}, "'s' is a 0-d tensor"),
+    ("a 0-d tensor named like an index", ["x[N]", "n"], ["out[n] = x[n] * n"], {}, "'n' is a 0-d"),
+    ("a 0-d int64 input", ["x[N]", "t: int64"], ["out[n] = x[n]"], {}, "needs an axis"),
     ("int64 power", ["x[N]", "t[N]: int64"], ["out[n] = x[n] ** t[n]"], {}, "t"),
     ("an int64 as a value", ["x[N]", "t[N]: int64"], ["out[n] = x[n] * t[n]"], {}, "t"),
     ("a constant output", X, ["out = 3"], {}, "out"),

@@ -36,8 +36,11 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   Wh[c, 0, h, d], c)`` reads the first of the three blocks of ``Wh = view(Wqkv, C, 3, H, D)``.
   ``view`` of an *input* works in every op (the input's gradient is the view's, reshaped); a
   view of an intermediate needs ``stepwise=True``.
-- ``where(c, a, b)``: a where the comparison c holds, else b. c compares indices (``t2 <= t1``)
-  or int64 data (``t[n] >= 0``); ``-inf`` (``inf``) may be a branch and nowhere else. An int
+- A 0-d tensor (an input declared without brackets, ``"temperature"``, or a definition
+  without indices, ``"mean = Sum(x[n], n) / N"``) is read whole, by its name, in any later
+  definition; never as a subscript or an index. An int64 input needs an axis.
+- ``where(c, a, b)``: a where the comparison c holds, else b. c compares indices (``t2 <= t1``),
+  int64 data (``t[n] >= 0``) or float values (``x[n] > threshold``: a step); ``-inf`` (``inf``) may be a branch and nowhere else. An int
   input used as a subscript only under ``where(t[n] >= 0, ..t[n].., b)`` may be negative where
   that guard fails (cross-entropy's ignore_index = -1): it is read clamped there.
 
@@ -69,6 +72,7 @@ from derive.language.graph import (
     ReduceMax,
     Tensor,
     View,
+    tensor_reads,
 )
 from derive.language.parse import parse
 
@@ -82,4 +86,5 @@ __all__ = [
     "Tensor",
     "View",
     "parse",
+    "tensor_reads",
 ]

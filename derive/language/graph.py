@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -47,6 +48,12 @@ class Tensor:
         kind = {"integer": True} if self.integer else {"real": True}
         return sp.IndexedBase(self.name, shape=self.dims or None, **kind)
 
+    @functools.cached_property
+    def whole(self) -> sp.Symbol:
+        """A 0-d tensor as a definition reads it: a real symbol of its name (the adjoints and
+        the forward's left-hand sides name 0-d tensors so too)."""
+        return sp.Symbol(self.name, real=True)
+
 
 @dataclass(frozen=True)
 class Definition:
@@ -80,6 +87,15 @@ class Graph:
 
     def base(self, name: str) -> sp.IndexedBase:
         return self.tensors[name].base
+
+
+def tensor_reads(e: sp.Basic, tensors: Mapping[str, Tensor]) -> set[str]:
+    """The tensors ``e`` reads: ``x[...]`` by its label, a 0-d tensor by its real symbol (an
+    index is an integer symbol, and may share a tensor's name: that is no read of it)."""
+    found = {i.base.label.name for i in e.atoms(sp.Indexed)}
+    wholes = (s for s in e.free_symbols if isinstance(s, sp.Symbol) and not s.is_integer)
+    found |= {s.name for s in wholes if s.name in tensors and not tensors[s.name].dims}
+    return found
 
 
 class LangError(Exception):

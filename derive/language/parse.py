@@ -28,6 +28,7 @@ from derive.language.graph import (
     Op,
     Tensor,
     View,
+    tensor_reads,
 )
 from derive.language.reductions import lang_max, lang_sum, lift_maxes, range_of
 from derive.language.sizes import check_infinities, derived_size, parse_size_expr
@@ -92,6 +93,11 @@ def _parse_input(text: str, sizes: dict[str, sp.Symbol]) -> Tensor:
     if dtype not in (None, "int64", "float"):
         raise LangError(f"input '{name}': dtype must be int64 or float, not '{dtype}'")
     dims, batched = _parse_dims(m.group(2) or "", sizes)
+    if dtype == "int64" and not dims:
+        raise LangError(
+            f"input '{name}': an int64 input is a data index, read as a subscript, and needs an "
+            f"axis ('{name}[N]: int64'); a 0-d input is a float, read whole"
+        )
     return Tensor(name, dims, integer=dtype == "int64", batched=batched)
 
 
@@ -114,7 +120,7 @@ def _check_data_use(body: sp.Expr, g: Graph) -> None:
 
     walk(body)
     check_infinities(body)
-    if not body.atoms(sp.Indexed):
+    if not tensor_reads(body, g.tensors):
         raise LangError("the right-hand side reads no tensor: nothing to differentiate")
 
 
@@ -145,7 +151,7 @@ def _namespace(
     ns.update(Sum=lang_sum, Max=lang_max, batch=BATCH_INDEX, Batch=BATCH_SIZE)
     ns.update({p.name: p for p in params})
     ns.update(sizes)
-    ns.update({t.name: t.base for t in tensors.values()})
+    ns.update({t.name: t.base if t.dims else t.whole for t in tensors.values()})
     return ns
 
 
@@ -168,16 +174,6 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
     text = text.replace("...", "batch")
     local = dict(ns)
     as_index = _subscripts(text + lhs)
-    scalars = sorted(
-        w
-        for w in set(re.findall(r"\b([A-Za-z_]\w*)\b", text))
-        if isinstance(ns.get(w), sp.IndexedBase) and not ns[w].shape
-    )
-    if scalars:  # reverse mode follows indexed tensors only: say so rather than lose a gradient
-        raise LangError(
-            f"'{scalars[0]}' has no index: a definition cannot read a scalar tensor yet "
-            f"(define it with an index, e.g. {scalars[0]}[n] over a size-1 axis)"
-        )
     for word in re.findall(r"\b([a-z_]\w*)\b(?!\s*\()", text):
         if word in CONSTANTS and word not in as_index:
             local.setdefault(word, CONSTANTS[word])
@@ -242,8 +238,16 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
         return View(name, source, text.strip())
     lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
+    subscripts = _subscripts(f"{rhs}[{lhs_text or ''}]")
+    whole = sorted(w for w in subscripts if w in g.tensors and not g.tensors[w].dims)
+    if whole:  # x[s], or out[n] beside a 0-d tensor n: a tensor's value is never an index
+        raise LangError(
+            f"'{whole[0]}' is a 0-d tensor, read whole: it cannot be a subscript or an index "
+            "(rename the index)"
+        )
     body = rewrite(_parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else ""), DEFINITION_RULES)
-    _check_indices(lhs, body, set(sizes.values()) | set(g.params))
+    wholes = {t.whole for t in g.tensors.values() if not t.dims}  # 0-d tensors, read whole
+    _check_indices(lhs, body, set(sizes.values()) | set(g.params) | wholes)
     _check_data_use(body, g)
     dims = tuple(range_of(i, body) for i in lhs)
     g.tensors[name] = Tensor(name, dims, batched=bool(lhs) and lhs[0] == BATCH_INDEX)

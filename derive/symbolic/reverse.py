@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.language import Definition, Graph, ReduceMax, Tensor, View
+from derive.language import Definition, Graph, ReduceMax, Tensor, View, tensor_reads
 from derive.symbolic.indices import (
     Fresh,
     canonical_bound,
@@ -75,7 +75,9 @@ class _Differentiator:
         if isinstance(expr, ReduceMax):
             (var, lo, hi), pick = expr.limits[0], sp.KroneckerDelta(expr.limits[0][0], self.argmax)
             return sp.Sum(pick * self(expr.function, target, J), (var, lo, hi))
-        occurrences = [i for i in top_indexed(expr) if i.base.label.name == target]
+        occurrences: list[sp.Expr] = [i for i in top_indexed(expr) if i.base.label.name == target]
+        if not J:  # a 0-d tensor is read whole, as its symbol, at any depth (one slot for all)
+            occurrences += [s for s in symbol_atoms(expr) if s.name == target and not s.is_integer]
         nested = [r for r in top_reductions(expr) if _mentions(r, target)]
         if not occurrences and not nested:
             return sp.S.Zero
@@ -90,11 +92,12 @@ class _Differentiator:
                 problem = f"SymPy cannot differentiate {', '.join(stuck)} (no derivative known)"
                 raise DerivationError(self.op, problem, self.text)
             local = local.xreplace({s: o for o, s in slots.items()})
-            inner = (
-                _deltas(original.indices, J)
-                if isinstance(original, sp.Indexed)
-                else self(original, target, J)
-            )
+            if isinstance(original, sp.Indexed):
+                inner = _deltas(original.indices, J)
+            elif isinstance(original, sp.Symbol):  # d t / d t: a 0-d tensor has no deltas
+                inner = sp.S.One
+            else:
+                inner = self(original, target, J)
             total += local * inner
         return total
 
@@ -147,7 +150,7 @@ def derive_adjoints(g: Graph) -> Adjoints:
         if isinstance(step, View):
             totals[step.source] += _view_contribution(step, adj)
             continue
-        for v in sorted({i.base.label.name for i in step.body.atoms(sp.Indexed)}):
+        for v in sorted(tensor_reads(step.body, g.tensors)):
             if not g.tensors[v].integer:
                 totals[v] += _contribution(step, g, adj, v, fresh)
     adj.exprs = {t: e for t, e in totals.items() if t != g.output and not g.tensors[t].integer}
@@ -165,10 +168,7 @@ def live_tensors(g: Graph, also: Iterable[str] = ()) -> set[str]:
             if isinstance(step, View):
                 live.add(step.source)
             else:
-                live |= {i.base.label.name for i in step.body.atoms(sp.Indexed)}
-                # a 0-d tensor read whole (an index is an integer Symbol, and may share its name)
-                reads = (s for s in step.body.free_symbols if not s.is_integer)
-                live |= {s.name for s in reads if s.name in g.tensors}
+                live |= tensor_reads(step.body, g.tensors)
     return live
 
 

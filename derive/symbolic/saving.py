@@ -27,7 +27,7 @@ import dataclasses
 import sympy as sp
 
 from derive.functions import BY_NODE, FUNCTIONS
-from derive.language import BATCH_INDEX, Definition, Graph, Tensor, View
+from derive.language import BATCH_INDEX, Definition, Graph, Tensor, View, tensor_reads
 from derive.language.reductions import range_of
 from derive.symbolic.indices import is_reduction
 
@@ -72,7 +72,7 @@ def _lifted(
         if args != e.args:
             e = e.func(*args)
         free = _free_indices(e, sizes)
-        if top or weight(e) <= SAVE_COST or not free or _reads(e, chained):
+        if top or weight(e) <= SAVE_COST or not free or tensor_reads(e, tensors) & chained:
             return e  # the whole body (already named), cheap, a number, or along a chain
         name = _fresh(f"{step.name}_{_call_name(e)}", tensors)
         batched = free[0] == BATCH_INDEX  # the flattened ``...`` axis leads, as in inputs
@@ -84,10 +84,6 @@ def _lifted(
     if not lifted:
         return [step]
     return [*lifted, Definition(step.name, step.indices, body, step.text)]
-
-
-def _reads(e: sp.Basic, names: set[str]) -> bool:
-    return any(i.base.label.name in names for i in e.atoms(sp.Indexed))
 
 
 def _free_indices(e: sp.Basic, sizes: set) -> tuple[sp.Symbol, ...]:

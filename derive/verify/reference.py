@@ -109,8 +109,19 @@ def _condition(e: sp.Expr, s: _Scope) -> Value:
     compare = COMPARE.get(type(e).__name__)
     if compare is None:
         raise InterpretError(f"cannot evaluate the condition '{e}'")
-    (a, b), axes = _align([_index_value(x, s) for x in e.args])
+    sides = [value(x, s) if _reads_floats(x, s) else _index_value(x, s) for x in e.args]
+    (a, b), axes = _align(sides)
+    if a.is_floating_point() or b.is_floating_point():  # a step in float data: a kink at a = b
+        s.kink(a - b)
     return compare(a, b), axes
+
+
+def _reads_floats(e: sp.Expr, s: _Scope) -> bool:
+    """Whether a side of a condition reads float data (x[n] >= 0, s >= 0), not only indices,
+    sizes and int data."""
+    if any(not i.base.is_integer for i in e.atoms(sp.Indexed)):
+        return True
+    return any(not x.is_integer and x.name in s.values for x in e.free_symbols)
 
 
 def _indexed(e: sp.Indexed, s: _Scope) -> Value:
@@ -187,6 +198,8 @@ def value(e: sp.Expr, s: _Scope) -> Value:
         if e in s.ranges:
             t, axes = _index_value(e, s)
             return t.to(s.dtype), axes
+        if not e.is_integer and e.name in s.values and not s.graph.tensors[e.name].dims:
+            return s.values[e.name], ()  # a 0-d tensor, read whole
         raise InterpretError(f"unknown symbol '{e}'")
     if isinstance(e, sp.Indexed):
         t, axes = _indexed(e, s)
