@@ -83,6 +83,7 @@ def _check(args: argparse.Namespace) -> int:
 
     from derive.emit.generate import load_op, module_source
     from derive.explain.catalogue import UnknownOp, resolve
+    from derive.verify.binding import InterpretError
     from derive.verify.check import check_module  # torch only when checking
 
     if args.seeds < 1:
@@ -100,6 +101,9 @@ def _check(args: argparse.Namespace) -> int:
             print(check_module(path, op, seeds=args.seeds))
         except CheckFailed as exc:
             print(f"FAILED: {exc}", file=sys.stderr)
+            return 1
+        except InterpretError as exc:  # a construct the independent evaluation lacks
+            print(f"error: cannot check it: {exc}", file=sys.stderr)
             return 1
     return 0
 

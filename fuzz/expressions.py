@@ -11,6 +11,8 @@ from __future__ import annotations
 from fuzz.functions import GROWING
 from fuzz.leaves import Expr, Leaves
 
+FLOAT_CONDITION = 0.06  # an expression node that is a where() on float values
+
 
 class Expressions(Leaves):
     """Expression nodes: functions, arithmetic, powers, inline sums, element-wise extremes,
@@ -21,6 +23,8 @@ class Expressions(Leaves):
         return self.cover(self._expr(scope, depth, need), scope, need, positive=False)
 
     def _expr(self, scope: dict, depth: int, need: frozenset) -> Expr:
+        if depth > 0 and self.later.random() < FLOAT_CONDITION:
+            return self.stepped(scope, depth - 1, need)
         if depth <= 0 or self.rng.random() < 0.2:
             return self.leaf(scope, need)
         r, d = self.rng.random(), depth - 1
@@ -55,6 +59,16 @@ class Expressions(Leaves):
         a = self.cover(self._expr(scope, depth, need), scope, need | {i, j}, positive=False)
         b = self._expr(scope, depth, need) if self.rng.random() < 0.4 else Expr("0")
         return Expr(f"where({i} {op} {j}, {a.text}, {b.text})", a.used | b.used)
+
+    def stepped(self, scope: dict, depth: int, need: frozenset) -> Expr:
+        """where(a > b, x, y) on float values: a step in the data (a leaky relu, a threshold)."""
+        a = self._expr(scope, depth, need)
+        b = self._expr(scope, depth, frozenset()) if self.later.random() < 0.5 else Expr("0")
+        x = self._expr(scope, depth, need)
+        y = self._expr(scope, depth, need) if self.later.random() < 0.6 else Expr("0")
+        op = self.later.choice([">", ">=", "<", "<="])
+        used = a.used | b.used | x.used | y.used
+        return Expr(f"where({a.text} {op} {b.text}, {x.text}, {y.text})", used)
 
     def tame(self) -> str:
         """A function defined for any real argument that does not grow fast."""

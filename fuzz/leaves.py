@@ -64,7 +64,9 @@ class Leaves:
     index_names: set = field(default_factory=set)  # every index used: tensors avoid them
     derived: dict = field(default_factory=dict)  # derived sizes: {"D": "C / k"}
     data_reads: list = field(default_factory=list)  # every int access made (t[n]), in order
-    wholes: random.Random = field(default_factory=random.Random)  # draws for 0-d tensors
+    # draws for constructs added later (0-d tensors, float conditions), a stream of their own:
+    # an op that has none of them is the op its seed drew before they were added
+    later: random.Random = field(default_factory=random.Random)
 
     # --- names -----------------------------------------------------------------------------------
     def name(self, pool: list[str]) -> str:

@@ -171,7 +171,7 @@ class _Builder(Expressions):
 
     def definition(self, last: bool) -> None:
         rank = 0 if last and self.rng.random() < 0.3 else self.rng.randint(1, 3)
-        if not last and self.wholes.random() < WHOLE_DEFINITION:
+        if not last and self.later.random() < WHOLE_DEFINITION:
             rank = 0  # a 0-d definition the next ones may read whole
         kinds = {k: w for k, w in KINDS.items() if rank or k in ("reduce", "contract")}
         if rank < 2:
@@ -206,10 +206,8 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4) -> Op:
     b.positive_only, b.constants = positive_argument(), constants()
     for _ in range(rng.randint(1, 2)):
         b.new_input(tuple(b.size() for _ in range(rng.randint(1, 3))))
-    # 0-d tensors read whole, drawn from a stream of their own: an op without one is the op
-    # this seed drew before they were added
-    b.wholes = random.Random(f"{seed}/{attempt}/0-d")
-    if b.wholes.random() < WHOLE_INPUT:
+    b.later = random.Random(f"{seed}/{attempt}/0-d")  # 0-d tensors, float conditions
+    if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:
         b.heads()

@@ -255,3 +255,24 @@ def test_a_regression_is_written_where_links_fail_or_a_name_is_taken_meanwhile(
     path = regressions.write(op, 8, outcome, op, folder=tmp_path / "b")
     assert path == tmp_path / "b" / "gradient_value_s8_2.py" and "SEED = 8" in path.read_text()
     assert taken.read_text() == "the user's"
+
+
+def test_the_generator_reads_0d_tensors_and_compares_floats() -> None:
+    # 0-d inputs and inner 0-d definitions read whole by later definitions, and where() on
+    # float values (params and numbers too), are in the slice
+    import sympy as sp
+
+    from derive.language import parse, tensor_reads
+
+    graphs = [parse(case_op(s)) for s in SLICE]
+
+    def reads_a_0d(g) -> bool:
+        wholes = {t for t, info in g.tensors.items() if not info.dims and t != g.output}
+        return any(tensor_reads(s.body, g.tensors) & wholes for s in g.steps if hasattr(s, "body"))
+
+    def float_condition(g) -> bool:
+        relations = [r for s in g.steps if hasattr(s, "body") for r in s.body.atoms(sp.Rel)]
+        return any(not all(x.is_integer for x in r.args) for r in relations)
+
+    assert sum(map(reads_a_0d, graphs)) >= 10
+    assert sum(map(float_condition, graphs)) >= 10

@@ -40,9 +40,10 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   without indices, ``"mean = Sum(x[n], n) / N"``) is read whole, by its name, in any later
   definition; never as a subscript or an index. An int64 input needs an axis.
 - ``where(c, a, b)``: a where the comparison c holds, else b. c compares indices (``t2 <= t1``),
-  int64 data (``t[n] >= 0``) or float values (``x[n] > threshold``: a step); ``-inf`` (``inf``) may be a branch and nowhere else. An int
-  input used as a subscript only under ``where(t[n] >= 0, ..t[n].., b)`` may be negative where
-  that guard fails (cross-entropy's ignore_index = -1): it is read clamped there.
+  int64 data (``t[n] >= 0``) or float values (``x[n] > threshold``: a step); ``-inf``
+  (``inf``) may be a branch and nowhere else. An int input used as a subscript only under
+  ``where(t[n] >= 0, ..t[n].., b)`` may be negative where that guard fails (cross-entropy's
+  ignore_index = -1): it is read clamped there.
 
   Why a comparison, for the causal mask, rather than a mask input or a reduction over a
   bounded range ``Sum(e, (t2, 0, t1))``: the mask is a fact about indices, so it belongs in

@@ -158,11 +158,16 @@ class Selections:
         a, b = (index_value(self, x, order) for x in e.args)
         axes = union([a.axes, b.axes], order)
         left, right = (align(v, axes).wrap(MUL) for v in (a, b))
-        return Value(f"{left} {op} {right}", axes, COMPARE)
+        return Value(f"{left} {op} {right}", axes, COMPARE, a.scalar and b.scalar)
 
     def _where(self, e: where, order: list[sp.Symbol]) -> Value:
         cond = self._relation(e.args[0], order)
         a, b = (self._branch(x, order) for x in e.args[1:])
+        if cond.scalar:  # params and numbers only (alpha <= 0): a python bool, known per call
+            if a.scalar and b.scalar:
+                return Value(f"({a.code} if {cond.code} else {b.code})", (), scalar=True)
+            here = f"device={self.device_of}.device"  # torch.where takes no python bool
+            cond = Value(f"torch.tensor({cond.code}, {here})", ())
         if a.scalar and b.scalar:  # an indicator: the mask as the float dtype, c (a - b) + b
             mask = f"{cond.wrap(ATOM)}.to({self.device_of}.dtype)"
             scale = self.value(e.args[1] - e.args[2], [])

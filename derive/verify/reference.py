@@ -109,19 +109,13 @@ def _condition(e: sp.Expr, s: _Scope) -> Value:
     compare = COMPARE.get(type(e).__name__)
     if compare is None:
         raise InterpretError(f"cannot evaluate the condition '{e}'")
-    sides = [value(x, s) if _reads_floats(x, s) else _index_value(x, s) for x in e.args]
-    (a, b), axes = _align(sides)
-    if a.is_floating_point() or b.is_floating_point():  # a step in float data: a kink at a = b
-        s.kink(a - b)
+    if all(x.is_integer for x in e.args):  # indices, sizes, int data: exact
+        (a, b), axes = _align([_index_value(x, s) for x in e.args])
+        return compare(a, b), axes
+    # float values (x[n] > threshold, alpha <= 0.5): a step in the data, with a kink at a = b
+    (a, b), axes = _align([value(x, s) for x in e.args])
+    s.kink(a - b)
     return compare(a, b), axes
-
-
-def _reads_floats(e: sp.Expr, s: _Scope) -> bool:
-    """Whether a side of a condition reads float data (x[n] >= 0, s >= 0), not only indices,
-    sizes and int data."""
-    if any(not i.base.is_integer for i in e.atoms(sp.Indexed)):
-        return True
-    return any(not x.is_integer and x.name in s.values for x in e.free_symbols)
 
 
 def _indexed(e: sp.Indexed, s: _Scope) -> Value:
@@ -289,6 +283,8 @@ def autograd_reference(
         wanted += [s.name for s in graph.steps if not graph.tensors[s.name].batched]
     if not wanted:
         return {}
+    if not out.requires_grad:  # reached through steps alone (Sum(where(z >= 0, 3, 0))): all 0
+        return {n: torch.zeros_like(values[n]) for n in wanted}
     grads = torch.autograd.grad(
         out, [values[n] for n in wanted], grad_out.reshape(out.shape), allow_unused=True
     )
