@@ -238,7 +238,8 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
         return View(name, source, text.strip())
     lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
-    subscripts = _subscripts(f"{rhs}[{lhs_text or ''}]")
+    inside = re.findall(r"\[([^\[\]]*)", f"{rhs}[{lhs_text or ''}]")
+    subscripts = {w for part in inside for w in re.findall(r"\b[A-Za-z_]\w*", part)}
     whole = sorted(w for w in subscripts if w in g.tensors and not g.tensors[w].dims)
     if whole:  # x[s], or out[n] beside a 0-d tensor n: a tensor's value is never an index
         raise LangError(
@@ -268,6 +269,9 @@ def parse(op: Op) -> Graph:
             g.tensors[t.name] = t
             g.inputs.append(t.name)
         current = None
+        clash = [t for t in g.inputs if t in sizes]
+        if clash:  # the forward binds each size from a shape: it would replace the input
+            raise LangError(f"input '{clash[0]}' has the name of a size; rename one of them")
         g.params = _parse_params(op, g)
         for name, text in sorted(op.sizes.items()):
             current = f"{name} = {text}"
