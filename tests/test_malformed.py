@@ -74,6 +74,9 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     # the forward binds N = x.shape[0]: an input N was replaced by an int (a TypeError per call)
     ("an input named like a size", ["x[N]", "N[N]"], ["out[n] = x[n] * N[n]"], {}, "of a size"),
     ("a 0-d input named like a size", ["x[N]", "N"], ["out[n] = x[n] * N"], {}, "of a size"),
+    # forward(x, *, N=2.0) then bound N = x.shape[0]: the param was silently unused
+    ("a param named like a size", ["x[N]"], ["out[n] = x[n] * N"], {"N": 2.0}, "of a size"),
+    ("a definition named like a param", X, ["eps[n, m] = x[n, m]"], {"eps": 1.0}, "of a param"),
     ("int64 power", ["x[N]", "t[N]: int64"], ["out[n] = x[n] ** t[n]"], {}, "t"),
     ("an int64 as a value", ["x[N]", "t[N]: int64"], ["out[n] = x[n] * t[n]"], {}, "t"),
     ("a constant output", X, ["out = 3"], {}, "out"),

@@ -130,12 +130,14 @@ def _check_name(name: str, role: str) -> None:
         raise LangError(f"{role} name '{name}' {problem}")
 
 
-def _parse_params(op: Op, g: Graph) -> dict[sp.Symbol, float | int]:
+def _parse_params(op: Op, g: Graph, sizes: dict[str, sp.Symbol]) -> dict[sp.Symbol, float | int]:
     params = {}
     for key, v in sorted(op.params.items()):
         _check_name(key, "param")
         if key in g.tensors:
             raise LangError(f"param '{key}' has the name of an input")
+        if key in sizes:  # the forward binds N = x.shape[0] over the argument: silently unused
+            raise LangError(f"param '{key}' has the name of a size; rename one of them")
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise LangError(f"param '{key}' must be a number, got {type(v).__name__} {v!r}")
         # an int stays an int (it may set a size: n_head), so the signature reads n_head=4
@@ -228,6 +230,9 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
     _check_name(name, "definition")
     if name in g.tensors:
         raise LangError(f"'{name}' is already defined")
+    if name in sizes or sp.Symbol(name, real=True) in g.params:  # which would a read mean?
+        kind = "size" if name in sizes else "param"
+        raise LangError(f"definition '{name}' has the name of a {kind}; rename one of them")
     view = _VIEW.match(rhs)
     if view:
         source = view.group(1)
@@ -272,7 +277,7 @@ def parse(op: Op) -> Graph:
         clash = [t for t in g.inputs if t in sizes]
         if clash:  # the forward binds each size from a shape: it would replace the input
             raise LangError(f"input '{clash[0]}' has the name of a size; rename one of them")
-        g.params = _parse_params(op, g)
+        g.params = _parse_params(op, g, sizes)
         for name, text in sorted(op.sizes.items()):
             current = f"{name} = {text}"
             g.derived[derived_size(name, text, sizes, g)] = parse_size_expr(text, sizes, g)
