@@ -77,6 +77,7 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     # forward(x, *, N=2.0) then bound N = x.shape[0]: the param was silently unused
     ("a param named like a size", ["x[N]"], ["out[n] = x[n] * N"], {"N": 2.0}, "of a size"),
     ("a definition named like a param", X, ["eps[n, m] = x[n, m]"], {"eps": 1.0}, "of a param"),
+    ("a view of a 0-d tensor", X, ["s = Sum(x[n, m], n, m)", "v = view(s, 1)"], {}, "0-d"),
     ("int64 power", ["x[N]", "t[N]: int64"], ["out[n] = x[n] ** t[n]"], {}, "t"),
     ("an int64 as a value", ["x[N]", "t[N]: int64"], ["out[n] = x[n] * t[n]"], {}, "t"),
     ("a constant output", X, ["out = 3"], {}, "out"),

@@ -171,7 +171,7 @@ def live_bindings(checks: list[str], later: list[str]) -> list[str]:
     read = [names_read(line) for line in checks + later]
     kept = []
     for k, line in enumerate(checks):
-        bound = _size_binding(line)
+        bound = size_binding(line)
         if bound is None or any(bound in names for names in read[k + 1 :]):
             kept.append(line)
     return kept
@@ -182,7 +182,7 @@ def names_read(code: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _size_binding(line: str) -> str | None:
+def size_binding(line: str) -> str | None:
     """The name ``line`` binds when it is ``NAME = tensor.shape[k]`` or ``NAME = tensor.shape``
     (a size, or the batch shape), else None."""
     stmt = ast.parse(line.strip()).body[0]

@@ -20,6 +20,7 @@ from derive.emit.checks import (
     names_read,
     range_checks,
     rest_dims,
+    size_binding,
 )
 from derive.errors import DerivationError
 from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax
@@ -30,6 +31,7 @@ from derive.symbolic.reverse import GRAD_OUT
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 MARKER = "@" + "generated"  # built, so this file is not itself flagged as generated
+BATCH_SHAPE = "batch_shape"  # the leading ``...`` axes' shape, bound from an input or grad_out
 
 
 @dataclass
@@ -209,6 +211,10 @@ def _bodies(d: Derivation, flat: bool) -> _Bodies:
     bind, extras = _backward_bindings(d, _needed_symbols(d))
     back = _lowerer(d, GRAD_OUT)
     backward = _backward_lines(d, back, bind, flat)
+    if BATCH_SHAPE in set().union(*map(names_read, backward)) and not any(
+        size_binding(line) == BATCH_SHAPE for line in backward
+    ):  # batched inputs, an output summed over the batch: grad_out has no batch shape to read
+        extras.append(BATCH_SHAPE)
     reads = set().union(*map(names_read, forward + backward))
     return _Bodies(checks, forward, backward, extras, reads, lw.modules | back.modules)
 

@@ -238,6 +238,8 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
         source = view.group(1)
         if source not in g.tensors:
             raise LangError(f"view of unknown tensor '{source}'")
+        if not g.tensors[source].dims:
+            raise LangError(f"view of a 0-d tensor '{source}': read it whole instead")
         dims = tuple(_parse_rhs(d, ns) for d in view.group(2).split(","))
         g.tensors[name] = Tensor(name, dims)
         return View(name, source, text.strip())
