@@ -109,13 +109,21 @@ def _condition(e: sp.Expr, s: _Scope) -> Value:
     compare = COMPARE.get(type(e).__name__)
     if compare is None:
         raise InterpretError(f"cannot evaluate the condition '{e}'")
-    if all(x.is_integer for x in e.args):  # indices, sizes, int data: exact
+    if all(x.is_integer and not _reads_floats(x, s) for x in e.args):  # indices, int data
         (a, b), axes = _align([_index_value(x, s) for x in e.args])
         return compare(a, b), axes
-    # float values (x[n] > threshold, alpha <= 0.5): a step in the data, with a kink at a = b
+    # float values (x[n] > threshold, alpha <= 0.5, sign(x[n]) >= 0, integer-valued but of
+    # float data): a step in the data, with a kink at a = b
     (a, b), axes = _align([value(x, s) for x in e.args])
     s.kink(a - b)
     return compare(a, b), axes
+
+
+def _reads_floats(e: sp.Expr, s: _Scope) -> bool:
+    """Whether ``e`` reads float data: a float tensor's entry or a 0-d float tensor."""
+    if any(not i.base.is_integer for i in e.atoms(sp.Indexed)):
+        return True
+    return any(not x.is_integer and x.name in s.values for x in e.free_symbols)
 
 
 def _indexed(e: sp.Indexed, s: _Scope) -> Value:
