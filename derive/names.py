@@ -29,6 +29,8 @@ def identifier_problem(name: object) -> str | None:
     return None
 
 
+BATCH_SHAPE = "batch_shape"  # a generated module's name for the leading ``...`` axes' shape
+
 # What a generated module itself defines or reads: a tensor, size or param of the same name would
 # shadow it (``torch = x.shape[0]``) and break the module at run time.
 RESERVED = frozenset(
@@ -45,7 +47,7 @@ RESERVED = frozenset(
         "self",
         "saved",
         "grad_out",
-        "batch_shape",
+        BATCH_SHAPE,
         "Batch",
         "batch",
     }

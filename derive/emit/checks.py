@@ -14,6 +14,7 @@ import sympy as sp
 
 from derive.language import Definition, Graph, ReduceMax, Tensor
 from derive.lower.select import guarded_data
+from derive.names import BATCH_SHAPE
 
 
 def rest_dims(t: Tensor) -> tuple:
@@ -44,9 +45,9 @@ def input_checks(
         if t.batched:
             shape = f"{name}.shape[: {name}.dim() - {rest}]" if rest else f"{name}.shape"
             if have_batch:
-                lines.append(f"_check_batch({name!r}, {shape}, batch_shape)")
+                lines.append(f"_check_batch({name!r}, {shape}, {BATCH_SHAPE})")
             else:
-                lines.append(f"batch_shape = {shape}")
+                lines.append(f"{BATCH_SHAPE} = {shape}")
                 have_batch = True
             tail = f"(-1,) + tuple({name}.shape[{name}.dim() - {rest}:])" if rest else "-1"
             if flat:

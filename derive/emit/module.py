@@ -26,12 +26,12 @@ from derive.errors import DerivationError
 from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax
 from derive.lower.lowerer import Lowerer
 from derive.lower.select import guarded_data
+from derive.names import BATCH_SHAPE
 from derive.symbolic.derivation import Derivation
 from derive.symbolic.reverse import GRAD_OUT
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 MARKER = "@" + "generated"  # built, so this file is not itself flagged as generated
-BATCH_SHAPE = "batch_shape"  # the leading ``...`` axes' shape, bound from an input or grad_out
 
 
 @dataclass
@@ -112,7 +112,7 @@ def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
 def _output_expr(g: Graph, flat: bool) -> str:
     # the saved tensors stay flat; only the returned output gets the caller's batch shape back
     if g.tensors[g.output].batched and flat:
-        return f"{g.output}.reshape(tuple(batch_shape) + tuple({g.output}.shape[1:]))"
+        return f"{g.output}.reshape(tuple({BATCH_SHAPE}) + tuple({g.output}.shape[1:]))"
     return g.output
 
 
@@ -157,7 +157,7 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
         rest = len(rest_dims(out))
         shape = f"{GRAD_OUT}.shape[: {GRAD_OUT}.dim() - {rest}]" if rest else f"{GRAD_OUT}.shape"
         if unflattened:
-            lw.lines.append(f"batch_shape = {shape}")
+            lw.lines.append(f"{BATCH_SHAPE} = {shape}")
         tail = f"(-1,) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])" if rest else "-1"
         lw.lines.append(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})")
     start = len(lw.lines)
@@ -170,7 +170,7 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
         _emit_views(d, lw, adj.names[t], direct)
     for t in unflattened:
         v = adj.names[t]
-        lw.lines.append(f"{v} = {v}.reshape(tuple(batch_shape) + tuple({v}.shape[1:]))")
+        lw.lines.append(f"{v} = {v}.reshape(tuple({BATCH_SHAPE}) + tuple({v}.shape[1:]))")
     read = set().union(*map(names_read, lw.lines[start:]))  # on the statements' syntax trees
     return lw.lines[:start] + [line for name, line in bind if name in read] + lw.lines[start:]
 

@@ -28,12 +28,13 @@ from derive.emit.generate import Emitted
 from derive.emit.statements import Statement
 from derive.explain.excerpt import excerpts
 from derive.language import Definition, Graph, Op
+from derive.names import BATCH_SHAPE
 from derive.symbolic.collapse import Lazy
 from derive.symbolic.derivation import Derivation, adjoint_order
 from derive.symbolic.reverse import GRAD_OUT
 
 COMPUTED = " (computed)"  # marks the form the generated module evaluates
-OPAQUE_TEMPLATE_NAMES = {GRAD_OUT, "batch_shape"}  # plumbing of the module, not of a gradient
+OPAQUE_TEMPLATE_NAMES = {GRAD_OUT, BATCH_SHAPE}  # plumbing of the module, not of a gradient
 
 
 @dataclass(frozen=True)
