@@ -30,7 +30,7 @@ from derive.names import BATCH_SHAPE
 from derive.symbolic.derivation import Derivation
 from derive.symbolic.reverse import GRAD_OUT
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 MARKER = "@" + "generated"  # built, so this file is not itself flagged as generated
 
 

@@ -5,7 +5,7 @@ run still pays SymPy's import (~0.4 s) and the derivation itself, every time, fo
 has not changed. A rendering is a pure function of
 
 - the op file's bytes and the path it is shown under (the header prints the path),
-- the engine: every file under ``derive/`` and ``templates/``, the Python version, and the
+- the engine: every file under ``derive/`` (its templates included), the Python version, and the
   installed SymPy and black (their ``__init__.py``'s path, size and modification time),
 - the mode (text, LaTeX, JSON) and, for text, the width.
 
@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINE = (ROOT / "derive", ROOT / "templates")
+ENGINE = (ROOT / "derive",)
 PACKAGES = ("sympy", "black")  # SymPy prints the formulas; black lays out the torch excerpts
 FORMAT = "backgen show cache 1"  # bump when what an entry holds changes
 MAX_ENTRIES, KEEP_ENTRIES = 512, 384
