@@ -39,7 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     mode = show.add_mutually_exclusive_group()
     mode.add_argument("--latex", action="store_true", help="print LaTeX, one equation a line")
     mode.add_argument("--json", action="store_true", help="print a machine-readable record")
-    show.add_argument("--width", type=int, help="columns for the pretty print (default: terminal)")
+    show.add_argument(
+        "--width", type=_columns, help="columns for the pretty print (default: terminal)"
+    )
     show.add_argument(
         "--no-cache",
         action="store_true",
@@ -54,6 +56,14 @@ def _parser() -> argparse.ArgumentParser:
     formulas.add_argument("files", nargs="+", help="Python files that each define OP = Op(...)")
     formulas.add_argument("--out", required=True, help="folder for the two files")
     return parser
+
+
+def _columns(text: str) -> int:
+    """argparse type of ``--width``: a whole number of columns, 1 or more."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _show(args: argparse.Namespace) -> int:
