@@ -29,6 +29,8 @@ SAVED = ["gain", "bnvar_inv", "bnraw"]
 def _check_input(name, t, ndim, integer, batched):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{OP}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:  # sparse: most kernels below would fail in their own words
+        raise TypeError(f"{OP}: {name} must be a dense (strided) tensor, got {t.layout}")
     if integer and t.dtype != torch.int64:
         raise TypeError(f"{OP}: {name} must be an int64 tensor, got {t.dtype}")
     if not integer and not t.is_floating_point():
@@ -53,15 +55,26 @@ def _check_size(name, dim, got, size_name, want):
 
 
 def _check_grad_out(grad_out, like):
-    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
-    shape, dtype = like
-    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
-        got = (
-            f"{tuple(grad_out.shape)} {grad_out.dtype}"
-            if isinstance(grad_out, torch.Tensor)
-            else type(grad_out).__name__
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently, and
+    # another device would fail in a kernel's words
+    shape, dtype, device = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.layout != torch.strided:
+        got = grad_out.layout if isinstance(grad_out, torch.Tensor) else type(grad_out).__name__
+        raise TypeError(f"{OP}: grad_out must be a dense torch.Tensor, got {got}")
+    if (grad_out.shape, grad_out.dtype, grad_out.device) != (shape, dtype, device):
+        raise ValueError(
+            f"{OP}: grad_out is {tuple(grad_out.shape)} {grad_out.dtype} on {grad_out.device}, "
+            f"but forward returned {tuple(shape)} {dtype} on {device}"
         )
-        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
+
+
+def _check_param(name, value):
+    # a param is a python number: a tensor, None or a string would fail in a kernel's words, and
+    # nan or inf would turn every output into NaN without a word
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{OP}: {name} must be a python int or float, got {type(value).__name__}")
+    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        raise ValueError(f"{OP}: {name} must be finite, got {value!r}")
 
 
 def _check_positive(size_name, size, why):
@@ -78,6 +91,7 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_size("gain", 0, gain.shape[0], "M", M)
     _check_input("bias", bias, 1, False, False)
     _check_size("bias", 0, bias.shape[0], "M", M)
+    _check_param("eps", eps)
     _check_like("gain", gain, "x", x, True)
     _check_like("bias", bias, "x", x, True)
     _check_positive("N", N, "it divides")
@@ -90,7 +104,7 @@ def forward(x, gain, bias, *, eps=1e-05):
     bnvar_inv = torch.rsqrt(eps + bnvar)
     bnraw = bnvar_inv * bndiff
     out = torch.addcmul(bias, gain, bnraw)
-    return out, (gain, bnvar_inv, bnraw, (out.shape, out.dtype))
+    return out, (gain, bnvar_inv, bnraw, (out.shape, out.dtype, out.device))
 
 
 def backward(grad_out, saved):

@@ -20,6 +20,8 @@ SAVED = ["idx", "V"]
 def _check_input(name, t, ndim, integer, batched):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{OP}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:  # sparse: most kernels below would fail in their own words
+        raise TypeError(f"{OP}: {name} must be a dense (strided) tensor, got {t.layout}")
     if integer and t.dtype != torch.int64:
         raise TypeError(f"{OP}: {name} must be an int64 tensor, got {t.dtype}")
     if not integer and not t.is_floating_point():
@@ -37,15 +39,17 @@ def _check_like(name, t, ref_name, ref, same_dtype):
 
 
 def _check_grad_out(grad_out, like):
-    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
-    shape, dtype = like
-    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
-        got = (
-            f"{tuple(grad_out.shape)} {grad_out.dtype}"
-            if isinstance(grad_out, torch.Tensor)
-            else type(grad_out).__name__
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently, and
+    # another device would fail in a kernel's words
+    shape, dtype, device = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.layout != torch.strided:
+        got = grad_out.layout if isinstance(grad_out, torch.Tensor) else type(grad_out).__name__
+        raise TypeError(f"{OP}: grad_out must be a dense torch.Tensor, got {got}")
+    if (grad_out.shape, grad_out.dtype, grad_out.device) != (shape, dtype, device):
+        raise ValueError(
+            f"{OP}: grad_out is {tuple(grad_out.shape)} {grad_out.dtype} on {grad_out.device}, "
+            f"but forward returned {tuple(shape)} {dtype} on {device}"
         )
-        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
 
 
 def _check_range(name, t, size_name, size, before=False, guarded=False):
@@ -54,6 +58,8 @@ def _check_range(name, t, size_name, size, before=False, guarded=False):
     # fast path). On other devices a bad index is a device-side assert: check before, once.
     # guarded: read only under where(t >= 0, ...), so a negative entry marks a position to ignore
     if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
+        return
+    if t.device.type == "meta":  # shapes only, no values to check
         return
     if t.numel():
         lo, hi = (int(v) for v in torch.aminmax(t))
@@ -79,14 +85,17 @@ def forward(idx, C):
         _check_range("idx", idx, "V", V)
         raise
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
-    return _returned, (idx, V, (_returned.shape, _returned.dtype))
+    return _returned, (idx, V, (_returned.shape, _returned.dtype, _returned.device))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     idx, V, _like = saved
     _check_grad_out(grad_out, _like)
-    grad_out = grad_out.reshape((-1,) + tuple(grad_out.shape[grad_out.dim() - 1 :]))
+    batch_shape = grad_out.shape[: grad_out.dim() - 1]
+    grad_out = grad_out.reshape(
+        (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
+    )
     E = grad_out.shape[1]
     dC = torch.zeros(V, E, dtype=grad_out.dtype, device=grad_out.device).index_add_(
         0, idx, grad_out

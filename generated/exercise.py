@@ -87,6 +87,8 @@ SAVED = [
 def _check_input(name, t, ndim, integer, batched):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{OP}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:  # sparse: most kernels below would fail in their own words
+        raise TypeError(f"{OP}: {name} must be a dense (strided) tensor, got {t.layout}")
     if integer and t.dtype != torch.int64:
         raise TypeError(f"{OP}: {name} must be an int64 tensor, got {t.dtype}")
     if not integer and not t.is_floating_point():
@@ -111,15 +113,26 @@ def _check_size(name, dim, got, size_name, want):
 
 
 def _check_grad_out(grad_out, like):
-    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
-    shape, dtype = like
-    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
-        got = (
-            f"{tuple(grad_out.shape)} {grad_out.dtype}"
-            if isinstance(grad_out, torch.Tensor)
-            else type(grad_out).__name__
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently, and
+    # another device would fail in a kernel's words
+    shape, dtype, device = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.layout != torch.strided:
+        got = grad_out.layout if isinstance(grad_out, torch.Tensor) else type(grad_out).__name__
+        raise TypeError(f"{OP}: grad_out must be a dense torch.Tensor, got {got}")
+    if (grad_out.shape, grad_out.dtype, grad_out.device) != (shape, dtype, device):
+        raise ValueError(
+            f"{OP}: grad_out is {tuple(grad_out.shape)} {grad_out.dtype} on {grad_out.device}, "
+            f"but forward returned {tuple(shape)} {dtype} on {device}"
         )
-        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
+
+
+def _check_param(name, value):
+    # a param is a python number: a tensor, None or a string would fail in a kernel's words, and
+    # nan or inf would turn every output into NaN without a word
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{OP}: {name} must be a python int or float, got {type(value).__name__}")
+    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        raise ValueError(f"{OP}: {name} must be finite, got {value!r}")
 
 
 def _check_positive(size_name, size, why):
@@ -133,6 +146,8 @@ def _check_range(name, t, size_name, size, before=False, guarded=False):
     # fast path). On other devices a bad index is a device-side assert: check before, once.
     # guarded: read only under where(t >= 0, ...), so a negative entry marks a position to ignore
     if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
+        return
+    if t.device.type == "meta":  # shapes only, no values to check
         return
     if t.numel():
         lo, hi = (int(v) for v in torch.aminmax(t))
@@ -166,6 +181,7 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
     _check_size("W2", 1, W2.shape[1], "V", V)
     _check_input("b2", b2, 1, False, False)
     _check_size("b2", 0, b2.shape[0], "V", V)
+    _check_param("eps", eps)
     _check_like("X", X, "C", C, False)
     _check_like("Y", Y, "C", C, False)
     _check_like("W1", W1, "C", C, True)
@@ -223,7 +239,7 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         counts_sum_inv,
         probs,
         logit_maxes_argmax,
-        (loss.shape, loss.dtype),
+        (loss.shape, loss.dtype, loss.device),
     )
 
 

@@ -28,6 +28,8 @@ SAVED = ["gain", "rstd", "xhat"]
 def _check_input(name, t, ndim, integer, batched):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{OP}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:  # sparse: most kernels below would fail in their own words
+        raise TypeError(f"{OP}: {name} must be a dense (strided) tensor, got {t.layout}")
     if integer and t.dtype != torch.int64:
         raise TypeError(f"{OP}: {name} must be an int64 tensor, got {t.dtype}")
     if not integer and not t.is_floating_point():
@@ -52,15 +54,26 @@ def _check_size(name, dim, got, size_name, want):
 
 
 def _check_grad_out(grad_out, like):
-    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
-    shape, dtype = like
-    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
-        got = (
-            f"{tuple(grad_out.shape)} {grad_out.dtype}"
-            if isinstance(grad_out, torch.Tensor)
-            else type(grad_out).__name__
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently, and
+    # another device would fail in a kernel's words
+    shape, dtype, device = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.layout != torch.strided:
+        got = grad_out.layout if isinstance(grad_out, torch.Tensor) else type(grad_out).__name__
+        raise TypeError(f"{OP}: grad_out must be a dense torch.Tensor, got {got}")
+    if (grad_out.shape, grad_out.dtype, grad_out.device) != (shape, dtype, device):
+        raise ValueError(
+            f"{OP}: grad_out is {tuple(grad_out.shape)} {grad_out.dtype} on {grad_out.device}, "
+            f"but forward returned {tuple(shape)} {dtype} on {device}"
         )
-        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
+
+
+def _check_param(name, value):
+    # a param is a python number: a tensor, None or a string would fail in a kernel's words, and
+    # nan or inf would turn every output into NaN without a word
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{OP}: {name} must be a python int or float, got {type(value).__name__}")
+    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        raise ValueError(f"{OP}: {name} must be finite, got {value!r}")
 
 
 def _check_positive(size_name, size, why):
@@ -72,12 +85,13 @@ def forward(x, gain, bias, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((-1,) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
     C = x.shape[1]
     _check_input("gain", gain, 1, False, False)
     _check_size("gain", 0, gain.shape[0], "C", C)
     _check_input("bias", bias, 1, False, False)
     _check_size("bias", 0, bias.shape[0], "C", C)
+    _check_param("eps", eps)
     _check_like("gain", gain, "x", x, True)
     _check_like("bias", bias, "x", x, True)
     _check_positive("C", C, "it divides")
@@ -88,7 +102,7 @@ def forward(x, gain, bias, *, eps=1e-05):
     xhat = rstd[:, None] * diff
     out = torch.addcmul(bias, gain, xhat)
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
-    return _returned, (gain, rstd, xhat, (_returned.shape, _returned.dtype))
+    return _returned, (gain, rstd, xhat, (_returned.shape, _returned.dtype, _returned.device))
 
 
 def backward(grad_out, saved):
@@ -96,7 +110,9 @@ def backward(grad_out, saved):
     gain, rstd, xhat, _like = saved
     _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape[: grad_out.dim() - 1]
-    grad_out = grad_out.reshape((-1,) + tuple(grad_out.shape[grad_out.dim() - 1 :]))
+    grad_out = grad_out.reshape(
+        (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
+    )
     C = grad_out.shape[1]
     sum_gain_grad_out = (gain * grad_out).sum(1)
     sum_gain_grad_out_xhat = torch.einsum("c,ac,ac->a", gain, grad_out, xhat)

@@ -21,6 +21,8 @@ SAVED = ["out"]
 def _check_input(name, t, ndim, integer, batched):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{OP}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:  # sparse: most kernels below would fail in their own words
+        raise TypeError(f"{OP}: {name} must be a dense (strided) tensor, got {t.layout}")
     if integer and t.dtype != torch.int64:
         raise TypeError(f"{OP}: {name} must be an int64 tensor, got {t.dtype}")
     if not integer and not t.is_floating_point():
@@ -31,15 +33,17 @@ def _check_input(name, t, ndim, integer, batched):
 
 
 def _check_grad_out(grad_out, like):
-    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
-    shape, dtype = like
-    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
-        got = (
-            f"{tuple(grad_out.shape)} {grad_out.dtype}"
-            if isinstance(grad_out, torch.Tensor)
-            else type(grad_out).__name__
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently, and
+    # another device would fail in a kernel's words
+    shape, dtype, device = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.layout != torch.strided:
+        got = grad_out.layout if isinstance(grad_out, torch.Tensor) else type(grad_out).__name__
+        raise TypeError(f"{OP}: grad_out must be a dense torch.Tensor, got {got}")
+    if (grad_out.shape, grad_out.dtype, grad_out.device) != (shape, dtype, device):
+        raise ValueError(
+            f"{OP}: grad_out is {tuple(grad_out.shape)} {grad_out.dtype} on {grad_out.device}, "
+            f"but forward returned {tuple(shape)} {dtype} on {device}"
         )
-        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
 
 
 def _check_positive(size_name, size, why):
@@ -51,14 +55,14 @@ def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((-1,) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
     C = x.shape[1]
     _check_positive("C", C, "a Max runs over it")
     maxes = x.amax(1)
     counts_sum = torch.exp(x - maxes[:, None]).sum(1)
     out = x - torch.log(counts_sum)[:, None] - maxes[:, None]
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
-    return _returned, (out, (_returned.shape, _returned.dtype))
+    return _returned, (out, (_returned.shape, _returned.dtype, _returned.device))
 
 
 def backward(grad_out, saved):
@@ -66,7 +70,9 @@ def backward(grad_out, saved):
     out, _like = saved
     _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape[: grad_out.dim() - 1]
-    grad_out = grad_out.reshape((-1,) + tuple(grad_out.shape[grad_out.dim() - 1 :]))
+    grad_out = grad_out.reshape(
+        (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
+    )
     sum_grad_out = grad_out.sum(1)
     dx = torch.addcmul(grad_out, sum_grad_out[:, None], torch.exp(out), value=-1)
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

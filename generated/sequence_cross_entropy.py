@@ -26,6 +26,8 @@ SAVED = ["targets", "probs"]
 def _check_input(name, t, ndim, integer, batched):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{OP}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:  # sparse: most kernels below would fail in their own words
+        raise TypeError(f"{OP}: {name} must be a dense (strided) tensor, got {t.layout}")
     if integer and t.dtype != torch.int64:
         raise TypeError(f"{OP}: {name} must be an int64 tensor, got {t.dtype}")
     if not integer and not t.is_floating_point():
@@ -50,15 +52,17 @@ def _check_size(name, dim, got, size_name, want):
 
 
 def _check_grad_out(grad_out, like):
-    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently
-    shape, dtype = like
-    if not isinstance(grad_out, torch.Tensor) or grad_out.shape != shape or grad_out.dtype != dtype:
-        got = (
-            f"{tuple(grad_out.shape)} {grad_out.dtype}"
-            if isinstance(grad_out, torch.Tensor)
-            else type(grad_out).__name__
+    # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently, and
+    # another device would fail in a kernel's words
+    shape, dtype, device = like
+    if not isinstance(grad_out, torch.Tensor) or grad_out.layout != torch.strided:
+        got = grad_out.layout if isinstance(grad_out, torch.Tensor) else type(grad_out).__name__
+        raise TypeError(f"{OP}: grad_out must be a dense torch.Tensor, got {got}")
+    if (grad_out.shape, grad_out.dtype, grad_out.device) != (shape, dtype, device):
+        raise ValueError(
+            f"{OP}: grad_out is {tuple(grad_out.shape)} {grad_out.dtype} on {grad_out.device}, "
+            f"but forward returned {tuple(shape)} {dtype} on {device}"
         )
-        raise ValueError(f"{OP}: grad_out is {got}, but forward returned {tuple(shape)} {dtype}")
 
 
 def _check_positive(size_name, size, why):
@@ -72,6 +76,8 @@ def _check_range(name, t, size_name, size, before=False, guarded=False):
     # fast path). On other devices a bad index is a device-side assert: check before, once.
     # guarded: read only under where(t >= 0, ...), so a negative entry marks a position to ignore
     if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
+        return
+    if t.device.type == "meta":  # shapes only, no values to check
         return
     if t.numel():
         lo, hi = (int(v) for v in torch.aminmax(t))
@@ -109,7 +115,7 @@ def forward(logits, targets):
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("targets", targets, "V", V, guarded=True)
         raise
-    return loss, (targets, probs, (loss.shape, loss.dtype))
+    return loss, (targets, probs, (loss.shape, loss.dtype, loss.device))
 
 
 def backward(grad_out, saved):

@@ -49,7 +49,9 @@ def input_checks(
             else:
                 lines.append(f"{BATCH_SHAPE} = {shape}")
                 have_batch = True
-            tail = f"(-1,) + tuple({name}.shape[{name}.dim() - {rest}:])" if rest else "-1"
+            # the batch size by number: (-1, 0) is ambiguous when a size is 0 (softmax's C = 0)
+            tail = f"({BATCH_SHAPE}.numel(),) + tuple({name}.shape[{name}.dim() - {rest}:])"
+            tail = tail if rest else "-1"
             if flat:
                 lines.append(f"{name} = {name}.reshape({tail})")
         for pos, dim in enumerate(t.dims):
@@ -65,6 +67,7 @@ def input_checks(
             else:
                 lines.append(f"{dim} = {name}.shape[{pos}]")
                 bound[dim] = dim.name
+    lines += [f"_check_param({p.name!r}, {p.name})" for p in g.params]
     lines += _solved_sizes(composite, bound)
     lines += _derived_lines(g)
     lines += like

@@ -52,8 +52,8 @@ class ModuleData:
     range_checks: list[str]
     forward_lines: list[str]
     saved_names: list[str]
-    saved_return: str  # what forward returns as saved: the names, then the output's shape/dtype
-    saved_unpack: str  # the same names for backward, the shape/dtype as ``_like``
+    saved_return: str  # what forward returns as saved: the names, then the output's like
+    saved_unpack: str  # the same names for backward, the shape/dtype/device as ``_like``
     returned: str  # the name forward returns: the output, or ``_returned`` for a reshape of it
     n_saved_tensors: int
     backward_lines: list[str]
@@ -156,9 +156,13 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
     if out.batched and flat:
         rest = len(rest_dims(out))
         shape = f"{GRAD_OUT}.shape[: {GRAD_OUT}.dim() - {rest}]" if rest else f"{GRAD_OUT}.shape"
-        if unflattened:
+        if unflattened or rest:  # rest: (-1, 0) would be ambiguous for an empty grad_out
             lw.lines.append(f"{BATCH_SHAPE} = {shape}")
-        tail = f"(-1,) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])" if rest else "-1"
+        tail = (
+            f"({BATCH_SHAPE}.numel(),) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])"
+            if rest
+            else "-1"
+        )
         lw.lines.append(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})")
     start = len(lw.lines)
     lw.share([d.final[t] for t in d.order])
@@ -219,6 +223,11 @@ def _bodies(d: Derivation, flat: bool) -> _Bodies:
     return _Bodies(checks, forward, backward, extras, reads, lw.modules | back.modules)
 
 
+def _like(returned: str) -> str:
+    """What backward checks grad_out against: the output's shape, dtype and device."""
+    return f"({returned}.shape, {returned}.dtype, {returned}.device)"
+
+
 def _tuple(names: list[str]) -> str:
     return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
 
@@ -259,7 +268,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         range_checks=ranges,
         forward_lines=forward,
         saved_names=d.saved + extras,
-        saved_return=_tuple(d.saved + extras + [f"({returned}.shape, {returned}.dtype)"]),
+        saved_return=_tuple(d.saved + extras + [_like(returned)]),
         returned=returned,
         saved_unpack=_tuple(d.saved + extras + ["_like"]),
         n_saved_tensors=len(d.saved),
