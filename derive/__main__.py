@@ -1,6 +1,6 @@
-"""Command line: ``python -m derive generate OP_FILE... --out DIR [--formulas]``,
-``python -m derive show OP... [--latex | --json]``, ``python -m derive check OP [--seeds K]``,
-``python -m derive formulas OP_FILE... --out DIR``.
+"""Command line: ``backgen generate OP_FILE... --out DIR [--check] [--formulas]``,
+``backgen show OP... [--latex | --json]``, ``backgen check OP [--seeds K]``,
+``backgen formulas OP_FILE... --out DIR``; ``python -m derive`` is the same command.
 
 ``make generate`` is ``generate --formulas`` over the catalogue in ops/; ``make show OP=name``
 is ``show``.
@@ -19,8 +19,8 @@ from derive.errors import CheckFailed, DerivationError, OutputError
 # Each command imports its stage when it runs: ``show`` answers cached ops without SymPy.
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m derive", description=__doc__)
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="derive and emit one module per op file")
     gen.add_argument("files", nargs="+", help="Python files that each define OP = Op(...)")
@@ -132,8 +132,8 @@ def _generate(args: argparse.Namespace) -> list:
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m derive") -> int:
+    args = _parser(prog).parse_args(argv)
     try:
         if args.command == "show":
             return _show(args)
@@ -151,13 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run() -> int:
+def run(prog: str = "backgen") -> int:
+    """The ``backgen`` console command (pyproject's ``[project.scripts]``) and ``python -m
+    derive``: ``prog`` is the name usage and help lines give."""
     try:
-        return main()
+        return main(prog=prog)
     except BrokenPipeError:  # `... | head`: the reader left; stop quietly, as cat does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 
 if __name__ == "__main__":
-    sys.exit(_run())
+    sys.exit(run("python -m derive"))

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from derive.errors import DerivationError
 
-CATALOGUE = Path(__file__).resolve().parents[2] / "ops"
+CHECKOUT = Path(__file__).resolve().parents[2]  # site-packages when installed: no catalogue
+CATALOGUE = CHECKOUT / "ops"
 
 
 class UnknownOp(DerivationError):
@@ -19,7 +20,10 @@ class UnknownOp(DerivationError):
 
 
 def catalogue() -> dict[str, Path]:
-    """The ops ``make generate`` knows: ``{name: file}``."""
+    """The ops ``make generate`` knows: ``{name: file}``; none for an installed backgen (its
+    site-packages has no pyproject.toml, and an ``ops`` there would be another package)."""
+    if not (CHECKOUT / "pyproject.toml").is_file():
+        return {}
     return {p.stem: p for p in sorted(CATALOGUE.glob("*.py"))}
 
 
@@ -29,6 +33,8 @@ def resolve(op: str) -> Path:
     if path.suffix == ".py" or path.exists() or os.sep in op or "/" in op:
         return path
     known = catalogue()
+    if not known:
+        raise UnknownOp(op, "no such op file, and an installed backgen has no catalogue of names")
     if op not in known:
         names = ", ".join(known)
         raise UnknownOp(op, f"unknown op; the catalogue has: {names} (or give an op file's path)")
