@@ -50,7 +50,7 @@ def test_overwrite_never_replaces_the_data_file(words, tmp_path):
     before = words.read_bytes()
     code, _, stderr = _short(words, tmp_path, "--checkpoint", str(words), "--overwrite")
     assert code == 2 and words.read_bytes() == before
-    assert "is not a backgen training checkpoint" in stderr and "refusing" in stderr
+    assert f"--data {words} is also --checkpoint {words}" in stderr and "refusing" in stderr
     assert "already holds" not in stderr  # the old message said so, untruly
 
 

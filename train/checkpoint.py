@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -81,11 +82,44 @@ def read(path: Path) -> dict:
         raise CheckpointError(f"no checkpoint at {path}")
     try:
         payload = torch.load(path, weights_only=True)
+    except pickle.UnpicklingError:  # torch's own text for it is seven lines of advice
+        raise CheckpointError(
+            f"cannot read checkpoint {path}: it holds more than tensors and plain values "
+            "(torch.load(weights_only=True) refuses it), or it is damaged"
+        ) from None
     except Exception as exc:  # torch raises several types for a damaged or foreign file
-        raise CheckpointError(f"cannot read checkpoint {path}: {exc}") from None
+        raise CheckpointError(
+            f"cannot read checkpoint {path}: it is damaged or not a torch file "
+            f"({type(exc).__name__}: {first_line(exc)})"
+        ) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a backgen training checkpoint")
     return payload
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message as one short line: its first sentence (torch's run on)."""
+    text = (str(exc).strip().splitlines() or [""])[0].strip()
+    text = text.split(". ", 1)[0]
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+T = TypeVar("T")
+
+
+def usable(path: Path, build: Callable[[], T], saved: object = True) -> T:
+    """``build()`` from a checkpoint's fields (a run restored, names sampled); a field of the
+    wrong type or shape, which the digest cannot catch when it was stored so, is one line.
+    ``saved`` None: nothing came from a checkpoint, so nothing is caught."""
+    if saved is None:
+        return build()
+    try:
+        return build()
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
+        raise CheckpointError(
+            f"checkpoint {path} has a field of the wrong type or shape "
+            f"({type(exc).__name__}: {first_line(exc)})"
+        ) from None
 
 
 def is_checkpoint(path: Path) -> bool:
@@ -116,6 +150,7 @@ def verified(
     missing = [key for key in required if key not in payload]
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
+    check_types(path, payload, DATA_KEYS.get(model, ()))
     if check is not None:
         check(path, payload)
     stored = payload.pop("sha256", None)
@@ -126,6 +161,48 @@ def verified(
             f"checkpoint {path} is damaged: its contents do not match its sha256 checksum"
         )
     return payload
+
+
+# what each field of any model's checkpoint holds, where present (None: may be None)
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "config": (dict,),
+    "chars": (str,),
+    "step": (int,),
+    "params": (dict,),
+    "optimizer": (dict,),
+    "generator": (torch.Tensor,),
+    "losses": (torch.Tensor,),
+    "accs": (torch.Tensor,),
+    "seconds": (int, float),
+    "data": (dict,),
+    "bn_stats": (dict, type(None)),
+    "history": (list,),
+    "monitor_every": (int,),
+    "block_size": (int,),
+}
+
+
+# what each model's ``data`` field records of the data it trained on
+DATA_KEYS = {None: ("path", "sha256"), "gpt": ("path", "sha256")}
+DATA_KEYS["classifier"] = ("name", "source", "sha256")
+
+
+def check_types(path: Path, payload: dict, data_keys: tuple[str, ...] = ()) -> None:
+    """Each field of the type ``save`` wrote (a field of the wrong type, stored with a digest
+    that matches it, would otherwise fail steps later as a KeyError or TypeError)."""
+    for key, types in FIELD_TYPES.items():
+        value = payload.get(key, ...)
+        if value is ... or (isinstance(value, types) and not isinstance(value, bool)):
+            continue
+        raise CheckpointError(
+            f"checkpoint {path}: field {key} is a {type(value).__name__}, not a "
+            f"{' or '.join('None' if t is type(None) else t.__name__ for t in types)}"
+        )
+    data = payload.get("data", {})
+    if not all(isinstance(data.get(k), str) for k in data_keys if "data" in payload):
+        raise CheckpointError(f"checkpoint {path}: field data lacks its {', '.join(data_keys)}")
+    if payload.get("step", 0) < 0:
+        raise CheckpointError(f"checkpoint {path}: field step is negative")
 
 
 def load(path: Path) -> dict:

@@ -7,6 +7,7 @@ exits 1; Ctrl-C saves a checkpoint and exits 130, the shell's code for SIGINT.
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import torch
@@ -26,13 +27,19 @@ DEFAULTS = TrainConfig()
 RESUMABLE = {"steps", "backward"}
 
 
-def positive(minimum: int = 1):
-    """argparse type: an int no smaller than ``minimum``."""
+MAX_SAMPLE = 10_000  # names one --sample prints; the GPT draws them all in one batch
+MAX_THREADS = 1024  # torch takes any count, then overflows (2**40) or starts them all
+
+
+def positive(minimum: int = 1, maximum: int | None = None):
+    """argparse type: an int no smaller than ``minimum`` (and no larger than ``maximum``)."""
 
     def parse(text: str) -> int:
         value = int(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value}")
         return value
 
     return parse
@@ -47,9 +54,10 @@ def seed(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
+    """argparse type: a finite number above 0."""
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
     return value
 
 
@@ -135,10 +143,12 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
         metavar="K",
         help="every K steps print the generated-vs-autograd gradient table (0: never)",
     )
-    out.add_argument("--sample", type=positive(), metavar="K", help="print K names and exit")
+    out.add_argument(
+        "--sample", type=positive(1, MAX_SAMPLE), metavar="K", help="print K names and exit"
+    )
     out.add_argument(
         "--threads",
-        type=positive(),
+        type=positive(1, MAX_THREADS),
         default=1,
         metavar="N",
         help="torch CPU threads (%(default)s): batch-32 ops gain little from more, and two "
@@ -168,28 +178,22 @@ def start(args: argparse.Namespace, ckpt: Path) -> loop.Run:
     replace, data that is not the checkpoint's, a batch that would not fit in memory.
     """
     preflight.check_options(args)
+    preflight.check_run_paths(args, ckpt, "loss.png")
     saved = checkpoint.load(ckpt) if args.resume else None
     if saved is None:
         preflight.check_new_run(args, ckpt)
-    preflight.check_outputs(output_files(args))
-    config = resolve_config(args, saved)
+    config = checkpoint.usable(ckpt, lambda: resolve_config(args, saved), saved)
     stored_path = saved["data"]["path"] if saved else None
     data_arg = args.data or (stored_path if stored_path and Path(stored_path).is_file() else None)
     data_path = resolve_data_path(data_arg)
     data = load_dataset(data_path, config.block_size)
+    preflight.check_numbers(config)
     preflight.check_memory(config, len(data.chars), len(data.Y_train))
     if saved is None:
         return loop.new_run(config, data, str(data_path))
     if data.sha256 != saved["data"]["sha256"]:
         raise UsageError(f"{data_path} is not the data this checkpoint was trained on")
-    return loop.restore_run(saved, config, data, str(data_path))
-
-
-def output_files(args: argparse.Namespace) -> list[Path]:
-    """What ``finish`` writes besides the checkpoint."""
-    out = Path(args.out)
-    metrics = [Path(args.metrics)] if args.metrics else []
-    return [out / "metrics.json", out / "loss.png", *metrics]
+    return checkpoint.usable(ckpt, lambda: loop.restore_run(saved, config, data, str(data_path)))
 
 
 def describe(run: loop.Run) -> str:
@@ -225,13 +229,19 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_sample(args: argparse.Namespace) -> int:
     """Names from a saved run, without data or training; the same sampler seed as a run's end."""
-    saved = checkpoint.load(checkpoint_path(args))
-    config = TrainConfig.from_dict(saved["config"])
-    seed = args.seed if args.seed is not None else config.seed
-    g = torch.Generator().manual_seed(sampler_seed(seed))
-    stats = checkpoint_stats(saved, args.data, config.block_size)
-    names = sample_names(saved["params"], stats, saved["chars"], config.block_size, args.sample, g)
-    print("\n".join(names))
+    ckpt = checkpoint_path(args)
+    saved = checkpoint.load(ckpt)
+
+    def names() -> list[str]:
+        config = TrainConfig.from_dict(saved["config"])
+        seed = args.seed if args.seed is not None else config.seed
+        g = torch.Generator().manual_seed(sampler_seed(seed))
+        stats = checkpoint_stats(saved, args.data, config.block_size)
+        return sample_names(
+            saved["params"], stats, saved["chars"], config.block_size, args.sample, g
+        )
+
+    print("\n".join(checkpoint.usable(ckpt, names)))
     return 0
 
 

@@ -60,10 +60,40 @@ class Schedule:
 
     @classmethod
     def from_dict(cls, values: dict) -> Self:
-        """Rebuild from a checkpoint, ignoring keys a newer or older version may have added."""
-        known = {f.name for f in fields(cls)}
+        """Rebuild from a checkpoint, ignoring keys a newer or older version may have added.
+
+        Each value must have its field's type (that of the field's default) and a named
+        choice must be one the option offers; else ``TypeError`` naming the field, so a
+        checkpoint stored with a wrong field is refused at load, not steps later.
+        """
+        if not isinstance(values, dict):
+            raise TypeError(f"the config is a {type(values).__name__}, not a dict")
+        known = {f.name: f for f in fields(cls)}
         kept = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known}
+        for name, value in kept.items():
+            if not _fits(value, known[name].default):
+                raise TypeError(f"config field {name} is {value!r}")
+        for name, allowed in cls.choices().items():
+            if name in kept and kept[name] not in allowed:
+                raise TypeError(f"config field {name} is {kept[name]!r}")
         return cls(**kept)
+
+    @classmethod
+    def choices(cls) -> dict[str, tuple[str, ...]]:
+        """The options whose value is one of a few names."""
+        return {"dtype": tuple(DTYPES), "backward": BACKWARDS}
+
+
+def _fits(value: object, default: object) -> bool:
+    """``value`` has the type of ``default``: an int (not a bool) for an int, an int or float
+    for a float, a tuple of ints for a tuple."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return type(value) is type(default)
+    if isinstance(default, float):
+        return isinstance(value, int | float)
+    if isinstance(default, tuple):
+        return isinstance(value, tuple) and all(_fits(v, 1) for v in value)
+    return isinstance(value, type(default))
 
 
 @dataclass(frozen=True)
@@ -74,3 +104,7 @@ class TrainConfig(Schedule, steps=200_000, seed=2147483647, lr=0.1, batch_size=3
     n_hidden: int = 200
     block_size: int = 3
     optimizer: str = "sgd"
+
+    @classmethod
+    def choices(cls) -> dict[str, tuple[str, ...]]:
+        return {**super().choices(), "optimizer": OPTIMIZERS}

@@ -82,12 +82,24 @@ def download(url: str, dest: Path, sha256: str) -> Path:
     return dest
 
 
+def local_names(cache_dir: Path) -> Path:
+    """The names data beside the checkout, where the Makefile looks for it first
+    (``../shared/data/names.txt`` from the checkout, whose ``data/`` is ``cache_dir``)."""
+    return cache_dir.parent.parent / "shared" / "data" / "names.txt"
+
+
 def resolve_data_path(path: str | None, cache_dir: Path | None = None) -> Path:
-    """The file to read: ``--data``, else $BACKGEN_DATA, else the verified names download."""
+    """The file to read: ``--data``, else $BACKGEN_DATA, else the local names data the Makefile
+    passes (``local_names``), else the verified names download."""
     given = path or os.environ.get(DATA_ENV)
     if given:
         return Path(given)
-    cached = (cache_dir or CACHE_DIR) / "names.txt"
+    cache_dir = cache_dir or CACHE_DIR
+    local = local_names(cache_dir)
+    if local.is_file():
+        print(f"data: {local} (the local names data; --data PATH for another file)")
+        return local
+    cached = cache_dir / "names.txt"
     if cached.is_file() and sha256_of(cached) == NAMES_SHA256:
         return cached
     print(f"downloading {NAMES_URL} to {cached}")

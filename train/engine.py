@@ -56,13 +56,14 @@ class RunState:
 
 @contextmanager
 def ctrl_c_between_steps(patient: bool = False) -> Iterator[Callable[[], bool]]:
-    """Turn the first Ctrl-C into a flag the loop checks after each step.
+    """Turn the first Ctrl-C (SIGINT) or SIGTERM into a flag the loop checks after each step.
 
     A KeyboardInterrupt raised mid-update could leave some parameters stepped and others not;
-    deferring it to the step boundary keeps every checkpoint exact. A second Ctrl-C raises at
-    once, for when the user really wants out, unless ``patient``: under ``torchrun`` a worker
-    gets the terminal's SIGINT and then the one torchrun forwards (or its SIGTERM), and must
-    still reach the step boundary and save; torchrun kills it 30 s later if it hangs.
+    deferring it to the step boundary keeps every checkpoint exact; SIGTERM (``kill``, a job
+    scheduler's stop) saves the same way instead of ending the process unsaved. A second signal
+    raises at once, for when the user really wants out, unless ``patient``: under ``torchrun``
+    a worker gets the terminal's SIGINT and then the one torchrun forwards (or its SIGTERM),
+    and must still reach the step boundary and save; torchrun kills it 30 s later if it hangs.
     """
     hit = []
 
@@ -74,7 +75,7 @@ def ctrl_c_between_steps(patient: bool = False) -> Iterator[Callable[[], bool]]:
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False  # signal handlers can only be set from the main thread
         return
-    signums = (signal.SIGINT, signal.SIGTERM) if patient else (signal.SIGINT,)
+    signums = (signal.SIGINT, signal.SIGTERM)
     previous = {s: signal.signal(s, handler) for s in signums}
     try:
         yield lambda: bool(hit)
@@ -181,6 +182,9 @@ def session(
         except Diverged as exc:
             say(f"error: interrupted, and {exc}. {last_good(run, ckpt)}")
             return EXIT_DIVERGED
+        except OSError as exc:
+            say(f"error: interrupted, and {cannot_write(exc)}. {last_good(run, ckpt)}")
+            return EXIT_DIVERGED
         say(f"interrupted at step {run.step:,}; saved {ckpt}")
         say(f"resume with: {resume_hint}")
         return EXIT_INTERRUPTED
@@ -191,6 +195,15 @@ def session(
         say(f"error: training diverged: {exc}. {last_good(run, ckpt)}")
         say(advice)
         return EXIT_DIVERGED
+    except OSError as exc:  # a full disk or a folder gone read-only mid-run
+        say(f"error: {cannot_write(exc)}. {last_good(run, ckpt)}")
+        return EXIT_DIVERGED
+
+
+def cannot_write(exc: OSError) -> str:
+    """An OSError as a phrase naming its file: 'cannot write X: No space left on device'."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
 
 
 def state_payload(run: RunState) -> dict:
@@ -208,6 +221,24 @@ def state_payload(run: RunState) -> dict:
     }
 
 
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM outside the step loop (loading data, the final report) stops the run as Ctrl-C
+    does, through the same messages, instead of ending the process mid-write."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def guarded(threads: int, body: Callable[[], int], errors: tuple[type[Exception], ...]) -> int:
     """Run a CLI's ``body`` on ``threads`` torch threads; ``errors`` (a user can fix them) are
     one line and exit 2, a Ctrl-C outside the loop exit 130 with nothing saved. The thread
@@ -215,10 +246,14 @@ def guarded(threads: int, body: Callable[[], int], errors: tuple[type[Exception]
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        return body()
+        with sigterm_as_ctrl_c():
+            return body()
     except errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:  # writing outside the loop: a full disk, a read-only folder
+        print(f"error: {cannot_write(exc)}", file=sys.stderr)
+        return EXIT_DIVERGED
     except KeyboardInterrupt:
         print("interrupted; nothing was saved", file=sys.stderr)
         return EXIT_INTERRUPTED

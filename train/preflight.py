@@ -2,18 +2,23 @@
 
 Everything here runs before the first step, so a mistake costs nothing: a run never trains for
 minutes and then fails to save, and never replaces a file it did not write (the data, a user's
-file given as ``--checkpoint``, ``--metrics`` or ``--out``).
+file given as ``--checkpoint``, ``--metrics`` or ``--out``, a plot of the user's own named
+``loss.png``), nor one of its own outputs with another (``--metrics DIR/checkpoint.pt``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
+import struct
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
+
+import torch
 
 from train import checkpoint
 from train.config import BACKWARDS, TrainConfig
@@ -23,6 +28,10 @@ DEFAULT_OUT = "runs/default"
 MAKE_ENV = "BACKGEN_MAKE_TARGET"
 C = TypeVar("C", bound=Any)  # a run's config dataclass
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# the text chunk every plot a run writes carries (train.report.png_metadata), telling a run's
+# loss.png or monitor.png apart from a user's own PNG of the same name
+PNG_MARK = "backgen"
+PATH_FLAGS = (("--out", "out"), ("--checkpoint", "checkpoint"), ("--metrics", "metrics"))
 
 
 class UsageError(Exception):
@@ -33,12 +42,36 @@ def check_options(args: argparse.Namespace) -> None:
     """Flags that contradict each other, and paths of the wrong kind, before anything loads."""
     if args.resume and args.overwrite:
         raise UsageError("--resume continues a run and --overwrite starts it over: give one")
+    for flag, name in PATH_FLAGS + (("--data", "data"),):
+        value = getattr(args, name, None)
+        if value is not None and not value.strip():
+            raise UsageError(f"{flag} is empty; give it a path")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; --out names the run's folder")
+    check_folder("--out", out, out)
     for flag, value in (("--checkpoint", args.checkpoint), ("--metrics", args.metrics)):
         if value and Path(value).is_dir():
             raise UsageError(f"{flag} {value} is a directory; it names a file")
+        if value:
+            check_folder(flag, Path(value), Path(value).parent)
+
+
+def check_folder(flag: str, given: Path, folder: Path) -> None:
+    """``folder`` (where ``flag``'s file goes) can be made and written: no file stands where a
+    folder must be, and the nearest folder that exists is writable."""
+    for above in (folder, *folder.parents):
+        try:
+            exists = above.exists()
+        except OSError as exc:  # a name too long, say
+            raise UsageError(f"{flag} {given}: {exc.strerror or exc}") from None
+        if not exists:
+            continue
+        if not above.is_dir():
+            raise UsageError(f"{flag} {given}: {above} is a file, not a folder")
+        if not os.access(above, os.W_OK | os.X_OK):
+            raise UsageError(f"{flag} {given}: cannot write in {above} (permission denied)")
+        return
 
 
 # what `make TARGET` passes the options in, and the run folder it trains into by default
@@ -74,19 +107,85 @@ def check_new_run(args: argparse.Namespace, ckpt: Path, prog: str = "python -m t
 
 
 def check_outputs(paths: list[Path]) -> None:
-    """metrics JSON and loss.png replace only what an earlier run wrote there."""
+    """metrics JSON and loss.png (monitor.png) replace only what an earlier run wrote there: a
+    metrics file with the run's keys, a PNG carrying the run's mark (``PNG_MARK``)."""
     for path in paths:
         if not path.exists():
             continue
-        if path.suffix == ".png":  # matplotlib's; a PNG a user keeps there is not told apart
-            with open(path, "rb") as f:
-                ours = f.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE
-        else:
-            ours = _is_metrics(path)
+        if path.is_dir() or path.is_symlink():
+            raise UsageError(f"{path} exists and is not a regular file; refusing to replace it")
+        ours = png_has_mark(path) if path.suffix == ".png" else _is_metrics(path)
         if not ours:
+            kind = "a PNG without backgen's mark" if path.suffix == ".png" else "not run metrics"
             raise UsageError(
-                f"{path} exists and was not written by a training run; refusing to replace it"
+                f"{path} exists and was not written by a training run ({kind}); "
+                "refusing to replace it: move it or pick another --out"
             )
+
+
+def png_has_mark(path: Path) -> bool:
+    """True for a PNG whose text chunks (before its image data) hold ``PNG_MARK``."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(PNG_SIGNATURE)) != PNG_SIGNATURE:
+                return False
+            while header := f.read(8):
+                if len(header) < 8:
+                    return False
+                length, kind = struct.unpack(">I4s", header)
+                if kind in (b"IDAT", b"IEND"):
+                    return False
+                body = f.read(length)
+                f.seek(4, os.SEEK_CUR)  # the chunk's CRC
+                if kind == b"tEXt" and body.split(b"\0", 1)[0] == PNG_MARK.encode():
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def check_distinct(outputs: dict[str, Path], data: str | None = None) -> None:
+    """Every output of a run has a path of its own, and none is the data it reads.
+
+    ``outputs`` names each path (``"--checkpoint X"``, ``"the run's metrics.json"``);
+    ``--metrics`` naming the run's own metrics.json is the same file written twice: allowed.
+    """
+    seen: dict[str, str] = {}
+    for what, path in outputs.items():
+        key = os.path.realpath(path)
+        if key in seen and {what, seen[key]} != {"--metrics", "metrics.json"}:
+            raise UsageError(
+                f"{_named(what, path)} is also {_named(seen[key], outputs[seen[key]])}; "
+                "refusing to write one over the other: give each output a path of its own"
+            )
+        seen.setdefault(key, what)
+    if data and os.path.realpath(data) in seen:
+        which = seen[os.path.realpath(data)]
+        raise UsageError(
+            f"--data {data} is also {_named(which, outputs[which])}, which the run writes; "
+            "refusing to replace the data"
+        )
+
+
+def _named(what: str, path: Path) -> str:
+    return f"{what} {path}" if what.startswith("--") else f"the run's {what} ({path})"
+
+
+def run_outputs(args: argparse.Namespace, ckpt: Path, figure: str) -> dict[str, Path]:
+    """What a run writes, named as ``check_distinct`` reports them."""
+    out = Path(args.out)
+    outputs = {"--checkpoint": ckpt, "metrics.json": out / "metrics.json", figure: out / figure}
+    if args.metrics:
+        outputs["--metrics"] = Path(args.metrics)
+    return outputs
+
+
+def check_run_paths(args: argparse.Namespace, ckpt: Path, figure: str) -> None:
+    """Before anything loads: outputs distinct from each other and from ``--data``, and each
+    either absent or a file an earlier run wrote (the checkpoint is checked by its caller)."""
+    outputs = run_outputs(args, ckpt, figure)
+    check_distinct(outputs, getattr(args, "data", None))
+    check_outputs([path for what, path in outputs.items() if what != "--checkpoint"])
 
 
 def _is_metrics(path: Path) -> bool:
@@ -128,12 +227,38 @@ def available_bytes() -> int | None:
 
 def check_memory(config: TrainConfig, vocab_size: int, n_train: int) -> None:
     """Refuse a run whose step would not fit, instead of being killed by the OS mid-run."""
-    need, have = step_bytes(config, vocab_size, n_train), available_bytes()
+    need = step_bytes(config, vocab_size, n_train)
+    check_fits(need, f"--batch-size {config.batch_size}", "use a smaller --batch-size")
+
+
+def check_fits(need: int, what: str, advice: str) -> None:
+    """UsageError when ``need`` bytes (an estimate) exceed the memory available now."""
+    have = available_bytes()
     if have is not None and need > have:
         raise UsageError(
-            f"--batch-size {config.batch_size} needs about {need / 2**30:.1f} GiB for one "
-            f"step (an estimate), more than the {have / 2**30:.1f} GiB of memory available; "
-            "use a smaller --batch-size"
+            f"{what} needs about {need / 2**30:.1f} GiB for one step (an estimate), more than "
+            f"the {have / 2**30:.1f} GiB of memory available; {advice}"
+        )
+
+
+def check_numbers(config: Any) -> None:
+    """Every float option finite, not negative and within the run's dtype (``--lr 1e308``
+    overflows a float32 update inside the optimizer): one line before the first step."""
+    biggest = torch.finfo(config.torch_dtype).max
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if not isinstance(f.default, float) or isinstance(value, bool):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if not (math.isfinite(value) and 0 <= value <= biggest):
+            raise UsageError(
+                f"{flag} must be a finite number from 0 to {biggest:.3g} (the largest "
+                f"{config.dtype}), got {value:g}"
+            )
+    if config.lr * getattr(config, "weight_decay", 0.0) > biggest:  # AdamW's p *= 1 - lr*wd
+        raise UsageError(
+            f"--lr {config.lr:g} times --weight-decay {config.weight_decay:g} overflows "
+            f"{config.dtype}; use smaller ones"
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 from pathlib import Path
 
 CURVE_WINDOW = 1000  # the seed plots log10 loss averaged over windows of 1000 steps
@@ -51,18 +52,39 @@ def save_loss_curve(losses: list[float], path: Path) -> str:
         fig = plot_losses(losses)
     except ImportError:
         return "matplotlib is not installed; skipped the loss curve"
-    tmp = Path(path).with_name(Path(path).name + ".tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        save_figure(fig, Path(path), dpi=100)
+    finally:
+        plt.close(fig)
     window = curve_window(len(losses))
     return f"loss curve {path} (log10 of the loss, mean over windows of {window} steps)"
 
 
-def write_metrics(path: Path, metrics: dict) -> None:
-    """JSON with sorted keys, written atomically like the checkpoint."""
+def save_figure(fig, path: Path, dpi: int) -> None:
+    """A PNG carrying the run's mark (``preflight.PNG_MARK``: a later run may replace it, a
+    user's own PNG of the same name never), written atomically."""
+    from train.preflight import PNG_MARK
+
+    metadata = {PNG_MARK: "written by a training run (python -m train)"}
+    replace_atomically(path, lambda f: fig.savefig(f, format="png", dpi=dpi, metadata=metadata))
+
+
+def replace_atomically(path: Path, write, mode: str = "wb") -> None:
+    """``write(f)`` into a fresh temporary file beside ``path``, then move it over ``path``: a
+    crash, a full disk or Ctrl-C leaves the old file and no temporary one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_metrics(path: Path, metrics: dict) -> None:
+    """JSON with sorted keys, written atomically like the checkpoint."""
+    text = json.dumps(metrics, indent=2, sort_keys=True) + "\n"
+    replace_atomically(path, lambda f: f.write(text), mode="w")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from train import checkpoint, preflight
 from train.classifier import loop
-from train.classifier.config import MOMENTUM_OPTIMIZERS
-from train.classifier.data import DIGITS, load_data
+from train.classifier.config import MOMENTUM_OPTIMIZERS, ClassifierConfig
+from train.classifier.data import DIGITS, Dataset, load_data
 from train.classifier.monitor import ClassifierProgress
 from train.classifier.options import (
     MONITOR_EVERY,
@@ -49,26 +49,46 @@ def check_paths(args: argparse.Namespace, ckpt: Path) -> None:
                 f"{ckpt} already holds a run; add --resume to continue it, --overwrite to "
                 "start over, or pick another --out"
             )
-    out = Path(args.out)
-    extra = [Path(args.metrics)] if args.metrics else []
-    preflight.check_outputs([out / "metrics.json", out / "monitor.png", *extra])
+    preflight.check_run_paths(args, ckpt, "monitor.png")
 
 
 def start(args: argparse.Namespace, ckpt: Path) -> loop.Run:
     """A new run, or the checkpoint's run when resuming, with its data loaded and checked."""
     check_paths(args, ckpt)
     saved = loop.load_checkpoint(ckpt) if args.resume else None
-    config = resolve_config(args, saved)
+    config = checkpoint.usable(ckpt, lambda: resolve_config(args, saved), saved)
+    preflight.check_numbers(config)
     data_arg = args.data
     if saved and not data_arg:
         data_arg = DIGITS if saved["data"]["name"] == DIGITS else saved["data"]["source"]
     verify = not args.no_verify and not (saved and saved["data"]["name"] == "idx")
     data = load_data(data_arg, verify=verify)
+    check_memory(config, data)
     if saved is None:
         return loop.new_run(config, data, args.monitor_every or MONITOR_EVERY)
     if data.sha256 != saved["data"]["sha256"]:
         raise UsageError(f"{data.source} is not the data this checkpoint was trained on")
-    return loop.restore_run(saved, config, data, args.monitor_every)
+    return checkpoint.usable(
+        ckpt, lambda: loop.restore_run(saved, config, data, args.monitor_every)
+    )
+
+
+def check_memory(config: ClassifierConfig, data: Dataset) -> None:
+    """Refuse a network or batch that would not fit, before its parameters are allocated.
+
+    In items of the dtype: parameters with their gradients, two optimizer states and the float32
+    draw of the initialisation (~5 per parameter); per example of a batch 4 activations or
+    gradients of every layer's width; evaluating a whole split holds every layer's output.
+    """
+    sizes = [data.n_features, *config.hidden, 10]
+    n_params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+    split = max(len(data.Y_train), len(data.Y_val), len(data.Y_test))
+    item = 8 if config.dtype == "float64" else 4
+    need = (5 * n_params + max(4 * config.batch_size, 2 * split) * sum(sizes)) * item
+    what = (
+        f"--hidden {','.join(map(str, config.hidden)) or 'none'} --batch-size {config.batch_size}"
+    )
+    preflight.check_fits(need, what, "use smaller --hidden sizes or --batch-size")
 
 
 def describe(run: loop.Run) -> str:

@@ -27,3 +27,7 @@ class ClassifierConfig(Schedule, steps=2000, seed=2147483647, lr=0.001, batch_si
     momentum: float = 0.0
     weight_decay: float = 0.0
     clip_grad_norm: float = 0.0  # 0: no clipping
+
+    @classmethod
+    def choices(cls) -> dict[str, tuple[str, ...]]:
+        return {**super().choices(), "optimizer": OPTIMIZERS}

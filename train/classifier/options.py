@@ -18,6 +18,8 @@ from train.classifier.config import (
     ClassifierConfig,
 )
 from train.classifier.data import DIGITS, MNIST_ENV
+from train.cli import MAX_THREADS, seed
+from train.cli import positive as positive_int
 from train.config import DTYPES
 from train.device import add_device_options
 from train.preflight import UsageError  # noqa: F401 (the classifier's CLI imports it here)
@@ -28,12 +30,7 @@ PROG = "python -m train --model classifier"
 MONITOR_EVERY = 50
 
 
-def positive(text: str) -> int:
-    """argparse type: an int of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+positive = positive_int()
 
 
 EPILOG = f"""examples (each is `{PROG} ...`):
@@ -63,7 +60,7 @@ def add_run_options(run: argparse._ArgumentGroup) -> None:
     """Defaults are None so a resumed run can tell options given now from defaults."""
     d = DEFAULTS
     run.add_argument("--steps", type=positive, metavar="N", help=f"({d.steps:,})")
-    run.add_argument("--seed", type=int, metavar="N", help=f"seed of init and batches ({d.seed})")
+    run.add_argument("--seed", type=seed, metavar="N", help=f"seed of init and batches ({d.seed})")
     run.add_argument("--batch-size", type=positive, metavar="N", help=f"({d.batch_size})")
     run.add_argument(
         "--hidden",
@@ -135,7 +132,9 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
     out.add_argument("--overwrite", action="store_true", help="start over an existing run")
     out.add_argument("--metrics", metavar="FILE", help="also write the metrics JSON here")
     out.add_argument("--no-figure", action="store_true", help="skip monitor.png (saves ~1 s)")
-    out.add_argument("--threads", type=positive, default=1, metavar="N", help="(%(default)s)")
+    out.add_argument(
+        "--threads", type=positive_int(1, MAX_THREADS), default=1, metavar="N", help="(%(default)s)"
+    )
     add_device_options(out)
 
 

@@ -9,8 +9,9 @@ the run's settings and results.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
+
+from train.report import save_figure
 
 
 def series(history: list[dict], key: str, index: int | None = None) -> list[float]:
@@ -39,7 +40,9 @@ def draw_results(loss, acc, history: list[dict], test_acc: float | None) -> None
     acc.plot(steps, [100 * a for a in series(history, "val_acc")], label="validation")
     if test_acc is not None:
         acc.axhline(100 * test_acc, color="k", ls="--", lw=1, label=f"test {100 * test_acc:.2f}%")
-    acc.set(title="accuracy (%)", ylim=(max(0.0, min(series(history, "val_acc")) * 100 - 5), 100.5))
+    shown = series(history, "train_acc") + series(history, "val_acc") + [test_acc or math.nan]
+    lowest = min((a for a in shown if math.isfinite(a)), default=0.0)  # every point in view
+    acc.set(title="accuracy (%)", ylim=(max(0.0, lowest * 100 - 5), 100.5))
 
 
 def draw_gradients(norms, ratios, dead, history: list[dict]) -> None:
@@ -80,8 +83,8 @@ def save_monitor_figure(history: list[dict], summary: list[str], path: Path, tes
     axes[5].axis("off")
     axes[5].text(0, 1, "\n".join(summary), va="top", family="monospace", fontsize=9)
     fig.tight_layout()
-    tmp = Path(path).with_name(Path(path).name + ".tmp.png")
-    fig.savefig(tmp, dpi=90)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        save_figure(fig, Path(path), dpi=90)
+    finally:
+        plt.close(fig)
     return f"monitor figure: {path}"

@@ -87,8 +87,10 @@ def finish(
     for split, result in final.items():
         print(f"{split:<5} loss {result.loss:.4f}  accuracy {100 * result.accuracy:.2f}%")
     metrics = run_metrics(run, final)
-    for path in [out_dir / "metrics.json"] + ([metrics_file] if metrics_file else []):
+    paths = [out_dir / "metrics.json"] + ([metrics_file] if metrics_file else [])
+    for path in paths:
         write_metrics(path, metrics)
+    print(f"checkpoint {ckpt}\nmetrics    {', '.join(map(str, paths))}")
     if figure:
         png = out_dir / "monitor.png"
         print(save_monitor_figure(run.history, summary(run, final), png, final["test"].accuracy))

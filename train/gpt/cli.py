@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from train import checkpoint, preflight
-from train.cli import positive, positive_float, seed
+from train.cli import MAX_SAMPLE, MAX_THREADS, positive, positive_float, seed
 from train.data import DATA_ENV, DataError, resolve_data_path
 from train.device import add_device_options, check_device
 from train.distributed import World, close_world, init_world
@@ -67,8 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--resume", action="store_true", help="continue the run in the checkpoint")
     out.add_argument("--overwrite", action="store_true", help="start the checkpoint's run over")
     out.add_argument("--metrics", metavar="FILE", help="also write the metrics JSON here")
-    out.add_argument("--sample", type=positive(), metavar="K", help="print K names and exit")
-    out.add_argument("--threads", type=positive(), default=1, metavar="N", help="(%(default)s)")
+    out.add_argument(
+        "--sample", type=positive(1, MAX_SAMPLE), metavar="K", help="print K names and exit"
+    )
+    out.add_argument(
+        "--threads", type=positive(1, MAX_THREADS), default=1, metavar="N", help="(%(default)s)"
+    )
     add_device_options(out)
     return p
 
@@ -93,12 +97,12 @@ def resolve_config(args: argparse.Namespace, saved: dict | None) -> GPTConfig:
 def start(args: argparse.Namespace, ckpt: Path, world: World, device: str) -> loop.Run:
     """A new run, or the checkpoint's, with its data loaded and checked; refusals come first."""
     preflight.check_options(args)
+    preflight.check_run_paths(args, ckpt, "loss.png")
     saved = loop.load_checkpoint(ckpt) if args.resume else None
     if saved is None:
         preflight.check_new_run(args, ckpt, PROG)
-    out = Path(args.out)
-    preflight.check_outputs([out / "metrics.json", out / "loss.png"] + metrics_extra(args))
-    config = resolve_config(args, saved)
+    config = checkpoint.usable(ckpt, lambda: resolve_config(args, saved), saved)
+    preflight.check_numbers(config)
     if config.batch_size % world.size:
         raise UsageError(
             f"--batch-size {config.batch_size} does not split over {world.size} processes"
@@ -107,11 +111,30 @@ def start(args: argparse.Namespace, ckpt: Path, world: World, device: str) -> lo
     data_arg = args.data or (stored if stored and Path(stored).is_file() else None)
     data_path = resolve_data_path(data_arg)
     data = load_sequences(data_path)
+    check_memory(config, len(data.chars), data.block_size)
     if saved is None:
         return loop.new_run(config, data, str(data_path), device)
     if data.sha256 != saved["data"]["sha256"]:
         raise UsageError(f"{data_path} is not the data this checkpoint was trained on")
-    return loop.restore_run(saved, config, data, str(data_path), device)
+    restore = lambda: loop.restore_run(saved, config, data, str(data_path), device)  # noqa: E731
+    return checkpoint.usable(ckpt, restore)
+
+
+def check_memory(config: GPTConfig, vocab: int, block: int) -> None:
+    """Refuse a model or batch that would not fit, before its parameters are allocated.
+
+    In items of the dtype: parameters with their gradients, AdamW's two moments and the
+    float64 draw of the initialisation (~6 per parameter); per position of a batch about 20
+    activations of width n_embd per layer, the attention weights (3 per head per position it
+    sees) and 3 of the vocabulary. An estimate, as the MLP's ``preflight.step_bytes``.
+    """
+    C, L, H = config.n_embd, config.n_layer, config.n_head
+    n_params = 2 * vocab * C + block * C + L * (12 * C * C + 13 * C) + 2 * C
+    per_position = L * (20 * C + 3 * H * block) + 3 * vocab
+    item = 8 if config.dtype == "float64" else 4
+    need = (6 * n_params + config.batch_size * block * per_position) * item
+    what = f"--n-layer {L} --n-embd {C} --batch-size {config.batch_size}"
+    preflight.check_fits(need, what, "use a smaller model or --batch-size")
 
 
 def metrics_extra(args: argparse.Namespace) -> list[Path]:
@@ -162,14 +185,18 @@ def launcher(world: World) -> str:
 
 def cmd_sample(args: argparse.Namespace, device: str) -> int:
     """Names from a saved run, without data or training; the sampler seed of a run's end."""
-    saved = loop.load_checkpoint(checkpoint_path(args))
-    config = GPTConfig.from_dict(saved["config"])
-    g = torch.Generator().manual_seed(
-        sampler_seed(args.seed if args.seed is not None else config.seed)
-    )
-    params = {k: v.to(device) for k, v in saved["params"].items()}
-    names = sample_names(params, config, saved["chars"], saved["block_size"], args.sample, g)
-    print("\n".join(names))
+    ckpt = checkpoint_path(args)
+    saved = loop.load_checkpoint(ckpt)
+
+    def names() -> list[str]:
+        config = GPTConfig.from_dict(saved["config"])
+        g = torch.Generator().manual_seed(
+            sampler_seed(args.seed if args.seed is not None else config.seed)
+        )
+        params = {k: v.to(device) for k, v in saved["params"].items()}
+        return sample_names(params, config, saved["chars"], saved["block_size"], args.sample, g)
+
+    print("\n".join(checkpoint.usable(ckpt, names)))
     return 0
 
 

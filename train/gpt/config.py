@@ -26,3 +26,7 @@ class GPTConfig(Schedule, steps=5000, seed=3407, lr=5e-4, batch_size=32):
 
     def lr_at(self, step: int) -> float:
         return self.lr
+
+    @classmethod
+    def choices(cls) -> dict[str, tuple[str, ...]]:
+        return {**super().choices(), "gelu": GELUS}
