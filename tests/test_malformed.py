@@ -104,6 +104,57 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
         {},
         "view() of an intermediate",
     ),
+    # issue 24: each was a broken module written with exit 0, a traceback, or a wrong message
+    ("a negative constant subscript", ["x[N, 3]"], ["out[n] = x[n, -1]"], {}, "outside"),
+    ("a constant subscript at the size", ["x[N, 3]"], ["out[n] = x[n, 3]"], {}, "[0, 3)"),
+    ("a fractional subscript", ["x[N, 3]"], ["out[n] = x[n, 1.5]"], {}, "not a whole number"),
+    ("a Max over an output index", ["x[N]"], ["out[n] = Max(x[n], n)"], {}, "stay free"),
+    ("a Sum over an output index", ["x[N]"], ["out[n] = Sum(x[n], n)"], {}, "stay free"),
+    ("a Max over every output index", X, ["out[n, m] = Max(x[n, m], n, m)"], {}, "stay free"),
+    ("a Sum over a summed index", X, ["out = Sum(Sum(x[n, m], m), m, n)"], {}, "already summed"),
+    ("a Max over a maxed index", X, ["out[n] = Max(Max(x[n, m], m), m)"], {}, "already summed"),
+    (
+        "a view with more elements",
+        X,
+        ["v = view(x, N, M, 2)", "o[n, m, k] = v[n, m, k]"],
+        {},
+        "keeps",
+    ),
+    ("a view with fewer elements", X, ["v = view(x, N)", "out[n] = v[n]"], {}, "keeps every"),
+    ("a view of other sizes", X, ["v = view(x, M, N*2)", "out[m, n] = v[m, n]"], {}, "keeps"),
+    ("a view by -1", X, ["v = view(x, -1)", "out[n] = v[n]"], {}, "not a positive int"),
+    ("a view by 0", X, ["v = view(x, 0)", "out[n] = v[n]"], {}, "not a positive int"),
+    ("a view by an index", X, ["v = view(x, n, M)", "out[n, m] = v[n, m]"], {}, "not a size"),
+    ("a view by an unknown size", X, ["v = view(x, K)", "out[k] = v[k]"], {}, "not a size"),
+    ("a nan param", X, ["out[n, m] = x[n, m] * a"], {"a": float("nan")}, "finite"),
+    ("an inf param", X, ["out[n, m] = x[n, m] * a"], {"a": float("inf")}, "finite"),
+    ("a -inf param", X, ["out[n, m] = x[n, m] * a"], {"a": -float("inf")}, "finite"),
+    ("a huge int param", X, ["out[n, m] = x[n, m] * a"], {"a": 10**400}, "at most 63"),
+    ("a complex param", X, ["out[n, m] = x[n, m] * a"], {"a": 1j}, "must be a number"),
+    ("a None param", X, ["out[n, m] = x[n, m] * a"], {"a": None}, "must be a number"),
+    ("a list param", X, ["out[n, m] = x[n, m] * a"], {"a": [1.0]}, "must be a number"),
+    ("sqrt(-1)", X, ["out[n, m] = x[n, m] * sqrt(-1)"], {}, "imaginary"),
+    ("log(-2)", X, ["out[n, m] = x[n, m] * log(-2)"], {}, "imaginary"),
+    ("a negative to a half", X, ["out[n, m] = x[n, m] * (-2)**0.5"], {}, "imaginary"),
+    ("x/0", X, ["out[n, m] = x[n, m] / 0"], {}, "divides by zero"),
+    ("log(0)", X, ["out[n, m] = x[n, m] * log(0)"], {}, "log(0)"),
+    ("0/0", X, ["out[n, m] = x[n, m] * (0/0)"], {}, "undefined constant"),
+    ("inf - inf", X, ["out[n, m] = x[n, m] + (inf - inf)"], {}, "undefined constant"),
+    ("a param named like an index", X, ["out[n, m] = x[n, m]"], {"n": 1.0}, "used as an index"),
+    ("a param summed over", X, ["out[n] = Sum(x[n, k], k)"], {"k": 2.0}, "used as an index"),
+    ("a param named exp", X, ["out[n, m] = exp(x[n, m])"], {"exp": 1.0}, "function of the op"),
+    ("a param named Sum", X, ["out[n, m] = x[n, m]"], {"Sum": 1.0}, "function of the op"),
+    ("a param named where", X, ["out[n, m] = x[n, m]"], {"where": 1.0}, "function of the op"),
+    ("an input named log", ["log[N]"], ["out[n] = log[n]"], {}, "function of the op"),
+    ("an input named view", ["view[N]"], ["out[n] = view[n]"], {}, "function of the op"),
+    ("a size named Max", ["x[Max]"], ["out[n] = x[n]"], {}, "function of the op"),
+    ("a definition named tanh", X, ["tanh[n, m] = x[n, m]"], {}, "function of the op"),
+    ("a read of a later definition", X, ["a[n, m] = b[n, m]", "b[n, m] = x[n, m]"], {}, "later"),
+    ("a cycle", X, ["a[n, m] = b[n, m] + x[n, m]", "b[n, m] = a[n, m]"], {}, "defined later"),
+    ("a read of itself", X, ["a[n, m] = a[n, m] + x[n, m]"], {}, "reads itself"),
+    ("a later 0-d read", X, ["a[n, m] = x[n, m] * s", "s = Sum(x[n, m], n, m)"], {}, "later"),
+    ("a view of a later tensor", X, ["v = view(h, N*M)", "h[n, m] = x[n, m]"], {}, "later"),
+    ("too deeply nested", X, ["out[n, m] = " + "(" * 400 + "x[n, m]" + ")" * 400], {}, "nested"),
 ]
 
 
@@ -128,6 +179,16 @@ SIZE_ROWS = [
     ("a float param as a divisor", {"k": 2.0}, {"K": "N / k"}, "must be an int"),
     ("a difference", {}, {"K": "N - 1"}, "multiplied or divided"),
     ("an unknown name", {}, {"K": "N / q"}, "neither"),
+    ("a float divisor", {}, {"K": "N / 2.5"}, "factor 0.4"),
+    ("a float factor", {}, {"K": "1.5*N"}, "factor 1.5"),
+    ("a zero factor", {}, {"K": "0*N"}, "positive"),
+    ("a negative size", {}, {"K": "-N"}, "factor -1"),
+    ("three quarters", {}, {"K": "N*3/4"}, "factor 3/4"),
+    ("an empty size", {}, {"K": ""}, "cannot parse"),
+    ("a size named like a function", {}, {"Sum": "N"}, "function of the op"),
+    ("a size that is not a string", {}, {"K": 5}, "must be a string"),
+    ("a size that is a list", {}, {"K": ["N"]}, "must be a string"),
+    ("a size keyed by an int", {}, {5: "N"}, "must be a string"),
 ]
 
 
@@ -143,5 +204,101 @@ def test_malformed_derived_size_is_refused_in_one_line(why, params, sizes, says,
     assert says in message, message
 
 
+# Op's fields with wrong types (issue 24): each refused in one line naming the field
+GOOD = {"inputs": X, "definitions": ["out[n, m] = x[n, m]"]}
+HUGE = "x" * 20_000
+FIELD_ROWS: list[tuple[str, str, object, str]] = [
+    # (why, field, value, what the message must say)
+    ("name None", "name", None, "op name must be a string"),
+    ("name an int", "name", 5, "op name must be a string"),
+    ("name a list", "name", ["a"], "op name must be a string"),
+    ("name empty", "name", "", "empty"),
+    ("name with a dash", "name", "my-op", "identifier"),
+    ("name with a space", "name", "my op", "identifier"),
+    ("name a keyword", "name", "class", "keyword"),
+    ("name a dunder", "name", "__init__", "'__'"),
+    ("name a path", "name", "../up", "path separator"),
+    ("name huge", "name", HUGE, "characters long"),
+    ("inputs None", "inputs", None, "inputs must be a list of strings"),
+    ("inputs an int", "inputs", 5, "inputs must be a list"),
+    ("inputs a string", "inputs", "x[N, M]", "got str"),
+    ("inputs a dict", "inputs", {"x": "N, M"}, "got dict"),
+    ("inputs a set", "inputs", {"x[N, M]"}, "got set"),
+    ("an input an int", "inputs", [5], "inputs[0] must be a string, got int"),
+    ("an input None", "inputs", [None], "got NoneType"),
+    ("an input a list", "inputs", [["x[N, M]"]], "got list"),
+    ("an input bytes", "inputs", [b"x[N, M]"], "got bytes"),
+    ("an input empty", "inputs", [""], "inputs[0] is empty"),
+    ("an input blank", "inputs", ["   "], "is empty"),
+    ("an input huge", "inputs", [HUGE], "characters long"),
+    ("a second input an int", "inputs", ["x[N, M]", 3], "inputs[1]"),
+    ("an input without a name", "inputs", ["[N]"], "cannot read input"),
+    ("an input named 2x", "inputs", ["2x[N]"], "not a Python identifier"),
+    ("no inputs", "inputs", [], "unknown"),
+    ("definitions None", "definitions", None, "definitions must be a list"),
+    ("definitions an int", "definitions", 7, "got int"),
+    ("definitions a string", "definitions", "out[n, m] = x[n, m]", "got str"),
+    ("definitions a dict", "definitions", {"out": "x"}, "got dict"),
+    ("a definition an int", "definitions", [5], "definitions[0] must be a string"),
+    ("a definition None", "definitions", [None], "got NoneType"),
+    ("a definition a list", "definitions", [["out[n, m] = x[n, m]"]], "got list"),
+    ("a definition empty", "definitions", [""], "definitions[0] is empty"),
+    ("a definition huge", "definitions", ["out[n, m] = x[n, m]" + " + x[n, m]" * 2000], "long"),
+    ("params None", "params", None, "params must be a dict"),
+    ("params a list", "params", [1.0], "got list"),
+    ("params pairs", "params", [("eps", 1.0)], "got list"),
+    ("params a string", "params", "eps", "got str"),
+    ("params an int", "params", 1, "got int"),
+    ("a param keyed by an int", "params", {1: 1.0}, "must be a string"),
+    ("a param keyed by None", "params", {None: 1.0}, "must be a string"),
+    ("a param named ''", "params", {"": 1.0}, "is empty"),
+    ("a param named 'a b'", "params", {"a b": 1.0}, "identifier"),
+    ("a param a dict", "params", {"eps": {"v": 1}}, "must be a number"),
+    ("a param a string number", "params", {"eps": "1e-5"}, "must be a number"),
+    ("sizes None", "sizes", None, "sizes must be a dict"),
+    ("sizes a list", "sizes", ["D"], "got list"),
+    ("sizes a string", "sizes", "D = N", "got str"),
+    ("a size huge", "sizes", {"K": HUGE}, "characters long"),
+    ("doc None", "doc", None, "doc must be a string"),
+    ("doc an int", "doc", 5, "doc must be a string"),
+    ("doc a list", "doc", ["a doc"], "doc must be a string"),
+    ("doc huge", "doc", HUGE, "characters long"),
+    ("stepwise a string", "stepwise", "yes", "True or False"),
+    ("stepwise an int", "stepwise", 1, "True or False"),
+    ("stepwise None", "stepwise", None, "True or False"),
+    ("stepwise a list", "stepwise", [True], "True or False"),
+    ("source None", "source", None, "source must be a string"),
+    ("source an int", "source", 5, "source must be a string"),
+    ("source with a line break", "source", "ops/a.py\nimport os", "line break"),
+]
+
+
+@pytest.mark.parametrize(
+    ("why", "field", "value", "says"), FIELD_ROWS, ids=[r[0] for r in FIELD_ROWS]
+)
+def test_a_field_of_the_wrong_type_is_refused_in_one_line(why, field, value, says, tmp_path):
+    op = Op(**{"name": "bad", **GOOD, field: value})
+    with pytest.raises(DerivationError) as info:
+        module_source(op, tmp_path)
+    message = str(info.value)
+    assert message.startswith("op '") and "\n" not in message and "Traceback" not in message
+    assert len(message) < 400, message  # a huge string is counted, not repeated
+    assert says in message, message
+
+
+TRIPLE = "'" * 3
+DOCS = ['a """ b', "a back\\slash", 'ends in a quote"', "tab\tand\x00nul", TRIPLE, '\\"""', "é∑"]
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_any_doc_is_emitted_as_itself(doc: str, tmp_path) -> None:
+    """A doc is the module's docstring, escaped: never 'emitted code is not valid Python'."""
+    op = Op(name="d", inputs=["x[N]"], definitions=["out[n] = tanh(x[n])"], doc=doc)
+    namespace: dict = {}
+    exec(compile(module_source(op, tmp_path), "d.py", "exec"), namespace)  # noqa: S102
+    assert namespace["__doc__"].startswith(f"d: {doc}\n")
+
+
 def test_the_table_is_large_enough() -> None:
     assert len(ROWS) >= 60
+    assert len(ROWS) + len(SIZE_ROWS) + len(FIELD_ROWS) >= 190

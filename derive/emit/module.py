@@ -223,6 +223,16 @@ def _bodies(d: Derivation, flat: bool) -> _Bodies:
     return _Bodies(checks, forward, backward, extras, reads, lw.modules | back.modules)
 
 
+def docstring_text(text: str) -> str:
+    """``text`` as it may stand inside the module's triple-quoted docstring and mean itself:
+    backslashes and ``\"\"\"`` escaped, other unprintable characters as their escapes."""
+    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return "".join(
+        c if c.isprintable() or c == "\n" else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
 def _like(returned: str) -> str:
     """What backward checks grad_out against: the output's shape, dtype and device."""
     return f"({returned}.shape, {returned}.dtype, {returned}.device)"
@@ -253,7 +263,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
     ranges = range_checks(g)
     return ModuleData(
         op=g.op.name,
-        doc=g.op.doc or g.op.name,
+        doc=docstring_text(g.op.doc or g.op.name),
         source=source,
         command=command,
         definitions=list(g.op.inputs) + [s.text for s in g.steps],

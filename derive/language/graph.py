@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.concrete.expr_with_limits import ExprWithLimits
 
+from derive.functions import ALIASES, FUNCTIONS
+from derive.names import identifier_problem, value_name_problem
+
 BATCH_SIZE = sp.Symbol("Batch", integer=True, positive=True)
 BATCH_INDEX = sp.Symbol("batch", integer=True)
 
@@ -34,6 +37,86 @@ class Op:
     doc: str = ""
     stepwise: bool = False  # emit every intermediate's gradient step by step (the exercise)
     source: str = ""  # the file it came from, recorded in generated headers
+
+
+def name_problem(name: str) -> str | None:
+    """Why a tensor, size or param cannot have this name, or None: it must be a name the
+    generated module can hold, and no function of the op language (a param ``exp`` would
+    make ``exp(x[n])`` a call of a number)."""
+    problem = value_name_problem(name)
+    if problem is None and (name in FUNCTIONS or name in ALIASES or name in LANGUAGE_CALLS):
+        problem = "is a function of the op language; rename it"
+    return problem
+
+
+LANGUAGE_CALLS = ("Sum", "Max", "view")  # written like functions, read by the parser itself
+MAX_NAME = 100  # an op's name is a file name: <out>/<name>.py
+MAX_TEXT = 10_000  # characters in one string of an op file: SymPy's parser recurses per term
+
+
+def field_problem(op: Op) -> str | None:
+    """What is wrong with the types of an Op's fields (one message per field), or None.
+
+    Checked before anything reads them, so that ``inputs=[5]``, ``params=[1]`` or
+    ``definitions="out = ..."`` are one line that names the field, not a traceback of ours.
+    """
+    problem = identifier_problem(op.name)
+    if problem is None and len(op.name) > MAX_NAME:
+        problem = f"is {len(op.name):,} characters long; at most {MAX_NAME}"
+    if problem is not None:
+        return f"the op name {problem}; it must name a Python module"
+    for name, value, what in (
+        ("inputs", op.inputs, "'x[N, D]', 'targets[N]: int64'"),
+        ("definitions", op.definitions, "'out[n] = tanh(x[n])'"),
+    ):
+        problem = _list_problem(name, value, what)
+        if problem is not None:
+            return problem
+    for name, value, what in (("params", op.params, "{'eps': 1e-5}"), ("sizes", op.sizes, None)):
+        problem = _dict_problem(name, value, what or "{'D': 'C / n_head'}", text_values=not what)
+        if problem is not None:
+            return problem
+    for name, value in (("doc", op.doc), ("source", op.source)):
+        problem = _text_problem(value)
+        if problem is not None:
+            return f"{name} {problem}"
+    if "\n" in op.source or "\r" in op.source:
+        return "source (the op file's path) contains a line break"
+    if not isinstance(op.stepwise, bool):
+        return f"stepwise must be True or False, got {type(op.stepwise).__name__}"
+    return None
+
+
+def _text_problem(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"must be a string, got {type(value).__name__}"
+    if len(value) > MAX_TEXT:
+        return f"is {len(value):,} characters long; at most {MAX_TEXT:,}"
+    return None
+
+
+def _list_problem(name: str, value: object, example: str) -> str | None:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        return f"{name} must be a list of strings ({example}), got {type(value).__name__}"
+    for k, item in enumerate(value):
+        problem = _text_problem(item)
+        if problem is None and not item.strip():
+            problem = "is empty"
+        if problem is not None:
+            return f"{name}[{k}] {problem}"
+    return None
+
+
+def _dict_problem(name: str, value: object, example: str, text_values: bool) -> str | None:
+    if not isinstance(value, Mapping):
+        return f"{name} must be a dict ({example}), got {type(value).__name__}"
+    for key, item in value.items():
+        if not isinstance(key, str):
+            return f"{name} key {key!r} must be a string, got {type(key).__name__}"
+        problem = _text_problem(item) if text_values else None  # params: parse checks numbers
+        if problem is not None:
+            return f"{name}[{key!r}] {problem}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ Every definition's body goes through the identity table's definition rules
 
 from __future__ import annotations
 
+import math
 import re
 
 import sympy as sp
@@ -28,11 +29,18 @@ from derive.language.graph import (
     Op,
     Tensor,
     View,
+    field_problem,
+    name_problem,
     tensor_reads,
 )
-from derive.language.reductions import lang_max, lang_sum, lift_maxes, range_of
+from derive.language.reductions import (
+    lang_max,
+    lang_sum,
+    lift_maxes,
+    range_of,
+    subscript_ranges,
+)
 from derive.language.sizes import check_infinities, derived_size, parse_size_expr
-from derive.names import value_name_problem
 
 # What parse_expr may build besides our names: numbers and symbols, never SymPy's namespace
 # (which would let erf(), floor() or oo through to fail later, far from the op file).
@@ -119,13 +127,104 @@ def _check_data_use(body: sp.Expr, g: Graph) -> None:
             walk(a)
 
     walk(body)
+    _check_numbers(body)
     check_infinities(body)
     if not tensor_reads(body, g.tensors):
         raise LangError("the right-hand side reads no tensor: nothing to differentiate")
 
 
+def _check_numbers(body: sp.Expr) -> None:
+    """Constants SymPy has already evaluated to no real number: each would reach the module as
+    a bare zoo, nan or complex value (or stop the lowering with a traceback)."""
+    if body.has(sp.zoo):
+        raise LangError("it divides by zero or takes log(0): SymPy reads that as complex infinity")
+    if body.has(sp.nan):
+        raise LangError("it has an undefined constant (0/0, 0*inf or inf - inf)")
+    if body.has(sp.I) or any(n.is_extended_real is False for n in body.atoms(sp.Number)):
+        raise LangError(
+            "it has an imaginary constant: the square root or log of a negative number "
+            "(sqrt(-1) = I); the op language is real"
+        )
+
+
+def _defined_names(texts: list[str]) -> dict[str, bool]:
+    """The names the definitions ``texts`` define, each with whether it has indices."""
+    found = {}
+    for text in texts:
+        m = _DEF.match(text)
+        if m:
+            found.setdefault(m.group(1), bool((m.group(2) or "").strip()))
+    return found
+
+
+def _check_order(name: str, rhs: str, ahead: dict[str, bool], g: Graph) -> None:
+    """A definition reads inputs and earlier definitions only: name a read of itself or of a
+    later definition (a cycle), which the parser would call an unknown tensor or index."""
+    as_index = _subscripts(rhs)
+    for word in dict.fromkeys(re.findall(r"\b([A-Za-z_]\w*)\b", rhs)):
+        if word in g.tensors or word not in ahead:
+            continue
+        view = _VIEW.match(rhs)
+        subscripted = bool(re.search(rf"\b{word}\s*\[", rhs)) or bool(view and view[1] == word)
+        if not (subscripted if ahead[word] else word not in as_index):
+            continue  # an index that shares a later tensor's name, or a call
+        if word == name:
+            raise LangError(f"'{name}' reads itself: a definition reads inputs and earlier ones")
+        raise LangError(
+            f"'{word}' is defined later: definitions are read in order, so each reads only "
+            "the inputs and the definitions above it (no cycles)"
+        )
+
+
+def _check_index_names(subscripts: set[str], g: Graph) -> None:
+    """A param is a number: named as an index (x[k] beside params={'k': 2}) it is neither."""
+    params = {p.name for p in g.params}
+    clash = sorted(subscripts & params)
+    if clash:
+        raise LangError(
+            f"param '{clash[0]}' is used as an index (a subscript); rename the param or the index"
+        )
+
+
+def _check_free_outputs(lhs: tuple[sp.Symbol, ...], body: sp.Expr) -> None:
+    """out[n] = Max(x[n], n): n is summed or maxed away, so the output has no axis n (the
+    module returned a 0-d tensor). An output index must stay free on the right."""
+    ranges = subscript_ranges(body)
+    for i in lhs:
+        if i not in body.free_symbols and ranges.get(i):
+            raise LangError(
+                f"index {i} is on the left-hand side, but the right-hand side sums or maxes over "
+                "it: an output index must stay free (rename the reduced one)"
+            )
+
+
+def _check_view(source: str, dims: tuple[sp.Expr, ...], g: Graph, sizes: dict) -> None:
+    """A view keeps every element: its dimensions are sizes, params and positive integers
+    whose product is the source's (derived sizes replaced by what they are: D = C / n_head)."""
+    known = set(sizes.values()) | set(g.params)
+    for d in dims:
+        unknown = sorted(map(str, d.free_symbols - known))
+        if unknown or not (d.free_symbols or (d.is_Integer and d > 0)):
+            what = f"'{unknown[0]}' is not a size or param" if unknown else "not a positive int"
+            raise LangError(f"view dimension '{d}' of {source}: {what}")
+
+    def count(shape: tuple[sp.Expr, ...]) -> sp.Expr:
+        total = sp.Mul(*shape)
+        for _ in range(len(g.derived) + 1):
+            total = total.xreplace(g.derived)
+        return total
+
+    got, want = count(dims), count(g.tensors[source].dims)
+    if sp.simplify(got - want) != 0:
+        shown = ", ".join(map(str, dims))
+        raise LangError(
+            f"view({source}, {shown}) has {got} elements, but {source} has {want}: a view keeps "
+            "every element"
+        )
+
+
 def _check_name(name: str, role: str) -> None:
-    problem = value_name_problem(name)
+    problem = name_problem(name)
     if problem is not None:
         raise LangError(f"{role} name '{name}' {problem}")
 
@@ -140,6 +239,10 @@ def _parse_params(op: Op, g: Graph, sizes: dict[str, sp.Symbol]) -> dict[sp.Symb
             raise LangError(f"param '{key}' has the name of a size; rename one of them")
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise LangError(f"param '{key}' must be a number, got {type(v).__name__} {v!r}")
+        if isinstance(v, float) and not math.isfinite(v):  # the module would hold a bare nan
+            raise LangError(f"param '{key}' must be finite, got {v!r}")
+        if isinstance(v, int) and v.bit_length() > 63:
+            raise LangError(f"param '{key}' is an int of {v.bit_length()} bits; at most 63")
         # an int stays an int (it may set a size: n_head), so the signature reads n_head=4
         params[sp.Symbol(key, real=True)] = v if isinstance(v, int) else float(v)
     return params
@@ -222,7 +325,9 @@ def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> Non
         raise LangError("an index appears twice on the left-hand side")
 
 
-def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition | View:
+def _parse_definition(
+    text: str, g: Graph, ns: dict, sizes: dict, ahead: dict[str, bool]
+) -> Definition | View:
     m = _DEF.match(text)
     if not m:
         raise LangError("expected 'name[i, j] = expression' or 'name = expression'")
@@ -233,6 +338,7 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
     if name in sizes or sp.Symbol(name, real=True) in g.params:  # which would a read mean?
         kind = "size" if name in sizes else "param"
         raise LangError(f"definition '{name}' has the name of a {kind}; rename one of them")
+    _check_order(name, rhs, ahead, g)
     view = _VIEW.match(rhs)
     if view:
         source = view.group(1)
@@ -241,12 +347,14 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
         if not g.tensors[source].dims:
             raise LangError(f"view of a 0-d tensor '{source}': read it whole instead")
         dims = tuple(_parse_rhs(d, ns) for d in view.group(2).split(","))
+        _check_view(source, dims, g, sizes)
         g.tensors[name] = Tensor(name, dims)
         return View(name, source, text.strip())
     lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
     inside = re.findall(r"\[([^\[\]]*)", f"{rhs}[{lhs_text or ''}]")
     subscripts = {w for part in inside for w in re.findall(r"\b[A-Za-z_]\w*", part)}
+    _check_index_names(subscripts, g)
     whole = sorted(w for w in subscripts if w in g.tensors and not g.tensors[w].dims)
     if whole:  # x[s], or out[n] beside a 0-d tensor n: a tensor's value is never an index
         raise LangError(
@@ -256,6 +364,7 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
     body = rewrite(_parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else ""), DEFINITION_RULES)
     wholes = {t.whole for t in g.tensors.values() if not t.dims}  # 0-d tensors, read whole
     _check_indices(lhs, body, set(sizes.values()) | set(g.params) | wholes)
+    _check_free_outputs(lhs, body)
     _check_data_use(body, g)
     dims = tuple(range_of(i, body) for i in lhs)
     g.tensors[name] = Tensor(name, dims, batched=bool(lhs) and lhs[0] == BATCH_INDEX)
@@ -264,6 +373,10 @@ def _parse_definition(text: str, g: Graph, ns: dict, sizes: dict) -> Definition 
 
 def parse(op: Op) -> Graph:
     """Parse an :class:`Op` into a :class:`Graph`; raise DerivationError on any problem."""
+    problem = field_problem(op)
+    if problem is not None:
+        shown = op.name if isinstance(op.name, str) and len(op.name) <= 80 else "?"
+        raise DerivationError(shown, problem)
     sizes: dict[str, sp.Symbol] = {}
     g = Graph(op, [], {}, {}, [], [], "")
     current = None
@@ -283,12 +396,15 @@ def parse(op: Op) -> Graph:
         for name, text in sorted(op.sizes.items()):
             current = f"{name} = {text}"
             g.derived[derived_size(name, text, sizes, g)] = parse_size_expr(text, sizes, g)
-        for text in op.definitions:
+        for k, text in enumerate(op.definitions):
             current = text
-            step = _parse_definition(text, g, _namespace(g.tensors, sizes, g.params), sizes)
+            ns = _namespace(g.tensors, sizes, g.params)
+            step = _parse_definition(text, g, ns, sizes, _defined_names(op.definitions[k:]))
             g.steps.extend(lift_maxes(step, g, set(sizes.values())))
     except LangError as exc:
         raise DerivationError(op.name, str(exc), current) from None
+    except RecursionError:  # SymPy's parser and printer recurse once per term or parenthesis
+        raise DerivationError(op.name, "too deeply nested to read; split it", current) from None
     if not g.steps:
         raise DerivationError(op.name, "an op needs at least one definition")
     g.output = g.steps[-1].name

@@ -26,11 +26,17 @@ def subscript_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
             if isinstance(pos, sp.Symbol):
                 ranges.setdefault(pos, set()).add(size)
             elif pos.is_Integer:  # q = Wh[c, 0, h, d]: one slice of a fixed-size axis
-                if not (size.is_Integer and 0 <= pos < size):
+                if not size.is_Integer:
                     raise LangError(
                         f"constant subscript {pos} of {ind}: the axis must have a fixed size "
                         f"above it (declare it as a number, e.g. view(W, C, 3, C)), not {size}"
                     )
+                if not 0 <= pos < size:  # x[-1] is no last entry here: every gradient was 0
+                    raise LangError(
+                        f"constant subscript {pos} of {ind} is outside the axis's [0, {size})"
+                    )
+            elif pos.is_Number:
+                raise LangError(f"subscript {float(pos):g} of {ind} is not a whole number")
             elif not (isinstance(pos, sp.Indexed) and pos.base.is_integer):
                 raise LangError(
                     f"subscript '{pos}' of {ind}: use an index, a constant or an entry of an "
@@ -55,6 +61,12 @@ def _limits(expr: sp.Expr, indices: tuple) -> list[tuple]:
     for i in indices:
         if not isinstance(i, sp.Symbol):
             raise LangError(f"Sum/Max reduce over indices, not '{i}'")
+        if i not in expr.free_symbols and subscript_ranges(expr).get(i):
+            # Sum(Sum(x[n, m], m), m): the inner sum binds m, so the outer one multiplied by M
+            raise LangError(
+                f"a Sum/Max over '{i}' of {expr}, in which '{i}' is already summed or maxed: "
+                "rename one of the two indices"
+            )
     return [(i, 0, range_of(i, expr) - 1) for i in indices]
 
 

@@ -13,17 +13,16 @@ import sympy as sp
 from sympy.parsing.sympy_parser import parse_expr
 
 from derive.functions import where
-from derive.language.graph import Graph, LangError
-from derive.names import value_name_problem
+from derive.language.graph import Graph, LangError, name_problem
 
-_GLOBALS = {"Integer": sp.Integer, "Symbol": sp.Symbol}
+_GLOBALS = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
 
 
 def derived_size(name: str, text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Symbol:
     """The size symbol ``name`` of ``sizes={name: text}``, added to the op's sizes."""
     if not re.fullmatch(r"[A-Z]\w*", name or ""):
         raise LangError(f"derived size '{name}' must be a capitalised name")
-    problem = value_name_problem(name)
+    problem = name_problem(name)
     if problem is not None:
         raise LangError(f"size name '{name}' {problem}")
     if name in sizes:
@@ -41,8 +40,15 @@ def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr
         raise LangError(f"cannot parse size expression '{text}': {exc}") from None
     for factor in sp.Mul.make_args(expr):
         base, power = factor.as_base_exp()
-        if factor.is_Integer and factor > 0:
-            continue
+        if factor.is_Rational and factor > 0 and (factor.p == 1 or factor.q == 1):
+            continue  # 3*C, C / 2: the forward checks the quotient is whole
+        if factor.is_Number:  # C / 2.5 reads 0.4*C: say which number, not that it is neither
+            shown = f"{float(factor):g}" if factor.is_Float else str(factor)
+            raise LangError(
+                f"size expression '{text}': a size is a positive whole number, so its numbers "
+                f"must be positive integers multiplied or divided (3*C, C / 2); it has a factor "
+                f"{shown}"
+            )
         known = base in sizes.values() or base in g.params
         if not known or power not in (1, -1):
             raise LangError(
