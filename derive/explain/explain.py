@@ -20,7 +20,7 @@ Nothing here derives anything of its own or types a formula in; it asks the pipe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy as sp
 
@@ -76,6 +76,8 @@ class Explanation:
     raw: Mapping[str, sp.Expr]  # input -> adjoint as first derived (collapsed ops: inlined)
     final: dict[str, sp.Expr]  # input -> adjoint the module computes
     emitted: Emitted
+    # (lhs, rhs) per Max's argmax: saved by the forward, read by a simplified backward
+    argmax: list[tuple[sp.Expr, sp.Expr]] = field(default_factory=list)
 
     @property
     def module(self) -> str:
@@ -93,6 +95,19 @@ def _forward(g: Graph) -> list[tuple[sp.Expr, sp.Expr]]:
         else:  # a view: the same data under another shape
             view = sp.Function("view")(sp.Symbol(step.source), *t.dims)
             out.append((sp.Symbol(step.name), view))
+    return out
+
+
+def _argmaxes(d: Derivation) -> list[tuple[sp.Expr, sp.Expr]]:
+    """Where each ``<max>_argmax`` a backward reads comes from: the forward saves the index
+    its Max picks, ``logit_maxes_argmax[n] = argmax(logits[n, c], c)``."""
+    steps = {s.name: s for s in d.graph.steps if isinstance(s, Definition)}
+    out = []
+    for name, am in d.adjoints.argmax.items():
+        step = steps[name]
+        ((index, _, _),) = step.body.limits
+        lhs = am.base[step.indices] if am.dims else sp.Symbol(am.name)
+        out.append((lhs, sp.Function("argmax")(step.body.function, index)))
     return out
 
 
@@ -136,6 +151,7 @@ def explain(e: Emitted) -> Explanation:
             )
         )
     raw = Lazy(list(d.raw), lambda t: adj.readable(d.raw[t], t))  # --json only
+    forward = _forward(d.written or d.graph)
     return Explanation(
-        op, d.graph.output, _forward(d.written or d.graph), steps, raw, dict(d.final), e
+        op, d.graph.output, forward, steps, raw, dict(d.final), e, argmax=_argmaxes(d)
     )

@@ -37,6 +37,10 @@ def render_text(ex: Explanation, width: int = 100) -> str:
     lines = _header(ex) + ["", "Forward"]
     for lhs, rhs in ex.forward:  # a blank line apart: 2-D forms would run into each other
         lines += [_indent(equation_pretty(lhs, rhs, width - 4)), ""]
+    if ex.argmax:  # read by a simplified backward: say where they come from
+        lines += ["Saved by the forward (the index each Max picks; the backward reads it)"]
+        for lhs, rhs in ex.argmax:
+            lines += [_indent(equation_pretty(lhs, rhs, width - 4)), ""]
     lines += [f"Backward ({GRAD_OUT} is the adjoint of {ex.output}; consumers before producers)"]
     for step in ex.steps:
         kind = "input" if step.is_input else "intermediate"
