@@ -12,6 +12,7 @@ from fuzz.functions import GROWING
 from fuzz.leaves import Expr, Leaves
 
 FLOAT_CONDITION = 0.06  # an expression node that is a where() on float values
+EQUALITY = 0.4  # an index condition that is == or != (drawn from the equality stream)
 
 
 class Expressions(Leaves):
@@ -56,6 +57,8 @@ class Expressions(Leaves):
         """where(i <= j, a, b) over two indices in scope (a causal mask), b often 0."""
         i, j = self.rng.sample(sorted(scope), 2)
         op = self.rng.choice(["<=", "<", ">=", ">"])
+        if self.equality.random() < EQUALITY:
+            op = self.equality.choice(["==", "!="])
         a = self.cover(self._expr(scope, depth, need), scope, need | {i, j}, positive=False)
         b = self._expr(scope, depth, need) if self.rng.random() < 0.4 else Expr("0")
         return Expr(f"where({i} {op} {j}, {a.text}, {b.text})", a.used | b.used)

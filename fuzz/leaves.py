@@ -67,6 +67,8 @@ class Leaves:
     # draws for constructs added later (0-d tensors, float conditions), a stream of their own:
     # an op that has none of them is the op its seed drew before they were added
     later: random.Random = field(default_factory=random.Random)
+    # == and != in conditions (index against index, index against int data), a third stream
+    equality: random.Random = field(default_factory=random.Random)
 
     # --- names -----------------------------------------------------------------------------------
     def name(self, pool: list[str]) -> str:

@@ -18,6 +18,7 @@ from fuzz.functions import available_functions, constants, elementwise_extremes,
 from fuzz.leaves import FLOAT_NAMES, PARAM_NAMES, SIZE_NAMES, Expr, Tensor
 
 GUARDED = 0.35  # a pick under where(t[n] >= 0, ..., 0)
+DATA_EQUALITY = 0.3  # a pick under where(c != t[n], ..., 0) or ==
 HEADS = 0.15  # an op that starts with a view of an input into heads (derived sizes)
 WHOLE_INPUT = 0.15  # a 0-d float input
 WHOLE_DEFINITION = 0.12  # a 0-d definition before the last
@@ -116,6 +117,10 @@ class _Builder(Expressions):
         if self.rng.random() < GUARDED:  # makemore's padding: a -1 target is ignored
             for read in dict.fromkeys(self.data_reads[reads:]):
                 text = f"where({read} >= 0, {text}, 0)"
+        if self.data_reads[reads:] and self.equality.random() < DATA_EQUALITY:
+            # a margin loss's sum over the classes but the target: where(c != t[n], ...)
+            i, op = self.equality.choice(sorted(scope)), self.equality.choice(["==", "!="])
+            text = f"where({i} {op} {self.data_reads[reads]}, {text}, 0)"
         if self.rng.random() < 0.3:
             return f"{self.tame()}({text})"
         return text
@@ -207,6 +212,7 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4) -> Op:
     for _ in range(rng.randint(1, 2)):
         b.new_input(tuple(b.size() for _ in range(rng.randint(1, 3))))
     b.later = random.Random(f"{seed}/{attempt}/0-d")  # 0-d tensors, float conditions
+    b.equality = random.Random(f"{seed}/{attempt}/==")
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:

@@ -20,6 +20,8 @@ from derive.errors import DerivationError
 from derive.functions import ALIASES, CONSTANTS, FUNCTIONS
 from derive.functions import known as known_names
 from derive.identities import DEFINITION_RULES, rewrite
+from derive.language.conditions import NAMESPACE as RELATION_CALLS
+from derive.language.conditions import relations_as_calls
 from derive.language.graph import (
     BATCH_INDEX,
     BATCH_SIZE,
@@ -276,8 +278,9 @@ def _subscripts(text: str) -> set[str]:
 
 
 def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
-    text = text.replace("...", "batch")
-    local = dict(ns)
+    shown = text.strip()
+    text = relations_as_calls(text.replace("...", "batch"))  # == and != compare values
+    local = dict(ns, **RELATION_CALLS)
     as_index = _subscripts(text + lhs)
     for word in re.findall(r"\b([a-z_]\w*)\b(?!\s*\()", text):
         if word in CONSTANTS and word not in as_index:
@@ -294,14 +297,12 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
         raise
     except TypeError as exc:
         if "not subscriptable" in str(exc):
-            raise LangError(f"unknown tensor in '{text.strip()}' ({exc})") from None
-        raise LangError(f"cannot parse '{text.strip()}': {exc}") from None
+            raise LangError(f"unknown tensor in '{shown}' ({exc})") from None
+        raise LangError(f"cannot parse '{shown}': {exc}") from None
     except Exception as exc:  # SymPy's parser raises many types; the user needs one message
         if "Rank mismatch" in str(exc):
-            raise LangError(
-                f"wrong number of indices in '{text.strip()}': one per dimension"
-            ) from None
-        raise LangError(f"cannot parse '{text.strip()}': {exc}") from None
+            raise LangError(f"wrong number of indices in '{shown}': one per dimension") from None
+        raise LangError(f"cannot parse '{shown}': {exc}") from None
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:
         raise LangError(f"unknown function {', '.join(undefined)} (known: {known_names()})")

@@ -26,6 +26,7 @@ from derive.symbolic.simplify import expanded_terms
 
 RELATIONS = {
     sp.Equality: "==",
+    sp.Unequality: "!=",
     sp.LessThan: "<=",
     sp.StrictLessThan: "<",
     sp.GreaterThan: ">=",

@@ -26,6 +26,7 @@ import torch
 from derive.errors import CheckFailed
 from derive.language import Graph, Op, parse
 from derive.lower.select import guarded_data
+from derive.verify.oracle import OracleError, oracle_gradients
 from derive.verify.reference import autograd_reference, evaluate
 
 AUTOGRAD_TOL = 1e-10  # float64, relative to max(1, |reference|)
@@ -210,7 +211,36 @@ def check_seed(module: ModuleType, g: Graph, seed: int) -> tuple[list[Row], str]
         rows.append(
             Row(name, tuple(mine.shape), *_diff(mine, reference[name]), *_diff(mine, numeric))
         )
+    if all(row.ok for row in rows):  # a failing row is reported first, against autograd
+        _against_the_text(g, named, grad_out, out, derived, seed)
     return rows, how
+
+
+def _against_the_text(g: Graph, named: dict, grad_out, out, derived, seed: int) -> None:
+    """The module against :mod:`derive.verify.oracle`, which reads the definition strings
+    without the parse: a misreading of the text by the parse cannot agree with itself here."""
+    try:
+        text_out, text_grads = oracle_gradients(g.op, named, grad_out)
+    except (OracleError, RuntimeError, IndexError, KeyError) as exc:
+        raise CheckFailed(
+            f"op '{g.op.name}': the text oracle cannot evaluate the definitions: {exc}"
+        ) from None
+    found = [("forward", out, text_out)] + [
+        (f"the gradient of {name}", derived[k], text_grads[name])
+        for k, name in enumerate(g.inputs)
+        if not g.tensors[name].integer
+    ]
+    for what, mine, want in found:
+        if tuple(mine.shape) != tuple(want.shape) or _diff(mine, want)[1] > AUTOGRAD_TOL:
+            raise CheckFailed(
+                f"op '{g.op.name}': {what} differs from the definitions' text read "
+                f"independently of the parse (derive.verify.oracle; seed {seed}): "
+                + (
+                    f"shape {tuple(mine.shape)} against {tuple(want.shape)}"
+                    if tuple(mine.shape) != tuple(want.shape)
+                    else f"by {_diff(mine, want)[0]:.3g}"
+                )
+            )
 
 
 def _gradcheck(module: ModuleType, g: Graph, seed: int) -> bool:

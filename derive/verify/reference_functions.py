@@ -54,6 +54,8 @@ VARIADIC: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
 
 # where(c, a, b)'s condition: a comparison of indices or int data, by name (no registry import)
 COMPARE: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "Equality": torch.eq,
+    "Unequality": torch.ne,
     "LessThan": torch.le,
     "StrictLessThan": torch.lt,
     "GreaterThan": torch.ge,

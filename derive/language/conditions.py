@@ -1,0 +1,78 @@
+"""Comparisons as the op language means them: relations of *values*, never of expressions.
+
+Python's ``==`` and ``!=`` between two SymPy objects answer a structural question (are these the
+same expression?), at once and as a python bool: ``c != t[n]`` is ``True`` because the symbol
+``c`` is not the expression ``t[n]``, so ``where(c != t[n], x[n, c], 0)`` read as ``x[n, c]``.
+The ordering operators (``<=``, ``>``, ...) already build relations that SymPy keeps. So before
+SymPy sees a definition, every comparison in its text is written as a call that builds the
+relation of values,
+
+    a == b  ->  Eq(a, b)        a != b  ->  Ne(a, b)        a <= b  ->  Le(a, b)   (and <, >, >=)
+
+which SymPy decides only when the values settle it (``Eq(2, 3)`` is false, ``Eq(c, c)`` true)
+and keeps otherwise. What a condition cannot mean here is refused: a chained comparison
+(``0 <= t[n] < C`` is python's ``and`` of two, and ``and`` is no SymPy operator) and the
+boolean operators ``and``/``or``/``not`` (nest where() instead).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import sympy as sp
+
+from derive.language.graph import LangError
+
+# the names the rewritten text calls; no op can spell them (names starting "_" are refused)
+RELATIONS = {
+    ast.Eq: ("_rel_eq", sp.Eq),
+    ast.NotEq: ("_rel_ne", sp.Ne),
+    ast.Lt: ("_rel_lt", sp.Lt),
+    ast.LtE: ("_rel_le", sp.Le),
+    ast.Gt: ("_rel_gt", sp.Gt),
+    ast.GtE: ("_rel_ge", sp.Ge),
+}
+NAMESPACE = {name: build for name, build in RELATIONS.values()}
+
+
+class _Relations(ast.NodeTransformer):
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        if len(node.ops) != 1:
+            raise LangError(
+                f"chained comparison '{ast.unparse(node)}': write one comparison per where() "
+                "and nest them (where(a < b, where(b < c, x, y), y))"
+            )
+        name, _ = RELATIONS[type(node.ops[0])] if type(node.ops[0]) in RELATIONS else (None, None)
+        if name is None:
+            raise LangError(f"comparison '{ast.unparse(node)}': use ==, !=, <, <=, > or >=")
+        args = [self.visit(node.left), self.visit(node.comparators[0])]
+        return ast.copy_location(ast.Call(ast.Name(name, ast.Load()), args, []), node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        word = "and" if isinstance(node.op, ast.And) else "or"
+        raise LangError(f"'{word}' in '{ast.unparse(node)}': nest where() to combine conditions")
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        if isinstance(node.op, ast.Not):
+            raise LangError(f"'not' in '{ast.unparse(node)}': swap where()'s branches instead")
+        return self.generic_visit(node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        raise LangError(f"'{ast.unparse(node)}': write a condition as where(c, a, b)")
+
+
+def relations_as_calls(text: str) -> str:
+    """``text`` with every comparison written as a relation-building call (see the module).
+
+    Text that is not a python expression is returned unchanged: the parser reports it."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return text
+    has = any(isinstance(n, (ast.Compare, ast.BoolOp, ast.IfExp)) for n in ast.walk(tree))
+    has = has or any(
+        isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) for n in ast.walk(tree)
+    )
+    if not has:
+        return text  # nothing to rewrite: the text goes to SymPy exactly as written
+    return ast.unparse(_Relations().visit(tree))

@@ -1,0 +1,397 @@
+"""A second reading of an op: its definition *strings* evaluated straight to torch ops.
+
+The reference interpreter (:mod:`derive.verify.reference`) evaluates the parsed
+:class:`~derive.language.Graph`, so it agrees with the engine about whatever the parse says. A
+misreading of the text itself (SymPy deciding ``c != t[n]`` structurally, as True, once) then
+agrees with itself and every check passes. This module shares nothing with the parse: no
+SymPy, no :mod:`derive.language`. It reads the strings with Python's :mod:`ast` and evaluates
+them by brute force on a grid with one tensor axis per index of a definition:
+
+    x[i, t[i], 0]       advanced indexing, one broadcast index tensor per subscript
+    a + b, a ** p       torch arithmetic, broadcast over the grid
+    a == b, a < b       torch comparisons of values (index aranges, int data or floats)
+    Sum(f, i), Max(f, i)  f expanded over i's axis, then sum / amax over it
+    where(c, a, b)      torch.where
+    view(x, A, B)       reshape
+
+An index's range is the dimension it subscripts; ``...`` is one flattened batch axis. Torch
+autograd through it gives gradients (and, with ``create_graph``, second derivatives and
+forward-mode tangents) independent of the engine's reading of the op.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+import torch
+
+_INPUT = re.compile(r"^\s*(\w+)\s*(?:\[([^\]]*)\])?\s*(?::\s*(\w+))?\s*$")
+_DEFINITION = re.compile(r"^\s*(\w+)\s*(?:\[([^\]]*)\])?\s*=(?!=)(.*)$", re.S)
+_BATCH = "..."
+
+FUNCTIONS = {  # the language's functions, read independently of derive.functions
+    "exp": torch.exp,
+    "log": torch.log,
+    "sqrt": torch.sqrt,
+    "tanh": torch.tanh,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "abs": torch.abs,
+    "Abs": torch.abs,
+    "sign": torch.sign,
+    "erf": torch.erf,
+    "log1p": torch.log1p,
+    "expm1": torch.expm1,
+    "sigmoid": torch.sigmoid,
+    "softplus": lambda x: torch.logaddexp(x, torch.zeros_like(x)),
+    "relu": torch.relu,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+}
+COMPARISONS = {
+    ast.Eq: torch.eq,
+    ast.NotEq: torch.ne,
+    ast.Lt: torch.lt,
+    ast.LtE: torch.le,
+    ast.Gt: torch.gt,
+    ast.GtE: torch.ge,
+}
+ARITHMETIC = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: a**b,
+}
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf}
+
+
+class OracleError(Exception):
+    """The text could not be read as the language says; the caller reports it."""
+
+
+@dataclass
+class _Tensor:
+    value: torch.Tensor  # batched tensors flattened to one leading axis
+    batched: bool = False
+
+
+class _Grid:
+    """One definition's evaluation: its indices, each an axis of the grid."""
+
+    def __init__(self, tensors: dict, sizes: dict, params: dict, indices: list[str]) -> None:
+        self.tensors, self.sizes, self.params = tensors, sizes, params
+        self.axes = indices
+        self.ranges: dict[str, int] = {}
+
+    def arange(self, name: str, like: torch.Tensor | None) -> torch.Tensor:
+        shape = [1] * len(self.axes)
+        shape[self.axes.index(name)] = self.ranges[name]
+        device = like.device if like is not None else None
+        return torch.arange(self.ranges[name], device=device).reshape(shape)
+
+    def full(self, v) -> torch.Tensor:
+        """A value as a tensor with one dim per axis (a number or 0-d tensor: all ones)."""
+        if not isinstance(v, torch.Tensor):  # ints stay ints (indices, data); floats as the data
+            v = torch.tensor(v) if isinstance(v, (int, bool)) else torch.tensor(v, dtype=self.dtype)
+        t = v
+        return t.reshape([1] * len(self.axes)) if t.dim() == 0 else t
+
+    def real(self, v):
+        """An int (a number, an index's arange, int data) as the data's float type."""
+        if isinstance(v, torch.Tensor):
+            return v if v.is_floating_point() else v.to(self.dtype)
+        return float(v)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        floats = [t.value for t in self.tensors.values() if t.value.is_floating_point()]
+        return floats[0].dtype if floats else torch.float64
+
+
+def _names(node: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+
+
+def _subscript_parts(node: ast.Subscript) -> list[ast.AST]:
+    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def _lower_names(text: str) -> set[str]:
+    return set(re.findall(r"\b[a-z_]\w*", text))
+
+
+class _Evaluator:
+    def __init__(self, grid: _Grid) -> None:
+        self.g = grid
+
+    def __call__(self, node: ast.AST):
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            raise OracleError(f"cannot read '{ast.unparse(node)}'")
+        return method(node)
+
+    def _Expression(self, node):
+        return self(node.body)
+
+    def _Constant(self, node):
+        if node.value is Ellipsis:
+            return self.g.arange("batch", None)
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise OracleError(f"cannot read the constant {node.value!r}")
+        return node.value
+
+    def _Name(self, node):
+        name = node.id
+        if name in self.g.ranges:
+            return self.g.arange(name, None)
+        if name in self.g.tensors and self.g.tensors[name].value.dim() == 0:
+            return self.g.full(self.g.tensors[name].value)  # a 0-d tensor, read whole
+        if name in self.g.params:
+            return self.g.params[name]
+        if name in self.g.sizes:
+            return self.g.sizes[name]
+        if name in CONSTANTS:
+            return CONSTANTS[name]
+        raise OracleError(f"unknown name '{name}'")
+
+    def _Subscript(self, node):
+        if not isinstance(node.value, ast.Name) or node.value.id not in self.g.tensors:
+            raise OracleError(f"'{ast.unparse(node)}' subscripts no tensor")
+        tensor = self.g.tensors[node.value.id].value
+        subs = [self(p) for p in _subscript_parts(node)]
+        # int data out of range can stand only in a branch a where() discards (SymPy may have
+        # decided the condition: cosh(z) < 0), which reads it as any entry: clamped
+        subs = [
+            s.clamp(-n, n - 1) if isinstance(s, torch.Tensor) else int(s)
+            for s, n in zip(subs, tensor.shape)
+        ]
+        return self.g.full(tensor[tuple(subs)])
+
+    def _BinOp(self, node):
+        op = ARITHMETIC.get(type(node.op))
+        if op is None:
+            raise OracleError(f"operator in '{ast.unparse(node)}'")
+        a, b = self(node.left), self(node.right)
+        if isinstance(node.op, (ast.Div, ast.Pow)):  # 1/2 is a half, as in SymPy; c/C a float
+            a = self.g.real(a)
+        return op(a, b)
+
+    def _UnaryOp(self, node):
+        v = self(node.operand)
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return v
+        raise OracleError(f"operator in '{ast.unparse(node)}'")
+
+    def _Compare(self, node):
+        if len(node.ops) != 1 or type(node.ops[0]) not in COMPARISONS:
+            raise OracleError(f"comparison '{ast.unparse(node)}'")
+        a, b = (self.g.full(self(x)) for x in (node.left, node.comparators[0]))
+        return COMPARISONS[type(node.ops[0])](a, b)
+
+    def _Call(self, node):
+        name = node.func.id if isinstance(node.func, ast.Name) else ""
+        if name in ("Sum", "Max"):
+            body = self.g.full(self(node.args[0]))
+            dims = [self.g.axes.index(_index_name(a)) for a in node.args[1:]]
+            shape = list(body.shape)
+            for d in dims:
+                shape[d] = self.g.ranges[self.g.axes[d]]
+            body = body.expand(shape)
+            return body.sum(dims, keepdim=True) if name == "Sum" else body.amax(dims, True)
+        args = [self(a) for a in node.args]
+        if name == "where":
+            c, a, b = (self.g.full(v) for v in args)
+            return torch.where(c, a, b)
+        if name in FUNCTIONS:
+            return FUNCTIONS[name](*(self.g.full(self.g.real(a)) for a in args))
+        raise OracleError(f"unknown function '{name}'")
+
+
+class _Bound(ast.NodeTransformer):
+    """Each Sum's and Max's bound indices renamed apart (``i#1``, ``i#2``): one name may be
+    bound by two sums over different ranges (``Sum(a[i], i) / Sum(b[i], i)``)."""
+
+    def __init__(self) -> None:
+        self.scopes: list[dict[str, str]] = []
+        self.count = 0
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        name = node.func.id if isinstance(node.func, ast.Name) else ""
+        if name not in ("Sum", "Max") or len(node.args) < 2:
+            return self.generic_visit(node)
+        scope = {}
+        for a in node.args[1:]:
+            self.count += 1
+            scope[_index_name(a)] = f"{a.id}#{self.count}"
+        self.scopes.append(scope)
+        args = [self.visit(a) for a in node.args]
+        self.scopes.pop()
+        return ast.Call(node.func, args, [])
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        for scope in reversed(self.scopes):
+            if node.id in scope:
+                return ast.Name(scope[node.id], ast.Load())
+        return node
+
+
+def _index_name(node: ast.AST) -> str:
+    if not isinstance(node, ast.Name):
+        raise OracleError(f"'{ast.unparse(node)}' is not an index to sum over")
+    return node.id
+
+
+def _ranges(tree: ast.AST, grid: _Grid) -> None:
+    """Each index's range: the dimension of the first tensor it subscripts."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)):
+            continue
+        tensor = grid.tensors.get(node.value.id)
+        if tensor is None:
+            continue
+        for pos, part in enumerate(_subscript_parts(node)):
+            if isinstance(part, ast.Name) and part.id in grid.axes and pos < tensor.value.dim():
+                grid.ranges.setdefault(part.id, tensor.value.shape[pos])
+    if "batch" in grid.axes:
+        grid.ranges.setdefault("batch", grid.sizes["Batch"])
+
+
+def _whole_size(text: str, sizes: dict, params: dict) -> int:
+    """A size expression (``C / n_head``, ``3*C``) of known sizes and int params, exactly."""
+
+    def value(node: ast.AST) -> Fraction:
+        if isinstance(node, ast.Expression):
+            return value(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return Fraction(node.value)
+        if isinstance(node, ast.Name) and node.id in sizes:
+            return Fraction(sizes[node.id])
+        if isinstance(node, ast.Name) and isinstance(params.get(node.id), int):
+            return Fraction(params[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
+            a, b = value(node.left), value(node.right)
+            return a / b if isinstance(node.op, ast.Div) else ARITHMETIC[type(node.op)](a, b)
+        raise OracleError(f"cannot evaluate the size '{text}'")
+
+    v = value(ast.parse(text.strip(), mode="eval"))
+    if v.denominator != 1:
+        raise OracleError(f"size '{text}' is {v}, not a whole number")
+    return int(v)
+
+
+def _bind_inputs(op, inputs: dict[str, torch.Tensor]) -> tuple[dict, dict, tuple]:
+    tensors, sizes, lead, products = {}, {}, (), []
+    for text in op.inputs:
+        m = _INPUT.match(text)
+        if m is None:
+            raise OracleError(f"cannot read input '{text}'")
+        name, dims = m.group(1), [d.strip() for d in (m.group(2) or "").split(",") if d.strip()]
+        t = inputs[name]
+        batched = bool(dims) and dims[0] == _BATCH
+        if batched:
+            lead = tuple(t.shape[: t.dim() - (len(dims) - 1)])
+            sizes.setdefault("Batch", math.prod(lead))
+            t = t.reshape((-1, *t.shape[len(lead) :]))
+        products.extend((d, t.shape[pos + batched]) for pos, d in enumerate(dims[batched:]))
+        tensors[name] = _Tensor(t, batched)
+    for _ in products:  # a product (3*M) gives its one unknown size once the others are known
+        for dim, extent in products:
+            factors = [f.strip() for f in dim.split("*")]
+            unknown = [f for f in factors if not f.isdigit() and f not in sizes]
+            if len(unknown) == 1:
+                known = math.prod(
+                    int(f) if f.isdigit() else sizes[f] for f in factors if f != unknown[0]
+                )
+                sizes[unknown[0]] = extent // known
+    return tensors, sizes, lead
+
+
+def evaluate_text(op, inputs: dict[str, torch.Tensor], params: dict | None = None) -> dict:
+    """Every definition of ``op`` (an :class:`~derive.language.Op`, read as strings only) on
+    ``inputs``; batched definitions keep the flattened batch axis except the output's."""
+    params = dict(op.params, **(params or {}))
+    tensors, sizes, lead = _bind_inputs(op, inputs)
+    pending = dict(op.sizes)
+    while pending:  # derived sizes, in whatever order they become computable
+        for name, text in list(pending.items()):
+            try:
+                sizes[name] = _whole_size(text, sizes, params)
+            except OracleError:
+                continue
+            del pending[name]
+            break
+        else:
+            raise OracleError(f"cannot evaluate the sizes {sorted(pending)}")
+    last = None
+    for text in op.definitions:
+        last = _definition(text, tensors, sizes, params)
+    values = {k: v.value for k, v in tensors.items()}
+    if tensors[last].batched:  # the leading dims the batched inputs share, restored
+        values[last] = values[last].reshape(*lead, *values[last].shape[1:])
+    return values
+
+
+def _definition(text: str, tensors: dict, sizes: dict, params: dict) -> str:
+    m = _DEFINITION.match(text)
+    if m is None:
+        raise OracleError(f"cannot read definition '{text}'")
+    name, lhs_text, rhs = m.group(1), m.group(2) or "", m.group(3).strip()
+    view = re.fullmatch(r"view\(\s*(\w+)\s*,(.*)\)", rhs, re.S)
+    if view:
+        dims = [_whole_size(d, sizes, params) for d in view.group(2).split(",")]
+        tensors[name] = _Tensor(tensors[view.group(1)].value.reshape(dims))
+        return name
+    lhs = [s.strip() for s in lhs_text.split(",") if s.strip()]
+    lhs = ["batch" if s == _BATCH else s for s in lhs]
+    tree = _Bound().visit(ast.parse(rhs.replace(_BATCH, "batch"), mode="eval"))
+    known = set(tensors) | set(sizes) | set(params) | set(FUNCTIONS) | {"Sum", "Max", "where"}
+    subscripted = {w for part in re.findall(r"\[([^\[\]]*)", rhs) for w in _lower_names(part)}
+    subscripted |= set(lhs)
+    indices = [n for n in dict.fromkeys(lhs + _names(tree)) if n not in known]
+    indices = [n for n in indices if n not in CONSTANTS or n in subscripted]
+    grid = _Grid(tensors, sizes, params, indices)
+    _ranges(tree, grid)
+    missing = [i for i in indices if i not in grid.ranges]
+    if missing:
+        raise OracleError(f"no range for index '{missing[0]}' in '{text}'")
+    value = grid.full(_Evaluator(grid)(tree))
+    if any(value.shape[k] != 1 for k, i in enumerate(indices) if i not in lhs):
+        raise OracleError(f"'{text}': an index on the right is neither on the left nor summed")
+    value = value.expand([grid.ranges[i] if i in lhs else 1 for i in indices])
+    order = [indices.index(i) for i in lhs] + [k for k, i in enumerate(indices) if i not in lhs]
+    value = value.permute(order).reshape([grid.ranges[i] for i in lhs])
+    tensors[name] = _Tensor(value, bool(lhs) and lhs[0] == "batch")
+    return name
+
+
+def oracle_output(op, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The op's output as the text defines it."""
+    values = evaluate_text(op, inputs)
+    return values[_DEFINITION.match(op.definitions[-1]).group(1)]
+
+
+def oracle_gradients(
+    op, inputs: dict[str, torch.Tensor], grad_out: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The output as the text defines it and, by torch autograd through it, the gradient of
+    ``<grad_out, output>`` for every float input (zeros where the output does not read it)."""
+    leaves = {
+        n: t.detach().clone().requires_grad_(t.is_floating_point()) for n, t in inputs.items()
+    }
+    out = oracle_output(op, leaves)
+    floats = [n for n, t in leaves.items() if t.is_floating_point()]
+    grads: tuple = (None,) * len(floats)
+    if out.requires_grad:
+        grads = torch.autograd.grad(out, [leaves[n] for n in floats], grad_out, allow_unused=True)
+    return out.detach(), {
+        n: torch.zeros_like(leaves[n]) if g is None else g for n, g in zip(floats, grads)
+    }
