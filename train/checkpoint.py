@@ -70,6 +70,9 @@ def save(path: Path, payload: dict) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:  # a full disk: named by the checkpoint, not the temporary file
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -78,6 +81,8 @@ def save(path: Path, payload: dict) -> None:
 def read(path: Path) -> dict:
     """The raw payload of a backgen checkpoint, unverified (see ``load``)."""
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"{path} is a directory, not a checkpoint file")
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path}")
     try:
@@ -195,7 +200,7 @@ def check_types(path: Path, payload: dict, data_keys: tuple[str, ...] = ()) -> N
         if value is ... or (isinstance(value, types) and not isinstance(value, bool)):
             continue
         raise CheckpointError(
-            f"checkpoint {path}: field {key} is a {type(value).__name__}, not a "
+            f"checkpoint {path}: field {key} is {type(value).__name__}, not "
             f"{' or '.join('None' if t is type(None) else t.__name__ for t in types)}"
         )
     data = payload.get("data", {})

@@ -42,6 +42,7 @@ def positive(minimum: int = 1, maximum: int | None = None):
             raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value}")
         return value
 
+    parse.__name__ = "int"  # argparse's message for a non-number: "invalid int value: 'x'"
     return parse
 
 

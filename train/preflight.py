@@ -31,6 +31,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # the text chunk every plot a run writes carries (train.report.png_metadata), telling a run's
 # loss.png or monitor.png apart from a user's own PNG of the same name
 PNG_MARK = "backgen"
+NAME_MAX = 255  # bytes in one file name, on Linux's and macOS's filesystems
 PATH_FLAGS = (("--out", "out"), ("--checkpoint", "checkpoint"), ("--metrics", "metrics"))
 
 
@@ -46,6 +47,8 @@ def check_options(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if value is not None and not value.strip():
             raise UsageError(f"{flag} is empty; give it a path")
+        if value and any(len(os.fsencode(part)) > NAME_MAX for part in Path(value).parts):
+            raise UsageError(f"{flag} {value}: a name in it is longer than {NAME_MAX} bytes")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; --out names the run's folder")

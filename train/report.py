@@ -76,12 +76,19 @@ def replace_atomically(path: Path, write, mode: str = "wb") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide the file from others
         with os.fdopen(fd, mode) as f:
             write(f)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_metrics(path: Path, metrics: dict) -> None:
