@@ -192,6 +192,7 @@ ROWS += [
     Row("mlp --lr 1e308 in float32", mlp("--lr", "1e308"), "--lr must be a finite number"),
     Row("mlp --lr 1e39 in float32", mlp("--lr", "1e39"), "the largest float32"),
     Row("mlp huge batch", mlp("--batch-size", str(10**9)), "needs about"),
+    Row("mlp huge context", mlp("--block-size", str(10**9)), "needs about"),
     Row("mlp huge n-hidden", mlp("--n-hidden", str(10**12)), "needs about"),
     # paths
     Row("mlp --out empty", mlp("--out", ""), "--out is empty"),
@@ -759,6 +760,12 @@ ROWS += [
         full_disk_at_checkpoint,
     ),
 ]
+
+if not torch.cuda.is_available():
+    ROWS += [
+        Row(f"{name} --device cuda without one", argv("--device", "cuda"), "no CUDA device")
+        for name, argv in (("mlp", mlp), ("gpt", gpt), ("classifier", clf))
+    ]
 
 # --- python -m derive ---------------------------------------------------------------------------
 ROWS += [

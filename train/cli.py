@@ -187,6 +187,7 @@ def start(args: argparse.Namespace, ckpt: Path) -> loop.Run:
     stored_path = saved["data"]["path"] if saved else None
     data_arg = args.data or (stored_path if stored_path and Path(stored_path).is_file() else None)
     data_path = resolve_data_path(data_arg)
+    preflight.check_examples_fit(data_path, config.block_size)
     data = load_dataset(data_path, config.block_size)
     preflight.check_numbers(config)
     preflight.check_memory(config, len(data.chars), len(data.Y_train))

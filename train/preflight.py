@@ -234,14 +234,29 @@ def check_memory(config: TrainConfig, vocab_size: int, n_train: int) -> None:
     check_fits(need, f"--batch-size {config.batch_size}", "use a smaller --batch-size")
 
 
-def check_fits(need: int, what: str, advice: str) -> None:
+def check_fits(need: int, what: str, advice: str, purpose: str = "one step") -> None:
     """UsageError when ``need`` bytes (an estimate) exceed the memory available now."""
     have = available_bytes()
     if have is not None and need > have:
         raise UsageError(
-            f"{what} needs about {need / 2**30:.1f} GiB for one step (an estimate), more than "
+            f"{what} needs about {need / 2**30:.1f} GiB for {purpose} (an estimate), more than "
             f"the {have / 2**30:.1f} GiB of memory available; {advice}"
         )
+
+
+def check_examples_fit(data_path: Path, block_size: int) -> None:
+    """Before the examples are built: each character of the file becomes about one example
+    of ``block_size`` context ids, built as Python ints (~40 bytes each) then int64."""
+    try:
+        size = data_path.stat().st_size
+    except OSError:
+        return  # reading it will say what is wrong
+    check_fits(
+        size * block_size * 48,
+        f"--block-size {block_size}",
+        "use a smaller --block-size",
+        f"the examples of {data_path}",
+    )
 
 
 def check_numbers(config: Any) -> None:

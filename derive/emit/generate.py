@@ -225,6 +225,7 @@ def generate(
 def checked_aside(op: Op, text: str) -> str:
     """Check the module ``text`` against autograd from a temporary folder, before it goes to
     ``--out``: one that fails (``CheckFailed``) never replaces the previous good file."""
+    from derive.verify.binding import InterpretError
     from derive.verify.check import check_module  # torch is only needed for checking
 
     with tempfile.TemporaryDirectory(prefix="backgen-check-") as tmp:
@@ -233,4 +234,7 @@ def checked_aside(op: Op, text: str) -> str:
             path.write_text(text)
         except OSError as exc:
             raise OutputError(f"cannot write {path} to check it: {exc.strerror or exc}") from None
-        return check_module(path, op)
+        try:
+            return check_module(path, op)
+        except InterpretError as exc:  # a construct the independent evaluation lacks
+            raise DerivationError(op.name, f"cannot check it: {exc}") from None
