@@ -24,7 +24,9 @@ import sympy as sp
 
 from derive.lower.reductions import Contraction, contract, plan_contraction
 from derive.lower.value import (
+    ADD,
     ATOM,
+    MUL,
     PickUpdate,
     Scope,
     Value,
@@ -110,6 +112,13 @@ def _build_addcmul(lw: Lowerer, found: _Addcmul, order: list) -> Value:
     big = lw.value(found.big, order)
     r, a = lw.value(found.rest, order), lw.value(found.small, order)
     axes = union([r.axes, a.axes, big.axes], order)
+    if r.scalar:  # the other terms lowered to a number (a zero adjoint): nothing to add into
+        product = f"{align(a, axes).wrap(MUL)} * {align(big, axes).wrap(MUL)}"
+        if found.coef != 1:
+            product = f"{number(found.coef)} * {product}"
+        if r.code == "0":
+            return Value(product, axes, MUL)
+        return Value(f"{product} + {r.wrap(ADD + 1)}", axes, ADD)
     value = "" if found.coef == 1 else f", value={number(found.coef)}"
     args = ", ".join(align(v, axes).code for v in (r, a, big))
     return Value(f"torch.addcmul({args}{value})", axes)

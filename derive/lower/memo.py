@@ -26,6 +26,9 @@ def memo_key(e: sp.Expr) -> sp.Expr:
 
 
 PERMUTATIONS = 120  # free indices are matched up to renaming while that many orders suffice
+# ... and while trying them prints no more than this many characters: a large expression (the
+# double backward's, fuzz seed 1099: 0.5 s a key) keeps its free names instead
+PRINTED = 200_000
 
 
 def _roles(e: sp.Expr, free: set[sp.Symbol]) -> dict[sp.Symbol, tuple[str, ...]]:
@@ -69,15 +72,17 @@ def canonical(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Symbol, sp.Symbol]]:
     (:func:`_roles`, which a renaming carries along), and placeholders ``_f0, _f1, ...`` follow
     that order; only indices of equal roles can be swapped by a renaming, so only their orders
     are tried, and the one whose printed key is least is taken (up to :data:`PERMUTATIONS`
-    orders; past that, free names are kept). Either way the key is a function of ``e`` up to
-    renaming; the renaming maps the value's axes to the key's and back.
+    orders and :data:`PRINTED` characters printed; past that, free names are kept). Either way
+    the key is a function of ``e`` up to renaming; the renaming maps the value's axes to the
+    key's and back.
     """
     e = bound_by_depth(e)
     free = free_indices(e)
     roles = _roles(e, free)
     ranked = sorted(free, key=lambda s: (roles[s], s.name))
     groups = [list(g) for _, g in itertools.groupby(ranked, key=roles.__getitem__)]
-    if math.prod(math.factorial(len(g)) for g in groups) > PERMUTATIONS:
+    orders = math.prod(math.factorial(len(g)) for g in groups)
+    if orders > PERMUTATIONS or (orders > 1 and orders * len(str(e)) > PRINTED):
         return e, {}
     candidates = [
         (e.xreplace(rename), rename)

@@ -87,6 +87,9 @@ class _Differentiator:
         for original, slot in slots.items():
             # d step(x)/dx = DiracDelta(x) -> 0: zero wherever it is defined, as autograd's
             local = sp.diff(flat, slot).replace(sp.DiracDelta, lambda *_: sp.S.Zero)
+            # so is d sign(u)/du, which SymPy leaves unevaluated for u not known real (the
+            # double backward of abs differentiates its adjoint's sign)
+            local = local.replace(_step_derivative, lambda *_: sp.S.Zero)
             if local.has(sp.Derivative, sp.Subs):
                 stuck = sorted({str(d.expr.func) for d in local.atoms(sp.Derivative)} or {"it"})
                 problem = f"SymPy cannot differentiate {', '.join(stuck)} (no derivative known)"
@@ -100,6 +103,12 @@ class _Differentiator:
                 inner = self(original, target, J)
             total += local * inner
         return total
+
+
+def _step_derivative(e: sp.Basic) -> bool:
+    """A derivative of a step (sign, Heaviside), maybe at a point: 0 wherever it is defined."""
+    inner = e.expr if isinstance(e, sp.Subs) else e
+    return isinstance(inner, sp.Derivative) and isinstance(inner.expr, (sp.sign, sp.Heaviside))
 
 
 def _mentions(expr: sp.Expr, name: str) -> bool:
