@@ -47,6 +47,9 @@ RESERVED = frozenset(
         "self",
         "saved",
         "grad_out",
+        "grads",  # the double backward's locals and constants (the template's _Backward)
+        "cotangents",
+        "NOT_DERIVED",
         BATCH_SHAPE,
         "Batch",
         "batch",

@@ -30,10 +30,12 @@ from derive.language import Graph, Op, parse
 from derive.lower.select import guarded_data
 from derive.verify.check import index_limits, with_derived
 from derive.verify.check import load_module as load_path
-from derive.verify.oracle import oracle_gradients
+from derive.verify.oracle import oracle_gradients, oracle_second_order, second_order
 from derive.verify.reference import autograd_reference, evaluate
 
 RTOL = 1e-10
+SECOND_NOT_DERIVED = "second order not derived"  # a refusal, counted apart from wrong
+RTOL_SECOND = 1e-8  # the double backward: products of two derivatives, and a sum more
 VALUE_LIMIT = 1e4  # inputs are ill-conditioned for a 1e-10 check when values grow past this
 GRAD_LIMIT = 1e6
 KINK_MARGIN = 1e-6  # abs/relu/max arguments at least this far from their kink
@@ -119,6 +121,8 @@ class Reference:
     grad_out: torch.Tensor
     grads: dict  # float inputs, and every definition's for stepwise ops
     text: tuple  # (output, gradients) of derive.verify.oracle: the strings, not the parse
+    cotangents: dict  # v per float input, for the second order
+    second: dict  # the text oracle's gradient of <v, backward> (inputs and "grad_out")
 
 
 def reference(graph: Graph, seed: int, distinct: bool) -> Reference | None:
@@ -140,7 +144,11 @@ def reference(graph: Graph, seed: int, distinct: bool) -> Reference | None:
     grads = autograd_reference(graph, inputs, grad_out, intermediates=graph.op.stepwise)
     if not tame(grads.values(), GRAD_LIMIT):
         return None
-    return Reference(inputs, out, grad_out, grads, oracle_gradients(graph.op, inputs, grad_out))
+    text = oracle_gradients(graph.op, inputs, grad_out)
+    cotangents = {n: torch.randn(t.shape, generator=gen, dtype=t.dtype) for n, t in grads.items()}
+    cotangents = {n: cotangents[n] for n in graph.inputs if n in cotangents}
+    second = oracle_second_order(graph.op, inputs, grad_out, cotangents)
+    return Reference(inputs, out, grad_out, grads, text, cotangents, second)
 
 
 def tame(tensors, limit: float, masked: bool = False) -> bool:
@@ -176,12 +184,29 @@ def compare(module, graph: Graph, ref: Reference) -> tuple[str, str] | None:
             found = _judge("gradient (text oracle)", f"d{name}", mine, text_grads[name])
     if found:
         return found
+    found = _second_order(module, graph, ref)
+    if found:
+        return found
     if graph.op.stepwise and hasattr(module, "backward_all"):
         for name, mine in module.backward_all(ref.grad_out.clone(), saved).items():
             if name in ref.grads and name not in graph.inputs:
                 found = _judge("intermediate gradient", f"d{name}", mine, ref.grads[name])
                 if found:
                     return found
+    return None
+
+
+def _second_order(module, graph: Graph, ref: Reference) -> tuple[str, str] | None:
+    """The double backward through ``Function`` (the derived second order) against the text
+    oracle's, relative tolerance :data:`RTOL_SECOND`."""
+    if hasattr(module, "NOT_DERIVED"):  # refused in one line at run time: a gap, no number
+        return SECOND_NOT_DERIVED, module.NOT_DERIVED
+    inputs = {n: ref.inputs[n] for n in graph.inputs}
+    mine = second_order(module.Function.apply, inputs, ref.grad_out, ref.cotangents)
+    for name, want in ref.second.items():
+        err = rel_error(mine[name], want)
+        if not err <= RTOL_SECOND:
+            return "second order value", f"d2/d{name} off by {err:.3g} (relative)"
     return None
 
 
@@ -228,7 +253,7 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
         for ref in refs:
             found = compare(module, graph, ref)
             if found:
-                return Outcome("wrong", *found)
+                return Outcome("refused" if found[0] == SECOND_NOT_DERIVED else "wrong", *found)
         return Outcome("passed")
 
     return judged(op, timeout, source, judge)

@@ -18,6 +18,9 @@ Backward, derived and simplified by backgen:
     dx[n, m] = (grad_out[n, m] - bnraw[n, m]*Sum(bnraw[n1, m]*grad_out[n1, m], (n1, 0, N - 1))/(N - 1) - Sum(grad_out[n1, m], (n1, 0, N - 1))/N)*bnvar_inv[m]*gain[m]
     dgain[m] = Sum(bnraw[n, m]*grad_out[n, m], (n, 0, N - 1))
     dbias[m] = Sum(grad_out[n, m], (n, 0, N - 1))
+
+Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
+definitions and the backward above, in _double_forward and _double_backward.
 """
 
 import torch
@@ -126,20 +129,220 @@ def backward(grad_out, saved):
     return (dx, dgain, dbias)
 
 
+def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
+    """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    _check_input("x", x, 2, False, False)
+    N = x.shape[0]
+    M = x.shape[1]
+    _check_input("gain", gain, 1, False, False)
+    _check_size("gain", 0, gain.shape[0], "M", M)
+    _check_input("bias", bias, 1, False, False)
+    _check_size("bias", 0, bias.shape[0], "M", M)
+    _check_input("grad_y", grad_y, 2, False, False)
+    _check_size("grad_y", 0, grad_y.shape[0], "N", N)
+    _check_size("grad_y", 1, grad_y.shape[1], "M", M)
+    _check_input("v_x", v_x, 2, False, False)
+    _check_size("v_x", 0, v_x.shape[0], "N", N)
+    _check_size("v_x", 1, v_x.shape[1], "M", M)
+    _check_input("v_gain", v_gain, 1, False, False)
+    _check_size("v_gain", 0, v_gain.shape[0], "M", M)
+    _check_input("v_bias", v_bias, 1, False, False)
+    _check_size("v_bias", 0, v_bias.shape[0], "M", M)
+    _check_param("eps", eps)
+    _check_like("gain", gain, "x", x, True)
+    _check_like("bias", bias, "x", x, True)
+    _check_like("grad_y", grad_y, "x", x, True)
+    _check_like("v_x", v_x, "x", x, True)
+    _check_like("v_gain", v_gain, "x", x, True)
+    _check_like("v_bias", v_bias, "x", x, True)
+    _check_positive("N", N, "it divides")
+    _check_positive("N - 1", N - 1, "it divides")
+    bnmeani = x.mean(0)
+    bndiff = x - bnmeani
+    bndiff2 = torch.square(bndiff)
+    sum_bndiff2 = bndiff2.sum(0)
+    bnvar = sum_bndiff2 / (N - 1)
+    bnvar_inv = torch.rsqrt(eps + bnvar)
+    bnraw = bnvar_inv * bndiff
+    sum_grad_y = grad_y.sum(0)
+    sum_bnraw_grad_y = (bnraw * grad_y).sum(0)
+    b_dx = (
+        bnvar_inv
+        * gain
+        * torch.addcmul(grad_y - (sum_grad_y / N), sum_bnraw_grad_y / (N - 1), bnraw, value=-1)
+    )
+    b_dgain = sum_bnraw_grad_y
+    b_dbias = sum_grad_y
+    sum_b_dbias_v_bias = (b_dbias * v_bias).sum(0)
+    sum_b_dgain_v_gain = (b_dgain * v_gain).sum(0)
+    sum_b_dx_v_x = (b_dx * v_x).sum((0, 1))
+    pair = sum_b_dbias_v_bias + sum_b_dgain_v_gain + sum_b_dx_v_x
+    return pair, (
+        gain,
+        bndiff,
+        bnvar_inv,
+        bnraw,
+        grad_y,
+        b_dx,
+        b_dgain,
+        b_dbias,
+        v_x,
+        v_gain,
+        v_bias,
+        (pair.shape, pair.dtype, pair.device),
+    )
+
+
+def _double_backward_all(grad_out, saved):
+    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+    gain, bndiff, bnvar_inv, bnraw, grad_y, b_dx, b_dgain, b_dbias, v_x, v_gain, v_bias, _like = (
+        saved
+    )
+    _check_grad_out(grad_out, _like)
+    M = gain.shape[0]
+    N = bndiff.shape[0]
+    db_dbias = grad_out * v_bias
+    db_dgain = grad_out * v_gain
+    db_dx = grad_out * v_x
+    dout = torch.zeros(N, M, dtype=grad_out.dtype, device=grad_out.device)
+    sum_bnraw_db_dx = (bnraw * db_dx).sum(0)
+    sum_bnraw_grad_y = (bnraw * grad_y).sum(0)
+    dbnraw = torch.addcmul(
+        torch.addcmul(
+            db_dgain * grad_y, bnvar_inv * gain * sum_bnraw_db_dx / (N - 1), grad_y, value=-1
+        ),
+        bnvar_inv * gain * sum_bnraw_grad_y / (N - 1),
+        db_dx,
+        value=-1,
+    )
+    sum_bndiff_dbnraw = (bndiff * dbnraw).sum(0)
+    sum_grad_y = grad_y.sum(0)
+    sum_bnraw_db_dx_grad_y = (
+        torch.addcmul(
+            grad_y.T - (sum_grad_y / N)[:, None],
+            (sum_bnraw_grad_y / (N - 1))[:, None],
+            bnraw.T,
+            value=-1,
+        )
+        * db_dx.T
+    ).sum(1)
+    dbnvar_inv = torch.addcmul(sum_bndiff_dbnraw, sum_bnraw_db_dx_grad_y, gain)
+    dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
+    dbndiff2 = (dbnvar / (N - 1)).expand(N, M).clone()
+    dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
+    sum_dbndiff = dbndiff.sum(0)
+    dbnmeani = -sum_dbndiff
+    dx = dbndiff + dbnmeani / N
+    dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
+    dbias = torch.zeros(M, dtype=grad_out.dtype, device=grad_out.device)
+    sum_db_dx = db_dx.sum(0)
+    dgrad_y = torch.addcmul(
+        torch.addcmul(
+            torch.addcmul(
+                torch.addcmul(db_dbias, gain * sum_db_dx / N, bnvar_inv, value=-1),
+                bnvar_inv * gain,
+                db_dx,
+            ),
+            db_dgain,
+            bnraw,
+        ),
+        bnvar_inv * gain * sum_bnraw_db_dx / (N - 1),
+        bnraw,
+        value=-1,
+    )
+    dv_x = grad_out * b_dx
+    dv_gain = grad_out * b_dgain
+    dv_bias = grad_out * b_dbias
+    return {
+        "b_dbias": db_dbias,
+        "b_dgain": db_dgain,
+        "b_dx": db_dx,
+        "out": dout,
+        "bnraw": dbnraw,
+        "bnvar_inv": dbnvar_inv,
+        "bnvar": dbnvar,
+        "bndiff2": dbndiff2,
+        "bndiff": dbndiff,
+        "bnmeani": dbnmeani,
+        "x": dx,
+        "gain": dgain,
+        "bias": dbias,
+        "grad_y": dgrad_y,
+        "v_x": dv_x,
+        "v_gain": dv_gain,
+        "v_bias": dv_bias,
+    }
+
+
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
+    grads = _double_backward_all(grad_out, saved)
+    return tuple(
+        grads.get(name) for name in ["x", "gain", "bias", "grad_y", "v_x", "v_gain", "v_bias"]
+    )
+
+
+class _Backward(torch.autograd.Function):
+    """The generated backward as an autograd node of its own, so that differentiating it
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
+    second order, never autograd replaying the backward on its saved tensors as constants."""
+
+    @staticmethod
+    def forward(ctx, grad_out, _saved, _params, x, gain, bias):
+        ctx.save_for_backward(grad_out, x, gain, bias)
+        ctx.saved, ctx.params = _saved, _params
+        grads = backward(grad_out, _saved)
+        return (grads[0], grads[1], grads[2])
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, x, gain, bias = ctx.saved_tensors
+        _targets = (x, gain, bias)
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        with torch.no_grad():
+            _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _no_third_order((grad_out, x, gain, bias, *cotangents), grads)
+        return (grads[3], None, None, *grads[:3])
+
+
+class _ThirdOrder(torch.autograd.Function):
+    """Where the double backward's results meet autograd again: their own derivative (third
+    order) is not derived, and read as constants it would be silently wrong, so it raises."""
+
+    @staticmethod
+    def forward(ctx, value, *depends_on):
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _no_third_order(tensors, grads):
+    if not torch.is_grad_enabled():  # no create_graph: nothing will differentiate these
+        return grads
+    depends_on = [t for t in tensors if t.requires_grad]
+    if not depends_on:
+        return grads
+    return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
+
+
 class Function(torch.autograd.Function):
-    """``batchnorm`` as an autograd node: the generated backward inside any autograd graph."""
+    """``batchnorm`` as an autograd node: the generated backward inside any autograd graph,
+    differentiable once more through the derived second order (``_Backward``)."""
 
     @staticmethod
     def forward(ctx, x, gain, bias, eps=1e-05):
         out, saved = forward(x, gain, bias, eps=eps)
-        ctx.save_for_backward(*saved[:3])
+        ctx.save_for_backward(x, gain, bias, *saved[:3])
         ctx.extra = saved[3:]
+        ctx.params = (eps,)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        grads = backward(grad_out, (*ctx.saved_tensors, *ctx.extra))
-        return (
-            *grads,
-            None,
-        )
+        _inputs = ctx.saved_tensors[:3]
+        _saved = (*ctx.saved_tensors[3:], *ctx.extra)
+        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+        return (grads[0], grads[1], grads[2], None)

@@ -31,6 +31,9 @@ Backward, derived and simplified by backgen:
     dWoh[h, d, c] = Sum(grad_out[b, t, c]*y[b, h, t, d], (b, 0, B - 1), (t, 0, T - 1))
     dWo[c, c1] = dWoh_as_Wo[c, c1]
     dbo[c] = Sum(grad_out[b, t, c], (b, 0, B - 1), (t, 0, T - 1))
+
+Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
+definitions and the backward above, in _double_forward and _double_backward.
 """
 
 import math
@@ -223,20 +226,1033 @@ def backward(grad_out, saved):
     return (dx, dWqkv, dbqkv, dWo, dbo)
 
 
+def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_bo, *, n_head=4):
+    """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    _check_input("x", x, 3, False, False)
+    B = x.shape[0]
+    T = x.shape[1]
+    C = x.shape[2]
+    _check_input("Wqkv", Wqkv, 2, False, False)
+    _check_size("Wqkv", 0, Wqkv.shape[0], "C", C)
+    _check_input("bqkv", bqkv, 1, False, False)
+    _check_input("Wo", Wo, 2, False, False)
+    _check_size("Wo", 0, Wo.shape[0], "C", C)
+    _check_size("Wo", 1, Wo.shape[1], "C", C)
+    _check_input("bo", bo, 1, False, False)
+    _check_size("bo", 0, bo.shape[0], "C", C)
+    _check_input("grad_y", grad_y, 3, False, False)
+    _check_size("grad_y", 0, grad_y.shape[0], "B", B)
+    _check_size("grad_y", 1, grad_y.shape[1], "T", T)
+    _check_size("grad_y", 2, grad_y.shape[2], "C", C)
+    _check_input("v_x", v_x, 3, False, False)
+    _check_size("v_x", 0, v_x.shape[0], "B", B)
+    _check_size("v_x", 1, v_x.shape[1], "T", T)
+    _check_size("v_x", 2, v_x.shape[2], "C", C)
+    _check_input("v_Wqkv", v_Wqkv, 2, False, False)
+    _check_size("v_Wqkv", 0, v_Wqkv.shape[0], "C", C)
+    _check_input("v_bqkv", v_bqkv, 1, False, False)
+    _check_input("v_Wo", v_Wo, 2, False, False)
+    _check_size("v_Wo", 0, v_Wo.shape[0], "C", C)
+    _check_size("v_Wo", 1, v_Wo.shape[1], "C", C)
+    _check_input("v_bo", v_bo, 1, False, False)
+    _check_size("v_bo", 0, v_bo.shape[0], "C", C)
+    _check_param("n_head", n_head)
+    D = _check_derived("D", "C / n_head", C, n_head, "C", "n_head")
+    H = _check_derived("H", "n_head", n_head, 1, "n_head", "1")
+    _check_like("Wqkv", Wqkv, "x", x, True)
+    _check_like("bqkv", bqkv, "x", x, True)
+    _check_like("Wo", Wo, "x", x, True)
+    _check_like("bo", bo, "x", x, True)
+    _check_like("grad_y", grad_y, "x", x, True)
+    _check_like("v_x", v_x, "x", x, True)
+    _check_like("v_Wqkv", v_Wqkv, "x", x, True)
+    _check_like("v_bqkv", v_bqkv, "x", x, True)
+    _check_like("v_Wo", v_Wo, "x", x, True)
+    _check_like("v_bo", v_bo, "x", x, True)
+    _check_size("Wqkv", 1, Wqkv.shape[1], "3*C", 3 * C)
+    _check_size("bqkv", 0, bqkv.shape[0], "3*C", 3 * C)
+    _check_size("v_Wqkv", 1, v_Wqkv.shape[1], "3*C", 3 * C)
+    _check_size("v_bqkv", 0, v_bqkv.shape[0], "3*C", 3 * C)
+    _check_positive("D", D, "it divides")
+    _check_positive("T", T, "a Max runs over it")
+    Wh = Wqkv.reshape(C, 3, H, D)
+    bh = bqkv.reshape(3, H, D)
+    Woh = Wo.reshape(H, D, C)
+    sum_Wh_at_all_0_x = torch.einsum("ebd,ace->abcd", Wh[:, 0], x)
+    q = bh[0][:, None] + sum_Wh_at_all_0_x
+    sum_Wh_at_all_1_x = torch.einsum("ebd,ace->abcd", Wh[:, 1], x)
+    k = bh[1][:, None] + sum_Wh_at_all_1_x
+    sum_Wh_at_all_2_x = torch.einsum("ebd,ace->abcd", Wh[:, 2], x)
+    v = bh[2][:, None] + sum_Wh_at_all_2_x
+    sum_k_q = torch.einsum("abde,abce->abcd", k, q)
+    scores = torch.where(
+        torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
+        sum_k_q / math.sqrt(D),
+        float("-inf"),
+    )
+    maxes, maxes_argmax = scores.max(3)
+    counts = torch.exp(scores - maxes[:, :, :, None])
+    counts_sum = counts.sum(3)
+    probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
+    y = torch.einsum("abce,abed->abcd", probs, v)
+    sum_Woh_grad_y = torch.einsum("dfg,aeg->adef", Woh, grad_y)
+    sum_Woh_grad_y_probs = torch.einsum("adeb,adef->abdf", probs, sum_Woh_grad_y)
+    sum_Wh_at_all_2_Woh_grad_y_probs = torch.einsum("cdf,abdf->abc", Wh[:, 2], sum_Woh_grad_y_probs)
+    sum_Woh_grad_y_v = torch.einsum("adhf,abdf->abdh", v, sum_Woh_grad_y.permute(0, 2, 1, 3))
+    sum_Woh_grad_y_probs_v = torch.einsum("adbe,abde->abd", probs, sum_Woh_grad_y_v)
+    t_Woh_grad_y_probs_v = (
+        sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]
+    ) * probs.permute(0, 2, 1, 3)
+    sum_Woh_grad_y_k_probs_v = torch.einsum("abdh,adhg->abdg", t_Woh_grad_y_probs_v, k)
+    sum_Wh_at_all_0_Woh_grad_y_k_probs_v = torch.einsum(
+        "cdg,abdg->abc", Wh[:, 0], sum_Woh_grad_y_k_probs_v
+    )
+    sum_Woh_grad_y_probs_q_v = torch.einsum("ahdb,adhg->abdg", t_Woh_grad_y_probs_v, q)
+    sum_Wh_at_all_1_Woh_grad_y_probs_q_v = torch.einsum(
+        "cdg,abdg->abc", Wh[:, 1], sum_Woh_grad_y_probs_q_v
+    )
+    b_dx = (
+        sum_Wh_at_all_2_Woh_grad_y_probs
+        + sum_Wh_at_all_0_Woh_grad_y_k_probs_v / math.sqrt(D)
+        + sum_Wh_at_all_1_Woh_grad_y_probs_q_v / math.sqrt(D)
+    )
+    sum_Woh_grad_y_k_probs_v_x = torch.einsum(
+        "dga,bcdg->abc", x, sum_Woh_grad_y_k_probs_v.permute(2, 3, 0, 1)
+    )
+    sum_Woh_grad_y_probs_q_v_x = torch.einsum(
+        "dga,bcdg->abc", x, sum_Woh_grad_y_probs_q_v.permute(2, 3, 0, 1)
+    )
+    sum_Woh_grad_y_probs_x = torch.einsum(
+        "dfa,bcdf->abc", x, sum_Woh_grad_y_probs.permute(2, 3, 0, 1)
+    )
+    b_dWh = torch.stack(
+        [
+            sum_Woh_grad_y_k_probs_v_x / math.sqrt(D),
+            sum_Woh_grad_y_probs_q_v_x / math.sqrt(D),
+            sum_Woh_grad_y_probs_x,
+        ],
+        1,
+    )
+    b_dWh_as_Wqkv = b_dWh.reshape(C, 3 * C)
+    b_dWqkv = b_dWh_as_Wqkv
+    sum_Woh_grad_y_k_probs_v_1 = sum_Woh_grad_y_k_probs_v.sum((0, 1))
+    sum_Woh_grad_y_probs_q_v_1 = sum_Woh_grad_y_probs_q_v.sum((0, 1))
+    sum_Woh_grad_y_1 = sum_Woh_grad_y.sum((2, 0))
+    b_dbh = torch.stack(
+        [
+            sum_Woh_grad_y_k_probs_v_1 / math.sqrt(D),
+            sum_Woh_grad_y_probs_q_v_1 / math.sqrt(D),
+            sum_Woh_grad_y_1,
+        ],
+        0,
+    )
+    b_dbh_as_bqkv = b_dbh.reshape(3 * C)
+    b_dbqkv = b_dbh_as_bqkv
+    b_dWoh = torch.einsum("dec,daeb->abc", grad_y, y)
+    b_dWoh_as_Wo = b_dWoh.reshape(C, C)
+    b_dWo = b_dWoh_as_Wo
+    b_dbo = grad_y.sum((0, 1))
+    sum_b_dbo_v_bo = (b_dbo * v_bo).sum(0)
+    sum_b_dbqkv_v_bqkv = (b_dbqkv * v_bqkv).sum(0)
+    sum_b_dWo_v_Wo = (b_dWo * v_Wo).sum((0, 1))
+    sum_b_dWqkv_v_Wqkv = (b_dWqkv * v_Wqkv).sum((0, 1))
+    sum_b_dx_v_x = (b_dx * v_x).sum((0, 1, 2))
+    pair = sum_b_dbo_v_bo + sum_b_dbqkv_v_bqkv + sum_b_dWo_v_Wo + sum_b_dWqkv_v_Wqkv + sum_b_dx_v_x
+    return pair, (
+        x,
+        Wh,
+        Woh,
+        q,
+        k,
+        v,
+        counts,
+        counts_sum,
+        probs,
+        y,
+        grad_y,
+        b_dx,
+        b_dWh,
+        b_dWqkv,
+        b_dbh,
+        b_dbqkv,
+        b_dWoh,
+        b_dWo,
+        b_dbo,
+        v_x,
+        v_Wqkv,
+        v_bqkv,
+        v_Wo,
+        v_bo,
+        maxes_argmax,
+        (pair.shape, pair.dtype, pair.device),
+    )
+
+
+def _double_backward_all(grad_out, saved):
+    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+    (
+        x,
+        Wh,
+        Woh,
+        q,
+        k,
+        v,
+        counts,
+        counts_sum,
+        probs,
+        y,
+        grad_y,
+        b_dx,
+        b_dWh,
+        b_dWqkv,
+        b_dbh,
+        b_dbqkv,
+        b_dWoh,
+        b_dWo,
+        b_dbo,
+        v_x,
+        v_Wqkv,
+        v_bqkv,
+        v_Wo,
+        v_bo,
+        maxes_argmax,
+        _like,
+    ) = saved
+    _check_grad_out(grad_out, _like)
+    B = x.shape[0]
+    C = x.shape[2]
+    D = Wh.shape[3]
+    H = Wh.shape[2]
+    T = x.shape[1]
+    db_dbo = grad_out * v_bo
+    db_dWo = grad_out * v_Wo
+    db_dWoh_as_Wo = db_dWo
+    db_dWoh = db_dWoh_as_Wo.reshape(H, D, C)
+    db_dbqkv = grad_out * v_bqkv
+    db_dbh_as_bqkv = db_dbqkv
+    db_dbh = db_dbh_as_bqkv.reshape(3, H, D)
+    db_dWqkv = grad_out * v_Wqkv
+    db_dWh_as_Wqkv = db_dWqkv
+    db_dWh = db_dWh_as_Wqkv.reshape(C, 3, H, D)
+    db_dx = grad_out * v_x
+    dout = torch.zeros(B, T, C, dtype=grad_out.dtype, device=grad_out.device)
+    dy = torch.einsum("bde,ace->abcd", db_dWoh, grad_y)
+    sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
+    sum_Woh_grad_y = torch.einsum("bef,acf->abce", Woh, grad_y)
+    sum_Woh_grad_y_v = torch.einsum("abde,abce->abcd", v, sum_Woh_grad_y)
+    sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
+    sum_Wh_at_all_2_Woh_grad_y = torch.einsum("fbg,abcg->abcf", Wh[:, 2], sum_Woh_grad_y)
+    sum_Wh_at_all_2_Woh_db_dx_grad_y = torch.einsum(
+        "adf,abcf->abcd", db_dx, sum_Wh_at_all_2_Woh_grad_y
+    )
+    sum_dy_v = torch.einsum("abce,abde->abcd", dy, v)
+    sum_k_probs = torch.einsum("abci,abfc->abfi", k, probs)
+    sum_probs_x = torch.einsum("ach,abfc->abfh", x, probs)
+    sum_Woh_grad_y_probs_v = torch.einsum(
+        "abfc,abcf->abf", probs, sum_Woh_grad_y_v.permute(0, 1, 3, 2)
+    )
+    sum_Woh_db_dWh_grad_y_k_probs_q_v_x = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, :, None, None, None, None, None],
+        (
+            db_dWh.permute(2, 0, 3, 1)[:, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(
+                        torch.addcmul(
+                            torch.addcmul(
+                                torch.addcmul(
+                                    (x[:, None, None, :, :, None] * q[:, :, :, None, None])[
+                                        :, :, :, :, :, :, None
+                                    ]
+                                    * torch.where(
+                                        1 == torch.arange(3, device=grad_out.device),
+                                        (sum_Woh_grad_y_v / math.sqrt(D))[:, :, :, :, None],
+                                        0,
+                                    )[:, :, :, :, None, None],
+                                    (
+                                        x[:, None, :, None, :, None]
+                                        * torch.where(
+                                            0 == torch.arange(3, device=grad_out.device),
+                                            (sum_Woh_grad_y_v / math.sqrt(D))[:, :, :, :, None],
+                                            0,
+                                        )[:, :, :, :, None]
+                                    )[:, :, :, :, :, None],
+                                    k[:, :, None, :, None, :, None],
+                                ),
+                                (
+                                    (2 == torch.arange(3, device=grad_out.device)).to(
+                                        grad_out.dtype
+                                    )
+                                    * x[:, :, :, None]
+                                )[:, None, None, :, :, None],
+                                sum_Woh_grad_y[:, :, :, None, None, :, None],
+                            ),
+                            torch.where(
+                                1 == torch.arange(3, device=grad_out.device),
+                                (
+                                    sum_probs_x[:, :, :, None]
+                                    * sum_Woh_grad_y_v[:, :, :, :, None]
+                                    / math.sqrt(D)
+                                )[:, :, :, :, :, None],
+                                0,
+                            )[:, :, :, :, :, None],
+                            q[:, :, :, None, None, :, None],
+                            value=-1,
+                        ),
+                        (
+                            x[:, None, None, :, :, None]
+                            * torch.where(
+                                1 == torch.arange(3, device=grad_out.device),
+                                (sum_Woh_grad_y_probs_v / math.sqrt(D))[:, :, :, None],
+                                0,
+                            )[:, :, :, None, None]
+                        )[:, :, :, :, :, None],
+                        q[:, :, :, None, None, :, None],
+                        value=-1,
+                    ),
+                    (
+                        x[:, None, :, None, :, None]
+                        * torch.where(
+                            0 == torch.arange(3, device=grad_out.device),
+                            (sum_Woh_grad_y_v / math.sqrt(D))[:, :, :, :, None],
+                            0,
+                        )[:, :, :, :, None]
+                    )[:, :, :, :, :, None],
+                    sum_k_probs[:, :, :, None, None, :, None],
+                    value=-1,
+                ),
+                (
+                    x[:, None, :, :, None]
+                    * torch.where(
+                        0 == torch.arange(3, device=grad_out.device),
+                        (sum_Woh_grad_y_probs_v / math.sqrt(D))[:, :, :, None],
+                        0,
+                    )[:, :, :, None]
+                )[:, :, :, None, :, None],
+                k[:, :, None, :, None, :, None],
+                value=-1,
+            )
+        )[:, :, None],
+        0,
+    ).sum((5, 7, 1, 6))
+    sum_probs = probs.sum(3)
+    sum_Woh_db_dbh_grad_y_k_probs_q_v = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, :, None, None, None, None],
+        (
+            db_dbh.permute(1, 2, 0)[:, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(
+                        torch.addcmul(
+                            torch.addcmul(
+                                q[:, :, :, None, :, None]
+                                * torch.where(
+                                    1 == torch.arange(3, device=grad_out.device),
+                                    sum_Woh_grad_y_v[:, :, :, :, None],
+                                    0,
+                                )[:, :, :, :, None],
+                                torch.where(
+                                    0 == torch.arange(3, device=grad_out.device),
+                                    sum_Woh_grad_y_v[:, :, :, :, None],
+                                    0,
+                                )[:, :, :, :, None],
+                                k[:, :, None, :, :, None],
+                            ),
+                            torch.where(
+                                1 == torch.arange(3, device=grad_out.device),
+                                (sum_probs[:, :, :, None] * sum_Woh_grad_y_v)[:, :, :, :, None],
+                                0,
+                            )[:, :, :, :, None],
+                            q[:, :, :, None, :, None],
+                            value=-1,
+                        ),
+                        torch.where(
+                            0 == torch.arange(3, device=grad_out.device),
+                            sum_Woh_grad_y_v[:, :, :, :, None],
+                            0,
+                        )[:, :, :, :, None],
+                        sum_k_probs[:, :, :, None, :, None],
+                        value=-1,
+                    ),
+                    torch.where(
+                        1 == torch.arange(3, device=grad_out.device),
+                        sum_Woh_grad_y_probs_v[:, :, :, None],
+                        0,
+                    )[:, :, :, None, None],
+                    q[:, :, :, None, :, None],
+                    value=-1,
+                ),
+                torch.where(
+                    0 == torch.arange(3, device=grad_out.device),
+                    sum_Woh_grad_y_probs_v[:, :, :, None],
+                    0,
+                )[:, :, :, None, None],
+                k[:, :, None, :, :, None],
+                value=-1,
+            )
+        )[:, :, None],
+        0,
+    ).sum((6, 1, 5))
+    sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
+        "fbe,abce,agf,abcg->abc", Wh[:, 1], q, db_dx, probs
+    )
+    sum_Wh_at_all_0_k_probs = torch.einsum("fbg,abcg->abcf", Wh[:, 0], sum_k_probs)
+    sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,abcf->abc", db_dx, sum_Wh_at_all_0_k_probs)
+    dprobs = torch.addcmul(
+        torch.addcmul(
+            torch.addcmul(
+                torch.addcmul(
+                    sum_Wh_at_all_2_Woh_db_dx_grad_y
+                    + sum_dy_v
+                    + sum_Woh_db_dWh_grad_y_k_probs_q_v_x
+                    + sum_Wh_at_all_0_db_dx_k * sum_Woh_grad_y_v / math.sqrt(D)
+                    + sum_Wh_at_all_1_db_dx_q * sum_Woh_grad_y_v / math.sqrt(D)
+                    + sum_Woh_db_dbh_grad_y_k_probs_q_v / math.sqrt(D),
+                    (sum_Wh_at_all_1_db_dx_probs_q / math.sqrt(D))[:, :, :, None],
+                    sum_Woh_grad_y_v,
+                    value=-1,
+                ),
+                (sum_Woh_grad_y_probs_v / math.sqrt(D))[:, :, :, None],
+                sum_Wh_at_all_1_db_dx_q,
+                value=-1,
+            ),
+            (sum_Wh_at_all_0_db_dx_k_probs / math.sqrt(D))[:, :, :, None],
+            sum_Woh_grad_y_v,
+            value=-1,
+        ),
+        (sum_Woh_grad_y_probs_v / math.sqrt(D))[:, :, :, None],
+        sum_Wh_at_all_0_db_dx_k,
+        value=-1,
+    )
+    sum_dprobs_probs = (dprobs * probs).sum(3)
+    dcounts_sum = -sum_dprobs_probs / counts_sum
+    dcounts = torch.addcmul(
+        dcounts_sum[:, :, :, None], torch.reciprocal(counts_sum)[:, :, :, None], dprobs
+    )
+    sum_counts_dcounts = (counts * dcounts).sum(3)
+    dmaxes = -sum_counts_dcounts
+    dscores = counts * dcounts
+    dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
+    sum_dy_probs = torch.einsum("abed,abec->abcd", dy, probs)
+    sum_Woh_grad_y_probs_q = torch.einsum(
+        "abec,abef,abde->abcdf", probs, q, sum_Woh_grad_y.permute(0, 1, 3, 2)
+    )
+    sum_Wh_at_all_1_Woh_grad_y_probs_q = torch.einsum(
+        "gbf,abcdf->abcdg", Wh[:, 1], sum_Woh_grad_y_probs_q
+    )
+    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q = torch.einsum(
+        "acg,abcdg->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q
+    )
+    sum_Woh_grad_y_probs_x = torch.einsum(
+        "aeg,abec,abde->abcdg", x, probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
+    )
+    sum_Woh_db_dWh_at_all_0_grad_y_probs_x = torch.einsum(
+        "gbf,abcdg->abcdf", db_dWh[:, 0], sum_Woh_grad_y_probs_x
+    )
+    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = torch.einsum(
+        "abcf,abcdf->abcd", k, sum_Woh_db_dWh_at_all_0_grad_y_probs_x
+    )
+    sum_Woh_db_dx_grad_y_probs = torch.einsum(
+        "aef,abec,abde->abcdf", db_dx, probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
+    )
+    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs = torch.einsum(
+        "fbg,abcg,abcdf->abcd", Wh[:, 0], k, sum_Woh_db_dx_grad_y_probs
+    )
+    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x = torch.einsum(
+        "gbf,acg,abcdf->abcd", db_dWh[:, 1], x, sum_Woh_grad_y_probs_q
+    )
+    sum_Woh_grad_y_k_probs = torch.einsum(
+        "abcf,abcg,abcd->abdfg", probs, sum_Woh_grad_y, sum_k_probs
+    )
+    sum_Woh_grad_y_probs_q_1 = torch.einsum(
+        "abcf,abci,abcd,abcg->abdfg", probs, probs, q, sum_Woh_grad_y
+    )
+    sum_Woh_grad_y_probs = torch.einsum("abcf,abcg->abfg", probs, sum_Woh_grad_y)
+    sum_Woh_db_dbh_grad_y_k_probs_q = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, None, :, None, None, None],
+        (
+            db_dbh.permute(1, 2, 0)[:, :, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(
+                        k.permute(0, 1, 3, 2)[:, :, :, :, None, None]
+                        * torch.where(
+                            0 == torch.arange(3, device=grad_out.device),
+                            sum_Woh_grad_y_probs[:, :, :, :, None],
+                            0,
+                        )[:, :, None],
+                        (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                        sum_Woh_grad_y_probs_q.permute(0, 1, 4, 2, 3)[:, :, :, :, :, None],
+                    ),
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                    sum_Woh_grad_y_probs_q_1[:, :, :, :, :, None],
+                    value=-1,
+                ),
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                sum_Woh_grad_y_k_probs[:, :, :, :, :, None],
+                value=-1,
+            )
+        )[:, :, :, None],
+        0,
+    ).sum((6, 1, 2))
+    sum_Woh_grad_y_k_probs_x = torch.einsum(
+        "abcef,abdeg->abcdfg",
+        torch.einsum("aef,abec->abcef", x, probs),
+        torch.einsum("abde,abeg->abdeg", sum_Woh_grad_y.permute(0, 1, 3, 2), sum_k_probs),
+    )
+    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1 = torch.einsum(
+        "fbg,abcdfg->abcd", db_dWh[:, 0], sum_Woh_grad_y_k_probs_x
+    )
+    sum_Woh_grad_y_probs_q_2 = torch.einsum(
+        "abceh,abdef->abcdfh",
+        torch.einsum("abec,abeh->abceh", probs, probs),
+        torch.einsum("abef,abde->abdef", q, sum_Woh_grad_y.permute(0, 1, 3, 2)),
+    )
+    sum_Woh_grad_y_probs_q_x = torch.einsum("ahg,abcdfh->abcdfg", x, sum_Woh_grad_y_probs_q_2)
+    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1 = torch.einsum(
+        "gbf,abcdfg->abcd", db_dWh[:, 1], sum_Woh_grad_y_probs_q_x
+    )
+    sum_Wh_at_all_1_Woh_grad_y_probs_q_1 = torch.einsum(
+        "gbf,abcdfh->abcdgh", Wh[:, 1], sum_Woh_grad_y_probs_q_2
+    )
+    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 = torch.einsum(
+        "ahg,abcdgh->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q_1
+    )
+    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 = torch.einsum(
+        "abce,abde->abcd",
+        torch.einsum(
+            "abe,abec->abce", torch.einsum("aef,abef->abe", db_dx, sum_Wh_at_all_0_k_probs), probs
+        ),
+        sum_Woh_grad_y.permute(0, 1, 3, 2),
+    )
+    dv = (
+        sum_dy_probs
+        + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x / math.sqrt(D)
+        + sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x / math.sqrt(D)
+        + sum_Woh_db_dbh_grad_y_k_probs_q / math.sqrt(D)
+        - (sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1 / math.sqrt(D))
+        - (sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1 / math.sqrt(D))
+        - (sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 / math.sqrt(D))
+        - (sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 / math.sqrt(D))
+    )
+    sum_dscores_q = (
+        (
+            (
+                torch.arange(T, device=grad_out.device)
+                <= torch.arange(T, device=grad_out.device)[:, None]
+            ).to(grad_out.dtype)
+            * (1 / math.sqrt(D))
+        )[:, None]
+        * dscores[:, :, :, None]
+        * q[:, :, :, :, None]
+    ).sum(2)
+    sum_Woh_grad_y_probs_v_1 = (
+        (sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None])
+        * probs.permute(0, 1, 3, 2)
+    ).sum(3)
+    t_Woh_grad_y_probs_v = (
+        sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None]
+    ) * probs.permute(0, 1, 3, 2)
+    sum_Woh_db_dx_grad_y_probs_v = torch.einsum("abch,ahg->abcg", t_Woh_grad_y_probs_v, db_dx)
+    sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v = torch.einsum(
+        "gbd,abcg->abcd", Wh[:, 0], sum_Woh_db_dx_grad_y_probs_v
+    )
+    sum_Woh_grad_y_probs_v_x = torch.einsum("abch,ahg->abcg", t_Woh_grad_y_probs_v, x)
+    sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x = torch.einsum(
+        "gbd,abcg->abcd", db_dWh[:, 0], sum_Woh_grad_y_probs_v_x
+    )
+    dk = (
+        sum_dscores_q.permute(0, 1, 3, 2)
+        + (db_dbh[0] / math.sqrt(D))[:, None] * sum_Woh_grad_y_probs_v_1[:, :, :, None]
+        + sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x / math.sqrt(D)
+    )
+    sum_dscores_k = (
+        (
+            (
+                torch.arange(T, device=grad_out.device)[:, None]
+                <= torch.arange(T, device=grad_out.device)
+            ).to(grad_out.dtype)
+            * (1 / math.sqrt(D))
+        )[:, None]
+        * dscores.permute(0, 1, 3, 2)[:, :, :, None]
+        * k[:, :, :, :, None]
+    ).sum(2)
+    sum_Woh_grad_y_probs_v_2 = (
+        (sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]) * probs
+    ).sum(3)
+    sum_Woh_db_dx_grad_y_probs_v_1 = torch.einsum("abhc,ahg->abcg", t_Woh_grad_y_probs_v, db_dx)
+    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v = torch.einsum(
+        "gbd,abcg->abcd", Wh[:, 1], sum_Woh_db_dx_grad_y_probs_v_1
+    )
+    sum_Woh_grad_y_probs_v_x_1 = torch.einsum("abhc,ahg->abcg", t_Woh_grad_y_probs_v, x)
+    sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x = torch.einsum(
+        "gbd,abcg->abcd", db_dWh[:, 1], sum_Woh_grad_y_probs_v_x_1
+    )
+    dq = (
+        sum_dscores_k.permute(0, 1, 3, 2)
+        + (db_dbh[1] / math.sqrt(D))[:, None] * sum_Woh_grad_y_probs_v_2[:, :, :, None]
+        + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x / math.sqrt(D)
+    )
+    sum_grad_y_probs = torch.einsum("ahe,abhg->abeg", grad_y, probs)
+    sum_k_probs_v = torch.einsum("abhi,abgh,abhd->abdgi", k, probs, v)
+    sum_Wh_at_all_0_k_probs_v = torch.einsum("fbi,abdgi->abdfg", Wh[:, 0], sum_k_probs_v)
+    sum_grad_y_probs_q = torch.einsum("ahe,abhg,abhi->abegi", grad_y, probs, q)
+    sum_Wh_at_all_1_grad_y_probs_q = torch.einsum("fbi,abegi->abefg", Wh[:, 1], sum_grad_y_probs_q)
+    sum_probs_v = torch.einsum("abgh,abhd->abdg", probs, v)
+    sum_grad_y_probs_q_v = torch.einsum(
+        "abegi,abdhi->abdegh",
+        torch.einsum("aie,abig->abegi", grad_y, probs),
+        torch.einsum("abih,abdi->abdhi", q, sum_probs_v),
+    )
+    sum_Wh_at_all_1_grad_y_probs_q_v = torch.einsum(
+        "fbh,abdegh->abdefg", Wh[:, 1], sum_grad_y_probs_q_v
+    )
+    sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v = (
+        db_dx.permute(0, 2, 1)[:, None, None, None]
+        * (
+            Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None] * sum_grad_y_probs[:, :, None, :, None]
+            + (grad_y.permute(0, 2, 1) / math.sqrt(D))[:, None, None, :, None]
+            * sum_Wh_at_all_0_k_probs_v[:, :, :, None]
+            + (v.permute(0, 1, 3, 2) / math.sqrt(D))[:, :, :, None, None]
+            * sum_Wh_at_all_1_grad_y_probs_q[:, :, None]
+            - (
+                (grad_y.permute(0, 2, 1) / math.sqrt(D))[:, None, None, :, None]
+                * sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None, None]
+                * sum_probs_v[:, :, :, None, None]
+            )
+            - (sum_Wh_at_all_1_grad_y_probs_q_v / math.sqrt(D))
+        )
+    ).sum((0, 5, 4))
+    sum_grad_y_k_probs_v = torch.einsum(
+        "ajf,abgj,abdj->bdfg", grad_y, sum_k_probs.permute(0, 1, 3, 2), sum_probs_v
+    )
+    sum_grad_y_probs_q_v_1 = sum_grad_y_probs_q_v.sum((0, 4))
+    sum_grad_y_k_probs_v_1 = torch.einsum(
+        "ajf,abdgj->bdfg", grad_y, sum_k_probs_v.permute(0, 1, 2, 4, 3)
+    )
+    sum_grad_y_probs_q_v_2 = torch.einsum(
+        "abid,abfgi->bdfg", v, sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)
+    )
+    sum_grad_y = grad_y.sum((1, 0))
+    sum_db_dbh_grad_y_k_probs_q_v = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, None, :, None, None, None],
+        (
+            db_dbh.permute(1, 2, 0)[:, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(
+                        torch.addcmul(
+                            (
+                                torch.arange(D, device=grad_out.device)[:, None]
+                                == torch.arange(D, device=grad_out.device)
+                            ).to(grad_out.dtype)[:, None, :, None]
+                            * torch.where(
+                                2 == torch.arange(3, device=grad_out.device), sum_grad_y[:, None], 0
+                            )[:, None],
+                            (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                            / math.sqrt(D),
+                            sum_grad_y_probs_q_v_2[:, :, :, :, None],
+                        ),
+                        (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                        / math.sqrt(D),
+                        sum_grad_y_k_probs_v_1[:, :, :, :, None],
+                    ),
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                    / math.sqrt(D),
+                    sum_grad_y_probs_q_v_1[:, :, :, :, None],
+                    value=-1,
+                ),
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype) / math.sqrt(D),
+                sum_grad_y_k_probs_v[:, :, :, :, None],
+                value=-1,
+            )
+        )[:, :, None],
+        0,
+    ).sum((5, 0, 4))
+    t_k_probs_v = torch.addcmul(
+        sum_k_probs_v.permute(0, 1, 2, 4, 3),
+        sum_probs_v[:, :, :, None],
+        sum_k_probs.permute(0, 1, 3, 2)[:, :, None],
+        value=-1,
+    )
+    sum_grad_y_k_probs_v_x = torch.einsum(
+        "abdhk,afgk->bdfgh", t_k_probs_v, torch.einsum("akf,akg->afgk", grad_y, x)
+    )
+    t_grad_y_probs_q_v = torch.addcmul(
+        -sum_grad_y_probs_q_v.permute(0, 1, 2, 3, 5, 4),
+        v.permute(0, 1, 3, 2)[:, :, :, None, None],
+        sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)[:, :, None],
+    )
+    sum_grad_y_probs_q_v_x = torch.einsum("abdfhj,ajg->bdfgh", t_grad_y_probs_q_v, x)
+    sum_grad_y_probs_x = torch.einsum("akg,abfk->bfg", x, sum_grad_y_probs)
+    sum_db_dWh_grad_y_k_probs_q_v_x = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, None, :, None, None, None, None],
+        (
+            db_dWh.permute(2, 0, 3, 1)[:, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    (
+                        torch.arange(D, device=grad_out.device)[:, None]
+                        == torch.arange(D, device=grad_out.device)
+                    ).to(grad_out.dtype)[:, None, None, :, None]
+                    * torch.where(
+                        2 == torch.arange(3, device=grad_out.device),
+                        sum_grad_y_probs_x[:, :, :, None],
+                        0,
+                    )[:, None, :, :, None],
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                    / math.sqrt(D),
+                    sum_grad_y_probs_q_v_x[:, :, :, :, :, None],
+                ),
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype) / math.sqrt(D),
+                sum_grad_y_k_probs_v_x[:, :, :, :, :, None],
+            )
+        )[:, :, None],
+        0,
+    ).sum((4, 6, 0, 5))
+    dWoh = (
+        sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v
+        + sum_db_dbh_grad_y_k_probs_q_v.permute(1, 0, 2)
+        + sum_db_dWh_grad_y_k_probs_q_v_x.permute(1, 0, 2)
+    )
+    dWo = dWoh.reshape(C, C)
+    sum_dq = dq.sum((0, 2))
+    sum_dk = dk.sum((0, 2))
+    sum_dv = dv.sum((0, 2))
+    dbh = torch.stack([sum_dq, sum_dk, sum_dv], 0)
+    dbqkv = dbh.reshape(3 * C)
+    sum_dq_x = torch.einsum("efa,ecfd->acd", x, dq)
+    sum_dk_x = torch.einsum("efa,ecfd->acd", x, dk)
+    sum_dv_x = torch.einsum("efa,ecfd->acd", x, dv)
+    sum_Woh_grad_y_k_probs_v = torch.einsum("abji,abjg->abgi", t_Woh_grad_y_probs_v, k)
+    sum_Woh_grad_y_probs_q_v = torch.einsum("abij,abjg->abgi", t_Woh_grad_y_probs_v, q)
+    sum_Woh_db_dx_grad_y_k_probs_q_v = torch.where(
+        (
+            torch.arange(C, device=grad_out.device)[:, None]
+            == torch.arange(C, device=grad_out.device)
+        )[:, None, None, :, None],
+        (
+            db_dx.permute(0, 2, 1)[:, None, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.where(
+                        (1 == torch.arange(3, device=grad_out.device))[:, None, None],
+                        (sum_Woh_grad_y_probs_q_v / math.sqrt(D))[:, :, None],
+                        0,
+                    ),
+                    (
+                        (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                        / math.sqrt(D)
+                    )[:, None, None],
+                    sum_Woh_grad_y_k_probs_v[:, :, None],
+                ),
+                (2 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
+                sum_Woh_grad_y_probs.permute(0, 1, 3, 2)[:, :, None],
+            )[:, :, :, :, None]
+        )[:, :, None],
+        0,
+    ).sum((0, 6, 5))
+    dWh = torch.addcmul(
+        torch.addcmul(
+            torch.addcmul(
+                sum_Woh_db_dx_grad_y_k_probs_q_v.permute(1, 2, 0, 3),
+                (2 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
+                sum_dv_x[:, None],
+            ),
+            (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
+            sum_dk_x[:, None],
+        ),
+        (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
+        sum_dq_x[:, None],
+    )
+    dWqkv = dWh.reshape(C, 3 * C)
+    sum_Wh_at_all_0_dq = torch.einsum("cde,adbe->abc", Wh[:, 0], dq)
+    sum_Wh_at_all_1_dk = torch.einsum("cde,adbe->abc", Wh[:, 1], dk)
+    sum_Wh_at_all_2_dv = torch.einsum("cde,adbe->abc", Wh[:, 2], dv)
+    sum_Woh_db_dWh_grad_y_k_probs_q_v = torch.where(
+        (
+            torch.arange(C, device=grad_out.device)[:, None]
+            == torch.arange(C, device=grad_out.device)
+        )[:, :, None, None],
+        (
+            db_dWh.permute(2, 0, 3, 1)[:, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.where(
+                        1 == torch.arange(3, device=grad_out.device),
+                        (sum_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2) / math.sqrt(D))[
+                            :, :, :, :, None
+                        ],
+                        0,
+                    ),
+                    (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                    / math.sqrt(D),
+                    sum_Woh_grad_y_k_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None],
+                ),
+                (2 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                sum_Woh_grad_y_probs[:, :, :, :, None],
+            )[:, :, :, None]
+        )[:, :, :, None],
+        0,
+    ).sum((4, 6, 1, 5))
+    dx = (
+        sum_Wh_at_all_0_dq
+        + sum_Wh_at_all_1_dk
+        + sum_Wh_at_all_2_dv
+        + sum_Woh_db_dWh_grad_y_k_probs_q_v
+    )
+    dbo = torch.zeros(C, dtype=grad_out.dtype, device=grad_out.device)
+    sum_Woh_db_dbh_at_2 = (db_dbh[2][:, :, None] * Woh).sum((0, 1))
+    sum_db_dWh_at_all_2_probs_x = torch.einsum(
+        "gdf,abdg->abdf", db_dWh[:, 2], sum_probs_x.permute(0, 2, 1, 3)
+    )
+    sum_Woh_db_dWh_at_all_2_probs_x = torch.einsum(
+        "dfc,abdf->abc", Woh, sum_db_dWh_at_all_2_probs_x
+    )
+    sum_db_dWoh_y = torch.einsum("dec,adbe->abc", db_dWoh, y)
+    sum_Wh_at_all_2_Woh_probs = torch.einsum("hbj,bjg,abfi->afghi", Wh[:, 2], Woh, probs)
+    sum_Woh_v = torch.einsum("bdg,abcd->abcg", Woh, v)
+    sum_Woh_k_probs_v = torch.einsum("abcj,abic,abcg->abgij", k, probs, sum_Woh_v)
+    sum_Woh_probs_v = torch.einsum("abic,abcg->abgi", probs, sum_Woh_v)
+    t_Woh_k_probs_v = torch.addcmul(
+        sum_Woh_k_probs_v, sum_Woh_probs_v[:, :, :, :, None], sum_k_probs[:, :, None], value=-1
+    )
+    sum_Wh_at_all_0_Woh_k_probs_v = torch.einsum("abgij,hbj->aghi", t_Woh_k_probs_v, Wh[:, 0])
+    t_Woh_probs_v = probs[:, :, :, None] * (
+        sum_Woh_v.permute(0, 1, 3, 2)[:, :, None]
+        - sum_Woh_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None]
+    )
+    sum_Wh_at_all_1_Woh_probs_q_v = torch.einsum(
+        "abfgi,abfh->afghi", t_Woh_probs_v, torch.einsum("hbj,abfj->abfh", Wh[:, 1], q)
+    )
+    sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v = torch.where(
+        (
+            torch.arange(B, device=grad_out.device)
+            == torch.arange(B, device=grad_out.device)[:, None]
+        )[:, :, None, None, None, None],
+        (
+            db_dx.permute(0, 2, 1)[:, None, None]
+            * (
+                sum_Wh_at_all_2_Woh_probs
+                + torch.where(
+                    (
+                        torch.arange(T, device=grad_out.device)[:, None]
+                        == torch.arange(T, device=grad_out.device)
+                    )[:, None, None],
+                    (sum_Wh_at_all_0_Woh_k_probs_v / math.sqrt(D))[:, None],
+                    0,
+                )
+                + sum_Wh_at_all_1_Woh_probs_q_v / math.sqrt(D)
+            )
+        )[:, None],
+        0,
+    ).sum((0, 5, 4))
+    sum_Woh_db_dbh_at_0_k_probs_v = torch.einsum(
+        "dg,abcdg->abc", db_dbh[0], sum_Woh_k_probs_v.permute(0, 3, 2, 1, 4)
+    )
+    sum_Woh_probs_v_x = torch.einsum(
+        "aeh,adbe,acde->abcdh", x, probs, sum_Woh_v.permute(0, 3, 1, 2)
+    )
+    sum_Woh_db_dWh_at_all_1_probs_v_x = torch.einsum(
+        "hdg,abcdh->abcdg", db_dWh[:, 1], sum_Woh_probs_v_x
+    )
+    sum_Woh_db_dWh_at_all_1_probs_q_v_x = torch.einsum(
+        "adbg,abcdg->abc", q, sum_Woh_db_dWh_at_all_1_probs_v_x
+    )
+    sum_Woh_db_dWh_at_all_0_k_probs_v_x = torch.einsum(
+        "hdg,abh,abcdg->abc", db_dWh[:, 0], x, sum_Woh_k_probs_v.permute(0, 3, 2, 1, 4)
+    )
+    sum_Woh_db_dbh_at_1_probs_q_v = torch.einsum(
+        "dg,adbg,abcd->abc", db_dbh[1], q, sum_Woh_probs_v.permute(0, 3, 2, 1)
+    )
+    sum_Woh_db_dbh_at_0_k_probs_v_1 = torch.einsum(
+        "dg,abdg,abcd->abc",
+        db_dbh[0],
+        sum_k_probs.permute(0, 2, 1, 3),
+        sum_Woh_probs_v.permute(0, 3, 2, 1),
+    )
+    sum_db_dWh_at_all_1_probs_x = torch.einsum(
+        "hdg,abdh->abdg", db_dWh[:, 1], sum_probs_x.permute(0, 2, 1, 3)
+    )
+    sum_Woh_db_dWh_at_all_1_probs_q_v_x_1 = torch.einsum(
+        "adbg,abdg,abcd->abc", q, sum_db_dWh_at_all_1_probs_x, sum_Woh_probs_v.permute(0, 3, 2, 1)
+    )
+    sum_Woh_db_dWh_at_all_0_k_probs_v_x_1 = torch.einsum(
+        "hdg,abh,abdg,abcd->abc",
+        db_dWh[:, 0],
+        x,
+        sum_k_probs.permute(0, 2, 1, 3),
+        sum_Woh_probs_v.permute(0, 3, 2, 1),
+    )
+    sum_Woh_db_dbh_at_1_probs_q_v_1 = torch.einsum(
+        "abd,abcd->abc",
+        torch.einsum(
+            "abd,abd->abd", torch.einsum("dg,adbg->abd", db_dbh[1], q), sum_probs.permute(0, 2, 1)
+        ),
+        sum_Woh_probs_v.permute(0, 3, 2, 1),
+    )
+    dgrad_y = (
+        db_dbo
+        + sum_Woh_db_dbh_at_2
+        + sum_Woh_db_dWh_at_all_2_probs_x
+        + sum_db_dWoh_y
+        + sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v
+        + sum_Woh_db_dbh_at_0_k_probs_v / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_1_probs_q_v_x / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_0_k_probs_v_x / math.sqrt(D)
+        + sum_Woh_db_dbh_at_1_probs_q_v / math.sqrt(D)
+        - (sum_Woh_db_dbh_at_0_k_probs_v_1 / math.sqrt(D))
+        - (sum_Woh_db_dWh_at_all_1_probs_q_v_x_1 / math.sqrt(D))
+        - (sum_Woh_db_dWh_at_all_0_k_probs_v_x_1 / math.sqrt(D))
+        - (sum_Woh_db_dbh_at_1_probs_q_v_1 / math.sqrt(D))
+    )
+    dv_x = grad_out * b_dx
+    dv_Wqkv = grad_out * b_dWqkv
+    dv_bqkv = grad_out * b_dbqkv
+    dv_Wo = grad_out * b_dWo
+    dv_bo = grad_out * b_dbo
+    return {
+        "b_dbo": db_dbo,
+        "b_dWo": db_dWo,
+        "b_dWoh_as_Wo": db_dWoh_as_Wo,
+        "b_dWoh": db_dWoh,
+        "b_dbqkv": db_dbqkv,
+        "b_dbh_as_bqkv": db_dbh_as_bqkv,
+        "b_dbh": db_dbh,
+        "b_dWqkv": db_dWqkv,
+        "b_dWh_as_Wqkv": db_dWh_as_Wqkv,
+        "b_dWh": db_dWh,
+        "b_dx": db_dx,
+        "out": dout,
+        "y": dy,
+        "probs": dprobs,
+        "counts_sum": dcounts_sum,
+        "counts": dcounts,
+        "maxes": dmaxes,
+        "scores": dscores,
+        "v": dv,
+        "k": dk,
+        "q": dq,
+        "Woh": dWoh,
+        "bh": dbh,
+        "Wh": dWh,
+        "x": dx,
+        "Wqkv": dWqkv,
+        "bqkv": dbqkv,
+        "Wo": dWo,
+        "bo": dbo,
+        "grad_y": dgrad_y,
+        "v_x": dv_x,
+        "v_Wqkv": dv_Wqkv,
+        "v_bqkv": dv_bqkv,
+        "v_Wo": dv_Wo,
+        "v_bo": dv_bo,
+    }
+
+
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
+    grads = _double_backward_all(grad_out, saved)
+    return tuple(
+        grads.get(name)
+        for name in [
+            "x",
+            "Wqkv",
+            "bqkv",
+            "Wo",
+            "bo",
+            "grad_y",
+            "v_x",
+            "v_Wqkv",
+            "v_bqkv",
+            "v_Wo",
+            "v_bo",
+        ]
+    )
+
+
+class _Backward(torch.autograd.Function):
+    """The generated backward as an autograd node of its own, so that differentiating it
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
+    second order, never autograd replaying the backward on its saved tensors as constants."""
+
+    @staticmethod
+    def forward(ctx, grad_out, _saved, _params, x, Wqkv, bqkv, Wo, bo):
+        ctx.save_for_backward(grad_out, x, Wqkv, bqkv, Wo, bo)
+        ctx.saved, ctx.params = _saved, _params
+        grads = backward(grad_out, _saved)
+        return (grads[0], grads[1], grads[2], grads[3], grads[4])
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, x, Wqkv, bqkv, Wo, bo = ctx.saved_tensors
+        _targets = (x, Wqkv, bqkv, Wo, bo)
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        with torch.no_grad():
+            _pair, _saved = _double_forward(
+                x, Wqkv, bqkv, Wo, bo, grad_out, *cotangents, n_head=ctx.params[0]
+            )
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _no_third_order((grad_out, x, Wqkv, bqkv, Wo, bo, *cotangents), grads)
+        return (grads[5], None, None, *grads[:5])
+
+
+class _ThirdOrder(torch.autograd.Function):
+    """Where the double backward's results meet autograd again: their own derivative (third
+    order) is not derived, and read as constants it would be silently wrong, so it raises."""
+
+    @staticmethod
+    def forward(ctx, value, *depends_on):
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _no_third_order(tensors, grads):
+    if not torch.is_grad_enabled():  # no create_graph: nothing will differentiate these
+        return grads
+    depends_on = [t for t in tensors if t.requires_grad]
+    if not depends_on:
+        return grads
+    return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
+
+
 class Function(torch.autograd.Function):
-    """``causal_self_attention`` as an autograd node: the generated backward inside any autograd graph."""
+    """``causal_self_attention`` as an autograd node: the generated backward inside any autograd graph,
+    differentiable once more through the derived second order (``_Backward``)."""
 
     @staticmethod
     def forward(ctx, x, Wqkv, bqkv, Wo, bo, n_head=4):
         out, saved = forward(x, Wqkv, bqkv, Wo, bo, n_head=n_head)
-        ctx.save_for_backward(*saved[:8])
+        ctx.save_for_backward(x, Wqkv, bqkv, Wo, bo, *saved[:8])
         ctx.extra = saved[8:]
+        ctx.params = (n_head,)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        grads = backward(grad_out, (*ctx.saved_tensors, *ctx.extra))
-        return (
-            *grads,
-            None,
-        )
+        _inputs = ctx.saved_tensors[:5]
+        _saved = (*ctx.saved_tensors[5:], *ctx.extra)
+        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+        return (grads[0], grads[1], grads[2], grads[3], grads[4], None)

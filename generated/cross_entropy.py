@@ -16,6 +16,9 @@ Forward, as defined (element-wise, SymPy index notation):
 
 Backward, derived and simplified by backgen:
     dlogits[n, c] = grad_out*(-KroneckerDelta(c, targets[n]) + probs[n, c])/N
+
+Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
+definitions and the backward above, in _double_forward and _double_backward.
 """
 
 import torch
@@ -126,17 +129,166 @@ def backward(grad_out, saved):
     return (dlogits, None)
 
 
+def _double_forward(logits, targets, grad_y, v_logits):
+    """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    _check_input("logits", logits, 2, False, False)
+    N = logits.shape[0]
+    C = logits.shape[1]
+    _check_input("targets", targets, 1, True, False)
+    _check_size("targets", 0, targets.shape[0], "N", N)
+    _check_input("grad_y", grad_y, 0, False, False)
+    _check_input("v_logits", v_logits, 2, False, False)
+    _check_size("v_logits", 0, v_logits.shape[0], "N", N)
+    _check_size("v_logits", 1, v_logits.shape[1], "C", C)
+    _check_like("targets", targets, "logits", logits, False)
+    _check_like("grad_y", grad_y, "logits", logits, True)
+    _check_like("v_logits", v_logits, "logits", logits, True)
+    _check_positive("C", C, "a Max runs over it")
+    _check_positive("N", N, "it divides")
+    _check_range("targets", targets, "C", C, before=True)
+    try:
+        logit_maxes, logit_maxes_argmax = logits.max(1)
+        norm_logits = logits - logit_maxes[:, None]
+        counts = torch.exp(norm_logits)
+        counts_sum = counts.sum(1)
+        counts_sum_inv = torch.reciprocal(counts_sum)
+        probs = counts_sum_inv[:, None] * counts
+        b_dlogits = grad_y / N * probs
+        b_dlogits.scatter_add_(1, targets.unsqueeze(1), (grad_y * (-1 / N)).expand(N, 1))
+        pair = (b_dlogits * v_logits).sum((0, 1))
+    except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
+        _check_range("targets", targets, "C", C)
+        raise
+    return pair, (
+        targets,
+        counts,
+        counts_sum_inv,
+        probs,
+        grad_y,
+        b_dlogits,
+        v_logits,
+        logit_maxes_argmax,
+        (pair.shape, pair.dtype, pair.device),
+    )
+
+
+def _double_backward_all(grad_out, saved):
+    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+    (
+        targets,
+        counts,
+        counts_sum_inv,
+        probs,
+        grad_y,
+        b_dlogits,
+        v_logits,
+        logit_maxes_argmax,
+        _like,
+    ) = saved
+    _check_grad_out(grad_out, _like)
+    C = counts.shape[1]
+    N = targets.shape[0]
+    db_dlogits = grad_out * v_logits
+    dloss = torch.zeros((), dtype=grad_out.dtype, device=grad_out.device)
+    dlogprobs = torch.zeros(N, C, dtype=grad_out.dtype, device=grad_out.device)
+    dprobs = grad_y / N * db_dlogits
+    dcounts_sum_inv = (counts * dprobs).sum(1)
+    dcounts_sum = -torch.square(counts_sum_inv) * dcounts_sum_inv
+    dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
+    dnorm_logits = counts * dcounts
+    sum_dnorm_logits = dnorm_logits.sum(1)
+    dlogit_maxes = -sum_dnorm_logits
+    dlogits = dnorm_logits.clone()
+    dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
+    sum_db_dlogits_probs_targets = (
+        (probs - (torch.arange(C, device=grad_out.device) == targets[:, None]).to(grad_out.dtype))
+        * db_dlogits
+    ).sum((0, 1))
+    dgrad_y = sum_db_dlogits_probs_targets / N
+    dv_logits = grad_out * b_dlogits
+    return {
+        "b_dlogits": db_dlogits,
+        "loss": dloss,
+        "logprobs": dlogprobs,
+        "probs": dprobs,
+        "counts_sum_inv": dcounts_sum_inv,
+        "counts_sum": dcounts_sum,
+        "counts": dcounts,
+        "norm_logits": dnorm_logits,
+        "logit_maxes": dlogit_maxes,
+        "logits": dlogits,
+        "grad_y": dgrad_y,
+        "v_logits": dv_logits,
+    }
+
+
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
+    grads = _double_backward_all(grad_out, saved)
+    return tuple(grads.get(name) for name in ["logits", "targets", "grad_y", "v_logits"])
+
+
+class _Backward(torch.autograd.Function):
+    """The generated backward as an autograd node of its own, so that differentiating it
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
+    second order, never autograd replaying the backward on its saved tensors as constants."""
+
+    @staticmethod
+    def forward(ctx, grad_out, _saved, _params, logits, targets):
+        ctx.save_for_backward(grad_out, logits, targets)
+        ctx.saved, ctx.params = _saved, _params
+        grads = backward(grad_out, _saved)
+        return (grads[0],)
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, logits, targets = ctx.saved_tensors
+        _targets = (logits,)
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        with torch.no_grad():
+            _pair, _saved = _double_forward(logits, targets, grad_out, *cotangents)
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _no_third_order((grad_out, logits, targets, *cotangents), grads)
+        return (grads[2], None, None, *grads[:2])
+
+
+class _ThirdOrder(torch.autograd.Function):
+    """Where the double backward's results meet autograd again: their own derivative (third
+    order) is not derived, and read as constants it would be silently wrong, so it raises."""
+
+    @staticmethod
+    def forward(ctx, value, *depends_on):
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _no_third_order(tensors, grads):
+    if not torch.is_grad_enabled():  # no create_graph: nothing will differentiate these
+        return grads
+    depends_on = [t for t in tensors if t.requires_grad]
+    if not depends_on:
+        return grads
+    return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
+
+
 class Function(torch.autograd.Function):
-    """``cross_entropy`` as an autograd node: the generated backward inside any autograd graph."""
+    """``cross_entropy`` as an autograd node: the generated backward inside any autograd graph,
+    differentiable once more through the derived second order (``_Backward``)."""
 
     @staticmethod
     def forward(ctx, logits, targets):
         out, saved = forward(logits, targets)
-        ctx.save_for_backward(*saved[:2])
+        ctx.save_for_backward(logits, targets, *saved[:2])
         ctx.extra = saved[2:]
+        ctx.params = ()
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        grads = backward(grad_out, (*ctx.saved_tensors, *ctx.extra))
-        return (*grads,)
+        _inputs = ctx.saved_tensors[:2]
+        _saved = (*ctx.saved_tensors[2:], *ctx.extra)
+        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+        return (grads[0], None)

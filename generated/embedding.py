@@ -9,6 +9,9 @@ Forward, as defined (element-wise, SymPy index notation):
 
 Backward, derived and simplified by backgen:
     dC[v, e] = Sum(KroneckerDelta(v, idx[batch])*grad_out[batch, e], (batch, 0, Batch - 1))
+
+Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
+definitions and the backward above, in _double_forward and _double_backward.
 """
 
 import torch
@@ -38,6 +41,13 @@ def _check_like(name, t, ref_name, ref, same_dtype):
         )
 
 
+def _check_size(name, dim, got, size_name, want):
+    if got != want:
+        raise ValueError(
+            f"{OP}: {name}.shape[{dim}] is {got}, but {size_name} is {want} from an earlier input"
+        )
+
+
 def _check_grad_out(grad_out, like):
     # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently, and
     # another device would fail in a kernel's words
@@ -50,6 +60,11 @@ def _check_grad_out(grad_out, like):
             f"{OP}: grad_out is {tuple(grad_out.shape)} {grad_out.dtype} on {grad_out.device}, "
             f"but forward returned {tuple(shape)} {dtype} on {device}"
         )
+
+
+def _check_batch(name, got, want):
+    if tuple(got) != tuple(want):
+        raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
 def _check_range(name, t, size_name, size, before=False, guarded=False):
@@ -103,17 +118,125 @@ def backward(grad_out, saved):
     return (None, dC)
 
 
+def _double_forward(idx, C, grad_y, v_C):
+    """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    _check_input("idx", idx, 0, True, True)
+    batch_shape = idx.shape
+    idx = idx.reshape(-1)
+    Batch = idx.shape[0]
+    _check_input("C", C, 2, False, False)
+    V = C.shape[0]
+    E = C.shape[1]
+    _check_input("grad_y", grad_y, 1, False, True)
+    _check_batch("grad_y", grad_y.shape[: grad_y.dim() - 1], batch_shape)
+    grad_y = grad_y.reshape((batch_shape.numel(),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
+    _check_size("grad_y", 0, grad_y.shape[0], "Batch", Batch)
+    _check_size("grad_y", 1, grad_y.shape[1], "E", E)
+    _check_input("v_C", v_C, 2, False, False)
+    _check_size("v_C", 0, v_C.shape[0], "V", V)
+    _check_size("v_C", 1, v_C.shape[1], "E", E)
+    _check_like("idx", idx, "C", C, False)
+    _check_like("grad_y", grad_y, "C", C, True)
+    _check_like("v_C", v_C, "C", C, True)
+    _check_range("idx", idx, "V", V, before=True)
+    try:
+        b_dC = torch.zeros(V, E, dtype=C.dtype, device=C.device).index_add_(0, idx, grad_y)
+        pair = (b_dC * v_C).sum((0, 1))
+    except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
+        _check_range("idx", idx, "V", V)
+        raise
+    return pair, (idx, b_dC, v_C, batch_shape, (pair.shape, pair.dtype, pair.device))
+
+
+def _double_backward_all(grad_out, saved):
+    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+    idx, b_dC, v_C, batch_shape, _like = saved
+    _check_grad_out(grad_out, _like)
+    Batch = idx.shape[0]
+    E = b_dC.shape[1]
+    V = b_dC.shape[0]
+    db_dC = grad_out * v_C
+    dout = torch.zeros(Batch, E, dtype=grad_out.dtype, device=grad_out.device)
+    dC = torch.zeros(V, E, dtype=grad_out.dtype, device=grad_out.device)
+    dgrad_y = db_dC.index_select(0, idx)
+    dv_C = grad_out * b_dC
+    dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
+    return {
+        "b_dC": db_dC,
+        "out": dout,
+        "C": dC,
+        "grad_y": dgrad_y,
+        "v_C": dv_C,
+    }
+
+
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
+    grads = _double_backward_all(grad_out, saved)
+    return tuple(grads.get(name) for name in ["idx", "C", "grad_y", "v_C"])
+
+
+class _Backward(torch.autograd.Function):
+    """The generated backward as an autograd node of its own, so that differentiating it
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
+    second order, never autograd replaying the backward on its saved tensors as constants."""
+
+    @staticmethod
+    def forward(ctx, grad_out, _saved, _params, idx, C):
+        ctx.save_for_backward(grad_out, idx, C)
+        ctx.saved, ctx.params = _saved, _params
+        grads = backward(grad_out, _saved)
+        return (grads[1],)
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, idx, C = ctx.saved_tensors
+        _targets = (C,)
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        with torch.no_grad():
+            _pair, _saved = _double_forward(idx, C, grad_out, *cotangents)
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _no_third_order((grad_out, idx, C, *cotangents), grads)
+        return (grads[2], None, None, *grads[:2])
+
+
+class _ThirdOrder(torch.autograd.Function):
+    """Where the double backward's results meet autograd again: their own derivative (third
+    order) is not derived, and read as constants it would be silently wrong, so it raises."""
+
+    @staticmethod
+    def forward(ctx, value, *depends_on):
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _no_third_order(tensors, grads):
+    if not torch.is_grad_enabled():  # no create_graph: nothing will differentiate these
+        return grads
+    depends_on = [t for t in tensors if t.requires_grad]
+    if not depends_on:
+        return grads
+    return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
+
+
 class Function(torch.autograd.Function):
-    """``embedding`` as an autograd node: the generated backward inside any autograd graph."""
+    """``embedding`` as an autograd node: the generated backward inside any autograd graph,
+    differentiable once more through the derived second order (``_Backward``)."""
 
     @staticmethod
     def forward(ctx, idx, C):
         out, saved = forward(idx, C)
-        ctx.save_for_backward(*saved[:1])
+        ctx.save_for_backward(idx, C, *saved[:1])
         ctx.extra = saved[1:]
+        ctx.params = ()
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        grads = backward(grad_out, (*ctx.saved_tensors, *ctx.extra))
-        return (*grads,)
+        _inputs = ctx.saved_tensors[:2]
+        _saved = (*ctx.saved_tensors[2:], *ctx.extra)
+        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+        return (None, grads[0])

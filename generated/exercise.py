@@ -60,6 +60,9 @@ Backward, derived and simplified by backgen:
     dbnbias[h1] = Sum(dhpreact[n, h1], (n, 0, N - 1))
     dW2[h1, v] = Sum(dlogits[n, v]*h[n, h1], (n, 0, N - 1))
     db2[v] = Sum(dlogits[n, v], (n, 0, N - 1))
+
+Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
+definitions and the backward above, in _double_forward and _double_backward.
 """
 
 import torch
@@ -339,20 +342,565 @@ def backward(grad_out, saved):
     )
 
 
+def _double_forward(
+    X,
+    Y,
+    C,
+    W1,
+    b1,
+    bngain,
+    bnbias,
+    W2,
+    b2,
+    grad_y,
+    v_C,
+    v_W1,
+    v_b1,
+    v_bngain,
+    v_bnbias,
+    v_W2,
+    v_b2,
+    logit_maxes_argmax_first,
+    *,
+    eps=1e-05,
+):
+    """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    _check_input("X", X, 2, True, False)
+    N = X.shape[0]
+    T = X.shape[1]
+    _check_input("Y", Y, 1, True, False)
+    _check_size("Y", 0, Y.shape[0], "N", N)
+    _check_input("C", C, 2, False, False)
+    V = C.shape[0]
+    E = C.shape[1]
+    _check_input("W1", W1, 2, False, False)
+    H = W1.shape[1]
+    _check_input("b1", b1, 1, False, False)
+    _check_size("b1", 0, b1.shape[0], "H", H)
+    _check_input("bngain", bngain, 1, False, False)
+    _check_size("bngain", 0, bngain.shape[0], "H", H)
+    _check_input("bnbias", bnbias, 1, False, False)
+    _check_size("bnbias", 0, bnbias.shape[0], "H", H)
+    _check_input("W2", W2, 2, False, False)
+    _check_size("W2", 0, W2.shape[0], "H", H)
+    _check_size("W2", 1, W2.shape[1], "V", V)
+    _check_input("b2", b2, 1, False, False)
+    _check_size("b2", 0, b2.shape[0], "V", V)
+    _check_input("grad_y", grad_y, 0, False, False)
+    _check_input("v_C", v_C, 2, False, False)
+    _check_size("v_C", 0, v_C.shape[0], "V", V)
+    _check_size("v_C", 1, v_C.shape[1], "E", E)
+    _check_input("v_W1", v_W1, 2, False, False)
+    _check_size("v_W1", 1, v_W1.shape[1], "H", H)
+    _check_input("v_b1", v_b1, 1, False, False)
+    _check_size("v_b1", 0, v_b1.shape[0], "H", H)
+    _check_input("v_bngain", v_bngain, 1, False, False)
+    _check_size("v_bngain", 0, v_bngain.shape[0], "H", H)
+    _check_input("v_bnbias", v_bnbias, 1, False, False)
+    _check_size("v_bnbias", 0, v_bnbias.shape[0], "H", H)
+    _check_input("v_W2", v_W2, 2, False, False)
+    _check_size("v_W2", 0, v_W2.shape[0], "H", H)
+    _check_size("v_W2", 1, v_W2.shape[1], "V", V)
+    _check_input("v_b2", v_b2, 1, False, False)
+    _check_size("v_b2", 0, v_b2.shape[0], "V", V)
+    _check_input("logit_maxes_argmax_first", logit_maxes_argmax_first, 1, True, False)
+    _check_size("logit_maxes_argmax_first", 0, logit_maxes_argmax_first.shape[0], "N", N)
+    _check_param("eps", eps)
+    _check_like("X", X, "C", C, False)
+    _check_like("Y", Y, "C", C, False)
+    _check_like("W1", W1, "C", C, True)
+    _check_like("b1", b1, "C", C, True)
+    _check_like("bngain", bngain, "C", C, True)
+    _check_like("bnbias", bnbias, "C", C, True)
+    _check_like("W2", W2, "C", C, True)
+    _check_like("b2", b2, "C", C, True)
+    _check_like("grad_y", grad_y, "C", C, True)
+    _check_like("v_C", v_C, "C", C, True)
+    _check_like("v_W1", v_W1, "C", C, True)
+    _check_like("v_b1", v_b1, "C", C, True)
+    _check_like("v_bngain", v_bngain, "C", C, True)
+    _check_like("v_bnbias", v_bnbias, "C", C, True)
+    _check_like("v_W2", v_W2, "C", C, True)
+    _check_like("v_b2", v_b2, "C", C, True)
+    _check_like("logit_maxes_argmax_first", logit_maxes_argmax_first, "C", C, False)
+    _check_size("W1", 0, W1.shape[0], "E*T", E * T)
+    _check_size("v_W1", 0, v_W1.shape[0], "E*T", E * T)
+    _check_positive("N", N, "it divides")
+    _check_positive("N - 1", N - 1, "it divides")
+    _check_positive("V", V, "a Max runs over it")
+    _check_range("X", X, "V", V, before=True)
+    _check_range("Y", Y, "V", V, before=True)
+    try:
+        emb = C.index_select(0, X.reshape(-1)).reshape(N, T, E)
+        embcat = emb.reshape(N, E * T)
+        hprebn = torch.addmm(b1, embcat, W1)
+        bnmeani = hprebn.mean(0)
+        bndiff = hprebn - bnmeani
+        bndiff2 = torch.square(bndiff)
+        sum_bndiff2 = bndiff2.sum(0)
+        bnvar = sum_bndiff2 / (N - 1)
+        bnvar_inv = torch.rsqrt(eps + bnvar)
+        bnraw = bnvar_inv * bndiff
+        hpreact = torch.addcmul(bnbias, bngain, bnraw)
+        h = torch.tanh(hpreact)
+        logits = torch.addmm(b2, h, W2)
+        logit_maxes, logit_maxes_argmax = logits.max(1)
+        norm_logits = logits - logit_maxes[:, None]
+        counts = torch.exp(norm_logits)
+        counts_sum = counts.sum(1)
+        counts_sum_inv = torch.reciprocal(counts_sum)
+        probs = counts_sum_inv[:, None] * counts
+        b_dlogprobs = torch.zeros(N, V, dtype=C.dtype, device=C.device)
+        b_dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_y * (-1 / N)).expand(N, 1))
+        b_dprobs = b_dlogprobs / probs
+        b_dcounts_sum_inv = (b_dprobs * counts).sum(1)
+        b_dcounts_sum = -torch.square(counts_sum_inv) * b_dcounts_sum_inv
+        b_dcounts = torch.addcmul(b_dcounts_sum[:, None], counts_sum_inv[:, None], b_dprobs)
+        b_dnorm_logits = b_dcounts * counts
+        sum_b_dnorm_logits = b_dnorm_logits.sum(1)
+        b_dlogit_maxes = -sum_b_dnorm_logits
+        b_dlogits = b_dnorm_logits.clone()
+        b_dlogits.scatter_add_(
+            1, logit_maxes_argmax_first.unsqueeze(1), b_dlogit_maxes.unsqueeze(1)
+        )
+        b_dh = b_dlogits @ W2.T
+        b_dhpreact = torch.addcmul(b_dh, b_dh, torch.square(h), value=-1)
+        b_dbnraw = bngain * b_dhpreact
+        b_dbnvar_inv = (b_dbnraw * bndiff).sum(0)
+        b_dbnvar = bnvar_inv**3 * b_dbnvar_inv * (-1 / 2)
+        b_dbndiff2 = (b_dbnvar / (N - 1)).expand(N, H).clone()
+        b_dbndiff = torch.addcmul(bnvar_inv * b_dbnraw, bndiff, b_dbndiff2, value=2)
+        sum_b_dbndiff = b_dbndiff.sum(0)
+        b_dbnmeani = -sum_b_dbndiff
+        b_dhprebn = b_dbndiff + b_dbnmeani / N
+        b_dembcat = b_dhprebn @ W1.T
+        b_dembcat_as_emb = b_dembcat.reshape(N, T, E)
+        b_demb = b_dembcat_as_emb
+        b_dC = torch.zeros(V, E, dtype=C.dtype, device=C.device).index_add_(
+            0, X.reshape(-1), b_demb.reshape(-1, E)
+        )
+        b_dW1 = embcat.T @ b_dhprebn
+        b_db1 = b_dhprebn.sum(0)
+        b_dbngain = (b_dhpreact * bnraw).sum(0)
+        b_dbnbias = b_dhpreact.sum(0)
+        b_dW2 = h.T @ b_dlogits
+        b_db2 = b_dlogits.sum(0)
+        sum_b_db1_v_b1 = (b_db1 * v_b1).sum(0)
+        sum_b_db2_v_b2 = (b_db2 * v_b2).sum(0)
+        sum_b_dbnbias_v_bnbias = (b_dbnbias * v_bnbias).sum(0)
+        sum_b_dbngain_v_bngain = (b_dbngain * v_bngain).sum(0)
+        sum_b_dC_v_C = (b_dC * v_C).sum((0, 1))
+        sum_b_dW1_v_W1 = (b_dW1 * v_W1).sum((0, 1))
+        sum_b_dW2_v_W2 = (b_dW2 * v_W2).sum((0, 1))
+        pair = (
+            sum_b_db1_v_b1
+            + sum_b_db2_v_b2
+            + sum_b_dbnbias_v_bnbias
+            + sum_b_dbngain_v_bngain
+            + sum_b_dC_v_C
+            + sum_b_dW1_v_W1
+            + sum_b_dW2_v_W2
+        )
+    except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
+        _check_range("X", X, "V", V)
+        _check_range("Y", Y, "V", V)
+        raise
+    return pair, (
+        X,
+        Y,
+        W1,
+        bngain,
+        W2,
+        emb,
+        embcat,
+        bndiff,
+        bnvar_inv,
+        bnraw,
+        h,
+        counts,
+        counts_sum_inv,
+        probs,
+        logit_maxes_argmax_first,
+        b_dprobs,
+        b_dcounts_sum_inv,
+        b_dcounts,
+        b_dlogits,
+        b_dh,
+        b_dhpreact,
+        b_dbnraw,
+        b_dbnvar_inv,
+        b_dbndiff2,
+        b_dhprebn,
+        b_dembcat,
+        b_dC,
+        b_dW1,
+        b_db1,
+        b_dbngain,
+        b_dbnbias,
+        b_dW2,
+        b_db2,
+        v_C,
+        v_W1,
+        v_b1,
+        v_bngain,
+        v_bnbias,
+        v_W2,
+        v_b2,
+        logit_maxes_argmax,
+        (pair.shape, pair.dtype, pair.device),
+    )
+
+
+def _double_backward_all(grad_out, saved):
+    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+    (
+        X,
+        Y,
+        W1,
+        bngain,
+        W2,
+        emb,
+        embcat,
+        bndiff,
+        bnvar_inv,
+        bnraw,
+        h,
+        counts,
+        counts_sum_inv,
+        probs,
+        logit_maxes_argmax_first,
+        b_dprobs,
+        b_dcounts_sum_inv,
+        b_dcounts,
+        b_dlogits,
+        b_dh,
+        b_dhpreact,
+        b_dbnraw,
+        b_dbnvar_inv,
+        b_dbndiff2,
+        b_dhprebn,
+        b_dembcat,
+        b_dC,
+        b_dW1,
+        b_db1,
+        b_dbngain,
+        b_dbnbias,
+        b_dW2,
+        b_db2,
+        v_C,
+        v_W1,
+        v_b1,
+        v_bngain,
+        v_bnbias,
+        v_W2,
+        v_b2,
+        logit_maxes_argmax,
+        _like,
+    ) = saved
+    _check_grad_out(grad_out, _like)
+    E = emb.shape[2]
+    H = W1.shape[1]
+    N = X.shape[0]
+    T = X.shape[1]
+    V = W2.shape[1]
+    db_db2 = grad_out * v_b2
+    db_dW2 = grad_out * v_W2
+    db_dbnbias = grad_out * v_bnbias
+    db_dbngain = grad_out * v_bngain
+    db_db1 = grad_out * v_b1
+    db_dW1 = grad_out * v_W1
+    db_dC = grad_out * v_C
+    db_demb = db_dC.index_select(0, X.reshape(-1)).reshape(N, T, E)
+    db_dembcat_as_emb = db_demb
+    db_dembcat = db_dembcat_as_emb.reshape(N, E * T)
+    sum_W1_db_dembcat = db_dembcat @ W1
+    sum_db_dW1_embcat = embcat @ db_dW1
+    db_dhprebn = db_db1 + sum_W1_db_dembcat + sum_db_dW1_embcat
+    db_dbnmeani = db_dhprebn.mean(0)
+    db_dbndiff = db_dhprebn - db_dbnmeani
+    db_dbndiff2 = bndiff * db_dbndiff * 2
+    sum_db_dbndiff2 = db_dbndiff2.sum(0)
+    db_dbnvar = sum_db_dbndiff2 / (N - 1)
+    db_dbnvar_inv = bnvar_inv**3 * db_dbnvar * (-1 / 2)
+    db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
+    db_dhpreact = torch.addcmul(torch.addcmul(db_dbnbias, db_dbngain, bnraw), bngain, db_dbnraw)
+    db_dh = torch.addcmul(db_dhpreact, db_dhpreact, torch.square(h), value=-1)
+    sum_W2_db_dh = db_dh @ W2
+    sum_db_dW2_h = h @ db_dW2
+    db_dlogits = db_db2 + sum_W2_db_dh + sum_db_dW2_h
+    db_dlogit_maxes = db_dlogits.gather(1, logit_maxes_argmax_first.unsqueeze(1)).squeeze(1)
+    db_dnorm_logits = db_dlogits - db_dlogit_maxes[:, None]
+    db_dcounts = counts * db_dnorm_logits
+    db_dcounts_sum = db_dcounts.sum(1)
+    db_dcounts_sum_inv = -torch.square(counts_sum_inv) * db_dcounts_sum
+    db_dprobs = torch.addcmul(
+        db_dcounts_sum_inv[:, None] * counts, counts_sum_inv[:, None], db_dcounts
+    )
+    db_dlogprobs = db_dprobs / probs
+    dloss = torch.zeros((), dtype=grad_out.dtype, device=grad_out.device)
+    dlogprobs = torch.zeros(N, V, dtype=grad_out.dtype, device=grad_out.device)
+    dprobs = -b_dprobs * db_dprobs / probs
+    sum_b_dprobs_db_dcounts = (b_dprobs * db_dcounts).sum(1)
+    sum_counts_dprobs = (counts * dprobs).sum(1)
+    dcounts_sum_inv = torch.addcmul(
+        sum_b_dprobs_db_dcounts + sum_counts_dprobs,
+        counts_sum_inv * db_dcounts_sum,
+        b_dcounts_sum_inv,
+        value=-2,
+    )
+    dcounts_sum = -torch.square(counts_sum_inv) * dcounts_sum_inv
+    dcounts = torch.addcmul(
+        torch.addcmul(
+            torch.addcmul(dcounts_sum[:, None], db_dnorm_logits, b_dcounts),
+            db_dcounts_sum_inv[:, None],
+            b_dprobs,
+        ),
+        counts_sum_inv[:, None],
+        dprobs,
+    )
+    dnorm_logits = counts * dcounts
+    sum_dnorm_logits = dnorm_logits.sum(1)
+    dlogit_maxes = -sum_dnorm_logits
+    dlogits = dnorm_logits.clone()
+    dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
+    sum_W2_dlogits = dlogits @ W2.T
+    sum_b_dlogits_db_dW2 = b_dlogits @ db_dW2.T
+    dh = torch.addcmul(sum_W2_dlogits + sum_b_dlogits_db_dW2, db_dhpreact * h, b_dh, value=-2)
+    dhpreact = torch.addcmul(dh, dh, torch.square(h), value=-1)
+    dbnraw = torch.addcmul(db_dbngain * b_dhpreact, bngain, dhpreact)
+    sum_b_dbnraw_db_dbndiff = (b_dbnraw * db_dbndiff).sum(0)
+    sum_bndiff_dbnraw = (bndiff * dbnraw).sum(0)
+    dbnvar_inv = torch.addcmul(
+        sum_b_dbnraw_db_dbndiff + sum_bndiff_dbnraw,
+        b_dbnvar_inv * db_dbnvar,
+        torch.square(bnvar_inv),
+        value=-3 / 2,
+    )
+    dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
+    dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
+    dbndiff = torch.addcmul(
+        torch.addcmul(
+            torch.addcmul(db_dbnvar_inv * b_dbnraw, bnvar_inv, dbnraw), dbndiff2, bndiff, value=2
+        ),
+        db_dbndiff,
+        b_dbndiff2,
+        value=2,
+    )
+    sum_dbndiff = dbndiff.sum(0)
+    dbnmeani = -sum_dbndiff
+    dhprebn = dbndiff + dbnmeani / N
+    sum_W1_dhprebn = dhprebn @ W1.T
+    sum_b_dhprebn_db_dW1 = b_dhprebn @ db_dW1.T
+    dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
+    demb = dembcat.reshape(N, T, E)
+    dC = torch.zeros(V, E, dtype=grad_out.dtype, device=grad_out.device).index_add_(
+        0, X.reshape(-1), demb.reshape(-1, E)
+    )
+    sum_b_dhprebn_db_dembcat = db_dembcat.T @ b_dhprebn
+    sum_dhprebn_embcat = embcat.T @ dhprebn
+    dW1 = sum_b_dhprebn_db_dembcat + sum_dhprebn_embcat
+    db1 = dhprebn.sum(0)
+    sum_b_dhpreact_db_dbnraw = (b_dhpreact * db_dbnraw).sum(0)
+    sum_bnraw_dhpreact = (bnraw * dhpreact).sum(0)
+    dbngain = sum_b_dhpreact_db_dbnraw + sum_bnraw_dhpreact
+    dbnbias = dhpreact.sum(0)
+    sum_b_dlogits_db_dh = db_dh.T @ b_dlogits
+    sum_dlogits_h = h.T @ dlogits
+    dW2 = sum_b_dlogits_db_dh + sum_dlogits_h
+    db2 = dlogits.sum(0)
+    sum_Y_db_dlogprobs = torch.where(
+        torch.arange(V, device=grad_out.device) == Y[:, None], db_dlogprobs, 0
+    ).sum((0, 1))
+    dgrad_y = sum_Y_db_dlogprobs * (-1 / N)
+    dv_C = grad_out * b_dC
+    dv_W1 = grad_out * b_dW1
+    dv_b1 = grad_out * b_db1
+    dv_bngain = grad_out * b_dbngain
+    dv_bnbias = grad_out * b_dbnbias
+    dv_W2 = grad_out * b_dW2
+    dv_b2 = grad_out * b_db2
+    return {
+        "b_db2": db_db2,
+        "b_dW2": db_dW2,
+        "b_dbnbias": db_dbnbias,
+        "b_dbngain": db_dbngain,
+        "b_db1": db_db1,
+        "b_dW1": db_dW1,
+        "b_dC": db_dC,
+        "b_demb": db_demb,
+        "b_dembcat_as_emb": db_dembcat_as_emb,
+        "b_dembcat": db_dembcat,
+        "b_dhprebn": db_dhprebn,
+        "b_dbnmeani": db_dbnmeani,
+        "b_dbndiff": db_dbndiff,
+        "b_dbndiff2": db_dbndiff2,
+        "b_dbnvar": db_dbnvar,
+        "b_dbnvar_inv": db_dbnvar_inv,
+        "b_dbnraw": db_dbnraw,
+        "b_dhpreact": db_dhpreact,
+        "b_dh": db_dh,
+        "b_dlogits": db_dlogits,
+        "b_dlogit_maxes": db_dlogit_maxes,
+        "b_dnorm_logits": db_dnorm_logits,
+        "b_dcounts": db_dcounts,
+        "b_dcounts_sum": db_dcounts_sum,
+        "b_dcounts_sum_inv": db_dcounts_sum_inv,
+        "b_dprobs": db_dprobs,
+        "b_dlogprobs": db_dlogprobs,
+        "loss": dloss,
+        "logprobs": dlogprobs,
+        "probs": dprobs,
+        "counts_sum_inv": dcounts_sum_inv,
+        "counts_sum": dcounts_sum,
+        "counts": dcounts,
+        "norm_logits": dnorm_logits,
+        "logit_maxes": dlogit_maxes,
+        "logits": dlogits,
+        "h": dh,
+        "hpreact": dhpreact,
+        "bnraw": dbnraw,
+        "bnvar_inv": dbnvar_inv,
+        "bnvar": dbnvar,
+        "bndiff2": dbndiff2,
+        "bndiff": dbndiff,
+        "bnmeani": dbnmeani,
+        "hprebn": dhprebn,
+        "embcat": dembcat,
+        "emb": demb,
+        "C": dC,
+        "W1": dW1,
+        "b1": db1,
+        "bngain": dbngain,
+        "bnbias": dbnbias,
+        "W2": dW2,
+        "b2": db2,
+        "grad_y": dgrad_y,
+        "v_C": dv_C,
+        "v_W1": dv_W1,
+        "v_b1": dv_b1,
+        "v_bngain": dv_bngain,
+        "v_bnbias": dv_bnbias,
+        "v_W2": dv_W2,
+        "v_b2": dv_b2,
+    }
+
+
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
+    grads = _double_backward_all(grad_out, saved)
+    return tuple(
+        grads.get(name)
+        for name in [
+            "X",
+            "Y",
+            "C",
+            "W1",
+            "b1",
+            "bngain",
+            "bnbias",
+            "W2",
+            "b2",
+            "grad_y",
+            "v_C",
+            "v_W1",
+            "v_b1",
+            "v_bngain",
+            "v_bnbias",
+            "v_W2",
+            "v_b2",
+            "logit_maxes_argmax_first",
+        ]
+    )
+
+
+class _Backward(torch.autograd.Function):
+    """The generated backward as an autograd node of its own, so that differentiating it
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
+    second order, never autograd replaying the backward on its saved tensors as constants."""
+
+    @staticmethod
+    def forward(ctx, grad_out, _saved, _params, X, Y, C, W1, b1, bngain, bnbias, W2, b2):
+        ctx.save_for_backward(grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2)
+        ctx.saved, ctx.params = _saved, _params
+        grads = backward(grad_out, _saved)
+        return (grads[2], grads[3], grads[4], grads[5], grads[6], grads[7], grads[8])
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2 = ctx.saved_tensors
+        _targets = (C, W1, b1, bngain, bnbias, W2, b2)
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        with torch.no_grad():
+            _pair, _saved = _double_forward(
+                X,
+                Y,
+                C,
+                W1,
+                b1,
+                bngain,
+                bnbias,
+                W2,
+                b2,
+                grad_out,
+                *cotangents,
+                ctx.saved[14],
+                eps=ctx.params[0],
+            )
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _no_third_order(
+            (grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2, *cotangents), grads
+        )
+        return (grads[9], None, None, *grads[:9])
+
+
+class _ThirdOrder(torch.autograd.Function):
+    """Where the double backward's results meet autograd again: their own derivative (third
+    order) is not derived, and read as constants it would be silently wrong, so it raises."""
+
+    @staticmethod
+    def forward(ctx, value, *depends_on):
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _no_third_order(tensors, grads):
+    if not torch.is_grad_enabled():  # no create_graph: nothing will differentiate these
+        return grads
+    depends_on = [t for t in tensors if t.requires_grad]
+    if not depends_on:
+        return grads
+    return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
+
+
 class Function(torch.autograd.Function):
-    """``exercise`` as an autograd node: the generated backward inside any autograd graph."""
+    """``exercise`` as an autograd node: the generated backward inside any autograd graph,
+    differentiable once more through the derived second order (``_Backward``)."""
 
     @staticmethod
     def forward(ctx, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=1e-05):
         out, saved = forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=eps)
-        ctx.save_for_backward(*saved[:15])
+        ctx.save_for_backward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *saved[:15])
         ctx.extra = saved[15:]
+        ctx.params = (eps,)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        grads = backward(grad_out, (*ctx.saved_tensors, *ctx.extra))
+        _inputs = ctx.saved_tensors[:9]
+        _saved = (*ctx.saved_tensors[9:], *ctx.extra)
+        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
         return (
-            *grads,
+            None,
+            None,
+            grads[0],
+            grads[1],
+            grads[2],
+            grads[3],
+            grads[4],
+            grads[5],
+            grads[6],
             None,
         )

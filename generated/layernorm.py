@@ -17,6 +17,9 @@ Backward, derived and simplified by backgen:
     dx[batch, c] = (gain[c]*grad_out[batch, c] - xhat[batch, c]*Sum(gain[c1]*grad_out[batch, c1]*xhat[batch, c1], (c1, 0, C - 1))/C - Sum(gain[c1]*grad_out[batch, c1], (c1, 0, C - 1))/C)*rstd[batch]
     dgain[c] = Sum(grad_out[batch, c]*xhat[batch, c], (batch, 0, Batch - 1))
     dbias[c] = Sum(grad_out[batch, c], (batch, 0, Batch - 1))
+
+Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
+definitions and the backward above, in _double_forward and _double_backward.
 """
 
 import torch
@@ -81,6 +84,11 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
+def _check_batch(name, got, want):
+    if tuple(got) != tuple(want):
+        raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
+
+
 def forward(x, gain, bias, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
@@ -128,20 +136,250 @@ def backward(grad_out, saved):
     return (dx, dgain, dbias)
 
 
+def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
+    """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    _check_input("x", x, 1, False, True)
+    batch_shape = x.shape[: x.dim() - 1]
+    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    Batch = x.shape[0]
+    C = x.shape[1]
+    _check_input("gain", gain, 1, False, False)
+    _check_size("gain", 0, gain.shape[0], "C", C)
+    _check_input("bias", bias, 1, False, False)
+    _check_size("bias", 0, bias.shape[0], "C", C)
+    _check_input("grad_y", grad_y, 1, False, True)
+    _check_batch("grad_y", grad_y.shape[: grad_y.dim() - 1], batch_shape)
+    grad_y = grad_y.reshape((batch_shape.numel(),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
+    _check_size("grad_y", 0, grad_y.shape[0], "Batch", Batch)
+    _check_size("grad_y", 1, grad_y.shape[1], "C", C)
+    _check_input("v_x", v_x, 1, False, True)
+    _check_batch("v_x", v_x.shape[: v_x.dim() - 1], batch_shape)
+    v_x = v_x.reshape((batch_shape.numel(),) + tuple(v_x.shape[v_x.dim() - 1 :]))
+    _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
+    _check_size("v_x", 1, v_x.shape[1], "C", C)
+    _check_input("v_gain", v_gain, 1, False, False)
+    _check_size("v_gain", 0, v_gain.shape[0], "C", C)
+    _check_input("v_bias", v_bias, 1, False, False)
+    _check_size("v_bias", 0, v_bias.shape[0], "C", C)
+    _check_param("eps", eps)
+    _check_like("gain", gain, "x", x, True)
+    _check_like("bias", bias, "x", x, True)
+    _check_like("grad_y", grad_y, "x", x, True)
+    _check_like("v_x", v_x, "x", x, True)
+    _check_like("v_gain", v_gain, "x", x, True)
+    _check_like("v_bias", v_bias, "x", x, True)
+    _check_positive("C", C, "it divides")
+    mean = x.mean(1)
+    diff = x - mean[:, None]
+    var = torch.square(diff).mean(1)
+    rstd = torch.rsqrt(eps + var)
+    xhat = rstd[:, None] * diff
+    sum_gain_grad_y = (gain * grad_y).sum(1)
+    sum_gain_grad_y_xhat = torch.einsum("c,ac,ac->a", gain, grad_y, xhat)
+    b_dx = rstd[:, None] * torch.addcmul(
+        torch.addcmul((sum_gain_grad_y * (-1 / C))[:, None], gain, grad_y),
+        (sum_gain_grad_y_xhat / C)[:, None],
+        xhat,
+        value=-1,
+    )
+    b_dgain = (grad_y * xhat).sum(0)
+    b_dbias = grad_y.sum(0)
+    sum_b_dbias_v_bias = (b_dbias * v_bias).sum(0)
+    sum_b_dgain_v_gain = (b_dgain * v_gain).sum(0)
+    sum_b_dx_v_x = (b_dx * v_x).sum((0, 1))
+    pair = sum_b_dbias_v_bias + sum_b_dgain_v_gain + sum_b_dx_v_x
+    return pair, (
+        gain,
+        diff,
+        rstd,
+        xhat,
+        grad_y,
+        b_dx,
+        b_dgain,
+        b_dbias,
+        v_x,
+        v_gain,
+        v_bias,
+        batch_shape,
+        (pair.shape, pair.dtype, pair.device),
+    )
+
+
+def _double_backward_all(grad_out, saved):
+    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+    (
+        gain,
+        diff,
+        rstd,
+        xhat,
+        grad_y,
+        b_dx,
+        b_dgain,
+        b_dbias,
+        v_x,
+        v_gain,
+        v_bias,
+        batch_shape,
+        _like,
+    ) = saved
+    _check_grad_out(grad_out, _like)
+    Batch = diff.shape[0]
+    C = gain.shape[0]
+    db_dbias = grad_out * v_bias
+    db_dgain = grad_out * v_gain
+    db_dx = grad_out * v_x
+    dout = torch.zeros(Batch, C, dtype=grad_out.dtype, device=grad_out.device)
+    sum_db_dx_xhat = (db_dx * xhat).sum(1)
+    sum_gain_grad_y_xhat = torch.einsum("c,ac,ac->a", gain, grad_y, xhat)
+    dxhat = torch.addcmul(
+        torch.addcmul(
+            db_dgain * grad_y, gain * rstd[:, None] * sum_db_dx_xhat[:, None] / C, grad_y, value=-1
+        ),
+        (rstd * sum_gain_grad_y_xhat / C)[:, None],
+        db_dx,
+        value=-1,
+    )
+    sum_gain_grad_y = (gain * grad_y).sum(1)
+    sum_db_dx_gain_grad_y_xhat = (
+        torch.addcmul(
+            torch.addcmul((sum_gain_grad_y * (-1 / C))[:, None], gain, grad_y),
+            (sum_gain_grad_y_xhat / C)[:, None],
+            xhat,
+            value=-1,
+        )
+        * db_dx
+    ).sum(1)
+    sum_diff_dxhat = (diff * dxhat).sum(1)
+    drstd = sum_db_dx_gain_grad_y_xhat + sum_diff_dxhat
+    dvar = rstd**3 * drstd * (-1 / 2)
+    ddiff = torch.addcmul(rstd[:, None] * dxhat, (dvar / C)[:, None], diff, value=2)
+    sum_ddiff = ddiff.sum(1)
+    dmean = -sum_ddiff
+    dx = ddiff + (dmean / C)[:, None]
+    sum_db_dx_grad_y_rstd_xhat = (
+        (rstd[:, None] * db_dx)[:, None]
+        * (
+            grad_y[:, None]
+            * (
+                torch.arange(C, device=grad_out.device)[:, None]
+                == torch.arange(C, device=grad_out.device)
+            ).to(grad_out.dtype)
+            - (grad_y[:, :, None] * xhat[:, :, None] * xhat[:, None] / C)
+            - (grad_y / C)[:, :, None]
+        )
+    ).sum((0, 2))
+    dgain = sum_db_dx_grad_y_rstd_xhat
+    dbias = torch.zeros(C, dtype=grad_out.dtype, device=grad_out.device)
+    sum_db_dx = db_dx.sum(1)
+    dgrad_y = torch.addcmul(
+        torch.addcmul(
+            torch.addcmul(
+                torch.addcmul(db_dbias, (rstd * sum_db_dx / C)[:, None], gain, value=-1),
+                gain * rstd[:, None],
+                db_dx,
+            ),
+            db_dgain,
+            xhat,
+        ),
+        gain * rstd[:, None] * sum_db_dx_xhat[:, None] / C,
+        xhat,
+        value=-1,
+    )
+    dv_x = grad_out * b_dx
+    dv_gain = grad_out * b_dgain
+    dv_bias = grad_out * b_dbias
+    dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
+    dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
+    dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
+    return {
+        "b_dbias": db_dbias,
+        "b_dgain": db_dgain,
+        "b_dx": db_dx,
+        "out": dout,
+        "xhat": dxhat,
+        "rstd": drstd,
+        "var": dvar,
+        "diff": ddiff,
+        "mean": dmean,
+        "x": dx,
+        "gain": dgain,
+        "bias": dbias,
+        "grad_y": dgrad_y,
+        "v_x": dv_x,
+        "v_gain": dv_gain,
+        "v_bias": dv_bias,
+    }
+
+
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
+    grads = _double_backward_all(grad_out, saved)
+    return tuple(
+        grads.get(name) for name in ["x", "gain", "bias", "grad_y", "v_x", "v_gain", "v_bias"]
+    )
+
+
+class _Backward(torch.autograd.Function):
+    """The generated backward as an autograd node of its own, so that differentiating it
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
+    second order, never autograd replaying the backward on its saved tensors as constants."""
+
+    @staticmethod
+    def forward(ctx, grad_out, _saved, _params, x, gain, bias):
+        ctx.save_for_backward(grad_out, x, gain, bias)
+        ctx.saved, ctx.params = _saved, _params
+        grads = backward(grad_out, _saved)
+        return (grads[0], grads[1], grads[2])
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, x, gain, bias = ctx.saved_tensors
+        _targets = (x, gain, bias)
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        with torch.no_grad():
+            _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _no_third_order((grad_out, x, gain, bias, *cotangents), grads)
+        return (grads[3], None, None, *grads[:3])
+
+
+class _ThirdOrder(torch.autograd.Function):
+    """Where the double backward's results meet autograd again: their own derivative (third
+    order) is not derived, and read as constants it would be silently wrong, so it raises."""
+
+    @staticmethod
+    def forward(ctx, value, *depends_on):
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _no_third_order(tensors, grads):
+    if not torch.is_grad_enabled():  # no create_graph: nothing will differentiate these
+        return grads
+    depends_on = [t for t in tensors if t.requires_grad]
+    if not depends_on:
+        return grads
+    return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
+
+
 class Function(torch.autograd.Function):
-    """``layernorm`` as an autograd node: the generated backward inside any autograd graph."""
+    """``layernorm`` as an autograd node: the generated backward inside any autograd graph,
+    differentiable once more through the derived second order (``_Backward``)."""
 
     @staticmethod
     def forward(ctx, x, gain, bias, eps=1e-05):
         out, saved = forward(x, gain, bias, eps=eps)
-        ctx.save_for_backward(*saved[:3])
+        ctx.save_for_backward(x, gain, bias, *saved[:3])
         ctx.extra = saved[3:]
+        ctx.params = (eps,)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        grads = backward(grad_out, (*ctx.saved_tensors, *ctx.extra))
-        return (
-            *grads,
-            None,
-        )
+        _inputs = ctx.saved_tensors[:3]
+        _saved = (*ctx.saved_tensors[3:], *ctx.extra)
+        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+        return (grads[0], grads[1], grads[2], None)

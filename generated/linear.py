@@ -12,6 +12,9 @@ Backward, derived and simplified by backgen:
     dx[n, d] = Sum(W[d, m]*grad_out[n, m], (m, 0, M - 1))
     dW[d, m] = Sum(grad_out[n, m]*x[n, d], (n, 0, N - 1))
     db[m] = Sum(grad_out[n, m], (n, 0, N - 1))
+
+Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
+definitions and the backward above, in _double_forward and _double_backward.
 """
 
 import torch
@@ -87,17 +90,155 @@ def backward(grad_out, saved):
     return (dx, dW, db)
 
 
+def _double_forward(x, W, b, grad_y, v_x, v_W, v_b):
+    """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    _check_input("x", x, 2, False, False)
+    N = x.shape[0]
+    D = x.shape[1]
+    _check_input("W", W, 2, False, False)
+    _check_size("W", 0, W.shape[0], "D", D)
+    M = W.shape[1]
+    _check_input("b", b, 1, False, False)
+    _check_size("b", 0, b.shape[0], "M", M)
+    _check_input("grad_y", grad_y, 2, False, False)
+    _check_size("grad_y", 0, grad_y.shape[0], "N", N)
+    _check_size("grad_y", 1, grad_y.shape[1], "M", M)
+    _check_input("v_x", v_x, 2, False, False)
+    _check_size("v_x", 0, v_x.shape[0], "N", N)
+    _check_size("v_x", 1, v_x.shape[1], "D", D)
+    _check_input("v_W", v_W, 2, False, False)
+    _check_size("v_W", 0, v_W.shape[0], "D", D)
+    _check_size("v_W", 1, v_W.shape[1], "M", M)
+    _check_input("v_b", v_b, 1, False, False)
+    _check_size("v_b", 0, v_b.shape[0], "M", M)
+    _check_like("W", W, "x", x, True)
+    _check_like("b", b, "x", x, True)
+    _check_like("grad_y", grad_y, "x", x, True)
+    _check_like("v_x", v_x, "x", x, True)
+    _check_like("v_W", v_W, "x", x, True)
+    _check_like("v_b", v_b, "x", x, True)
+    b_dx = grad_y @ W.T
+    b_dW = x.T @ grad_y
+    b_db = grad_y.sum(0)
+    sum_b_db_v_b = (b_db * v_b).sum(0)
+    sum_b_dW_v_W = (b_dW * v_W).sum((0, 1))
+    sum_b_dx_v_x = (b_dx * v_x).sum((0, 1))
+    pair = sum_b_db_v_b + sum_b_dW_v_W + sum_b_dx_v_x
+    return pair, (
+        x,
+        W,
+        grad_y,
+        b_dx,
+        b_dW,
+        b_db,
+        v_x,
+        v_W,
+        v_b,
+        (pair.shape, pair.dtype, pair.device),
+    )
+
+
+def _double_backward_all(grad_out, saved):
+    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+    x, W, grad_y, b_dx, b_dW, b_db, v_x, v_W, v_b, _like = saved
+    _check_grad_out(grad_out, _like)
+    M = W.shape[1]
+    N = x.shape[0]
+    db_db = grad_out * v_b
+    db_dW = grad_out * v_W
+    db_dx = grad_out * v_x
+    dout = torch.zeros(N, M, dtype=grad_out.dtype, device=grad_out.device)
+    dx = grad_y @ db_dW.T
+    dW = db_dx.T @ grad_y
+    db = torch.zeros(M, dtype=grad_out.dtype, device=grad_out.device)
+    sum_W_db_dx = db_dx @ W
+    sum_db_dW_x = x @ db_dW
+    dgrad_y = db_db + sum_W_db_dx + sum_db_dW_x
+    dv_x = grad_out * b_dx
+    dv_W = grad_out * b_dW
+    dv_b = grad_out * b_db
+    return {
+        "b_db": db_db,
+        "b_dW": db_dW,
+        "b_dx": db_dx,
+        "out": dout,
+        "x": dx,
+        "W": dW,
+        "b": db,
+        "grad_y": dgrad_y,
+        "v_x": dv_x,
+        "v_W": dv_W,
+        "v_b": dv_b,
+    }
+
+
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
+    grads = _double_backward_all(grad_out, saved)
+    return tuple(grads.get(name) for name in ["x", "W", "b", "grad_y", "v_x", "v_W", "v_b"])
+
+
+class _Backward(torch.autograd.Function):
+    """The generated backward as an autograd node of its own, so that differentiating it
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
+    second order, never autograd replaying the backward on its saved tensors as constants."""
+
+    @staticmethod
+    def forward(ctx, grad_out, _saved, _params, x, W, b):
+        ctx.save_for_backward(grad_out, x, W, b)
+        ctx.saved, ctx.params = _saved, _params
+        grads = backward(grad_out, _saved)
+        return (grads[0], grads[1], grads[2])
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, x, W, b = ctx.saved_tensors
+        _targets = (x, W, b)
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        with torch.no_grad():
+            _pair, _saved = _double_forward(x, W, b, grad_out, *cotangents)
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _no_third_order((grad_out, x, W, b, *cotangents), grads)
+        return (grads[3], None, None, *grads[:3])
+
+
+class _ThirdOrder(torch.autograd.Function):
+    """Where the double backward's results meet autograd again: their own derivative (third
+    order) is not derived, and read as constants it would be silently wrong, so it raises."""
+
+    @staticmethod
+    def forward(ctx, value, *depends_on):
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _no_third_order(tensors, grads):
+    if not torch.is_grad_enabled():  # no create_graph: nothing will differentiate these
+        return grads
+    depends_on = [t for t in tensors if t.requires_grad]
+    if not depends_on:
+        return grads
+    return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
+
+
 class Function(torch.autograd.Function):
-    """``linear`` as an autograd node: the generated backward inside any autograd graph."""
+    """``linear`` as an autograd node: the generated backward inside any autograd graph,
+    differentiable once more through the derived second order (``_Backward``)."""
 
     @staticmethod
     def forward(ctx, x, W, b):
         out, saved = forward(x, W, b)
-        ctx.save_for_backward(*saved[:2])
+        ctx.save_for_backward(x, W, b, *saved[:2])
         ctx.extra = saved[2:]
+        ctx.params = ()
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        grads = backward(grad_out, (*ctx.saved_tensors, *ctx.extra))
-        return (*grads,)
+        _inputs = ctx.saved_tensors[:3]
+        _saved = (*ctx.saved_tensors[3:], *ctx.extra)
+        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+        return (grads[0], grads[1], grads[2])

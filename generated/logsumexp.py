@@ -11,6 +11,9 @@ Forward, as defined (element-wise, SymPy index notation):
 
 Backward, derived and simplified by backgen:
     dx[batch, c] = counts_sum_exp0[batch, c]*grad_out[batch]/counts_sum[batch]
+
+Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
+definitions and the backward above, in _double_forward and _double_backward.
 """
 
 import torch
@@ -33,6 +36,20 @@ def _check_input(name, t, ndim, integer, batched):
         raise ValueError(f"{OP}: {name} must have {want} dimensions, got shape {tuple(t.shape)}")
 
 
+def _check_like(name, t, ref_name, ref, same_dtype):
+    if t.device != ref.device or (same_dtype and t.dtype != ref.dtype):
+        raise TypeError(
+            f"{OP}: {name} is {t.dtype} on {t.device}, but {ref_name} is {ref.dtype} on {ref.device}"
+        )
+
+
+def _check_size(name, dim, got, size_name, want):
+    if got != want:
+        raise ValueError(
+            f"{OP}: {name}.shape[{dim}] is {got}, but {size_name} is {want} from an earlier input"
+        )
+
+
 def _check_grad_out(grad_out, like):
     # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently, and
     # another device would fail in a kernel's words
@@ -50,6 +67,11 @@ def _check_grad_out(grad_out, like):
 def _check_positive(size_name, size, why):
     if size <= 0:
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
+
+
+def _check_batch(name, got, want):
+    if tuple(got) != tuple(want):
+        raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
 def forward(x):
@@ -82,17 +104,141 @@ def backward(grad_out, saved):
     return (dx,)
 
 
+def _double_forward(x, grad_y, v_x):
+    """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    _check_input("x", x, 1, False, True)
+    batch_shape = x.shape[: x.dim() - 1]
+    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    Batch = x.shape[0]
+    C = x.shape[1]
+    _check_input("grad_y", grad_y, 0, False, True)
+    _check_batch("grad_y", grad_y.shape, batch_shape)
+    grad_y = grad_y.reshape(-1)
+    _check_size("grad_y", 0, grad_y.shape[0], "Batch", Batch)
+    _check_input("v_x", v_x, 1, False, True)
+    _check_batch("v_x", v_x.shape[: v_x.dim() - 1], batch_shape)
+    v_x = v_x.reshape((batch_shape.numel(),) + tuple(v_x.shape[v_x.dim() - 1 :]))
+    _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
+    _check_size("v_x", 1, v_x.shape[1], "C", C)
+    _check_like("grad_y", grad_y, "x", x, True)
+    _check_like("v_x", v_x, "x", x, True)
+    _check_positive("C", C, "a Max runs over it")
+    maxes, maxes_argmax = x.max(1)
+    counts_sum_exp0 = torch.exp(x - maxes[:, None])
+    counts_sum = counts_sum_exp0.sum(1)
+    b_dx = (grad_y / counts_sum)[:, None] * counts_sum_exp0
+    pair = (b_dx * v_x).sum((0, 1))
+    return pair, (
+        counts_sum,
+        counts_sum_exp0,
+        grad_y,
+        b_dx,
+        v_x,
+        maxes_argmax,
+        batch_shape,
+        (pair.shape, pair.dtype, pair.device),
+    )
+
+
+def _double_backward_all(grad_out, saved):
+    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+    counts_sum, counts_sum_exp0, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
+    _check_grad_out(grad_out, _like)
+    Batch = counts_sum.shape[0]
+    db_dx = grad_out * v_x
+    dout = torch.zeros(Batch, dtype=grad_out.dtype, device=grad_out.device)
+    sum_b_dx_db_dx = (b_dx * db_dx).sum(1)
+    dcounts_sum = -sum_b_dx_db_dx / counts_sum
+    dcounts_sum_exp0 = torch.addcmul(dcounts_sum[:, None], (grad_y / counts_sum)[:, None], db_dx)
+    sum_counts_sum_exp0_dcounts_sum_exp0 = (counts_sum_exp0 * dcounts_sum_exp0).sum(1)
+    dmaxes = -sum_counts_sum_exp0_dcounts_sum_exp0
+    dx = counts_sum_exp0 * dcounts_sum_exp0
+    dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
+    sum_counts_sum_exp0_db_dx = (counts_sum_exp0 * db_dx).sum(1)
+    dgrad_y = sum_counts_sum_exp0_db_dx / counts_sum
+    dv_x = grad_out * b_dx
+    dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
+    dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
+    dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
+    return {
+        "b_dx": db_dx,
+        "out": dout,
+        "counts_sum": dcounts_sum,
+        "counts_sum_exp0": dcounts_sum_exp0,
+        "maxes": dmaxes,
+        "x": dx,
+        "grad_y": dgrad_y,
+        "v_x": dv_x,
+    }
+
+
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
+    grads = _double_backward_all(grad_out, saved)
+    return tuple(grads.get(name) for name in ["x", "grad_y", "v_x"])
+
+
+class _Backward(torch.autograd.Function):
+    """The generated backward as an autograd node of its own, so that differentiating it
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
+    second order, never autograd replaying the backward on its saved tensors as constants."""
+
+    @staticmethod
+    def forward(ctx, grad_out, _saved, _params, x):
+        ctx.save_for_backward(grad_out, x)
+        ctx.saved, ctx.params = _saved, _params
+        grads = backward(grad_out, _saved)
+        return (grads[0],)
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, x = ctx.saved_tensors
+        _targets = (x,)
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        with torch.no_grad():
+            _pair, _saved = _double_forward(x, grad_out, *cotangents)
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _no_third_order((grad_out, x, *cotangents), grads)
+        return (grads[1], None, None, *grads[:1])
+
+
+class _ThirdOrder(torch.autograd.Function):
+    """Where the double backward's results meet autograd again: their own derivative (third
+    order) is not derived, and read as constants it would be silently wrong, so it raises."""
+
+    @staticmethod
+    def forward(ctx, value, *depends_on):
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _no_third_order(tensors, grads):
+    if not torch.is_grad_enabled():  # no create_graph: nothing will differentiate these
+        return grads
+    depends_on = [t for t in tensors if t.requires_grad]
+    if not depends_on:
+        return grads
+    return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
+
+
 class Function(torch.autograd.Function):
-    """``logsumexp`` as an autograd node: the generated backward inside any autograd graph."""
+    """``logsumexp`` as an autograd node: the generated backward inside any autograd graph,
+    differentiable once more through the derived second order (``_Backward``)."""
 
     @staticmethod
     def forward(ctx, x):
         out, saved = forward(x)
-        ctx.save_for_backward(*saved[:2])
+        ctx.save_for_backward(x, *saved[:2])
         ctx.extra = saved[2:]
+        ctx.params = ()
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        grads = backward(grad_out, (*ctx.saved_tensors, *ctx.extra))
-        return (*grads,)
+        _inputs = ctx.saved_tensors[:1]
+        _saved = (*ctx.saved_tensors[1:], *ctx.extra)
+        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+        return (grads[0],)

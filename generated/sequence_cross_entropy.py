@@ -15,6 +15,9 @@ Forward, as defined (element-wise, SymPy index notation):
 
 Backward, derived and simplified by backgen:
     dlogits[b, t, v] = grad_out*(-KroneckerDelta(v, targets[b, t])/Sum(where(targets[b1, t1] >= 0, 1, 0), (b1, 0, B - 1), (t1, 0, T - 1)) + probs[b, t, v]/Sum(where(targets[b1, t1] >= 0, 1, 0), (b1, 0, B - 1), (t1, 0, T - 1)))*where(targets[b, t] >= 0, 1, 0)
+
+Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
+definitions and the backward above, in _double_forward and _double_backward.
 """
 
 import torch
@@ -133,17 +136,175 @@ def backward(grad_out, saved):
     return (dlogits, None)
 
 
+def _double_forward(logits, targets, grad_y, v_logits):
+    """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    _check_input("logits", logits, 3, False, False)
+    B = logits.shape[0]
+    T = logits.shape[1]
+    V = logits.shape[2]
+    _check_input("targets", targets, 2, True, False)
+    _check_size("targets", 0, targets.shape[0], "B", B)
+    _check_size("targets", 1, targets.shape[1], "T", T)
+    _check_input("grad_y", grad_y, 0, False, False)
+    _check_input("v_logits", v_logits, 3, False, False)
+    _check_size("v_logits", 0, v_logits.shape[0], "B", B)
+    _check_size("v_logits", 1, v_logits.shape[1], "T", T)
+    _check_size("v_logits", 2, v_logits.shape[2], "V", V)
+    _check_like("targets", targets, "logits", logits, False)
+    _check_like("grad_y", grad_y, "logits", logits, True)
+    _check_like("v_logits", v_logits, "logits", logits, True)
+    _check_positive("V", V, "a Max runs over it")
+    _check_range("targets", targets, "V", V, before=True, guarded=True)
+    try:
+        logit_maxes, logit_maxes_argmax = logits.max(2)
+        norm_logits = logits - logit_maxes[:, :, None]
+        counts = torch.exp(norm_logits)
+        counts_sum = counts.sum(2)
+        probs = torch.reciprocal(counts_sum)[:, :, None] * counts
+        where_targets = (targets >= 0).to(logits.dtype)
+        sum_targets = where_targets.sum((0, 1))
+        b_dlogits = torch.where(targets >= 0, grad_y / sum_targets, 0)[:, :, None] * probs
+        b_dlogits.scatter_add_(
+            2,
+            targets.clamp(min=0).unsqueeze(2),
+            torch.where(targets >= 0, -grad_y / sum_targets, 0).unsqueeze(2),
+        )
+        pair = (b_dlogits * v_logits).sum((0, 1, 2))
+    except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
+        _check_range("targets", targets, "V", V, guarded=True)
+        raise
+    return pair, (
+        targets,
+        counts,
+        counts_sum,
+        probs,
+        grad_y,
+        b_dlogits,
+        v_logits,
+        logit_maxes_argmax,
+        (pair.shape, pair.dtype, pair.device),
+    )
+
+
+def _double_backward_all(grad_out, saved):
+    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+    targets, counts, counts_sum, probs, grad_y, b_dlogits, v_logits, logit_maxes_argmax, _like = (
+        saved
+    )
+    _check_grad_out(grad_out, _like)
+    B = targets.shape[0]
+    T = targets.shape[1]
+    V = counts.shape[2]
+    db_dlogits = grad_out * v_logits
+    dloss = torch.zeros((), dtype=grad_out.dtype, device=grad_out.device)
+    dlogprobs = torch.zeros(B, T, V, dtype=grad_out.dtype, device=grad_out.device)
+    where_targets = (targets >= 0).to(grad_out.dtype)
+    sum_targets = where_targets.sum((0, 1))
+    dprobs = torch.where(targets >= 0, grad_y / sum_targets, 0)[:, :, None] * db_dlogits
+    sum_dprobs_probs = (dprobs * probs).sum(2)
+    dcounts_sum = -sum_dprobs_probs / counts_sum
+    dcounts = torch.addcmul(
+        dcounts_sum[:, :, None], torch.reciprocal(counts_sum)[:, :, None], dprobs
+    )
+    dnorm_logits = counts * dcounts
+    sum_dnorm_logits = dnorm_logits.sum(2)
+    dlogit_maxes = -sum_dnorm_logits
+    dlogits = dnorm_logits.clone()
+    dlogits.scatter_add_(2, logit_maxes_argmax.unsqueeze(2), dlogit_maxes.unsqueeze(2))
+    sum_db_dlogits_probs = (db_dlogits * probs).sum(2)
+    dgrad_y = torch.where(
+        targets >= 0,
+        torch.addcmul(
+            torch.reciprocal(sum_targets) * sum_db_dlogits_probs,
+            torch.reciprocal(sum_targets),
+            db_dlogits.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2),
+            value=-1,
+        ),
+        0,
+    ).sum((0, 1))
+    dv_logits = grad_out * b_dlogits
+    return {
+        "b_dlogits": db_dlogits,
+        "loss": dloss,
+        "logprobs": dlogprobs,
+        "probs": dprobs,
+        "counts_sum": dcounts_sum,
+        "counts": dcounts,
+        "norm_logits": dnorm_logits,
+        "logit_maxes": dlogit_maxes,
+        "logits": dlogits,
+        "grad_y": dgrad_y,
+        "v_logits": dv_logits,
+    }
+
+
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
+    grads = _double_backward_all(grad_out, saved)
+    return tuple(grads.get(name) for name in ["logits", "targets", "grad_y", "v_logits"])
+
+
+class _Backward(torch.autograd.Function):
+    """The generated backward as an autograd node of its own, so that differentiating it
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
+    second order, never autograd replaying the backward on its saved tensors as constants."""
+
+    @staticmethod
+    def forward(ctx, grad_out, _saved, _params, logits, targets):
+        ctx.save_for_backward(grad_out, logits, targets)
+        ctx.saved, ctx.params = _saved, _params
+        grads = backward(grad_out, _saved)
+        return (grads[0],)
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, logits, targets = ctx.saved_tensors
+        _targets = (logits,)
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        with torch.no_grad():
+            _pair, _saved = _double_forward(logits, targets, grad_out, *cotangents)
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _no_third_order((grad_out, logits, targets, *cotangents), grads)
+        return (grads[2], None, None, *grads[:2])
+
+
+class _ThirdOrder(torch.autograd.Function):
+    """Where the double backward's results meet autograd again: their own derivative (third
+    order) is not derived, and read as constants it would be silently wrong, so it raises."""
+
+    @staticmethod
+    def forward(ctx, value, *depends_on):
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _no_third_order(tensors, grads):
+    if not torch.is_grad_enabled():  # no create_graph: nothing will differentiate these
+        return grads
+    depends_on = [t for t in tensors if t.requires_grad]
+    if not depends_on:
+        return grads
+    return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
+
+
 class Function(torch.autograd.Function):
-    """``sequence_cross_entropy`` as an autograd node: the generated backward inside any autograd graph."""
+    """``sequence_cross_entropy`` as an autograd node: the generated backward inside any autograd graph,
+    differentiable once more through the derived second order (``_Backward``)."""
 
     @staticmethod
     def forward(ctx, logits, targets):
         out, saved = forward(logits, targets)
-        ctx.save_for_backward(*saved[:2])
+        ctx.save_for_backward(logits, targets, *saved[:2])
         ctx.extra = saved[2:]
+        ctx.params = ()
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        grads = backward(grad_out, (*ctx.saved_tensors, *ctx.extra))
-        return (*grads,)
+        _inputs = ctx.saved_tensors[:2]
+        _saved = (*ctx.saved_tensors[2:], *ctx.extra)
+        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+        return (grads[0], None)

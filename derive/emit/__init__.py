@@ -1,5 +1,6 @@
 """Stage 4, emission: a :class:`~derive.symbolic.derivation.Derivation` in, one black-formatted
-module out (``derive/templates/op_module.py.jinja``), written to ``generated/`` only when it changed.
+module out (``derive/templates/op_module.py.jinja``), written to ``generated/`` only when it
+changed.
 
 - :mod:`~derive.emit.checks`: the input checks a generated forward runs;
 - :mod:`~derive.emit.module`: the module's data (every line lowered in Python) and its render;

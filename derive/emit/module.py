@@ -22,6 +22,7 @@ from derive.emit.checks import (
     rest_dims,
     size_binding,
 )
+from derive.emit.double import DoubleData, double_data
 from derive.errors import DerivationError
 from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax
 from derive.lower.lowerer import Lowerer
@@ -63,6 +64,7 @@ class ModuleData:
     grads: list[tuple[str, str]] = field(default_factory=list)  # stepwise: (tensor, variable)
     n_params: int = 0
     uses_math: bool = False  # a python-number function (math.exp of a param) is emitted
+    double: DoubleData | None = None  # the derived second order (None: this is it)
     marker: str = MARKER
 
 
@@ -242,8 +244,9 @@ def _tuple(names: list[str]) -> str:
     return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
 
 
-def module_data(d: Derivation, source: str, command: str) -> ModuleData:
-    """Lower forward and backward of ``d`` into the strings of one generated module."""
+def module_data(d: Derivation, source: str, command: str, double: bool = True) -> ModuleData:
+    """Lower forward and backward of ``d`` into the strings of one generated module; with
+    ``double``, the derived second order too (:mod:`derive.emit.double`)."""
     g, adj = d.graph, d.adjoints
     flat = not _elementwise(g)
     b = _bodies(d, flat)
@@ -261,6 +264,12 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
     formulas = [f"d{t}[{', '.join(map(str, adj.free[t]))}] = {d.final[t]}" for t in d.order]
     grads = [(t, adj.names[t]) for t in d.order] if g.op.stepwise else []
     ranges = range_checks(g)
+    helpers = {f for line in checks + ranges for f in names_read(line) if f.startswith("_check_")}
+    second = None
+    if double:
+        second = double_data(d, source, command, lambda d2, s, c: module_data(d2, s, c, False))
+        if second.module is not None:
+            helpers |= set(second.module.helpers)
     return ModuleData(
         op=g.op.name,
         doc=docstring_text(g.op.doc or g.op.name),
@@ -272,9 +281,7 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         function_signature=", ".join(g.inputs + params),
         call_args=call,
         check_lines=checks,
-        helpers=sorted(
-            {f for line in checks + ranges for f in names_read(line) if f.startswith("_check_")}
-        ),
+        helpers=sorted(helpers),
         range_checks=ranges,
         forward_lines=forward,
         saved_names=d.saved + extras,
@@ -288,7 +295,8 @@ def module_data(d: Derivation, source: str, command: str) -> ModuleData:
         input_names=list(g.inputs),
         grads=grads,
         n_params=len(g.params),
-        uses_math="math" in b.modules,
+        uses_math="math" in b.modules or bool(second and second.module and second.module.uses_math),
+        double=second,
     )
 
 

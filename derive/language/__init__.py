@@ -40,7 +40,10 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   without indices, ``"mean = Sum(x[n], n) / N"``) is read whole, by its name, in any later
   definition; never as a subscript or an index. An int64 input needs an axis.
 - ``where(c, a, b)``: a where the comparison c holds, else b. c compares indices (``t2 <= t1``),
-  int64 data (``t[n] >= 0``) or float values (``x[n] > threshold``: a step); ``-inf``
+  int64 data (``t[n] >= 0``, ``c != t[n]``: every class but the target) or float values
+  (``x[n] > threshold``: a step; ``y[n] == 1``) with one of ``== != < <= > >=``, as values
+  (:mod:`~derive.language.conditions`); a chained comparison and ``and``/``or``/``not`` are
+  refused (nest where() instead). ``-inf``
   (``inf``) may be a branch and nowhere else. An int input used as a subscript only under
   ``where(t[n] >= 0, ..t[n].., b)`` may be negative where that guard fails (cross-entropy's
   ignore_index = -1): it is read clamped there.

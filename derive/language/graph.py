@@ -167,6 +167,10 @@ class Graph:
     steps: list[Definition | View]
     output: str
     derived: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)  # D -> C / n_head
+    # int inputs read clamped where negative (see derive.lower.select.guarded_data), when set by
+    # the graph's maker rather than found in its steps (the double backward's: its steps hold
+    # the first backward's gated picks, whose guard is a product, not an enclosing where())
+    guarded: frozenset[str] | None = None
 
     def base(self, name: str) -> sp.IndexedBase:
         return self.tensors[name].base

@@ -56,6 +56,8 @@ def guarded_data(g) -> set[str]:
     """Int inputs whose every use as a subscript sits in where(X[i] >= 0, ..X[i].., b): a
     negative entry there marks a position to ignore (cross-entropy's ignore_index = -1), so it
     is read as index 0 (any in range; the where discards it) and not refused as out of range."""
+    if getattr(g, "guarded", None) is not None:
+        return set(g.guarded)
     guarded, unguarded = set(), set()
 
     def walk(e: sp.Basic, guards: frozenset) -> None:

@@ -395,3 +395,38 @@ def oracle_gradients(
     return out.detach(), {
         n: torch.zeros_like(leaves[n]) if g is None else g for n, g in zip(floats, grads)
     }
+
+
+def second_order(
+    apply, inputs: dict[str, torch.Tensor], grad_out: torch.Tensor, cotangents: dict
+) -> dict[str, torch.Tensor]:
+    """Reverse over reverse through ``apply`` (a function of the inputs, in order): the
+    gradient of ``<v, d<grad_out, out>/dx>`` with respect to every float input and grad_out
+    (key ``"grad_out"``), zeros where it does not depend on one. ``cotangents`` maps each float
+    input to its v. The same for the generated ``Function.apply`` and the text oracle."""
+    leaves = {
+        n: t.detach().clone().requires_grad_(t.is_floating_point()) for n, t in inputs.items()
+    }
+    g = grad_out.detach().clone().requires_grad_(True)
+    floats = [n for n, t in leaves.items() if t.is_floating_point()]
+    out = apply(*leaves.values())
+    targets = [leaves[n] for n in floats]
+    zeros = {n: torch.zeros_like(leaves[n]) for n in floats} | {"grad_out": torch.zeros_like(g)}
+    if not out.requires_grad:
+        return zeros
+    firsts = torch.autograd.grad(out, targets, g, create_graph=True, allow_unused=True)
+    pair = sum((f * cotangents[n]).sum() for n, f in zip(floats, firsts) if f is not None)
+    if not isinstance(pair, torch.Tensor) or not pair.requires_grad:
+        return zeros
+    seconds = torch.autograd.grad(pair, targets + [g], allow_unused=True)
+    return {
+        n: zeros[n] if s is None else s.detach() for n, s in zip(floats + ["grad_out"], seconds)
+    }
+
+
+def oracle_second_order(op, inputs: dict, grad_out: torch.Tensor, cotangents: dict) -> dict:
+    """:func:`second_order` through the definitions' text (:func:`oracle_output`)."""
+    names = list(inputs)
+    return second_order(
+        lambda *ts: oracle_output(op, dict(zip(names, ts))), inputs, grad_out, cotangents
+    )

@@ -1,0 +1,142 @@
+"""Second derivatives through generated ops are derived, and equal the definitions' own.
+
+Autograd differentiating a generated backward's torch lines treats its saved intermediates as
+constants (layernorm's double backward was off by 4.5, attention's by 24, without a word). The
+module's ``_Backward`` node runs the derived second order instead. Each op here is held to the
+text oracle (:mod:`derive.verify.oracle`, the definitions' strings evaluated by torch, so
+autograd's own double backward through them is the reference) and to ``gradgradcheck``.
+The fuzz regressions get the same comparison through ``fuzz.check`` (tests/test_fuzz.py).
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import importlib.util
+import runpy
+
+import pytest
+import torch
+
+import derive.emit.double as double
+from derive import Op
+from derive.emit.generate import module_source
+from derive.errors import DerivationError
+from derive.language import parse
+from derive.verify.check import defined_inputs
+from derive.verify.oracle import oracle_second_order, second_order
+
+CATALOGUE = sorted(glob.glob("ops/*.py"))
+CASES = sorted(glob.glob("tests/cases/*.py"))
+TOL = 1e-8  # relative to max(1, |reference|), float64
+
+
+def _generated(path: str):
+    return importlib.import_module(f"generated.{runpy.run_path(path)['OP'].name}")
+
+
+def _emitted(op: Op, folder):
+    path = folder / f"{op.name}.py"
+    path.write_text(module_source(op, folder))
+    spec = importlib.util.spec_from_file_location(f"second_{op.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _against_the_text(module, op: Op, seed: int) -> None:
+    g = parse(op)
+    inputs, _ = defined_inputs(g, seed)
+    named = dict(zip(g.inputs, inputs, strict=True))
+    gen = torch.Generator().manual_seed(seed + 7)
+    out, _ = module.forward(*inputs)
+    grad_out = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    floats = {n: t for n, t in named.items() if t.is_floating_point()}
+    v = {n: torch.randn(t.shape, generator=gen, dtype=t.dtype) for n, t in floats.items()}
+    mine = second_order(module.Function.apply, named, grad_out, v)
+    want = oracle_second_order(op, named, grad_out, v)
+    for name, ref in want.items():
+        err = float((mine[name] - ref).abs().max()) if ref.numel() else 0.0
+        assert err <= TOL * max(
+            1.0, float(ref.abs().max()) if ref.numel() else 0.0
+        ), f"{op.name}: d2/d{name} off by {err:.3g} (seed {seed})"
+
+
+def _gradgradcheck(module, op: Op, seed: int) -> None:
+    inputs, _ = defined_inputs(parse(op), seed)
+    leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    # fast mode: one random projection of the Jacobian (the full one of attention takes minutes)
+    assert torch.autograd.gradgradcheck(module.Function.apply, leaves, fast_mode=True), op.name
+
+
+@pytest.mark.parametrize("path", CATALOGUE)
+def test_catalogue_double_backward_equals_the_definitions(path):
+    module, op = _generated(path), runpy.run_path(path)["OP"]
+    assert module._double_backward  # derived, not refused
+    for seed in range(2):
+        _against_the_text(module, op, seed)
+    _gradgradcheck(module, op, 0)
+
+
+@pytest.mark.parametrize("path", CASES)
+def test_case_double_backward_equals_the_definitions(path, tmp_path):
+    op = runpy.run_path(path)["OP"]
+    module = _emitted(op, tmp_path)
+    _against_the_text(module, op, 0)
+    _gradgradcheck(module, op, 1)
+
+
+def test_a_wrong_double_backward_is_caught(tmp_path):
+    """The comparison can fail: the derived second order scaled by 1.01 is refused."""
+    op = runpy.run_path("ops/layernorm.py")["OP"]
+    module = _emitted(op, tmp_path)
+    derived = module._double_backward
+    module._double_backward = lambda g, s: tuple(
+        None if t is None else 1.01 * t for t in derived(g, s)
+    )
+    with pytest.raises(AssertionError, match="off by"):
+        _against_the_text(module, op, 0)
+
+
+def test_an_underived_second_order_raises_one_line(tmp_path, monkeypatch):
+    def refuse(d):
+        raise DerivationError(d.graph.op.name, "no rule for this construct (a test)")
+
+    monkeypatch.setattr(double, "second_order_graph", refuse)
+    op = runpy.run_path("ops/tanh.py")["OP"]
+    module = _emitted(op, tmp_path)
+    assert "Double backward: not derived (no rule for this construct" in module.__doc__
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(module.Function.apply(x).sum(), x)  # first order unaffected
+    assert torch.allclose(g, 1 - torch.tanh(x) ** 2)
+    (g,) = torch.autograd.grad(module.Function.apply(x).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="^tanh: the second derivative was not derived"):
+        g.sum().backward()
+
+
+def test_third_order_is_refused_not_computed_on_constants():
+    from generated import tanh
+
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(tanh.Function.apply(x).sum(), x, create_graph=True)
+    (h,) = torch.autograd.grad(g.sum(), x, create_graph=True)
+    assert torch.allclose(h, -2 * torch.tanh(x) * (1 - torch.tanh(x) ** 2))
+    with pytest.raises(RuntimeError, match="^tanh: third derivatives are not derived"):
+        torch.autograd.grad((h + x**3).sum(), x)  # never 6x alone, as constants would give
+
+
+def test_a_gradient_penalty_through_layernorm():
+    """README's example: the gradient of a penalty on the input gradient, against torch's."""
+    from generated import layernorm
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    w, b = torch.randn(6, dtype=torch.float64, generator=gen), torch.zeros(6, dtype=torch.float64)
+
+    def penalty(f):
+        (gx,) = torch.autograd.grad((f(x) ** 2).sum(), x, create_graph=True)
+        return torch.autograd.grad(gx.pow(2).sum(), x)[0]
+
+    mine = penalty(lambda t: layernorm.Function.apply(t, w, b))
+    want = penalty(lambda t: torch.nn.functional.layer_norm(t, (6,), w, b))
+    assert torch.allclose(mine, want, rtol=0, atol=1e-10)
