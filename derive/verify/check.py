@@ -26,10 +26,16 @@ import torch
 from derive.errors import CheckFailed
 from derive.language import Graph, Op, parse
 from derive.lower.select import guarded_data
-from derive.verify.oracle import OracleError, oracle_gradients
+from derive.verify.oracle import (
+    OracleError,
+    oracle_gradients,
+    oracle_second_order,
+    second_order,
+)
 from derive.verify.reference import autograd_reference, evaluate
 
 AUTOGRAD_TOL = 1e-10  # float64, relative to max(1, |reference|)
+SECOND_TOL = 1e-8  # the double backward: products of two derivatives, and a sum more
 NUMERIC_TOL = 1e-6  # central differences with h = 1e-6 are good to ~1e-9; room for curvature
 DRAWS = ("normal", "uniform(0.5, 2)", "uniform(0.1, 1)")
 
@@ -266,7 +272,41 @@ def check_module(path: str | Path, op: Op, seeds: int = 3) -> str:
                 raise CheckFailed(_failure(g, row, seed))
         if not _gradcheck(module, g, seed):
             raise CheckFailed(f"op '{g.op.name}': torch.autograd.gradcheck fails (seed {seed})")
-    return _report(g, list(worst.values()), seeds, sorted(draws))
+    return _report(g, list(worst.values()), seeds, sorted(draws)) + "\n" + _second(module, g)
+
+
+def _second(module: ModuleType, g: Graph, seed: int = 0) -> str:
+    """The derived double backward against autograd's through the text oracle, then
+    gradgradcheck; the report's last line. A module that refuses it says why."""
+    if hasattr(module, "NOT_DERIVED"):
+        return f"  second order: not derived ({module.NOT_DERIVED}); a double backward raises"
+    inputs, _ = defined_inputs(g, seed)
+    named = dict(zip(g.inputs, inputs, strict=True))
+    gen = torch.Generator().manual_seed(seed + 7)
+    out, _ = module.forward(*inputs)
+    grad_out = torch.randn(out.shape, generator=gen, dtype=out.dtype)
+    floats = {n: t for n, t in named.items() if t.is_floating_point()}
+    v = {n: torch.randn(t.shape, generator=gen, dtype=t.dtype) for n, t in floats.items()}
+    mine = second_order(module.Function.apply, named, grad_out, v)
+    want = oracle_second_order(g.op, named, grad_out, v)
+    worst = 0.0
+    for name, ref in want.items():
+        err, rel = _diff(mine[name], ref)
+        worst = max(worst, err)
+        if rel > SECOND_TOL:
+            raise CheckFailed(
+                f"op '{g.op.name}': the second derivative d2/d{name} differs from autograd's "
+                f"through the definitions by {err:.3g} (relative {rel:.3g}; seed {seed})"
+            )
+    leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    if not torch.autograd.gradgradcheck(
+        module.Function.apply, leaves, fast_mode=True, raise_exception=False
+    ):
+        raise CheckFailed(f"op '{g.op.name}': torch.autograd.gradgradcheck fails (seed {seed})")
+    return (
+        f"  second order vs autograd through the definitions: max abs {worst:.2e} (tolerance "
+        f"{SECOND_TOL:g} relative); gradgradcheck passed"
+    )
 
 
 def _failure(g: Graph, row: Row, seed: int) -> str:
