@@ -92,6 +92,10 @@ def test_equal_of_float_values_and_of_data(tmp_path):
         ("out[n] = Sum(x[n, c] if c > 0 else 0, c)", "where(c, a, b)"),
         ("out[n] = Sum(where(c is 1, x[n, c], 0), c)", "use ==, !=, <, <=, > or >="),
         ("out[n] = Sum(where(c in t, x[n, c], 0), c)", "use ==, !=, <, <=, > or >="),
+        ("out[n] = Sum(x[n, c] * (c != 0), c)", "'c != 0' outside a where() condition"),
+        ("out[n] = Sum(where(c != (n < 2), x[n, c], 0), c)", "'n < 2' outside a where()"),
+        ("out[n] = Sum(x[n, c] ** (c == 1), c)", "'c == 1' outside a where() condition"),
+        ("y = view(x, N == 2, C)", "'N == 2' outside a where() condition"),
     ],
 )
 def test_conditions_the_language_cannot_mean_are_refused(definition, message):
@@ -99,6 +103,19 @@ def test_conditions_the_language_cannot_mean_are_refused(definition, message):
     with pytest.raises(DerivationError) as info:
         parse(op)
     assert message in str(info.value) and "op 'cond'" in str(info.value)
+
+
+@pytest.mark.parametrize("size", ["C == 2", "C != 2", "C < 2"])
+def test_a_comparison_is_no_size(size):
+    op = Op(
+        name="cond",
+        doc="",
+        inputs=["x[N, C]"],
+        sizes={"D": size},
+        definitions=["out[n, c] = x[n, c]"],
+    )
+    with pytest.raises(DerivationError, match="is a comparison, not a size"):
+        parse(op)
 
 
 def test_the_oracle_catches_a_misread_condition(tmp_path, monkeypatch):

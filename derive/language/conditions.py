@@ -36,7 +36,27 @@ NAMESPACE = {name: build for name, build in RELATIONS.values()}
 
 
 class _Relations(ast.NodeTransformer):
+    """Comparisons as calls, each where it may stand: the condition of a where()."""
+
+    def __init__(self) -> None:
+        self.condition = False  # visiting a where()'s first argument
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if not (isinstance(node.func, ast.Name) and node.func.id == "where" and node.args):
+            return self.generic_visit(node)
+        self.condition = isinstance(node.args[0], ast.Compare)
+        first = self.visit(node.args[0])
+        self.condition = False
+        rest = [self.visit(a) for a in node.args[1:]]
+        return ast.copy_location(ast.Call(node.func, [first, *rest], node.keywords), node)
+
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        if not self.condition:  # x * (c != 0): SymPy has no arithmetic of truth values
+            raise LangError(
+                f"comparison '{ast.unparse(node)}' outside a where() condition: write "
+                f"where({ast.unparse(node)}, 1, 0) for its indicator"
+            )
+        self.condition = False  # its sides are values again: where(a < (b > c), ...) is refused
         if len(node.ops) != 1:
             raise LangError(
                 f"chained comparison '{ast.unparse(node)}': write one comparison per where() "

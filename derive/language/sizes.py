@@ -38,6 +38,8 @@ def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr
         expr = sp.sympify(parse_expr(text, local_dict=ns, global_dict=dict(_GLOBALS)))
     except Exception as exc:  # noqa: BLE001  (SymPy's parser raises many types)
         raise LangError(f"cannot parse size expression '{text}': {exc}") from None
+    if not isinstance(expr, sp.Expr) or expr.is_Relational:  # C == 2 read as True or False
+        raise LangError(f"size expression '{text}' is a comparison, not a size ('C / n_head')")
     for factor in sp.Mul.make_args(expr):
         base, power = factor.as_base_exp()
         if factor.is_Rational and factor > 0 and (factor.p == 1 or factor.q == 1):
