@@ -77,59 +77,29 @@ def second_order_graph(d: Derivation) -> SecondOrder:
     """The op ``pair`` of the module docstring, built from ``d``'s forward and simplified
     adjoints (a Graph, not text: the adjoints hold deltas and argmax picks no op may write)."""
     g, adj = d.graph, d.adjoints
-    fresh = _Names(g)
-    for name in adj.names.values():
-        fresh.taken.add(name)
-    tensors = dict(g.tensors)
+    b = _Builder(d, _Names(g))
+    b.fresh.taken.update(adj.names.values())
     out = g.tensors[g.output]
-    gy = Tensor(fresh("grad_y"), out.dims, batched=out.batched)
-    rename: dict[sp.Basic, sp.Basic] = {_grad_out_symbol(g): _read(gy)}
-    inputs = list(g.inputs) + [gy.name]
-    tensors[gy.name] = gy
+    gy = b.add(Tensor(b.fresh("grad_y"), out.dims, batched=out.batched), _grad_out_symbol(g))
+    b.inputs.append(gy.name)
     argmaxes = {}
     for am in adj.argmax.values():
-        if am.name in d.saved:
-            new = Tensor(fresh(f"{am.name}_first"), am.dims, integer=True)
-            rename[am.base if am.dims else sp.Symbol(am.name)] = _read(new)
-            tensors[new.name], argmaxes[am.name] = new, new.name
-    steps: list[Definition | View] = list(g.steps)
-    firsts: dict[str, Tensor] = {}  # adjoint name -> its definition here
-    for t in d.order:
-        first = Tensor(fresh(f"b_{adj.names[t]}"), g.tensors[t].dims, batched=g.tensors[t].batched)
-        rename[_read(Tensor(adj.names[t], first.dims))] = _read(first)
-        firsts[adj.names[t]] = tensors[first.name] = first
-    for t in d.order:
-        first = firsts[adj.names[t]]
-        body = d.final[t].xreplace(rename)
-        text = f"{first.name}[{', '.join(map(str, adj.free[t]))}] = {body}"
-        steps.append(Definition(first.name, adj.free[t], body, text))
-        for view, (dname, src) in sorted(adj.views.items()):
-            if dname == adj.names[t]:  # dW_as_Wqkv: the reverse view, a reshape of dW
-                dims = g.tensors[src].dims
-                shaped = Tensor(fresh(f"b_{view}"), dims)
-                tensors[shaped.name] = shaped
-                rename[sp.IndexedBase(view, shape=dims, real=True)] = shaped.base
-                steps.append(View(shaped.name, first.name, f"{shaped.name} = view({first.name})"))
+        if am.name in d.saved:  # piecewise constant in the inputs: an int input here
+            new = Tensor(b.fresh(f"{am.name}_first"), am.dims, integer=True)
+            argmaxes[am.name] = b.add(new, am.base if am.dims else sp.Symbol(am.name)).name
+    b.first_backward()
     cotangents, terms = {}, []
-    for t in g.inputs:
-        if t not in d.final:
-            continue
+    for t in (t for t in g.inputs if t in d.final):
         x = g.tensors[t]
-        v = Tensor(fresh(f"v_{t}"), x.dims, batched=x.batched)
-        tensors[v.name], cotangents[t] = v, v.name
-        inputs.append(v.name)
-        free = adj.free[t]
-        term = (
-            _read(v)[free] * _read(firsts[adj.names[t]])[free]
-            if free
-            else (_read(v) * _read(firsts[adj.names[t]]))
-        )
+        v = b.add(Tensor(b.fresh(f"v_{t}"), x.dims, batched=x.batched))
+        cotangents[t] = v.name
+        b.inputs.append(v.name)
+        free, first = adj.free[t], b.firsts[adj.names[t]]
+        term = _read(v)[free] * _read(first)[free] if free else _read(v) * _read(first)
         limits = [(i, 0, n - 1) for i, n in zip(free, x.dims, strict=True)]
         terms.append(sp.Sum(term, *limits) if limits else term)
-    inputs += list(argmaxes.values())
-    pair = Tensor(fresh("pair"), ())
-    tensors[pair.name] = pair
-    steps.append(Definition(pair.name, (), sp.Add(*terms), f"{pair.name} = <v, backward>"))
+    pair = b.add(Tensor(b.fresh("pair"), ()))
+    b.steps.append(Definition(pair.name, (), sp.Add(*terms), f"{pair.name} = <v, backward>"))
     op = Op(
         name=g.op.name,
         inputs=list(g.op.inputs),
@@ -143,5 +113,46 @@ def second_order_graph(d: Derivation) -> SecondOrder:
         # through them was slow (30 s and more for fuzzed ops) and read 0 * inf (fuzz 1022)
         stepwise=True,
     )
-    graph = Graph(op, g.sizes, g.params, tensors, inputs, steps, pair.name, dict(g.derived))
+    inputs = b.inputs + list(argmaxes.values())
+    graph = Graph(op, g.sizes, g.params, b.tensors, inputs, b.steps, pair.name, dict(g.derived))
     return SecondOrder(graph, gy.name, cotangents, argmaxes)
+
+
+class _Builder:
+    """The second-order graph as it grows: its tensors and steps, and the renaming of the
+    first backward's names (grad_out, its adjoints, argmaxes, reverse views) to this graph's."""
+
+    def __init__(self, d: Derivation, fresh: _Names) -> None:
+        self.d, self.fresh = d, fresh
+        self.tensors = dict(d.graph.tensors)
+        self.inputs = list(d.graph.inputs)
+        self.steps: list[Definition | View] = list(d.graph.steps)  # the forward, as derived
+        self.rename: dict[sp.Basic, sp.Basic] = {}
+        self.firsts: dict[str, Tensor] = {}  # the first backward's adjoint name -> its tensor
+
+    def add(self, t: Tensor, replaces: sp.Basic | None = None) -> Tensor:
+        self.tensors[t.name] = t
+        if replaces is not None:
+            self.rename[replaces] = _read(t)
+        return t
+
+    def first_backward(self) -> None:
+        """Each adjoint of the first backward as a definition (consumers first, as derived),
+        each reverse view of one as a view."""
+        d, adj = self.d, self.d.adjoints
+        for t in d.order:
+            dims, batched = d.graph.tensors[t].dims, d.graph.tensors[t].batched
+            first = Tensor(self.fresh(f"b_{adj.names[t]}"), dims, batched=batched)
+            self.firsts[adj.names[t]] = self.add(first, _read(Tensor(adj.names[t], dims)))
+        for t in d.order:
+            first = self.firsts[adj.names[t]]
+            body = d.final[t].xreplace(self.rename)
+            text = f"{first.name}[{', '.join(map(str, adj.free[t]))}] = {body}"
+            self.steps.append(Definition(first.name, adj.free[t], body, text))
+            for view, (dname, src) in sorted(adj.views.items()):
+                if dname == adj.names[t]:  # dW_as_Wqkv: the reverse view, a reshape of dW
+                    dims = d.graph.tensors[src].dims
+                    shaped = Tensor(self.fresh(f"b_{view}"), dims)
+                    self.add(shaped, sp.IndexedBase(view, shape=dims, real=True))
+                    text = f"{shaped.name} = view({first.name})"
+                    self.steps.append(View(shaped.name, first.name, text))
