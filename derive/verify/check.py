@@ -272,10 +272,14 @@ def check_module(path: str | Path, op: Op, seeds: int = 3) -> str:
                 raise CheckFailed(_failure(g, row, seed))
         if not _gradcheck(module, g, seed):
             raise CheckFailed(f"op '{g.op.name}': torch.autograd.gradcheck fails (seed {seed})")
-    return _report(g, list(worst.values()), seeds, sorted(draws)) + "\n" + _second(module, g)
+    return (
+        _report(g, list(worst.values()), seeds, sorted(draws))
+        + "\n"
+        + second_order_report(module, g)
+    )
 
 
-def _second(module: ModuleType, g: Graph, seed: int = 0) -> str:
+def second_order_report(module: ModuleType, g: Graph, seed: int = 0) -> str:
     """The derived double backward against autograd's through the text oracle, then
     gradgradcheck; the report's last line. A module that refuses it says why."""
     if hasattr(module, "NOT_DERIVED"):
