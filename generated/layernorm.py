@@ -59,6 +59,8 @@ def _check_size(name, dim, got, size_name, want):
 def _check_grad_out(grad_out, like):
     # backward(grad_out, saved) called by hand: a wrong shape would broadcast silently, and
     # another device would fail in a kernel's words
+    if torch.compiler.is_compiling():  # traced by autograd itself: dynamo bans .layout here
+        return
     shape, dtype, device = like
     if not isinstance(grad_out, torch.Tensor) or grad_out.layout != torch.strided:
         got = grad_out.layout if isinstance(grad_out, torch.Tensor) else type(grad_out).__name__
@@ -369,6 +371,14 @@ class Function(torch.autograd.Function):
     """``layernorm`` as an autograd node: the generated backward inside any autograd graph,
     differentiable once more through the derived second order (``_Backward``)."""
 
+    @classmethod
+    def apply(cls, *args):
+        # torch.func's transforms need a new-style node (setup_context); plain autograd keeps
+        # this one, which saves the forward's intermediates instead of running it again
+        if torch._C._are_functorch_transforms_active():
+            return _Transformable.apply(*args)
+        return super().apply(*args)
+
     @staticmethod
     def forward(ctx, x, gain, bias, eps=1e-05):
         out, saved = forward(x, gain, bias, eps=eps)
@@ -383,3 +393,28 @@ class Function(torch.autograd.Function):
         _saved = (*ctx.saved_tensors[3:], *ctx.extra)
         grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
         return (grads[0], grads[1], grads[2], None)
+
+
+class _Transformable(torch.autograd.Function):
+    """``layernorm`` under torch.func's transforms:
+    grad, vjp, jacrev, vmap (per-sample gradients). It saves the inputs alone and runs the
+    forward again in its backward, so a
+    transform that differentiates the backward (jacrev of jacrev) differentiates a function of
+    the inputs, never saved intermediates read as constants. Forward mode (jvp, jacfwd) is not
+    derived: torch says so."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, gain, bias, eps=1e-05):
+        return forward(x, gain, bias, eps=eps)[0]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs[:3])
+        ctx.params = inputs[3:]
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        _, _saved = forward(*ctx.saved_tensors, eps=ctx.params[0])
+        return backward(grad_out, _saved) + (None,) * 1

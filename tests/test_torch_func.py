@@ -1,0 +1,138 @@
+"""Generated ops under torch.func and torch.compile, as PyTorch's own ops work there.
+
+``Function.apply`` hands over to a new-style node (``setup_context``, a generated vmap rule)
+while a torch.func transform is active; each result is held to the same transform through
+the definitions' text (:mod:`derive.verify.oracle`). Forward mode is not derived yet: jvp must
+refuse in torch's words, never return a number.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import runpy
+
+import pytest
+import torch
+
+from derive.language import parse
+from derive.verify.check import defined_inputs
+from derive.verify.oracle import oracle_output
+
+CATALOGUE = sorted(glob.glob("ops/*.py"))
+TOL = 1e-10
+
+
+def _op(path: str):
+    op = runpy.run_path(path)["OP"]
+    module = importlib.import_module(f"generated.{op.name}")
+    inputs, _ = defined_inputs(parse(op), 0)
+    return op, module, inputs
+
+
+def _close(mine, want, tol=TOL):
+    mine, want = mine.detach(), want.detach()
+    assert mine.shape == want.shape
+    assert float((mine - want).abs().max()) <= tol * max(1.0, float(want.abs().max()))
+
+
+def _functions(op, module, inputs):
+    """The op as a function of its float inputs (ints fixed), generated and from the text."""
+    names = list(parse(op).inputs)
+    floats = [k for k, t in enumerate(inputs) if t.is_floating_point()]
+
+    def call(apply):
+        def f(*xs):
+            args = list(inputs)
+            for k, x in zip(floats, xs, strict=True):
+                args[k] = x
+            return apply(args)
+
+        return f
+
+    mine = call(lambda args: module.Function.apply(*args))
+    text = call(lambda args: oracle_output(op, dict(zip(names, args, strict=True))))
+    return mine, text, [inputs[k] for k in floats]
+
+
+@pytest.mark.parametrize("path", CATALOGUE)
+def test_grad_vjp_and_jacrev_of_jacrev_equal_the_definitions(path):
+    op, module, inputs = _op(path)
+    mine, text, xs = _functions(op, module, inputs)
+    w = torch.randn(
+        mine(*xs).shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
+    )
+    scalar = [lambda *a, f=f: (f(*a) * w).sum() for f in (mine, text)]
+    argnums = tuple(range(len(xs)))
+    for got, want in zip(*(torch.func.grad(f, argnums)(*xs) for f in scalar), strict=True):
+        _close(got, want)
+    # reverse over reverse through torch.func: the gradient of <v, grad> (a Hessian-vector
+    # product) differentiates the generated backward over a forward run again from the inputs
+    v = [
+        torch.randn(x.shape, dtype=x.dtype, generator=torch.Generator().manual_seed(2)) for x in xs
+    ]
+
+    def hvp(f):
+        def inner(*a):
+            return sum((g * u).sum() for g, u in zip(torch.func.grad(f, argnums)(*a), v))
+
+        return torch.func.grad(inner, argnums)(*xs)
+
+    for got, want in zip(hvp(scalar[0]), hvp(scalar[1]), strict=True):
+        _close(got, want, 1e-8)
+
+
+# A backward that accumulates into a fresh buffer (index_add_ of an embedding's rows) is an
+# in-place op of an unbatched tensor with batched arguments, which vmap refuses in its words.
+SCATTERS = "issue 23: vmap refuses the backward's in-place index_add_ into a fresh buffer"
+VMAP = [
+    (
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=SCATTERS))
+        if runpy.run_path(p)["OP"].name in ("embedding", "exercise")
+        else p
+    )
+    for p in CATALOGUE
+]
+
+
+@pytest.mark.parametrize("path", VMAP)
+def test_vmap_gives_per_sample_outputs_and_gradients(path):
+    op, module, inputs = _op(path)
+    mine, _, xs = _functions(op, module, inputs)
+    gen = torch.Generator().manual_seed(3)
+    batch = [
+        torch.stack([x, x + 0.1 * torch.randn(x.shape, dtype=x.dtype, generator=gen)]) for x in xs
+    ]
+    dims = (0,) * len(xs)
+    stacked = torch.func.vmap(mine, in_dims=dims)(*batch)
+    for s in range(2):
+        _close(stacked[s], mine(*(b[s] for b in batch)))
+    loss = lambda *a: mine(*a).pow(2).sum()  # noqa: E731
+    per_sample = torch.func.vmap(torch.func.grad(loss), in_dims=dims)(*batch)
+    for s in range(2):
+        _close(per_sample[s], torch.func.grad(loss)(*(b[s] for b in batch)))
+
+
+def test_forward_mode_is_refused_not_computed():
+    from generated import tanh
+
+    x = torch.randn(3, dtype=torch.float64)
+    with pytest.raises(NotImplementedError, match="jvp"):
+        torch.func.jvp(tanh.Function.apply, (x,), (torch.ones_like(x),))
+
+
+@pytest.mark.parametrize("name", ["tanh", "layernorm"])
+def test_torch_compile_fullgraph(name):
+    module = importlib.import_module(f"generated.{name}")
+    op = runpy.run_path(f"ops/{name}.py")["OP"]
+    inputs, _ = defined_inputs(parse(op), 0)
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    compiled = torch.compile(
+        lambda *a: module.Function.apply(*a), fullgraph=True, backend="aot_eager"
+    )
+    out = compiled(*leaves)
+    _close(out, module.Function.apply(*inputs))
+    grads = torch.autograd.grad(out.pow(2).sum(), leaves)
+    want = torch.autograd.grad(module.Function.apply(*leaves).pow(2).sum(), leaves)
+    for got, ref in zip(grads, want, strict=True):
+        _close(got, ref)
