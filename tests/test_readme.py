@@ -27,9 +27,30 @@ def test_quoted_torch_lines_are_in_the_generated_modules() -> None:
     assert not missing, f"README quotes lines the generator no longer emits: {missing}"
 
 
+def _block(first_line: str) -> str:
+    (block,) = [b for b in _python_blocks() if b.startswith(first_line)]
+    return block
+
+
 def test_add_your_own_op_example_is_the_tested_op_file() -> None:
-    example = _python_blocks()[1].split("\n", 1)[1]  # drop the "# my_ops/sigmoid.py" comment
+    example = _block("# my_ops/sigmoid.py").split("\n", 1)[1]  # drop the comment line
     assert example.strip() == SIGMOID.strip()
+
+
+def test_gradient_penalty_example_runs_and_equals_torch() -> None:
+    import torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 8, dtype=torch.float64, generator=gen, requires_grad=True)
+    gain, bias = (torch.randn(8, dtype=torch.float64, generator=gen) for _ in range(2))
+    scope = {"torch": torch, "x": x, "gain": gain, "bias": bias}
+    exec(_block("from generated import layernorm"), scope)  # noqa: S102  the README's own lines
+    (gx,) = torch.autograd.grad(
+        F.layer_norm(x, (8,), gain, bias).pow(2).sum(), x, create_graph=True
+    )
+    (want,) = torch.autograd.grad(gx.pow(2).sum(), x)
+    assert torch.allclose(scope["penalty_grad"][0], want, rtol=0, atol=1e-10)
 
 
 def test_op_language_table_lists_exactly_the_registry() -> None:
