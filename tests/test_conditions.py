@@ -27,6 +27,7 @@ from derive.verify.check import check_seed, defined_inputs
 from derive.verify.oracle import FUNCTIONS as ORACLE_FUNCTIONS
 from derive.verify.oracle import oracle_output
 from derive.verify.reference import evaluate
+from fuzz.check import load_module
 
 MULTI_MARGIN = Op(
     name="multi_margin",
@@ -52,12 +53,7 @@ PICK = Op(
 
 
 def _load(op: Op, tmp_path):
-    path = tmp_path / f"{op.name}.py"
-    path.write_text(module_source(op, tmp_path))
-    spec = importlib.util.spec_from_file_location(f"cond_{op.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(module_source(op, tmp_path), op.name, tmp_path)
 
 
 def test_not_equal_is_torch_multi_margin_loss(tmp_path):

@@ -24,6 +24,7 @@ from derive.emit.generate import module_source
 from derive.errors import CheckFailed, DerivationError
 from derive.language import parse
 from derive.verify.check import second_order_report
+from fuzz.check import load_module
 
 CATALOGUE = sorted(glob.glob("ops/*.py"))
 CASES = sorted(glob.glob("tests/cases/*.py"))
@@ -34,12 +35,7 @@ def _generated(path: str):
 
 
 def _emitted(op: Op, folder):
-    path = folder / f"{op.name}.py"
-    path.write_text(module_source(op, folder))
-    spec = importlib.util.spec_from_file_location(f"second_{op.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(module_source(op, folder), op.name, folder)
 
 
 def _checked(module, op: Op, seed: int) -> None:

@@ -29,7 +29,6 @@ class DoubleData:
     differentiable: list[int]  # positions of the inputs the first backward returns a grad for
     argmax_saved: list[int]  # positions in saved of the argmaxes the second order reads
     params: list[str]  # the op's params, in signature order
-    n_params: int = 0
 
     @property
     def grads(self) -> str:

@@ -33,9 +33,7 @@ from derive.symbolic.reverse import GRAD_OUT
 class SecondOrder:
     """The op ``pair`` and how its inputs line up with the first backward's."""
 
-    graph: Graph
-    grad_out: str  # the first backward's grad_out, an input here
-    cotangents: dict[str, str]  # float input -> its cotangent's input name (v_x)
+    graph: Graph  # inputs: the op's, then grad_out, a cotangent v_x per float input, argmaxes
     argmaxes: dict[str, str]  # argmax tensor the first backward reads -> its input name
 
 
@@ -88,11 +86,10 @@ def second_order_graph(d: Derivation) -> SecondOrder:
             new = Tensor(b.fresh(f"{am.name}_first"), am.dims, integer=True)
             argmaxes[am.name] = b.add(new, am.base if am.dims else sp.Symbol(am.name)).name
     b.first_backward()
-    cotangents, terms = {}, []
+    terms = []
     for t in (t for t in g.inputs if t in d.final):
         x = g.tensors[t]
         v = b.add(Tensor(b.fresh(f"v_{t}"), x.dims, batched=x.batched))
-        cotangents[t] = v.name
         b.inputs.append(v.name)
         free, first = adj.free[t], b.firsts[adj.names[t]]
         term = _read(v)[free] * _read(first)[free] if free else _read(v) * _read(first)
@@ -115,7 +112,7 @@ def second_order_graph(d: Derivation) -> SecondOrder:
     )
     inputs = b.inputs + list(argmaxes.values())
     graph = Graph(op, g.sizes, g.params, b.tensors, inputs, b.steps, pair.name, dict(g.derived))
-    return SecondOrder(graph, gy.name, cotangents, argmaxes)
+    return SecondOrder(graph, argmaxes)
 
 
 class _Builder:

@@ -90,11 +90,10 @@ class _Grid:
         self.axes = indices
         self.ranges: dict[str, int] = {}
 
-    def arange(self, name: str, like: torch.Tensor | None) -> torch.Tensor:
+    def arange(self, name: str) -> torch.Tensor:
         shape = [1] * len(self.axes)
         shape[self.axes.index(name)] = self.ranges[name]
-        device = like.device if like is not None else None
-        return torch.arange(self.ranges[name], device=device).reshape(shape)
+        return torch.arange(self.ranges[name]).reshape(shape)
 
     def full(self, v) -> torch.Tensor:
         """A value as a tensor with one dim per axis (a number or 0-d tensor: all ones)."""
@@ -142,7 +141,7 @@ class _Evaluator:
 
     def _Constant(self, node):
         if node.value is Ellipsis:
-            return self.g.arange("batch", None)
+            return self.g.arange("batch")
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise OracleError(f"cannot read the constant {node.value!r}")
         return node.value
@@ -150,7 +149,7 @@ class _Evaluator:
     def _Name(self, node):
         name = node.id
         if name in self.g.ranges:
-            return self.g.arange(name, None)
+            return self.g.arange(name)
         if name in self.g.tensors and self.g.tensors[name].value.dim() == 0:
             return self.g.full(self.g.tensors[name].value)  # a 0-d tensor, read whole
         if name in self.g.params:
