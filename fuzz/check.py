@@ -30,11 +30,18 @@ from derive.language import Graph, Op, parse
 from derive.lower.select import guarded_data
 from derive.verify.check import index_limits, with_derived
 from derive.verify.check import load_module as load_path
-from derive.verify.oracle import oracle_gradients, oracle_second_order, second_order
+from derive.verify.oracle import (
+    oracle_gradients,
+    oracle_second_order,
+    oracle_tangent,
+    second_order,
+    tangent,
+)
 from derive.verify.reference import autograd_reference, evaluate
 
 RTOL = 1e-10
 SECOND_NOT_DERIVED = "second order not derived"  # a refusal, counted apart from wrong
+JVP_NOT_DERIVED = "forward mode not derived"  # likewise
 RTOL_SECOND = 1e-8  # the double backward: products of two derivatives, and a sum more
 VALUE_LIMIT = 1e4  # inputs are ill-conditioned for a 1e-10 check when values grow past this
 GRAD_LIMIT = 1e6
@@ -123,6 +130,7 @@ class Reference:
     text: tuple  # (output, gradients) of derive.verify.oracle: the strings, not the parse
     cotangents: dict  # v per float input, for the second order
     second: dict | None  # the text oracle's gradient of <v, backward> (inputs, "grad_out")
+    tangent: torch.Tensor | None  # the text oracle's output tangent along the cotangents
 
 
 def reference(graph: Graph, seed: int, distinct: bool) -> Reference | None:
@@ -150,7 +158,10 @@ def reference(graph: Graph, seed: int, distinct: bool) -> Reference | None:
     second = oracle_second_order(graph.op, inputs, grad_out, cotangents)
     if not tame(second.values(), GRAD_LIMIT):  # autograd's own double backward is not finite
         second = None  # (a masked -inf through cosh, seed 160920): no second-order verdict
-    return Reference(inputs, out, grad_out, grads, text, cotangents, second)
+    # forward mode along the same v: torch's own tangent formulas through the text
+    along = oracle_tangent(graph.op, inputs, cotangents)
+    along = along if tame([along], GRAD_LIMIT) else None
+    return Reference(inputs, out, grad_out, grads, text, cotangents, second, along)
 
 
 def tame(tensors, limit: float, masked: bool = False) -> bool:
@@ -186,7 +197,7 @@ def compare(module, graph: Graph, ref: Reference) -> tuple[str, str] | None:
             found = _judge("gradient (text oracle)", f"d{name}", mine, text_grads[name])
     if found:
         return found
-    found = _second_order(module, graph, ref)
+    found = _tangent(module, graph, ref) or _second_order(module, graph, ref)
     if found:
         return found
     if graph.op.stepwise and hasattr(module, "backward_all"):
@@ -212,6 +223,22 @@ def _second_order(module, graph: Graph, ref: Reference) -> tuple[str, str] | Non
         if not err <= RTOL_SECOND:
             return "second order value", f"d2/d{name} off by {err:.3g} (relative)"
     return None
+
+
+def _tangent(module, graph: Graph, ref: Reference) -> tuple[str, str] | None:
+    """The derived tangent (``Function.jvp`` under torch's dual numbers) against torch's
+    forward mode through the text oracle, along the same v as the second order."""
+    if hasattr(module, "JVP_NOT_DERIVED"):  # refused in one line at run time
+        return JVP_NOT_DERIVED, module.JVP_NOT_DERIVED
+    if ref.tangent is None:
+        return None
+    inputs = {n: ref.inputs[n] for n in graph.inputs}
+    return _judge(
+        "tangent",
+        "t_" + graph.output,
+        tangent(module.Function.apply, inputs, ref.cotangents),
+        ref.tangent,
+    )
 
 
 def _judge(what: str, name: str, mine, ref: torch.Tensor) -> tuple[str, str] | None:
@@ -257,7 +284,8 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
         for ref in refs:
             found = compare(module, graph, ref)
             if found:
-                return Outcome("refused" if found[0] == SECOND_NOT_DERIVED else "wrong", *found)
+                refused = found[0] in (SECOND_NOT_DERIVED, JVP_NOT_DERIVED)
+                return Outcome("refused" if refused else "wrong", *found)
         return Outcome("passed")
 
     return judged(op, timeout, source, judge)

@@ -21,6 +21,15 @@ Backward, derived and simplified by backgen:
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
+
+Tangents (forward mode), derived by backgen from the forward, in _jvp:
+    t_bnmeani[m] = Sum(t_x[n, m], (n, 0, N - 1))/N
+    t_bndiff[n, m] = -t_bnmeani[m] + t_x[n, m]
+    t_bndiff2[n, m] = 2*bndiff[n, m]*t_bndiff[n, m]
+    t_bnvar[m] = Sum(t_bndiff2[n, m], (n, 0, N - 1))/(N - 1)
+    t_bnvar_inv[m] = -bnvar_inv[m]**3*t_bnvar[m]/2
+    t_bnraw[n, m] = bndiff[n, m]*t_bnvar_inv[m] + bnvar_inv[m]*t_bndiff[n, m]
+    t_out[n, m] = bnraw[n, m]*t_gain[m] + gain[m]*t_bnraw[n, m] + t_bias[m]
 """
 
 import torch
@@ -284,6 +293,67 @@ def _double_backward(grad_out, saved):
     )
 
 
+def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
+    """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
+    _check_input("x", x, 2, False, False)
+    N = x.shape[0]
+    M = x.shape[1]
+    _check_input("gain", gain, 1, False, False)
+    _check_size("gain", 0, gain.shape[0], "M", M)
+    _check_input("bias", bias, 1, False, False)
+    _check_size("bias", 0, bias.shape[0], "M", M)
+    _check_input("t_x", t_x, 2, False, False)
+    _check_size("t_x", 0, t_x.shape[0], "N", N)
+    _check_size("t_x", 1, t_x.shape[1], "M", M)
+    _check_input("t_gain", t_gain, 1, False, False)
+    _check_size("t_gain", 0, t_gain.shape[0], "M", M)
+    _check_input("t_bias", t_bias, 1, False, False)
+    _check_size("t_bias", 0, t_bias.shape[0], "M", M)
+    _check_param("eps", eps)
+    _check_like("gain", gain, "x", x, True)
+    _check_like("bias", bias, "x", x, True)
+    _check_like("t_x", t_x, "x", x, True)
+    _check_like("t_gain", t_gain, "x", x, True)
+    _check_like("t_bias", t_bias, "x", x, True)
+    _check_positive("N", N, "it divides")
+    _check_positive("N - 1", N - 1, "it divides")
+    bnmeani = x.mean(0)
+    bndiff = x - bnmeani
+    bndiff2 = torch.square(bndiff)
+    sum_bndiff2 = bndiff2.sum(0)
+    bnvar = sum_bndiff2 / (N - 1)
+    bnvar_inv = torch.rsqrt(eps + bnvar)
+    bnraw = bnvar_inv * bndiff
+    t_bnmeani = t_x.mean(0)
+    t_bndiff = t_x - t_bnmeani
+    t_bndiff2 = bndiff * t_bndiff * 2
+    sum_t_bndiff2 = t_bndiff2.sum(0)
+    t_bnvar = sum_t_bndiff2 / (N - 1)
+    t_bnvar_inv = bnvar_inv**3 * t_bnvar * (-1 / 2)
+    t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
+    t_out = torch.addcmul(torch.addcmul(t_bias, t_gain, bnraw), gain, t_bnraw)
+    return t_out
+
+
+def _tangent(k, primal, tangents):
+    # an input forward mode carries no tangent for is constant: its tangent is 0
+    return torch.zeros_like(primal) if tangents[k] is None else tangents[k]
+
+
+def _laid_out_as(tangent, stride):
+    # dual numbers need the tangent in the output's layout (a permuted output: a permuted tangent)
+    if tangent.stride() == stride:
+        return tangent
+    return tangent.new_empty_strided(tangent.shape, stride).copy_(tangent)
+
+
+def _not_an_input(out, inputs):
+    # an output that is an input, or a view of one (out[n] = x[n]), is returned as a copy: a
+    # node's output aliasing its input asks forward mode for a view as its tangent
+    base = out if out._base is None else out._base
+    return out.clone() if any(base is x or base is x._base for x in inputs) else out
+
+
 class _Backward(torch.autograd.Function):
     """The generated backward as an autograd node of its own, so that differentiating it
     (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
@@ -330,17 +400,10 @@ def _no_third_order(tensors, grads):
     return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
 
 
-class Function(torch.autograd.Function):
-    """``batchnorm`` as an autograd node: the generated backward inside any autograd graph,
-    differentiable once more through the derived second order (``_Backward``)."""
-
-    @classmethod
-    def apply(cls, *args):
-        # torch.func's transforms need a new-style node (setup_context); plain autograd keeps
-        # this one, which saves the forward's intermediates instead of running it again
-        if torch._C._are_functorch_transforms_active():
-            return _Transformable.apply(*args)
-        return super().apply(*args)
+class _Node(torch.autograd.Function):
+    """``batchnorm`` as a first-order autograd node: the generated backward inside any autograd
+    graph, differentiable once more through the derived second order (``_Backward``). What
+    torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
     def forward(ctx, x, gain, bias, eps=1e-05):
@@ -358,13 +421,57 @@ class Function(torch.autograd.Function):
         return (grads[0], grads[1], grads[2], None)
 
 
+class _Dual(_Node):
+    """The first-order node with the derived tangent (``_jvp``): forward mode through
+    ``torch.autograd.forward_ad``'s dual numbers."""
+
+    @staticmethod
+    def forward(ctx, x, gain, bias, eps=1e-05):
+        out = _Node.forward(ctx, x, gain, bias, eps)
+        out = _not_an_input(out, (x, gain, bias))
+        ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
+        ctx.save_for_forward(x, gain, bias)
+        return out
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        x, gain, bias = ctx.saved_tensors
+        return _laid_out_as(
+            _jvp(
+                x,
+                gain,
+                bias,
+                _tangent(0, x, tangents),
+                _tangent(1, gain, tangents),
+                _tangent(2, bias, tangents),
+                eps=ctx.params[0],
+            ),
+            ctx.layout,
+        )
+
+
+class Function:
+    """``batchnorm`` for autograd: ``Function.apply(*inputs, *params)`` runs the node each
+    caller can use, each with the generated backward, the derived second order and the derived
+    tangent: ``_Dual`` in plain autograd (it saves the forward's intermediates), ``_Node`` under
+    torch.compile (dynamo traces no node with a custom jvp), ``_Transformable`` under torch.func
+    (a new-style node, rerunning the forward in its backward)."""
+
+    @staticmethod
+    def apply(*args):
+        if torch.compiler.is_compiling():
+            return _Node.apply(*args)
+        if torch._C._are_functorch_transforms_active():
+            return _Transformable.apply(*args)
+        return _Dual.apply(*args)
+
+
 class _Transformable(torch.autograd.Function):
     """``batchnorm`` under torch.func's transforms:
-    grad, vjp, jacrev, vmap (per-sample gradients). It saves the inputs alone and runs the
-    forward again in its backward, so a
-    transform that differentiates the backward (jacrev of jacrev) differentiates a function of
-    the inputs, never saved intermediates read as constants. Forward mode (jvp, jacfwd) is not
-    derived: torch says so."""
+    grad, vjp, jacrev, jvp, jacfwd, hessian, vmap (per-sample gradients). It saves the inputs
+    alone and runs the forward again in its backward, so a transform that differentiates the
+    backward (jacrev of jacrev, jacfwd of jacrev) differentiates a function of the inputs,
+    never saved intermediates read as constants; its jvp is the derived ``_jvp``."""
 
     generate_vmap_rule = True
 
@@ -375,9 +482,23 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs[:3])
+        ctx.save_for_forward(*inputs[:3])
         ctx.params = inputs[3:]
 
     @staticmethod
     def backward(ctx, grad_out):
         _, _saved = forward(*ctx.saved_tensors, eps=ctx.params[0])
         return backward(grad_out, _saved) + (None,) * 1
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        x, gain, bias = ctx.saved_tensors
+        return _jvp(
+            x,
+            gain,
+            bias,
+            _tangent(0, x, tangents),
+            _tangent(1, gain, tangents),
+            _tangent(2, bias, tangents),
+            eps=ctx.params[0],
+        )

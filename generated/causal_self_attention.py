@@ -34,6 +34,21 @@ Backward, derived and simplified by backgen:
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
+
+Tangents (forward mode), derived by backgen from the forward, in _jvp:
+    t_Wh = view(t_Wqkv)
+    t_bh = view(t_bqkv)
+    t_Woh = view(t_Wo)
+    t_q[b, h, t, d] = t_bh[0, h, d] + Sum(Wh[c, 0, h, d]*t_x[b, t, c], (c, 0, C - 1)) + Sum(t_Wh[c, 0, h, d]*x[b, t, c], (c, 0, C - 1))
+    t_k[b, h, t, d] = t_bh[1, h, d] + Sum(Wh[c, 1, h, d]*t_x[b, t, c], (c, 0, C - 1)) + Sum(t_Wh[c, 1, h, d]*x[b, t, c], (c, 0, C - 1))
+    t_v[b, h, t, d] = t_bh[2, h, d] + Sum(Wh[c, 2, h, d]*t_x[b, t, c], (c, 0, C - 1)) + Sum(t_Wh[c, 2, h, d]*x[b, t, c], (c, 0, C - 1))
+    t_scores[b, h, t1, t2] = (Sum(k[b, h, t2, d]*t_q[b, h, t1, d], (d, 0, D - 1)) + Sum(q[b, h, t1, d]*t_k[b, h, t2, d], (d, 0, D - 1)))*where(t2 <= t1, 1/sqrt(D), 0)
+    t_maxes[b, h, t1] = t_scores[b, h, t1, maxes_argmax[b, h, t1]]
+    t_counts[b, h, t1, t2] = (-t_maxes[b, h, t1] + t_scores[b, h, t1, t2])*counts[b, h, t1, t2]
+    t_counts_sum[b, h, t1] = Sum(t_counts[b, h, t1, t2], (t2, 0, T - 1))
+    t_probs[b, h, t1, t2] = (-probs[b, h, t1, t2]*t_counts_sum[b, h, t1] + t_counts[b, h, t1, t2])/counts_sum[b, h, t1]
+    t_y[b, h, t, d] = Sum(probs[b, h, t, t2]*t_v[b, h, t2, d], (t2, 0, T - 1)) + Sum(t_probs[b, h, t, t2]*v[b, h, t2, d], (t2, 0, T - 1))
+    t_out[b, t, m] = t_bo[m] + Sum(Woh[h, d, m]*t_y[b, h, t, d], (h, 0, H - 1), (d, 0, D - 1)) + Sum(t_Woh[h, d, m]*y[b, h, t, d], (h, 0, H - 1), (d, 0, D - 1))
 """
 
 import math
@@ -1192,6 +1207,123 @@ def _double_backward(grad_out, saved):
     )
 
 
+def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
+    """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
+    _check_input("x", x, 3, False, False)
+    B = x.shape[0]
+    T = x.shape[1]
+    C = x.shape[2]
+    _check_input("Wqkv", Wqkv, 2, False, False)
+    _check_size("Wqkv", 0, Wqkv.shape[0], "C", C)
+    _check_input("bqkv", bqkv, 1, False, False)
+    _check_input("Wo", Wo, 2, False, False)
+    _check_size("Wo", 0, Wo.shape[0], "C", C)
+    _check_size("Wo", 1, Wo.shape[1], "C", C)
+    _check_input("bo", bo, 1, False, False)
+    _check_size("bo", 0, bo.shape[0], "C", C)
+    _check_input("t_x", t_x, 3, False, False)
+    _check_size("t_x", 0, t_x.shape[0], "B", B)
+    _check_size("t_x", 1, t_x.shape[1], "T", T)
+    _check_size("t_x", 2, t_x.shape[2], "C", C)
+    _check_input("t_Wqkv", t_Wqkv, 2, False, False)
+    _check_size("t_Wqkv", 0, t_Wqkv.shape[0], "C", C)
+    _check_input("t_bqkv", t_bqkv, 1, False, False)
+    _check_input("t_Wo", t_Wo, 2, False, False)
+    _check_size("t_Wo", 0, t_Wo.shape[0], "C", C)
+    _check_size("t_Wo", 1, t_Wo.shape[1], "C", C)
+    _check_input("t_bo", t_bo, 1, False, False)
+    _check_size("t_bo", 0, t_bo.shape[0], "C", C)
+    _check_param("n_head", n_head)
+    D = _check_derived("D", "C / n_head", C, n_head, "C", "n_head")
+    H = _check_derived("H", "n_head", n_head, 1, "n_head", "1")
+    _check_like("Wqkv", Wqkv, "x", x, True)
+    _check_like("bqkv", bqkv, "x", x, True)
+    _check_like("Wo", Wo, "x", x, True)
+    _check_like("bo", bo, "x", x, True)
+    _check_like("t_x", t_x, "x", x, True)
+    _check_like("t_Wqkv", t_Wqkv, "x", x, True)
+    _check_like("t_bqkv", t_bqkv, "x", x, True)
+    _check_like("t_Wo", t_Wo, "x", x, True)
+    _check_like("t_bo", t_bo, "x", x, True)
+    _check_size("Wqkv", 1, Wqkv.shape[1], "3*C", 3 * C)
+    _check_size("bqkv", 0, bqkv.shape[0], "3*C", 3 * C)
+    _check_size("t_Wqkv", 1, t_Wqkv.shape[1], "3*C", 3 * C)
+    _check_size("t_bqkv", 0, t_bqkv.shape[0], "3*C", 3 * C)
+    _check_positive("D", D, "it divides")
+    _check_positive("T", T, "a Max runs over it")
+    Wh = Wqkv.reshape(C, 3, H, D)
+    bh = bqkv.reshape(3, H, D)
+    Woh = Wo.reshape(H, D, C)
+    sum_Wh_at_all_0_x = torch.einsum("ebd,ace->abcd", Wh[:, 0], x)
+    q = bh[0][:, None] + sum_Wh_at_all_0_x
+    sum_Wh_at_all_1_x = torch.einsum("ebd,ace->abcd", Wh[:, 1], x)
+    k = bh[1][:, None] + sum_Wh_at_all_1_x
+    sum_Wh_at_all_2_x = torch.einsum("ebd,ace->abcd", Wh[:, 2], x)
+    v = bh[2][:, None] + sum_Wh_at_all_2_x
+    sum_k_q = torch.einsum("abde,abce->abcd", k, q)
+    scores = torch.where(
+        torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
+        sum_k_q / math.sqrt(D),
+        float("-inf"),
+    )
+    maxes, maxes_argmax = scores.max(3)
+    counts = torch.exp(scores - maxes[:, :, :, None])
+    counts_sum = counts.sum(3)
+    probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
+    y = torch.einsum("abce,abed->abcd", probs, v)
+    t_Wh = t_Wqkv.reshape(C, 3, H, D)
+    t_bh = t_bqkv.reshape(3, H, D)
+    t_Woh = t_Wo.reshape(H, D, C)
+    sum_Wh_at_all_0_t_x = torch.einsum("ebd,ace->abcd", Wh[:, 0], t_x)
+    sum_t_Wh_at_all_0_x = torch.einsum("ebd,ace->abcd", t_Wh[:, 0], x)
+    t_q = t_bh[0][:, None] + sum_Wh_at_all_0_t_x + sum_t_Wh_at_all_0_x
+    sum_Wh_at_all_1_t_x = torch.einsum("ebd,ace->abcd", Wh[:, 1], t_x)
+    sum_t_Wh_at_all_1_x = torch.einsum("ebd,ace->abcd", t_Wh[:, 1], x)
+    t_k = t_bh[1][:, None] + sum_Wh_at_all_1_t_x + sum_t_Wh_at_all_1_x
+    sum_Wh_at_all_2_t_x = torch.einsum("ebd,ace->abcd", Wh[:, 2], t_x)
+    sum_t_Wh_at_all_2_x = torch.einsum("ebd,ace->abcd", t_Wh[:, 2], x)
+    t_v = t_bh[2][:, None] + sum_Wh_at_all_2_t_x + sum_t_Wh_at_all_2_x
+    sum_k_t_q = torch.einsum("abde,abce->abcd", k, t_q)
+    sum_q_t_k = torch.einsum("abce,abde->abcd", q, t_k)
+    t_scores = torch.where(
+        torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
+        (sum_k_t_q + sum_q_t_k) / math.sqrt(D),
+        0,
+    )
+    t_maxes = t_scores.gather(3, maxes_argmax.unsqueeze(3)).squeeze(3)
+    t_counts = (t_scores - t_maxes[:, :, :, None]) * counts
+    t_counts_sum = t_counts.sum(3)
+    t_probs = torch.reciprocal(counts_sum)[:, :, :, None] * torch.addcmul(
+        t_counts, t_counts_sum[:, :, :, None], probs, value=-1
+    )
+    sum_probs_t_v = torch.einsum("abce,abed->abcd", probs, t_v)
+    sum_t_probs_v = torch.einsum("abce,abed->abcd", t_probs, v)
+    t_y = sum_probs_t_v + sum_t_probs_v
+    sum_Woh_t_y = torch.einsum("dec,adbe->abc", Woh, t_y)
+    sum_t_Woh_y = torch.einsum("dec,adbe->abc", t_Woh, y)
+    t_out = t_bo + sum_Woh_t_y + sum_t_Woh_y
+    return t_out
+
+
+def _tangent(k, primal, tangents):
+    # an input forward mode carries no tangent for is constant: its tangent is 0
+    return torch.zeros_like(primal) if tangents[k] is None else tangents[k]
+
+
+def _laid_out_as(tangent, stride):
+    # dual numbers need the tangent in the output's layout (a permuted output: a permuted tangent)
+    if tangent.stride() == stride:
+        return tangent
+    return tangent.new_empty_strided(tangent.shape, stride).copy_(tangent)
+
+
+def _not_an_input(out, inputs):
+    # an output that is an input, or a view of one (out[n] = x[n]), is returned as a copy: a
+    # node's output aliasing its input asks forward mode for a view as its tangent
+    base = out if out._base is None else out._base
+    return out.clone() if any(base is x or base is x._base for x in inputs) else out
+
+
 class _Backward(torch.autograd.Function):
     """The generated backward as an autograd node of its own, so that differentiating it
     (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
@@ -1240,17 +1372,10 @@ def _no_third_order(tensors, grads):
     return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
 
 
-class Function(torch.autograd.Function):
-    """``causal_self_attention`` as an autograd node: the generated backward inside any autograd graph,
-    differentiable once more through the derived second order (``_Backward``)."""
-
-    @classmethod
-    def apply(cls, *args):
-        # torch.func's transforms need a new-style node (setup_context); plain autograd keeps
-        # this one, which saves the forward's intermediates instead of running it again
-        if torch._C._are_functorch_transforms_active():
-            return _Transformable.apply(*args)
-        return super().apply(*args)
+class _Node(torch.autograd.Function):
+    """``causal_self_attention`` as a first-order autograd node: the generated backward inside any autograd
+    graph, differentiable once more through the derived second order (``_Backward``). What
+    torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
     def forward(ctx, x, Wqkv, bqkv, Wo, bo, n_head=4):
@@ -1268,13 +1393,61 @@ class Function(torch.autograd.Function):
         return (grads[0], grads[1], grads[2], grads[3], grads[4], None)
 
 
+class _Dual(_Node):
+    """The first-order node with the derived tangent (``_jvp``): forward mode through
+    ``torch.autograd.forward_ad``'s dual numbers."""
+
+    @staticmethod
+    def forward(ctx, x, Wqkv, bqkv, Wo, bo, n_head=4):
+        out = _Node.forward(ctx, x, Wqkv, bqkv, Wo, bo, n_head)
+        out = _not_an_input(out, (x, Wqkv, bqkv, Wo, bo))
+        ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
+        ctx.save_for_forward(x, Wqkv, bqkv, Wo, bo)
+        return out
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        x, Wqkv, bqkv, Wo, bo = ctx.saved_tensors
+        return _laid_out_as(
+            _jvp(
+                x,
+                Wqkv,
+                bqkv,
+                Wo,
+                bo,
+                _tangent(0, x, tangents),
+                _tangent(1, Wqkv, tangents),
+                _tangent(2, bqkv, tangents),
+                _tangent(3, Wo, tangents),
+                _tangent(4, bo, tangents),
+                n_head=ctx.params[0],
+            ),
+            ctx.layout,
+        )
+
+
+class Function:
+    """``causal_self_attention`` for autograd: ``Function.apply(*inputs, *params)`` runs the node each
+    caller can use, each with the generated backward, the derived second order and the derived
+    tangent: ``_Dual`` in plain autograd (it saves the forward's intermediates), ``_Node`` under
+    torch.compile (dynamo traces no node with a custom jvp), ``_Transformable`` under torch.func
+    (a new-style node, rerunning the forward in its backward)."""
+
+    @staticmethod
+    def apply(*args):
+        if torch.compiler.is_compiling():
+            return _Node.apply(*args)
+        if torch._C._are_functorch_transforms_active():
+            return _Transformable.apply(*args)
+        return _Dual.apply(*args)
+
+
 class _Transformable(torch.autograd.Function):
     """``causal_self_attention`` under torch.func's transforms:
-    grad, vjp, jacrev, vmap (per-sample gradients). It saves the inputs alone and runs the
-    forward again in its backward, so a
-    transform that differentiates the backward (jacrev of jacrev) differentiates a function of
-    the inputs, never saved intermediates read as constants. Forward mode (jvp, jacfwd) is not
-    derived: torch says so."""
+    grad, vjp, jacrev, jvp, jacfwd, hessian, vmap (per-sample gradients). It saves the inputs
+    alone and runs the forward again in its backward, so a transform that differentiates the
+    backward (jacrev of jacrev, jacfwd of jacrev) differentiates a function of the inputs,
+    never saved intermediates read as constants; its jvp is the derived ``_jvp``."""
 
     generate_vmap_rule = True
 
@@ -1285,9 +1458,27 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs[:5])
+        ctx.save_for_forward(*inputs[:5])
         ctx.params = inputs[5:]
 
     @staticmethod
     def backward(ctx, grad_out):
         _, _saved = forward(*ctx.saved_tensors, n_head=ctx.params[0])
         return backward(grad_out, _saved) + (None,) * 1
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        x, Wqkv, bqkv, Wo, bo = ctx.saved_tensors
+        return _jvp(
+            x,
+            Wqkv,
+            bqkv,
+            Wo,
+            bo,
+            _tangent(0, x, tangents),
+            _tangent(1, Wqkv, tangents),
+            _tangent(2, bqkv, tangents),
+            _tangent(3, Wo, tangents),
+            _tangent(4, bo, tangents),
+            n_head=ctx.params[0],
+        )

@@ -12,6 +12,9 @@ Backward, derived and simplified by backgen:
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
+
+Tangents (forward mode), derived by backgen from the forward, in _jvp:
+    t_out[batch, e] = t_C[idx[batch], e]
 """
 
 import torch
@@ -178,6 +181,43 @@ def _double_backward(grad_out, saved):
     return tuple(grads.get(name) for name in ["idx", "C", "grad_y", "v_C"])
 
 
+def _jvp(idx, C, t_C):
+    """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
+    _check_input("idx", idx, 0, True, True)
+    batch_shape = idx.shape
+    idx = idx.reshape(-1)
+    _check_input("C", C, 2, False, False)
+    V = C.shape[0]
+    E = C.shape[1]
+    _check_input("t_C", t_C, 2, False, False)
+    _check_size("t_C", 0, t_C.shape[0], "V", V)
+    _check_size("t_C", 1, t_C.shape[1], "E", E)
+    _check_like("idx", idx, "C", C, False)
+    _check_like("t_C", t_C, "C", C, True)
+    _check_range("idx", idx, "V", V, before=True)
+    t_out = t_C.index_select(0, idx)
+    return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
+
+
+def _tangent(k, primal, tangents):
+    # an input forward mode carries no tangent for is constant: its tangent is 0
+    return torch.zeros_like(primal) if tangents[k] is None else tangents[k]
+
+
+def _laid_out_as(tangent, stride):
+    # dual numbers need the tangent in the output's layout (a permuted output: a permuted tangent)
+    if tangent.stride() == stride:
+        return tangent
+    return tangent.new_empty_strided(tangent.shape, stride).copy_(tangent)
+
+
+def _not_an_input(out, inputs):
+    # an output that is an input, or a view of one (out[n] = x[n]), is returned as a copy: a
+    # node's output aliasing its input asks forward mode for a view as its tangent
+    base = out if out._base is None else out._base
+    return out.clone() if any(base is x or base is x._base for x in inputs) else out
+
+
 class _Backward(torch.autograd.Function):
     """The generated backward as an autograd node of its own, so that differentiating it
     (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
@@ -224,17 +264,10 @@ def _no_third_order(tensors, grads):
     return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
 
 
-class Function(torch.autograd.Function):
-    """``embedding`` as an autograd node: the generated backward inside any autograd graph,
-    differentiable once more through the derived second order (``_Backward``)."""
-
-    @classmethod
-    def apply(cls, *args):
-        # torch.func's transforms need a new-style node (setup_context); plain autograd keeps
-        # this one, which saves the forward's intermediates instead of running it again
-        if torch._C._are_functorch_transforms_active():
-            return _Transformable.apply(*args)
-        return super().apply(*args)
+class _Node(torch.autograd.Function):
+    """``embedding`` as a first-order autograd node: the generated backward inside any autograd
+    graph, differentiable once more through the derived second order (``_Backward``). What
+    torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
     def forward(ctx, idx, C):
@@ -252,13 +285,46 @@ class Function(torch.autograd.Function):
         return (None, grads[0])
 
 
+class _Dual(_Node):
+    """The first-order node with the derived tangent (``_jvp``): forward mode through
+    ``torch.autograd.forward_ad``'s dual numbers."""
+
+    @staticmethod
+    def forward(ctx, idx, C):
+        out = _Node.forward(ctx, idx, C)
+        out = _not_an_input(out, (idx, C))
+        ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
+        ctx.save_for_forward(idx, C)
+        return out
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        idx, C = ctx.saved_tensors
+        return _laid_out_as(_jvp(idx, C, _tangent(1, C, tangents)), ctx.layout)
+
+
+class Function:
+    """``embedding`` for autograd: ``Function.apply(*inputs, *params)`` runs the node each
+    caller can use, each with the generated backward, the derived second order and the derived
+    tangent: ``_Dual`` in plain autograd (it saves the forward's intermediates), ``_Node`` under
+    torch.compile (dynamo traces no node with a custom jvp), ``_Transformable`` under torch.func
+    (a new-style node, rerunning the forward in its backward)."""
+
+    @staticmethod
+    def apply(*args):
+        if torch.compiler.is_compiling():
+            return _Node.apply(*args)
+        if torch._C._are_functorch_transforms_active():
+            return _Transformable.apply(*args)
+        return _Dual.apply(*args)
+
+
 class _Transformable(torch.autograd.Function):
     """``embedding`` under torch.func's transforms:
-    grad, vjp, jacrev, vmap (per-sample gradients). It saves the inputs alone and runs the
-    forward again in its backward, so a
-    transform that differentiates the backward (jacrev of jacrev) differentiates a function of
-    the inputs, never saved intermediates read as constants. Forward mode (jvp, jacfwd) is not
-    derived: torch says so."""
+    grad, vjp, jacrev, jvp, jacfwd, hessian, vmap (per-sample gradients). It saves the inputs
+    alone and runs the forward again in its backward, so a transform that differentiates the
+    backward (jacrev of jacrev, jacfwd of jacrev) differentiates a function of the inputs,
+    never saved intermediates read as constants; its jvp is the derived ``_jvp``."""
 
     generate_vmap_rule = True
 
@@ -269,9 +335,15 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs[:2])
+        ctx.save_for_forward(*inputs[:2])
         ctx.params = inputs[2:]
 
     @staticmethod
     def backward(ctx, grad_out):
         _, _saved = forward(*ctx.saved_tensors)
         return backward(grad_out, _saved)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        idx, C = ctx.saved_tensors
+        return _jvp(idx, C, _tangent(1, C, tangents))

@@ -63,6 +63,26 @@ Backward, derived and simplified by backgen:
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
+
+Tangents (forward mode), derived by backgen from the forward, in _jvp:
+    t_emb[n, t, e] = t_C[X[n, t], e]
+    t_embcat = view(t_emb)
+    t_hprebn[n, j] = t_b1[j] + Sum(W1[k, j]*t_embcat[n, k], (k, 0, E*T - 1)) + Sum(embcat[n, k]*t_W1[k, j], (k, 0, E*T - 1))
+    t_bnmeani[j] = Sum(t_hprebn[n, j], (n, 0, N - 1))/N
+    t_bndiff[n, j] = -t_bnmeani[j] + t_hprebn[n, j]
+    t_bndiff2[n, j] = 2*bndiff[n, j]*t_bndiff[n, j]
+    t_bnvar[j] = Sum(t_bndiff2[n, j], (n, 0, N - 1))/(N - 1)
+    t_bnvar_inv[j] = -bnvar_inv[j]**3*t_bnvar[j]/2
+    t_bnraw[n, j] = bndiff[n, j]*t_bnvar_inv[j] + bnvar_inv[j]*t_bndiff[n, j]
+    t_hpreact[n, j] = bngain[j]*t_bnraw[n, j] + bnraw[n, j]*t_bngain[j] + t_bnbias[j]
+    t_h[n, j] = (1 - h[n, j]**2)*t_hpreact[n, j]
+    t_logits[n, c] = t_b2[c] + Sum(W2[j, c]*t_h[n, j], (j, 0, H - 1)) + Sum(h[n, j]*t_W2[j, c], (j, 0, H - 1))
+    t_logit_maxes[n] = t_logits[n, logit_maxes_argmax[n]]
+    t_norm_logits[n, c] = -t_logit_maxes[n] + t_logits[n, c]
+    t_counts[n, c] = counts[n, c]*t_norm_logits[n, c]
+    t_counts_sum[n] = Sum(t_counts[n, c], (c, 0, V - 1))
+    t_logprobs[n, c] = -counts_sum_inv[n]*t_counts_sum[n] + t_norm_logits[n, c]
+    t_loss = -Sum(t_logprobs[n, Y[n]], (n, 0, N - 1))/N
 """
 
 import torch
@@ -815,6 +835,153 @@ def _double_backward(grad_out, saved):
     )
 
 
+def _jvp(
+    X,
+    Y,
+    C,
+    W1,
+    b1,
+    bngain,
+    bnbias,
+    W2,
+    b2,
+    t_C,
+    t_W1,
+    t_b1,
+    t_bngain,
+    t_bnbias,
+    t_W2,
+    t_b2,
+    *,
+    eps=1e-05,
+):
+    """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
+    _check_input("X", X, 2, True, False)
+    N = X.shape[0]
+    T = X.shape[1]
+    _check_input("Y", Y, 1, True, False)
+    _check_size("Y", 0, Y.shape[0], "N", N)
+    _check_input("C", C, 2, False, False)
+    V = C.shape[0]
+    E = C.shape[1]
+    _check_input("W1", W1, 2, False, False)
+    H = W1.shape[1]
+    _check_input("b1", b1, 1, False, False)
+    _check_size("b1", 0, b1.shape[0], "H", H)
+    _check_input("bngain", bngain, 1, False, False)
+    _check_size("bngain", 0, bngain.shape[0], "H", H)
+    _check_input("bnbias", bnbias, 1, False, False)
+    _check_size("bnbias", 0, bnbias.shape[0], "H", H)
+    _check_input("W2", W2, 2, False, False)
+    _check_size("W2", 0, W2.shape[0], "H", H)
+    _check_size("W2", 1, W2.shape[1], "V", V)
+    _check_input("b2", b2, 1, False, False)
+    _check_size("b2", 0, b2.shape[0], "V", V)
+    _check_input("t_C", t_C, 2, False, False)
+    _check_size("t_C", 0, t_C.shape[0], "V", V)
+    _check_size("t_C", 1, t_C.shape[1], "E", E)
+    _check_input("t_W1", t_W1, 2, False, False)
+    _check_size("t_W1", 1, t_W1.shape[1], "H", H)
+    _check_input("t_b1", t_b1, 1, False, False)
+    _check_size("t_b1", 0, t_b1.shape[0], "H", H)
+    _check_input("t_bngain", t_bngain, 1, False, False)
+    _check_size("t_bngain", 0, t_bngain.shape[0], "H", H)
+    _check_input("t_bnbias", t_bnbias, 1, False, False)
+    _check_size("t_bnbias", 0, t_bnbias.shape[0], "H", H)
+    _check_input("t_W2", t_W2, 2, False, False)
+    _check_size("t_W2", 0, t_W2.shape[0], "H", H)
+    _check_size("t_W2", 1, t_W2.shape[1], "V", V)
+    _check_input("t_b2", t_b2, 1, False, False)
+    _check_size("t_b2", 0, t_b2.shape[0], "V", V)
+    _check_param("eps", eps)
+    _check_like("X", X, "C", C, False)
+    _check_like("Y", Y, "C", C, False)
+    _check_like("W1", W1, "C", C, True)
+    _check_like("b1", b1, "C", C, True)
+    _check_like("bngain", bngain, "C", C, True)
+    _check_like("bnbias", bnbias, "C", C, True)
+    _check_like("W2", W2, "C", C, True)
+    _check_like("b2", b2, "C", C, True)
+    _check_like("t_C", t_C, "C", C, True)
+    _check_like("t_W1", t_W1, "C", C, True)
+    _check_like("t_b1", t_b1, "C", C, True)
+    _check_like("t_bngain", t_bngain, "C", C, True)
+    _check_like("t_bnbias", t_bnbias, "C", C, True)
+    _check_like("t_W2", t_W2, "C", C, True)
+    _check_like("t_b2", t_b2, "C", C, True)
+    _check_size("W1", 0, W1.shape[0], "E*T", E * T)
+    _check_size("t_W1", 0, t_W1.shape[0], "E*T", E * T)
+    _check_positive("N", N, "it divides")
+    _check_positive("N - 1", N - 1, "it divides")
+    _check_positive("V", V, "a Max runs over it")
+    _check_range("X", X, "V", V, before=True)
+    _check_range("Y", Y, "V", V, before=True)
+    emb = C.index_select(0, X.reshape(-1)).reshape(N, T, E)
+    embcat = emb.reshape(N, E * T)
+    hprebn = torch.addmm(b1, embcat, W1)
+    bnmeani = hprebn.mean(0)
+    bndiff = hprebn - bnmeani
+    bndiff2 = torch.square(bndiff)
+    sum_bndiff2 = bndiff2.sum(0)
+    bnvar = sum_bndiff2 / (N - 1)
+    bnvar_inv = torch.rsqrt(eps + bnvar)
+    bnraw = bnvar_inv * bndiff
+    hpreact = torch.addcmul(bnbias, bngain, bnraw)
+    h = torch.tanh(hpreact)
+    logits = torch.addmm(b2, h, W2)
+    logit_maxes, logit_maxes_argmax = logits.max(1)
+    norm_logits = logits - logit_maxes[:, None]
+    counts = torch.exp(norm_logits)
+    counts_sum = counts.sum(1)
+    counts_sum_inv = torch.reciprocal(counts_sum)
+    t_emb = t_C.index_select(0, X.reshape(-1)).reshape(N, T, E)
+    t_embcat = t_emb.reshape(N, E * T)
+    sum_W1_t_embcat = t_embcat @ W1
+    sum_embcat_t_W1 = embcat @ t_W1
+    t_hprebn = t_b1 + sum_W1_t_embcat + sum_embcat_t_W1
+    t_bnmeani = t_hprebn.mean(0)
+    t_bndiff = t_hprebn - t_bnmeani
+    t_bndiff2 = bndiff * t_bndiff * 2
+    sum_t_bndiff2 = t_bndiff2.sum(0)
+    t_bnvar = sum_t_bndiff2 / (N - 1)
+    t_bnvar_inv = bnvar_inv**3 * t_bnvar * (-1 / 2)
+    t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
+    t_hpreact = torch.addcmul(torch.addcmul(t_bnbias, t_bngain, bnraw), bngain, t_bnraw)
+    t_h = torch.addcmul(t_hpreact, t_hpreact, torch.square(h), value=-1)
+    sum_W2_t_h = t_h @ W2
+    sum_h_t_W2 = h @ t_W2
+    t_logits = t_b2 + sum_W2_t_h + sum_h_t_W2
+    t_logit_maxes = t_logits.gather(1, logit_maxes_argmax.unsqueeze(1)).squeeze(1)
+    t_norm_logits = t_logits - t_logit_maxes[:, None]
+    t_counts = counts * t_norm_logits
+    t_counts_sum = t_counts.sum(1)
+    t_logprobs = torch.addcmul(
+        t_norm_logits, t_counts_sum[:, None], counts_sum_inv[:, None], value=-1
+    )
+    sum_Y_t_logprobs = t_logprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
+    t_loss = sum_Y_t_logprobs * (-1 / N)
+    return t_loss
+
+
+def _tangent(k, primal, tangents):
+    # an input forward mode carries no tangent for is constant: its tangent is 0
+    return torch.zeros_like(primal) if tangents[k] is None else tangents[k]
+
+
+def _laid_out_as(tangent, stride):
+    # dual numbers need the tangent in the output's layout (a permuted output: a permuted tangent)
+    if tangent.stride() == stride:
+        return tangent
+    return tangent.new_empty_strided(tangent.shape, stride).copy_(tangent)
+
+
+def _not_an_input(out, inputs):
+    # an output that is an input, or a view of one (out[n] = x[n]), is returned as a copy: a
+    # node's output aliasing its input asks forward mode for a view as its tangent
+    base = out if out._base is None else out._base
+    return out.clone() if any(base is x or base is x._base for x in inputs) else out
+
+
 class _Backward(torch.autograd.Function):
     """The generated backward as an autograd node of its own, so that differentiating it
     (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
@@ -877,17 +1044,10 @@ def _no_third_order(tensors, grads):
     return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
 
 
-class Function(torch.autograd.Function):
-    """``exercise`` as an autograd node: the generated backward inside any autograd graph,
-    differentiable once more through the derived second order (``_Backward``)."""
-
-    @classmethod
-    def apply(cls, *args):
-        # torch.func's transforms need a new-style node (setup_context); plain autograd keeps
-        # this one, which saves the forward's intermediates instead of running it again
-        if torch._C._are_functorch_transforms_active():
-            return _Transformable.apply(*args)
-        return super().apply(*args)
+class _Node(torch.autograd.Function):
+    """``exercise`` as a first-order autograd node: the generated backward inside any autograd
+    graph, differentiable once more through the derived second order (``_Backward``). What
+    torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
     def forward(ctx, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=1e-05):
@@ -916,13 +1076,67 @@ class Function(torch.autograd.Function):
         )
 
 
+class _Dual(_Node):
+    """The first-order node with the derived tangent (``_jvp``): forward mode through
+    ``torch.autograd.forward_ad``'s dual numbers."""
+
+    @staticmethod
+    def forward(ctx, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=1e-05):
+        out = _Node.forward(ctx, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps)
+        out = _not_an_input(out, (X, Y, C, W1, b1, bngain, bnbias, W2, b2))
+        ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
+        ctx.save_for_forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2)
+        return out
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        X, Y, C, W1, b1, bngain, bnbias, W2, b2 = ctx.saved_tensors
+        return _laid_out_as(
+            _jvp(
+                X,
+                Y,
+                C,
+                W1,
+                b1,
+                bngain,
+                bnbias,
+                W2,
+                b2,
+                _tangent(2, C, tangents),
+                _tangent(3, W1, tangents),
+                _tangent(4, b1, tangents),
+                _tangent(5, bngain, tangents),
+                _tangent(6, bnbias, tangents),
+                _tangent(7, W2, tangents),
+                _tangent(8, b2, tangents),
+                eps=ctx.params[0],
+            ),
+            ctx.layout,
+        )
+
+
+class Function:
+    """``exercise`` for autograd: ``Function.apply(*inputs, *params)`` runs the node each
+    caller can use, each with the generated backward, the derived second order and the derived
+    tangent: ``_Dual`` in plain autograd (it saves the forward's intermediates), ``_Node`` under
+    torch.compile (dynamo traces no node with a custom jvp), ``_Transformable`` under torch.func
+    (a new-style node, rerunning the forward in its backward)."""
+
+    @staticmethod
+    def apply(*args):
+        if torch.compiler.is_compiling():
+            return _Node.apply(*args)
+        if torch._C._are_functorch_transforms_active():
+            return _Transformable.apply(*args)
+        return _Dual.apply(*args)
+
+
 class _Transformable(torch.autograd.Function):
     """``exercise`` under torch.func's transforms:
-    grad, vjp, jacrev, vmap (per-sample gradients). It saves the inputs alone and runs the
-    forward again in its backward, so a
-    transform that differentiates the backward (jacrev of jacrev) differentiates a function of
-    the inputs, never saved intermediates read as constants. Forward mode (jvp, jacfwd) is not
-    derived: torch says so."""
+    grad, vjp, jacrev, jvp, jacfwd, hessian, vmap (per-sample gradients). It saves the inputs
+    alone and runs the forward again in its backward, so a transform that differentiates the
+    backward (jacrev of jacrev, jacfwd of jacrev) differentiates a function of the inputs,
+    never saved intermediates read as constants; its jvp is the derived ``_jvp``."""
 
     generate_vmap_rule = True
 
@@ -933,9 +1147,33 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs[:9])
+        ctx.save_for_forward(*inputs[:9])
         ctx.params = inputs[9:]
 
     @staticmethod
     def backward(ctx, grad_out):
         _, _saved = forward(*ctx.saved_tensors, eps=ctx.params[0])
         return backward(grad_out, _saved) + (None,) * 1
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        X, Y, C, W1, b1, bngain, bnbias, W2, b2 = ctx.saved_tensors
+        return _jvp(
+            X,
+            Y,
+            C,
+            W1,
+            b1,
+            bngain,
+            bnbias,
+            W2,
+            b2,
+            _tangent(2, C, tangents),
+            _tangent(3, W1, tangents),
+            _tangent(4, b1, tangents),
+            _tangent(5, bngain, tangents),
+            _tangent(6, bnbias, tangents),
+            _tangent(7, W2, tangents),
+            _tangent(8, b2, tangents),
+            eps=ctx.params[0],
+        )

@@ -12,6 +12,10 @@ Backward, derived and simplified by backgen:
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
+
+Tangents (forward mode), derived by backgen from the forward, in _jvp:
+    t_out_erf0[batch] = sqrt(2)*exp(-x[batch]**2/2)*t_x[batch]/sqrt(pi)
+    t_out[batch] = 0.5*((out_erf0[batch] + 1)*t_x[batch] + t_out_erf0[batch]*x[batch])
 """
 
 import torch
@@ -158,6 +162,38 @@ def _double_backward(grad_out, saved):
     return tuple(grads.get(name) for name in ["x", "grad_y", "v_x"])
 
 
+def _jvp(x, t_x):
+    """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
+    _check_input("x", x, 0, False, True)
+    batch_shape = x.shape
+    _check_input("t_x", t_x, 0, False, True)
+    _check_batch("t_x", t_x.shape, batch_shape)
+    _check_like("t_x", t_x, "x", x, True)
+    out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
+    t_out_erf0 = t_x * torch.exp(torch.square(x) * (-1 / 2)) * 0.7978845608028654
+    t_out = torch.addcmul(t_out_erf0 * x, t_x, out_erf0 + 1) * 0.5
+    return t_out
+
+
+def _tangent(k, primal, tangents):
+    # an input forward mode carries no tangent for is constant: its tangent is 0
+    return torch.zeros_like(primal) if tangents[k] is None else tangents[k]
+
+
+def _laid_out_as(tangent, stride):
+    # dual numbers need the tangent in the output's layout (a permuted output: a permuted tangent)
+    if tangent.stride() == stride:
+        return tangent
+    return tangent.new_empty_strided(tangent.shape, stride).copy_(tangent)
+
+
+def _not_an_input(out, inputs):
+    # an output that is an input, or a view of one (out[n] = x[n]), is returned as a copy: a
+    # node's output aliasing its input asks forward mode for a view as its tangent
+    base = out if out._base is None else out._base
+    return out.clone() if any(base is x or base is x._base for x in inputs) else out
+
+
 class _Backward(torch.autograd.Function):
     """The generated backward as an autograd node of its own, so that differentiating it
     (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
@@ -204,17 +240,10 @@ def _no_third_order(tensors, grads):
     return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
 
 
-class Function(torch.autograd.Function):
-    """``gelu`` as an autograd node: the generated backward inside any autograd graph,
-    differentiable once more through the derived second order (``_Backward``)."""
-
-    @classmethod
-    def apply(cls, *args):
-        # torch.func's transforms need a new-style node (setup_context); plain autograd keeps
-        # this one, which saves the forward's intermediates instead of running it again
-        if torch._C._are_functorch_transforms_active():
-            return _Transformable.apply(*args)
-        return super().apply(*args)
+class _Node(torch.autograd.Function):
+    """``gelu`` as a first-order autograd node: the generated backward inside any autograd
+    graph, differentiable once more through the derived second order (``_Backward``). What
+    torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -232,13 +261,46 @@ class Function(torch.autograd.Function):
         return (grads[0],)
 
 
+class _Dual(_Node):
+    """The first-order node with the derived tangent (``_jvp``): forward mode through
+    ``torch.autograd.forward_ad``'s dual numbers."""
+
+    @staticmethod
+    def forward(ctx, x):
+        out = _Node.forward(ctx, x)
+        out = _not_an_input(out, (x,))
+        ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
+        ctx.save_for_forward(x)
+        return out
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        (x,) = ctx.saved_tensors
+        return _laid_out_as(_jvp(x, _tangent(0, x, tangents)), ctx.layout)
+
+
+class Function:
+    """``gelu`` for autograd: ``Function.apply(*inputs, *params)`` runs the node each
+    caller can use, each with the generated backward, the derived second order and the derived
+    tangent: ``_Dual`` in plain autograd (it saves the forward's intermediates), ``_Node`` under
+    torch.compile (dynamo traces no node with a custom jvp), ``_Transformable`` under torch.func
+    (a new-style node, rerunning the forward in its backward)."""
+
+    @staticmethod
+    def apply(*args):
+        if torch.compiler.is_compiling():
+            return _Node.apply(*args)
+        if torch._C._are_functorch_transforms_active():
+            return _Transformable.apply(*args)
+        return _Dual.apply(*args)
+
+
 class _Transformable(torch.autograd.Function):
     """``gelu`` under torch.func's transforms:
-    grad, vjp, jacrev, vmap (per-sample gradients). It saves the inputs alone and runs the
-    forward again in its backward, so a
-    transform that differentiates the backward (jacrev of jacrev) differentiates a function of
-    the inputs, never saved intermediates read as constants. Forward mode (jvp, jacfwd) is not
-    derived: torch says so."""
+    grad, vjp, jacrev, jvp, jacfwd, hessian, vmap (per-sample gradients). It saves the inputs
+    alone and runs the forward again in its backward, so a transform that differentiates the
+    backward (jacrev of jacrev, jacfwd of jacrev) differentiates a function of the inputs,
+    never saved intermediates read as constants; its jvp is the derived ``_jvp``."""
 
     generate_vmap_rule = True
 
@@ -249,9 +311,15 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs[:1])
+        ctx.save_for_forward(*inputs[:1])
         ctx.params = inputs[1:]
 
     @staticmethod
     def backward(ctx, grad_out):
         _, _saved = forward(*ctx.saved_tensors)
         return backward(grad_out, _saved)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        (x,) = ctx.saved_tensors
+        return _jvp(x, _tangent(0, x, tangents))

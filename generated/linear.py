@@ -15,6 +15,9 @@ Backward, derived and simplified by backgen:
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
+
+Tangents (forward mode), derived by backgen from the forward, in _jvp:
+    t_out[n, m] = t_b[m] + Sum(W[k, m]*t_x[n, k], (k, 0, D - 1)) + Sum(t_W[k, m]*x[n, k], (k, 0, D - 1))
 """
 
 import torch
@@ -180,6 +183,54 @@ def _double_backward(grad_out, saved):
     return tuple(grads.get(name) for name in ["x", "W", "b", "grad_y", "v_x", "v_W", "v_b"])
 
 
+def _jvp(x, W, b, t_x, t_W, t_b):
+    """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
+    _check_input("x", x, 2, False, False)
+    N = x.shape[0]
+    D = x.shape[1]
+    _check_input("W", W, 2, False, False)
+    _check_size("W", 0, W.shape[0], "D", D)
+    M = W.shape[1]
+    _check_input("b", b, 1, False, False)
+    _check_size("b", 0, b.shape[0], "M", M)
+    _check_input("t_x", t_x, 2, False, False)
+    _check_size("t_x", 0, t_x.shape[0], "N", N)
+    _check_size("t_x", 1, t_x.shape[1], "D", D)
+    _check_input("t_W", t_W, 2, False, False)
+    _check_size("t_W", 0, t_W.shape[0], "D", D)
+    _check_size("t_W", 1, t_W.shape[1], "M", M)
+    _check_input("t_b", t_b, 1, False, False)
+    _check_size("t_b", 0, t_b.shape[0], "M", M)
+    _check_like("W", W, "x", x, True)
+    _check_like("b", b, "x", x, True)
+    _check_like("t_x", t_x, "x", x, True)
+    _check_like("t_W", t_W, "x", x, True)
+    _check_like("t_b", t_b, "x", x, True)
+    sum_W_t_x = t_x @ W
+    sum_t_W_x = x @ t_W
+    t_out = t_b + sum_W_t_x + sum_t_W_x
+    return t_out
+
+
+def _tangent(k, primal, tangents):
+    # an input forward mode carries no tangent for is constant: its tangent is 0
+    return torch.zeros_like(primal) if tangents[k] is None else tangents[k]
+
+
+def _laid_out_as(tangent, stride):
+    # dual numbers need the tangent in the output's layout (a permuted output: a permuted tangent)
+    if tangent.stride() == stride:
+        return tangent
+    return tangent.new_empty_strided(tangent.shape, stride).copy_(tangent)
+
+
+def _not_an_input(out, inputs):
+    # an output that is an input, or a view of one (out[n] = x[n]), is returned as a copy: a
+    # node's output aliasing its input asks forward mode for a view as its tangent
+    base = out if out._base is None else out._base
+    return out.clone() if any(base is x or base is x._base for x in inputs) else out
+
+
 class _Backward(torch.autograd.Function):
     """The generated backward as an autograd node of its own, so that differentiating it
     (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
@@ -226,17 +277,10 @@ def _no_third_order(tensors, grads):
     return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
 
 
-class Function(torch.autograd.Function):
-    """``linear`` as an autograd node: the generated backward inside any autograd graph,
-    differentiable once more through the derived second order (``_Backward``)."""
-
-    @classmethod
-    def apply(cls, *args):
-        # torch.func's transforms need a new-style node (setup_context); plain autograd keeps
-        # this one, which saves the forward's intermediates instead of running it again
-        if torch._C._are_functorch_transforms_active():
-            return _Transformable.apply(*args)
-        return super().apply(*args)
+class _Node(torch.autograd.Function):
+    """``linear`` as a first-order autograd node: the generated backward inside any autograd
+    graph, differentiable once more through the derived second order (``_Backward``). What
+    torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
     def forward(ctx, x, W, b):
@@ -254,13 +298,56 @@ class Function(torch.autograd.Function):
         return (grads[0], grads[1], grads[2])
 
 
+class _Dual(_Node):
+    """The first-order node with the derived tangent (``_jvp``): forward mode through
+    ``torch.autograd.forward_ad``'s dual numbers."""
+
+    @staticmethod
+    def forward(ctx, x, W, b):
+        out = _Node.forward(ctx, x, W, b)
+        out = _not_an_input(out, (x, W, b))
+        ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
+        ctx.save_for_forward(x, W, b)
+        return out
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        x, W, b = ctx.saved_tensors
+        return _laid_out_as(
+            _jvp(
+                x,
+                W,
+                b,
+                _tangent(0, x, tangents),
+                _tangent(1, W, tangents),
+                _tangent(2, b, tangents),
+            ),
+            ctx.layout,
+        )
+
+
+class Function:
+    """``linear`` for autograd: ``Function.apply(*inputs, *params)`` runs the node each
+    caller can use, each with the generated backward, the derived second order and the derived
+    tangent: ``_Dual`` in plain autograd (it saves the forward's intermediates), ``_Node`` under
+    torch.compile (dynamo traces no node with a custom jvp), ``_Transformable`` under torch.func
+    (a new-style node, rerunning the forward in its backward)."""
+
+    @staticmethod
+    def apply(*args):
+        if torch.compiler.is_compiling():
+            return _Node.apply(*args)
+        if torch._C._are_functorch_transforms_active():
+            return _Transformable.apply(*args)
+        return _Dual.apply(*args)
+
+
 class _Transformable(torch.autograd.Function):
     """``linear`` under torch.func's transforms:
-    grad, vjp, jacrev, vmap (per-sample gradients). It saves the inputs alone and runs the
-    forward again in its backward, so a
-    transform that differentiates the backward (jacrev of jacrev) differentiates a function of
-    the inputs, never saved intermediates read as constants. Forward mode (jvp, jacfwd) is not
-    derived: torch says so."""
+    grad, vjp, jacrev, jvp, jacfwd, hessian, vmap (per-sample gradients). It saves the inputs
+    alone and runs the forward again in its backward, so a transform that differentiates the
+    backward (jacrev of jacrev, jacfwd of jacrev) differentiates a function of the inputs,
+    never saved intermediates read as constants; its jvp is the derived ``_jvp``."""
 
     generate_vmap_rule = True
 
@@ -271,9 +358,17 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs[:3])
+        ctx.save_for_forward(*inputs[:3])
         ctx.params = inputs[3:]
 
     @staticmethod
     def backward(ctx, grad_out):
         _, _saved = forward(*ctx.saved_tensors)
         return backward(grad_out, _saved)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        x, W, b = ctx.saved_tensors
+        return _jvp(
+            x, W, b, _tangent(0, x, tangents), _tangent(1, W, tangents), _tangent(2, b, tangents)
+        )

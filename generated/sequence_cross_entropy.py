@@ -18,6 +18,14 @@ Backward, derived and simplified by backgen:
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
+
+Tangents (forward mode), derived by backgen from the forward, in _jvp:
+    t_logit_maxes[b, t] = t_logits[b, t, logit_maxes_argmax[b, t]]
+    t_norm_logits[b, t, v] = -t_logit_maxes[b, t] + t_logits[b, t, v]
+    t_counts[b, t, v] = counts[b, t, v]*t_norm_logits[b, t, v]
+    t_counts_sum[b, t] = Sum(t_counts[b, t, v], (v, 0, V - 1))
+    t_logprobs[b, t, v] = t_norm_logits[b, t, v] - t_counts_sum[b, t]/counts_sum[b, t]
+    t_loss = -Sum(where(targets[b, t] >= 0, 1, 0)*t_logprobs[b, t, targets[b, t]], (b, 0, B - 1), (t, 0, T - 1))/Sum(where(targets[b, t] >= 0, 1, 0), (b, 0, B - 1), (t, 0, T - 1))
 """
 
 import torch
@@ -246,6 +254,60 @@ def _double_backward(grad_out, saved):
     return tuple(grads.get(name) for name in ["logits", "targets", "grad_y", "v_logits"])
 
 
+def _jvp(logits, targets, t_logits):
+    """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
+    _check_input("logits", logits, 3, False, False)
+    B = logits.shape[0]
+    T = logits.shape[1]
+    V = logits.shape[2]
+    _check_input("targets", targets, 2, True, False)
+    _check_size("targets", 0, targets.shape[0], "B", B)
+    _check_size("targets", 1, targets.shape[1], "T", T)
+    _check_input("t_logits", t_logits, 3, False, False)
+    _check_size("t_logits", 0, t_logits.shape[0], "B", B)
+    _check_size("t_logits", 1, t_logits.shape[1], "T", T)
+    _check_size("t_logits", 2, t_logits.shape[2], "V", V)
+    _check_like("targets", targets, "logits", logits, False)
+    _check_like("t_logits", t_logits, "logits", logits, True)
+    _check_positive("V", V, "a Max runs over it")
+    _check_range("targets", targets, "V", V, before=True, guarded=True)
+    logit_maxes, logit_maxes_argmax = logits.max(2)
+    norm_logits = logits - logit_maxes[:, :, None]
+    counts = torch.exp(norm_logits)
+    counts_sum = counts.sum(2)
+    t_logit_maxes = t_logits.gather(2, logit_maxes_argmax.unsqueeze(2)).squeeze(2)
+    t_norm_logits = t_logits - t_logit_maxes[:, :, None]
+    t_counts = counts * t_norm_logits
+    t_counts_sum = t_counts.sum(2)
+    t_logprobs = t_norm_logits - (t_counts_sum / counts_sum)[:, :, None]
+    where_targets = (targets >= 0).to(logits.dtype)
+    sum_targets = where_targets.sum((0, 1))
+    sum_t_logprobs_targets_targets_index = torch.where(
+        targets >= 0, t_logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
+    ).sum((0, 1))
+    t_loss = -sum_t_logprobs_targets_targets_index / sum_targets
+    return t_loss
+
+
+def _tangent(k, primal, tangents):
+    # an input forward mode carries no tangent for is constant: its tangent is 0
+    return torch.zeros_like(primal) if tangents[k] is None else tangents[k]
+
+
+def _laid_out_as(tangent, stride):
+    # dual numbers need the tangent in the output's layout (a permuted output: a permuted tangent)
+    if tangent.stride() == stride:
+        return tangent
+    return tangent.new_empty_strided(tangent.shape, stride).copy_(tangent)
+
+
+def _not_an_input(out, inputs):
+    # an output that is an input, or a view of one (out[n] = x[n]), is returned as a copy: a
+    # node's output aliasing its input asks forward mode for a view as its tangent
+    base = out if out._base is None else out._base
+    return out.clone() if any(base is x or base is x._base for x in inputs) else out
+
+
 class _Backward(torch.autograd.Function):
     """The generated backward as an autograd node of its own, so that differentiating it
     (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
@@ -292,17 +354,10 @@ def _no_third_order(tensors, grads):
     return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
 
 
-class Function(torch.autograd.Function):
-    """``sequence_cross_entropy`` as an autograd node: the generated backward inside any autograd graph,
-    differentiable once more through the derived second order (``_Backward``)."""
-
-    @classmethod
-    def apply(cls, *args):
-        # torch.func's transforms need a new-style node (setup_context); plain autograd keeps
-        # this one, which saves the forward's intermediates instead of running it again
-        if torch._C._are_functorch_transforms_active():
-            return _Transformable.apply(*args)
-        return super().apply(*args)
+class _Node(torch.autograd.Function):
+    """``sequence_cross_entropy`` as a first-order autograd node: the generated backward inside any autograd
+    graph, differentiable once more through the derived second order (``_Backward``). What
+    torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
     def forward(ctx, logits, targets):
@@ -320,13 +375,46 @@ class Function(torch.autograd.Function):
         return (grads[0], None)
 
 
+class _Dual(_Node):
+    """The first-order node with the derived tangent (``_jvp``): forward mode through
+    ``torch.autograd.forward_ad``'s dual numbers."""
+
+    @staticmethod
+    def forward(ctx, logits, targets):
+        out = _Node.forward(ctx, logits, targets)
+        out = _not_an_input(out, (logits, targets))
+        ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
+        ctx.save_for_forward(logits, targets)
+        return out
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        logits, targets = ctx.saved_tensors
+        return _laid_out_as(_jvp(logits, targets, _tangent(0, logits, tangents)), ctx.layout)
+
+
+class Function:
+    """``sequence_cross_entropy`` for autograd: ``Function.apply(*inputs, *params)`` runs the node each
+    caller can use, each with the generated backward, the derived second order and the derived
+    tangent: ``_Dual`` in plain autograd (it saves the forward's intermediates), ``_Node`` under
+    torch.compile (dynamo traces no node with a custom jvp), ``_Transformable`` under torch.func
+    (a new-style node, rerunning the forward in its backward)."""
+
+    @staticmethod
+    def apply(*args):
+        if torch.compiler.is_compiling():
+            return _Node.apply(*args)
+        if torch._C._are_functorch_transforms_active():
+            return _Transformable.apply(*args)
+        return _Dual.apply(*args)
+
+
 class _Transformable(torch.autograd.Function):
     """``sequence_cross_entropy`` under torch.func's transforms:
-    grad, vjp, jacrev, vmap (per-sample gradients). It saves the inputs alone and runs the
-    forward again in its backward, so a
-    transform that differentiates the backward (jacrev of jacrev) differentiates a function of
-    the inputs, never saved intermediates read as constants. Forward mode (jvp, jacfwd) is not
-    derived: torch says so."""
+    grad, vjp, jacrev, jvp, jacfwd, hessian, vmap (per-sample gradients). It saves the inputs
+    alone and runs the forward again in its backward, so a transform that differentiates the
+    backward (jacrev of jacrev, jacfwd of jacrev) differentiates a function of the inputs,
+    never saved intermediates read as constants; its jvp is the derived ``_jvp``."""
 
     generate_vmap_rule = True
 
@@ -337,9 +425,15 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs[:2])
+        ctx.save_for_forward(*inputs[:2])
         ctx.params = inputs[2:]
 
     @staticmethod
     def backward(ctx, grad_out):
         _, _saved = forward(*ctx.saved_tensors)
         return backward(grad_out, _saved)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        logits, targets = ctx.saved_tensors
+        return _jvp(logits, targets, _tangent(0, logits, tangents))

@@ -2,8 +2,8 @@
 
 ``Function.apply`` hands over to a new-style node (``setup_context``, a generated vmap rule)
 while a torch.func transform is active; each result is held to the same transform through
-the definitions' text (:mod:`derive.verify.oracle`). Forward mode is not derived yet: jvp must
-refuse in torch's words, never return a number.
+the definitions' text (:mod:`derive.verify.oracle`). Forward mode (jvp, jacfwd, hessian) has
+its own file, tests/test_forward_mode.py.
 """
 
 from __future__ import annotations
@@ -111,14 +111,6 @@ def test_vmap_gives_per_sample_outputs_and_gradients(path):
     per_sample = torch.func.vmap(torch.func.grad(loss), in_dims=dims)(*batch)
     for s in range(2):
         _close(per_sample[s], torch.func.grad(loss)(*(b[s] for b in batch)))
-
-
-def test_forward_mode_is_refused_not_computed():
-    from generated import tanh
-
-    x = torch.randn(3, dtype=torch.float64)
-    with pytest.raises(NotImplementedError, match="jvp"):
-        torch.func.jvp(tanh.Function.apply, (x,), (torch.ones_like(x),))
 
 
 @pytest.mark.parametrize("name", ["tanh", "layernorm"])

@@ -21,6 +21,29 @@ def rest_dims(t: Tensor) -> tuple:
     return t.dims[1:] if t.batched else t.dims
 
 
+def elementwise(g: Graph) -> bool:
+    """Every tensor is the ``...`` axis alone, nothing reduces or indexes by data.
+
+    Then the code works on any shape as it is and the flatten/unflatten reshapes are skipped.
+    """
+    if not all(t.batched and len(t.dims) == 1 for t in g.tensors.values()):
+        return False
+    for step in g.steps:
+        if not isinstance(step, Definition) or step.body.has(sp.Sum, ReduceMax):
+            return False
+        subscripts = [i for ind in step.body.atoms(sp.Indexed) for i in ind.indices]
+        if not all(isinstance(i, sp.Symbol) for i in subscripts):
+            return False
+    return True
+
+
+def output_expr(g: Graph, flat: bool) -> str:
+    # the saved tensors stay flat; only the returned output gets the caller's batch shape back
+    if g.tensors[g.output].batched and flat:
+        return f"{g.output}.reshape(tuple({BATCH_SHAPE}) + tuple({g.output}.shape[1:]))"
+    return g.output
+
+
 def first_float(g: Graph) -> str:
     """The input other inputs must match in dtype and device, and new tensors are made like."""
     return next(n for n in g.inputs if not g.tensors[n].integer)

@@ -14,17 +14,20 @@ from pathlib import Path
 import sympy as sp
 
 from derive.emit.checks import (
+    elementwise,
     first_float,
     input_checks,
     live_bindings,
     names_read,
+    output_expr,
     range_checks,
     rest_dims,
     size_binding,
 )
 from derive.emit.double import DoubleData, double_data
+from derive.emit.tangent import JvpData, jvp_data
 from derive.errors import DerivationError
-from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax
+from derive.language import BATCH_SIZE, Definition, ReduceMax
 from derive.lower.lowerer import Lowerer
 from derive.lower.select import guarded_data
 from derive.names import BATCH_SHAPE
@@ -65,23 +68,8 @@ class ModuleData:
     n_params: int = 0
     uses_math: bool = False  # a python-number function (math.exp of a param) is emitted
     double: DoubleData | None = None  # the derived second order (None: this is it)
+    jvp: JvpData | None = None  # the derived tangent map (None: the second order's module)
     marker: str = MARKER
-
-
-def _elementwise(g: Graph) -> bool:
-    """Every tensor is the ``...`` axis alone, nothing reduces or indexes by data.
-
-    Then the code works on any shape as it is and the flatten/unflatten reshapes are skipped.
-    """
-    if not all(t.batched and len(t.dims) == 1 for t in g.tensors.values()):
-        return False
-    for step in g.steps:
-        if not isinstance(step, Definition) or step.body.has(sp.Sum, ReduceMax):
-            return False
-        subscripts = [i for ind in step.body.atoms(sp.Indexed) for i in ind.indices]
-        if not all(isinstance(i, sp.Symbol) for i in subscripts):
-            return False
-    return True
 
 
 def _lowerer(d: Derivation, device_of: str) -> Lowerer:
@@ -109,13 +97,6 @@ def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
         else:
             lw.assign(step.name, step.body, step.indices, t.dims)
     return lw.lines
-
-
-def _output_expr(g: Graph, flat: bool) -> str:
-    # the saved tensors stay flat; only the returned output gets the caller's batch shape back
-    if g.tensors[g.output].batched and flat:
-        return f"{g.output}.reshape(tuple({BATCH_SHAPE}) + tuple({g.output}.shape[1:]))"
-    return g.output
 
 
 def _backward_bindings(d: Derivation, needed: set[sp.Symbol]) -> tuple[list[tuple], list[str]]:
@@ -248,13 +229,13 @@ def module_data(d: Derivation, source: str, command: str, double: bool = True) -
     """Lower forward and backward of ``d`` into the strings of one generated module; with
     ``double``, the derived second order too (:mod:`derive.emit.double`)."""
     g, adj = d.graph, d.adjoints
-    flat = not _elementwise(g)
+    flat = not elementwise(g)
     b = _bodies(d, flat)
     if not flat and BATCH_SIZE.name in b.reads:
         flat = True  # the code names the flattened batch size after all
         b = _bodies(d, flat)
     checks, forward, backward, extras = b.checks, b.forward, b.backward, b.extras
-    output = _output_expr(g, flat)
+    output = output_expr(g, flat)
     returned = output if output.isidentifier() else "_returned"
     checks = live_bindings(checks, forward + [output] + d.saved + extras)
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
@@ -265,11 +246,14 @@ def module_data(d: Derivation, source: str, command: str, double: bool = True) -
     grads = [(t, adj.names[t]) for t in d.order] if g.op.stepwise else []
     ranges = range_checks(g)
     helpers = {f for line in checks + ranges for f in names_read(line) if f.startswith("_check_")}
-    second = None
+    second = tangents = None
     if double:
         second = double_data(d, source, command, lambda d2, s, c: module_data(d2, s, c, False))
         if second.module is not None:
             helpers |= set(second.module.helpers)
+        tangents = jvp_data(d)
+        helpers |= tangents.helpers
+    modules = b.modules | (tangents.modules if tangents else set())
     return ModuleData(
         op=g.op.name,
         doc=docstring_text(g.op.doc or g.op.name),
@@ -295,8 +279,9 @@ def module_data(d: Derivation, source: str, command: str, double: bool = True) -
         input_names=list(g.inputs),
         grads=grads,
         n_params=len(g.params),
-        uses_math="math" in b.modules or bool(second and second.module and second.module.uses_math),
+        uses_math="math" in modules or bool(second and second.module and second.module.uses_math),
         double=second,
+        jvp=tangents,
     )
 
 

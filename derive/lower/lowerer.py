@@ -277,7 +277,8 @@ class Lowerer(Selections):
 
     def _name(self, stem: str) -> str:
         names = (stem if k == 0 else f"{stem}_{k}" for k in itertools.count())
-        name = next(n for n in names if n not in self.taken)
+        # never a name the function already holds: an input ``t_W`` is no temporary's to take
+        name = next(n for n in names if n not in self.taken and n not in self.known)
         self.taken.add(name)
         return name
 

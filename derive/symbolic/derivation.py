@@ -96,7 +96,7 @@ def adjoint_order(g: Graph, adj: Adjoints) -> list[str]:
     return order + [t for t in g.inputs if t in adj.exprs]
 
 
-def _local_patterns(g: Graph) -> list[Pattern]:
+def local_patterns(g: Graph) -> list[Pattern]:
     """Un-inlined bodies, for the stepwise form: exp(norm_logits) -> counts, tanh(..) -> h."""
     out = []
     for step in reversed(g.steps):
@@ -125,7 +125,7 @@ def _collapsed_inputs(collapser: Collapser) -> tuple[list[str], Mapping, dict]:
 
 
 def _stepwise(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
-    simplifier, patterns, folded = Simplifier(), _local_patterns(g), {}
+    simplifier, patterns, folded = Simplifier(), local_patterns(g), {}
     order = adjoint_order(g, adj)
     raw = {t: adj.exprs[t] for t in order}
     final = {t: tidy(fold(simplifier.simplify(raw[t]), patterns, folded)) for t in order}

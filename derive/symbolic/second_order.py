@@ -37,7 +37,7 @@ class SecondOrder:
     argmaxes: dict[str, str]  # argmax tensor the first backward reads -> its input name
 
 
-class _Names:
+class TensorNames:
     """Names for the new tensors that clash with nothing, adjoint names (d<name>) included."""
 
     def __init__(self, g: Graph) -> None:
@@ -75,7 +75,7 @@ def second_order_graph(d: Derivation) -> SecondOrder:
     """The op ``pair`` of the module docstring, built from ``d``'s forward and simplified
     adjoints (a Graph, not text: the adjoints hold deltas and argmax picks no op may write)."""
     g, adj = d.graph, d.adjoints
-    b = _Builder(d, _Names(g))
+    b = _Builder(d, TensorNames(g))
     b.fresh.taken.update(adj.names.values())
     out = g.tensors[g.output]
     gy = b.add(Tensor(b.fresh("grad_y"), out.dims, batched=out.batched), _grad_out_symbol(g))
@@ -119,7 +119,7 @@ class _Builder:
     """The second-order graph as it grows: its tensors and steps, and the renaming of the
     first backward's names (grad_out, its adjoints, argmaxes, reverse views) to this graph's."""
 
-    def __init__(self, d: Derivation, fresh: _Names) -> None:
+    def __init__(self, d: Derivation, fresh: TensorNames) -> None:
         self.d, self.fresh = d, fresh
         self.tensors = dict(d.graph.tensors)
         self.inputs = list(d.graph.inputs)

@@ -30,7 +30,9 @@ from derive.verify.oracle import (
     OracleError,
     oracle_gradients,
     oracle_second_order,
+    oracle_tangent,
     second_order,
+    tangent,
 )
 from derive.verify.reference import autograd_reference, evaluate
 
@@ -276,6 +278,8 @@ def check_module(path: str | Path, op: Op, seeds: int = 3) -> str:
         _report(g, list(worst.values()), seeds, sorted(draws))
         + "\n"
         + second_order_report(module, g)
+        + "\n"
+        + jvp_report(module, g)
     )
 
 
@@ -310,6 +314,34 @@ def second_order_report(module: ModuleType, g: Graph, seed: int = 0) -> str:
     return (
         f"  second order vs autograd through the definitions: max abs {worst:.2e} (tolerance "
         f"{SECOND_TOL:g} relative); gradgradcheck passed"
+    )
+
+
+def jvp_report(module: ModuleType, g: Graph, seed: int = 0) -> str:
+    """The derived tangent (``Function.jvp``, by torch's dual numbers) against torch's own
+    forward mode through the text oracle; the report's last line. A module that refuses
+    forward mode says why."""
+    if hasattr(module, "JVP_NOT_DERIVED"):
+        return f"  forward mode: not derived ({module.JVP_NOT_DERIVED}); a jvp raises"
+    inputs, _ = defined_inputs(g, seed)
+    named = dict(zip(g.inputs, inputs, strict=True))
+    gen = torch.Generator().manual_seed(seed + 11)
+    tangents = {
+        n: torch.randn(t.shape, generator=gen, dtype=t.dtype)
+        for n, t in named.items()
+        if t.is_floating_point()
+    }
+    err, rel = _diff(
+        tangent(module.Function.apply, named, tangents), oracle_tangent(g.op, named, tangents)
+    )
+    if rel > AUTOGRAD_TOL:
+        raise CheckFailed(
+            f"op '{g.op.name}': the tangent (jvp) differs from torch's forward mode through the "
+            f"definitions by {err:.3g} (relative {rel:.3g}; seed {seed})"
+        )
+    return (
+        f"  tangent (jvp) vs torch's forward mode through the definitions: max abs {err:.2e} "
+        f"(tolerance {AUTOGRAD_TOL:g} relative)"
     )
 
 

@@ -429,3 +429,27 @@ def oracle_second_order(op, inputs: dict, grad_out: torch.Tensor, cotangents: di
     return second_order(
         lambda *ts: oracle_output(op, dict(zip(names, ts))), inputs, grad_out, cotangents
     )
+
+
+def tangent(apply, inputs: dict[str, torch.Tensor], tangents: dict) -> torch.Tensor:
+    """Forward mode through ``apply`` (a function of the inputs, in order): the output's
+    tangent along ``tangents`` (one per float input), by torch's dual numbers
+    (``torch.autograd.forward_ad``); zeros where the output reads no float input. The same
+    for the generated ``Function.apply`` (its derived ``jvp``) and the text oracle (torch's
+    own forward-mode formulas through the definitions)."""
+    import torch.autograd.forward_ad as fwad
+
+    with fwad.dual_level():
+        duals = [
+            fwad.make_dual(t.detach(), tangents[n]) if n in tangents else t
+            for n, t in inputs.items()
+        ]
+        out = apply(*duals)
+        found = fwad.unpack_dual(out).tangent
+        return torch.zeros_like(out.detach()) if found is None else found.detach().clone()
+
+
+def oracle_tangent(op, inputs: dict, tangents: dict) -> torch.Tensor:
+    """:func:`tangent` through the definitions' text (:func:`oracle_output`)."""
+    names = list(inputs)
+    return tangent(lambda *ts: oracle_output(op, dict(zip(names, ts))), inputs, tangents)

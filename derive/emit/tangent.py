@@ -1,0 +1,120 @@
+"""Forward mode in the module: the derived tangent map lowered into ``_jvp``.
+
+:mod:`derive.symbolic.forward_mode` states the tangent of every tensor; here the tangent graph
+(the forward's steps, then the tangent steps) is lowered as a forward is, into one function
+
+    _jvp(*inputs, *tangents, **params) -> the output's tangent
+
+which the template's ``Function.jvp`` calls (``torch.func.jvp``, ``jacfwd``, ``hessian``,
+``torch.autograd.forward_ad``). It runs the forward again rather than read saved tensors: a
+tangent is asked for right after the forward, and a function of the inputs alone is one every
+transform may differentiate again. An op whose tangent cannot be derived gets a module that
+says so, and whose ``jvp`` raises one line naming the op.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from derive.emit.checks import (
+    elementwise,
+    first_float,
+    input_checks,
+    live_bindings,
+    names_read,
+    output_expr,
+)
+from derive.errors import DerivationError, EngineBug
+from derive.language import BATCH_SIZE, Definition, ReduceMax
+from derive.lower.lowerer import Lowerer
+from derive.lower.select import guarded_data
+from derive.symbolic.derivation import Derivation
+from derive.symbolic.forward_mode import Tangents, tangent_graph
+
+
+@dataclass
+class JvpData:
+    """What the template's ``_jvp`` and ``Function.jvp`` need, as code strings."""
+
+    error: str  # why forward mode was not derived ("" when it was)
+    inputs: list[str]  # the op's inputs, in order
+    tangents: list[int] = field(default_factory=list)  # positions of the inputs with a tangent
+    params: list[str] = field(default_factory=list)
+    signature: str = ""
+    check_lines: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    output: str = ""
+    formulas: list[str] = field(default_factory=list)  # the tangent steps, as derived
+    helpers: set[str] = field(default_factory=set)
+    modules: set[str] = field(default_factory=set)
+
+    @property
+    def call(self) -> str:
+        """``_jvp``'s arguments inside ``Function.jvp``: the inputs, each float input's tangent
+        (zeros where the caller gave none), the params."""
+        tangents = [f"_tangent({k}, {self.inputs[k]}, tangents)" for k in self.tangents]
+        params = [f"{p}=ctx.params[{k}]" for k, p in enumerate(self.params)]
+        return ", ".join([*self.inputs, *tangents, *params])
+
+
+def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
+    g = tg.graph
+    known = set(g.tensors) | {s.name for s in g.sizes} | {p.name for p in g.params}
+    scalars = {s.name for s in g.sizes} | {p.name for p in g.params}
+    lw = Lowerer(
+        g.op.name, known, {}, scalars=scalars, device_of=first_float(g), guarded=guarded_data(g)
+    )
+    lw.share([s.body for s in g.steps if isinstance(s, Definition)])
+    for step in g.steps:
+        t = g.tensors[step.name]
+        if not isinstance(step, Definition):
+            lw.reshape(step.name, step.source, t.dims)
+        elif isinstance(step.body, ReduceMax):
+            argmax = tg.argmaxes.get(step.name)
+            lw.reduce_max(step.name, step.body, step.indices, t.dims, argmax, step.text)
+        else:
+            lw.assign(step.name, step.body, step.indices, t.dims)
+    return lw.lines, lw
+
+
+def _lowered(tg: Tangents) -> tuple[bool, list[str], Lowerer]:
+    flat = not elementwise(tg.graph)
+    lines, lw = _lines(tg, flat)
+    if not flat and BATCH_SIZE.name in set().union(*map(names_read, lines)):
+        flat = True  # the code names the flattened batch size after all
+        lines, lw = _lines(tg, flat)
+    return flat, lines, lw
+
+
+def jvp_data(d: Derivation) -> JvpData:
+    """Derive the tangent map of ``d`` and lower it; on failure, the reason in one line."""
+    g = d.graph
+    base = JvpData("", list(g.inputs), params=[p.name for p in g.params])
+    try:
+        tg = tangent_graph(d)
+        # the data's guards are the forward's: a tangent reads a guarded pick times its mask
+        tg.graph.guarded = frozenset(guarded_data(g))
+        flat, lines, lw = _lowered(tg)
+    except (DerivationError, EngineBug) as exc:
+        reason = str(exc).split(": ", 1)[-1] if str(exc).startswith("op '") else str(exc)
+        return dataclasses.replace(base, error=reason.splitlines()[0][:300])
+    # the checks of the forward's own steps (sizes, ranges), over the inputs and the tangents
+    checked = dataclasses.replace(tg.graph, steps=list(d.forward))
+    checks, _ = input_checks(checked, flat, lw.wrapping)
+    output = output_expr(tg.graph, flat)
+    checks = live_bindings(checks, lines + [output])
+    params = [f"{p.name}={v!r}" for p, v in g.params.items()]
+    signature = ", ".join(tg.graph.inputs) + (", *, " + ", ".join(params) if params else "")
+    helpers = {f for line in checks for f in names_read(line) if f.startswith("_check_")}
+    return dataclasses.replace(
+        base,
+        tangents=[k for k, x in enumerate(g.inputs) if not g.tensors[x].integer],
+        signature=signature,
+        check_lines=checks,
+        lines=lines,
+        output=output,
+        formulas=[s.text for s in tg.steps],
+        helpers=helpers,
+        modules=set(lw.modules),
+    )
