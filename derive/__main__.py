@@ -1,5 +1,5 @@
 """Command line: ``backgen generate OP_FILE... --out DIR [--check] [--formulas]``,
-``backgen show OP... [--latex | --json]``, ``backgen check OP [--seeds K]``,
+``backgen show OP... [--latex | --json] [--jvp | --order 2]``, ``backgen check OP [--seeds K]``,
 ``backgen formulas OP_FILE... --out DIR``; ``python -m derive`` is the same command.
 
 ``make generate`` is ``generate --formulas`` over the catalogue in ops/; ``make show OP=name``
@@ -39,6 +39,17 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     mode = show.add_mutually_exclusive_group()
     mode.add_argument("--latex", action="store_true", help="print LaTeX, one equation a line")
     mode.add_argument("--json", action="store_true", help="print a machine-readable record")
+    order = show.add_mutually_exclusive_group()
+    order.add_argument(
+        "--jvp", action="store_true", help="print the derived tangent map (forward mode)"
+    )
+    order.add_argument(
+        "--order",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="1: the backward's derivation (default); 2: the derived second order",
+    )
     show.add_argument(
         "--width", type=_columns, help="columns for the pretty print (default: terminal)"
     )
@@ -78,7 +89,8 @@ def _show(args: argparse.Namespace) -> int:
     width = args.width or shutil.get_terminal_size((100, 24)).columns
     cache = None if args.no_cache else ShowCache.default()
     status = 0
-    for result in show_many(args.ops, mode, width, cache):
+    what = "jvp" if args.jvp else "order2" if args.order == 2 else ""
+    for result in show_many(args.ops, mode, width, cache, what):
         if isinstance(result, str):
             sys.stdout.write(result)
             sys.stdout.flush()  # each op as soon as it is derived: several take seconds

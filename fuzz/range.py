@@ -1,11 +1,11 @@
 """Range mode (``python -m fuzz --range``): the same random ops at inputs far from the unit
 range; a forward that is finite with a gradient that is not is a finding.
 
-The standard it checks: where the forward is finite, the backward is finite too (logits of
-1e4, a sigmoid at -800). The value check (:mod:`fuzz.check`) draws inputs in [-1.5, 1.5],
-where nothing overflows; here each op's float inputs, drawn the same way, are scaled by 30 and
-by 300 (``exp(300)`` is finite in float64, ``exp(900)`` is not), and the generated module runs
-forward and backward (a random ``grad_out``).
+The standard it checks: where the forward is finite, the backward and the tangent (forward
+mode) are finite too (logits of 1e4, a sigmoid at -800). The value check (:mod:`fuzz.check`)
+draws inputs in [-1.5, 1.5], where nothing overflows; here each op's float inputs, drawn the
+same way, are scaled by 30 and by 300 (``exp(300)`` is finite in float64, ``exp(900)`` is
+not), and the generated module runs forward, backward (a random ``grad_out``) and jvp.
 
 A draw counts only when the output and every tensor the forward saves are finite (-inf where a
 ``where()`` masks a score is let through): an output that is finite only through an overflowed
@@ -31,6 +31,7 @@ import torch
 from derive.emit.generate import module_source
 from derive.errors import DerivationError
 from derive.language import Graph, Op, parse
+from derive.verify.oracle import oracle_tangent, tangent
 from derive.verify.reference import autograd_reference
 from fuzz.check import Outcome, draw_inputs, judged, tame
 
@@ -71,7 +72,27 @@ def _draw(module, graph: Graph, seed: int, scale: float) -> tuple[str, str] | No
         if grad is not None and not tame([grad], math.inf):
             also = "finite" if _autograd_finite(graph, inputs, grad_out, name) else "too"
             return f"backward non-finite, autograd {also}", f"d{name} at inputs x{scale:g}"
-    return None
+    return _tangent_draw(module, graph, inputs, gen, scale)
+
+
+def _tangent_draw(module, graph: Graph, inputs: dict, gen, scale: float) -> tuple | None:
+    """The derived tangent along random directions, finite where the forward is; a finding
+    says whether torch's forward mode through the definitions as written is finite there."""
+    if hasattr(module, "JVP_NOT_DERIVED"):
+        return None
+    directions = {
+        n: torch.randn(t.shape, generator=gen, dtype=t.dtype)
+        for n, t in inputs.items()
+        if t.is_floating_point()
+    }
+    if tame([tangent(module.Function.apply, inputs, directions)], math.inf):
+        return None
+    try:
+        written = tame([oracle_tangent(graph.op, inputs, directions)], math.inf)
+    except Exception:  # the oracle's own trouble: not finite
+        written = False
+    also = "finite" if written else "too"
+    return f"tangent non-finite, forward mode {also}", f"t_{graph.output} at inputs x{scale:g}"
 
 
 def run_range_case(

@@ -29,6 +29,7 @@ class DoubleData:
     differentiable: list[int]  # positions of the inputs the first backward returns a grad for
     argmax_saved: list[int]  # positions in saved of the argmaxes the second order reads
     params: list[str]  # the op's params, in signature order
+    derivation: Derivation | None = None  # the second-order op's, as derived (for show)
 
     @property
     def grads(self) -> str:
@@ -75,10 +76,14 @@ def double_data(d: Derivation, source: str, command: str, lower) -> DoubleData:
     try:
         so = second_order_graph(d)
         so.graph.guarded = frozenset(guarded_data(g))  # the data's guards are the forward's
-        data = lower(derive(so.graph), source, command)
+        second = derive(so.graph)
+        data = lower(second, source, command)
     except (DerivationError, EngineBug) as exc:
         reason = str(exc).split(": ", 1)[-1] if str(exc).startswith("op '") else str(exc)
         return dataclasses.replace(base, error=reason.splitlines()[0][:300])
     return dataclasses.replace(
-        base, module=data, argmax_saved=[d.saved.index(a) for a in so.argmaxes]
+        base,
+        module=data,
+        argmax_saved=[d.saved.index(a) for a in so.argmaxes],
+        derivation=second,
     )

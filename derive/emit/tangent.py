@@ -46,6 +46,7 @@ class JvpData:
     lines: list[str] = field(default_factory=list)
     output: str = ""
     formulas: list[str] = field(default_factory=list)  # the tangent steps, as derived
+    steps: list = field(default_factory=list)  # the same, as Definitions and Views (for show)
     helpers: set[str] = field(default_factory=set)
     modules: set[str] = field(default_factory=set)
 
@@ -115,6 +116,7 @@ def jvp_data(d: Derivation) -> JvpData:
         lines=lines,
         output=output,
         formulas=[s.text for s in tg.steps],
+        steps=list(tg.steps),
         helpers=helpers,
         modules=set(lw.modules),
     )

@@ -120,7 +120,7 @@ class ShowCache:
         folder = cache_folder()
         return cls(folder / "show") if folder is not None else None
 
-    def key(self, path: Path, mode: str, width: int) -> str | None:
+    def key(self, path: Path, mode: str, width: int, what: str = "") -> str | None:
         """The entry's name for this op file shown so, or None if it must not be cached."""
         try:
             data = path.read_bytes()
@@ -131,7 +131,7 @@ class ShowCache:
             return None
         if self._engine is None:
             self._engine = engine_fingerprint()
-        shape = f"{mode} {width if mode == 'text' else ''}"
+        shape = f"{mode} {width if mode == 'text' else ''}" + (f" {what}" if what else "")
         h = hashlib.sha256(f"{self._engine}\n{shape}\n{path.as_posix()}\n".encode())
         h.update(hashlib.sha256(data).digest())
         return h.hexdigest()
