@@ -90,7 +90,7 @@ train: $(STAMP)
 classifier: $(STAMP)
 	BACKGEN_MAKE_TARGET=classifier $(PY) -m train --model classifier $(CLASSIFIER_ARGS)
 
-# makemore's GPT on the names data; its backward chained by hand from generated/ (train/gpt/)
+# makemore's GPT on the names; its backward chained by hand from generated/ (train/models/gpt.py)
 gpt: $(STAMP)
 	BACKGEN_MAKE_TARGET=gpt $(PY) -m train --model gpt $(if $(DATA),--data $(DATA)) $(GPT_ARGS)
 

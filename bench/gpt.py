@@ -1,6 +1,6 @@
 """``python -m bench.gpt``: one training step of makemore's GPT, generated against autograd.
 
-The step is ``train.gpt.step``'s, the same function the training loop runs (it lives once):
+The step is ``train.models.gpt``'s, the same function the training loop runs (it lives once):
 forward, backward (the generated modules chained by hand, or ``loss.backward()``), then one
 plain SGD update shared by every variant, so only forward and backward differ. **A** autograd
 eager, **G** generated eager, **GC** G under ``torch.compile``, **AC** A under
@@ -23,9 +23,8 @@ import torch
 
 from bench.machine import header_line, machine_info
 from bench.timing import paired_ratio, time_interleaved
-from train.gpt.config import GPTConfig
-from train.gpt.model import Params, Shape, init_params
-from train.gpt.step import autograd_step, generated_step
+from train.models.gpt import GPTConfig, autograd_step, generated_step
+from train.models.gpt_net import Params, Shape, init_params
 
 LR = 0.01
 SEED = 3407

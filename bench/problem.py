@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from train.model import ModelShape, Params, init_params
+from train.models.mlp_net import ModelShape, Params, init_params
 
 VOCAB, BLOCK, N_EMBD = 27, 3, 10
 SEED = 2147483647  # the seed's generator seed

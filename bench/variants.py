@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from train.model import BN_EPS, Params, forward_torch
-from train.step import generated_loss_and_grads
+from train.models.mlp import generated_loss_and_grads
+from train.models.mlp_net import BN_EPS, Params, forward_torch
 
 StepFn = Callable[[Params, torch.Tensor, torch.Tensor, float], torch.Tensor]
 
@@ -86,7 +86,7 @@ def fused_step(params: Params, X: torch.Tensor, Y: torch.Tensor, lr: float) -> t
 
 
 def generated_step(params: Params, X: torch.Tensor, Y: torch.Tensor, lr: float) -> torch.Tensor:
-    """G: the generated forwards and backwards chained by hand: ``train.step``'s own chain.
+    """G: the generated forwards and backwards chained by hand: ``train.models.mlp``'s own chain.
 
     What GC compiles. Parameters need no grad; nothing here builds a graph.
     """

@@ -23,10 +23,20 @@ from typing import Any, TypeVar
 
 import torch
 
-from train.model import ModelShape, param_shapes
-
 FORMAT = "backgen-train/1"
-REQUIRED = ("config", "chars", "step", "params", "optimizer", "generator", "losses", "bn_stats")
+# what every model's checkpoint holds (``train.engine.state_payload``, and ``data``: what the run
+# read); a model's spec adds its own keys (``ModelSpec.fields``)
+REQUIRED = ("config", "data", "step", "params", "optimizer", "generator", "losses")
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "config": (dict,),
+    "data": (dict,),
+    "step": (int,),
+    "params": (dict,),
+    "optimizer": (dict,),
+    "generator": (torch.Tensor,),
+    "losses": (torch.Tensor,),
+    "seconds": (int, float),  # not required: a checkpoint may predate it
+}
 
 
 class CheckpointError(Exception):
@@ -139,12 +149,14 @@ def is_checkpoint(path: Path) -> bool:
 def verified(
     path: Path,
     model: str | None,
-    required: tuple[str, ...],
-    check: Callable[[Path, dict], None] | None = None,
+    fields: dict[str, tuple[type, ...]],
+    data_keys: tuple[str, ...],
+    check: Callable[[Path, dict], None],
 ) -> dict:
-    """A checkpoint of ``model`` (None: the MLP's, which predates the key) with every
-    ``required`` key, passing ``check`` (parameter shapes, say), then its contents checked
-    against the sha256 digest ``save`` stored in it."""
+    """A checkpoint of ``model`` (None: the MLP's, which predates the key) with every shared
+    key and ``fields`` (the model's own, with their types; None among them: may be None), its
+    ``data`` recording ``data_keys``, passing ``check`` (parameter shapes), then its contents
+    checked against the sha256 digest ``save`` stored in it."""
     payload = read(path)
     if payload.get("model") != model:
         what = f"a {model}" if model else "an MLP"
@@ -152,12 +164,11 @@ def verified(
             f"{path} is not {what} checkpoint (it is the {payload.get('model') or 'MLP'}'s: "
             "give its --model)"
         )
-    missing = [key for key in required if key not in payload]
+    missing = [key for key in (*REQUIRED, *fields) if key not in payload]
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
-    check_types(path, payload, DATA_KEYS.get(model, ()))
-    if check is not None:
-        check(path, payload)
+    check_types(path, payload, {**FIELD_TYPES, **fields}, data_keys)
+    check(path, payload)
     stored = payload.pop("sha256", None)
     if stored is None:
         raise CheckpointError(f"checkpoint {path} has no checksum; refusing unverified contents")
@@ -168,63 +179,23 @@ def verified(
     return payload
 
 
-# what each field of any model's checkpoint holds, where present (None: may be None)
-FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "config": (dict,),
-    "chars": (str,),
-    "step": (int,),
-    "params": (dict,),
-    "optimizer": (dict,),
-    "generator": (torch.Tensor,),
-    "losses": (torch.Tensor,),
-    "accs": (torch.Tensor,),
-    "seconds": (int, float),
-    "data": (dict,),
-    "bn_stats": (dict, type(None)),
-    "history": (list,),
-    "monitor_every": (int,),
-    "block_size": (int,),
-}
-
-
-# what each model's ``data`` field records of the data it trained on
-DATA_KEYS = {None: ("path", "sha256"), "gpt": ("path", "sha256")}
-DATA_KEYS["classifier"] = ("name", "source", "sha256")
-
-
-def check_types(path: Path, payload: dict, data_keys: tuple[str, ...] = ()) -> None:
+def check_types(
+    path: Path, payload: dict, types: dict[str, tuple[type, ...]], data_keys: tuple[str, ...]
+) -> None:
     """Each field of the type ``save`` wrote (a field of the wrong type, stored with a digest
     that matches it, would otherwise fail steps later as a KeyError or TypeError)."""
-    for key, types in FIELD_TYPES.items():
+    for key, allowed in types.items():
         value = payload.get(key, ...)
-        if value is ... or (isinstance(value, types) and not isinstance(value, bool)):
+        if value is ... or (isinstance(value, allowed) and not isinstance(value, bool)):
             continue
         raise CheckpointError(
             f"checkpoint {path}: field {key} is {type(value).__name__}, not "
-            f"{' or '.join('None' if t is type(None) else t.__name__ for t in types)}"
+            f"{' or '.join('None' if t is type(None) else t.__name__ for t in allowed)}"
         )
-    data = payload.get("data", {})
-    if not all(isinstance(data.get(k), str) for k in data_keys if "data" in payload):
+    if not all(isinstance(payload["data"].get(k), str) for k in data_keys):
         raise CheckpointError(f"checkpoint {path}: field data lacks its {', '.join(data_keys)}")
-    if payload.get("step", 0) < 0:
+    if payload["step"] < 0:
         raise CheckpointError(f"checkpoint {path}: field step is negative")
-
-
-def load(path: Path) -> dict:
-    """Read an MLP checkpoint written by ``save``: keys, parameter shapes, then the digest."""
-    return verified(path, None, REQUIRED, check_params)
-
-
-def check_params(path: Path, payload: dict) -> None:
-    """Every parameter present with the shape the stored config and vocabulary give it."""
-    config, params = payload["config"], payload["params"]
-    try:
-        shape = ModelShape(
-            len(payload["chars"]), config["block_size"], config["n_embd"], config["n_hidden"]
-        )
-    except (KeyError, TypeError):
-        raise CheckpointError(f"checkpoint {path} has no usable config") from None
-    check_shapes(path, params, param_shapes(shape))
 
 
 def check_shapes(path: Path, params: object, shapes: dict[str, tuple[int, ...]]) -> None:

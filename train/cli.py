@@ -1,34 +1,37 @@
-"""``python -m train``: options, then train (or resume) and report, or sample from a checkpoint.
+"""``python -m train``: the options every model shares and the chosen model's own; then train (or
+resume) and report, or sample names from a checkpoint.
 
-Errors a user can fix (data, checkpoint, options) print one line and exit 2; a diverged run
-exits 1; Ctrl-C saves a checkpoint and exits 130, the shell's code for SIGINT.
+``--model mlp`` (the default), ``classifier`` or ``gpt`` (``train.models``) is taken out of the
+command line before the model's parser reads the rest. Errors a user can fix (data, checkpoint,
+options) print one line and exit 2; a diverged run exits 1; Ctrl-C saves a checkpoint and exits
+130, the shell's code for SIGINT (``train.exits``). The GPT also trains on several processes
+under ``torchrun --nproc_per_node=K -m train --model gpt``.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import math
+import os
+import sys
 from pathlib import Path
 
 import torch
 
-from train import checkpoint, loop, preflight
-from train.config import DEFAULT_LR, DTYPES, OPTIMIZERS, TrainConfig
-from train.data import DATA_ENV, DataError, load_dataset, resolve_data_path
-from train.device import add_device_options, start_on_device
-from train.engine import guarded, session
-from train.finish import finish
+from train import checkpoint, engine, models, preflight
+from train.config import BACKWARDS, DTYPES, SEED_LIMIT, sampler_seed
+from train.data import DATA_ENV, DataError
+from train.device import add_device_options, check_device, move_run
+from train.distributed import World, close_world, init_world
+from train.engine import Job, RunState
+from train.exits import EXIT_USAGE, guarded, session
+from train.models import MODELS, ModelSpec, OptionGroups
 from train.preflight import UsageError
-from train.progress import Progress
-from train.sample import SEED_LIMIT, SamplingError, checkpoint_stats, sample_names, sampler_seed
-
-DEFAULTS = TrainConfig()
-# options a resumed run may change: more steps, or the other (numerically equal) backward
-RESUMABLE = {"steps", "backward"}
-
 
 MAX_SAMPLE = 10_000  # names one --sample prints; the GPT draws them all in one batch
 MAX_THREADS = 1024  # torch takes any count, then overflows (2**40) or starts them all
+ERRORS = (DataError, checkpoint.CheckpointError, UsageError)  # one line, exit 2
 
 
 def positive(minimum: int = 1, maximum: int | None = None):
@@ -62,73 +65,68 @@ def positive_float(text: str) -> float:
     return value
 
 
-EPILOG = """examples:
-  python -m train --data names.txt                 the seed's run (200k steps), into runs/default
-  python -m train --steps 20000 --out runs/short   a short run
-  python -m train --resume --out runs/short        continue after Ctrl-C (same result as no stop)
-  python -m train --sample 10 --out runs/short     10 names from the saved model
-  python -m train --backward autograd --check-every 10000   the reference, with gradient tables
-"""
+# --- the command line -------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p, run = preflight.new_parser(
-        "python -m train",
-        "Train the seed's character-level MLP (makemore) with the backward passes\n"
-        "in generated/ and no loss.backward(). The defaults reproduce the seed's run.",
-        EPILOG,
+def pick_model(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The value of ``--model X`` / ``--model=X`` (None when absent) and the other arguments."""
+    rest, model, i = [], None, 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--model":
+            model = argv[i + 1] if i + 1 < len(argv) else ""
+            i += 2
+            continue
+        if arg.startswith("--model="):
+            model = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+        i += 1
+    return model, rest
+
+
+def build_parser(spec: ModelSpec) -> argparse.ArgumentParser:
+    """The options every model takes, then the model's own (``spec.options``)."""
+    p = argparse.ArgumentParser(
+        prog=spec.prog,
+        description=spec.about,
+        epilog=spec.examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_run_options(run)
-    p.add_argument(
-        "--data",
-        metavar="PATH",
-        help="a text file with one word per line; the vocabulary is '.' plus the file's sorted "
-        f"characters. Default: ${DATA_ENV}, else the makemore names.txt, downloaded to data/ "
-        "and checked against its sha256",
+    groups = OptionGroups(
+        p.add_argument_group("run (stored in the checkpoint; --resume reuses them)"),
+        p.add_argument_group("data"),
+        p.add_argument_group("output and control"),
     )
-    add_output_options(p.add_argument_group("output and control"))
+    add_run_options(groups.run, spec)
+    add_output_options(groups.out, spec)
+    spec.options(groups)
     return p
 
 
-def add_run_options(run: argparse._ArgumentGroup) -> None:
+def add_run_options(run: argparse._ArgumentGroup, spec: ModelSpec) -> None:
     """Defaults are None so a resumed run can tell options given now from defaults."""
-    d = DEFAULTS
-    run.add_argument(
-        "--steps",
-        type=positive(),
-        metavar="N",
-        help=f"steps ({d.steps:,}); on --resume, more extends the run",
-    )
+    d = spec.config()
+    steps = f"steps ({d.steps:,}); on --resume, more extends the run"
+    run.add_argument("--steps", type=positive(), metavar="N", help=steps)
     run.add_argument("--seed", type=seed, metavar="N", help=f"seed of init and batches ({d.seed})")
-    run.add_argument(
-        "--lr",
-        type=positive_float,
-        metavar="X",
-        help="learning rate X for the first half of the steps, then X/10 from step steps//2 "
-        f"({DEFAULT_LR['sgd']} for sgd, {DEFAULT_LR['adamw']} for adamw)",
-    )
-    run.add_argument("--batch-size", type=positive(2), metavar="N", help=f"({d.batch_size})")
-    run.add_argument("--n-embd", type=positive(), metavar="N", help=f"embedding size ({d.n_embd})")
-    run.add_argument(
-        "--n-hidden", type=positive(), metavar="N", help=f"hidden units ({d.n_hidden})"
-    )
-    run.add_argument("--block-size", type=positive(), metavar="N", help=f"context ({d.block_size})")
+    batch = positive(spec.min_batch)
+    run.add_argument("--batch-size", type=batch, metavar="N", help=f"({d.batch_size})")
     run.add_argument("--dtype", choices=sorted(DTYPES), help=f"parameter dtype ({d.dtype})")
     run.add_argument(
-        "--optimizer",
-        choices=OPTIMIZERS,
-        help=f"torch.optim optimizer fed the gradients through .grad ({d.optimizer})",
+        "--backward",
+        choices=BACKWARDS,
+        help="generated: the hand-written loop over generated/ modules (default); autograd: "
+        f"{spec.autograd} with loss.backward(), for comparison",
     )
-    preflight.add_backward_option(run, "the same model, init and batches")
 
 
-def add_output_options(out: argparse._ArgumentGroup) -> None:
-    out.add_argument(
-        "--out", metavar="DIR", default=preflight.DEFAULT_OUT, help="run folder (%(default)s)"
-    )
+def add_output_options(out: argparse._ArgumentGroup, spec: ModelSpec) -> None:
+    out.add_argument("--out", metavar="DIR", default=spec.out, help="run folder (%(default)s)")
     out.add_argument("--checkpoint", metavar="PATH", help="checkpoint file (DIR/checkpoint.pt)")
+    every = spec.checkpoint_every
     out.add_argument(
-        "--checkpoint-every", type=positive(), default=10_000, metavar="N", help="(%(default)s)"
+        "--checkpoint-every", type=positive(), default=every, metavar="N", help="(%(default)s)"
     )
     out.add_argument("--resume", action="store_true", help="continue the run in the checkpoint")
     out.add_argument(
@@ -137,120 +135,136 @@ def add_output_options(out: argparse._ArgumentGroup) -> None:
         help="start over the run in the checkpoint (only ever replaces a backgen checkpoint)",
     )
     out.add_argument("--metrics", metavar="FILE", help="also write the metrics JSON here")
-    out.add_argument(
-        "--check-every",
-        type=positive(0),
-        default=0,
-        metavar="K",
-        help="every K steps print the generated-vs-autograd gradient table (0: never)",
-    )
-    out.add_argument(
-        "--sample", type=positive(1, MAX_SAMPLE), metavar="K", help="print K names and exit"
-    )
+    if spec.sample:
+        out.add_argument(
+            "--sample", type=positive(1, MAX_SAMPLE), metavar="K", help="print K names and exit"
+        )
     out.add_argument(
         "--threads",
         type=positive(1, MAX_THREADS),
         default=1,
         metavar="N",
-        help="torch CPU threads (%(default)s): batch-32 ops gain little from more, and two "
+        help="torch CPU threads (%(default)s): small batches gain little from more, and two "
         "threads run 4x slower when another process holds one of the cores",
     )
     add_device_options(out)
+
+
+def add_names_data(data: argparse._ArgumentGroup) -> None:
+    """--data for the models that read the names (the MLP, the GPT)."""
+    data.add_argument(
+        "--data",
+        metavar="PATH",
+        help="a text file with one word per line; the vocabulary is '.' plus the file's sorted "
+        f"characters. Default: ${DATA_ENV}, else the makemore names.txt, downloaded to data/ "
+        "and checked against its sha256",
+    )
 
 
 def checkpoint_path(args: argparse.Namespace) -> Path:
     return Path(args.checkpoint) if args.checkpoint else Path(args.out) / "checkpoint.pt"
 
 
-def resolve_config(args: argparse.Namespace, saved: dict | None) -> TrainConfig:
-    """Options given now over the checkpoint's (when resuming) over the defaults."""
-    given = preflight.given_options(args, TrainConfig)
-    if saved is None:
-        given.setdefault("lr", DEFAULT_LR[given.get("optimizer", DEFAULTS.optimizer)])
-        return TrainConfig(**given)
-    config = TrainConfig.from_dict(saved["config"])
-    return preflight.resume_config(config, given, saved["step"], RESUMABLE)
+# --- the commands -----------------------------------------------------------------------------
 
 
-def start(args: argparse.Namespace, ckpt: Path) -> loop.Run:
+def start(spec: ModelSpec, job: Job) -> RunState:
     """A new run, or the checkpoint's run when resuming, with its data loaded and checked.
 
     Every refusal comes before the first step: clashing flags, a file the run may not
-    replace, data that is not the checkpoint's, a batch that would not fit in memory.
+    replace, data that is not the checkpoint's, a model or batch that would not fit in memory.
     """
+    args, ckpt = job.args, job.ckpt
     preflight.check_options(args)
-    preflight.check_run_paths(args, ckpt, "loss.png")
-    saved = checkpoint.load(ckpt) if args.resume else None
+    preflight.check_run_paths(args, ckpt, spec.figure)
+    saved = engine.load_checkpoint(spec, ckpt) if args.resume else None
     if saved is None:
-        preflight.check_new_run(args, ckpt)
-    config = checkpoint.usable(ckpt, lambda: resolve_config(args, saved), saved)
-    stored_path = saved["data"]["path"] if saved else None
-    data_arg = args.data or (stored_path if stored_path and Path(stored_path).is_file() else None)
-    data_path = resolve_data_path(data_arg)
-    preflight.check_examples_fit(data_path, config.block_size)
-    data = load_dataset(data_path, config.block_size)
+        preflight.check_new_run(args, ckpt, spec)
+    config = checkpoint.usable(ckpt, lambda: spec.resolve_config(args, saved), saved)
     preflight.check_numbers(config)
-    preflight.check_memory(config, len(data.chars), len(data.Y_train))
+    if config.batch_size % job.world.size:
+        raise UsageError(
+            f"--batch-size {config.batch_size} does not split over {job.world.size} processes"
+        )
+    data = spec.load_data(args, config, saved)
+    spec.check_memory(config, data)
     if saved is None:
-        return loop.new_run(config, data, str(data_path))
+        return engine.new_run(spec, config, data, args)
     if data.sha256 != saved["data"]["sha256"]:
-        raise UsageError(f"{data_path} is not the data this checkpoint was trained on")
-    return checkpoint.usable(ckpt, lambda: loop.restore_run(saved, config, data, str(data_path)))
+        raise UsageError(f"{data.source} is not the data this checkpoint was trained on")
+    return checkpoint.usable(ckpt, lambda: engine.restore_run(spec, saved, config, data, args))
 
 
-def describe(run: loop.Run) -> str:
-    c, d = run.config, run.data
-    n_params = sum(p.numel() for p in run.params.values())
-    return (
-        f"{n_params:,} parameters, vocabulary {len(d.chars)}, examples train {len(d.Y_train):,} "
-        f"/ val {len(d.Y_val):,} / test {len(d.Y_test):,}\n"
-        f"backward {c.backward}, {c.dtype}, {c.optimizer} lr {c.lr:g} then {c.lr / 10:g} from "
-        f"step {c.steps // 2:,}, batch {c.batch_size}, steps {run.step:,} -> {c.steps:,}"
-    )
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    ckpt = checkpoint_path(args)
-    run = start_on_device(args, ckpt, start)
-    print(describe(run), flush=True)
-    progress = Progress(run.config.steps, run.step, history=run.losses[-1000:])
-    metrics_file = Path(args.metrics) if args.metrics else None
-
+def cmd_train(spec: ModelSpec, job: Job) -> int:
+    """Train (on this process's share of the world) and report; rank 0 alone speaks."""
+    run = start(spec, job)
+    move_run(run, job.device)
+    main = job.world.main
+    if main:
+        print(spec.describe(run, job), flush=True)
+    quiet = None if main else io.StringIO()  # ranks other than 0 show no progress
+    progress = spec.progress(run.config.steps, run.step, quiet, history=run.losses[-1000:])
     return session(
         run,
-        ckpt,
-        lambda: loop.train(
-            run, ckpt, args.checkpoint_every, args.check_every, progress, args.compile
-        ),
+        job.ckpt,
+        lambda: engine.train(spec, run, job, progress),
         progress,
-        lambda: loop.save(run, ckpt),
-        lambda: finish(run, ckpt, Path(args.out), metrics_file),
-        preflight.command(args, "--resume"),
+        lambda: engine.save(spec, run, job),
+        lambda: engine.finish(spec, run, job) if main else True,
+        preflight.command(job.args, "--resume", spec, launcher(spec, job.world)),
+        spec.advice,
+        speak=main,
     )
 
 
-def cmd_sample(args: argparse.Namespace) -> int:
-    """Names from a saved run, without data or training; the same sampler seed as a run's end."""
+def launcher(spec: ModelSpec, world: World) -> str:
+    """How a run on several processes was started, for the resume hint ("": one process)."""
+    if world.size == 1:
+        return ""
+    return f"torchrun --nproc_per_node={world.size} -m train --model {spec.name}"
+
+
+def cmd_sample(spec: ModelSpec, args: argparse.Namespace, device: str) -> int:
+    """Names from a saved run, without training; the same sampler seed as a run's end."""
     ckpt = checkpoint_path(args)
-    saved = checkpoint.load(ckpt)
+    saved = engine.load_checkpoint(spec, ckpt)
 
     def names() -> list[str]:
-        config = TrainConfig.from_dict(saved["config"])
-        seed = args.seed if args.seed is not None else config.seed
-        g = torch.Generator().manual_seed(sampler_seed(seed))
-        stats = checkpoint_stats(saved, args.data, config.block_size)
-        return sample_names(
-            saved["params"], stats, saved["chars"], config.block_size, args.sample, g
+        config = spec.config.from_dict(saved["config"])
+        g = torch.Generator().manual_seed(
+            sampler_seed(args.seed if args.seed is not None else config.seed)
         )
+        return spec.sample(saved, config, args, device, g)
 
     print("\n".join(checkpoint.usable(ckpt, names)))
     return 0
 
 
+def dispatch(spec: ModelSpec, args: argparse.Namespace) -> int:
+    """Sample, or train on this process's share of the world ``torchrun`` describes."""
+    device = check_device(args.device, int(os.environ.get("LOCAL_RANK", "0")))
+    if getattr(args, "sample", None):
+        return cmd_sample(spec, args, device)
+    world = init_world(device) if spec.distributed else World()
+    try:
+        return cmd_train(spec, Job(args, checkpoint_path(args), device, world))
+    finally:
+        close_world(world)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising for every expected failure."""
-    args = build_parser().parse_args(argv)
-    errors = (DataError, checkpoint.CheckpointError, UsageError, SamplingError)
-    return guarded(
-        args.threads, lambda: cmd_sample(args) if args.sample else cmd_train(args), errors
-    )
+    name, rest = pick_model(list(sys.argv[1:] if argv is None else argv))
+    if name is not None and name not in MODELS:
+        print(
+            f"error: unknown --model {name!r}; choose one of {', '.join(MODELS)}", file=sys.stderr
+        )
+        return EXIT_USAGE
+    if name is None and {"-h", "--help"} & set(rest):
+        print(
+            "(python -m train --model classifier --help: the MLP digit classifier;\n"
+            " python -m train --model gpt --help: makemore's GPT)\n"
+        )
+    spec = models.spec(name or MODELS[0])
+    args = build_parser(spec).parse_args(rest)
+    return guarded(args.threads, lambda: dispatch(spec, args), ERRORS)

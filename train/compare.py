@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from train.model import PARAM_NAMES, Params
-from train.step import autograd_step, generated_step
+Params = dict[str, torch.Tensor]
 
 
 @dataclass
@@ -20,12 +20,15 @@ class GradComparison:
     maxdiff: float
 
 
-def compare_gradients(params: Params, Xb: torch.Tensor, Yb: torch.Tensor) -> list[GradComparison]:
-    """Both backward modes on the same parameters and batch; nothing is updated."""
-    _, generated = generated_step(params, Xb, Yb)
-    _, reference = autograd_step(params, Xb, Yb)
+def compare_gradients(
+    steps: dict[str, Callable], params: Params, Xb: torch.Tensor, Yb: torch.Tensor
+) -> list[GradComparison]:
+    """Both backward modes (``steps``: ``(params, Xb, Yb) -> (loss, grads)`` by backward) on
+    the same parameters and batch, a row per parameter; nothing is updated."""
+    _, generated = steps["generated"](params, Xb, Yb)
+    _, reference = steps["autograd"](params, Xb, Yb)
     rows = []
-    for name in PARAM_NAMES:
+    for name in params:
         mine, theirs = generated[name], reference[name]
         rows.append(
             GradComparison(

@@ -8,12 +8,15 @@ from typing import Self
 import torch
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-OPTIMIZERS = ("sgd", "adamw")
 BACKWARDS = ("generated", "autograd")
-# what --lr means when not given: the seed's 0.1 for plain SGD; Adam-style steps are already
-# normalised per parameter, so 0.1 would be far too large for them
-DEFAULT_LR = {"sgd": 0.1, "adamw": 0.003}
 SHARED = ("steps", "seed", "lr", "batch_size")  # every model's config sets their defaults
+SAMPLE_SEED_OFFSET = 10  # the seed samples from a generator seeded 2147483647 + 10
+SEED_LIMIT = 2**64  # torch generators take seeds in [0, 2**64)
+
+
+def sampler_seed(seed: int) -> int:
+    """The run's seed + 10, as the seed does, wrapped so any 64-bit --seed stays a valid seed."""
+    return (seed + SAMPLE_SEED_OFFSET) % SEED_LIMIT
 
 
 @dataclass(frozen=True)
@@ -94,17 +97,3 @@ def _fits(value: object, default: object) -> bool:
     if isinstance(default, tuple):
         return isinstance(value, tuple) and all(_fits(v, 1) for v in value)
     return isinstance(value, type(default))
-
-
-@dataclass(frozen=True)
-class TrainConfig(Schedule, steps=200_000, seed=2147483647, lr=0.1, batch_size=32):
-    """Defaults are the seed's setup (200k steps of batch 32, lr 0.1 then 0.01)."""
-
-    n_embd: int = 10
-    n_hidden: int = 200
-    block_size: int = 3
-    optimizer: str = "sgd"
-
-    @classmethod
-    def choices(cls) -> dict[str, tuple[str, ...]]:
-        return {**super().choices(), "optimizer": OPTIMIZERS}

@@ -1,8 +1,18 @@
 """The names data: find or download the word list, build the vocabulary, split, make examples.
 
-The split and the examples follow the seed exactly (``random.seed(42)``, shuffle, 80/10/10,
-contexts of ``block_size`` previous characters padded with '.') so that the default run is
-comparable with the seed's numbers: 182,625 / 22,655 / 22,866 examples for block_size 3.
+The split and the MLP's examples follow the seed exactly (``random.seed(42)``, shuffle,
+80/10/10, contexts of ``block_size`` previous characters padded with '.') so that the default
+run is comparable with the seed's numbers: 182,625 / 22,655 / 22,866 examples for block_size 3.
+
+The GPT reads the same words, vocabulary and split as makemore's GPT does: one padded sequence
+per word, so its test loss is over the same test words and the same predictions (every
+character of a word and the end token, each from all the characters before it). Word ``emma``
+with block size 6 is
+
+    x = [0, e, m, m, a, 0]      (0 is '.', the start token, then padding)
+    y = [e, m, m, a, 0, -1]     (0 ends the word; -1 marks padding, ignored by the loss)
+
+as makemore's ``CharDataset``; the block size is the longest word's length + 1.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import os
 import random
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +34,7 @@ DATA_ENV = "BACKGEN_DATA"
 # data/ under the repository root; git-ignored, so the download never ends up in a commit.
 CACHE_DIR = Path(__file__).resolve().parent.parent / "data"
 BOUNDARY = "."  # start padding and end-of-word token, always index 0
+IGNORE = -1  # the GPT's target of a padding position: F.cross_entropy(ignore_index=-1)
 
 
 class DataError(Exception):
@@ -31,7 +43,10 @@ class DataError(Exception):
 
 @dataclass
 class Splits:
-    """Inputs and targets of the three splits: what every model's data has."""
+    """Inputs and targets of the three splits, and what they were read from: every model's data.
+
+    A checkpoint records ``source`` and ``sha256``; a resumed run must read the same ``sha256``.
+    """
 
     X_train: torch.Tensor
     Y_train: torch.Tensor
@@ -39,14 +54,31 @@ class Splits:
     Y_val: torch.Tensor
     X_test: torch.Tensor
     Y_test: torch.Tensor
+    source: str
+    sha256: str
+
+    def splits(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """Inputs and targets by split name."""
+        return {
+            "train": (self.X_train, self.Y_train),
+            "val": (self.X_val, self.Y_val),
+            "test": (self.X_test, self.Y_test),
+        }
 
 
 @dataclass
-class Dataset(Splits):
+class Contexts(Splits):
     """The MLP's examples and the vocabulary; ``chars[i]`` is the symbol with index i."""
 
     chars: str
-    sha256: str
+
+
+@dataclass
+class Sequences(Splits):
+    """The GPT's: X, Y are (words, block_size) int64; ``chars[i]`` is the symbol with index i."""
+
+    chars: str
+    block_size: int
 
 
 def sha256_of(path: Path) -> str:
@@ -86,6 +118,13 @@ def local_names(cache_dir: Path) -> Path:
     """The names data beside the checkout, where the Makefile looks for it first
     (``../shared/data/names.txt`` from the checkout, whose ``data/`` is ``cache_dir``)."""
     return cache_dir.parent.parent / "shared" / "data" / "names.txt"
+
+
+def names_path(given: str | None, saved: dict | None) -> Path:
+    """The words a run reads: ``--data``, else a resumed run's own file while it is still
+    there, else ``resolve_data_path``'s search."""
+    stored = saved["data"]["path"] if saved else None
+    return resolve_data_path(given or (stored if stored and Path(stored).is_file() else None))
 
 
 def resolve_data_path(path: str | None, cache_dir: Path | None = None) -> Path:
@@ -178,15 +217,38 @@ def build_examples(
     return torch.tensor(X, dtype=torch.long).view(-1, block_size), torch.tensor(Y)
 
 
-def load_dataset(path: Path, block_size: int) -> Dataset:
+def encode_splits(
+    words: list[str], encode: Callable[[list[str]], tuple[torch.Tensor, torch.Tensor]]
+) -> list[torch.Tensor]:
+    """X_train, Y_train, X_val, Y_val, X_test, Y_test: ``encode`` of each split's words."""
+    return [tensor for part in split_words(words) for tensor in encode(part)]
+
+
+def load_contexts(path: Path, block_size: int) -> Contexts:
     """Read, build the vocabulary from the whole file, split and make the three example sets."""
     words = read_words(path)
     chars = build_vocab(words)
-    train, val, test = split_words(words)
-    return Dataset(
-        *build_examples(train, chars, block_size),
-        *build_examples(val, chars, block_size),
-        *build_examples(test, chars, block_size),
-        chars=chars,
-        sha256=sha256_of(path),
-    )
+    splits = encode_splits(words, lambda part: build_examples(part, chars, block_size))
+    return Contexts(*splits, source=str(path), sha256=sha256_of(path), chars=chars)
+
+
+def encode(words: list[str], chars: str, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The GPT's inputs and targets of every word (see the module docstring)."""
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    X = torch.zeros(len(words), block_size, dtype=torch.long)
+    Y = torch.full((len(words), block_size), IGNORE, dtype=torch.long)
+    for i, word in enumerate(words):
+        ix = torch.tensor([stoi[ch] for ch in word], dtype=torch.long)
+        X[i, 1 : 1 + len(ix)] = ix
+        Y[i, : len(ix)] = ix
+        Y[i, len(ix)] = 0
+    return X, Y
+
+
+def load_sequences(path: Path) -> Sequences:
+    """Read, build the vocabulary from the whole file, split the words and encode the splits."""
+    words = read_words(path)
+    chars = build_vocab(words)
+    block_size = max(len(w) for w in words) + 1
+    splits = encode_splits(words, lambda part: encode(part, chars, block_size))
+    return Sequences(*splits, str(path), sha256_of(path), chars, block_size)

@@ -8,9 +8,7 @@ anything loads, never a traceback from deep inside torch.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from dataclasses import fields, replace
-from pathlib import Path
 from typing import TypeVar
 
 import torch
@@ -19,7 +17,6 @@ from train.preflight import UsageError
 
 DEVICES = ("cpu", "cuda")
 T = TypeVar("T")
-R = TypeVar("R")  # a run
 
 
 def add_device_options(group: argparse._ArgumentGroup) -> None:
@@ -80,12 +77,3 @@ def to_cpu(tree: object) -> object:
     if isinstance(tree, list | tuple):
         return type(tree)(to_cpu(v) for v in tree)
     return tree
-
-
-def start_on_device(args: argparse.Namespace, ckpt: Path, start: Callable[..., R]) -> R:
-    """``start(args, ckpt)`` (the run, new or resumed, on the CPU), then moved to --device; a
-    missing device is refused before anything loads."""
-    device = check_device(args.device)
-    run = start(args, ckpt)
-    move_run(run, device)
-    return run

@@ -1,29 +1,38 @@
-"""What every model's training run shares: its state, the step loop, Ctrl-C, divergence, and
-the way a session ends (finished, interrupted and saved, stopped, diverged).
+"""What every model's training run shares: its state, new or restored, the step loop,
+checkpoints, Ctrl-C and divergence.
 
-The MLP (``train.loop``), the digit classifier (``train.classifier.loop``) and the GPT
-(``train.gpt.loop``) differ in their data, their step and what they store; the loop around
-the step, the checkpoint cadence, the Ctrl-C handling and the exit codes are these.
+A model's spec (``train.models``) says how to build its run, take one step and report its end;
+the loop around the step, the checkpoint's cadence and shared contents and the Ctrl-C handling
+are these (the exit codes and messages of every way a run ends: ``train.exits``). Everything
+random comes from one ``torch.Generator`` (init, then one minibatch draw per step), and a
+checkpoint holds its state with the parameters, optimizer state, step and loss history, so a
+resumed run takes exactly the steps an uninterrupted one would.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
+from train import checkpoint
 from train.device import to_cpu
+from train.distributed import World
+from train.progress import Progress
 
-EXIT_USAGE, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 1, 130
+if TYPE_CHECKING:
+    from train.models import ModelSpec
+
+T = TypeVar("T")
 
 
 class Interrupted(Exception):
@@ -41,7 +50,7 @@ class Diverged(Exception):
 @dataclass
 class RunState:
     """A run in progress: config, data, parameters, optimizer, the generator that draws every
-    batch, and what changes step by step. Each model's ``Run`` adds its own fields."""
+    batch, and what changes step by step. A model's ``Run`` may add its own fields."""
 
     config: Any
     data: Any
@@ -52,6 +61,103 @@ class RunState:
     losses: list[float] = field(default_factory=list)
     seconds: float = 0.0  # in the steps themselves over all sessions; not checkpoints
     saved_step: int | None = None  # step of the last good checkpoint of this run, if any
+
+
+@dataclass(frozen=True)
+class Job:
+    """One ``python -m train`` command: its options, checkpoint file, device and processes."""
+
+    args: argparse.Namespace
+    ckpt: Path
+    device: str = "cpu"
+    world: World = World()
+
+    @property
+    def out(self) -> Path:
+        return Path(self.args.out)
+
+    @property
+    def metrics_paths(self) -> list[Path]:
+        """The run's metrics.json, and ``--metrics``'s copy."""
+        return [self.out / "metrics.json"] + (
+            [Path(self.args.metrics)] if self.args.metrics else []
+        )
+
+
+# --- a run: new, restored, saved ------------------------------------------------------------
+
+
+def new_run(spec: ModelSpec, config: Any, data: Any, args: argparse.Namespace) -> RunState:
+    """Fresh parameters from the seeded generator; the same generator then draws the batches."""
+    g = torch.Generator().manual_seed(config.seed)
+    params = spec.init(config, data, g)
+    optimizer = spec.make_optimizer(config, params)
+    return spec.run(config, data, params, optimizer, g, **spec.run_fields(args, None))
+
+
+def restore_run(
+    spec: ModelSpec, saved: dict, config: Any, data: Any, args: argparse.Namespace
+) -> RunState:
+    """The checkpoint's run, where it stopped (parameters in the optimizer's order)."""
+    names = spec.checkpoint_shapes(config, saved)
+    params = {name: saved["params"][name].to(config.torch_dtype) for name in names}
+    optimizer = spec.make_optimizer(config, params)
+    optimizer.load_state_dict(saved["optimizer"])
+    g = torch.Generator()
+    g.set_state(saved["generator"])
+    at, losses, seconds = saved["step"], saved["losses"].tolist(), float(saved.get("seconds", 0))
+    extra = spec.run_fields(args, saved)
+    return spec.run(config, data, params, optimizer, g, at, losses, seconds, at, **extra)
+
+
+def state_payload(run: RunState) -> dict:
+    """What every checkpoint holds of a run, on the CPU as plain tensors and builtins (so it
+    loads with ``weights_only`` on any machine); ``Diverged`` rather than anything not finite."""
+    check_finite(run)
+    return {
+        "config": run.config.as_dict(),
+        "step": run.step,
+        "params": {k: v.detach().cpu().clone() for k, v in run.params.items()},
+        "optimizer": to_cpu(run.optimizer.state_dict()),
+        "generator": run.generator.get_state(),
+        "losses": torch.tensor(run.losses, dtype=torch.float64),
+        "seconds": run.seconds,
+    }
+
+
+def snapshot(spec: ModelSpec, run: RunState, periodic: bool = False) -> dict:
+    """Everything a resumed run or ``--sample`` needs: the shared state, then the model's own
+    fields. Raises ``Diverged`` rather than return anything not finite."""
+    payload = state_payload(run)  # checks the parameters and optimizer state first
+    tag = {"model": spec.tag} if spec.tag else {}
+    return {**payload, **tag, **spec.checkpoint_fields(run, periodic)}
+
+
+def save(spec: ModelSpec, run: RunState, job: Job, periodic: bool = False) -> dict:
+    """Checkpoint the run (rank 0 writes; every rank checks, so all agree on ``Diverged``);
+    afterwards it is the run's last good checkpoint."""
+    payload = snapshot(spec, run, periodic)
+    if job.world.main:
+        checkpoint.save(job.ckpt, payload)
+    run.saved_step = run.step
+    return payload
+
+
+def load_checkpoint(spec: ModelSpec, path: Path) -> dict:
+    """A checkpoint of ``spec``'s model: its keys, types and parameter shapes, then its digest."""
+
+    def check_params(path: Path, payload: dict) -> None:
+        try:
+            config = spec.config.from_dict(payload["config"])
+            shapes = spec.checkpoint_shapes(config, payload)
+        except (KeyError, TypeError):
+            raise checkpoint.CheckpointError(f"checkpoint {path} has no usable config") from None
+        checkpoint.check_shapes(path, payload["params"], shapes)
+
+    return checkpoint.verified(path, spec.tag, spec.fields, spec.data_keys, check_params)
+
+
+# --- the loop -------------------------------------------------------------------------------
 
 
 @contextmanager
@@ -111,25 +217,63 @@ def run_steps(
                 raise Interrupted
 
 
-def apply_update(run: RunState, grads: dict[str, torch.Tensor]) -> None:
-    """Hand the gradients to the optimizer through ``.grad`` at this step's learning rate."""
+def train(spec: ModelSpec, run: RunState, job: Job, progress: Progress) -> None:
+    """Step until ``config.steps``; checkpoint every ``--checkpoint-every`` steps and at the end.
+
+    Raises ``Interrupted`` after Ctrl-C on any process (all stop at the same step; the caller
+    saves) and ``Diverged`` on a non-finite loss, before that step's update and without saving,
+    so the last checkpoint stays good.
+    """
+    step = spec.make_step(run.config)
+    if job.args.compile:
+        step = torch.compile(step)
+    take_step, after_step = spec.trainer(run, step, job, progress)
+    run_steps(
+        run,
+        take_step,
+        after_step or (lambda: progress.update(run.step, run.losses[-1])),
+        lambda: save(spec, run, job, periodic=True),
+        job.args.checkpoint_every,
+        patient=job.world.size > 1,
+    )
+
+
+def draw(run: RunState, n: int) -> torch.Tensor:
+    """The indices of one minibatch of the ``n`` training examples, from the run's generator."""
+    return torch.randint(0, n, (run.config.batch_size,), generator=run.generator)
+
+
+def apply_update(
+    run: RunState, grads: dict[str, torch.Tensor], inspect: Callable[[], T] | None = None
+) -> T | None:
+    """Hand the gradients to the optimizer through ``.grad`` at this step's learning rate.
+
+    ``inspect()`` runs with the gradients in ``.grad`` and before the update (clipping and
+    monitoring, the classifier's); what it returns is returned.
+    """
     for group in run.optimizer.param_groups:
         group["lr"] = run.config.lr_at(run.step)
     for name, p in run.params.items():
         p.grad = grads[name]
+    seen = inspect() if inspect else None
     run.optimizer.step()
     for p in run.params.values():
         p.grad = None
+    return seen
 
 
 def advance(run: RunState, loss: float, grads: dict[str, torch.Tensor]) -> None:
     """Update with ``grads`` and count the step; a non-finite loss raises ``Diverged`` first,
     so the parameters stay those of the last good step (steps count from 1 in the message)."""
-    if not math.isfinite(loss):
-        raise Diverged(run.step + 1, f"the loss is {loss}")
+    check_loss(run, loss)
     apply_update(run, grads)
     run.losses.append(loss)
     run.step += 1
+
+
+def check_loss(run: RunState, loss: float) -> None:
+    if not math.isfinite(loss):
+        raise Diverged(run.step + 1, f"the loss is {loss}")
 
 
 def check_finite(run: RunState) -> None:
@@ -143,119 +287,9 @@ def check_finite(run: RunState) -> None:
             raise Diverged(run.step, "the optimizer state is not finite")
 
 
-def last_good(run: RunState, ckpt: Path) -> str:
-    """The last checkpoint this run wrote or resumed from: never one of another run."""
-    if run.saved_step is not None:
-        return f"Kept the last good checkpoint {ckpt} (step {run.saved_step:,})."
-    earlier = f"; {ckpt} still holds the earlier run" if ckpt.exists() else ""
-    return f"No checkpoint of this run was written before that{earlier}."
+# --- how a run ends -----------------------------------------------------------------------------
 
 
-def session(
-    run: RunState,
-    ckpt: Path,
-    train: Callable[[], None],
-    progress: Any,
-    save: Callable[[], None],
-    finish: Callable[[], bool],
-    resume_hint: str,
-    advice: str = "Try a smaller --lr.",
-    speak: bool = True,
-) -> int:
-    """Train, then finish; the exit code and one-line messages of every way a run ends.
-
-    0 finished, 1 diverged (the last good checkpoint kept and named), 130 interrupted: the
-    first Ctrl-C saves at the step boundary and says how to resume, a second stops at once
-    without saving. ``speak`` False (ranks other than 0) keeps quiet about all of it. The
-    ``progress`` line is closed before any message.
-    """
-    say = (lambda text: print(text, file=sys.stderr)) if speak else (lambda text: None)
-    try:
-        try:
-            train()
-        finally:
-            progress.close()
-        return 0 if finish() else EXIT_DIVERGED
-    except Interrupted:
-        try:
-            save()
-        except Diverged as exc:
-            say(f"error: interrupted, and {exc}. {last_good(run, ckpt)}")
-            return EXIT_DIVERGED
-        except OSError as exc:
-            say(f"error: interrupted, and {cannot_write(exc)}. {last_good(run, ckpt)}")
-            return EXIT_DIVERGED
-        say(f"interrupted at step {run.step:,}; saved {ckpt}")
-        say(f"resume with: {resume_hint}")
-        return EXIT_INTERRUPTED
-    except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
-        say(f"stopped without saving. {last_good(run, ckpt)}")
-        return EXIT_INTERRUPTED
-    except Diverged as exc:
-        say(f"error: training diverged: {exc}. {last_good(run, ckpt)}")
-        say(advice)
-        return EXIT_DIVERGED
-    except OSError as exc:  # a full disk or a folder gone read-only mid-run
-        say(f"error: {cannot_write(exc)}. {last_good(run, ckpt)}")
-        return EXIT_DIVERGED
-
-
-def cannot_write(exc: OSError) -> str:
-    """An OSError as a phrase naming its file: 'cannot write X: No space left on device'."""
-    where = f" {exc.filename}" if exc.filename else ""
-    return f"cannot write{where}: {exc.strerror or exc}"
-
-
-def state_payload(run: RunState) -> dict:
-    """What every checkpoint holds of a run, on the CPU as plain tensors and builtins (so it
-    loads with ``weights_only`` on any machine); ``Diverged`` rather than anything not finite."""
-    check_finite(run)
-    return {
-        "config": run.config.as_dict(),
-        "step": run.step,
-        "params": {k: v.detach().cpu().clone() for k, v in run.params.items()},
-        "optimizer": to_cpu(run.optimizer.state_dict()),
-        "generator": run.generator.get_state(),
-        "losses": torch.tensor(run.losses, dtype=torch.float64),
-        "seconds": run.seconds,
-    }
-
-
-@contextmanager
-def sigterm_as_ctrl_c() -> Iterator[None]:
-    """SIGTERM outside the step loop (loading data, the final report) stops the run as Ctrl-C
-    does, through the same messages, instead of ending the process mid-write."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def guarded(threads: int, body: Callable[[], int], errors: tuple[type[Exception], ...]) -> int:
-    """Run a CLI's ``body`` on ``threads`` torch threads; ``errors`` (a user can fix them) are
-    one line and exit 2, a Ctrl-C outside the loop exit 130 with nothing saved. The thread
-    count is restored after, since tests call the CLIs in-process."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        with sigterm_as_ctrl_c():
-            return body()
-    except errors as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:  # writing outside the loop: a full disk, a read-only folder
-        print(f"error: {cannot_write(exc)}", file=sys.stderr)
-        return EXIT_DIVERGED
-    except KeyboardInterrupt:
-        print("interrupted; nothing was saved", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        torch.set_num_threads(before)
+def finish(spec: ModelSpec, run: RunState, job: Job) -> bool:
+    """The final checkpoint, then the model's report; False when its loss is not finite."""
+    return spec.finish(run, save(spec, run, job), job)

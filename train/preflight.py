@@ -16,14 +16,17 @@ import shlex
 import struct
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
 from train import checkpoint
-from train.config import BACKWARDS, TrainConfig
 
-DEFAULT_OUT = "runs/default"
+if TYPE_CHECKING:
+    from train.models import ModelSpec
+
+# what a resumed run may change: more steps, or the other (numerically equal) backward
+RESUMABLE = {"steps", "backward"}
 # `make train` sets this, so hints name what a make user types (TRAIN_ARGS=...), not python
 MAKE_ENV = "BACKGEN_MAKE_TARGET"
 C = TypeVar("C", bound=Any)  # a run's config dataclass
@@ -77,22 +80,19 @@ def check_folder(flag: str, given: Path, folder: Path) -> None:
         return
 
 
-# what `make TARGET` passes the options in, and the run folder it trains into by default
-MAKE_TARGETS = {"train": ("TRAIN_ARGS", DEFAULT_OUT), "gpt": ("GPT_ARGS", "runs/gpt")}
-
-
-def command(args: argparse.Namespace, flags: str, prog: str = "python -m train") -> str:
-    """How to run train again with ``flags``: the make line under make, else the python one."""
+def command(args: argparse.Namespace, flags: str, spec: ModelSpec, prog: str = "") -> str:
+    """How to run the model again with ``flags``: the make line under ``make TARGET`` (its
+    options variable; make passes --data itself, --out only when the user did), else the
+    python one (``prog``: how this run was started, by default ``spec.prog``)."""
     where = f" --checkpoint {args.checkpoint}" if args.checkpoint else ""
-    target = os.environ.get(MAKE_ENV)
-    if target in MAKE_TARGETS:  # make passes --data itself; --out only when the user did
-        variable, default_out = MAKE_TARGETS[target]
-        where = (f" --out {args.out}" if args.out != default_out else "") + where
+    target, variable = spec.make
+    if os.environ.get(MAKE_ENV) == target:
+        where = (f" --out {args.out}" if args.out != spec.out else "") + where
         return f"make {target} {variable}={shlex.quote(flags + where)}"
-    return f"{prog} {flags} --out {args.out}{where}"
+    return f"{prog or spec.prog} {flags} --out {args.out}{where}"
 
 
-def check_new_run(args: argparse.Namespace, ckpt: Path, prog: str = "python -m train") -> None:
+def check_new_run(args: argparse.Namespace, ckpt: Path, spec: ModelSpec) -> None:
     """A new run may replace only a backgen checkpoint, and only when told to (--overwrite)."""
     if not ckpt.exists():
         return
@@ -102,7 +102,7 @@ def check_new_run(args: argparse.Namespace, ckpt: Path, prog: str = "python -m t
             "(--overwrite replaces only checkpoints): choose another --out or --checkpoint"
         )
     if not args.overwrite:
-        resume, overwrite = command(args, "--resume", prog), command(args, "--overwrite", prog)
+        resume, overwrite = command(args, "--resume", spec), command(args, "--overwrite", spec)
         raise UsageError(
             f"{ckpt} already holds a training run; continue it with `{resume}`, start over "
             f"with `{overwrite}`, or pick another --out"
@@ -199,21 +199,6 @@ def _is_metrics(path: Path) -> bool:
     return isinstance(metrics, dict) and "data_sha256" in metrics
 
 
-def step_bytes(config: TrainConfig, vocab_size: int, n_train: int) -> int:
-    """Estimated peak bytes of one step, or of calibration over the training set if larger.
-
-    Per example a step holds about 10 activations or gradients of the hidden width, 10 of
-    the vocabulary and 4 of the concatenated embedding (measured on CPU, generated backward,
-    n_hidden 200: 6.9 KB an example in float32 against this formula's 9.5 KB), plus the
-    int64 batch. Calibration holds the embedding and the hidden layer of every example.
-    """
-    item = 8 if config.dtype == "float64" else 4
-    width = 10 * config.n_hidden + 10 * vocab_size + 4 * config.block_size * config.n_embd
-    per_example = width * item + 8 * (config.block_size + 2)
-    calibration = 2 * n_train * (config.block_size * config.n_embd + config.n_hidden) * item
-    return max(config.batch_size * per_example, calibration)
-
-
 def available_bytes() -> int | None:
     """Memory the OS can give without swapping (Linux MemAvailable); None when unknown."""
     try:
@@ -228,12 +213,6 @@ def available_bytes() -> int | None:
         return None
 
 
-def check_memory(config: TrainConfig, vocab_size: int, n_train: int) -> None:
-    """Refuse a run whose step would not fit, instead of being killed by the OS mid-run."""
-    need = step_bytes(config, vocab_size, n_train)
-    check_fits(need, f"--batch-size {config.batch_size}", "use a smaller --batch-size")
-
-
 def check_fits(need: int, what: str, advice: str, purpose: str = "one step") -> None:
     """UsageError when ``need`` bytes (an estimate) exceed the memory available now."""
     have = available_bytes()
@@ -242,21 +221,6 @@ def check_fits(need: int, what: str, advice: str, purpose: str = "one step") -> 
             f"{what} needs about {need / 2**30:.1f} GiB for {purpose} (an estimate), more than "
             f"the {have / 2**30:.1f} GiB of memory available; {advice}"
         )
-
-
-def check_examples_fit(data_path: Path, block_size: int) -> None:
-    """Before the examples are built: each character of the file becomes about one example
-    of ``block_size`` context ids, built as Python ints (~40 bytes each) then int64."""
-    try:
-        size = data_path.stat().st_size
-    except OSError:
-        return  # reading it will say what is wrong
-    check_fits(
-        size * block_size * 48,
-        f"--block-size {block_size}",
-        "use a smaller --block-size",
-        f"the examples of {data_path}",
-    )
 
 
 def check_numbers(config: Any) -> None:
@@ -286,40 +250,21 @@ def given_options(args: argparse.Namespace, config_class: type) -> dict:
     return {k: v for k, v in given.items() if v is not None}
 
 
-def resume_config(config: C, given: dict, step: int, resumable: set[str]) -> C:
-    """The checkpoint's ``config`` with what ``resumable`` lets a resumed run change: any other
+def resolve(config_class: type[C], given: dict, saved: dict | None) -> C:
+    """Options given now over the checkpoint's (``saved``, when resuming) over the defaults."""
+    if saved is None:
+        return config_class(**given)
+    return resume_config(config_class.from_dict(saved["config"]), given, saved["step"])
+
+
+def resume_config(config: C, given: dict, step: int) -> C:
+    """The checkpoint's ``config`` with what ``RESUMABLE`` lets a resumed run change: any other
     option given with another value is refused, as is a step count below the checkpoint's."""
-    clash = [k for k, v in given.items() if k not in resumable and v != getattr(config, k)]
+    clash = [k for k, v in given.items() if k not in RESUMABLE and v != getattr(config, k)]
     if clash:
         was = ", ".join(f"--{k.replace('_', '-')} {getattr(config, k)}" for k in clash)
         raise UsageError(f"the checkpoint's run used {was}; drop those options to resume it")
-    config = replace(config, **{k: v for k, v in given.items() if k in resumable})
+    config = replace(config, **{k: v for k, v in given.items() if k in RESUMABLE})
     if config.steps < step:
         raise UsageError(f"the checkpoint is at step {step}, past --steps {config.steps}")
     return config
-
-
-RUN_GROUP = "run (stored in the checkpoint; --resume reuses them)"
-
-
-def new_parser(
-    prog: str, description: str, epilog: str
-) -> tuple[argparse.ArgumentParser, argparse._ArgumentGroup]:
-    """A model's parser and its group of run options (those a checkpoint stores)."""
-    p = argparse.ArgumentParser(
-        prog=prog,
-        description=description,
-        epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    return p, p.add_argument_group(RUN_GROUP)
-
-
-def add_backward_option(run: argparse._ArgumentGroup, reference: str) -> None:
-    """--backward: generated/ chained by hand (the default), or ``reference`` through autograd."""
-    run.add_argument(
-        "--backward",
-        choices=BACKWARDS,
-        help="generated: the hand-written loop over generated/ modules (default); autograd: "
-        f"{reference} with loss.backward(), for comparison",
-    )

@@ -1,12 +1,28 @@
-"""What a run leaves behind besides the checkpoint: the loss curve (PNG) and metrics (JSON)."""
+"""What a run leaves behind besides the checkpoint: metrics (JSON), the loss curve (PNG), and
+what the end of a run prints.
+
+Every model's metrics hold its options and ``run_metrics``'s speed, size and data; the MLP and
+the GPT end alike (``end_with_names``: split losses, metrics, loss curve, 20 sampled names), the
+classifier with accuracies and its monitor figure (``train.models.classifier``).
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import sys
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from train.config import sampler_seed
+
+if TYPE_CHECKING:
+    from train.engine import Job, RunState
 
 CURVE_WINDOW = 1000  # the seed plots log10 loss averaged over windows of 1000 steps
 
@@ -95,3 +111,70 @@ def write_metrics(path: Path, metrics: dict) -> None:
     """JSON with sorted keys, written atomically like the checkpoint."""
     text = json.dumps(metrics, indent=2, sort_keys=True) + "\n"
     replace_atomically(path, lambda f: f.write(text), mode="w")
+
+
+def finite_or_none(x: float) -> float | None:
+    """JSON has no NaN or infinity; a diverged loss is written as null."""
+    return x if math.isfinite(x) else None
+
+
+def run_metrics(run: RunState, tag: str | None) -> dict:
+    """What every model's metrics hold: its options, its checkpoint's ``model`` field (``tag``,
+    None for the MLP's), size, data and speed (seconds and steps/s: the training steps only)."""
+    return {
+        **run.config.as_dict(),
+        **({"model": tag} if tag else {}),
+        "seconds": run.seconds,
+        "steps_per_s": run.step / run.seconds if run.seconds > 0 else None,
+        "n_params": sum(p.numel() for p in run.params.values()),
+        "data_sha256": run.data.sha256,
+        "torch": torch.__version__,
+    }
+
+
+def write_all(job: Job, metrics: dict) -> None:
+    """The metrics into the run's metrics.json and ``--metrics``'s file."""
+    for path in job.metrics_paths:
+        write_metrics(path, metrics)
+
+
+def say_files(job: Job) -> None:
+    """Where the checkpoint and the metrics went."""
+    print(f"checkpoint {job.ckpt}\nmetrics    {', '.join(map(str, job.metrics_paths))}")
+
+
+def all_finite(losses: Iterable[float]) -> bool:
+    """False, saying so, when a trained model's loss is not finite."""
+    if all(math.isfinite(x) for x in losses):
+        return True
+    print("error: the trained model's loss is not finite: training diverged.", file=sys.stderr)
+    return False
+
+
+def end_with_names(
+    run: RunState,
+    job: Job,
+    tag: str | None,
+    losses: dict[str, float],
+    sample: Callable[[int, torch.Generator], list[str]],
+    **extra: object,
+) -> bool:
+    """The MLP's and the GPT's end: each split's loss, the metrics (with ``extra``), the loss
+    curve, and 20 names drawn by ``sample(count, generator)`` (the seed's sampler seed); False
+    when a loss is not finite (then nothing is sampled)."""
+    print("\n".join(f"{split + ' loss':<10} {loss:.4f}" for split, loss in losses.items()))
+    metrics = {
+        **run_metrics(run, tag),
+        "steps": run.step,
+        **{f"{split}_loss": finite_or_none(loss) for split, loss in losses.items()},
+        "last_batch_loss": run.losses[-1] if run.losses else None,
+        **extra,
+    }
+    write_all(job, metrics)
+    say_files(job)
+    print(save_loss_curve(run.losses, job.out / "loss.png"))
+    if not all_finite(losses.values()):
+        return False
+    g = torch.Generator().manual_seed(sampler_seed(run.config.seed))
+    print("samples:\n" + "\n".join(sample(20, g)))
+    return True

@@ -91,7 +91,7 @@ def test_every_page_with_commands_is_run_or_says_why_not():
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_documented_commands_run_in_order(tmp_path):
-    from tests.test_train import write_words  # here: the fast tests above need no train/
+    from tests.training.helpers import write_words  # here: the fast tests above need no train/
 
     clone = tmp_path / "backgen"
     copy_checkout(clone)

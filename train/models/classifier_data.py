@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
-from train.classifier.idx import read_idx
 from train.data import DataError, Splits, download, sha256_of
+from train.models.classifier_idx import read_idx
 
 N_CLASSES = 10
 SPLIT_SEED = 42
@@ -76,12 +76,11 @@ MNIST_FILES = (
 
 
 @dataclass
-class Dataset(Splits):
-    """Flattened, standardised images (float32) and int64 labels for the three splits."""
+class Images(Splits):
+    """Flattened, standardised images (float32) and int64 labels for the three splits;
+    ``name``: digits, mnist, or idx (IDX files that are not MNIST's)."""
 
     name: str
-    source: str
-    sha256: str
     image_shape: tuple[int, int]
 
     @property
@@ -101,7 +100,7 @@ def shuffled(n: int) -> torch.Tensor:
     return torch.randperm(n, generator=torch.Generator().manual_seed(SPLIT_SEED))
 
 
-def load_digits() -> Dataset:
+def load_digits() -> Images:
     """scikit-learn's 8x8 digits (pixels 0..16), shuffled once and cut 70/15/15."""
     try:
         from sklearn.datasets import load_digits as sklearn_digits
@@ -120,7 +119,7 @@ def load_digits() -> Dataset:
     X = standardise([images[p] for p in parts], 16.0)
     source = "scikit-learn's bundled 8x8 digits"
     Y = [labels[p] for p in parts]
-    return Dataset(X[0], Y[0], X[1], Y[1], X[2], Y[2], DIGITS, source, digest, (8, 8))
+    return Images(X[0], Y[0], X[1], Y[1], X[2], Y[2], source, digest, DIGITS, (8, 8))
 
 
 def find_file(folder: Path, spec: MnistFile) -> tuple[Path, str]:
@@ -162,7 +161,7 @@ def read_split(folder: Path, split: str, verify: bool) -> tuple[torch.Tensor, to
     return images, labels.to(torch.int64), "".join(digests)
 
 
-def load_idx_folder(folder: Path, verify: bool = True) -> Dataset:
+def load_idx_folder(folder: Path, verify: bool = True) -> Images:
     """MNIST (or any IDX files of the same names): test is t10k; 1/12 of train validates."""
     folder = Path(folder)
     if not folder.is_dir():
@@ -181,7 +180,7 @@ def load_idx_folder(folder: Path, verify: bool = True) -> Dataset:
     name = "mnist" if verify else "idx"
     shape = tuple(train_images.shape[1:])
     Y = (train_labels[fit], train_labels[val], test_labels)
-    return Dataset(X[0], Y[0], X[1], Y[1], X[2], Y[2], name, str(folder), digest, shape)
+    return Images(X[0], Y[0], X[1], Y[1], X[2], Y[2], str(folder), digest, name, shape)
 
 
 def download_mnist(folder: Path) -> Path:
@@ -202,7 +201,7 @@ def load_data(
     verify: bool = True,
     cache_dir: Path | None = None,
     say: Callable[[str], None] = print,
-) -> Dataset:
+) -> Images:
     """The dataset ``--data`` names, else MNIST found or downloaded, else the bundled digits."""
     given = data or os.environ.get(MNIST_ENV)
     if given == DIGITS:

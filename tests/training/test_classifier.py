@@ -7,7 +7,6 @@ small network, so the file takes seconds; MNIST is never read and nothing is dow
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import io
@@ -24,48 +23,21 @@ from pathlib import Path
 import pytest
 import torch
 
-from train.classifier import data, step
-from train.classifier.cli import main
-from train.classifier.idx import read_idx, write_idx
-from train.models import main as front_door
+from tests.training.helpers import REPO, load, train_cli, write_folder
+from train.cli import main as front_door
+from train.models import classifier
+from train.models import classifier_data as data
+from train.models.classifier_idx import read_idx, write_idx
 
-REPO = Path(__file__).resolve().parent.parent
 HIDDEN = ["--hidden", "16,12"]
 SMALL = [*HIDDEN, "--batch-size", "16", "--monitor-every", "10", "--checkpoint-every", "25"]
 STEPS = 60
 NAMES = [f.name for f in data.MNIST_FILES]
 
 
-def make_images(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """n 6x6 uint8 images: a fixed prototype per class plus noise: something to learn."""
-    protos = torch.rand((10, 6, 6), generator=torch.Generator().manual_seed(0)) * 200
-    labels = torch.arange(n) % 10
-    noise = torch.rand((n, 6, 6), generator=g) * 55
-    return (protos[labels] + noise).to(torch.uint8), labels.to(torch.uint8)
-
-
-def write_folder(folder: Path, n_train: int = 120, n_test: int = 40, gz: bool = False) -> Path:
-    """The four MNIST names with small made-up content (so their sha256 is not MNIST's)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    g = torch.Generator().manual_seed(1)
-    suffix = ".gz" if gz else ""
-    for prefix, n in (("train", n_train), ("t10k", n_test)):
-        images, labels = make_images(n, g)
-        write_idx(folder / f"{prefix}-images-idx3-ubyte{suffix}", images)
-        write_idx(folder / f"{prefix}-labels-idx1-ubyte{suffix}", labels)
-    return folder
-
-
 def classify(*argv: str) -> tuple[int, str, str]:
     """``python -m train --model classifier ARGV`` in-process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def load(path: Path) -> dict:
-    return torch.load(path, weights_only=True)
+    return train_cli("--model", "classifier", *argv)
 
 
 def run_args(folder: Path, out: Path, *extra: str, steps: int = STEPS) -> list[str]:
@@ -146,8 +118,8 @@ def test_the_generated_step_matches_autograd_on_one_batch():
     X = torch.randn(9, 7, generator=g, dtype=torch.float64)
     X[0, :] = 0.0  # with b1 of either sign, some pre-activations are exactly b1
     Y = torch.randint(0, 10, (9,), generator=g)
-    loss_g, acc_g, grads_g = step.generated_step(params, X, Y)
-    loss_a, acc_a, grads_a = step.autograd_step(params, X, Y)
+    loss_g, acc_g, grads_g = classifier.generated_step(params, X, Y)
+    loss_a, acc_a, grads_a = classifier.autograd_step(params, X, Y)
     assert abs(loss_g - loss_a) < 1e-12 and acc_g == acc_a
     for name in params:
         assert (grads_g[name] - grads_a[name]).abs().max().item() < 1e-12, name
@@ -155,7 +127,7 @@ def test_the_generated_step_matches_autograd_on_one_batch():
 
 
 def test_the_generated_loop_calls_no_loss_backward():
-    source = Path(step.__file__).read_text()
+    source = Path(classifier.__file__).read_text()
     body = source.split("def generated_step")[1].split("def autograd_step")[0]
     assert ".backward()" not in body and "autograd" not in body
     assert "relu.backward(" in body and "linear.backward(" in body
@@ -171,7 +143,7 @@ def test_resume_after_ctrl_c_equals_an_uninterrupted_run(folder, tmp_path, monke
     assert code == 0, stderr
     whole = load(tmp_path / "whole" / "checkpoint.pt")
 
-    real_step, calls = step.STEPS["generated"], []
+    real_step, calls = classifier.STEPS["generated"], []
 
     def step_then_ctrl_c(params, Xb, Yb):
         calls.append(1)
@@ -179,13 +151,13 @@ def test_resume_after_ctrl_c_equals_an_uninterrupted_run(folder, tmp_path, monke
             os.kill(os.getpid(), signal.SIGINT)
         return real_step(params, Xb, Yb)
 
-    monkeypatch.setitem(step.STEPS, "generated", step_then_ctrl_c)
+    monkeypatch.setitem(classifier.STEPS, "generated", step_then_ctrl_c)
     out = tmp_path / "split"
     code, _, stderr = classify(*run_args(folder, out, *args))
     assert code == 130
     assert f"--model classifier --resume --out {out}" in stderr
     assert load(out / "checkpoint.pt")["step"] == 33
-    monkeypatch.setitem(step.STEPS, "generated", real_step)
+    monkeypatch.setitem(classifier.STEPS, "generated", real_step)
     code, _, stderr = classify("--resume", "--out", str(out))  # options come from the checkpoint
     assert code == 0, stderr
     resumed = load(out / "checkpoint.pt")
@@ -291,7 +263,7 @@ def test_metrics_history_and_monitor_figure(folder, tmp_path):
 
 
 def test_dead_relus_are_counted_on_the_validation_split():
-    from train.classifier.model import evaluate
+    from train.models.classifier_net import evaluate
 
     params = {
         "W1": torch.tensor([[1.0, -1.0, 0.0]]),

@@ -1,4 +1,5 @@
-"""``python -m train.classifier.speed``: training steps/s, generated against autograd, interleaved.
+"""``python -m train.models.classifier_speed``: training steps/s, generated against autograd,
+interleaved.
 
 Whole-run steps/s on a shared machine mostly measure the neighbours. Here both backwards train
 the same default run side by side: rounds of ``--block`` steps each, the order alternating
@@ -16,10 +17,10 @@ from dataclasses import replace
 
 import torch
 
-from train.classifier.data import load_data
-from train.classifier.loop import Run, new_run, take_step
-from train.classifier.options import with_defaults
-from train.classifier.step import STEPS
+from train.engine import new_run
+from train.models.classifier import SPEC, STEPS, Run, take_step
+from train.models.classifier_data import load_data
+from train.models.classifier_options import with_defaults
 
 
 def timed_steps(run: Run, n: int) -> float:
@@ -35,7 +36,11 @@ def compare(optimizer: str, rounds: int, block: int) -> dict[str, float]:
     """Median steps/s of each backward and the median per-round ratio generated/autograd."""
     config = with_defaults({"optimizer": optimizer, "steps": 10**9})
     data = load_data("digits")
-    runs = {b: new_run(replace(config, backward=b), data, 10**9) for b in ("generated", "autograd")}
+    unwatched = argparse.Namespace(monitor_every=10**9)
+    runs = {
+        b: new_run(SPEC, replace(config, backward=b), data, unwatched)
+        for b in ("generated", "autograd")
+    }
     rates: dict[str, list[float]] = {b: [] for b in runs}
     for r in range(rounds):
         for b in sorted(runs, reverse=bool(r % 2)):
@@ -46,7 +51,7 @@ def compare(optimizer: str, rounds: int, block: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m train.classifier.speed", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m train.models.classifier_speed", description=__doc__)
     p.add_argument("--optimizers", default="sgd,rmsprop,adam", help="(%(default)s)")
     p.add_argument("--rounds", type=int, default=10, help="(%(default)s)")
     p.add_argument("--block", type=int, default=50, help="steps per round (%(default)s)")

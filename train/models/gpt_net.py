@@ -6,19 +6,23 @@ token + position embeddings -> n_layer pre-norm blocks -> final layernorm -> bia
     x = x + mlp(ln2(x))           mlp: Linear(C, 4C) -> GELU -> Linear(4C, C)
 
 Weights use the seeds' ``x @ W`` layout (W is (in, out)). The generated step that trains it
-lives in ``train.gpt.step``; this module is what both backwards and inference share.
+lives in the spec (``train.models.gpt``); this module is what both backwards and inference
+share, and the memory a model and batch need.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
-from train.gpt.config import GPTConfig
-from train.gpt.data import IGNORE
+from train.data import IGNORE
+
+if TYPE_CHECKING:
+    from train.models.gpt import GPTConfig
 
 LN_EPS = 1e-5
 Params = dict[str, torch.Tensor]
@@ -36,10 +40,6 @@ class Shape:
     n_head: int
     n_embd: int
 
-    @classmethod
-    def of(cls, config: GPTConfig, vocab_size: int, block_size: int) -> Shape:
-        return cls(vocab_size, block_size, config.n_layer, config.n_head, config.n_embd)
-
 
 def block_shapes(C: int) -> dict[str, tuple[int, ...]]:
     """One block's parameters, in ``BLOCK_PARAMS`` order."""
@@ -55,6 +55,18 @@ def param_shapes(s: Shape) -> dict[str, tuple[int, ...]]:
         shapes.update({f"h{layer}.{k}": v for k, v in block_shapes(C).items()})
     shapes.update({"lnf_gain": (C,), "lnf_bias": (C,), "lm_head": (C, s.vocab_size)})
     return shapes
+
+
+def step_bytes(s: Shape, batch_size: int, dtype: str) -> int:
+    """Estimated peak bytes of a step, in items of the dtype: parameters with their gradients,
+    AdamW's two moments and the float64 draw of the initialisation (~6 per parameter); per
+    position of a batch about 20 activations of width n_embd per layer, the attention weights
+    (3 per head per position it sees) and 3 of the vocabulary. An estimate, as the MLP's."""
+    C, L, H, V, T = s.n_embd, s.n_layer, s.n_head, s.vocab_size, s.block_size
+    n_params = 2 * V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C
+    per_position = L * (20 * C + 3 * H * T) + 3 * V
+    item = 8 if dtype == "float64" else 4
+    return (6 * n_params + batch_size * T * per_position) * item
 
 
 def init_params(s: Shape, g: torch.Generator, dtype: torch.dtype) -> Params:

@@ -1,11 +1,12 @@
 """Issue 11 for train/: nothing a user has is overwritten, bad options and damaged checkpoints
 are one clear line before any training, and what a run says about itself is true.
 
-Small word lists and a small model, as in test_train.py; nothing here reads or writes runs/.
+Small word lists and a small MLP, as in test_mlp.py; nothing here reads or writes runs/.
 """
 
 from __future__ import annotations
 
+import argparse
 import io
 import math
 from pathlib import Path
@@ -13,10 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.test_train import SMALL, load, train_cli, write_words
-from train import data, loop, preflight, step
+from tests.training.helpers import MLP_SMALL as SMALL
+from tests.training.helpers import REPO, load, train_cli, write_words
+from train import data, engine, preflight
 from train.cli import main
-from train.config import TrainConfig
+from train.models import mlp
+from train.models.mlp import MLPConfig
+from train.models.mlp_net import step_bytes
 from train.progress import Progress
 from train.report import plot_losses
 
@@ -81,7 +85,7 @@ def test_metrics_never_replace_a_user_file(words, tmp_path):
 def test_out_naming_a_file_is_refused_before_training(words, tmp_path, monkeypatch):
     taken = tmp_path / "taken"
     taken.write_text("keep\n")
-    monkeypatch.setitem(step.STEPS, "generated", None)  # any step taken would crash
+    monkeypatch.setitem(mlp.STEPS, "generated", None)  # any step taken would crash
     code, _, stderr = _short(words, taken)
     assert (
         code == 2
@@ -142,7 +146,7 @@ def test_a_byte_flipped_checkpoint_is_refused(finished, tmp_path):
 
 def test_a_huge_batch_is_refused_before_training(words, tmp_path, monkeypatch):
     monkeypatch.setattr(preflight, "available_bytes", lambda: 4 * 2**30)
-    monkeypatch.setitem(step.STEPS, "generated", None)  # any step taken would crash
+    monkeypatch.setitem(mlp.STEPS, "generated", None)  # any step taken would crash
     code, _, stderr = _short(words, tmp_path, "--batch-size", "10000000")
     assert code == 2 and "--batch-size 10000000 needs about" in stderr
     assert "more than the 4.0 GiB of memory available" in stderr
@@ -151,9 +155,9 @@ def test_a_huge_batch_is_refused_before_training(words, tmp_path, monkeypatch):
 
 def test_the_memory_estimate_covers_a_measured_step():
     """The estimate is an upper bound of a step's measured 6.9 KB an example (see its doc)."""
-    config = TrainConfig(batch_size=1000)
-    assert preflight.step_bytes(config, 27, 1) >= 1000 * 6900
-    assert preflight.step_bytes(TrainConfig(), 27, 182_625) < 2**30  # the default run fits
+    shape = mlp.shape(MLPConfig(), 27)  # the seed's sizes
+    assert step_bytes(shape, 1000, "float32", 1) >= 1000 * 6900
+    assert step_bytes(shape, 32, "float32", 182_625) < 2**30  # the default run fits
 
 
 # --- what a run says is true --------------------------------------------------------------------
@@ -174,22 +178,23 @@ def test_diverging_after_overwrite_does_not_claim_the_old_checkpoint(words, tmp_
 
 def test_no_checkpoint_holds_non_finite_batchnorm_statistics(words):
     """Finite parameters whose batchnorm statistics overflow float32 are not saved."""
-    ds = data.load_dataset(words, block_size=3)
-    run = loop.new_run(TrainConfig(n_embd=4, n_hidden=16), ds, str(words))
+    ds = data.load_contexts(words, block_size=3)
+    run = engine.new_run(mlp.SPEC, MLPConfig(n_embd=4, n_hidden=16), ds, argparse.Namespace())
     run.params["W1"].fill_(1e30)  # finite; the variance of hprebn is ~1e60, inf in float32
-    with pytest.raises(loop.Diverged, match="batchnorm statistics are not finite"):
-        loop.snapshot(run)
+    with pytest.raises(engine.Diverged, match="batchnorm statistics are not finite"):
+        engine.snapshot(mlp.SPEC, run)
 
 
 def test_no_checkpoint_holds_a_non_finite_optimizer_state(words):
-    ds = data.load_dataset(words, block_size=3)
-    run = loop.new_run(TrainConfig(n_embd=4, n_hidden=16, optimizer="adamw"), ds, str(words))
+    ds = data.load_contexts(words, block_size=3)
+    config = MLPConfig(n_embd=4, n_hidden=16, optimizer="adamw")
+    run = engine.new_run(mlp.SPEC, config, ds, argparse.Namespace())
     X, Y = ds.X_train[:16], ds.Y_train[:16]
-    loop.apply_update(run, step.generated_step(run.params, X, Y)[1])
+    engine.apply_update(run, mlp.generated_step(run.params, X, Y)[1])
     state = run.optimizer.state[run.params["W2"]]
     state["exp_avg_sq"][0, 0] = float("inf")
-    with pytest.raises(loop.Diverged, match="optimizer state is not finite"):
-        loop.snapshot(run, calibrated=False)
+    with pytest.raises(engine.Diverged, match="optimizer state is not finite"):
+        engine.snapshot(mlp.SPEC, run, periodic=True)
 
 
 def test_progress_shows_a_labelled_smoothed_loss():
@@ -221,11 +226,11 @@ def test_loss_curve_explains_its_log10_axis():
 
 def test_a_small_checkpoint_every_calibrates_once_an_epoch(words, tmp_path, monkeypatch):
     calls = []
-    real = loop.calibrate
-    monkeypatch.setattr(loop, "calibrate", lambda *a: calls.append(1) or real(*a))
+    real = mlp.calibrate
+    monkeypatch.setattr(mlp, "calibrate", lambda *a: calls.append(1) or real(*a))
     code, _, stderr = _short(words, tmp_path, "--checkpoint-every", "1", "--steps", "300")
     assert code == 0, stderr
-    n_train = len(data.load_dataset(words, block_size=3).Y_train)
+    n_train = len(data.load_contexts(words, block_size=3).Y_train)
     epochs = 300 * 16 // n_train  # SMALL's batch of 16
     assert 1 <= len(calls) <= epochs + 1  # the periodic ones, then the end of the run's
 
@@ -234,7 +239,7 @@ def test_sample_from_an_uncalibrated_checkpoint_calibrates_from_the_data(
     words, tmp_path, monkeypatch
 ):
     """A run that stopped uncleanly leaves a periodic checkpoint with no batchnorm statistics."""
-    real_step, calls = step.STEPS["generated"], []
+    real_step, calls = mlp.STEPS["generated"], []
 
     def crash_at_step_35(params, Xb, Yb):
         calls.append(1)
@@ -242,7 +247,7 @@ def test_sample_from_an_uncalibrated_checkpoint_calibrates_from_the_data(
             raise MemoryError("simulated crash")
         return real_step(params, Xb, Yb)
 
-    monkeypatch.setitem(step.STEPS, "generated", crash_at_step_35)
+    monkeypatch.setitem(mlp.STEPS, "generated", crash_at_step_35)
     with pytest.raises(MemoryError):
         _short(words, tmp_path, "--checkpoint-every", "10")
     assert load(tmp_path / "checkpoint.pt")["bn_stats"] is None
@@ -281,6 +286,6 @@ def test_second_make_train_says_train_args(words, tmp_path, monkeypatch):
 
 
 def test_the_makefile_tells_train_it_runs_under_make():
-    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    makefile = (REPO / "Makefile").read_text()
     recipe = makefile.split("\ntrain:", 1)[1].split("\n\n", 1)[0]
     assert f"{preflight.MAKE_ENV}=train $(PY) -m train" in recipe

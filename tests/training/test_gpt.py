@@ -1,14 +1,12 @@
 """Tests for ``python -m train --model gpt``: the generated loop against autograd, resume after
 Ctrl-C, and the same run on two CPU processes under torchrun.
 
-A tiny GPT on a word list the test writes itself (tests/test_train.py's), so the file takes
+A tiny GPT on a word list the test writes itself (tests/training/helpers.py's), so the file takes
 seconds; the real names dataset is never read here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import signal
 import subprocess
@@ -19,21 +17,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.test_train import load, max_param_diff, write_words
-from train.gpt import cli
-from train.gpt.step import STEPS
+from tests.training.helpers import REPO, load, max_param_diff, train_cli, write_words
+from train.models.gpt import STEPS
 
-REPO = Path(__file__).resolve().parent.parent
 TINY = ["--n-layer", "2", "--n-head", "2", "--n-embd", "8", "--batch-size", "8"]
 STEPS_RUN = 40
 
 
 def gpt_cli(*argv: str) -> tuple[int, str, str]:
     """``python -m train --model gpt`` in-process; returns (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(argv))
-    return code, out.getvalue(), err.getvalue()
+    return train_cli("--model", "gpt", *argv)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Tests for train/: the generated loop against autograd, resume, data errors, divergence.
+"""The makemore MLP (python -m train): the generated loop against autograd, resume, data errors,
+divergence.
 
 Every run uses a small word list the test writes itself and a small model, so the whole file
 takes seconds; the real names dataset is never read here.
@@ -6,7 +7,6 @@ takes seconds; the real names dataset is never read here.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -23,41 +23,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from train import data, step
-from train.cli import main
-from train.model import BatchNormStats, split_loss
+from tests.training.helpers import MLP_SMALL as SMALL
+from tests.training.helpers import REPO, load, max_param_diff, train_cli, write_words
+from train import data
+from train.models import mlp
+from train.models.mlp_net import BatchNormStats, split_loss
 from train.report import windowed_log10
 
-REPO = Path(__file__).resolve().parent.parent
-SMALL = ["--n-embd", "4", "--n-hidden", "16", "--batch-size", "16", "--checkpoint-every", "100"]
 STEPS = 300
-
-
-def write_words(path: Path, count: int = 400, seed: int = 0) -> Path:
-    """Name-like words from consonant-vowel syllables: learnable structure, 20 symbols."""
-    rng = random.Random(seed)
-    words = []
-    for _ in range(count):
-        syllables = "".join(rng.choice("bdfklmnprstv") + rng.choice("aeiou") for _ in range(3))
-        words.append(syllables[: rng.randint(2, 6)] + rng.choice(["", "n", "s"]))
-    path.write_text("\n".join(words) + "\n")
-    return path
-
-
-def train_cli(*argv: str) -> tuple[int, str, str]:
-    """Run ``python -m train`` in-process; returns (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def load(path: Path) -> dict:
-    return torch.load(path, weights_only=True)
-
-
-def max_param_diff(a: dict, b: dict) -> float:
-    return max((a["params"][k] - b["params"][k]).abs().max().item() for k in a["params"])
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +118,7 @@ def test_resume_after_ctrl_c_equals_an_uninterrupted_run(
         assert code == 0, stderr
         whole = load(tmp_path / "whole" / "checkpoint.pt")
 
-    real_step, calls = step.STEPS["generated"], []
+    real_step, calls = mlp.STEPS["generated"], []
 
     def step_then_ctrl_c(params, Xb, Yb):
         calls.append(1)
@@ -153,14 +126,14 @@ def test_resume_after_ctrl_c_equals_an_uninterrupted_run(
             os.kill(os.getpid(), signal.SIGINT)
         return real_step(params, Xb, Yb)
 
-    monkeypatch.setitem(step.STEPS, "generated", step_then_ctrl_c)
+    monkeypatch.setitem(mlp.STEPS, "generated", step_then_ctrl_c)
     out = tmp_path / "split"
     code, _, stderr = train_cli(*common, "--out", str(out))
     assert code == 130
     assert f"python -m train --resume --out {out}" in stderr
     assert load(out / "checkpoint.pt")["step"] == 120
 
-    monkeypatch.setitem(step.STEPS, "generated", real_step)
+    monkeypatch.setitem(mlp.STEPS, "generated", real_step)
     code, _, stderr = train_cli("--resume", "--out", str(out))  # options come from the checkpoint
     assert code == 0, stderr
     resumed = load(out / "checkpoint.pt")
@@ -236,7 +209,7 @@ def test_metrics_match_the_checkpoint(words, reference):
     assert metrics["steps"] == STEPS and metrics["backward"] == "generated"
     assert metrics["steps_per_s"] > 0 and metrics["seconds"] > 0
     ckpt = reference["ckpt"]
-    ds = data.load_dataset(words, block_size=3)
+    ds = data.load_contexts(words, block_size=3)
     stats = BatchNormStats(**ckpt["bn_stats"])
     assert metrics["train_loss"] == split_loss(ckpt["params"], stats, ds.X_train, ds.Y_train)
     assert metrics["val_loss"] == split_loss(ckpt["params"], stats, ds.X_val, ds.Y_val)
@@ -322,7 +295,7 @@ def test_too_few_words_to_split(tmp_path):
 def test_vocabulary_comes_from_the_file(tmp_path):
     path = tmp_path / "w.txt"
     path.write_text("".join(f"{w}\n" for w in ["zé", "ab", "bz", "a-b"] * 5))
-    ds = data.load_dataset(path, block_size=2)
+    ds = data.load_contexts(path, block_size=2)
     assert ds.chars == ".-abzé"
     assert ds.X_train.shape[1] == 2 and int(ds.Y_train.max()) < len(ds.chars)
 
@@ -389,9 +362,9 @@ def test_cli_without_data_or_network_is_a_clear_error(tmp_path, monkeypatch):
 def test_a_config_gives_the_shared_defaults_in_its_class_line():
     from dataclasses import dataclass, fields
 
-    from train.config import Schedule, TrainConfig
+    from train.config import Schedule
 
-    assert {f.name: f.default for f in fields(TrainConfig)}["batch_size"] == 32
+    assert {f.name: f.default for f in fields(mlp.MLPConfig)}["batch_size"] == 32
     with pytest.raises(TypeError, match="give defaults for exactly steps, seed, lr, batch_size"):
 
         @dataclass(frozen=True)
