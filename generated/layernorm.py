@@ -30,10 +30,14 @@ Tangents (forward mode), derived by backgen from the forward, in _jvp:
     t_out[batch, c] = gain[c]*t_xhat[batch, c] + t_bias[c] + t_gain[c]*xhat[batch, c]
 """
 
+import contextlib
+
 import torch
 
 OP = "layernorm"
 SAVED = ["gain", "rstd", "xhat"]
+# under torch.autocast: "lower" (the autocast dtype), "float32" or "input" (derive/emit/precision.py)
+AUTOCAST = "float32"
 
 
 def _check_input(name, t, ndim, integer, batched):
@@ -407,7 +411,7 @@ class _Backward(torch.autograd.Function):
         grad_out, x, gain, bias = ctx.saved_tensors
         _targets = (x, gain, bias)
         cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
-        with torch.no_grad():
+        with torch.no_grad(), _autocast_off(grad_out):
             _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
             grads = _double_backward(torch.ones_like(_pair), _saved)
         grads = _no_third_order((grad_out, x, gain, bias, *cotangents), grads)
@@ -453,7 +457,8 @@ class _Node(torch.autograd.Function):
     def backward(ctx, grad_out):
         _inputs = ctx.saved_tensors[:3]
         _saved = (*ctx.saved_tensors[3:], *ctx.extra)
-        grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+        with _autocast_off(grad_out):
+            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
         return (grads[0], grads[1], grads[2], None)
 
 
@@ -495,11 +500,59 @@ class Function:
 
     @staticmethod
     def apply(*args):
+        args, autocast = _dtype_policy(args, 3)
+        if autocast is None:
+            return Function._apply(*args)
+        with torch.autocast(autocast, enabled=False):  # cast once here, not kernel by kernel
+            return Function._apply(*args)
+
+    @staticmethod
+    def _apply(*args):
         if torch.compiler.is_compiling():
             return _Node.apply(*args)
         if torch._C._are_functorch_transforms_active():
             return _Transformable.apply(*args)
         return _Dual.apply(*args)
+
+
+def _autocast_on(device_type):
+    return device_type in _AUTOCAST_DEVICES and torch.is_autocast_enabled(device_type)
+
+
+_AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps", "hpu")
+
+
+def _autocast_off(like):
+    # a backward runs in its forward's dtype: autocast, on where a caller differentiates inside
+    # its block, would recast each contraction of it to the low precision
+    if _autocast_on(like.device.type):
+        return torch.autocast(like.device.type, enabled=False)
+    return contextlib.nullcontext()
+
+
+def _dtype_policy(args, n_inputs):
+    # under torch.autocast the float inputs are cast to the op's dtype (AUTOCAST); outside it,
+    # float inputs of mixed dtypes are promoted to their common dtype, as torch's ops promote.
+    # Returns the arguments and the autocast device type to switch off inside (None: none on)
+    floats = [
+        a.dtype for a in args[:n_inputs] if isinstance(a, torch.Tensor) and a.is_floating_point()
+    ]
+    if not floats:
+        return args, None
+    device = next(a.device.type for a in args if isinstance(a, torch.Tensor))
+    autocast = _autocast_on(device)
+    dtype = floats[0]
+    for other in floats[1:]:
+        dtype = torch.promote_types(dtype, other)
+    if autocast and AUTOCAST != "input":
+        dtype = torch.float32 if AUTOCAST == "float32" else torch.get_autocast_dtype(device)
+    if all(d == dtype for d in floats):
+        return args, device if autocast else None
+    cast = tuple(
+        a.to(dtype) if k < n_inputs and isinstance(a, torch.Tensor) and a.is_floating_point() else a
+        for k, a in enumerate(args)
+    )
+    return cast, device if autocast else None
 
 
 class _Transformable(torch.autograd.Function):
@@ -523,6 +576,11 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
+        with _autocast_off(grad_out):
+            return _Transformable._backward(ctx, grad_out)
+
+    @staticmethod
+    def _backward(ctx, grad_out):
         _, _saved = forward(*ctx.saved_tensors, eps=ctx.params[0])
         return backward(grad_out, _saved) + (None,) * 1
 

@@ -25,6 +25,7 @@ from derive.emit.checks import (
     size_binding,
 )
 from derive.emit.double import DoubleData, double_data
+from derive.emit.precision import INPUT, autocast_policy
 from derive.emit.tangent import JvpData, jvp_data
 from derive.errors import DerivationError
 from derive.language import BATCH_SIZE, Definition, ReduceMax
@@ -69,6 +70,7 @@ class ModuleData:
     uses_math: bool = False  # a python-number function (math.exp of a param) is emitted
     double: DoubleData | None = None  # the derived second order (None: this is it)
     jvp: JvpData | None = None  # the derived tangent map (None: the second order's module)
+    autocast: str = INPUT  # the dtype it runs in under torch.autocast (derive.emit.precision)
     marker: str = MARKER
 
 
@@ -282,6 +284,7 @@ def module_data(d: Derivation, source: str, command: str, double: bool = True) -
         uses_math="math" in modules or bool(second and second.module and second.module.uses_math),
         double=second,
         jvp=tangents,
+        autocast=autocast_policy(g),
     )
 
 

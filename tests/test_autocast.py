@@ -1,0 +1,137 @@
+"""The dtype policy of generated ops (derive/emit/precision.py), as torch's own ops have one.
+
+Under ``torch.autocast`` a contraction (linear) runs in the autocast dtype, an op with any
+other reduction (layernorm, softmax, the losses, attention) in float32, one without reductions
+(tanh, embedding) in its inputs' dtype; outside autocast, mixed float dtypes are promoted to the
+common one. Each is compared with the same computation in torch ops with that policy's casts.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import runpy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from derive.emit.precision import autocast_policy
+from derive.language import parse
+
+POLICY = {
+    "linear": "lower",
+    "layernorm": "float32",
+    "batchnorm": "float32",
+    "softmax": "float32",
+    "log_softmax": "float32",
+    "logsumexp": "float32",
+    "cross_entropy": "float32",
+    "sequence_cross_entropy": "float32",
+    "causal_self_attention": "float32",
+    "exercise": "float32",
+    "tanh": "input",
+    "relu": "input",
+    "sigmoid": "input",
+    "gelu": "input",
+    "gelu_tanh": "input",
+    "embedding": "input",
+}
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob("ops/*.py")))
+def test_the_policy_is_derived_from_the_reductions(path):
+    op = runpy.run_path(path)["OP"]
+    assert autocast_policy(parse(op)) == POLICY[op.name]
+    assert importlib.import_module(f"generated.{op.name}").AUTOCAST == POLICY[op.name]
+
+
+def _gen():
+    return torch.Generator().manual_seed(0)
+
+
+def test_linear_runs_in_bfloat16_under_autocast():
+    from generated import linear
+
+    g = _gen()
+    x, W, b = (torch.randn(s, generator=g) for s in ((8, 16), (16, 4), (4,)))
+    leaves = [t.clone().requires_grad_() for t in (x, W, b)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mine = linear.Function.apply(*leaves)
+        want = F.linear(x, W.T, b)  # torch's: bf16 too
+    assert mine.dtype == want.dtype == torch.bfloat16
+    assert torch.allclose(mine.float(), want.float(), atol=0.1, rtol=0.02)
+    mine.float().sum().backward()
+    assert [t.grad.dtype for t in leaves] == [torch.float32] * 3  # grads in the leaves' dtype
+
+
+@pytest.mark.parametrize(
+    "name, reference",
+    [
+        ("layernorm", lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b)),
+        ("softmax", lambda x: torch.softmax(x, -1)),
+        ("log_softmax", lambda x: torch.log_softmax(x, -1)),
+    ],
+)
+def test_normalisations_run_in_float32_under_autocast(name, reference):
+    module = importlib.import_module(f"generated.{name}")
+    g = _gen()
+    x = torch.randn(6, 10, generator=g).bfloat16()  # as a bf16 matmul hands it over
+    rest = [torch.randn(10, generator=g) for _ in range(2)] if name == "layernorm" else []
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mine = module.Function.apply(x, *rest)
+        cpu = reference(x, *rest)  # CPU's lists keep these in bf16: within its rounding
+    want = reference(x.float(), *rest)  # CUDA's lists: float32, as ours on every device
+    assert mine.dtype == torch.float32
+    assert torch.allclose(mine, want, atol=1e-6, rtol=1e-6)
+    assert torch.allclose(mine, cpu.float(), atol=0.05, rtol=0.02)
+
+
+def test_cross_entropy_is_float32_under_autocast_as_torch_s():
+    from generated import cross_entropy
+
+    g = _gen()
+    logits, targets = torch.randn(5, 7, generator=g).bfloat16(), torch.tensor([0, 3, 6, 1, 2])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mine = cross_entropy.Function.apply(logits, targets)
+        want = F.cross_entropy(logits, targets)
+    assert mine.dtype == want.dtype == torch.float32
+    assert torch.allclose(mine, want, atol=1e-6)
+
+
+def test_tanh_keeps_its_input_dtype_under_autocast():
+    from generated import tanh
+
+    x = torch.randn(4, 3, generator=_gen()).bfloat16()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert tanh.Function.apply(x).dtype == torch.tanh(x).dtype == torch.bfloat16
+
+
+def test_mixed_float_dtypes_are_promoted_outside_autocast():
+    """Issue 23 item 4: a half x with float32 gain and bias, once refused."""
+    from generated import layernorm
+
+    g = _gen()
+    x = torch.randn(4, 6, generator=g).half().requires_grad_()
+    w, b = (torch.randn(6, generator=g).requires_grad_() for _ in range(2))
+    out = layernorm.Function.apply(x, w, b)
+    assert out.dtype == torch.float32
+    want = F.layer_norm(x.float(), (6,), w, b)
+    assert torch.allclose(out, want, atol=1e-6)
+    out.sum().backward()
+    assert (x.grad.dtype, w.grad.dtype, b.grad.dtype) == (torch.half, torch.float32, torch.float32)
+
+
+def test_under_autocast_the_backward_matches_the_cast_model():
+    """Gradients through the float32 policy equal autograd through explicit casts."""
+    from generated import layernorm
+
+    g = _gen()
+    x = torch.randn(4, 6, generator=g).bfloat16().requires_grad_()
+    w, b = (torch.randn(6, generator=g).requires_grad_() for _ in range(2))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mine = torch.autograd.grad(layernorm.Function.apply(x, w, b).pow(2).sum(), (x, w, b))
+    want = torch.autograd.grad(F.layer_norm(x.float(), (6,), w, b).pow(2).sum(), (x, w, b))
+    for got, ref in zip(mine, want, strict=True):
+        assert got.dtype == ref.dtype
+        assert torch.allclose(got.float(), ref.float(), atol=1e-5, rtol=1e-5)
