@@ -128,3 +128,19 @@ def test_torch_compile_fullgraph(name):
     want = torch.autograd.grad(module.Function.apply(*leaves).pow(2).sum(), leaves)
     for got, ref in zip(grads, want, strict=True):
         _close(got, ref)
+
+
+@pytest.mark.parametrize("name", ["layernorm", "cross_entropy"])
+def test_torch_export(name):
+    """torch.export traces Function (through _Node, as torch.compile does) into a program
+    whose numbers are the eager module's."""
+    module = importlib.import_module(f"generated.{name}")
+    op = runpy.run_path(f"ops/{name}.py")["OP"]
+    inputs, _ = defined_inputs(parse(op), 0)
+
+    class Wrapped(torch.nn.Module):
+        def forward(self, *args):
+            return module.Function.apply(*args)
+
+    program = torch.export.export(Wrapped(), tuple(inputs))
+    _close(program.module()(*inputs), module.Function.apply(*inputs))
