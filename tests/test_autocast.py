@@ -100,7 +100,9 @@ def test_normalisations_run_in_float32_under_autocast(name, reference, device, d
 
 
 @pytest.mark.parametrize("device, dtype", AUTOCASTS)
-def test_cross_entropy_is_float32_under_autocast_as_torch_s(device, dtype):
+def test_cross_entropy_is_float32_under_autocast(device, dtype):
+    """float32 throughout, as CPU's torch computes it; CUDA's torch 2.11 returns float32 but
+    rounds on the way (2.5015625 against 2.5014319 in float32, on an H100): within that."""
     from generated import cross_entropy
 
     g = _gen()
@@ -108,9 +110,10 @@ def test_cross_entropy_is_float32_under_autocast_as_torch_s(device, dtype):
     targets = torch.tensor([0, 3, 6, 1, 2], device=device)
     with torch.autocast(device, dtype=dtype):
         mine = cross_entropy.Function.apply(logits, targets)
-        want = F.cross_entropy(logits, targets)
-    assert mine.dtype == want.dtype == torch.float32
-    assert torch.allclose(mine, want, atol=1e-6)
+        torch_s = F.cross_entropy(logits, targets)
+    assert mine.dtype == torch_s.dtype == torch.float32
+    assert torch.allclose(mine, F.cross_entropy(logits.float(), targets), atol=1e-6)
+    assert torch.allclose(mine, torch_s, atol=1e-6 if device == "cpu" else 1e-2)
 
 
 def test_tanh_keeps_its_input_dtype_under_autocast():
