@@ -27,6 +27,7 @@ help:
 	@echo "make formulas-screenshot     check formulas.html in headless Chromium; PNGs in runs/formulas/"
 	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...)"
 	@echo "make bench-quick   the smoke run: makemore size, A B G GC, then the GPT step (A G)"
+	@echo "make bench-hvp     time an HVP through the generated MLP against torch.func (and JAX if installed)"
 	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
 	@echo "make lint      ruff + black --check"
 	@echo "make format    black + ruff --fix"
@@ -117,6 +118,13 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BENCH_ENV) $(PY) -m bench --quick $(BENCH_ARGS)
 	$(BENCH_ENV) $(PY) -m bench.gpt --quick $(GPT_BENCH_ARGS)
+
+# bench/hvp.py: forward-over-reverse H v through the generated modules against torch.func on torch
+# ops, on one core; JAX's too when run by a python that has it (docs/benchmarks.md)
+HVP_ARGS ?=
+.PHONY: bench-hvp
+bench-hvp: $(STAMP)
+	$(BENCH_ENV) $(PY) -m bench.hvp $(HVP_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
