@@ -60,7 +60,7 @@ def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLD
     comment = (
         f"Found by `python -m fuzz` (case seed {seed}) on {_commit()}, shrunk from"
         f" {len(original.definitions)} definition(s).\nFailed: {outcome.line()}\n"
-        "Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it)."
+        "Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it)."
     )
     text = op_source(op, comment).rstrip("\n") + f"\n\nSEED = {seed}\n"
     text = black.format_str(text, mode=black.Mode(line_length=100))  # as `make lint` wants it

@@ -1,4 +1,4 @@
-"""Issue 24's sweep, shared by tests/test_bad_inputs_cli.py (``python -m derive``) and
+"""Issue 24's sweep, shared by tests/tools/test_bad_inputs_cli.py (``python -m derive``) and
 tests/training/test_bad_inputs.py (``python -m train``): bad input to a CLI is one clear line,
 never a traceback, and loses no file.
 

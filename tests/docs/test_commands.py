@@ -33,7 +33,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ["README.md", "docs/training.md", "docs/show-and-formulas.md", "docs/fuzzing.md"]
-NOT_RUN = {"docs/benchmarks.md": "they time for minutes; tests/test_bench.py runs the harness"}
+NOT_RUN = {
+    "docs/benchmarks.md": "they time for minutes; tests/tools/test_bench.py runs the harness"
+}
 SMALL_RUN = ["--steps", "300", "--n-embd", "4", "--n-hidden", "16", "--batch-size", "16"]
 SMALL_CLASSIFIER = ["--steps", "30", "--hidden", "16", "--batch-size", "16"]
 SMALL_GPT = ["--steps", "30", "--n-layer", "1", "--n-head", "2", "--n-embd", "8"]

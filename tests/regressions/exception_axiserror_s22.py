@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 22) on a2620e6, shrunk from 1 definition(s).
 # Failed: WRONG (exception AxisError: a value over [] cannot take the axes ['k'])
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 226) on d8f7643, shrunk from 2 definition(s).
 # Failed: WRONG (exception AxisError: a value over ['Kx_argmax'] cannot take the axes [])
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 170151) on 0a1d61c, shrunk from 2 definition(s).
 # Failed: WRONG (exception IndexError: index out of range in self (in the generated module, line
 # 124))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 192), shrunk from 4 definition(s).
 # Failed: WRONG (exception IndexError: index 2 is out of bounds for dimension 2 with size 2)
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

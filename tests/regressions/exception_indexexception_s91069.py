@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 91069) on 733bf9f, shrunk from 3 definition(s).
 # Failed: WRONG (exception IndexException: Indexed needs at least one index. (at
 # lower/select.py:127))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

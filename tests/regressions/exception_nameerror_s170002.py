@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 170002) on 279ef55, shrunk from 3 definition(s).
 # Failed: WRONG (exception NameError: name 'a1' is not defined (in the generated module, line
 # 133))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

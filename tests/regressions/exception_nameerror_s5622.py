@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 5622) on b3cd8c9, shrunk from 4 definition(s).
 # Failed: WRONG (exception NameError: name 'sigmoid' is not defined (in the generated module, line
 # 115))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

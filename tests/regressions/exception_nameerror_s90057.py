@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 90057) on 733bf9f, shrunk from 2 definition(s).
 # Failed: WRONG (exception NameError: name 'T' is not defined (in the generated module, line 92))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

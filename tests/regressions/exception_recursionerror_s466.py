@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 466) on a2620e6, shrunk from 3 definition(s).
 # Failed: WRONG (exception RecursionError: maximum recursion depth exceeded in comparison)
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 219), shrunk from 3 definition(s).
 # Failed: WRONG (exception RuntimeError: The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 4)
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

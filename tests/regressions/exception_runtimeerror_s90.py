@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 90), shrunk from 2 definition(s).
 # Failed: WRONG (exception RuntimeError: The size of tensor a (4) must match the size of tensor b (3) at non-singleton dimension 2)
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

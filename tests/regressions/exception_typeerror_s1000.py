@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 1000) on 53cb757, shrunk from 2 definition(s).
 # Failed: WRONG (exception TypeError: addcmul(): argument 'tensor2' (position 3) must be Tensor,
 # not int (in the generated module, line 111))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 719) on 671ac18, shrunk from 4 definition(s).
 # Failed: WRONG (exception TypeError: Cannot convert complex to float (at
 # derive/torch_code.py:73))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

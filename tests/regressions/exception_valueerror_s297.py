@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 297) on d8f7643, shrunk from 4 definition(s).
 # Failed: WRONG (exception ValueError: unsupported delta term KroneckerDelta(q,
 # x_argmax[u])*KroneckerDelta(t, ids[q, u])*grad_out[u])
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

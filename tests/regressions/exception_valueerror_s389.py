@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 389) on 912c005, shrunk from 1 definition(s).
 # Failed: WRONG (exception ValueError: unsupported delta term grad_out*KroneckerDelta(x_argmax,
 # z))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 90141) on 733bf9f, shrunk from 7 definition(s).
 # Failed: WRONG (exception ValueError: The argument 'exp(Wq[bb] + where(aa <= bb, -s[aa, bb,
 # labels[aa]] + Max(1.5, T), -oo))' is not comparable. (at symbolic/indices.py:109))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

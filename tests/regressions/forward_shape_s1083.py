@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 1083) on d8f7643, shrunk from 1 definition(s).
 # Failed: WRONG (forward shape: C has shape (3,), want ())
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 32) on 912c005, shrunk from 3 definition(s).
 # Failed: WRONG (gradient shape: dprob has shape (), want (2,))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -4,7 +4,7 @@
 # Failed: WRONG (gradient value: du off by 1.03 (relative)): the derivative where(b <= v, 0, 1)
 # was emitted as `mask * 0 + 1 * ~mask` with a product's precedence, so `g * ...` bound to the
 # mask term only.
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -2,7 +2,7 @@
 
 # Found by `python -m fuzz` (case seed 160920) on 279ef55, shrunk from 11 definition(s).
 # Failed: WRONG (gradient value: dy off by inf (relative))
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

@@ -3,7 +3,7 @@
 # Found by `python -m fuzz` (case seed 10175) on a8e8707, written by hand from the case.
 # Failed: REFUSED (SymPy cannot differentiate sign): the sigmoid-ratio identity rewrote
 # 2 act / exp(w) as 2 act sigma(-w) / sigma(w), which SymPy could not prove real.
-# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/test_fuzz.py runs it).
+# Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
 OP = Op(

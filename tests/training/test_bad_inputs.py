@@ -1,5 +1,6 @@
 """Issue 24's sweep for ``python -m train``: bad input to every model is one clear line, never
-a traceback, and loses no file (the rows for ``python -m derive``: tests/test_bad_inputs_cli.py).
+a traceback, and loses no file (the rows for ``python -m derive``:
+tests/tools/test_bad_inputs_cli.py).
 
 One row per bad input (``tests.sweep``): the command line (``train ...`` is ``python -m
 train``), what the folder holds first (``setup``), and a fragment of the one error line. Each

@@ -1,6 +1,8 @@
 """One op, one expected emitted line, per lowering rule and per row of the fusion table (exact
 strings, as SymPy's printer tests do); the numbers behind them are checked in
-tests/test_check.py. Each fusion's match is also checked to decide without lowering anything."""
+tests/modules/test_check.py. Each fusion's match is also checked to decide without lowering
+anything.
+"""
 
 from __future__ import annotations
 

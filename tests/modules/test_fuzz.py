@@ -171,7 +171,7 @@ def test_cases_do_not_depend_on_the_hash_seed() -> None:
             capture_output=True,
             text=True,
             check=True,
-            cwd=Path(__file__).resolve().parent.parent,
+            cwd=Path(__file__).resolve().parents[2],
         ).stdout
         for h in ("1", "2")
     }

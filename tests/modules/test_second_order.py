@@ -5,7 +5,7 @@ constants (layernorm's double backward was off by 4.5, attention's by 24, withou
 module's ``_Backward`` node runs the derived second order instead. Each op here is held to the
 text oracle (:mod:`derive.verify.oracle`, the definitions' strings evaluated by torch, so
 autograd's own double backward through them is the reference) and to ``gradgradcheck``.
-The fuzz regressions get the same comparison through ``fuzz.check`` (tests/test_fuzz.py).
+The fuzz regressions get the same comparison through ``fuzz.check`` (tests/modules/test_fuzz.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """FORMULAS.md and formulas.html: every formula parses, the page is self-contained and renders.
 
 Every LaTeX string the project prints comes from :mod:`derive.explain.latex`; show --latex and
---json print the same strings FORMULAS.md and formulas.html carry (tests/test_show.py checks
+--json print the same strings FORMULAS.md and formulas.html carry (tests/tools/test_show.py checks
 that), so parsing the two files' formulas with matplotlib's mathtext covers them all.
 """
 
@@ -17,7 +17,7 @@ from matplotlib.mathtext import MathTextParser
 from derive.explain import browser
 from derive.explain.catalogue import catalogue
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MARKDOWN = ROOT / "generated" / "FORMULAS.md"
 HTML = ROOT / "generated" / "formulas.html"
 OPS = sorted(catalogue())

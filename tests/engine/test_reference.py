@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from derive.language import Definition, Op, parse
 from derive.verify.reference import InterpretError, autograd_reference, evaluate
-from tests.test_exercise import _params, _seed_forward
+from tests.modules.test_exercise import _params, _seed_forward
 
 F64 = torch.float64
 TOL = 1e-12

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FORMULAS = ["FORMULAS.md", "formulas.html"]  # written by make generate (generate --formulas)
 
 

@@ -12,7 +12,7 @@ from derive.language import parse
 from derive.symbolic.derivation import Collapser, derive
 from derive.symbolic.reverse import derive_adjoints
 
-OPS = Path(__file__).resolve().parent.parent / "ops"
+OPS = Path(__file__).resolve().parents[2] / "ops"
 
 
 def _graph(name: str):
@@ -106,7 +106,7 @@ def test_log_softmax_backward_reads_exp_of_the_saved_output() -> None:
     from derive.language import parse
     from derive.symbolic.derivation import derive
 
-    d = derive(parse(load_op(Path(__file__).resolve().parent.parent / "ops" / "log_softmax.py")))
+    d = derive(parse(load_op(Path(__file__).resolve().parents[2] / "ops" / "log_softmax.py")))
     assert str(d.final["x"]) == (
         "-exp(out[batch, c])*Sum(grad_out[batch, c1], (c1, 0, C - 1)) + grad_out[batch, c]"
     )

@@ -16,7 +16,7 @@ from derive.symbolic.derivation import derive
 from derive.verify.check import load_module
 from tests.op_table import SIGMOID
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _generate(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ import pytest
 from derive.__main__ import main
 from tests.op_table import SIGMOID
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(*argv: str) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from derive.explain.show import explain_file, render_text
 
-OPS = Path(__file__).resolve().parents[1] / "ops"
+OPS = Path(__file__).resolve().parents[2] / "ops"
 
 
 def test_the_argmax_a_backward_reads_is_shown_with_the_forward() -> None:

@@ -16,7 +16,7 @@ from derive.__main__ import main
 from derive.explain.cache import ShowCache, self_contained
 from tests.op_table import SIGMOID
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROBE = (
     "import sys; from derive.__main__ import main; rc = main(sys.argv[1:]); "
     "print('sympy imported' if 'sympy' in sys.modules else 'no sympy', file=sys.stderr); "

@@ -3,7 +3,7 @@
 ``Function.apply`` hands over to a new-style node (``setup_context``, a generated vmap rule)
 while a torch.func transform is active; each result is held to the same transform through
 the definitions' text (:mod:`derive.verify.oracle`). Forward mode (jvp, jacfwd, hessian) has
-its own file, tests/test_forward_mode.py.
+its own file, tests/modules/test_forward_mode.py.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LEFT_OUT = (".git", ".venv", "build", "runs", "data", "out", "__pycache__", ".pytest_cache")
 LEFT_OUT += (".ruff_cache", "*.egg-info")
 README = (ROOT / "README.md").read_text()

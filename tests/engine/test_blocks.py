@@ -20,7 +20,7 @@ from derive.symbolic.derivation import Derivation, derive
 from derive.verify.binding import bind_inputs
 from derive.verify.reference import _Scope, _step, value
 
-OPS = Path(__file__).resolve().parents[1] / "ops"
+OPS = Path(__file__).resolve().parents[2] / "ops"
 # op -> the blocks it must have: the softmax in attention, the normalisations, log-softmax
 EXPECTED = {
     "causal_self_attention": {"scores": "probs", "counts": "probs"},

@@ -17,7 +17,7 @@ from derive.language import parse
 from derive.symbolic.derivation import derive
 from derive.verify.check import load_module
 
-CASES = Path(__file__).resolve().parent / "cases"
+CASES = Path(__file__).resolve().parents[1] / "cases"
 EXTREMES = torch.tensor(
     [-1e4, -800.0, -40.0, -1.0, 0.0, 2.0, 40.0, 800.0, 1e4], dtype=torch.float64
 )

@@ -1,7 +1,7 @@
 """causal_self_attention beyond the sweep: the edge cases of issue 13 and the shape of its code.
 
-The sweep (tests/test_numeric.py) compares it with F.scaled_dot_product_attention; here it is
-also compared with attention written out by hand (a tril mask and a softmax), at T = 1, on the
+The sweep (tests/modules/test_numeric.py) compares it with F.scaled_dot_product_attention; here
+it is also compared with attention written out by hand (a tril mask and a softmax), at T = 1, on the
 first row (one unmasked position), with scores of +-1e4, and its emitted backward is read: the
 softmax's adjoint collapsed to one element-wise line, no T x T one-hot, no exp recomputed.
 """

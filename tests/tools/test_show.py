@@ -19,9 +19,9 @@ from derive.explain.explain import Explanation, explain
 from derive.explain.latex import latex
 from derive.explain.show import render_json, render_latex, render_text
 from tests.op_table import SIGMOID
-from tests.test_formulas import markdown_formulas, mathtext_error
+from tests.tools.test_formulas import markdown_formulas, mathtext_error
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = sorted(catalogue())
 
 
@@ -34,7 +34,7 @@ def explained() -> dict[str, Explanation]:
 
 @pytest.fixture(scope="module")
 def published() -> set[str]:
-    """The formulas of FORMULAS.md, each parsed by mathtext in tests/test_formulas.py."""
+    """The formulas of FORMULAS.md, each parsed by mathtext in tests/tools/test_formulas.py."""
     return set(markdown_formulas((ROOT / "generated" / "FORMULAS.md").read_text()))
 
 

@@ -18,7 +18,7 @@ from derive.emit.generate import load_op, module_source
 from derive.errors import CheckFailed
 from derive.verify.check import check_module
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted((ROOT / "tests" / "cases").glob("*.py"))
 CATALOGUE = sorted((ROOT / "ops").glob("*.py"))
 
