@@ -12,7 +12,7 @@ CLASSIFIER_ARGS ?=
 GPT_ARGS ?=
 OP ?=
 
-.PHONY: help venv generate test lint format train classifier gpt gpt-ddp check-generated clean fuzz
+.PHONY: help venv generate test test-fast lint format train classifier gpt gpt-ddp check-generated clean fuzz
 
 help:
 	@echo "make train     train the makemore MLP with the generated backward (DATA=path/to/names.txt)"
@@ -21,6 +21,7 @@ help:
 	@echo "make gpt       train makemore's GPT on names with the generated backward (GPT_ARGS=...)"
 	@echo "make gpt-ddp NPROC=2         the same run on NPROC processes under torchrun"
 	@echo "make test      run the test suite"
+	@echo "make test-fast   the edit loop: the engine's layers and the docs' fast checks (~1-2 min)"
 	@echo "make generate  derive and emit generated/ from the op catalogue"
 	@echo "make show OP=cross_entropy   print an op's derivation step by step (OP: names or op files)"
 	@echo "make formulas  write generated/FORMULAS.md and generated/formulas.html"
@@ -65,6 +66,11 @@ formulas-screenshot: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The edit loop: tests/unit/ and tests/engine/ (rules, derivation, language, reference) and the docs'
+# fast checks; the generated modules, tools and training layers are left to `make test`
+test-fast: $(STAMP)
+	$(PY) -m pytest tests/unit tests/engine tests/docs -m "not slow"
 
 lint: $(STAMP)
 	$(PY) -m ruff check derive train bench tests fuzz
