@@ -1,7 +1,8 @@
 """FORMULAS.md and formulas.html: every op's derivation, for GitHub and for a browser offline.
 
 Both render the same data (:func:`sections`): per op the forward definitions, then each
-adjoint's chain rule, simplified step and collapse, with the torch lines the module runs.
+adjoint's chain rule, simplified step and collapse, with the torch lines the module runs, then
+the tangents forward mode derives.
 FORMULAS.md carries LaTeX in ``$$`` blocks for GitHub; formulas.html carries the same LaTeX
 typeset to inline SVG (:mod:`derive.explain.mathsvg`), so it needs no network and no script.
 """
@@ -19,6 +20,7 @@ from derive.emit.module import MARKER, TEMPLATES
 from derive.errors import DerivationError
 from derive.explain.explain import Explanation, explain
 from derive.explain.latex import equation_latex
+from derive.explain.orders import tangent_equations
 
 MARKDOWN, HTML = "FORMULAS.md", "formulas.html"
 
@@ -47,6 +49,8 @@ class OpSection:
     params: str
     forward: list[Formula]
     steps: list[StepSection] = field(default_factory=list)
+    tangents: list[Formula] = field(default_factory=list)  # forward mode's steps
+    tangent_torch: str = ""  # the lines of the module's _jvp
 
 
 def _step(step) -> StepSection:
@@ -55,8 +59,8 @@ def _step(step) -> StepSection:
     return StepSection(step.adjoint, f"{kind} {step.tensor}", formulas, step.emitted)
 
 
-def section(ex: Explanation) -> OpSection:
-    """One op's part of both pages."""
+def section(ex: Explanation, em: Emitted | None = None) -> OpSection:
+    """One op's part of both pages; with ``em`` (its module), the tangents too."""
     op = ex.op
     params = ", ".join(f"{k} = {v!r}" for k, v in sorted(op.params.items()))
     forward = [
@@ -64,7 +68,14 @@ def section(ex: Explanation) -> OpSection:
         for text, (lhs, rhs) in zip(op.definitions, ex.forward, strict=True)
     ]
     steps = [_step(s) for s in ex.steps]
-    return OpSection(op.name, op.doc or op.name, op.source, list(op.inputs), params, forward, steps)
+    sec = OpSection(op.name, op.doc or op.name, op.source, list(op.inputs), params, forward, steps)
+    if em is not None and em.data.jvp.lines:
+        sec.tangents = [
+            Formula(str(lhs), rhs if isinstance(rhs, str) else equation_latex(lhs, rhs))
+            for lhs, rhs in tangent_equations(em)
+        ]
+        sec.tangent_torch = "\n".join(em.data.jvp.lines)
+    return sec
 
 
 def typeset(sections: list[OpSection]) -> Markup:
@@ -73,7 +84,7 @@ def typeset(sections: list[OpSection]) -> Markup:
 
     math = MathSvg()
     for sec in sections:
-        for f in sec.forward + [f for s in sec.steps for f in s.formulas]:
+        for f in sec.forward + [f for s in sec.steps for f in s.formulas] + sec.tangents:
             try:
                 f.svg = Markup(math.svg(f.tex, f.tex))
             except ValueError as exc:  # a printer bug: name the op and the formula
@@ -106,7 +117,7 @@ def write_formulas(
     ops = [load_op(f) for f in sorted(files)]
     by_name = {e.op.name: e for e in made or []}
     done = [by_name.get(op.name) or emit(op, out) for op in ops]
-    sections = [section(explain(e)) for e in done]
+    sections = [section(explain(e), e) for e in done]
     command = (
         f"python -m derive formulas {' '.join(op.source for op in ops)} --out {out.as_posix()}"
     )
