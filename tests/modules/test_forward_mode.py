@@ -26,6 +26,7 @@ from derive.language import parse
 from derive.verify.check import defined_inputs, jvp_report
 from derive.verify.oracle import oracle_output, oracle_tangent, tangent
 from fuzz.check import load_module
+from tests.modules.emitted import imported
 
 CATALOGUE = sorted(glob.glob("ops/*.py"))
 CASES = sorted(glob.glob("tests/cases/*.py"))
@@ -33,6 +34,7 @@ TOL = 1e-10
 
 
 def _emitted(op: Op, folder):
+    """A fresh derivation (for a test that changes the derivation itself)."""
     return load_module(module_source(op, folder), op.name, folder)
 
 
@@ -104,16 +106,14 @@ def test_dual_numbers_through_the_plain_function(path):
 
 @pytest.mark.parametrize("path", CASES)
 def test_case_tangents_equal_the_definitions(path, tmp_path):
-    op = runpy.run_path(path)["OP"]
-    module = _emitted(op, tmp_path)
+    module, op = imported(path, tmp_path)
     for seed in range(2):
         jvp_report(module, parse(op), seed)
 
 
 def test_a_wrong_tangent_is_caught(tmp_path):
     """The comparison can fail: the derived tangent scaled by 1.001 is refused."""
-    op = runpy.run_path("ops/layernorm.py")["OP"]
-    module = _emitted(op, tmp_path)
+    module, op = imported("ops/layernorm.py", tmp_path)
     derived = module._jvp
     module._jvp = lambda *a, **k: 1.001 * derived(*a, **k)
     with pytest.raises(CheckFailed, match="the tangent \\(jvp\\) differs"):

@@ -13,23 +13,40 @@ ROOT = Path(__file__).resolve().parents[2]
 FORMULAS = ["FORMULAS.md", "formulas.html"]  # written by make generate (generate --formulas)
 
 
-@pytest.mark.parametrize("hashseed", ["0", "4242"])
-def test_regeneration_is_byte_identical(tmp_path: Path, hashseed: str) -> None:
+HASHSEEDS = ["0", "4242"]
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """generated/ made afresh under each hash seed; the two generations run at once (one a core)."""
     ops = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ops").glob("*.py"))
-    env = {**os.environ, "PYTHONHASHSEED": hashseed, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "derive", "generate", *ops, "--out", "generated", "--formulas"]
-    # generate into a copy of the layout so the recorded command reads exactly as make's
-    work = tmp_path / "repo"
-    work.mkdir()
-    (work / "ops").symlink_to(ROOT / "ops")
-    subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True, text=True)
+    runs = {}
+    for hashseed in HASHSEEDS:
+        env = {**os.environ, "PYTHONHASHSEED": hashseed, "PYTHONPATH": str(ROOT)}
+        # generate into a copy of the layout so the recorded command reads exactly as make's
+        work = tmp_path_factory.mktemp(f"repo-{hashseed}")
+        (work / "ops").symlink_to(ROOT / "ops")
+        with (work / "log").open("w") as log:  # a file, not a pipe: no run waits on a full pipe
+            run = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=log)
+        runs[hashseed] = work, run
+    folders = {}
+    for hashseed, (work, run) in runs.items():
+        assert run.wait() == 0, (work / "log").read_text()
+        folders[hashseed] = work / "generated"
+    return folders
+
+
+@pytest.mark.parametrize("hashseed", HASHSEEDS)
+def test_regeneration_is_byte_identical(fresh: dict[str, Path], hashseed: str) -> None:
+    folder = fresh[hashseed]
     expected = sorted(p.name for p in (ROOT / "generated").glob("*.py")) + FORMULAS
-    produced = sorted(p.name for p in (work / "generated").glob("*.py"))
-    produced += [name for name in FORMULAS if (work / "generated" / name).exists()]
+    produced = sorted(p.name for p in folder.glob("*.py"))
+    produced += [name for name in FORMULAS if (folder / name).exists()]
     assert produced == expected
     for name in expected:
         a = (ROOT / "generated" / name).read_text()
-        b = (work / "generated" / name).read_text()
+        b = (folder / name).read_text()
         assert a == b, f"generated/{name} differs from a fresh generation"
 
 

@@ -25,6 +25,7 @@ from derive.errors import CheckFailed, DerivationError
 from derive.language import parse
 from derive.verify.check import second_order_report
 from fuzz.check import load_module
+from tests.modules.emitted import imported
 
 CATALOGUE = sorted(glob.glob("ops/*.py"))
 CASES = sorted(glob.glob("tests/cases/*.py"))
@@ -35,6 +36,7 @@ def _generated(path: str):
 
 
 def _emitted(op: Op, folder):
+    """A fresh derivation (for a test that changes the derivation itself)."""
     return load_module(module_source(op, folder), op.name, folder)
 
 
@@ -56,14 +58,13 @@ def test_catalogue_double_backward_equals_the_definitions(path):
 
 @pytest.mark.parametrize("path", CASES)
 def test_case_double_backward_equals_the_definitions(path, tmp_path):
-    op = runpy.run_path(path)["OP"]
-    _checked(_emitted(op, tmp_path), op, 0)
+    module, op = imported(path, tmp_path)
+    _checked(module, op, 0)
 
 
 def test_a_wrong_double_backward_is_caught(tmp_path):
     """The comparison can fail: the derived second order scaled by 1.01 is refused."""
-    op = runpy.run_path("ops/layernorm.py")["OP"]
-    module = _emitted(op, tmp_path)
+    module, op = imported("ops/layernorm.py", tmp_path)
     derived = module._double_backward
     module._double_backward = lambda g, s: tuple(
         None if t is None else 1.01 * t for t in derived(g, s)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from derive.emit.generate import load_op, module_source
+from derive.emit.generate import load_op
 from derive.language import parse
 from derive.symbolic.derivation import derive
-from derive.verify.check import load_module
+from tests.modules.emitted import imported
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 EXTREMES = torch.tensor(
@@ -32,10 +32,7 @@ def _softplus(x: torch.Tensor) -> torch.Tensor:
 
 
 def _module(name: str, tmp_path: Path):
-    op = load_op(CASES / f"{name}.py")
-    path = tmp_path / f"{name}.py"
-    path.write_text(module_source(op, tmp_path))
-    return load_module(path), op
+    return imported(CASES / f"{name}.py", tmp_path)
 
 
 def _reference_grad(f, *inputs):

@@ -1,0 +1,40 @@
+"""Each op file's module text, derived once per test session.
+
+test_check, test_stability, test_second_order and test_forward_mode hold the same modules of
+tests/cases/ (and layernorm's, for their negative controls) to different comparisons. Deriving
+is most of a case's time, so each op file is derived once; every test writes the text into its
+own folder and imports a fresh module from there. A test that changes the derivation itself
+(a monkeypatched rule) calls ``module_source`` directly instead.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from derive import Op
+from derive.emit.generate import load_op, module_source
+from derive.verify.check import load_module
+
+# The header's ``--out``; the module's code does not depend on it.
+OUT = "out"
+
+
+@functools.cache
+def _source(path: Path) -> tuple[Op, str]:
+    op = load_op(path)
+    return op, module_source(op, OUT)
+
+
+def emitted(op_file: str | Path, folder: Path) -> tuple[Path, Op]:
+    """The op file's module written to ``folder``: its path and the op."""
+    op, text = _source(Path(op_file).resolve())
+    path = folder / f"{op.name}.py"
+    path.write_text(text)
+    return path, op
+
+
+def imported(op_file: str | Path, folder: Path):
+    """The op file's module, written to ``folder`` and imported from there, and the op."""
+    path, op = emitted(op_file, folder)
+    return load_module(path), op
