@@ -1,9 +1,11 @@
 """The generated backward's statements as data: each statement's code and the names it writes
-and reads, read off its syntax tree when emission makes it.
+and reads, taken from the kernel-IR statement the lowering printed it from.
 
-In: the lowered lines of one backward; out: :class:`Statement` records, which
+In: the lowered lines of one backward (:class:`~derive.ir.printer.Line`, each keeping its
+:class:`~derive.ir.nodes.Statement`); out: :class:`Statement` records, which
 :mod:`derive.explain.excerpt` follows (a gradient's statements and the temporaries they read)
-without reading the module's text back.
+without reading the module's text back. The few lines emission writes itself (size bindings,
+the batch shape's reshapes) are plain text, read off their syntax tree.
 """
 
 from __future__ import annotations
@@ -11,12 +13,22 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from derive.ir.printer import Line
+
 
 @dataclass(frozen=True)
 class Statement:
     code: str  # one python statement, as lowered (black formats it with the module)
     writes: frozenset[str]  # the variables it assigns or updates in place
-    reads: frozenset[str]  # every name it mentions
+    reads: frozenset[str]  # every variable it mentions (its targets too)
+
+
+def statement(code: str) -> Statement:
+    """``code`` (one statement) with what it writes and reads."""
+    if isinstance(code, Line):
+        s = code.statement
+        return Statement(code.strip(), s.writes, s.reads | s.writes)
+    return _parsed(code)
 
 
 def _root(node: ast.AST) -> str | None:
@@ -46,8 +58,8 @@ def _writes(stmt: ast.stmt) -> set[str]:
     return {name for name in map(_root, flat) if name is not None}
 
 
-def statement(code: str) -> Statement:
-    """``code`` (one statement) with what it writes and reads."""
+def _parsed(code: str) -> Statement:
+    """A line emission wrote as text: what it writes and reads, off its syntax tree."""
     (stmt,) = ast.parse(code.strip()).body
     reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
     return Statement(code.strip(), frozenset(_writes(stmt)), frozenset(reads))

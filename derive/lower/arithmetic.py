@@ -1,93 +1,83 @@
 """Lowering of arithmetic: sums of terms, products, powers and calls of the function registry
-become broadcast torch ops (python on numbers).
+become element-wise IR nodes (:class:`~derive.ir.nodes.Map`: broadcast torch ops, python on
+numbers).
 
-In: ``Add``, ``Mul``, ``Pow``, function and ``Heaviside`` nodes and the lowerer; out: a
-:class:`~derive.lower.value.Value`. A product multiplies its small factors first (each
-full-size product is a pass over the tensor) and folds python numbers into one operation; a
-node a fusion matches (:mod:`derive.lower.fusions`) becomes the fused call instead.
+In: ``Add``, ``Mul``, ``Pow``, function and ``Heaviside`` nodes and the lowering's context; out:
+an IR node. A product multiplies its small factors first (each full-size product is a pass over
+the tensor) and folds python numbers into one operation; a node a fusion matches
+(:mod:`derive.lower.fusions`) becomes the fused node instead.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import sympy as sp
 
 from derive.errors import DerivationError
 from derive.functions import Function, step_code, where
-from derive.lower.value import (
-    ADD,
-    ATOM,
-    MUL,
-    POW,
-    UNARY,
-    Value,
-    align,
-    number,
-    number_scale,
-    ordered_terms,
-    plain,
-    union,
-)
-
-if TYPE_CHECKING:
-    from derive.lower.lowerer import Lowerer
+from derive.ir import nodes as ir
+from derive.lower.context import Context
+from derive.lower.fusions import fuse
+from derive.lower.value import align, chain, number_scale, ordered_terms, plain, union
 
 
-def add(lw: Lowerer, e: sp.Add, order: list[sp.Symbol]) -> Value:
-    fused = lw.fuse(e, order)
+def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
+    fused = fuse(cx, e, order)
     if fused is not None:
         return fused
-    terms = [lw.value(t, order) for t in ordered_terms(e)]
-    axes = union([t.axes for t in terms], order)
-    code = align(terms[0], axes).code if terms[0].prec >= ADD else terms[0].code
-    for term in ordered_terms(e)[1:]:
-        if term.could_extract_minus_sign():
-            code += f" - {align(lw.value(-term, order), axes).wrap(MUL + 1)}"
-        else:
-            code += f" + {align(lw.value(term, order), axes).wrap(ADD)}"
-    return Value(code, axes, ADD, scalar=all(t.scalar for t in terms))
+    terms = ordered_terms(e)
+    first = [cx.value(t, order) for t in terms]  # every term lowered once, for the axes
+    axes = union([v.axes for v in first], order)
+    acc = align(first[0], axes)
+    for term in terms[1:]:  # a - b rather than a + -b: the negated term lowered again
+        minus = term.could_extract_minus_sign()
+        value = align(cx.value(-term if minus else term, order), axes)
+        acc = ir.Binary("-" if minus else "+", acc, value, axes=axes)
+    return acc
 
 
-def mul(lw: Lowerer, e: sp.Mul, order: list[sp.Symbol]) -> Value:
-    fused = lw.fuse(e, order)
+def mul(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> ir.Node:
+    fused = fuse(cx, e, order)
     if fused is not None:
         return fused
-    gated = _gated(lw, e)
+    gated = _gated(cx, e)
     if gated is not None:
-        return lw.value(gated, order)
+        return cx.value(gated, order)
+    coef, num, den = _factors(cx, e, order)
+    if all(v.scalar for v in num + den):
+        scale, value = None, product(num, den, order, None)
+    else:
+        scale = number_scale([v for v in num if v.scalar], [v for v in den if v.scalar], coef < 0)
+        tensors = [v for v in num if not v.scalar], [v for v in den if not v.scalar]
+        value = product(*tensors, order, scale)
+    if coef < 0 and scale is None:  # unary minus on the first (smallest) factor: no extra pass
+        return ir.Neg(value, axes=value.axes)
+    return value
+
+
+def _factors(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> tuple[sp.Expr, list, list]:
+    """``e = coef * prod(num) / prod(den)``, the factors lowered, coef's sign aside (a
+    rational's denominator, 1/3 x, is a python-number factor of den)."""
     coef, rest = e.as_coeff_Mul()
     num, den = [], []
     constant = sp.Mul(*[f for f in sp.Mul.make_args(rest) if f.is_number])
     if constant != 1:  # sqrt(2)/sqrt(pi): one float, not python arithmetic at run time
-        num.append(lw.value(constant, order))
+        num.append(cx.value(constant, order))
     for f in sp.Mul.make_args(rest):
         if f.is_number:
             continue
         if isinstance(f, sp.Pow) and f.exp.is_number and f.exp < 0:
-            den.append(lw.value(f.base ** (-f.exp), order))
+            den.append(cx.value(f.base ** (-f.exp), order))
         else:
-            num.append(lw.value(f, order))
+            num.append(cx.value(f, order))
     if coef.is_Rational and coef.q != 1:
-        den.append(Value(str(coef.q), scalar=True))
+        den.append(ir.Number(coef.q))
         coef = sp.Integer(coef.p)
     if abs(coef) != 1:
-        num.insert(0, Value(number(abs(coef)), scalar=True))
-    scale = None
-    if all(v.scalar for v in num + den):
-        value = product(lw, num, den, order, None)
-    else:
-        scale = number_scale([v for v in num if v.scalar], [v for v in den if v.scalar], coef < 0)
-        tensors = [v for v in num if not v.scalar], [v for v in den if not v.scalar]
-        value = product(lw, *tensors, order, scale)
-    if (
-        coef < 0 and scale is None
-    ):  # unary minus binds to the first (smallest) factor: no extra full pass
-        return Value(f"-{value.wrap(MUL)}", value.axes, UNARY, value.scalar)
-    return value
+        num.insert(0, ir.Number(abs(coef)))
+    return coef, num, den
 
 
-def _gated(lw: Lowerer, e: sp.Mul) -> sp.Expr | None:
+def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     """``where(c, a, 0) x y`` -> ``where(c, a x, 0) y``; ``delta(i, X[j]) x`` -> ``where(i ==
     X[j], x, 0)``: a gate selects, it does not multiply.
 
@@ -107,7 +97,7 @@ def _gated(lw: Lowerer, e: sp.Mul) -> sp.Expr | None:
     gate = next((f for f in factors if _is_gate(f)), None)
     if gate is None:
         return None
-    axes = lw.scope([]).axes
+    axes = cx.scope([]).axes
     rest = [f for f in factors if f is not gate]
     inside = [f for f in rest if not (plain(f) or _is_gate(f)) or axes(f) <= axes(gate)]
     if not any(f.atoms(sp.Indexed) for f in inside):
@@ -124,31 +114,29 @@ def _is_gate(f: sp.Expr) -> bool:
     return isinstance(f, sp.KroneckerDelta) or (isinstance(f, where) and 0 in f.args[1:])
 
 
-def power(lw: Lowerer, e: sp.Pow, order: list[sp.Symbol]) -> Value:
-    base, exp = lw.value(e.base, order), e.exp
+# x**(1/2), x**(-1/2), 1/x, x**2 on tensors: torch.reciprocal and torch.square skip the
+# python-level operator wrappers of Tensor.__rtruediv__ / __pow__ (microseconds a call)
+POWERS = {
+    sp.Rational(1, 2): "torch.sqrt({0})",
+    sp.Rational(-1, 2): "torch.rsqrt({0})",
+    sp.Integer(-1): "torch.reciprocal({0})",
+    sp.Integer(2): "torch.square({0})",
+}
+
+
+def power(cx: Context, e: sp.Pow, order: list[sp.Symbol]) -> ir.Node:
+    base, exp = cx.value(e.base, order), e.exp
     if base.scalar and abs(exp) == sp.Rational(1, 2):  # sqrt(D): one python float
-        lw.modules.add("math")
-        root = f"math.sqrt({base.code})"
-        return Value(root, scalar=True) if exp > 0 else Value(f"1 / {root}", scalar=True, prec=MUL)
-    if base.scalar:
-        exponent = lw.value(exp, []).wrap(POW + 1)
-        return Value(f"{base.wrap(POW + 1)} ** {exponent}", scalar=True, prec=POW)
-    special = {sp.Rational(1, 2): "torch.sqrt", sp.Rational(-1, 2): "torch.rsqrt"}
-    if exp in special:
-        return Value(f"{special[exp]}({base.code})", base.axes)
-    # torch.reciprocal and torch.square skip the python-level operator wrappers of
-    # Tensor.__rtruediv__ / __pow__ (a few microseconds a call at the makemore size)
-    if exp == -1:
-        return Value(f"torch.reciprocal({base.code})", base.axes)
-    if exp == 2:
-        return Value(f"torch.square({base.code})", base.axes)
-    exponent = lw.value(exp, []).wrap(POW + 1)
-    return Value(f"{base.wrap(POW + 1)}**{exponent}", base.axes, POW)
+        root = ir.Apply("math.sqrt({0})", (base,))
+        return root if exp > 0 else ir.Binary("/", ir.Number(1), root)
+    if not base.scalar and exp in POWERS:
+        return ir.Apply(POWERS[exp], (base,), axes=base.axes)
+    return ir.Binary("**", base, cx.value(exp, []), axes=base.axes)
 
 
 def product(
-    lw: Lowerer, num: list[Value], den: list[Value], order: list[sp.Symbol], scale: str | None
-) -> Value:
+    num: list[ir.Node], den: list[ir.Node], order: list[sp.Symbol], scale: tuple | None
+) -> ir.Node:
     """Multiply the small factors first: each full-size product is a pass over the tensor.
 
     ``g * probs / N`` becomes ``g / N * probs``, ``bnraw * s / (N - 1)`` becomes
@@ -156,7 +144,7 @@ def product(
     and applied to the smallest tensor factor.
     """
     rank = lambda v: len(v.axes)  # noqa: E731
-    acc: Value | None = None
+    acc: ir.Node | None = None
     for level in sorted({rank(v) for v in num + den}):
         parts = ([acc] if acc else []) + [v for v in num if rank(v) == level]
         below = [v for v in den if rank(v) == level]
@@ -165,40 +153,41 @@ def product(
             continue
         axes = union([v.axes for v in parts + below], order)
         if not parts and len(below) == 1 and scale is None and not below[0].scalar:
-            acc = Value(f"torch.reciprocal({below[0].code})", below[0].axes)
+            acc = ir.Apply("torch.reciprocal({0})", (below[0],), axes=below[0].axes)
             continue
-        code = " * ".join(align(v, axes).wrap(MUL) for v in parts) or "1"
-        for d in below:
-            code += f" / {align(d, axes).wrap(POW)}"
+        factors = [align(v, axes) for v in parts] or [ir.Number(1)]
+        node = chain(
+            "/",
+            chain("*", factors[0], factors[1:], axes=axes),
+            [align(d, axes) for d in below],
+            axes=axes,
+        )
         if scale is not None and acc is None:
-            code += scale
-        scalar = all(v.scalar for v in parts + below)
-        acc = Value(code, axes, MUL, scalar)
-    return acc if acc else Value("1", scalar=True)
+            node = ir.Binary(scale[0], node, scale[1], axes=axes)
+        acc = node
+    return acc if acc else ir.Number(1)
 
 
-def call(lw: Lowerer, f: Function, args: tuple, order: list[sp.Symbol]) -> Value:
+def call(cx: Context, f: Function, args: tuple, order: list[sp.Symbol]) -> ir.Node:
     """A row of the function registry; Max/Min of many arguments nest pairwise."""
     if f.arity == 2 and len(args) > 2:
-        return call(lw, f, (args[0], f.make(*args[1:])), order)
-    values = [lw.value(a, order) for a in args]
+        return call(cx, f, (args[0], f.make(*args[1:])), order)
+    values = [cx.value(a, order) for a in args]
     if all(v.scalar for v in values):
         if f.python is None:
-            raise DerivationError(lw.op, f"{f.name}() of a number is not supported")
-        lw.modules.update({"math"} if "math." in f.python else set())
-        return Value(f.python.format(*(v.code for v in values)), scalar=True)
+            raise DerivationError(cx.op, f"{f.name}() of a number is not supported")
+        return ir.Apply(f.python, tuple(values))
     if f.arity == 2 and any(v.scalar for v in values):  # maximum(x, 0): a clamp
         t, c = (values[0], values[1]) if values[1].scalar else (values[1], values[0])
         bound = "min" if f.name == "maximum" else "max"
-        return Value(f"torch.clamp({t.code}, {bound}={c.code})", t.axes)
+        return ir.Apply(f"torch.clamp({{0}}, {bound}={{1}})", (t, c), axes=t.axes)
     axes = union([v.axes for v in values], order)
-    return Value(f.torch.format(*(align(v, axes).code for v in values)), axes)
+    return ir.Apply(f.torch, tuple(align(v, axes) for v in values), axes=axes)
 
 
-def step(lw: Lowerer, e: sp.Heaviside, order: list[sp.Symbol]) -> Value:
+def step(cx: Context, e: sp.Heaviside, order: list[sp.Symbol]) -> ir.Node:
     """Heaviside(x, h): a kink's derivative, torch on a tensor, python on a number (a param)."""
-    arg = lw.value(e.args[0], order)
+    arg = cx.value(e.args[0], order)
     at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
-    code = step_code(arg.wrap(ATOM), at_zero, None if arg.scalar else lw.device_of)
-    prec = ATOM if code.endswith(")") else MUL
-    return Value(code, arg.axes, prec, scalar=arg.scalar)
+    step_code("x", at_zero, None)  # refuses a value at zero it has no code for, here
+    return ir.Step(arg, at_zero, None if arg.scalar else cx.like, axes=arg.axes)

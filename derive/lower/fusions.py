@@ -8,8 +8,8 @@ to emit; out: one fused torch call instead of two or three kernels. Each rule is
 - ``match(node, scope)`` is pure: it reads the node and a :class:`~derive.lower.value.Scope`
   (which names are python numbers, which sums are computed already) and returns what it found,
   or ``None``. It lowers nothing, emits nothing, fills no memo: deciding costs no statement.
-- ``build(lowerer, found, order)`` lowers what ``match`` found and returns the fused code. It
-  runs only after a match, so it never undoes anything.
+- ``build(context, found, order)`` lowers what ``match`` found and returns the fused IR node
+  (a statement for an update). It runs only after a match, so it never undoes anything.
 
 A new fusion is a new row and a line in ``tests/unit/test_lowering.py``'s table.
 """
@@ -18,26 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sympy as sp
 
-from derive.lower.reductions import Contraction, contract, plan_contraction
-from derive.lower.value import (
-    ADD,
-    ATOM,
-    MUL,
-    PickUpdate,
-    Scope,
-    Value,
-    align,
-    natural_order,
-    number,
-    union,
-)
-
-if TYPE_CHECKING:
-    from derive.lower.lowerer import Lowerer
+from derive.ir import nodes as ir
+from derive.ir.printer import ADD, precedence
+from derive.lower.context import Context
+from derive.lower.reductions import Contraction, contract, plan_contraction, reduce
+from derive.lower.value import PickUpdate, Scope, align, chain, natural_order, union
 
 
 @dataclass(frozen=True)
@@ -45,7 +34,7 @@ class Fusion:
     name: str
     node: type  # the kind of site it applies to: sp.Add, sp.Mul or PickUpdate
     match: Callable[[Any, Scope], Any]  # pure: what build needs, or None
-    build: Callable[[Lowerer, Any, list], Value | str]  # the fused Value (a statement for updates)
+    build: Callable[[Context, Any, list], ir.Node | ir.Statement]  # the fused node (or update)
     identity: str  # the rewrite, in math, with what it saves
 
 
@@ -71,12 +60,11 @@ def _match_addmm(e: sp.Add, scope: Scope) -> _Addmm | None:
     return _Addmm(total, rest, plan)
 
 
-def _build_addmm(lw: Lowerer, found: _Addmm, order: list) -> Value:
-    lw.sizes.update({var: hi - lo + 1 for var, lo, hi in found.total.limits})
-    mm = contract(lw, found.plan, order)
-    rest = lw.value(found.rest, order)
-    left, right = mm.operands
-    return Value(f"torch.addmm({align(rest, mm.axes).code}, {left}, {right})", mm.axes)
+def _build_addmm(cx: Context, found: _Addmm, order: list) -> ir.Node:
+    cx.learn_limits(found.total.limits)
+    mm = contract(cx, found.plan, order)
+    rest = cx.value(found.rest, order)
+    return ir.Addmm(align(rest, mm.axes), mm.left, mm.right, axes=mm.axes)
 
 
 # -- r + c * a * b -> torch.addcmul(r, a, b, value=c) ------------------------------------------
@@ -108,20 +96,25 @@ def _match_addcmul(e: sp.Add, scope: Scope) -> _Addcmul | None:
     return best[1]
 
 
-def _build_addcmul(lw: Lowerer, found: _Addcmul, order: list) -> Value:
-    big = lw.value(found.big, order)
-    r, a = lw.value(found.rest, order), lw.value(found.small, order)
+def _build_addcmul(cx: Context, found: _Addcmul, order: list) -> ir.Node:
+    big = cx.value(found.big, order)
+    r, a = cx.value(found.rest, order), cx.value(found.small, order)
     axes = union([r.axes, a.axes, big.axes], order)
     if r.scalar:  # the other terms lowered to a number (a zero adjoint): nothing to add into
-        product = f"{align(a, axes).wrap(MUL)} * {align(big, axes).wrap(MUL)}"
+        factors = [align(a, axes), align(big, axes)]
         if found.coef != 1:
-            product = f"{number(found.coef)} * {product}"
-        if r.code == "0":
-            return Value(product, axes, MUL)
-        return Value(f"{product} + {r.wrap(ADD + 1)}", axes, ADD)
-    value = "" if found.coef == 1 else f", value={number(found.coef)}"
-    args = ", ".join(align(v, axes).code for v in (r, a, big))
-    return Value(f"torch.addcmul({args}{value})", axes)
+            factors.insert(0, ir.Number(found.coef))
+        product = chain("*", factors[0], factors[1:], axes=axes)
+        if ir.is_number(r, 0):
+            return product
+        # the other terms summed first, then added: (a + b) kept as a group
+        r = ir.Paren(r) if precedence(r) <= ADD else r
+        return ir.Binary("+", product, r, axes=axes)
+    form = "torch.addcmul({0}, {1}, {2})"
+    args = tuple(align(v, axes) for v in (r, a, big))
+    if found.coef != 1:
+        form, args = "torch.addcmul({0}, {1}, {2}, value={3})", args + (ir.Number(found.coef),)
+    return ir.Apply(form, args, axes=axes)
 
 
 # -- (c + a) * g -> torch.addcmul(c * g, a, g) -------------------------------------------------
@@ -167,12 +160,10 @@ def _match_mean(e: sp.Mul, scope: Scope) -> _Mean | None:
     return _Mean(total, bound, inner)
 
 
-def _build_mean(lw: Lowerer, found: _Mean, order: list) -> Value:
-    lw.sizes.update({var: hi - lo + 1 for var, lo, hi in found.total.limits})
-    body = lw.value(found.total.function, found.inner)
-    dims = ", ".join(str(body.axes.index(b)) for b in found.bound)
-    code = f"{body.wrap(ATOM)}.mean({'(' + dims + ')' if len(found.bound) > 1 else dims})"
-    return lw._permuted(Value(code, tuple(a for a in body.axes if a not in found.bound)), order)
+def _build_mean(cx: Context, found: _Mean, order: list) -> ir.Node:
+    cx.learn_limits(found.total.limits)
+    body = cx.value(found.total.function, found.inner)
+    return cx.permuted(reduce("mean", body, found.bound), order)
 
 
 # -- x[n, t[n]] += v[n] -> x.scatter_add_(1, t[:, None], v[:, None]) ----------------------------
@@ -185,17 +176,16 @@ def _match_scatter_add(site: PickUpdate, scope: Scope) -> PickUpdate | None:
     return site
 
 
-def _build_scatter_add(lw: Lowerer, site: PickUpdate, order: list) -> str:
+def _build_scatter_add(cx: Context, site: PickUpdate, order: list) -> ir.Statement:
     others = [a for a in site.axes if a != site.axis]
-    pick, value = lw.value(site.data, others), lw.value(site.coef, others)
+    pick, value = cx.value(site.data, others), cx.value(site.coef, others)
     pos = site.axes.index(site.axis)
     if value.axes:
-        src = f"{value.wrap(ATOM)}.unsqueeze({pos})"
+        src = ir.Unsqueeze(value, pos)
     else:  # one number for every row: a broadcast view, nothing copied
-        shape = [lw._size(a) for a in others]
-        src = f"{value.wrap(ATOM)}.expand({', '.join(shape[:pos] + ['1'] + shape[pos:])})"
-    index = f"{pick.wrap(ATOM)}.unsqueeze({pos})"
-    return f"{site.name}.scatter_add_({pos}, {index}, {src})"
+        shape = [cx.size(a) for a in others]
+        src = ir.Expand(value, tuple(shape[:pos] + [ir.Number(1)] + shape[pos:]))
+    return ir.ScatterAdd(site.name, pos, ir.Unsqueeze(pick, pos), src)
 
 
 FUSIONS: list[Fusion] = [
@@ -237,12 +227,12 @@ FUSIONS: list[Fusion] = [
 ]
 
 
-def fuse(lw: Lowerer, site: Any, order: list) -> Value | str | None:
+def fuse(cx: Context, site: Any, order: list) -> ir.Node | ir.Statement | None:
     """The first fusion whose pattern matches ``site``, built; None when none applies."""
-    scope = lw.scope(order)
+    scope = cx.scope(order)
     for rule in FUSIONS:
         if isinstance(site, rule.node):
             found = rule.match(site, scope)
             if found is not None:
-                return rule.build(lw, found, order)
+                return rule.build(cx, found, order)
     return None

@@ -2,7 +2,7 @@
 the names of its indices, so the same reduction met again (under other bound names, or dk's
 sum as dq's with two free indices swapped) is read, not computed twice.
 
-In: SymPy expressions and the :class:`~derive.lower.value.Value` bound for them; out: memo keys
+In: SymPy expressions and the IR node (:mod:`derive.ir.nodes`) bound for them; out: memo keys
 and entries, and :class:`Computed`, the read-only view a fusion's match gets.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterator, Mapping
 
 import sympy as sp
 
-from derive.lower.value import Value
+from derive.ir import nodes as ir
 from derive.symbolic.indices import bound_by_depth, free_indices
 
 
@@ -96,7 +96,7 @@ def canonical(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Symbol, sp.Symbol]]:
     return min(candidates, key=lambda c: str(c[0]))
 
 
-def recall(memo: Mapping[tuple, Value], e: sp.Expr) -> Value | None:
+def recall(memo: Mapping[tuple, ir.Node], e: sp.Expr) -> ir.Node | None:
     """The tensor ``memo`` holds for ``e`` (under any names of its indices), on e's axes.
 
     A memo maps ``("renamed", key)`` (:func:`canonical`: a value whose axes are exactly e's
@@ -108,15 +108,15 @@ def recall(memo: Mapping[tuple, Value], e: sp.Expr) -> Value | None:
     if v is None:
         return memo.get(("named", memo_key(e)))  # remembered under its own names
     back = {p: a for a, p in rename.items()}
-    return Value(v.code, tuple(back[a] for a in v.axes), v.prec, v.scalar)
+    return ir.relabel(v, tuple(back[a] for a in v.axes))
 
 
-def memo_entry(e: sp.Expr, v: Value) -> tuple[tuple, Value]:
+def memo_entry(e: sp.Expr, v: ir.Node) -> tuple[tuple, ir.Node]:
     """The ``(key, value)`` under which a memo remembers ``v`` as the value of ``e``."""
     key, rename = canonical(e)
     if set(v.axes) == set(rename):
         axes = tuple(rename[a] for a in v.axes)
-        return ("renamed", key), Value(v.code, axes, v.prec, v.scalar)
+        return ("renamed", key), ir.relabel(v, axes)
     return ("named", memo_key(e)), v
 
 
@@ -146,7 +146,7 @@ class Computed(Collection):
     them: ``e in computed`` holds when ``e``, under any names of its indices, has a tensor
     (:func:`recall`). A read-only view of the lowerer's memo."""
 
-    def __init__(self, memo: Mapping[tuple, Value]) -> None:
+    def __init__(self, memo: Mapping[tuple, ir.Node]) -> None:
         self._memo = memo
 
     def __contains__(self, e: object) -> bool:

@@ -1,86 +1,77 @@
-"""Lowering of sums: a contraction of plain tensors becomes a matmul or one einsum, any other
-Sum a ``.sum(dims)`` over the lowered body.
+"""Lowering of sums: a contraction of plain tensors becomes a matmul or one einsum
+(:class:`~derive.ir.nodes.Matmul`, :class:`~derive.ir.nodes.Contract`), any other Sum a
+:class:`~derive.ir.nodes.Reduce` over the lowered body.
 
-In: ``Sum(body, limits)`` and the lowerer; out: a :class:`~derive.lower.value.Value` naming a
-temporary the lowerer binds once per distinct sum (alpha-equal sums share it).
+In: ``Sum(body, limits)`` and the lowering's context; out: an IR node naming a temporary bound
+once per distinct sum (alpha-equal sums share it).
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import sympy as sp
 
 from derive.errors import DerivationError
+from derive.ir import nodes as ir
+from derive.lower.context import Context
 from derive.lower.indexing import indexed
 from derive.lower.memo import canonical
-from derive.lower.value import ATOM, Scope, Value, matmul, natural_order, plain
-
-if TYPE_CHECKING:
-    from derive.lower.lowerer import Lowerer
+from derive.lower.value import Scope, matmul, natural_order, plain, stem
 
 
-def _einsum_value(values: list[Value], out: tuple, order: list) -> Value:
-    every = list(dict.fromkeys(list(order) + [a for v in values for a in v.axes]))
-    letters = dict(zip(every, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", strict=False))
-    spec = ",".join("".join(letters[x] for x in v.axes) for v in values)
-    spec += "->" + "".join(letters[x] for x in out)
-    return Value(f'torch.einsum("{spec}", {", ".join(v.code for v in values)})', out)
-
-
-def sum_value(lw: Lowerer, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> Value:
+def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
     constant = [lim for lim in e.limits if not e.function.has(lim[0])]
     if constant:  # sum_k c = K c, the simplifier's own rule (a fold may write back a
         # definition's unsimplified sum: Sum(a1[w, s] + 1, s) lowers as Sum(a1) + Sum(1, s))
         rest = [lim for lim in e.limits if lim not in constant]
         extent = sp.Mul(*[hi - lo + 1 for _, lo, hi in constant])
-        return lw.value(extent * (sp.Sum(e.function, *rest) if rest else e.function), order)
-    known = lw.recall(e)
+        return cx.value(extent * (sp.Sum(e.function, *rest) if rest else e.function), order)
+    known = cx.recall(e)
     if known is not None:
-        return lw._permuted(known, order)
+        return cx.permuted(known, order)
     bound = [lim[0] for lim in e.limits]
-    lw.sizes.update({var: hi - lo + 1 for var, lo, hi in e.limits})
+    cx.learn_limits(e.limits)
     inner = natural_order(e.function, order)
     order_in = list(dict.fromkeys(list(order) + inner))
-    value = _partly_known(lw, e)
+    value = _partly_known(cx, e)
     if value is None:
-        plan = plan_contraction(lw.scope(order_in), e.function, bound, order_in)
+        plan = plan_contraction(cx.scope(order_in), e.function, bound, order_in)
         if plan is not None:
-            value = contract(lw, plan, order_in)
+            value = contract(cx, plan, order_in)
         else:
-            value = _summed(lw, e.function, bound, inner, e)
-    name = name or lw._temp(e)
-    lw.lines.append(f"{name} = {value.code}")
-    lw.remember(e, Value(name, value.axes))
-    return lw._permuted(Value(name, value.axes), order)
+            value = _summed(cx, e.function, bound, inner, e)
+    name = name or cx.fresh("sum_" + stem(e))
+    cx.emit(ir.Assign((name,), value))
+    cx.remember(e, ir.Ref(name, axes=value.axes))
+    return cx.permuted(ir.Ref(name, axes=value.axes), order)
 
 
-def _summed(lw: Lowerer, body: sp.Expr, bound: list, inner: list, e: sp.Expr) -> Value:
+def _summed(cx: Context, body: sp.Expr, bound: list, inner: list, e: sp.Expr) -> ir.Node:
     """sum over ``bound`` of the element-wise body: ``body.sum(dims)``."""
-    value = lw.value(body, inner)
+    value = cx.value(body, inner)
     missing = [b for b in bound if b not in value.axes]
     if missing:
-        raise DerivationError(lw.op, f"sum over unused index {missing} in {e}")
-    return _sum_code(value, bound)
+        raise DerivationError(cx.op, f"sum over unused index {missing} in {e}")
+    return reduce("sum", value, bound)
 
 
-def _sum_code(value: Value, bound: list) -> Value:
-    dims = ", ".join(str(value.axes.index(b)) for b in bound)
-    code = f"{value.wrap(ATOM)}.sum({'(' + dims + ')' if len(bound) > 1 else dims})"
-    return Value(code, tuple(a for a in value.axes if a not in bound))
+def reduce(kind: str, value: ir.Node, bound: list) -> ir.Reduce:
+    """``value`` summed (or averaged) over the axes ``bound``."""
+    dims = tuple(value.axes.index(b) for b in bound)
+    return ir.Reduce(kind, value, dims, axes=tuple(a for a in value.axes if a not in bound))
 
 
-def _partly_known(lw: Lowerer, e: sp.Sum) -> Value | None:
+def _partly_known(cx: Context, e: sp.Sum) -> ir.Node | None:
     """sum_{b,t,t1} f with sum_t1 f computed already (dq, then dbq = sum_{b,t} dq): the
     remaining indices are summed off the known tensor, not the whole body again."""
     limits = list(e.limits)
     for size in range(len(limits) - 1, 0, -1):
         for part in itertools.combinations(limits, size):
-            known = lw.recall(sp.Sum(e.function, *part))
+            known = cx.recall(sp.Sum(e.function, *part))
             if known is not None:
-                return _sum_code(known, [lim[0] for lim in limits if lim not in part])
+                return reduce("sum", known, [lim[0] for lim in limits if lim not in part])
     return None
 
 
@@ -135,8 +126,13 @@ def _planned(
         elif not set(bound) <= shared or not set(axes[0]) - shared or not set(axes[1]) - shared:
             return None
     out = tuple(x for x in order if x in every - set(bound))
-    mm = not einsum and matmul(Value("a", axes[0]), Value("b", axes[1]), bound, out) is not None
+    mm = not einsum and matmul(_side(axes[0]), _side(axes[1]), bound, out) is not None
     return Contraction(factors, tuple(bound), out, mm, ranges, grouped)
+
+
+def _side(axes: tuple) -> ir.Node:
+    """A stand-in operand over ``axes``: the plan asks only whether a matmul fits."""
+    return ir.Ref("_", axes=axes)
 
 
 def _axes(scope: Scope, f: sp.Expr) -> tuple[sp.Symbol, ...]:
@@ -173,10 +169,10 @@ def _grouped(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contracti
     return _planned(scope, rest, bound, order, grouped=product)
 
 
-def contract(lw: Lowerer, plan: Contraction, order: list) -> Value:
+def contract(cx: Context, plan: Contraction, order: list) -> ir.Node:
     """The planned contraction as ``a @ b``, or pair by pair (:func:`pairwise`)."""
-    lw.sizes.update(dict(plan.ranges))
-    values = [_operand(lw, f, plan, order) for f in plan.factors]
+    cx.learn(plan.ranges)
+    values = [_operand(cx, f, plan, order) for f in plan.factors]
     if plan.matmul:
         mm = matmul(values[0], values[1], list(plan.bound), plan.out)
         if mm is not None:  # a grouped factor's axes came out as planned
@@ -184,18 +180,17 @@ def contract(lw: Lowerer, plan: Contraction, order: list) -> Value:
     return pairwise(values, plan.out, order)
 
 
-def _operand(lw: Lowerer, f: sp.Expr, plan: Contraction, order: list) -> Value:
+def _operand(cx: Context, f: sp.Expr, plan: Contraction, order: list) -> ir.Node:
     if plain(f):
-        return indexed(lw, f, list(f.indices))
+        return indexed(cx, f, list(f.indices))
     if f is not plan.grouped:
-        return lw.value(f, order)
-    known = lw.recall(f)  # the grouped factor: one temporary, shared by every sum reading it
+        return cx.value(f, order)
+    known = cx.recall(f)  # the grouped factor: one temporary, shared by every sum reading it
     if known is None:
-        value = lw.value(f, order)
-        labels = sorted({i.base.label.name for i in f.atoms(sp.Indexed)})
-        known = Value(lw._name("t_" + "_".join(labels)), value.axes)
-        lw.lines.append(f"{known.code} = {value.code}")
-        lw.remember(f, known)
+        value = cx.value(f, order)
+        known = ir.Ref(cx.fresh("t_" + stem(f)), axes=value.axes)
+        cx.emit(ir.Assign((known.name,), value))
+        cx.remember(f, known)
     return known
 
 
@@ -224,7 +219,7 @@ def _flattened(scope: Scope, factors: tuple, bound: list) -> tuple[tuple, list, 
     return tuple(flat), bound, tuple(ranges)
 
 
-def pairwise(values: list[Value], out: tuple, order: list) -> Value:
+def pairwise(values: list[ir.Node], out: tuple, order: list) -> ir.Node:
     """Contract two operands at a time, the pair whose result has the fewest axes first.
 
     torch.einsum contracts its operands left to right, so ``A[i,j] B[j,k] v[k]`` would build
@@ -241,14 +236,14 @@ def pairwise(values: list[Value], out: tuple, order: list) -> Value:
         i, j, axes = _cheapest_pair(values, out) if len(values) > 2 else (0, 1, out)
         pair = _contract(values[i], values[j], tuple(x for x in order if x in axes), order)
         in_order &= (i, j) == (0, 1)
-        all_matmul &= pair.operands is not None
+        all_matmul &= isinstance(pair, ir.Matmul)
         values = [pair if k == i else v for k, v in enumerate(values) if k != j]
     if in_order and not all_matmul:
-        return _einsum_value(first, out, order)
+        return ir.Contract(tuple(first), tuple(order), axes=out)
     return values[0]
 
 
-def _cheapest_pair(values: list[Value], out: tuple) -> tuple[int, int, list]:
+def _cheapest_pair(values: list[ir.Node], out: tuple) -> tuple[int, int, list]:
     candidates = []
     for i, j in itertools.combinations(range(len(values)), 2):
         needed = set(out).union(*(v.axes for k, v in enumerate(values) if k not in (i, j)))
@@ -257,7 +252,7 @@ def _cheapest_pair(values: list[Value], out: tuple) -> tuple[int, int, list]:
     return min(candidates, key=lambda c: c[:3])[1:]
 
 
-def _contract(a: Value, b: Value, out: tuple, order: list) -> Value:
+def _contract(a: ir.Node, b: ir.Node, out: tuple, order: list) -> ir.Node:
     bound = [x for x in dict.fromkeys(a.axes + b.axes) if x not in out]
     mm = matmul(a, b, bound, out) if set(bound) <= set(a.axes) & set(b.axes) else None
-    return mm if mm is not None else _einsum_value([a, b], out, order)
+    return mm if mm is not None else ir.Contract((a, b), tuple(order), axes=out)

@@ -1,10 +1,7 @@
-"""The code a lowering builds: a torch expression, the indices labelling its axes, and the
-pure helpers that align, order and combine such values; the :class:`Scope` a fusion's match
-reads. No state: every module of :mod:`derive.lower` shares these (and :mod:`derive.lower.memo`,
-how a lowering remembers the tensors it computed).
-
-Precedences (``ATOM`` > ``POW`` > ``UNARY`` > ``MUL`` > ``ADD``) follow SymPy's printer table:
-a value is parenthesised only where it binds more loosely than the place it goes.
+"""The pure helpers every module of :mod:`derive.lower` shares: how kernel-IR nodes
+(:mod:`derive.ir.nodes`) are aligned, permuted and combined, how a product's python numbers fold
+into one, how delta terms split off, and the :class:`Scope` a fusion's match reads. No state
+(:mod:`derive.lower.context` holds it).
 """
 
 from __future__ import annotations
@@ -14,39 +11,30 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from derive.ir import nodes as ir
 from derive.symbolic.indices import free_indices
-
-ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
-COMPARE = 5  # below every arithmetic operator, as in Python: a relation reads as an argument
 
 
 class AxisError(ValueError):
     """A value's axes do not fit where it is used: a lowering bug, never silently emitted."""
 
 
-@dataclass(frozen=True)
-class Value:
-    """Torch (or python-scalar) code and the indices labelling its axes, in order."""
-
-    code: str
-    axes: tuple[sp.Symbol, ...] = ()
-    prec: int = ATOM
-    scalar: bool = False  # a python number or size expression, not a tensor
-    operands: tuple[str, str] | None = None  # a matmul's two sides, for fusing a bias in
-
-    def wrap(self, prec: int) -> str:
-        return f"({self.code})" if self.prec < prec else self.code
+def chain(op: str, first: ir.Node, rest: list[ir.Node], **kw) -> ir.Node:
+    """``first op r0 op r1 ...``, left to right (``op`` applied at each step)."""
+    for r in rest:
+        first = ir.Binary(op, first, r, **kw)
+    return first
 
 
-def number_scale(num: list[Value], den: list[Value], negative: bool) -> str | None:
-    """The python-number part of a product, as one operation on the smallest tensor factor."""
+def number_scale(num: list[ir.Node], den: list[ir.Node], negative: bool) -> tuple | None:
+    """The python-number part of a product, as one operation on the smallest tensor factor:
+    ``(op, node)`` to apply, ``* N``, ``/ D`` or ``* (-2 * N / D)``."""
     if not num and not den:
         return None
     if not negative and len(num) + len(den) == 1:
-        return f" * {num[0].wrap(MUL)}" if num else f" / {den[0].wrap(POW)}"
-    code = " * ".join(v.wrap(MUL) for v in num) or "1"
-    code += "".join(f" / {d.wrap(POW)}" for d in den)
-    return f" * ({'-' if negative else ''}{code})"
+        return ("*", num[0]) if num else ("/", den[0])
+    group = chain("/", chain("*", num[0] if num else ir.Number(1), num[1:]), den)
+    return "*", ir.Paren(ir.Neg(group) if negative else group)
 
 
 def natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
@@ -63,14 +51,6 @@ def natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
     )
 
 
-def number(x: sp.Expr) -> str:
-    if x.is_Integer:
-        return str(int(x))
-    if x.is_Rational:
-        return f"{x.p} / {x.q}"
-    return repr(float(x))
-
-
 def position(order: list[sp.Symbol]):
     return lambda a: order.index(a) if a in order else len(order)
 
@@ -79,7 +59,7 @@ def union(groups: list[tuple], order: list[sp.Symbol]) -> tuple:
     return tuple(sorted({a for g in groups for a in g}, key=position(order)))
 
 
-def permute(v: Value, axes: tuple) -> Value:
+def permute(v: ir.Node, axes: tuple) -> ir.Node:
     """``v`` with its axes in the order they have in ``axes`` (a transpose when needed)."""
     want = tuple(a for a in axes if a in v.axes)
     if len(want) != len(v.axes):
@@ -87,41 +67,49 @@ def permute(v: Value, axes: tuple) -> Value:
         raise AxisError(f"a value over {stray} cannot take the axes {[str(a) for a in axes]}")
     if want == v.axes:
         return v
-    if len(want) == 2:
-        return Value(f"{v.wrap(ATOM)}.T", want)
-    perm = ", ".join(str(v.axes.index(a)) for a in want)
-    return Value(f"{v.wrap(ATOM)}.permute({perm})", want)
+    return ir.Permute(v, tuple(v.axes.index(a) for a in want), axes=want)
 
 
-def align(v: Value, axes: tuple) -> Value:
-    """``v`` permuted to the order of ``axes``, with ``None`` for the axes it lacks, so it
+def align(v: ir.Node, axes: tuple) -> ir.Node:
+    """``v`` permuted to the order of ``axes``, with size-1 axes for those it lacks, so it
     broadcasts against a tensor over ``axes``. Axis order is data: never assumed."""
     if v.scalar:
         return v
     v = permute(v, axes)
     if v.axes == axes[len(axes) - len(v.axes) :]:
         return v
-    parts = [":" if a in v.axes else "None" for a in axes]
-    while parts and parts[0] == "None":
-        parts.pop(0)
-    while parts and parts[-1] == ":":
-        parts.pop()
-    return Value(f"{v.wrap(ATOM)}[{', '.join(parts)}]", axes, ATOM)
+    kept = [a in v.axes for a in axes]
+    while kept and not kept[0]:  # leading size-1 axes broadcast by themselves
+        kept.pop(0)
+    while kept and kept[-1]:  # x[:, None] is x[:, None, :, :]
+        kept.pop()
+    return ir.Broadcast(v, tuple(kept), axes=axes)
+
+
+def stem(e: sp.Expr) -> str:
+    """A temporary's name from the tensors it reads: ``sum_h_W``."""
+    return "_".join(sorted({i.base.label.name for i in e.atoms(sp.Indexed)}))
 
 
 def plain(f: sp.Expr) -> bool:
     return isinstance(f, sp.Indexed) and all(isinstance(i, sp.Symbol) for i in f.indices)
 
 
-def matmul(a: Value, b: Value, bound: list, out: tuple) -> Value | None:
+def transposed(x: ir.Node) -> ir.Node:
+    return ir.Permute(x, (1, 0), axes=x.axes[::-1])
+
+
+def matmul(a: ir.Node, b: ir.Node, bound: list, out: tuple) -> ir.Matmul | None:
+    """``a @ b`` (either side transposed as needed) when two matrices meet over one axis and
+    leave ``out``, in order; else None."""
     if len(bound) != 1 or len(a.axes) != 2 or len(b.axes) != 2 or len(out) != 2:
         return None
     (k,) = bound
     for x, y in ((a, b), (b, a)):
-        left = x if x.axes[1] == k else Value(f"{x.wrap(ATOM)}.T", x.axes[::-1])
-        right = y if y.axes[0] == k else Value(f"{y.wrap(ATOM)}.T", y.axes[::-1])
+        left = x if x.axes[1] == k else transposed(x)
+        right = y if y.axes[0] == k else transposed(y)
         if (left.axes[0], right.axes[1]) == out:
-            return Value(f"{left.code} @ {right.code}", out, MUL, operands=(left.code, right.code))
+            return ir.Matmul(left, right, axes=out)
     return None
 
 

@@ -12,6 +12,7 @@ import sympy as sp
 from derive import Op
 from derive.emit.generate import module_source
 from derive.functions import step_code
+from derive.lower.assign import delta_form
 from derive.lower.fusions import FUSIONS
 from derive.lower.lowerer import Lowerer
 
@@ -346,9 +347,10 @@ def test_fusion_match_is_pure(rule: str, expr: sp.Expr, order: list, matches: bo
     memo, whether it matches or not."""
     lw = _lowerer()
     (fusion,) = [f for f in FUSIONS if f.name == rule]
-    found = fusion.match(expr, lw.scope(order))
+    cx = lw.context
+    found = fusion.match(expr, cx.scope(order))
     assert (found is not None) == matches
-    assert lw.lines == [] and lw.memo == {} and lw.sizes == {} and lw.bound == {}
+    assert cx.statements == [] and cx.memo == {} and cx.sizes == {} and cx.bound == {}
 
 
 def _delta_case() -> tuple[Lowerer, dict]:
@@ -403,6 +405,7 @@ def _delta_case() -> tuple[Lowerer, dict]:
 )
 def test_delta_form_is_decided_before_anything_is_lowered(build, axes: str, form) -> None:
     lw, s = _delta_case()
-    found = lw._delta_form(build(s), tuple(s[a] for a in axes))
+    cx = lw.context
+    found = delta_form(cx, build(s), tuple(s[a] for a in axes))
     assert (found if not isinstance(found, tuple) else "picks") == form
-    assert lw.lines == [] and lw.memo == {} and lw.taken == set(), "deciding lowers nothing"
+    assert cx.statements == [] and cx.memo == {} and cx.taken == set(), "deciding lowers nothing"

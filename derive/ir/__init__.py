@@ -1,0 +1,9 @@
+"""The kernel IR, between index expressions and torch code.
+
+- :mod:`~derive.ir.nodes`: what a lowered tensor is, as data (its axes, the operation that
+  makes it, its operands) and the statements that bind or update tensors, each knowing what
+  it writes and reads;
+- :mod:`~derive.ir.printer`: the nodes printed as torch, ``_print_<Node>`` per class.
+
+:mod:`derive.lower` builds these nodes from SymPy index expressions; emission prints them.
+"""

@@ -1,0 +1,426 @@
+"""The kernel IR's nodes: what a lowered tensor is, as data, before any code is printed.
+
+Every node carries the indices labelling its axes (``axes``, in order: the layout) and says
+whether it is a python number (``scalar``: a size or a param) rather than a tensor. Shapes are
+the sizes of those axes, known to the lowering that made the node. Nodes are immutable values:
+two equal nodes are the same tensor, and a pass rewrites by building new ones.
+
+The families, with the torch they print as (:mod:`derive.ir.printer`):
+
+- leaves: :class:`Ref` (a variable: ``x``, ``N``), :class:`Number` (``2``, ``1 / 3``);
+- element-wise (:class:`Map`): :class:`Binary` (``a * b``), :class:`Neg`, :class:`Apply` (a
+  function of the registry: ``torch.tanh(x)``), :class:`Step`, :class:`Where`,
+  :class:`Select` (a python ``a if c else b``), :class:`Indicator` (``c.to(x.dtype) * s``),
+  :class:`Cast`, :class:`Paren` (python numbers multiplied before they meet a tensor);
+- layout (:class:`View`): :class:`Permute`, :class:`Broadcast` (``x[:, None]``),
+  :class:`Slice`, :class:`Reshape`, :class:`Expand`, :class:`Unsqueeze`, :class:`Squeeze`,
+  :class:`Clamp` (an index read clamped), :class:`Clone`;
+- contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
+  order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max);
+- indexing and construction: :class:`Arange`, :class:`IndexSelect`, :class:`Gather`,
+  :class:`Index`, :class:`IndexAdd`, :class:`Zeros`, :class:`Full`, :class:`Stack`,
+  :class:`AsTensor`.
+
+Statements (:class:`Statement`) say which variables they write and read, so that emission
+follows them without reading code back: :class:`Assign`, :class:`Update` (``x[i, t] += v``),
+:class:`ScatterAdd` (``x.scatter_add_(...)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import sympy as sp
+
+
+@dataclass(frozen=True, kw_only=True)
+class Node:
+    """A value of the generated function: a tensor over ``axes``, or a python number."""
+
+    axes: tuple[sp.Symbol, ...] = ()
+
+    @property
+    def scalar(self) -> bool:
+        """A python number (sizes, params and arithmetic on them), not a tensor."""
+        return False
+
+    def children(self) -> Iterator[Node]:
+        """The nodes this one reads, in field order."""
+        return _fields(self)
+
+
+def _fields(obj: object) -> Iterator[Node]:
+    """The nodes in ``obj``'s fields (a field may hold one, or a tuple of them)."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, Node):
+            yield value
+        elif isinstance(value, tuple):
+            yield from (v for v in value if isinstance(v, Node))
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node below it, depth first."""
+    yield node
+    for child in node.children():
+        yield from walk(child)
+
+
+def relabel(node: Node, axes: tuple[sp.Symbol, ...]) -> Node:
+    """The same tensor, its axes named by other indices (a memo entry read under new names)."""
+    return node if node.axes == axes else dataclasses.replace(node, axes=axes)
+
+
+# -- leaves ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ref(Node):
+    """A variable of the generated function: an input, a saved tensor, a temporary, a size."""
+
+    name: str
+    scalar: bool = False
+
+
+@dataclass(frozen=True)
+class Number(Node):
+    """A python number (SymPy's value, printed once: ``2``, ``1 / 3``, ``0.7978845608028654``)."""
+
+    value: sp.Expr
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", sp.sympify(self.value))  # Number(1) is SymPy's 1
+
+    @property
+    def scalar(self) -> bool:
+        return True
+
+
+def is_number(node: Node, value: int) -> bool:
+    """``node`` is the literal ``value`` (``0``: nothing to add; ``1``: nothing to scale)."""
+    return isinstance(node, Number) and node.value.is_Integer and node.value == value
+
+
+# -- element-wise ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Map(Node):
+    """Element-wise work over aligned operands: a python number when every operand is one."""
+
+    @property
+    def scalar(self) -> bool:
+        return all(c.scalar for c in self.children())
+
+
+@dataclass(frozen=True)
+class Binary(Map):
+    """``left op right``: arithmetic (``+ - * / **``) or a comparison (``== <= ...``)."""
+
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class Neg(Map):
+    arg: Node
+
+
+@dataclass(frozen=True)
+class Paren(Map):
+    """A group computed first: ``x * (-2 * N)`` scales once by one python number."""
+
+    arg: Node
+
+
+@dataclass(frozen=True)
+class Apply(Map):
+    """A function of the registry, in its torch or python form (``torch.tanh({0})``)."""
+
+    form: str
+    args: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Step(Map):
+    """Heaviside(x, h): the derivative of a kink (:func:`derive.functions.step_code`)."""
+
+    arg: Node
+    at_zero: sp.Expr
+    like: Ref | None  # the tensor whose dtype the step takes; None: python numbers
+
+    def children(self) -> Iterator[Node]:
+        yield self.arg
+        if self.like is not None and self.at_zero != sp.Rational(1, 2):
+            yield self.like  # (sign(x) + 1) / 2 at a tie takes x's dtype by itself
+
+
+@dataclass(frozen=True)
+class Where(Map):
+    """``torch.where(cond, a, b)``."""
+
+    cond: Node
+    a: Node
+    b: Node
+
+    @property
+    def scalar(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Select(Map):
+    """``(a if cond else b)`` on python numbers: a condition on params, known per call."""
+
+    cond: Node
+    a: Node
+    b: Node
+
+
+@dataclass(frozen=True)
+class Indicator(Node):
+    """where(c, a, b) with numbers a, b: ``c.to(dtype) * (a - b) + b``, the mask as floats."""
+
+    cond: Node
+    scale: Node | None  # a - b, None when it is 1
+    offset: Node | None  # b, None when it is 0
+    like: Ref
+
+
+@dataclass(frozen=True)
+class Cast(Node):
+    """``arg.to(like.dtype)``: a boolean mask as the float dtype."""
+
+    arg: Node
+    like: Ref
+
+
+@dataclass(frozen=True)
+class AsTensor(Node):
+    """``torch.tensor(arg, device=like.device)``: a python bool where torch wants a tensor."""
+
+    arg: Node
+    like: Ref
+
+
+# -- layout ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class View(Node):
+    """A new layout of ``arg``'s entries: nothing computed."""
+
+    arg: Node
+
+
+@dataclass(frozen=True)
+class Permute(View):
+    """The axes of ``arg`` in the order ``perm`` lists them (``.T`` for two)."""
+
+    perm: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Broadcast(View):
+    """``arg[:, None]``: size-1 axes where ``kept`` is False, so it broadcasts."""
+
+    kept: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class Slice(View):
+    """``arg[:, 1]``: constant subscripts (None: the whole axis)."""
+
+    at: tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class Reshape(View):
+    shape: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Expand(View):
+    shape: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Unsqueeze(View):
+    dim: int
+
+
+@dataclass(frozen=True)
+class Squeeze(View):
+    dim: int
+
+
+@dataclass(frozen=True)
+class Clamp(View):
+    """``arg.clamp(min=0)``: a guarded index whose negative entries a where() ignores."""
+
+
+@dataclass(frozen=True)
+class Clone(View):
+    """A copy: the tensor will be updated in place and must not be a view of another."""
+
+
+# -- contractions and reductions ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Contract(Node):
+    """The operands multiplied and summed over every axis not in ``axes``: an einsum.
+
+    ``letters`` is the order in which axes take their letters (the lowering's order)."""
+
+    operands: tuple[Node, ...]
+    letters: tuple[sp.Symbol, ...]
+
+
+@dataclass(frozen=True)
+class Matmul(Node):
+    """``left @ right``: two matrices meeting over left's last and right's first axis."""
+
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class Addmm(Node):
+    """``torch.addmm(bias, left, right)``: a matmul with the bias added in its kernel."""
+
+    bias: Node
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class Reduce(Node):
+    """``arg.sum(dims)`` (or ``mean``, ``amax``, ``max``) over the positions ``dims``."""
+
+    kind: str
+    arg: Node
+    dims: tuple[int, ...]
+
+
+# -- indexing and construction -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Arange(Node):
+    size: Node
+    like: Ref
+
+
+@dataclass(frozen=True)
+class IndexSelect(Node):
+    """``arg.index_select(0, index)``: rows of ``arg`` picked by data."""
+
+    arg: Node
+    index: Node
+
+
+@dataclass(frozen=True)
+class Gather(Node):
+    """``arg.gather(dim, index)``."""
+
+    arg: Node
+    dim: int
+    index: Node
+
+
+@dataclass(frozen=True)
+class Index(Node):
+    """``arg[p0, p1, ...]``: advanced indexing, one broadcast index per axis."""
+
+    arg: Node
+    parts: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Zeros(Node):
+    shape: tuple[Node, ...]
+    like: Ref
+
+
+@dataclass(frozen=True)
+class Full(Node):
+    shape: tuple[Node, ...]
+    value: Node
+    like: Ref
+
+
+@dataclass(frozen=True)
+class IndexAdd(Node):
+    """``target.index_add_(dim, index, source)`` on a fresh ``target``: a scatter by rows."""
+
+    target: Node
+    dim: int
+    index: Node
+    source: Node
+
+
+@dataclass(frozen=True)
+class Stack(Node):
+    parts: tuple[Node, ...]
+    dim: int
+
+
+# -- statements --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Statement:
+    """One statement of the generated function: what it writes, what it reads."""
+
+    @property
+    def writes(self) -> frozenset[str]:
+        raise NotImplementedError
+
+    @property
+    def reads(self) -> frozenset[str]:
+        """The variables its nodes read (an in-place update reads its target too)."""
+        return frozenset(n.name for root in self.nodes() for n in walk(root) if isinstance(n, Ref))
+
+    def nodes(self) -> Iterator[Node]:
+        """The nodes the statement computes with, each the root of its own tree."""
+        return _fields(self)
+
+
+@dataclass(frozen=True)
+class Assign(Statement):
+    """``a = value`` (``a, b = value``: a max and its argmax)."""
+
+    targets: tuple[str, ...]
+    value: Node
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset(self.targets)
+
+
+@dataclass(frozen=True)
+class Update(Statement):
+    """``target[index] += value`` (``-=`` with sign ``-``): a one-hot term added in place."""
+
+    target: str
+    index: tuple[Node, ...]
+    sign: str
+    value: Node
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.target})
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return super().reads | {self.target}
+
+
+@dataclass(frozen=True)
+class ScatterAdd(Statement):
+    """``target.scatter_add_(dim, index, source)``: one kernel for a one-hot update."""
+
+    target: str
+    dim: int
+    index: Node
+    source: Node
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.target})
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return super().reads | {self.target}

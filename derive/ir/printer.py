@@ -1,0 +1,236 @@
+"""The kernel IR printed as torch: one ``_print_<Node>`` method per node class, found along the
+class hierarchy as SymPy's printers find theirs, strict (a node without a method raises here,
+at generation time, never as wrong code).
+
+Precedences (``ATOM`` > ``POW`` > ``UNARY`` > ``MUL`` > ``ADD`` > ``COMPARE``) follow SymPy's
+printer table and Python's grammar: a node is parenthesised only where it binds more loosely
+than the place it goes (:meth:`TorchPrinter.wrap`). Each operator's row gives its own
+precedence and the least its left and right operands must have to stand bare.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.functions import step_code
+from derive.ir import nodes as ir
+
+ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
+COMPARE = 5  # below every arithmetic operator, as in Python: a relation reads as an argument
+
+# op: (its precedence, the least its left operand needs bare, the least its right one needs)
+OPERATORS: dict[str, tuple[int, int, int]] = {
+    "+": (ADD, ADD, ADD),
+    "-": (ADD, ADD, MUL + 1),  # a - (b - c), a - (b + c); a - b * c bare
+    "*": (MUL, MUL, MUL),
+    "/": (MUL, MUL, POW),  # a / (b * c)
+    "**": (POW, POW + 1, POW + 1),
+    **{op: (COMPARE, MUL, MUL) for op in ("==", "!=", "<=", "<", ">=", ">")},
+}
+
+
+def number(x: sp.Expr) -> str:
+    """A python number: ``2``, ``1 / 3`` (python rounds the quotient once), else its float."""
+    if x.is_Integer:
+        return str(int(x))
+    if x.is_Rational:
+        return f"{x.p} / {x.q}"
+    return repr(float(x))
+
+
+def precedence(node: ir.Node) -> int:
+    """How tightly ``node`` binds as printed (see the module's table): a call, a subscript or
+    a name (``ATOM``) unless it is one of the operators below."""
+    if isinstance(node, ir.Binary):
+        return OPERATORS[node.op][0]
+    if isinstance(node, ir.Neg):
+        return UNARY
+    if isinstance(node, ir.Number):
+        v = node.value
+        if v.is_infinite:
+            return ATOM  # float("inf")
+        return UNARY if v < 0 else MUL if v.is_Rational and not v.is_Integer else ATOM
+    if isinstance(node, ir.Step):  # (sign(x) + 1) / 2 at a tie, else a call
+        return MUL if node.at_zero == sp.Rational(1, 2) else ATOM
+    if isinstance(node, ir.Indicator):
+        return MUL if node.offset is None else ADD
+    if isinstance(node, ir.Matmul):
+        return MUL
+    return ATOM
+
+
+class Line(str):
+    """A printed statement that keeps the IR statement it was printed from, so that emission
+    reads what it writes and reads off the statement, never off the text."""
+
+    statement: ir.Statement
+
+    def __new__(cls, code: str, statement: ir.Statement) -> Line:
+        line = super().__new__(cls, code)
+        line.statement = statement
+        return line
+
+
+class TorchPrinter:
+    """Prints nodes and statements as torch (python on numbers)."""
+
+    def doprint(self, node: ir.Node | ir.Statement) -> str:
+        for cls in type(node).__mro__:
+            method = getattr(self, f"_print_{cls.__name__}", None)
+            if method is not None:
+                return method(node)
+        raise TypeError(f"no torch printing for {type(node).__name__}")
+
+    def line(self, statement: ir.Statement) -> Line:
+        return Line(self.doprint(statement), statement)
+
+    def wrap(self, node: ir.Node, level: int) -> str:
+        """``node`` printed, parenthesised when it binds more loosely than ``level``."""
+        code = self.doprint(node)
+        return f"({code})" if precedence(node) < level else code
+
+    def _args(self, nodes: tuple[ir.Node, ...]) -> str:
+        return ", ".join(self.doprint(n) for n in nodes)
+
+    def _method(self, node: ir.Node, call: str) -> str:
+        return f"{self.wrap(node, ATOM)}.{call}"
+
+    # -- leaves ----------------------------------------------------------------------------
+    def _print_Ref(self, node: ir.Ref) -> str:
+        return node.name
+
+    def _print_Number(self, node: ir.Number) -> str:
+        if node.value.is_infinite:
+            return f'float("{"-" if node.value < 0 else ""}inf")'
+        return number(node.value)
+
+    # -- element-wise ----------------------------------------------------------------------
+    def _print_Binary(self, node: ir.Binary) -> str:
+        _, left, right = OPERATORS[node.op]
+        # python numbers as SymPy writes them (N ** 2); tensors as black hugs them (x**2)
+        op = "**" if node.op == "**" and not node.scalar else f" {node.op} "
+        return f"{self.wrap(node.left, left)}{op}{self.wrap(node.right, right)}"
+
+    def _print_Neg(self, node: ir.Neg) -> str:
+        return f"-{self.wrap(node.arg, MUL)}"
+
+    def _print_Paren(self, node: ir.Paren) -> str:
+        return f"({self.doprint(node.arg)})"
+
+    def _print_Apply(self, node: ir.Apply) -> str:
+        return node.form.format(*(self.doprint(a) for a in node.args))
+
+    def _print_Step(self, node: ir.Step) -> str:
+        like = node.like.name if node.like is not None else None
+        return step_code(self.wrap(node.arg, ATOM), node.at_zero, like)
+
+    def _print_Where(self, node: ir.Where) -> str:
+        return f"torch.where({self._args((node.cond, node.a, node.b))})"
+
+    def _print_Select(self, node: ir.Select) -> str:
+        a, cond, b = (self.doprint(n) for n in (node.a, node.cond, node.b))
+        return f"({a} if {cond} else {b})"
+
+    def _print_Indicator(self, node: ir.Indicator) -> str:
+        code = self._method(node.cond, f"to({self.doprint(node.like)}.dtype)")
+        if node.scale is not None:
+            code += f" * {self.wrap(node.scale, MUL + 1)}"
+        if node.offset is not None:
+            code += f" + {self.wrap(node.offset, ADD + 1)}"
+        return code
+
+    def _print_Cast(self, node: ir.Cast) -> str:
+        return self._method(node.arg, f"to({self.doprint(node.like)}.dtype)")
+
+    def _print_AsTensor(self, node: ir.AsTensor) -> str:
+        return f"torch.tensor({self.doprint(node.arg)}, device={self.doprint(node.like)}.device)"
+
+    # -- layout ----------------------------------------------------------------------------
+    def _print_Permute(self, node: ir.Permute) -> str:
+        if len(node.perm) == 2:
+            return self._method(node.arg, "T")
+        return self._method(node.arg, f"permute({', '.join(map(str, node.perm))})")
+
+    def _print_Broadcast(self, node: ir.Broadcast) -> str:
+        parts = ", ".join(":" if k else "None" for k in node.kept)
+        return f"{self.wrap(node.arg, ATOM)}[{parts}]"
+
+    def _print_Slice(self, node: ir.Slice) -> str:
+        parts = ", ".join(":" if k is None else str(k) for k in node.at)
+        return f"{self.wrap(node.arg, ATOM)}[{parts}]"
+
+    def _print_Reshape(self, node: ir.Reshape) -> str:
+        return self._method(node.arg, f"reshape({self._args(node.shape)})")
+
+    def _print_Expand(self, node: ir.Expand) -> str:
+        return self._method(node.arg, f"expand({self._args(node.shape)})")
+
+    def _print_Unsqueeze(self, node: ir.Unsqueeze) -> str:
+        return self._method(node.arg, f"unsqueeze({node.dim})")
+
+    def _print_Squeeze(self, node: ir.Squeeze) -> str:
+        return self._method(node.arg, f"squeeze({node.dim})")
+
+    def _print_Clamp(self, node: ir.Clamp) -> str:
+        return self._method(node.arg, "clamp(min=0)")
+
+    def _print_Clone(self, node: ir.Clone) -> str:
+        return self._method(node.arg, "clone()")
+
+    # -- contractions and reductions -------------------------------------------------------
+    def _print_Contract(self, node: ir.Contract) -> str:
+        every = dict.fromkeys(list(node.letters) + [a for v in node.operands for a in v.axes])
+        letters = dict(zip(every, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+        spec = ",".join("".join(letters[x] for x in v.axes) for v in node.operands)
+        spec += "->" + "".join(letters[x] for x in node.axes)
+        return f'torch.einsum("{spec}", {self._args(node.operands)})'
+
+    def _print_Matmul(self, node: ir.Matmul) -> str:
+        return f"{self.doprint(node.left)} @ {self.doprint(node.right)}"
+
+    def _print_Addmm(self, node: ir.Addmm) -> str:
+        return f"torch.addmm({self._args((node.bias, node.left, node.right))})"
+
+    def _print_Reduce(self, node: ir.Reduce) -> str:
+        dims = ", ".join(map(str, node.dims))
+        return self._method(node.arg, f"{node.kind}({f'({dims})' if len(node.dims) > 1 else dims})")
+
+    # -- indexing and construction ---------------------------------------------------------
+    def _print_Arange(self, node: ir.Arange) -> str:
+        return f"torch.arange({self.doprint(node.size)}, device={self.doprint(node.like)}.device)"
+
+    def _print_IndexSelect(self, node: ir.IndexSelect) -> str:
+        return self._method(node.arg, f"index_select(0, {self.doprint(node.index)})")
+
+    def _print_Gather(self, node: ir.Gather) -> str:
+        return self._method(node.arg, f"gather({node.dim}, {self.doprint(node.index)})")
+
+    def _print_Index(self, node: ir.Index) -> str:
+        return f"{self.wrap(node.arg, ATOM)}[{self._args(node.parts)}]"
+
+    def _like(self, like: ir.Ref) -> str:
+        return f"dtype={like.name}.dtype, device={like.name}.device"
+
+    def _print_Zeros(self, node: ir.Zeros) -> str:
+        return f"torch.zeros({self._args(node.shape) or '()'}, {self._like(node.like)})"
+
+    def _print_Full(self, node: ir.Full) -> str:
+        shape = f"({self._args(node.shape)},)" if node.shape else "()"
+        return f"torch.full({shape}, {self.doprint(node.value)}, {self._like(node.like)})"
+
+    def _print_IndexAdd(self, node: ir.IndexAdd) -> str:
+        args = f"{node.dim}, {self._args((node.index, node.source))}"
+        return self._method(node.target, f"index_add_({args})")
+
+    def _print_Stack(self, node: ir.Stack) -> str:
+        return f"torch.stack([{self._args(node.parts)}], {node.dim})"
+
+    # -- statements ------------------------------------------------------------------------
+    def _print_Assign(self, s: ir.Assign) -> str:
+        return f"{', '.join(s.targets)} = {self.doprint(s.value)}"
+
+    def _print_Update(self, s: ir.Update) -> str:
+        return f"{s.target}[{self._args(s.index)}] {s.sign}= {self.doprint(s.value)}"
+
+    def _print_ScatterAdd(self, s: ir.ScatterAdd) -> str:
+        return f"{s.target}.scatter_add_({s.dim}, {self._args((s.index, s.source))})"

@@ -1,0 +1,207 @@
+"""Lowering of one assignment ``name[axes] = expr``: the statements that make the tensor.
+
+In: the target, its axes and the expression, and the lowering's context; out: IR statements
+(:mod:`derive.ir.nodes`), emitted in order. How an assignment is written is decided before
+anything is lowered (:func:`delta_form`):
+
+- no delta: one statement, the value materialised over exactly the target's axes;
+- ``sum_k delta(i, k) A_k`` over constants k: one ``torch.stack`` (:func:`stack`);
+- ``sum_n delta(v, t[n]) g[n, e]``: one ``index_add_`` into zeros (:func:`scatter`);
+- one-hot terms beside the rest: the rest, then one in-place update per term
+  (:func:`pick_update`: ``scatter_add_`` where it fits, else ``x[i, t[i]] += v``);
+- anything else: equality masks, always right.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.errors import DerivationError
+from derive.ir import nodes as ir
+from derive.ir.printer import ATOM, precedence
+from derive.lower.context import Context
+from derive.lower.fusions import fuse
+from derive.lower.reductions import sum_value
+from derive.lower.select import safe_indices, slice_constants
+from derive.lower.value import (
+    AxisError,
+    PickUpdate,
+    align,
+    permute,
+    scatter_delta,
+    split_deltas,
+)
+from derive.symbolic.indices import free_indices
+from derive.symbolic.simplify import expanded_terms
+
+
+def assign(cx: Context, name: str, expr: sp.Expr, axes: tuple, dims: tuple) -> None:
+    """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
+    cx.claim(name)
+    cx.learn(zip(axes, dims, strict=True))
+    expr = safe_indices(cx, slice_constants(cx, expr))
+    if not expr.has(sp.KroneckerDelta):
+        return _assign_plain(cx, name, expr, axes)
+    if stack(cx, name, expr, axes):
+        return None
+    form = delta_form(cx, expr, axes)
+    if form == "scatter":
+        return scatter(cx, name, expr, axes)
+    # one-hot terms become in-place updates of the rest; a delta no update writes (two of
+    # them in a term, or one against an argmax) becomes an equality mask, always right
+    plain, picks = form if form is not None else (expr, [])
+    value = materialise(cx, checked(cx, plain, axes, name), axes, fresh=bool(picks))
+    cx.emit(ir.Assign((name,), value))
+    for coef, axis, data in picks:
+        pick_update(cx, name, coef, axis, data, axes)
+    return None
+
+
+def delta_form(cx: Context, expr: sp.Expr, axes: tuple) -> str | tuple | None:
+    """How an assignment with deltas is written, decided before anything is lowered:
+    ``"scatter"`` (one ``index_add_``), ``(plain, picks)`` (the rest, then one in-place
+    update per one-hot term), or None (equality masks)."""
+    found = scatter_delta(expr, axes) if isinstance(expr, sp.Sum) else None
+    if found is not None:
+        delta, axis, _ = found
+        rest = sp.Mul(*[f for f in sp.Mul.make_args(expr.function) if f is not delta])
+        source = [a for a in axes if a != axis] + [lim[0] for lim in expr.limits]
+        # the source is read over exactly the other axes and the summed ones, in any order
+        return "scatter" if cx.scope(source).axes(rest) == set(source) else None
+    try:
+        plain, picks = split_deltas(expr, axes)
+    except ValueError:
+        return None
+    for coef, axis, data in picks:  # an update reads its coefficient over the other axes
+        others = cx.scope([a for a in axes if a != axis])
+        if not others.axes(coef) | others.axes(data) <= set(others.order):
+            return None
+    return plain, picks
+
+
+def _assign_plain(cx: Context, name: str, expr: sp.Expr, axes: tuple) -> None:
+    if isinstance(expr, sp.Sum) and cx.recall(expr) is None:
+        # a sum that reads every axis is bound to ``name`` (then permuted in place, its memo
+        # entry with it); one broadcast over axes it does not read keeps a name of its own,
+        # which the memo holds: dZz = sum(g) expanded to Y is not the sum a later dW1 reads
+        whole = set(axes) <= free_indices(expr)
+        sum_value(cx, expr, list(axes), name=name if whole else None)
+        stored = cx.recall(expr)  # in the order it came out
+        if stored.axes != axes:
+            stored = exact(cx, stored, axes, name)
+            cx.emit(ir.Assign((name,), materialise(cx, stored, axes, fresh=False)))
+            if whole:
+                cx.remember(expr, ir.Ref(name, axes=axes))
+        return
+    value = materialise(cx, checked(cx, expr, axes, name), axes, fresh=False)
+    cx.emit(ir.Assign((name,), value))
+
+
+def checked(cx: Context, e: sp.Expr, axes: tuple, name: str) -> ir.Node:
+    value = cx.value(e, list(axes))
+    return value if value.scalar else exact(cx, value, axes, name)
+
+
+def exact(cx: Context, v: ir.Node, axes: tuple, name: str) -> ir.Node:
+    """``v`` permuted to ``axes``: the one guard that an assignment's axis order is the
+    target's, whatever order the lowering found it in."""
+    try:
+        return permute(v, axes)
+    except AxisError as exc:
+        raise DerivationError(cx.op, f"cannot lower {name}: {exc}") from None
+
+
+def materialise(cx: Context, v: ir.Node, axes: tuple, fresh: bool) -> ir.Node:
+    """A new tensor with exactly ``axes``; fresh when it will be updated in place."""
+    shape = tuple(cx.size(a) for a in axes)  # (): a 0-d tensor, W[1, 2]'s
+    if v.scalar and ir.is_number(v, 0):
+        return ir.Zeros(shape, cx.like, axes=axes)
+    if v.scalar:  # a python number as a tensor of the target's shape (a 0-d one too)
+        return ir.Full(shape, v, cx.like, axes=axes)
+    if v.axes != axes:
+        return ir.Clone(ir.Expand(align(v, axes), shape, axes=axes), axes=axes)
+    if fresh and precedence(v) == ATOM:  # a name or a call may be another tensor's storage
+        return ir.Clone(v, axes=axes)
+    return v
+
+
+def stack(cx: Context, name: str, expr: sp.Expr, axes: tuple) -> bool:
+    """``name = sum_k delta(i, k) A_k`` over constants k: one stack (or slices set)."""
+    found = _stacked(cx, expr, axes)
+    if found is None:
+        return False
+    axis, size, picks = found
+    others, pos = tuple(a for a in axes if a != axis), axes.index(axis)
+    parts = []
+    for k in range(size):
+        coef = safe_indices(cx, slice_constants(cx, picks.get(k, sp.S.Zero)))
+        value = checked(cx, coef, others, name) if coef != 0 else ir.Number(0)
+        parts.append(materialise(cx, value, others, fresh=False))
+    cx.emit(ir.Assign((name,), ir.Stack(tuple(parts), pos, axes=axes)))
+    return True
+
+
+def _stacked(cx: Context, expr: sp.Expr, axes: tuple) -> tuple | None:
+    """(axis, its size, {k: coefficient}) when every term is one ``delta(axis, k)`` times a
+    coefficient, for constants k in the axis's range; else None."""
+    picks: dict[int, sp.Expr] = {}
+    axis = None
+    terms = sp.Add.make_args(expr)
+    if any(len(t.atoms(sp.KroneckerDelta)) > 1 for t in terms) and expanded_terms(expr) <= 16:
+        terms = sp.Add.make_args(sp.expand_mul(expr))  # g (delta(i, 1) a + delta(i, 2) b)
+    for term in terms:
+        deltas = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.KroneckerDelta)]
+        if len(deltas) != 1:
+            return None
+        (d,) = deltas
+        ax = next((x for x in d.args if x in axes), None)
+        const = next((x for x in d.args if x.is_Integer), None)
+        if ax is None or const is None or (axis is not None and ax != axis):
+            return None
+        axis, k = ax, int(const)
+        # coef(i) delta(i, k) = coef(k) delta(i, k): the slice reads coef at i = k
+        picks[k] = picks.get(k, sp.S.Zero) + (term / d).xreplace({ax: const})
+    size = cx.sizes.get(axis) if axis is not None else None
+    if size is None or not size.is_Integer or not set(picks) <= set(range(int(size))):
+        return None
+    return axis, int(size), picks
+
+
+def pick_update(cx: Context, name: str, coef: sp.Expr, axis, data: sp.Indexed, axes: tuple) -> None:
+    """``name[..., data, ...] += coef``: one one-hot term added in place."""
+    others = [a for a in axes if a != axis]
+    fused = fuse(cx, PickUpdate(name, coef, axis, data, axes), others)
+    if fused is not None:
+        cx.emit(fused)
+        return
+    index = []
+    for a in axes:
+        if a == axis:
+            index.append(align(cx.value(data, others), tuple(others)))
+        else:
+            arange = ir.Arange(cx.size(a), ir.Ref(name), axes=(a,))
+            index.append(align(arange, tuple(others)))
+    sign, coef = ("-", -coef) if coef.could_extract_minus_sign() else ("+", coef)
+    value = align(cx.value(coef, others), tuple(others))
+    cx.emit(ir.Update(name, tuple(index), sign, value))
+
+
+def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
+    """``name = sum_n delta(v, t[n]) g[n, e]``: ``g``'s rows added at ``t`` into zeros."""
+    delta, axis, data = scatter_delta(e, axes)
+    bound = [lim[0] for lim in e.limits]
+    cx.learn_limits(e.limits)
+    rest = sp.Mul(*[f for f in sp.Mul.make_args(e.function) if f is not delta])
+    others = [a for a in axes if a != axis]
+    pos = axes.index(axis)
+    src_order = others[:pos] + bound + others[pos:]
+    # its axes are src_order's (delta_form checked), in whatever order they came out
+    source = permute(cx.value(rest, src_order), tuple(src_order))
+    flat = [cx.size(a) for a in others[:pos]] + [ir.Number(-1)]
+    flat += [cx.size(a) for a in others[pos:]]
+    index = cx.value(data, bound)
+    shape = tuple(cx.size(a) for a in axes)
+    src = source if len(bound) == 1 else ir.Reshape(source, tuple(flat))
+    idx = index if len(bound) == 1 else ir.Reshape(index, (ir.Number(-1),))
+    zeros = ir.Zeros(shape, cx.like, axes=axes)
+    cx.emit(ir.Assign((name,), ir.IndexAdd(zeros, pos, idx, src, axes=axes)))

@@ -1,0 +1,139 @@
+"""The state of one generated function's lowering, and the only way a lowering rule changes it.
+
+Every rule (:mod:`~derive.lower.arithmetic`, :mod:`~derive.lower.reductions`, ...) takes a
+:class:`Context`: it reads what is known (names, index ranges, the tensors computed so far),
+lowers sub-expressions through :meth:`Context.value`, and adds to the function only through
+its methods: :meth:`~Context.emit` a statement, :meth:`~Context.fresh` a name,
+:meth:`~Context.learn` index ranges, :meth:`~Context.remember` a computed tensor,
+:meth:`~Context.alias` a view read in place. Nothing reaches into another module's state.
+
+Which rule lowers which node class is the lowerer's table (:mod:`derive.lower.lowerer`),
+handed in as ``dispatch``: this module imports no rule, every rule imports this one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from derive.ir import nodes as ir
+from derive.lower.memo import Computed, memo_entry, recall
+from derive.lower.value import Scope, permute, position
+
+Dispatch = Callable[["Context", sp.Expr, list], ir.Node]
+
+
+@dataclass
+class Context:
+    """What one function's lowering has produced so far, and what it may read."""
+
+    op: str
+    known: set[str]  # the names with a value in the generated function (tensors, sizes, params)
+    sizes: dict[sp.Symbol, sp.Expr]  # index -> its range (for aranges and einsum checks)
+    dispatch: Dispatch  # lowers one expression by its class (the lowerer's table)
+    scalars: set[str] = field(default_factory=set)  # names bound to python numbers
+    device_of: str = "grad_out"  # a tensor whose device/dtype new tensors take
+    guarded: set[str] = field(default_factory=set)  # int inputs a where() guards (see select)
+    statements: list[ir.Statement] = field(default_factory=list)
+    memo: dict[tuple, ir.Node] = field(default_factory=dict)  # see recall / remember
+    taken: set[str] = field(default_factory=set)
+    wrapping: set[str] = field(default_factory=set)  # int inputs read by advanced indexing
+    repeated: set[sp.Expr] = field(default_factory=set)  # calls met twice (canonical keys)
+    bound: dict[tuple, ir.Node] = field(default_factory=dict)  # ...each computed once (a memo)
+    # names standing for a view read in place (see select): a slice ``Wh_at_all_1 -> Wh[:, 1]``,
+    # a guarded index read clamped ``targets_index -> targets.clamp(min=0)``
+    aliases: dict[str, ir.Node] = field(default_factory=dict)
+    shared_sums: set[sp.Expr] = field(default_factory=set)  # canonical keys of sums met twice
+
+    # -- lowering --------------------------------------------------------------------------
+    def value(self, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
+        """``e`` lowered, its axes in ``order``'s order where the lowering is free to choose."""
+        return self.dispatch(self, sp.sympify(e), order)
+
+    def emit(self, statement: ir.Statement) -> None:
+        self.statements.append(statement)
+
+    @property
+    def like(self) -> ir.Ref:
+        """The tensor whose dtype and device new tensors take."""
+        return ir.Ref(self.device_of)
+
+    def size(self, axis: sp.Symbol) -> ir.Node:
+        """The range of ``axis``, as a python number."""
+        return self.value(self.sizes[axis], [])
+
+    def learn(self, ranges: Iterable[tuple[sp.Symbol, sp.Expr]], replace: bool = True) -> None:
+        """Index ranges, for aranges and shapes (``replace=False``: only those not known)."""
+        for axis, size in ranges:
+            if replace or axis not in self.sizes:
+                self.sizes[axis] = size
+
+    def learn_limits(self, limits: Iterable[tuple]) -> None:
+        """The ranges of a Sum's or a Max's bound indices."""
+        self.learn((var, hi - lo + 1) for var, lo, hi in limits)
+
+    def note_wrapping(self, labels: Iterable[str]) -> None:
+        """Int tensors read by advanced indexing, which wraps a negative index silently: the
+        module checks their range before every forward."""
+        self.wrapping.update(labels)
+
+    # -- names -----------------------------------------------------------------------------
+    def fresh(self, stem: str) -> str:
+        """A new variable name: ``stem``, or ``stem_1``, ... when taken."""
+        names = (stem if k == 0 else f"{stem}_{k}" for k in itertools.count())
+        # never a name the function already holds: an input ``t_W`` is no temporary's to take
+        name = next(n for n in names if n not in self.taken and n not in self.known)
+        self.taken.add(name)
+        return name
+
+    def claim(self, name: str) -> None:
+        """``name`` is the target's own: no temporary takes it."""
+        self.taken.add(name)
+
+    def tensor(self, label: str) -> ir.Node:
+        """What a tensor name reads as: its alias's view, else the variable itself."""
+        return self.aliases.get(label, ir.Ref(label))
+
+    def alias(self, stem: str, view: ir.Node) -> str:
+        """A name standing for ``view`` (read in place wherever the name is subscripted): the
+        stem, or the stem numbered where a tensor of the op or another alias has it."""
+        for k in itertools.count():
+            name = stem if k == 0 else f"{stem}_{k}"
+            if name not in self.known and self.aliases.get(name, view) == view:
+                self.aliases[name] = view
+                return name
+        raise AssertionError("unreachable")
+
+    # -- what is computed ------------------------------------------------------------------
+    def recall(self, e: sp.Expr) -> ir.Node | None:
+        """The tensor computed for ``e`` (under any names of its indices), on e's axes."""
+        return recall(self.memo, e)
+
+    def remember(self, e: sp.Expr, v: ir.Node) -> None:
+        """Remember ``v`` as the value of ``e``: under any index names when its axes are
+        exactly e's free indices, else (broadcast, or axes labelled by data) under e's own."""
+        key, value = memo_entry(e, v)
+        self.memo[key] = value
+
+    def recall_call(self, e: sp.Expr) -> ir.Node | None:
+        """The value bound for a call met more than once (``tanh_h``), if computed."""
+        return recall(self.bound, e)
+
+    def remember_call(self, e: sp.Expr, v: ir.Node) -> None:
+        key, value = memo_entry(e, v)
+        self.bound[key] = value
+
+    def is_axis(self, i: sp.Expr) -> bool:
+        return self.scope([]).is_axis(i)
+
+    def scope(self, order: list[sp.Symbol]) -> Scope:
+        """What a fusion's match may read: the names, the sums computed, the order wanted."""
+        computed = Computed(self.memo)
+        return Scope(self.scalars, computed, self.sizes.keys(), tuple(order), self.shared_sums)
+
+    def permuted(self, v: ir.Node, order: list[sp.Symbol]) -> ir.Node:
+        """``v`` with its axes in ``order``'s order (axes ``order`` lacks go last)."""
+        return permute(v, tuple(sorted(v.axes, key=position(order))))
