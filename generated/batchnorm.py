@@ -219,7 +219,7 @@ def _double_backward_all(grad_out, saved):
     db_dbias = grad_out * v_bias
     db_dgain = grad_out * v_gain
     db_dx = grad_out * v_x
-    dout = torch.zeros(N, M, dtype=grad_out.dtype, device=grad_out.device)
+    dout = grad_out.new_zeros((N, M))
     sum_bnraw_db_dx = (bnraw * db_dx).sum(0)
     sum_bnraw_grad_y = (bnraw * grad_y).sum(0)
     dbnraw = torch.addcmul(
@@ -249,7 +249,7 @@ def _double_backward_all(grad_out, saved):
     dbnmeani = -sum_dbndiff
     dx = dbndiff + dbnmeani / N
     dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
-    dbias = torch.zeros(M, dtype=grad_out.dtype, device=grad_out.device)
+    dbias = grad_out.new_zeros((M,))
     sum_db_dx = db_dx.sum(0)
     dgrad_y = torch.addcmul(
         torch.addcmul(

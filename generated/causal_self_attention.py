@@ -456,7 +456,7 @@ def _double_backward_all(grad_out, saved):
     db_dWh_as_Wqkv = db_dWqkv
     db_dWh = db_dWh_as_Wqkv.reshape(C, 3, H, D)
     db_dx = grad_out * v_x
-    dout = torch.zeros(B, T, C, dtype=grad_out.dtype, device=grad_out.device)
+    dout = grad_out.new_zeros((B, T, C))
     dy = torch.einsum("bde,ace->abcd", db_dWoh, grad_y)
     sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
     sum_Woh_grad_y = torch.einsum("bef,acf->abce", Woh, grad_y)
@@ -1041,7 +1041,7 @@ def _double_backward_all(grad_out, saved):
         + sum_Wh_at_all_2_dv
         + sum_Woh_db_dWh_grad_y_k_probs_q_v
     )
-    dbo = torch.zeros(C, dtype=grad_out.dtype, device=grad_out.device)
+    dbo = grad_out.new_zeros((C,))
     sum_Woh_db_dbh_at_2 = (db_dbh[2][:, :, None] * Woh).sum((0, 1))
     sum_db_dWh_at_all_2_probs_x = torch.einsum(
         "gdf,abdg->abdf", db_dWh[:, 2], sum_probs_x.permute(0, 2, 1, 3)

@@ -203,8 +203,8 @@ def _double_backward_all(grad_out, saved):
     C = counts.shape[1]
     N = targets.shape[0]
     db_dlogits = grad_out * v_logits
-    dloss = torch.zeros((), dtype=grad_out.dtype, device=grad_out.device)
-    dlogprobs = torch.zeros(N, C, dtype=grad_out.dtype, device=grad_out.device)
+    dloss = grad_out.new_zeros(())
+    dlogprobs = grad_out.new_zeros((N, C))
     dprobs = grad_y / N * db_dlogits
     dcounts_sum_inv = (counts * dprobs).sum(1)
     dcounts_sum = -torch.square(counts_sum_inv) * dcounts_sum_inv

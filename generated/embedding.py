@@ -121,9 +121,7 @@ def backward(grad_out, saved):
         (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     E = grad_out.shape[1]
-    dC = torch.zeros(V, E, dtype=grad_out.dtype, device=grad_out.device).index_add_(
-        0, idx, grad_out
-    )
+    dC = grad_out.new_zeros((V, E)).index_add_(0, idx, grad_out)
     return (None, dC)
 
 
@@ -149,7 +147,7 @@ def _double_forward(idx, C, grad_y, v_C):
     _check_like("v_C", v_C, "C", C, True)
     _check_range("idx", idx, "V", V, before=True)
     try:
-        b_dC = torch.zeros(V, E, dtype=C.dtype, device=C.device).index_add_(0, idx, grad_y)
+        b_dC = C.new_zeros((V, E)).index_add_(0, idx, grad_y)
         pair = (b_dC * v_C).sum((0, 1))
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("idx", idx, "V", V)
@@ -165,8 +163,8 @@ def _double_backward_all(grad_out, saved):
     E = b_dC.shape[1]
     V = b_dC.shape[0]
     db_dC = grad_out * v_C
-    dout = torch.zeros(Batch, E, dtype=grad_out.dtype, device=grad_out.device)
-    dC = torch.zeros(V, E, dtype=grad_out.dtype, device=grad_out.device)
+    dout = grad_out.new_zeros((Batch, E))
+    dC = grad_out.new_zeros((V, E))
     dgrad_y = db_dC.index_select(0, idx)
     dv_C = grad_out * b_dC
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))

@@ -298,7 +298,7 @@ def backward_all(grad_out, saved):
     N = X.shape[0]
     T = X.shape[1]
     V = W2.shape[1]
-    dlogprobs = torch.zeros(N, V, dtype=grad_out.dtype, device=grad_out.device)
+    dlogprobs = grad_out.new_zeros((N, V))
     dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_out * (-1 / N)).expand(N, 1))
     dprobs = dlogprobs / probs
     dcounts_sum_inv = (counts * dprobs).sum(1)
@@ -321,9 +321,7 @@ def backward_all(grad_out, saved):
     dhprebn = dbndiff + dbnmeani / N
     dembcat = dhprebn @ W1.T
     demb = dembcat.reshape(N, T, E)
-    dC = torch.zeros(V, E, dtype=grad_out.dtype, device=grad_out.device).index_add_(
-        0, X.reshape(-1), demb.reshape(-1, E)
-    )
+    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), demb.reshape(-1, E))
     dW1 = embcat.T @ dhprebn
     db1 = dhprebn.sum(0)
     dbngain = (bnraw * dhpreact).sum(0)
@@ -476,7 +474,7 @@ def _double_forward(
         counts_sum = counts.sum(1)
         counts_sum_inv = torch.reciprocal(counts_sum)
         probs = counts_sum_inv[:, None] * counts
-        b_dlogprobs = torch.zeros(N, V, dtype=C.dtype, device=C.device)
+        b_dlogprobs = C.new_zeros((N, V))
         b_dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_y * (-1 / N)).expand(N, 1))
         b_dprobs = b_dlogprobs / probs
         b_dcounts_sum_inv = (b_dprobs * counts).sum(1)
@@ -502,9 +500,7 @@ def _double_forward(
         b_dembcat = b_dhprebn @ W1.T
         b_dembcat_as_emb = b_dembcat.reshape(N, T, E)
         b_demb = b_dembcat_as_emb
-        b_dC = torch.zeros(V, E, dtype=C.dtype, device=C.device).index_add_(
-            0, X.reshape(-1), b_demb.reshape(-1, E)
-        )
+        b_dC = C.new_zeros((V, E)).index_add_(0, X.reshape(-1), b_demb.reshape(-1, E))
         b_dW1 = embcat.T @ b_dhprebn
         b_db1 = b_dhprebn.sum(0)
         b_dbngain = (b_dhpreact * bnraw).sum(0)
@@ -663,8 +659,8 @@ def _double_backward_all(grad_out, saved):
         db_dcounts_sum_inv[:, None] * counts, counts_sum_inv[:, None], db_dcounts
     )
     db_dlogprobs = db_dprobs / probs
-    dloss = torch.zeros((), dtype=grad_out.dtype, device=grad_out.device)
-    dlogprobs = torch.zeros(N, V, dtype=grad_out.dtype, device=grad_out.device)
+    dloss = grad_out.new_zeros(())
+    dlogprobs = grad_out.new_zeros((N, V))
     dprobs = -b_dprobs * db_dprobs / probs
     sum_b_dprobs_db_dcounts = (b_dprobs * db_dcounts).sum(1)
     sum_counts_dprobs = (counts * dprobs).sum(1)
@@ -719,9 +715,7 @@ def _double_backward_all(grad_out, saved):
     sum_b_dhprebn_db_dW1 = b_dhprebn @ db_dW1.T
     dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
     demb = dembcat.reshape(N, T, E)
-    dC = torch.zeros(V, E, dtype=grad_out.dtype, device=grad_out.device).index_add_(
-        0, X.reshape(-1), demb.reshape(-1, E)
-    )
+    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), demb.reshape(-1, E))
     sum_b_dhprebn_db_dembcat = db_dembcat.T @ b_dhprebn
     sum_dhprebn_embcat = embcat.T @ dhprebn
     dW1 = sum_b_dhprebn_db_dembcat + sum_dhprebn_embcat

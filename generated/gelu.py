@@ -137,7 +137,7 @@ def _double_backward_all(grad_out, saved):
     _check_grad_out(grad_out, _like)
     Batch = x.shape[0]
     db_dx = grad_out * v_x
-    dout = torch.zeros(Batch, dtype=grad_out.dtype, device=grad_out.device)
+    dout = grad_out.new_zeros((Batch,))
     dout_erf0 = db_dx * grad_y * 0.5
     exp_x = torch.exp(torch.square(x) * (-1 / 2))
     dx = (

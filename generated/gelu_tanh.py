@@ -145,7 +145,7 @@ def _double_backward_all(grad_out, saved):
     _check_grad_out(grad_out, _like)
     Batch = x.shape[0]
     db_dx = grad_out * v_x
-    dout = torch.zeros(Batch, dtype=grad_out.dtype, device=grad_out.device)
+    dout = grad_out.new_zeros((Batch,))
     dout_tanh0 = (
         (1 - ((torch.square(x) * 0.134145 + 1) * out_tanh0 * x * (2 * 0.7978845608028654)))
         * db_dx

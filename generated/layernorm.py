@@ -242,7 +242,7 @@ def _double_backward_all(grad_out, saved):
     db_dbias = grad_out * v_bias
     db_dgain = grad_out * v_gain
     db_dx = grad_out * v_x
-    dout = torch.zeros(Batch, C, dtype=grad_out.dtype, device=grad_out.device)
+    dout = grad_out.new_zeros((Batch, C))
     sum_db_dx_xhat = (db_dx * xhat).sum(1)
     sum_gain_grad_y_xhat = torch.einsum("c,ac,ac->a", gain, grad_y, xhat)
     dxhat = torch.addcmul(
@@ -283,7 +283,7 @@ def _double_backward_all(grad_out, saved):
         )
     ).sum((0, 2))
     dgain = sum_db_dx_grad_y_rstd_xhat
-    dbias = torch.zeros(C, dtype=grad_out.dtype, device=grad_out.device)
+    dbias = grad_out.new_zeros((C,))
     sum_db_dx = db_dx.sum(1)
     dgrad_y = torch.addcmul(
         torch.addcmul(

@@ -156,10 +156,10 @@ def _double_backward_all(grad_out, saved):
     db_db = grad_out * v_b
     db_dW = grad_out * v_W
     db_dx = grad_out * v_x
-    dout = torch.zeros(N, M, dtype=grad_out.dtype, device=grad_out.device)
+    dout = grad_out.new_zeros((N, M))
     dx = grad_y @ db_dW.T
     dW = db_dx.T @ grad_y
-    db = torch.zeros(M, dtype=grad_out.dtype, device=grad_out.device)
+    db = grad_out.new_zeros((M,))
     sum_W_db_dx = db_dx @ W
     sum_db_dW_x = x @ db_dW
     dgrad_y = db_db + sum_W_db_dx + sum_db_dW_x

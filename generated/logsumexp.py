@@ -158,7 +158,7 @@ def _double_backward_all(grad_out, saved):
     _check_grad_out(grad_out, _like)
     Batch = counts_sum.shape[0]
     db_dx = grad_out * v_x
-    dout = torch.zeros(Batch, dtype=grad_out.dtype, device=grad_out.device)
+    dout = grad_out.new_zeros((Batch,))
     sum_b_dx_db_dx = (b_dx * db_dx).sum(1)
     dcounts_sum = -sum_b_dx_db_dx / counts_sum
     dcounts_sum_exp0 = torch.addcmul(dcounts_sum[:, None], (grad_y / counts_sum)[:, None], db_dx)

@@ -117,8 +117,8 @@ def _double_backward_all(grad_out, saved):
     _check_grad_out(grad_out, _like)
     Batch = x.shape[0]
     db_dx = grad_out * v_x
-    dout = torch.zeros(Batch, dtype=grad_out.dtype, device=grad_out.device)
-    dx = torch.zeros(Batch, dtype=grad_out.dtype, device=grad_out.device)
+    dout = grad_out.new_zeros((Batch,))
+    dx = grad_out.new_zeros((Batch,))
     dgrad_y = (x > 0).to(grad_out.dtype) * db_dx
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

@@ -210,8 +210,8 @@ def _double_backward_all(grad_out, saved):
     T = targets.shape[1]
     V = counts.shape[2]
     db_dlogits = grad_out * v_logits
-    dloss = torch.zeros((), dtype=grad_out.dtype, device=grad_out.device)
-    dlogprobs = torch.zeros(B, T, V, dtype=grad_out.dtype, device=grad_out.device)
+    dloss = grad_out.new_zeros(())
+    dlogprobs = grad_out.new_zeros((B, T, V))
     where_targets = (targets >= 0).to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
     dprobs = torch.where(targets >= 0, grad_y / sum_targets, 0)[:, :, None] * db_dlogits

@@ -212,7 +212,11 @@ class TorchPrinter:
         return f"dtype={like.name}.dtype, device={like.name}.device"
 
     def _print_Zeros(self, node: ir.Zeros) -> str:
-        return f"torch.zeros({self._args(node.shape) or '()'}, {self._like(node.like)})"
+        # new_zeros, not torch.zeros(dtype=, device=): under vmap a buffer made like a batched
+        # tensor is batched too, so an index_add_ of batched rows into it is allowed
+        shape = self._args(node.shape)
+        shape = f"({shape},)" if len(node.shape) == 1 else f"({shape})"
+        return f"{node.like.name}.new_zeros({shape})"
 
     def _print_Full(self, node: ir.Full) -> str:
         shape = f"({self._args(node.shape)},)" if node.shape else "()"

@@ -82,20 +82,7 @@ def test_grad_vjp_and_jacrev_of_jacrev_equal_the_definitions(path):
         _close(got, want, 1e-8)
 
 
-# A backward that accumulates into a fresh buffer (index_add_ of an embedding's rows) is an
-# in-place op of an unbatched tensor with batched arguments, which vmap refuses in its words.
-SCATTERS = "issue 23: vmap refuses the backward's in-place index_add_ into a fresh buffer"
-VMAP = [
-    (
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=SCATTERS))
-        if runpy.run_path(p)["OP"].name in ("embedding", "exercise")
-        else p
-    )
-    for p in CATALOGUE
-]
-
-
-@pytest.mark.parametrize("path", VMAP)
+@pytest.mark.parametrize("path", CATALOGUE)
 def test_vmap_gives_per_sample_outputs_and_gradients(path):
     op, module, inputs = _op(path)
     mine, _, xs = _functions(op, module, inputs)

@@ -52,7 +52,7 @@ def _sub(a, b):
         (ir.Matmul(x, ir.Ref("w", axes=(j, k)), axes=(i, k)), "x @ w"),
         (ir.Cast(ir.Binary("==", x, y), like), "(x == y).to(grad_out.dtype)"),
         (ir.Indicator(ir.Binary("<=", x, y), None, None, like), "(x <= y).to(grad_out.dtype)"),
-        (ir.Zeros((), like), "torch.zeros((), dtype=grad_out.dtype, device=grad_out.device)"),
+        (ir.Zeros((), like), "grad_out.new_zeros(())"),
         (
             ir.Full((N,), ir.Number(1), like),
             "torch.full((N,), 1, dtype=grad_out.dtype, device=grad_out.device)",
