@@ -37,7 +37,7 @@ from derive.symbolic.indices import (
     top_indexed,
     top_reductions,
 )
-from derive.symbolic.reverse import live_tensors
+from derive.symbolic.reverse import live_tensors, partial
 from derive.symbolic.second_order import TensorNames
 from derive.symbolic.simplify import Simplifier
 
@@ -77,7 +77,8 @@ class _Tangent:
         flat, back = expr.xreplace(slots), {s: r for r, s in slots.items()}
         total = sp.S.Zero
         for original, slot in slots.items():
-            total += self._partial(flat, slot).xreplace(back) * self._inner(original)
+            local = partial(flat, slot, self.op, self.text)
+            total += local.xreplace(back) * self._inner(original)
         return total
 
     def _whole(self, s: sp.Symbol) -> bool:
@@ -89,27 +90,12 @@ class _Tangent:
         names = {i.base.label.name for i in e.atoms(sp.Indexed)}
         return bool(names & set(self.tangents)) or any(map(self._whole, e.atoms(sp.Symbol)))
 
-    def _partial(self, flat: sp.Expr, slot: sp.Symbol) -> sp.Expr:
-        # d step(u)/du and d sign(u)/du: 0 wherever they are defined, as autograd's
-        local = sp.diff(flat, slot).replace(sp.DiracDelta, lambda *_: sp.S.Zero)
-        local = local.replace(_step_derivative, lambda *_: sp.S.Zero)
-        if local.has(sp.Derivative, sp.Subs):
-            stuck = sorted({str(d.expr.func) for d in local.atoms(sp.Derivative)} or {"it"})
-            problem = f"SymPy cannot differentiate {', '.join(stuck)} (no derivative known)"
-            raise DerivationError(self.op, problem, self.text)
-        return local
-
     def _inner(self, original: sp.Expr) -> sp.Expr:
         if isinstance(original, sp.Indexed):
             return _read(self.tangents[original.base.label.name], original.indices)
         if isinstance(original, sp.Symbol):
             return self.tangents[original.name].whole
         return self(original)  # a Sum nested in the body: its own tangent
-
-
-def _step_derivative(e: sp.Basic) -> bool:
-    inner = e.expr if isinstance(e, sp.Subs) else e
-    return isinstance(inner, sp.Derivative) and isinstance(inner.expr, (sp.sign, sp.Heaviside))
 
 
 @dataclass

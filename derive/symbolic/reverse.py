@@ -85,15 +85,7 @@ class _Differentiator:
         flat = expr.xreplace(slots)
         total = sp.S.Zero
         for original, slot in slots.items():
-            # d step(x)/dx = DiracDelta(x) -> 0: zero wherever it is defined, as autograd's
-            local = sp.diff(flat, slot).replace(sp.DiracDelta, lambda *_: sp.S.Zero)
-            # so is d sign(u)/du, which SymPy leaves unevaluated for u not known real (the
-            # double backward of abs differentiates its adjoint's sign)
-            local = local.replace(_step_derivative, lambda *_: sp.S.Zero)
-            if local.has(sp.Derivative, sp.Subs):
-                stuck = sorted({str(d.expr.func) for d in local.atoms(sp.Derivative)} or {"it"})
-                problem = f"SymPy cannot differentiate {', '.join(stuck)} (no derivative known)"
-                raise DerivationError(self.op, problem, self.text)
+            local = partial(flat, slot, self.op, self.text)
             local = local.xreplace({s: o for o, s in slots.items()})
             if isinstance(original, sp.Indexed):
                 inner = _deltas(original.indices, J)
@@ -103,6 +95,22 @@ class _Differentiator:
                 inner = self(original, target, J)
             total += local * inner
         return total
+
+
+def partial(flat: sp.Expr, slot: sp.Symbol, op: str, text: str) -> sp.Expr:
+    """d flat / d slot, where ``slot`` stands for one read; reverse and forward mode share it.
+
+    d step(x)/dx = DiracDelta(x) -> 0: zero wherever it is defined, as autograd's; so is
+    d sign(u)/du, which SymPy leaves unevaluated for u not known real (the double backward of
+    abs differentiates its adjoint's sign). A derivative SymPy cannot take is refused.
+    """
+    local = sp.diff(flat, slot).replace(sp.DiracDelta, lambda *_: sp.S.Zero)
+    local = local.replace(_step_derivative, lambda *_: sp.S.Zero)
+    if local.has(sp.Derivative, sp.Subs):
+        stuck = sorted({str(d.expr.func) for d in local.atoms(sp.Derivative)} or {"it"})
+        problem = f"SymPy cannot differentiate {', '.join(stuck)} (no derivative known)"
+        raise DerivationError(op, problem, text)
+    return local
 
 
 def _step_derivative(e: sp.Basic) -> bool:
