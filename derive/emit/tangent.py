@@ -45,10 +45,14 @@ class JvpData:
     check_lines: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     output: str = ""
-    formulas: list[str] = field(default_factory=list)  # the tangent steps, as derived
-    steps: list = field(default_factory=list)  # the same, as Definitions and Views (for show)
+    steps: list = field(default_factory=list)  # the tangent steps, Definitions and Views
     helpers: set[str] = field(default_factory=set)
     modules: set[str] = field(default_factory=set)
+
+    @property
+    def formulas(self) -> list[str]:
+        """The tangent steps as the module's docstring lists them."""
+        return [s.text for s in self.steps]
 
     @property
     def call(self) -> str:
@@ -115,7 +119,6 @@ def jvp_data(d: Derivation) -> JvpData:
         check_lines=checks,
         lines=lines,
         output=output,
-        formulas=[s.text for s in tg.steps],
         steps=list(tg.steps),
         helpers=helpers,
         modules=set(lw.modules),

@@ -47,9 +47,7 @@ class Tangents:
     """The op's tangent map as a graph: the forward's steps, then one tangent step per float
     tensor whose tangent is not zero; its output is the output's tangent."""
 
-    graph: Graph  # inputs: the op's, then a tangent per float input (``tangent_inputs``)
-    names: dict[str, str]  # tensor -> the name of its tangent (only nonzero tangents)
-    tangent_inputs: list[str]  # the tangents of the float inputs, in input order
+    graph: Graph  # inputs: the op's, then a tangent per float input, in input order
     argmaxes: dict[str, str]  # Max definition -> the argmax tensor a tangent step reads
     steps: list[Definition | View]  # the tangent steps alone, in order (what ``show`` prints)
 
@@ -179,5 +177,4 @@ def tangent_graph(d: Derivation) -> Tangents:
     graph.derived = dict(g.derived)
     live = live_tensors(graph, also=b.argmaxes)  # a Max whose argmax a tangent reads
     graph.steps = [s for s in graph.steps if s.name in live]
-    names = {t: tt.name for t, tt in b.tangents.items()}
-    return Tangents(graph, names, inputs, b.argmaxes, [s for s in b.steps if s.name in live])
+    return Tangents(graph, b.argmaxes, [s for s in b.steps if s.name in live])
