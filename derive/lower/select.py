@@ -98,16 +98,21 @@ def safe_indices(cx: Context, expr: sp.Expr) -> sp.Expr:
         return expr
 
     # only the subscripts, nested ones too (x[ids[pos[i]]], as inlining writes a pick of a
-    # pick): the where() conditions keep reading the data itself
+    # pick), in where() conditions as well: a guard ``X[i] >= 0`` reads the data itself (X[i]
+    # is no subscript there), but a condition the simplifier hoisted out of its guard,
+    # ``X[i] == Y[i, X[i]]`` in ``where(c, where(X[i] >= 0, a, 0), 0)``, must not index with
+    # a negative entry; both branches are 0 at such an entry, so any in-range read will do
     def sub(i: sp.Expr) -> sp.Expr:
-        return replace[i] if i in replace else walk(i)
+        if i in replace:  # its own subscripts may be guarded reads too: Y[i, X[i]]
+            return replace[i].base[tuple(sub(j) for j in i.indices)]
+        return walk(i)
 
     def walk(e: sp.Basic) -> sp.Basic:
         if isinstance(e, sp.Indexed):
             return e.func(e.base, *[sub(i) for i in e.indices])
         if isinstance(e, sp.KroneckerDelta):
             return sp.KroneckerDelta(*[sub(a) for a in e.args])
-        if not e.args or isinstance(e, sp.core.relational.Relational):
+        if not e.args:
             return e
         return e.func(*[walk(a) for a in e.args])
 
