@@ -131,12 +131,10 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = torch.zeros(Batch, dtype=grad_out.dtype, device=grad_out.device)
     dout_erf0 = db_dx * grad_y * 0.5
-    exp_x = torch.exp(torch.square(x) * (-1 / 2))
-    dx = (
-        torch.addcmul(dout_erf0, db_dx * grad_y, 1 - torch.square(x), value=0.5)
-        * exp_x
-        * 0.7978845608028654
-    )
+    t_x = torch.square(x)
+    exp_x = torch.exp(t_x * (-1 / 2))
+    dx = torch.addcmul(dout_erf0, db_dx * grad_y, 1 - t_x, value=0.5) * exp_x * 0.7978845608028654
+    del t_x
     dgrad_y = torch.addcmul(out_erf0 + 1, exp_x * 0.7978845608028654, x) * db_dx * 0.5
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

@@ -273,20 +273,22 @@ def _double_backward_all(grad_out, saved):
     dgain = sum_db_dx_grad_y_rstd_xhat
     dbias = torch.zeros(C, dtype=grad_out.dtype, device=grad_out.device)
     sum_db_dx = db_dx.sum(1)
+    t_gain_rstd = gain * rstd[:, None]
     dgrad_y = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
                 torch.addcmul(db_dbias, (rstd * sum_db_dx / C)[:, None], gain, value=-1),
-                gain * rstd[:, None],
+                t_gain_rstd,
                 db_dx,
             ),
             db_dgain,
             xhat,
         ),
-        gain * rstd[:, None] * sum_db_dx_xhat[:, None] / C,
+        t_gain_rstd * sum_db_dx_xhat[:, None] / C,
         xhat,
         value=-1,
     )
+    del t_gain_rstd
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain
     dv_bias = grad_out * b_dbias
