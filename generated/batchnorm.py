@@ -222,14 +222,16 @@ def _double_backward_all(grad_out, saved):
     dout = grad_out.new_zeros((N, M))
     sum_bnraw_db_dx = (bnraw * db_dx).sum(0)
     sum_bnraw_grad_y = (bnraw * grad_y).sum(0)
+    shared_bnvar_inv_gain = bnvar_inv * gain
     dbnraw = torch.addcmul(
         torch.addcmul(
-            db_dgain * grad_y, bnvar_inv * gain * sum_bnraw_db_dx / (N - 1), grad_y, value=-1
+            db_dgain * grad_y, shared_bnvar_inv_gain * sum_bnraw_db_dx / (N - 1), grad_y, value=-1
         ),
-        bnvar_inv * gain * sum_bnraw_grad_y / (N - 1),
+        shared_bnvar_inv_gain * sum_bnraw_grad_y / (N - 1),
         db_dx,
         value=-1,
     )
+    del shared_bnvar_inv_gain
     sum_bndiff_dbnraw = (bndiff * dbnraw).sum(0)
     sum_grad_y = grad_y.sum(0)
     sum_bnraw_db_dx_grad_y = (
@@ -251,20 +253,22 @@ def _double_backward_all(grad_out, saved):
     dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
     dbias = grad_out.new_zeros((M,))
     sum_db_dx = db_dx.sum(0)
+    shared_bnvar_inv_gain_1 = bnvar_inv * gain
     dgrad_y = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
                 torch.addcmul(db_dbias, gain * sum_db_dx / N, bnvar_inv, value=-1),
-                bnvar_inv * gain,
+                shared_bnvar_inv_gain_1,
                 db_dx,
             ),
             db_dgain,
             bnraw,
         ),
-        bnvar_inv * gain * sum_bnraw_db_dx / (N - 1),
+        shared_bnvar_inv_gain_1 * sum_bnraw_db_dx / (N - 1),
         bnraw,
         value=-1,
     )
+    del shared_bnvar_inv_gain_1
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain
     dv_bias = grad_out * b_dbias

@@ -472,6 +472,16 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_grad_y_probs_v = torch.einsum(
         "abfc,abcf->abf", probs, sum_Woh_grad_y_v.permute(0, 1, 3, 2)
     )
+    shared_sum_Woh_grad_y_v_1 = sum_Woh_grad_y_v / math.sqrt(D)
+    shared_sum_Woh_grad_y_v_x = (
+        x[:, None, :, None, :, None]
+        * torch.where(
+            0 == torch.arange(3, device=grad_out.device),
+            shared_sum_Woh_grad_y_v_1[:, :, :, :, None],
+            0,
+        )[:, :, :, :, None]
+    )
+    shared_sum_Woh_grad_y_probs_v = sum_Woh_grad_y_probs_v / math.sqrt(D)
     sum_Woh_db_dWh_grad_y_k_probs_q_v_x = torch.where(
         (
             torch.arange(H, device=grad_out.device)
@@ -490,17 +500,10 @@ def _double_backward_all(grad_out, saved):
                                     ]
                                     * torch.where(
                                         1 == torch.arange(3, device=grad_out.device),
-                                        (sum_Woh_grad_y_v / math.sqrt(D))[:, :, :, :, None],
+                                        shared_sum_Woh_grad_y_v_1[:, :, :, :, None],
                                         0,
                                     )[:, :, :, :, None, None],
-                                    (
-                                        x[:, None, :, None, :, None]
-                                        * torch.where(
-                                            0 == torch.arange(3, device=grad_out.device),
-                                            (sum_Woh_grad_y_v / math.sqrt(D))[:, :, :, :, None],
-                                            0,
-                                        )[:, :, :, :, None]
-                                    )[:, :, :, :, :, None],
+                                    shared_sum_Woh_grad_y_v_x[:, :, :, :, :, None],
                                     k[:, :, None, :, None, :, None],
                                 ),
                                 (
@@ -527,21 +530,14 @@ def _double_backward_all(grad_out, saved):
                             x[:, None, None, :, :, None]
                             * torch.where(
                                 1 == torch.arange(3, device=grad_out.device),
-                                (sum_Woh_grad_y_probs_v / math.sqrt(D))[:, :, :, None],
+                                shared_sum_Woh_grad_y_probs_v[:, :, :, None],
                                 0,
                             )[:, :, :, None, None]
                         )[:, :, :, :, :, None],
                         q[:, :, :, None, None, :, None],
                         value=-1,
                     ),
-                    (
-                        x[:, None, :, None, :, None]
-                        * torch.where(
-                            0 == torch.arange(3, device=grad_out.device),
-                            (sum_Woh_grad_y_v / math.sqrt(D))[:, :, :, :, None],
-                            0,
-                        )[:, :, :, :, None]
-                    )[:, :, :, :, :, None],
+                    shared_sum_Woh_grad_y_v_x[:, :, :, :, :, None],
                     sum_k_probs[:, :, :, None, None, :, None],
                     value=-1,
                 ),
@@ -549,7 +545,7 @@ def _double_backward_all(grad_out, saved):
                     x[:, None, :, :, None]
                     * torch.where(
                         0 == torch.arange(3, device=grad_out.device),
-                        (sum_Woh_grad_y_probs_v / math.sqrt(D))[:, :, :, None],
+                        shared_sum_Woh_grad_y_probs_v[:, :, :, None],
                         0,
                     )[:, :, :, None]
                 )[:, :, :, None, :, None],
@@ -559,7 +555,11 @@ def _double_backward_all(grad_out, saved):
         )[:, :, None],
         0,
     ).sum((5, 7, 1, 6))
+    del shared_sum_Woh_grad_y_v_x, shared_sum_Woh_grad_y_v_1, shared_sum_Woh_grad_y_probs_v
     sum_probs = probs.sum(3)
+    shared_sum_Woh_grad_y_v = torch.where(
+        0 == torch.arange(3, device=grad_out.device), sum_Woh_grad_y_v[:, :, :, :, None], 0
+    )
     sum_Woh_db_dbh_grad_y_k_probs_q_v = torch.where(
         (
             torch.arange(H, device=grad_out.device)
@@ -578,11 +578,7 @@ def _double_backward_all(grad_out, saved):
                                     sum_Woh_grad_y_v[:, :, :, :, None],
                                     0,
                                 )[:, :, :, :, None],
-                                torch.where(
-                                    0 == torch.arange(3, device=grad_out.device),
-                                    sum_Woh_grad_y_v[:, :, :, :, None],
-                                    0,
-                                )[:, :, :, :, None],
+                                shared_sum_Woh_grad_y_v[:, :, :, :, None],
                                 k[:, :, None, :, :, None],
                             ),
                             torch.where(
@@ -593,11 +589,7 @@ def _double_backward_all(grad_out, saved):
                             q[:, :, :, None, :, None],
                             value=-1,
                         ),
-                        torch.where(
-                            0 == torch.arange(3, device=grad_out.device),
-                            sum_Woh_grad_y_v[:, :, :, :, None],
-                            0,
-                        )[:, :, :, :, None],
+                        shared_sum_Woh_grad_y_v[:, :, :, :, None],
                         sum_k_probs[:, :, :, None, :, None],
                         value=-1,
                     ),
@@ -620,11 +612,13 @@ def _double_backward_all(grad_out, saved):
         )[:, :, None],
         0,
     ).sum((6, 1, 5))
+    del shared_sum_Woh_grad_y_v
     sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
         "fbe,abce,agf,abcg->abc", Wh[:, 1], q, db_dx, probs
     )
     sum_Wh_at_all_0_k_probs = torch.einsum("fbg,abcg->abcf", Wh[:, 0], sum_k_probs)
     sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,abcf->abc", db_dx, sum_Wh_at_all_0_k_probs)
+    shared_sum_Woh_grad_y_probs_v_1 = sum_Woh_grad_y_probs_v / math.sqrt(D)
     dprobs = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
@@ -639,7 +633,7 @@ def _double_backward_all(grad_out, saved):
                     sum_Woh_grad_y_v,
                     value=-1,
                 ),
-                (sum_Woh_grad_y_probs_v / math.sqrt(D))[:, :, :, None],
+                shared_sum_Woh_grad_y_probs_v_1[:, :, :, None],
                 sum_Wh_at_all_1_db_dx_q,
                 value=-1,
             ),
@@ -647,10 +641,11 @@ def _double_backward_all(grad_out, saved):
             sum_Woh_grad_y_v,
             value=-1,
         ),
-        (sum_Woh_grad_y_probs_v / math.sqrt(D))[:, :, :, None],
+        shared_sum_Woh_grad_y_probs_v_1[:, :, :, None],
         sum_Wh_at_all_0_db_dx_k,
         value=-1,
     )
+    del shared_sum_Woh_grad_y_probs_v_1
     sum_dprobs_probs = (dprobs * probs).sum(3)
     dcounts_sum = -sum_dprobs_probs / counts_sum
     dcounts = torch.addcmul(
@@ -778,13 +773,16 @@ def _double_backward_all(grad_out, saved):
         * dscores[:, :, :, None]
         * q[:, :, :, :, None]
     ).sum(2)
-    sum_Woh_grad_y_probs_v_1 = (
-        (sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None])
-        * probs.permute(0, 1, 3, 2)
-    ).sum(3)
-    t_Woh_grad_y_probs_v = (
+    shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v = (
         sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None]
-    ) * probs.permute(0, 1, 3, 2)
+    )
+    sum_Woh_grad_y_probs_v_1 = (
+        shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * probs.permute(0, 1, 3, 2)
+    ).sum(3)
+    t_Woh_grad_y_probs_v = shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * probs.permute(
+        0, 1, 3, 2
+    )
+    del shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v
     sum_Woh_db_dx_grad_y_probs_v = torch.einsum("abch,ahg->abcg", t_Woh_grad_y_probs_v, db_dx)
     sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v = torch.einsum(
         "gbd,abcg->abcd", Wh[:, 0], sum_Woh_db_dx_grad_y_probs_v
@@ -841,22 +839,23 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_1_grad_y_probs_q_v = torch.einsum(
         "fbh,abdegh->abdefg", Wh[:, 1], sum_grad_y_probs_q_v
     )
+    shared_grad_y = grad_y.permute(0, 2, 1) / math.sqrt(D)
     sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v = (
         db_dx.permute(0, 2, 1)[:, None, None, None]
         * (
             Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None] * sum_grad_y_probs[:, :, None, :, None]
-            + (grad_y.permute(0, 2, 1) / math.sqrt(D))[:, None, None, :, None]
-            * sum_Wh_at_all_0_k_probs_v[:, :, :, None]
+            + shared_grad_y[:, None, None, :, None] * sum_Wh_at_all_0_k_probs_v[:, :, :, None]
             + (v.permute(0, 1, 3, 2) / math.sqrt(D))[:, :, :, None, None]
             * sum_Wh_at_all_1_grad_y_probs_q[:, :, None]
             - (
-                (grad_y.permute(0, 2, 1) / math.sqrt(D))[:, None, None, :, None]
+                shared_grad_y[:, None, None, :, None]
                 * sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None, None]
                 * sum_probs_v[:, :, :, None, None]
             )
             - (sum_Wh_at_all_1_grad_y_probs_q_v / math.sqrt(D))
         )
     ).sum((0, 5, 4))
+    del shared_grad_y
     sum_grad_y_k_probs_v = torch.einsum(
         "ajf,abgj,abdj->bdfg", grad_y, sum_k_probs.permute(0, 1, 3, 2), sum_probs_v
     )

@@ -139,12 +139,14 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch,))
     dout_erf0 = db_dx * grad_y * 0.5
-    exp_x = torch.exp(torch.square(x) * (-1 / 2))
+    shared_x = torch.square(x)
+    exp_x = torch.exp(shared_x * (-1 / 2))
     dx = (
-        torch.addcmul(dout_erf0, db_dx * grad_y, 1 - torch.square(x), value=0.5)
+        torch.addcmul(dout_erf0, db_dx * grad_y, 1 - shared_x, value=0.5)
         * exp_x
         * 0.7978845608028654
     )
+    del shared_x
     dgrad_y = torch.addcmul(out_erf0 + 1, exp_x * 0.7978845608028654, x) * db_dx * 0.5
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

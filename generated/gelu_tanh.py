@@ -152,16 +152,18 @@ def _double_backward_all(grad_out, saved):
         * grad_y
         * 0.5
     )
+    shared_x = torch.square(x)
     dx = (
         (1 - torch.square(out_tanh0))
         * torch.addcmul(
-            torch.addcmul(dout_tanh0, dout_tanh0, torch.square(x), value=0.134145),
+            torch.addcmul(dout_tanh0, dout_tanh0, shared_x, value=0.134145),
             db_dx * grad_y,
-            torch.square(x) * 0.402435 + 1,
+            shared_x * 0.402435 + 1,
             value=0.5,
         )
         * 0.7978845608028654
     )
+    del shared_x
     dgrad_y = (
         torch.addcmul(
             out_tanh0 + 1,

@@ -285,20 +285,22 @@ def _double_backward_all(grad_out, saved):
     dgain = sum_db_dx_grad_y_rstd_xhat
     dbias = grad_out.new_zeros((C,))
     sum_db_dx = db_dx.sum(1)
+    shared_gain_rstd = gain * rstd[:, None]
     dgrad_y = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
                 torch.addcmul(db_dbias, (rstd * sum_db_dx / C)[:, None], gain, value=-1),
-                gain * rstd[:, None],
+                shared_gain_rstd,
                 db_dx,
             ),
             db_dgain,
             xhat,
         ),
-        gain * rstd[:, None] * sum_db_dx_xhat[:, None] / C,
+        shared_gain_rstd * sum_db_dx_xhat[:, None] / C,
         xhat,
         value=-1,
     )
+    del shared_gain_rstd
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain
     dv_bias = grad_out * b_dbias

@@ -124,10 +124,12 @@ def forward(logits, targets):
         counts_sum = counts.sum(2)
         probs = torch.reciprocal(counts_sum)[:, :, None] * counts
         logprobs = norm_logits - torch.log(counts_sum)[:, :, None]
-        sum_targets = ((targets >= 0).to(logits.dtype)).sum((0, 1))
+        shared_targets = targets >= 0
+        sum_targets = (shared_targets.to(logits.dtype)).sum((0, 1))
         sum_logprobs_targets_targets_index = torch.where(
-            targets >= 0, logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
+            shared_targets, logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
         ).sum((0, 1))
+        del shared_targets
         loss = -sum_logprobs_targets_targets_index / sum_targets
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("targets", targets, "V", V, guarded=True)
@@ -141,12 +143,15 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     where_targets = (targets >= 0).to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
-    dlogits = torch.where(targets >= 0, grad_out / sum_targets, 0)[:, :, None] * probs
+    shared_targets = targets >= 0
+    shared_grad_out_sum_targets = grad_out / sum_targets
+    dlogits = torch.where(shared_targets, shared_grad_out_sum_targets, 0)[:, :, None] * probs
     dlogits.scatter_add_(
         2,
         targets.clamp(min=0).unsqueeze(2),
-        torch.where(targets >= 0, -grad_out / sum_targets, 0).unsqueeze(2),
+        torch.where(shared_targets, -shared_grad_out_sum_targets, 0).unsqueeze(2),
     )
+    del shared_targets, shared_grad_out_sum_targets
     return (dlogits, None)
 
 
@@ -177,12 +182,15 @@ def _double_forward(logits, targets, grad_y, v_logits):
         probs = torch.reciprocal(counts_sum)[:, :, None] * counts
         where_targets = (targets >= 0).to(logits.dtype)
         sum_targets = where_targets.sum((0, 1))
-        b_dlogits = torch.where(targets >= 0, grad_y / sum_targets, 0)[:, :, None] * probs
+        shared_targets = targets >= 0
+        shared_grad_y_sum_targets = grad_y / sum_targets
+        b_dlogits = torch.where(shared_targets, shared_grad_y_sum_targets, 0)[:, :, None] * probs
         b_dlogits.scatter_add_(
             2,
             targets.clamp(min=0).unsqueeze(2),
-            torch.where(targets >= 0, -grad_y / sum_targets, 0).unsqueeze(2),
+            torch.where(shared_targets, -shared_grad_y_sum_targets, 0).unsqueeze(2),
         )
+        del shared_targets, shared_grad_y_sum_targets
         pair = (b_dlogits * v_logits).sum((0, 1, 2))
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("targets", targets, "V", V, guarded=True)
@@ -226,16 +234,18 @@ def _double_backward_all(grad_out, saved):
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(2, logit_maxes_argmax.unsqueeze(2), dlogit_maxes.unsqueeze(2))
     sum_db_dlogits_probs = (db_dlogits * probs).sum(2)
+    shared_sum_targets = torch.reciprocal(sum_targets)
     dgrad_y = torch.where(
         targets >= 0,
         torch.addcmul(
-            torch.reciprocal(sum_targets) * sum_db_dlogits_probs,
-            torch.reciprocal(sum_targets),
+            shared_sum_targets * sum_db_dlogits_probs,
+            shared_sum_targets,
             db_dlogits.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2),
             value=-1,
         ),
         0,
     ).sum((0, 1))
+    del shared_sum_targets
     dv_logits = grad_out * b_dlogits
     return {
         "b_dlogits": db_dlogits,
@@ -284,11 +294,13 @@ def _jvp(logits, targets, t_logits):
     t_counts = counts * t_norm_logits
     t_counts_sum = t_counts.sum(2)
     t_logprobs = t_norm_logits - (t_counts_sum / counts_sum)[:, :, None]
-    where_targets = (targets >= 0).to(logits.dtype)
+    shared_targets = targets >= 0
+    where_targets = shared_targets.to(logits.dtype)
     sum_targets = where_targets.sum((0, 1))
     sum_t_logprobs_targets_targets_index = torch.where(
-        targets >= 0, t_logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
+        shared_targets, t_logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
     ).sum((0, 1))
+    del shared_targets
     t_loss = -sum_t_logprobs_targets_targets_index / sum_targets
     return t_loss
 

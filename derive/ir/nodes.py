@@ -23,7 +23,7 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
 
 Statements (:class:`Statement`) say which variables they write and read, so that emission
 follows them without reading code back: :class:`Assign`, :class:`Update` (``x[i, t] += v``),
-:class:`ScatterAdd` (``x.scatter_add_(...)``).
+:class:`ScatterAdd` (``x.scatter_add_(...)``), :class:`Free` (``del t``).
 """
 
 from __future__ import annotations
@@ -424,3 +424,19 @@ class ScatterAdd(Statement):
     @property
     def reads(self) -> frozenset[str]:
         return super().reads | {self.target}
+
+
+@dataclass(frozen=True)
+class Free(Statement):
+    """``del a, b``: temporaries past their last use, their memory given back before the
+    function returns. Writes nothing a later statement reads; reads the names it frees."""
+
+    names: tuple[str, ...]
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset()
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset(self.names)

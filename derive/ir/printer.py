@@ -238,3 +238,6 @@ class TorchPrinter:
 
     def _print_ScatterAdd(self, s: ir.ScatterAdd) -> str:
         return f"{s.target}.scatter_add_({s.dim}, {self._args((s.index, s.source))})"
+
+    def _print_Free(self, s: ir.Free) -> str:
+        return f"del {', '.join(s.names)}"

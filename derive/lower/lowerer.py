@@ -26,6 +26,7 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, where
 from derive.ir import nodes as ir
+from derive.ir.passes import common_subexpressions
 from derive.ir.printer import TorchPrinter
 from derive.language import ReduceMax
 from derive.lower.arithmetic import add, call, mul, power, step
@@ -129,7 +130,10 @@ class Lowerer:
             raise DerivationError(self.context.op, f"cannot lower {name} = {expr}: {exc}") from None
 
     def _print(self, start: int) -> None:
-        self.lines.extend(PRINTER.line(s) for s in self.context.statements[start:])
+        """The statements from ``start`` on, rewritten by the IR's passes, then printed."""
+        cx = self.context
+        cx.statements[start:] = common_subexpressions(cx.statements[start:], cx.fresh)
+        self.lines.extend(PRINTER.line(s) for s in cx.statements[start:])
 
 
 def _is_call(e: sp.Basic) -> bool:
