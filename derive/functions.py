@@ -1,8 +1,10 @@
 """The functions of the op language: one row each, everything about a function in one place.
 
 A row gives the name an op writes, the SymPy form the engine differentiates, how the lowering
-writes it in torch (tensors) and in python (numbers: sizes and params), its LaTeX, and the
-domain its inputs are drawn from when a module is checked. Derivatives are SymPy's (``fdiff``)
+writes it in torch (tensors) and in python (numbers: sizes and params), its LaTeX, the domain
+its inputs are drawn from when a module is checked, and the facts the fuzzer and the reference
+interpreter need (kinked, positive-valued, fast-growing), so that no other module keeps a list
+of function names of its own. Derivatives are SymPy's (``fdiff``)
 or, for the functions SymPy lacks, the ``fdiff`` of the classes below, with the math beside it.
 Adding a function to the language is one row of :data:`FUNCTIONS` (and a class here when SymPy
 has none). Names not in the table are refused when an op is parsed.
@@ -146,30 +148,60 @@ class Function:
     torch: str  # torch code, ``{0}`` (and ``{1}``) the arguments' code
     python: str | None  # the same for python numbers (sizes, params); None: tensors only
     weight: int  # per-element cost in multiplies (torch CPU, measured): saved or recomputed
-    domain: str = "real"  # where a check draws its argument: real | positive | unit
+    # where its argument may lie, and a check draws it: real | positive (x > 0) | unit (x > -1);
+    # the fuzzer feeds a function of a positive or unit domain only arguments positive by
+    # construction
+    domain: str = "real"
     arity: int = 1
+    # not differentiable everywhere: at 0 (abs, sign, relu), at a tie (maximum, minimum); the
+    # reference interpreter measures how near an input comes, a check draws none there
+    kinked: bool = False
+    # positive for every real argument (exp, sigmoid): the fuzzer's denominators and log arguments
+    positive_valued: bool = False
+    # exponential growth (exp, sinh): nested twice it overflows float64, so the fuzzer nests none
+    grows_fast: bool = False
 
 
-def _row(name, make, node, torch, python, weight, domain="real", arity=1) -> Function:
-    return Function(name, make, node, torch, python, weight, domain, arity)
+def _row(name, make, node, torch, python, weight, domain="real", arity=1, **facts) -> Function:
+    return Function(name, make, node, torch, python, weight, domain, arity, **facts)
 
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for f in [
-        _row("exp", sp.exp, sp.exp, "torch.exp({0})", "math.exp({0})", 12),
+        _row(
+            "exp",
+            sp.exp,
+            sp.exp,
+            "torch.exp({0})",
+            "math.exp({0})",
+            12,
+            positive_valued=True,
+            grows_fast=True,
+        ),
         _row("log", sp.log, sp.log, "torch.log({0})", "math.log({0})", 13, "positive"),
         _row("sqrt", sp.sqrt, None, "torch.sqrt({0})", "math.sqrt({0})", 8, "positive"),
         _row("tanh", sp.tanh, sp.tanh, "torch.tanh({0})", "math.tanh({0})", 22),
         _row("sin", sp.sin, sp.sin, "torch.sin({0})", "math.sin({0})", 14),
         _row("cos", sp.cos, sp.cos, "torch.cos({0})", "math.cos({0})", 14),
-        _row("sinh", sp.sinh, sp.sinh, "torch.sinh({0})", "math.sinh({0})", 13),
-        _row("cosh", sp.cosh, sp.cosh, "torch.cosh({0})", "math.cosh({0})", 13),
-        _row("abs", sp.Abs, sp.Abs, "torch.abs({0})", "abs({0})", 1),
-        _row("sign", sp.sign, sp.sign, "torch.sign({0})", "math.copysign(1.0, {0})", 1),
+        _row("sinh", sp.sinh, sp.sinh, "torch.sinh({0})", "math.sinh({0})", 13, grows_fast=True),
+        _row(
+            "cosh",
+            sp.cosh,
+            sp.cosh,
+            "torch.cosh({0})",
+            "math.cosh({0})",
+            13,
+            positive_valued=True,
+            grows_fast=True,
+        ),
+        _row("abs", sp.Abs, sp.Abs, "torch.abs({0})", "abs({0})", 1, kinked=True),
+        _row(
+            "sign", sp.sign, sp.sign, "torch.sign({0})", "math.copysign(1.0, {0})", 1, kinked=True
+        ),
         _row("erf", sp.erf, sp.erf, "torch.erf({0})", "math.erf({0})", 14),
         _row("log1p", log1p, log1p, "torch.log1p({0})", "math.log1p({0})", 9, "unit"),
-        _row("expm1", expm1, expm1, "torch.expm1({0})", "math.expm1({0})", 11),
+        _row("expm1", expm1, expm1, "torch.expm1({0})", "math.expm1({0})", 11, grows_fast=True),
         # python numbers: sigma(x) = (1 + tanh(x/2))/2 never overflows
         _row(
             "sigmoid",
@@ -178,6 +210,7 @@ FUNCTIONS: dict[str, Function] = {
             "torch.sigmoid({0})",
             "(0.5 + 0.5 * math.tanh(0.5 * {0}))",
             5,
+            positive_valued=True,
         ),
         _row(
             "softplus",
@@ -186,10 +219,29 @@ FUNCTIONS: dict[str, Function] = {
             "(torch.relu({0}) + torch.log1p(torch.exp(-torch.abs({0}))))",
             "(max({0}, 0.0) + math.log1p(math.exp(-abs({0}))))",
             25,
+            positive_valued=True,
         ),
-        _row("relu", relu, relu, "torch.relu({0})", "max({0}, 0.0)", 1),
-        _row("maximum", sp.Max, sp.Max, "torch.maximum({0}, {1})", "max({0}, {1})", 1, arity=2),
-        _row("minimum", sp.Min, sp.Min, "torch.minimum({0}, {1})", "min({0}, {1})", 1, arity=2),
+        _row("relu", relu, relu, "torch.relu({0})", "max({0}, 0.0)", 1, kinked=True),
+        _row(
+            "maximum",
+            sp.Max,
+            sp.Max,
+            "torch.maximum({0}, {1})",
+            "max({0}, {1})",
+            1,
+            arity=2,
+            kinked=True,
+        ),
+        _row(
+            "minimum",
+            sp.Min,
+            sp.Min,
+            "torch.minimum({0}, {1})",
+            "min({0}, {1})",
+            1,
+            arity=2,
+            kinked=True,
+        ),
         _row(
             "where", where, where, "torch.where({0}, {1}, {2})", "({1} if {0} else {2})", 1, arity=3
         ),

@@ -1,63 +1,47 @@
-"""Which functions the generator draws: the language's own list (the registry once it lands).
+"""Which functions the generator draws, and how: read off the language's registry
+(:data:`derive.functions.FUNCTIONS`), so the fuzzer follows the language as it grows and keeps
+no list of function names of its own.
 
-Each function's domain is one row here: names in POSITIVE_ARGUMENT only ever get an argument that
-is positive by construction. A name the language does not offer is never drawn, so the fuzzer
-follows the language as it grows.
+The order of each answer is part of the fuzzer's reproducibility: a recorded seed draws the same
+op only while these lists stay as they are (names sorted; positive-valued ones in the registry's
+order, which is the order the generator drew them in before it read the registry).
 """
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-
-# f(x) defined and smooth only for x > 0 (or x > -1): the generator feeds them positive arguments
-POSITIVE_ARGUMENT = {"log", "sqrt", "log1p"}
-# functions whose value is positive for every real argument (usable as denominators)
-POSITIVE_VALUE = {"exp", "cosh", "sigmoid", "softplus"}
-# growing fast: nested twice they overflow float64 on ordinary inputs
-GROWING = {"exp", "cosh", "sinh", "expm1"}
-
-
-def registry():
-    """derive/functions.py (issue 9's registry) when this checkout has it, else None.
-
-    Looked up in this checkout's derive/: an editable install elsewhere must not leak its own.
-    """
-    import derive
-
-    if not Path(derive.__file__).with_name("functions.py").is_file():
-        return None
-    return importlib.import_module("derive.functions")
+from derive.functions import CONSTANTS, FUNCTIONS
 
 
 def available_functions() -> list[str]:
     """The element-wise functions of one argument the op language accepts, sorted."""
-    reg = registry()
-    if reg is None:
-        from derive.language import FUNCTIONS
-
-        return sorted(FUNCTIONS)
-    return sorted(n for n, row in reg.FUNCTIONS.items() if getattr(row, "arity", 1) == 1)
+    return sorted(n for n, row in FUNCTIONS.items() if row.arity == 1)
 
 
 def positive_argument() -> set[str]:
-    """Functions whose argument must be positive (log, sqrt) or above -1 (log1p)."""
-    reg = registry()
-    if reg is None:
-        return set(POSITIVE_ARGUMENT)
-    rows = reg.FUNCTIONS.items()
-    return set(POSITIVE_ARGUMENT) | {n for n, r in rows if getattr(r, "domain", "real") != "real"}
+    """Functions whose argument must be positive (log, sqrt) or above -1 (log1p): the generator
+    feeds them only expressions positive by construction."""
+    return {n for n, row in FUNCTIONS.items() if row.domain != "real"}
+
+
+def positive_valued() -> tuple[str, ...]:
+    """Functions of one argument positive for every real argument (exp, cosh, sigmoid,
+    softplus): a positive expression by construction, in the registry's order."""
+    return tuple(n for n, row in FUNCTIONS.items() if row.arity == 1 and row.positive_valued)
+
+
+def fast_growing() -> frozenset[str]:
+    """Functions that grow exponentially (exp, cosh, sinh, expm1): never nested in one another,
+    so float64 values stay moderate for inputs in [-1.5, 1.5]."""
+    return frozenset(n for n, row in FUNCTIONS.items() if row.grows_fast)
 
 
 def elementwise_extremes() -> tuple[str, ...]:
     """The language's element-wise max/min of two expressions (``maximum``, ``minimum``)."""
-    reg = registry()
-    if reg is None:
-        return ()
-    return tuple(sorted(n for n, row in reg.FUNCTIONS.items() if getattr(row, "arity", 1) == 2))
+    return tuple(sorted(n for n, row in FUNCTIONS.items() if row.arity == 2))
 
 
 def constants() -> list[str]:
-    """Named constants of the language (pi, e), if it has them."""
-    reg = registry()
-    return sorted(getattr(reg, "CONSTANTS", {})) if reg is not None else []
+    """Named constants of the language, sorted: e, inf, pi. An ``inf`` leaf outside a where()
+    branch is refused by the parser, and :func:`fuzz.ops.case_op` draws again; dropping it
+    would change the op of every seed that drew it."""
+    return sorted(CONSTANTS)

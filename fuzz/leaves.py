@@ -58,7 +58,11 @@ class Leaves:
     lines: list[str] = field(default_factory=list)
     params: dict = field(default_factory=dict)
     extremes: tuple = ()  # the language's spelling of element-wise max/min, if any
-    positive_only: set = field(default_factory=set)  # functions whose argument must be > 0
+    # what the registry says of the functions (fuzz.functions): argument must be > 0, value is
+    # > 0 for every real argument (in the registry's order: drawn by index), grows exponentially
+    positive_only: set = field(default_factory=set)
+    positive_valued: tuple = ()
+    fast_growing: frozenset = frozenset()
     constants: list = field(default_factory=list)  # pi, e when the language has them
     growing: int = 0  # inside exp/cosh/...: no second growing function (float64 overflow)
     index_names: set = field(default_factory=set)  # every index used: tensors avoid them

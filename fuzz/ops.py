@@ -14,7 +14,14 @@ import textwrap
 
 from derive.language import Op
 from fuzz.expressions import Expressions
-from fuzz.functions import available_functions, constants, elementwise_extremes, positive_argument
+from fuzz.functions import (
+    available_functions,
+    constants,
+    elementwise_extremes,
+    fast_growing,
+    positive_argument,
+    positive_valued,
+)
 from fuzz.leaves import FLOAT_NAMES, PARAM_NAMES, SIZE_NAMES, Expr, Tensor
 
 GUARDED = 0.35  # a pick under where(t[n] >= 0, ..., 0)
@@ -209,6 +216,7 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4) -> Op:
     b = _Builder(rng, stepwise=rng.random() < 0.25, functions=available_functions())
     b.extremes = elementwise_extremes()
     b.positive_only, b.constants = positive_argument(), constants()
+    b.positive_valued, b.fast_growing = positive_valued(), fast_growing()
     for _ in range(rng.randint(1, 2)):
         b.new_input(tuple(b.size() for _ in range(rng.randint(1, 3))))
     b.later = random.Random(f"{seed}/{attempt}/0-d")  # 0-d tensors, float conditions

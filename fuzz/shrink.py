@@ -39,8 +39,7 @@ class OpPrinter(StrPrinter):
         return self._extreme(e, 1)
 
     def _extreme(self, e, which: int) -> str:
-        names = elementwise_extremes() or ("Max", "Min")
-        name = sorted(names)[which] if len(names) == 2 else ("Max", "Min")[which]
+        name = elementwise_extremes()[which]  # (maximum, minimum)
         args = [self._print(a) for a in e.args]
         out = args[0]
         for a in args[1:]:

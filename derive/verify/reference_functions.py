@@ -1,9 +1,11 @@
 """The reference interpreter's own function table: each function of the op language as the
 plainest torch that computes it, keyed by name.
 
-Deliberately not read from :data:`derive.functions.FUNCTIONS`: the reference must not share
-the registry it is meant to judge. ``KINKED`` names the functions not differentiable at 0
-(a check draws no input there).
+The implementations are deliberately not read from :data:`derive.functions.FUNCTIONS`: the
+reference must not share the code it is meant to judge, so that a wrong row cannot agree with
+itself (``tests/unit/test_one_source.py`` holds the names of both to the same set). What the
+registry states as a fact, not as code, is read from it: ``KINKED``, the functions not
+differentiable at 0, where a check draws no input.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+
+from derive.functions import FUNCTIONS
 
 
 def _relu(x: torch.Tensor) -> torch.Tensor:
@@ -23,8 +27,8 @@ def _softplus(x: torch.Tensor) -> torch.Tensor:
     return torch.logaddexp(x, torch.zeros_like(x))
 
 
-# Functions of one argument, keyed by name: SymPy's classes and the registry's own (sigmoid, ...)
-# share one name space, so the reference does not import the registry it is meant to judge.
+# Functions of one argument, keyed by name: the name an op writes and the name of the SymPy class
+# it parses to (abs -> Abs); the registry's own classes (sigmoid, ...) have the name an op writes.
 UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "exp": torch.exp,
     "log": torch.log,
@@ -45,7 +49,11 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "erf": torch.special.erf,
     "Heaviside": lambda x: (x > 0).to(x.dtype),
 }
-KINKED = {"Abs", "abs", "sign", "relu", "Heaviside"}  # not differentiable at 0
+_KINKED_ROWS = [f for f in FUNCTIONS.values() if f.kinked and f.arity == 1]
+# not differentiable at 0, by both of a row's names; Heaviside (relu's derivative) is a SymPy
+# class the reference evaluates beside the language's functions, not a row of the registry
+KINKED = {f.name for f in _KINKED_ROWS} | {f.node.__name__ for f in _KINKED_ROWS if f.node}
+KINKED |= {"Heaviside"}
 # Element-wise extremes of two or more expressions (sympy.Max / sympy.Min, not the reduction)
 VARIADIC: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "Max": torch.maximum,
