@@ -62,7 +62,7 @@ Parsing turns these strings into a :class:`Graph` of SymPy expressions; any prob
 :class:`~derive.errors.DerivationError` that names the op and the definition.
 
 The package: :mod:`~derive.language.graph` holds the parsed form (:class:`Op` in, :class:`Graph`
-out), :mod:`~derive.language.parse` reads the strings, :mod:`~derive.language.reductions` gives
+out), :mod:`~derive.language.parse` reads the strings, :mod:`~derive.language.ranges` gives
 ``Sum``/``Max`` their ranges and lifts a ``Max`` out of an expression, :mod:`~derive.language.sizes`
 reads derived sizes and keeps ``inf`` to where() branches.
 """

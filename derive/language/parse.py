@@ -35,7 +35,7 @@ from derive.language.graph import (
     name_problem,
     tensor_reads,
 )
-from derive.language.reductions import (
+from derive.language.ranges import (
     lang_max,
     lang_sum,
     lift_maxes,

@@ -28,7 +28,7 @@ import sympy as sp
 
 from derive.functions import BY_NODE, FUNCTIONS
 from derive.language import BATCH_INDEX, Definition, Graph, Tensor, View, tensor_reads
-from derive.language.reductions import range_of
+from derive.language.ranges import range_of
 from derive.symbolic.indices import is_reduction
 
 SAVE_COST = 2  # one more pass to write the tensor in the forward, one to read it back

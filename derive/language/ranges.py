@@ -1,6 +1,7 @@
-"""``Sum`` and ``Max`` in a definition: each index's range, read off the tensor dimensions it
-subscripts, and a ``Max`` inside an expression (or over several indices) lifted into a
-definition of its own, so that reverse mode needs one rule for Max.
+"""Index ranges: each index's range, read off the tensor dimensions it subscripts, which gives
+a ``Sum`` or ``Max`` of a definition its limits; and a ``Max`` inside an expression (or over
+several indices) lifted into a definition of its own, whose shape is its indices' ranges, so
+that reverse mode needs one rule for Max.
 
 In: parsed SymPy bodies (and the graph they join); out: ``Sum``/``ReduceMax`` nodes with
 limits ``(i, 0, size - 1)``, and the extra definitions a lifted Max needs.
