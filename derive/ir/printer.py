@@ -2,30 +2,44 @@
 class hierarchy as SymPy's printers find theirs, strict (a node without a method raises here,
 at generation time, never as wrong code).
 
-Precedences (``ATOM`` > ``POW`` > ``UNARY`` > ``MUL`` > ``ADD`` > ``COMPARE``) follow SymPy's
-printer table and Python's grammar: a node is parenthesised only where it binds more loosely
-than the place it goes (:meth:`TorchPrinter.wrap`). Each operator's row gives its own
+:class:`Precedence` (``ATOM`` > ``POW`` > ``UNARY`` > ``MUL`` > ``ADD`` > ``COMPARE``) follows
+SymPy's printer table and Python's grammar: a node is parenthesised only where it binds more
+loosely than the place it goes (:meth:`TorchPrinter.wrap`). Each operator's row gives its own
 precedence and the least its left and right operands must have to stand bare.
 """
 
 from __future__ import annotations
+
+from enum import IntEnum
 
 import sympy as sp
 
 from derive.functions import step_code
 from derive.ir import nodes as ir
 
-ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
-COMPARE = 5  # below every arithmetic operator, as in Python: a relation reads as an argument
 
-# op: (its precedence, the least its left operand needs bare, the least its right one needs)
+class Precedence(IntEnum):
+    """How tightly a printed node binds, the higher the tighter; a namespace of its own, since
+    ``UNARY`` and ``COMPARE`` elsewhere name function tables (:mod:`derive.verify`)."""
+
+    ATOM = 100  # a name, a call, a subscript
+    POW = 40
+    UNARY = 30  # -x
+    MUL = 20
+    ADD = 10
+    COMPARE = 5  # below every arithmetic operator, as in Python: a relation reads as an argument
+
+
+# op: (its precedence, the least its left operand needs bare, the least its right one needs);
+# a - (b - c), a - (b + c) but a - b * c bare; a / (b * c); a relation below all arithmetic
+_ADD, _MUL, _POW = Precedence.ADD, Precedence.MUL, Precedence.POW
 OPERATORS: dict[str, tuple[int, int, int]] = {
-    "+": (ADD, ADD, ADD),
-    "-": (ADD, ADD, MUL + 1),  # a - (b - c), a - (b + c); a - b * c bare
-    "*": (MUL, MUL, MUL),
-    "/": (MUL, MUL, POW),  # a / (b * c)
-    "**": (POW, POW + 1, POW + 1),
-    **{op: (COMPARE, MUL, MUL) for op in ("==", "!=", "<=", "<", ">=", ">")},
+    "+": (_ADD, _ADD, _ADD),
+    "-": (_ADD, _ADD, _MUL + 1),
+    "*": (_MUL, _MUL, _MUL),
+    "/": (_MUL, _MUL, _POW),
+    "**": (_POW, _POW + 1, _POW + 1),
+    **{op: (Precedence.COMPARE, _MUL, _MUL) for op in ("==", "!=", "<=", "<", ">=", ">")},
 }
 
 
@@ -44,19 +58,21 @@ def precedence(node: ir.Node) -> int:
     if isinstance(node, ir.Binary):
         return OPERATORS[node.op][0]
     if isinstance(node, ir.Neg):
-        return UNARY
+        return Precedence.UNARY
     if isinstance(node, ir.Number):
         v = node.value
         if v.is_infinite:
-            return ATOM  # float("inf")
-        return UNARY if v < 0 else MUL if v.is_Rational and not v.is_Integer else ATOM
+            return Precedence.ATOM  # float("inf")
+        if v < 0:
+            return Precedence.UNARY
+        return Precedence.MUL if v.is_Rational and not v.is_Integer else Precedence.ATOM  # 1 / 3
     if isinstance(node, ir.Step):  # (sign(x) + 1) / 2 at a tie, else a call
-        return MUL if node.at_zero == sp.Rational(1, 2) else ATOM
+        return Precedence.MUL if node.at_zero == sp.Rational(1, 2) else Precedence.ATOM
     if isinstance(node, ir.Indicator):
-        return MUL if node.offset is None else ADD
+        return Precedence.MUL if node.offset is None else Precedence.ADD
     if isinstance(node, ir.Matmul):
-        return MUL
-    return ATOM
+        return Precedence.MUL
+    return Precedence.ATOM
 
 
 class Line(str):
@@ -93,7 +109,7 @@ class TorchPrinter:
         return ", ".join(self.doprint(n) for n in nodes)
 
     def _method(self, node: ir.Node, call: str) -> str:
-        return f"{self.wrap(node, ATOM)}.{call}"
+        return f"{self.wrap(node, Precedence.ATOM)}.{call}"
 
     # -- leaves ----------------------------------------------------------------------------
     def _print_Ref(self, node: ir.Ref) -> str:
@@ -112,7 +128,7 @@ class TorchPrinter:
         return f"{self.wrap(node.left, left)}{op}{self.wrap(node.right, right)}"
 
     def _print_Neg(self, node: ir.Neg) -> str:
-        return f"-{self.wrap(node.arg, MUL)}"
+        return f"-{self.wrap(node.arg, Precedence.MUL)}"
 
     def _print_Paren(self, node: ir.Paren) -> str:
         return f"({self.doprint(node.arg)})"
@@ -122,7 +138,7 @@ class TorchPrinter:
 
     def _print_Step(self, node: ir.Step) -> str:
         like = node.like.name if node.like is not None else None
-        return step_code(self.wrap(node.arg, ATOM), node.at_zero, like)
+        return step_code(self.wrap(node.arg, Precedence.ATOM), node.at_zero, like)
 
     def _print_Where(self, node: ir.Where) -> str:
         return f"torch.where({self._args((node.cond, node.a, node.b))})"
@@ -134,9 +150,9 @@ class TorchPrinter:
     def _print_Indicator(self, node: ir.Indicator) -> str:
         code = self._method(node.cond, f"to({self.doprint(node.like)}.dtype)")
         if node.scale is not None:
-            code += f" * {self.wrap(node.scale, MUL + 1)}"
+            code += f" * {self.wrap(node.scale, Precedence.MUL + 1)}"
         if node.offset is not None:
-            code += f" + {self.wrap(node.offset, ADD + 1)}"
+            code += f" + {self.wrap(node.offset, Precedence.ADD + 1)}"
         return code
 
     def _print_Cast(self, node: ir.Cast) -> str:
@@ -153,11 +169,11 @@ class TorchPrinter:
 
     def _print_Broadcast(self, node: ir.Broadcast) -> str:
         parts = ", ".join(":" if k else "None" for k in node.kept)
-        return f"{self.wrap(node.arg, ATOM)}[{parts}]"
+        return f"{self.wrap(node.arg, Precedence.ATOM)}[{parts}]"
 
     def _print_Slice(self, node: ir.Slice) -> str:
         parts = ", ".join(":" if k is None else str(k) for k in node.at)
-        return f"{self.wrap(node.arg, ATOM)}[{parts}]"
+        return f"{self.wrap(node.arg, Precedence.ATOM)}[{parts}]"
 
     def _print_Reshape(self, node: ir.Reshape) -> str:
         return self._method(node.arg, f"reshape({self._args(node.shape)})")
@@ -206,7 +222,7 @@ class TorchPrinter:
         return self._method(node.arg, f"gather({node.dim}, {self.doprint(node.index)})")
 
     def _print_Index(self, node: ir.Index) -> str:
-        return f"{self.wrap(node.arg, ATOM)}[{self._args(node.parts)}]"
+        return f"{self.wrap(node.arg, Precedence.ATOM)}[{self._args(node.parts)}]"
 
     def _like(self, like: ir.Ref) -> str:
         return f"dtype={like.name}.dtype, device={like.name}.device"

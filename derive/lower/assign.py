@@ -18,7 +18,7 @@ import sympy as sp
 
 from derive.errors import DerivationError
 from derive.ir import nodes as ir
-from derive.ir.printer import ATOM, precedence
+from derive.ir.printer import Precedence, precedence
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
 from derive.lower.reductions import sum_value
@@ -120,7 +120,8 @@ def materialise(cx: Context, v: ir.Node, axes: tuple, fresh: bool) -> ir.Node:
         return ir.Full(shape, v, cx.like, axes=axes)
     if v.axes != axes:
         return ir.Clone(ir.Expand(align(v, axes), shape, axes=axes), axes=axes)
-    if fresh and precedence(v) == ATOM:  # a name or a call may be another tensor's storage
+    # a name or a call may be another tensor's storage
+    if fresh and precedence(v) == Precedence.ATOM:
         return ir.Clone(v, axes=axes)
     return v
 

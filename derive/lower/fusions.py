@@ -23,7 +23,7 @@ from typing import Any
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.printer import ADD, precedence
+from derive.ir.printer import Precedence, precedence
 from derive.lower.context import Context
 from derive.lower.reductions import Contraction, contract, plan_contraction, reduce
 from derive.lower.value import PickUpdate, Scope, align, chain, natural_order, union
@@ -108,7 +108,7 @@ def _build_addcmul(cx: Context, found: _Addcmul, order: list) -> ir.Node:
         if ir.is_number(r, 0):
             return product
         # the other terms summed first, then added: (a + b) kept as a group
-        r = ir.Paren(r) if precedence(r) <= ADD else r
+        r = ir.Paren(r) if precedence(r) <= Precedence.ADD else r
         return ir.Binary("+", product, r, axes=axes)
     form = "torch.addcmul({0}, {1}, {2})"
     args = tuple(align(v, axes) for v in (r, a, big))
