@@ -255,9 +255,9 @@ CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi, "e": sp.E, "inf": sp.oo}
 BY_NODE: dict[type, Function] = {f.node: f for f in FUNCTIONS.values() if f.node is not None}
 
 
-def step_code(arg: str, at_zero: sp.Expr, like: str | None) -> str:
+def heaviside_code(arg: str, at_zero: sp.Expr, like: str | None) -> str:
     """Heaviside(x, h), the derivative of relu/max/abs-like kinks, as torch code, or as python
-    when ``like`` is None (x a number: a step of a param, ``minimum(p, scale + p)``'s).
+    when ``like`` is None (x a number: the Heaviside of a param, ``minimum(p, scale + p)``'s).
 
     h = 0: 1[x > 0] (relu's, as torch's);  h = 1/2: (sign(x) + 1)/2 (torch.maximum splits a tie).
     """

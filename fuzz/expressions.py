@@ -25,7 +25,7 @@ class Expressions(Leaves):
 
     def _expr(self, scope: dict, depth: int, need: frozenset) -> Expr:
         if depth > 0 and self.later.random() < FLOAT_CONDITION:
-            return self.stepped(scope, depth - 1, need)
+            return self.thresholded(scope, depth - 1, need)
         if depth <= 0 or self.rng.random() < 0.2:
             return self.leaf(scope, need)
         r, d = self.rng.random(), depth - 1
@@ -63,8 +63,8 @@ class Expressions(Leaves):
         b = self._expr(scope, depth, need) if self.rng.random() < 0.4 else Expr("0")
         return Expr(f"where({i} {op} {j}, {a.text}, {b.text})", a.used | b.used)
 
-    def stepped(self, scope: dict, depth: int, need: frozenset) -> Expr:
-        """where(a > b, x, y) on float values: a step in the data (a leaky relu, a threshold)."""
+    def thresholded(self, scope: dict, depth: int, need: frozenset) -> Expr:
+        """where(a > b, x, y) on float values: a threshold in the data (a leaky relu, a cut-off)."""
         a = self._expr(scope, depth, need)
         b = self._expr(scope, depth, frozenset()) if self.later.random() < 0.5 else Expr("0")
         x = self._expr(scope, depth, need)

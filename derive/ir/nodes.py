@@ -9,7 +9,7 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
 
 - leaves: :class:`Ref` (a variable: ``x``, ``N``), :class:`Number` (``2``, ``1 / 3``);
 - element-wise (:class:`Map`): :class:`Binary` (``a * b``), :class:`Neg`, :class:`Apply` (a
-  function of the registry: ``torch.tanh(x)``), :class:`Step`, :class:`Where`,
+  function of the registry: ``torch.tanh(x)``), :class:`Heaviside`, :class:`Where`,
   :class:`Select` (a python ``a if c else b``), :class:`Indicator` (``c.to(x.dtype) * s``),
   :class:`Cast`, :class:`Paren` (python numbers multiplied before they meet a tensor);
 - layout (:class:`View`): :class:`Permute`, :class:`Broadcast` (``x[:, None]``),
@@ -141,12 +141,12 @@ class Apply(Map):
 
 
 @dataclass(frozen=True)
-class Step(Map):
-    """Heaviside(x, h): the derivative of a kink (:func:`derive.functions.step_code`)."""
+class Heaviside(Map):
+    """Heaviside(x, h): the derivative of a kink (:func:`derive.functions.heaviside_code`)."""
 
     arg: Node
     at_zero: sp.Expr
-    like: Ref | None  # the tensor whose dtype the step takes; None: python numbers
+    like: Ref | None  # the tensor whose dtype the result takes; None: python numbers
 
     def children(self) -> Iterator[Node]:
         yield self.arg

@@ -96,7 +96,7 @@ def _below(node: ir.Node) -> Iterator[ir.Node]:
 
 
 def _operands(node: ir.Node) -> Iterator[ir.Node]:
-    """The nodes in ``node``'s fields (a Step's dtype tensor included)."""
+    """The nodes in ``node``'s fields (a Heaviside's dtype tensor included)."""
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
         if isinstance(value, ir.Node):

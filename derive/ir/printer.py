@@ -14,7 +14,7 @@ from enum import IntEnum
 
 import sympy as sp
 
-from derive.functions import step_code
+from derive.functions import heaviside_code
 from derive.ir import nodes as ir
 
 
@@ -66,7 +66,7 @@ def precedence(node: ir.Node) -> int:
         if v < 0:
             return Precedence.UNARY
         return Precedence.MUL if v.is_Rational and not v.is_Integer else Precedence.ATOM  # 1 / 3
-    if isinstance(node, ir.Step):  # (sign(x) + 1) / 2 at a tie, else a call
+    if isinstance(node, ir.Heaviside):  # (sign(x) + 1) / 2 at a tie, else a call
         return Precedence.MUL if node.at_zero == sp.Rational(1, 2) else Precedence.ATOM
     if isinstance(node, ir.Indicator):
         return Precedence.MUL if node.offset is None else Precedence.ADD
@@ -136,9 +136,9 @@ class TorchPrinter:
     def _print_Apply(self, node: ir.Apply) -> str:
         return node.form.format(*(self.doprint(a) for a in node.args))
 
-    def _print_Step(self, node: ir.Step) -> str:
+    def _print_Heaviside(self, node: ir.Heaviside) -> str:
         like = node.like.name if node.like is not None else None
-        return step_code(self.wrap(node.arg, Precedence.ATOM), node.at_zero, like)
+        return heaviside_code(self.wrap(node.arg, Precedence.ATOM), node.at_zero, like)
 
     def _print_Where(self, node: ir.Where) -> str:
         return f"torch.where({self._args((node.cond, node.a, node.b))})"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.functions import Function, step_code, where
+from derive.functions import Function, heaviside_code, where
 from derive.ir import nodes as ir
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
@@ -185,9 +185,9 @@ def call(cx: Context, f: Function, args: tuple, order: list[sp.Symbol]) -> ir.No
     return ir.Apply(f.torch, tuple(align(v, axes) for v in values), axes=axes)
 
 
-def step(cx: Context, e: sp.Heaviside, order: list[sp.Symbol]) -> ir.Node:
+def heaviside(cx: Context, e: sp.Heaviside, order: list[sp.Symbol]) -> ir.Node:
     """Heaviside(x, h): a kink's derivative, torch on a tensor, python on a number (a param)."""
     arg = cx.value(e.args[0], order)
     at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
-    step_code("x", at_zero, None)  # refuses a value at zero it has no code for, here
-    return ir.Step(arg, at_zero, None if arg.scalar else cx.like, axes=arg.axes)
+    heaviside_code("x", at_zero, None)  # refuses a value at zero it has no code for, here
+    return ir.Heaviside(arg, at_zero, None if arg.scalar else cx.like, axes=arg.axes)

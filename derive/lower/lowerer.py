@@ -29,7 +29,7 @@ from derive.ir import nodes as ir
 from derive.ir.passes import common_subexpressions
 from derive.ir.printer import TorchPrinter
 from derive.language import ReduceMax
-from derive.lower.arithmetic import add, call, mul, power, step
+from derive.lower.arithmetic import add, call, heaviside, mul, power
 from derive.lower.assign import assign
 from derive.lower.context import Context
 from derive.lower.indexing import indexed, mask
@@ -184,7 +184,7 @@ LOWERINGS: dict[type, Callable[[Context, sp.Expr, list[sp.Symbol]], ir.Node]] = 
     sp.Mul: mul,
     sp.Pow: power,
     sp.Sum: sum_value,
-    sp.Heaviside: step,
+    sp.Heaviside: heaviside,
     sp.KroneckerDelta: mask,
     sp.core.relational.Relational: relation,
     where: where_value,

@@ -82,9 +82,9 @@ def test_statements_say_what_they_write_and_read() -> None:
     assert (upd.writes, upd.reads) == ({"dx"}, {"dx", "t", "g"})
     both = ir.Assign(("m", "am"), ir.Reduce("max", x, (1,), axes=(i,)))
     assert (both.writes, both.reads) == ({"m", "am"}, {"x"})
-    tie = ir.Step(x, sp.Rational(1, 2), like, axes=(i, j))  # (sign(x) + 1) / 2: no dtype read
+    tie = ir.Heaviside(x, sp.Rational(1, 2), like, axes=(i, j))  # (sign(x) + 1) / 2: no dtype read
     assert ir.Assign(("h",), tie).reads == {"x"}
-    assert ir.Assign(("h",), ir.Step(x, 0, like, axes=(i, j))).reads == {"x", "grad_out"}
+    assert ir.Assign(("h",), ir.Heaviside(x, 0, like, axes=(i, j))).reads == {"x", "grad_out"}
     printed = TorchPrinter().line(both)
     assert printed == "m, am = x.max(1)" and statement(printed).writes == {"m", "am"}
 

@@ -11,7 +11,7 @@ import sympy as sp
 
 from derive import Op
 from derive.emit.generate import module_source
-from derive.functions import step_code
+from derive.functions import heaviside_code
 from derive.lower.assign import delta_form
 from derive.lower.fusions import FUSIONS
 from derive.lower.lowerer import Lowerer
@@ -157,7 +157,7 @@ def test_relu_derivative_is_the_step() -> None:
 def test_step_of_a_number_is_python_with_sympys_value(at_zero: sp.Expr) -> None:
     # a step of a param (minimum(x, x + lo)'s derivative) is evaluated in python, as SymPy's
     # Heaviside(v, at_zero) is at every sign of v, zero included
-    code = step_code("(v)", at_zero, None)
+    code = heaviside_code("(v)", at_zero, None)
     for v in (-2.5, 0.0, 3.0):
         assert eval(code, {"v": v}) == float(sp.Heaviside(v, at_zero)), (code, v)
 
