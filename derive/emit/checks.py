@@ -17,6 +17,17 @@ from derive.lower.select import guarded_data
 from derive.names import BATCH_SHAPE
 
 
+def size_code(size: sp.Expr) -> str:
+    """A size expression as a Python value: sizes are ints bound by name, and a constant that
+    is no rational number is written as its float (``R + sqrt(2)`` -> ``R + 1.4142135623730951``),
+    since ``sqrt``, ``pi`` and ``E`` are no names in the module. Only checks read these values
+    (a sign, a bound, a whole-number test), for which a double's 16 digits are exact enough."""
+    constants = size.replace(
+        lambda e: e.is_number and not e.is_Rational, lambda e: sp.Float(e.evalf(17), 17)
+    )
+    return str(constants)
+
+
 def rest_dims(t: Tensor) -> tuple:
     return t.dims[1:] if t.batched else t.dims
 
@@ -95,9 +106,11 @@ def input_checks(
     lines += _derived_lines(g)
     lines += like
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
-        lines.append(f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {dim})")
+        lines.append(
+            f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {size_code(dim)})"
+        )
     for size, why in _positive_sizes(g):
-        lines.append(f"_check_positive({str(size)!r}, {size}, {why!r})")
+        lines.append(f"_check_positive({str(size)!r}, {size_code(size)}, {why!r})")
     guarded = guarded_data(g)
     for name, size in data_index_ranges(g):
         lines.append(_range_line(name, size, before=name not in wrapping, guarded=name in guarded))
@@ -106,13 +119,13 @@ def input_checks(
 
 def _range_line(name: str, size: sp.Expr, before: bool, guarded: bool) -> str:
     flags = (", before=True" if before else "") + (", guarded=True" if guarded else "")
-    return f"_check_range({name!r}, {name}, {str(size)!r}, {size}{flags})"
+    return f"_check_range({name!r}, {name}, {str(size)!r}, {size_code(size)}{flags})"
 
 
 def _derived_line(size: sp.Symbol, text: str, num, den, num_text: str, den_text: str) -> str:
     """``size = num / den``, checked a positive whole number by the module's helper."""
     return (
-        f"{size} = _check_derived({size.name!r}, {text!r}, {num}, {den}, "
+        f"{size} = _check_derived({size.name!r}, {text!r}, {size_code(num)}, {size_code(den)}, "
         f"{num_text!r}, {den_text!r})"
     )
 

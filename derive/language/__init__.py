@@ -67,6 +67,7 @@ out), :mod:`~derive.language.parse` reads the strings, :mod:`~derive.language.ra
 reads derived sizes and keeps ``inf`` to where() branches.
 """
 
+import derive.sums  # noqa: F401  (SymPy's Sum.free_symbols memoised: see the module)
 from derive.language.graph import (
     BATCH_INDEX,
     BATCH_SIZE,
