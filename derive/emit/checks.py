@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 import sympy as sp
+from sympy.printing.str import StrPrinter
 
 from derive.language import Definition, Graph, ReduceMax, Tensor
 from derive.lower.select import guarded_data
@@ -140,11 +141,34 @@ def _derived_lines(g: Graph) -> list[str]:
     line naming the op (``C = 10 is not divisible by n_head = 3``)."""
     lines = []
     for size, expr in g.derived.items():
+        if isinstance(expr, sp.Add) or expr.has(sp.floor):  # L = (T - K) // S + 1
+            code = size_code(expr)
+            for f in sorted(expr.atoms(sp.floor), key=str):  # (T - K) // S: S > 0 first
+                den = sp.fraction(sp.together(f.args[0]))[1]
+                if not den.is_Integer:
+                    why = f"it divides in {size} = {code}"
+                    lines.append(f"_check_positive({str(den)!r}, {size_code(den)}, {why!r})")
+            lines.append(f"{size} = {code}")
+            lines.append(f"_check_positive({size.name!r}, {size}, {f'{size} = {code}'!r})")
+            continue
         num, den = sp.fraction(expr)
         lines.append(
             _derived_line(size, str(expr).replace("/", " / "), num, den, str(num), str(den))
         )
     return lines
+
+
+class _SizePrinter(StrPrinter):
+    """Python for a size of ints: floor(a/b) as ``(a) // b``."""
+
+    def _print_floor(self, e: sp.floor) -> str:
+        num, den = sp.fraction(sp.together(e.args[0]))
+        return f"({self._print(num)}) // {self.parenthesize(den, 50)}"
+
+
+def size_code(expr: sp.Expr) -> str:
+    """A derived size as python over ints (``(T + 2*P - K) // S + 1``)."""
+    return _SizePrinter().doprint(expr)
 
 
 def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:

@@ -16,6 +16,7 @@ from derive.functions import step_code
 from derive.ir import nodes as ir
 
 ATOM, POW, UNARY, MUL, ADD = 100, 40, 30, 20, 10
+AND = 4  # a bitwise and of masks: its comparisons parenthesized
 COMPARE = 5  # below every arithmetic operator, as in Python: a relation reads as an argument
 
 # op: (its precedence, the least its left operand needs bare, the least its right one needs)
@@ -26,6 +27,7 @@ OPERATORS: dict[str, tuple[int, int, int]] = {
     "/": (MUL, MUL, POW),  # a / (b * c)
     "**": (POW, POW + 1, POW + 1),
     **{op: (COMPARE, MUL, MUL) for op in ("==", "!=", "<=", "<", ">=", ">")},
+    "&": (AND, ADD, ADD),  # python's & binds tighter than a comparison: (a >= 0) & (a < n)
 }
 
 
@@ -173,6 +175,9 @@ class TorchPrinter:
 
     def _print_Clamp(self, node: ir.Clamp) -> str:
         return self._method(node.arg, "clamp(min=0)")
+
+    def _print_ClampTo(self, node: ir.ClampTo) -> str:
+        return self._method(node.arg, f"clamp(0, {self.doprint(node.hi)})")
 
     def _print_Clone(self, node: ir.Clone) -> str:
         return self._method(node.arg, "clone()")
