@@ -12,8 +12,9 @@ Inputs (``inputs=[...]``), one string each::
 Params (``params={"eps": 1e-5}``): python scalars passed to ``forward`` by keyword.
 
 Derived sizes (``sizes={"H": "n_head", "D": "C / n_head"}``): a size computed from the inputs'
-sizes and int params, multiplied or divided (or added, with integers and ``//``: below); the generated forward checks that it is a positive
-whole number (``C = 10 is not divisible by n_head = 3``). A dimension may carry a number:
+sizes and int params, multiplied or divided (or added, with integers and ``//``: below); the
+generated forward checks that it is a positive whole number (``C = 10 is not divisible by
+n_head = 3``). A dimension may carry a number:
 ``"Wqkv[C, 3*C]"``, ``view(Wqkv, C, 3, H, D)``.
 
 Definitions (``definitions=[...]``), one string each, in forward order; the last is the output::
