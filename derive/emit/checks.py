@@ -11,21 +11,33 @@ from __future__ import annotations
 import ast
 
 import sympy as sp
+from sympy.printing.str import StrPrinter
 
 from derive.language import Definition, Graph, ReduceMax, Tensor
 from derive.lower.select import guarded_data
 from derive.names import BATCH_SHAPE
 
 
-def size_code(size: sp.Expr) -> str:
-    """A size expression as a Python value: sizes are ints bound by name, and a constant that
-    is no rational number is written as its float (``R + sqrt(2)`` -> ``R + 1.4142135623730951``),
-    since ``sqrt``, ``pi`` and ``E`` are no names in the module. Only checks read these values
-    (a sign, a bound, a whole-number test), for which a double's 16 digits are exact enough."""
-    constants = size.replace(
+class _SizePrinter(StrPrinter):
+    """Python for a size of ints: floor(a/b) as ``(a) // b``."""
+
+    def _print_floor(self, e: sp.floor) -> str:
+        num, den = sp.fraction(sp.together(e.args[0]))
+        return f"({self._print(num)}) // {self.parenthesize(den, 50)}"
+
+
+def size_code(size: sp.Expr | str) -> str:
+    """A size expression as a Python value over the int sizes bound by name: floor(a/b) as
+    ``(a) // b`` (``(T + 2*P - K) // S + 1``), and a constant that is no rational number as
+    its float (``R + sqrt(2)`` -> ``R + 1.4142135623730951``), since ``sqrt``, ``pi`` and ``E``
+    are no names in the module. A constant only enters checks (a sign, a bound), for which a
+    double's 16 digits are exact enough. Code already (``x.shape[1]``) stays as it is."""
+    if isinstance(size, str):
+        return size
+    constants = sp.sympify(size).replace(
         lambda e: e.is_number and not e.is_Rational, lambda e: sp.Float(e.evalf(17), 17)
     )
-    return str(constants)
+    return _SizePrinter().doprint(constants)
 
 
 def rest_dims(t: Tensor) -> tuple:
@@ -153,6 +165,16 @@ def _derived_lines(g: Graph) -> list[str]:
     line naming the op (``C = 10 is not divisible by n_head = 3``)."""
     lines = []
     for size, expr in g.derived.items():
+        if isinstance(expr, sp.Add) or expr.has(sp.floor):  # L = (T - K) // S + 1
+            code = size_code(expr)
+            for f in sorted(expr.atoms(sp.floor), key=str):  # (T - K) // S: S > 0 first
+                den = sp.fraction(sp.together(f.args[0]))[1]
+                if not den.is_Integer:
+                    why = f"it divides in {size} = {code}"
+                    lines.append(f"_check_positive({str(den)!r}, {size_code(den)}, {why!r})")
+            lines.append(f"{size} = {code}")
+            lines.append(f"_check_positive({size.name!r}, {size}, {f'{size} = {code}'!r})")
+            continue
         num, den = sp.fraction(expr)
         lines.append(
             _derived_line(size, str(expr).replace("/", " / "), num, den, str(num), str(den))

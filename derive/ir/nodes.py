@@ -14,7 +14,8 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
   :class:`Cast`, :class:`Paren` (python numbers multiplied before they meet a tensor);
 - layout (:class:`View`): :class:`Permute`, :class:`Broadcast` (``x[:, None]``),
   :class:`Slice`, :class:`Reshape`, :class:`Expand`, :class:`Unsqueeze`, :class:`Squeeze`,
-  :class:`Clamp` (an index read clamped), :class:`Clone`;
+  :class:`Clamp` (an index read clamped), :class:`ClampTo` (an affine index held inside its
+  axis), :class:`Clone`;
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
   order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max);
 - indexing and construction: :class:`Arange`, :class:`IndexSelect`, :class:`Gather`,
@@ -254,6 +255,13 @@ class Squeeze(View):
 @dataclass(frozen=True)
 class Clamp(View):
     """``arg.clamp(min=0)``: a guarded index whose negative entries a where() ignores."""
+
+
+@dataclass(frozen=True)
+class ClampTo(View):
+    """``arg.clamp(0, hi)``: an affine index held inside its axis (the read is masked there)."""
+
+    hi: Node
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ class Precedence(IntEnum):
     MUL = 20
     ADD = 10
     COMPARE = 5  # below every arithmetic operator, as in Python: a relation reads as an argument
+    AND = 4  # a bitwise and of masks: python's & binds tighter than a comparison
 
 
 # op: (its precedence, the least its left operand needs bare, the least its right one needs);
@@ -40,6 +41,7 @@ OPERATORS: dict[str, tuple[int, int, int]] = {
     "/": (_MUL, _MUL, _POW),
     "**": (_POW, _POW + 1, _POW + 1),
     **{op: (Precedence.COMPARE, _MUL, _MUL) for op in ("==", "!=", "<=", "<", ">=", ">")},
+    "&": (Precedence.AND, _ADD, _ADD),  # (a >= 0) & (a < n): its comparisons parenthesized
 }
 
 
@@ -189,6 +191,9 @@ class TorchPrinter:
 
     def _print_Clamp(self, node: ir.Clamp) -> str:
         return self._method(node.arg, "clamp(min=0)")
+
+    def _print_ClampTo(self, node: ir.ClampTo) -> str:
+        return self._method(node.arg, f"clamp(0, {self.doprint(node.hi)})")
 
     def _print_Clone(self, node: ir.Clone) -> str:
         return self._method(node.arg, "clone()")

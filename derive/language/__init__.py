@@ -12,8 +12,9 @@ Inputs (``inputs=[...]``), one string each::
 Params (``params={"eps": 1e-5}``): python scalars passed to ``forward`` by keyword.
 
 Derived sizes (``sizes={"H": "n_head", "D": "C / n_head"}``): a size computed from the inputs'
-sizes and int params, multiplied or divided; the generated forward checks that it is a positive
-whole number (``C = 10 is not divisible by n_head = 3``). A dimension may carry a number:
+sizes and int params, multiplied or divided (or added, with integers and ``//``: below); the
+generated forward checks that it is a positive whole number (``C = 10 is not divisible by
+n_head = 3``). A dimension may carry a number:
 ``"Wqkv[C, 3*C]"``, ``view(Wqkv, C, 3, H, D)``.
 
 Definitions (``definitions=[...]``), one string each, in forward order; the last is the output::
@@ -58,13 +59,36 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   (d/ds = where(t2 <= t1, 1, 0)), and the simplifier drops that factor beside the softmax of
   the masked scores, which is 0 there already.
 
+- Affine subscripts (issue 25): an index plus or minus integers, sizes, int params or other
+  indices, each index times an integer or an int param (``x[n, c, S*t + D*k - P]``). A read
+  outside the tensor's axis is 0 (zero padding, as a convolution's): ``x[n, t - 1]`` is 0 at
+  t = 0. An index that subscripts no tensor as a plain index (an output axis of a convolution,
+  a pooled axis, the t of a cumulative sum) has its range declared once, in the op, as a size:
+  ``ranges={"t": "L"}``; it applies to every definition, and a tensor it subscripts plainly
+  must agree (else one line). A derived size may add and floor-divide
+  (``"L": "(T + 2*P - K) // S + 1"``); the forward checks it is positive. A convolution and an
+  average pool::
+
+    Op(name="conv1d", inputs=["x[N, C, T]", "w[O, C, K]", "b[O]"],
+       params={"S": 2, "P": 1}, sizes={"L": "(T + 2*P - K) // S + 1"}, ranges={"t": "L"},
+       definitions=["out[n, o, t] = Sum(x[n, c, S*t + k - P] * w[o, c, k], c, k) + b[o]"])
+    Op(name="avg_pool1d", inputs=["x[N, C, T]"], params={"kernel": 3, "stride": 2},
+       sizes={"K": "kernel", "L": "(T - kernel) // stride + 1"}, ranges={"k": "K", "t": "L"},
+       definitions=["out[n, c, t] = Sum(x[n, c, stride*t + k], k) / K"])
+
+  The adjoint of an affine read is a gather where a summed index solves the read (t = u - k +
+  P: :mod:`derive.symbolic.inversion`), else a delta the lowering scatters (a stride that is
+  a param, or > 1 on every index). A cumulative sum is a triangular sum,
+  ``out[n, t] = Sum(where(s <= t, x[n, s], 0), s)`` with ``ranges={"t": "T"}``.
+
 Parsing turns these strings into a :class:`Graph` of SymPy expressions; any problem raises a
 :class:`~derive.errors.DerivationError` that names the op and the definition.
 
 The package: :mod:`~derive.language.graph` holds the parsed form (:class:`Op` in, :class:`Graph`
 out), :mod:`~derive.language.parse` reads the strings, :mod:`~derive.language.ranges` gives
 ``Sum``/``Max`` their ranges and lifts a ``Max`` out of an expression, :mod:`~derive.language.sizes`
-reads derived sizes and keeps ``inf`` to where() branches.
+reads derived sizes and keeps ``inf`` to where() branches, :mod:`~derive.language.affine` checks
+affine subscripts and declared ranges.
 """
 
 import derive.sums  # noqa: F401  (SymPy's Sum.free_symbols memoised: see the module)

@@ -37,6 +37,7 @@ class Op:
     doc: str = ""
     stepwise: bool = False  # emit every intermediate's gradient step by step (the exercise)
     source: str = ""  # the file it came from, recorded in generated headers
+    ranges: dict[str, str] = field(default_factory=dict)  # index -> size: {"t": "L"}
 
 
 def name_problem(name: str) -> str | None:
@@ -72,8 +73,12 @@ def field_problem(op: Op) -> str | None:
         problem = _list_problem(name, value, what)
         if problem is not None:
             return problem
-    for name, value, what in (("params", op.params, "{'eps': 1e-5}"), ("sizes", op.sizes, None)):
-        problem = _dict_problem(name, value, what or "{'D': 'C / n_head'}", text_values=not what)
+    for name, value, what in (
+        ("params", op.params, "{'eps': 1e-5}"),
+        ("sizes", op.sizes, "{'D': 'C / n_head'}"),
+        ("ranges", op.ranges, "{'t': 'L'}"),
+    ):
+        problem = _dict_problem(name, value, what, text_values=name != "params")
         if problem is not None:
             return problem
     for name, value in (("doc", op.doc), ("source", op.source)):
@@ -171,6 +176,7 @@ class Graph:
     # the graph's maker rather than found in its steps (the double backward's: its steps hold
     # the first backward's gated picks, whose guard is a product, not an enclosing where())
     guarded: frozenset[str] | None = None
+    ranges: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)  # declared: t -> L
 
     def base(self, name: str) -> sp.IndexedBase:
         return self.tensors[name].base

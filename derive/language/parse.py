@@ -10,6 +10,7 @@ Every definition's body goes through the identity table's definition rules
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -20,6 +21,7 @@ from derive.errors import DerivationError
 from derive.functions import ALIASES, CONSTANTS, FUNCTIONS
 from derive.functions import known as known_names
 from derive.identities import DEFINITION_RULES, rewrite
+from derive.language.affine import check_affine_params, parse_ranges
 from derive.language.conditions import NAMESPACE as RELATION_CALLS
 from derive.language.conditions import relations_as_calls
 from derive.language.graph import (
@@ -178,10 +180,11 @@ def _check_order(name: str, rhs: str, ahead: dict[str, bool], g: Graph) -> None:
         )
 
 
-def _check_index_names(subscripts: set[str], g: Graph) -> None:
-    """A param is a number: named as an index (x[k] beside params={'k': 2}) it is neither."""
+def _check_index_names(inside: list[str], g: Graph) -> None:
+    """A param is a number: named as an index (x[k] beside params={'k': 2}) it is neither.
+    It may stand in an affine subscript (x[S*t + k - P]), but not as a subscript alone."""
     params = {p.name for p in g.params}
-    clash = sorted(subscripts & params)
+    clash = sorted({p.strip() for part in inside for p in part.split(",")} & params)
     if clash:
         raise LangError(
             f"param '{clash[0]}' is used as an index (a subscript); rename the param or the index"
@@ -251,11 +254,15 @@ def _parse_params(op: Op, g: Graph, sizes: dict[str, sp.Symbol]) -> dict[sp.Symb
 
 
 def _namespace(
-    tensors: dict[str, Tensor], sizes: dict[str, sp.Symbol], params: dict
+    tensors: dict[str, Tensor], sizes: dict[str, sp.Symbol], params: dict, declared: dict
 ) -> dict[str, object]:
     ns: dict[str, object] = {name: _checked_call(f) for name, f in FUNCTIONS.items()}
     ns.update({alias: ns[name] for alias, name in ALIASES.items()})
-    ns.update(Sum=lang_sum, Max=lang_max, batch=BATCH_INDEX, Batch=BATCH_SIZE)
+    ns.update(batch=BATCH_INDEX, Batch=BATCH_SIZE)
+    ns.update(
+        Sum=functools.partial(lang_sum, declared=declared),
+        Max=functools.partial(lang_max, declared=declared),
+    )
     ns.update({p.name: p for p in params})
     ns.update(sizes)
     ns.update({t.name: t.base if t.dims else t.whole for t in tensors.values()})
@@ -355,7 +362,7 @@ def _parse_definition(
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
     inside = re.findall(r"\[([^\[\]]*)", f"{rhs}[{lhs_text or ''}]")
     subscripts = {w for part in inside for w in re.findall(r"\b[A-Za-z_]\w*", part)}
-    _check_index_names(subscripts, g)
+    _check_index_names(inside, g)
     whole = sorted(w for w in subscripts if w in g.tensors and not g.tensors[w].dims)
     if whole:  # x[s], or out[n] beside a 0-d tensor n: a tensor's value is never an index
         raise LangError(
@@ -367,7 +374,8 @@ def _parse_definition(
     _check_indices(lhs, body, set(sizes.values()) | set(g.params) | wholes)
     _check_free_outputs(lhs, body)
     _check_data_use(body, g)
-    dims = tuple(range_of(i, body) for i in lhs)
+    check_affine_params(body, g.params)
+    dims = tuple(range_of(i, body, g.ranges) for i in lhs)
     g.tensors[name] = Tensor(name, dims, batched=bool(lhs) and lhs[0] == BATCH_INDEX)
     return Definition(name, lhs, body, text.strip())
 
@@ -397,9 +405,11 @@ def parse(op: Op) -> Graph:
         for name, text in sorted(op.sizes.items()):
             current = f"{name} = {text}"
             g.derived[derived_size(name, text, sizes, g)] = parse_size_expr(text, sizes, g)
+        current = None
+        g.ranges = parse_ranges(op.ranges, sizes)
         for k, text in enumerate(op.definitions):
             current = text
-            ns = _namespace(g.tensors, sizes, g.params)
+            ns = _namespace(g.tensors, sizes, g.params, g.ranges)
             step = _parse_definition(text, g, ns, sizes, _defined_names(op.definitions[k:]))
             g.steps.extend(lift_maxes(step, g, set(sizes.values())))
     except LangError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from derive.language.affine import affine_problem, declared_range, is_affine
 from derive.language.graph import Definition, Graph, LangError, ReduceMax, Tensor, View
 
 
@@ -38,25 +39,35 @@ def subscript_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
                     )
             elif pos.is_Number:
                 raise LangError(f"subscript {float(pos):g} of {ind} is not a whole number")
+            elif is_affine(pos):  # x[n, 2*t + k - P]: 0 outside the axis; gives no range
+                problem = affine_problem(pos)
+                if problem is not None:
+                    raise LangError(f"subscript '{pos}' of {ind}: {problem}")
             elif not (isinstance(pos, sp.Indexed) and pos.base.is_integer):
                 raise LangError(
-                    f"subscript '{pos}' of {ind}: use an index, a constant or an entry of an "
-                    "int64 tensor"
+                    f"subscript '{pos}' of {ind}: use an index, a constant, an entry of an "
+                    "int64 tensor or an affine subscript (2*t + k - P)"
                 )
     return ranges
 
 
-def range_of(index: sp.Symbol, expr: sp.Expr) -> sp.Expr:
+def range_of(index: sp.Symbol, expr: sp.Expr, declared: dict | None = None) -> sp.Expr:
     sizes = subscript_ranges(expr).get(index)
+    size = declared_range(index, sizes or set(), declared or {})
+    if size is not None:  # declared (ranges=...), or known from the definition (a lifted call)
+        return size
     if not sizes:
-        raise LangError(f"cannot infer the range of index '{index}': it subscripts no tensor")
+        raise LangError(
+            f"cannot infer the range of index '{index}': it subscripts no tensor as a plain "
+            f"index; declare it in the op, ranges={{'{index}': 'L'}} with L a size"
+        )
     if len(sizes) > 1:
         shown = ", ".join(sorted(map(str, sizes)))
         raise LangError(f"index '{index}' is used over different sizes: {shown}")
     return next(iter(sizes))
 
 
-def _limits(expr: sp.Expr, indices: tuple) -> list[tuple]:
+def _limits(expr: sp.Expr, indices: tuple, declared: dict) -> list[tuple]:
     if not indices:
         raise LangError("Sum/Max need at least one index to reduce over")
     for i in indices:
@@ -68,15 +79,15 @@ def _limits(expr: sp.Expr, indices: tuple) -> list[tuple]:
                 f"a Sum/Max over '{i}' of {expr}, in which '{i}' is already summed or maxed: "
                 "rename one of the two indices"
             )
-    return [(i, 0, range_of(i, expr) - 1) for i in indices]
+    return [(i, 0, range_of(i, expr, declared) - 1) for i in indices]
 
 
-def lang_sum(expr: sp.Expr, *indices: sp.Symbol) -> sp.Expr:
-    return sp.Sum(expr, *_limits(sp.sympify(expr), indices))
+def lang_sum(expr: sp.Expr, *indices: sp.Symbol, declared: dict | None = None) -> sp.Expr:
+    return sp.Sum(expr, *_limits(sp.sympify(expr), indices, declared or {}))
 
 
-def lang_max(expr: sp.Expr, *indices: sp.Symbol) -> sp.Expr:
-    return ReduceMax(expr, *_limits(sp.sympify(expr), indices))
+def lang_max(expr: sp.Expr, *indices: sp.Symbol, declared: dict | None = None) -> sp.Expr:
+    return ReduceMax(expr, *_limits(sp.sympify(expr), indices, declared or {}))
 
 
 def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition | View]:
@@ -107,7 +118,7 @@ def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition
                 "a Max over every index inside an expression: write it as its own definition"
             )
         name = f"{step.name}_max{len(lifted)}"
-        g.tensors[name] = Tensor(name, tuple(range_of(i, node) for i in free))
+        g.tensors[name] = Tensor(name, tuple(range_of(i, node, g.ranges) for i in free))
         lifted.append(Definition(name, free, node, f"{name}[...] = {node}  (from `{step.text}`)"))
         return g.tensors[name].base[free]
 

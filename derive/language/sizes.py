@@ -16,6 +16,7 @@ from derive.functions import where
 from derive.language.graph import Graph, LangError, name_problem
 
 _GLOBALS = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
+_GLOBALS["floor"] = sp.floor  # what parse_expr makes of a // b
 
 
 def derived_size(name: str, text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Symbol:
@@ -40,6 +41,9 @@ def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr
         raise LangError(f"cannot parse size expression '{text}': {exc}") from None
     if not isinstance(expr, sp.Expr) or expr.is_Relational:  # C == 2 read as True or False
         raise LangError(f"size expression '{text}' is a comparison, not a size ('C / n_head')")
+    if isinstance(expr, sp.Add) or expr.has(sp.floor):
+        _check_integer_size(text, expr, sizes, g)
+        return expr
     for factor in sp.Mul.make_args(expr):
         base, power = factor.as_base_exp()
         if factor.is_Rational and factor > 0 and (factor.p == 1 or factor.q == 1):
@@ -60,6 +64,35 @@ def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr
         if base in g.params and not isinstance(g.op.params[base.name], int):
             raise LangError(f"param '{base}' sets a size, so its default must be an int")
     return expr
+
+
+def _check_integer_size(text: str, expr: sp.Expr, sizes: dict, g: Graph) -> None:
+    """A size that adds: integers, sizes and int params with + - * and floor division ``//``
+    (``(T + 2*P - K) // S + 1``); the forward checks it is positive. A ``/`` here would be a
+    fraction: refused, with ``//`` named."""
+
+    def walk(e: sp.Expr, floored: bool) -> None:
+        if isinstance(e, sp.floor):
+            return walk(e.args[0], True)
+        fraction = e.is_Rational and not e.is_Integer and not floored  # N / 2 + 1
+        if fraction or isinstance(e, sp.Pow) and not (e.exp == -1 and floored):
+            raise LangError(
+                f"size expression '{text}': a size that adds or subtracts divides with // "
+                "(floor division), not / or **"
+            )
+        if e.is_Number and not (e.is_Integer or (floored and e.is_Rational)):
+            raise LangError(f"size expression '{text}': its numbers must be integers, not {e}")
+        if isinstance(e, sp.Symbol) and e not in sizes.values():
+            if e not in g.params:
+                raise LangError(f"size expression '{text}': '{e}' is not a size or an int param")
+            if not isinstance(g.op.params[e.name], int):
+                raise LangError(f"param '{e}' sets a size, so its default must be an int")
+        if isinstance(e, sp.Function) and not isinstance(e, sp.floor):
+            raise LangError(f"size expression '{text}': no function but // is allowed")
+        for a in e.args:
+            walk(a, floored)
+
+    walk(expr, False)
 
 
 def check_infinities(body: sp.Expr) -> None:

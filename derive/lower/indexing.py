@@ -13,7 +13,7 @@ import sympy as sp
 
 from derive.ir import nodes as ir
 from derive.lower.context import Context
-from derive.lower.value import align, union
+from derive.lower.value import align, position, union
 
 
 def mask(cx: Context, e: sp.KroneckerDelta, order: list[sp.Symbol]) -> ir.Node:
@@ -25,10 +25,56 @@ def mask(cx: Context, e: sp.KroneckerDelta, order: list[sp.Symbol]) -> ir.Node:
 
 
 def index_value(cx: Context, x: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
-    """An index as a value: a plain index is arange over its range."""
+    """An index as a value: a plain index is arange over its range, an affine subscript
+    (``2*t + k - P``) the aranges of its indices, scaled and added."""
     if cx.is_axis(x) and x in cx.sizes:
         return arange(cx, x, cx.sizes[x])
+    if is_affine(x):
+        return affine_value(cx, x, order)
     return cx.value(x, order)
+
+
+def affine_value(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
+    """sum_i c_i i + c_0 -> c_i * arange(I)[..] + ... + c_0, broadcast over the indices."""
+    e = sp.expand(e)
+    indices = sorted((s for s in e.free_symbols if cx.is_axis(s)), key=position(order))
+    parts, rest = [], e
+    for i in indices:
+        coef = e.coeff(i)
+        rest -= coef * i
+        part = arange(cx, i, cx.sizes[i])
+        parts.append(part if coef == 1 else ir.Binary("*", part, cx.value(coef, []), axes=(i,)))
+    axes = union([p.axes for p in parts], order)
+    total = align(parts[0], axes)
+    for p in parts[1:]:
+        total = ir.Binary("+", total, align(p, axes), axes=axes)
+    rest = sp.expand(rest)
+    if rest != 0:
+        neg = rest.could_extract_minus_sign()
+        const = cx.value(-rest if neg else rest, [])
+        total = ir.Binary("-" if neg else "+", total, const, axes=axes)
+    return total
+
+
+def is_affine(x: sp.Expr) -> bool:
+    """An affine subscript: an expression over indices, no tensor entry (x[n, t + 1])."""
+    if isinstance(x, (sp.Symbol, sp.Indexed)) or x.is_Number or x.has(sp.Indexed):
+        return False
+    return any(s.is_integer and not s.is_positive for s in x.free_symbols)
+
+
+def padded_part(cx: Context, sub: sp.Expr, size: sp.Expr, order: list) -> tuple:
+    """An affine subscript held inside its axis of ``size``, and where it was inside: the
+    read is 0 elsewhere (zero padding)."""
+    at = affine_value(cx, sub, order)
+    hi = cx.value(size - 1, [])
+    inside = ir.Binary(
+        "&",
+        ir.Binary(">=", at, ir.Number(0), axes=at.axes),
+        ir.Binary("<=", at, hi, axes=at.axes),
+        axes=at.axes,
+    )
+    return ir.ClampTo(at, hi, axes=at.axes), inside
 
 
 def arange(cx: Context, axis: sp.Symbol, size: sp.Expr) -> ir.Node:
@@ -41,16 +87,23 @@ def gather(cx: Context, base: ir.Node, e: sp.Indexed, order: list[sp.Symbol]) ->
     Advanced indexing wraps negative indices, so the data tensors used here are recorded
     (``wrapping``) and their range is checked before every forward.
     """
-    parts = []
+    parts, masks = [], []
     for pos, sub in enumerate(e.indices):
         if cx.is_axis(sub):
             parts.append(arange(cx, sub, e.base.shape[pos]))
             cx.learn([(sub, e.base.shape[pos])], replace=False)
+        elif is_affine(sub):
+            part, inside = padded_part(cx, sub, e.base.shape[pos], order)
+            parts.append(part)
+            masks.append(inside)
         else:
             parts.append(cx.value(sub, order))
             cx.note_wrapping(i.base.label.name for i in sub.atoms(sp.Indexed))
     axes = union([p.axes for p in parts], order)
-    return ir.Index(base, tuple(align(p, axes) for p in parts), axes=axes)
+    read = ir.Index(base, tuple(align(p, axes) for p in parts), axes=axes)
+    for inside in masks:  # zero padding: an affine subscript outside its axis reads 0
+        read = ir.Where(align(inside, axes), read, ir.Number(0), axes=axes)
+    return read
 
 
 def indexed(cx: Context, e: sp.Indexed, order: list[sp.Symbol]) -> ir.Node:

@@ -175,6 +175,8 @@ class Scope:
         found = {i for ind in e.atoms(sp.Indexed) for i in ind.indices if self.is_axis(i)}
         for cmp in e.atoms(sp.KroneckerDelta, sp.core.relational.Relational):
             found |= {a for a in cmp.args if self.is_axis(a) and a in self.ranged}
+        for x in _affine_parts(e):  # x[n, t + 2*k - P], where(t - k >= 0, ..): t and k
+            found |= {a for a in x.free_symbols if self.is_axis(a) and a in self.ranged}
         return found & e.free_symbols
 
     def scalar(self, e: sp.Expr) -> bool:
@@ -182,6 +184,13 @@ class Scope:
         if e.has(sp.Indexed, sp.Sum, sp.KroneckerDelta):
             return False
         return all(s.name in self.scalars for s in e.free_symbols if isinstance(s, sp.Symbol))
+
+
+def _affine_parts(e: sp.Expr) -> list[sp.Expr]:
+    """The affine subscripts and compared index expressions of ``e`` (t + 2*k - P)."""
+    found = [i for ind in e.atoms(sp.Indexed) for i in ind.indices]
+    found += [a for c in e.atoms(sp.KroneckerDelta, sp.core.relational.Relational) for a in c.args]
+    return [x for x in found if isinstance(x, (sp.Add, sp.Mul)) and not x.has(sp.Indexed)]
 
 
 @dataclass(frozen=True)

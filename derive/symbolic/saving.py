@@ -28,7 +28,7 @@ import sympy as sp
 
 from derive.functions import BY_NODE, FUNCTIONS
 from derive.language import BATCH_INDEX, Definition, Graph, Tensor, View, tensor_reads
-from derive.language.ranges import range_of
+from derive.language.ranges import range_of, subscript_ranges
 from derive.symbolic.indices import is_reduction
 
 SAVE_COST = 2  # one more pass to write the tensor in the forward, one to read it back
@@ -64,6 +64,10 @@ def _lifted(
     step: Definition, tensors: dict[str, Tensor], sizes: set, chained: set[str]
 ) -> list[Definition]:
     lifted: list[Definition] = []
+    # ranges of the indices a lifted call may read only through an affine subscript (t of
+    # tanh(x[n, t - 1])): the definition's own axes and its sums'
+    known = {v: hi - lo + 1 for s in step.body.atoms(sp.Sum) for v, lo, hi in s.limits}
+    known.update(zip(step.indices, tensors[step.name].dims))
 
     def lift(e: sp.Basic, top: bool) -> sp.Basic:
         if not isinstance(e, sp.Basic) or not e.args or isinstance(e, (sp.Indexed, sp.Tuple)):
@@ -76,7 +80,9 @@ def _lifted(
             return e  # the whole body (already named), cheap, a number, or along a chain
         name = _fresh(f"{step.name}_{_call_name(e)}", tensors)
         batched = free[0] == BATCH_INDEX  # the flattened ``...`` axis leads, as in inputs
-        tensors[name] = Tensor(name, tuple(range_of(i, e) for i in free), batched=batched)
+        plain = subscript_ranges(e)
+        dims = tuple(range_of(i, e) if i in plain else known[i] for i in free)
+        tensors[name] = Tensor(name, dims, batched=batched)
         lifted.append(Definition(name, free, e, f"{name}[...] = {e}  (from `{step.text}`)"))
         return tensors[name].base[free]
 

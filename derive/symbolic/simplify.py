@@ -17,6 +17,7 @@ import sympy as sp
 from derive.functions import where
 from derive.symbolic.cost import cost
 from derive.symbolic.indices import canonical_bound
+from derive.symbolic.inversion import delta_invert, delta_through_sum
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
 
@@ -125,6 +126,8 @@ SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
     _sum_zero,  # sum_k 0 -> 0
     _sum_of_add,  # sum_k (a + b) -> sum_k a + sum_k b
     _delta_eliminate,  # sum_k f(k) delta(k, e) -> f(e)
+    delta_invert,  # sum_t f(t) delta(u, t + r) -> f(u - r) 1[lo <= u - r <= hi]
+    delta_through_sum,  # sum_t f(t) sum_k g delta(u, t + r(k)) -> sum_k sum_t f g delta(..)
     _constant,  # sum_k c -> K c
     _factor_out,  # sum_k c f(k) -> c sum_k f(k)
     _fold_reduction,  # sum_n x[n, m] -> N mu[m]  (from mu[m] = 1/N sum_n x[n, m])

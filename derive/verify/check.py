@@ -80,8 +80,15 @@ def index_limits(g: Graph, sizes: dict) -> dict[str, int]:
 
 
 def _draw_sizes(g: Graph, rng: random.Random) -> dict[sp.Symbol, int]:
-    """Random sizes in [2, 5], made whole for the derived ones (:func:`with_derived`)."""
-    return with_derived(g, {s: rng.randint(2, 5) for s in g.sizes if s not in g.derived})
+    """Random sizes in [2, 5], made whole for the derived ones (:func:`with_derived`); drawn
+    again (from a range growing by one every 20 draws) until every derived size is positive
+    (a convolution's L = T - K + 1)."""
+    for k in range(200):
+        drawn = {s: rng.randint(2, 5 + k // 20) for s in g.sizes if s not in g.derived}
+        sizes = with_derived(g, drawn)
+        if all(sizes[d] > 0 for d in g.derived):
+            return sizes
+    return sizes
 
 
 def with_derived(g: Graph, sizes: dict[sp.Symbol, int]) -> dict[sp.Symbol, int]:

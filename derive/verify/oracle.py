@@ -63,6 +63,7 @@ COMPARISONS = {
     ast.GtE: torch.ge,
 }
 ARITHMETIC = {
+    ast.FloorDiv: lambda a, b: a // b,
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
@@ -89,6 +90,7 @@ class _Grid:
         self.tensors, self.sizes, self.params = tensors, sizes, params
         self.axes = indices
         self.ranges: dict[str, int] = {}
+        self.declared: dict[str, str] = {}  # the op's ranges={"t": "L"}
 
     def arange(self, name: str) -> torch.Tensor:
         shape = [1] * len(self.axes)
@@ -164,14 +166,25 @@ class _Evaluator:
         if not isinstance(node.value, ast.Name) or node.value.id not in self.g.tensors:
             raise OracleError(f"'{ast.unparse(node)}' subscripts no tensor")
         tensor = self.g.tensors[node.value.id].value
-        subs = [self(p) for p in _subscript_parts(node)]
+        parts = _subscript_parts(node)
+        subs = [self(p) for p in parts]
+        # an affine subscript (t + k - P) outside the axis reads 0: zero padding
+        inside = torch.ones((), dtype=torch.bool)
+        for k, (p, n) in enumerate(zip(parts, tensor.shape)):
+            if isinstance(p, (ast.BinOp, ast.UnaryOp)) and isinstance(subs[k], torch.Tensor):
+                if not any(isinstance(x, ast.Subscript) for x in ast.walk(p)):
+                    inside = inside & (subs[k] >= 0) & (subs[k] < n)
+                    subs[k] = subs[k].clamp(0, n - 1)
         # int data out of range can stand only in a branch a where() discards (SymPy may have
         # decided the condition: cosh(z) < 0), which reads it as any entry: clamped
         subs = [
             s.clamp(-n, n - 1) if isinstance(s, torch.Tensor) else int(s)
             for s, n in zip(subs, tensor.shape)
         ]
-        return self.g.full(tensor[tuple(subs)])
+        picked = self.g.full(tensor[tuple(subs)])
+        if inside.dim():
+            picked = torch.where(self.g.full(inside), picked, torch.zeros((), dtype=picked.dtype))
+        return picked
 
     def _BinOp(self, node):
         op = ARITHMETIC.get(type(node.op))
@@ -262,6 +275,10 @@ def _ranges(tree: ast.AST, grid: _Grid) -> None:
                 grid.ranges.setdefault(part.id, tensor.value.shape[pos])
     if "batch" in grid.axes:
         grid.ranges.setdefault("batch", grid.sizes["Batch"])
+    for axis in grid.axes:  # ranges={"t": "L"}: no tensor gives t's (k#1: a bound k)
+        size = grid.declared.get(axis.split("#")[0])
+        if size is not None:
+            grid.ranges[axis] = grid.sizes[size.strip()]
 
 
 def _whole_size(text: str, sizes: dict, params: dict) -> int:
@@ -332,14 +349,14 @@ def evaluate_text(op, inputs: dict[str, torch.Tensor], params: dict | None = Non
             raise OracleError(f"cannot evaluate the sizes {sorted(pending)}")
     last = None
     for text in op.definitions:
-        last = _definition(text, tensors, sizes, params)
+        last = _definition(text, tensors, sizes, params, dict(getattr(op, "ranges", {})))
     values = {k: v.value for k, v in tensors.items()}
     if tensors[last].batched:  # the leading dims the batched inputs share, restored
         values[last] = values[last].reshape(*lead, *values[last].shape[1:])
     return values
 
 
-def _definition(text: str, tensors: dict, sizes: dict, params: dict) -> str:
+def _definition(text: str, tensors: dict, sizes: dict, params: dict, declared: dict) -> str:
     m = _DEFINITION.match(text)
     if m is None:
         raise OracleError(f"cannot read definition '{text}'")
@@ -358,6 +375,7 @@ def _definition(text: str, tensors: dict, sizes: dict, params: dict) -> str:
     indices = [n for n in dict.fromkeys(lhs + _names(tree)) if n not in known]
     indices = [n for n in indices if n not in CONSTANTS or n in subscripted]
     grid = _Grid(tensors, sizes, params, indices)
+    grid.declared = declared
     _ranges(tree, grid)
     missing = [i for i in indices if i not in grid.ranges]
     if missing:

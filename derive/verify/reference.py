@@ -100,6 +100,8 @@ def _index_value(e: sp.Expr, s: _Scope) -> Value:
         return t, axes
     if isinstance(e, sp.Symbol) and e in s.sizes:
         return torch.tensor(s.sizes[e]), ()
+    if isinstance(e, sp.Symbol) and isinstance(s.params.get(e), int):  # x[S*t + k - P]
+        return torch.tensor(s.params[e]), ()
     if isinstance(e, (sp.Add, sp.Mul)):
         return _arithmetic(e, [_index_value(a, s) for a in e.args])
     raise InterpretError(f"cannot use '{e}' as a subscript")
@@ -109,6 +111,8 @@ def _condition(e: sp.Expr, s: _Scope) -> Value:
     compare = COMPARE.get(type(e).__name__)
     if compare is None:
         raise InterpretError(f"cannot evaluate the condition '{e}'")
+    ints = {p: v for p, v in s.params.items() if isinstance(v, int)}  # t + P >= 0: indices
+    e = e.func(*(x.xreplace(ints) for x in e.args), evaluate=False) if ints else e
     if all(x.is_integer and not _reads_floats(x, s) for x in e.args):  # indices, int data
         (a, b), axes = _align([_index_value(x, s) for x in e.args])
         return compare(a, b), axes
@@ -136,7 +140,15 @@ def _indexed(e: sp.Indexed, s: _Scope) -> Value:
     if not e.indices:
         return data, ()
     subs, axes = _align([_index_value(i, s) for i in e.indices])
-    return data[tuple(subs)], axes
+    inside = True  # an affine subscript outside its axis reads 0 (zero padding)
+    for k, i in enumerate(e.indices):
+        if isinstance(i, (sp.Add, sp.Mul)) and not i.has(sp.Indexed):
+            inside = inside & (subs[k] >= 0) & (subs[k] < data.shape[k])
+            subs[k] = subs[k].clamp(0, data.shape[k] - 1)
+    picked = data[tuple(subs)]
+    if inside is not True:
+        picked = torch.where(inside, picked, torch.zeros((), dtype=picked.dtype))
+    return picked, axes
 
 
 def _reduce(e: sp.Expr, s: _Scope) -> Value:

@@ -58,7 +58,13 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("only int64 inputs", ["t[N]: int64"], ["out[n] = t[n] * 2.0"], {}, "data index"),
     ("integer output", ["x[N]", "t[N]: int64"], ["out[n] = t[n]"], {}, "data index"),
     ("float as a subscript", ["x[N]", "y[N]"], ["out[n] = x[y[n]]"], {}, "subscript"),
-    ("expression subscript", X, ["out[n, m] = x[n + 1, m]"], {}, "subscript"),
+    ("a product of indices as a subscript", X, ["out[n, m] = x[n*m, m]"], {}, "affine"),
+    ("a float in a subscript", X, ["out[n, m] = x[n, m - 0.5]"], {}, "affine"),
+    ("a size as a stride", X, ["out[n, m] = x[n, N*m]"], {}, "coefficient N"),
+    ("a function in a subscript", X, ["out[n, m] = x[n, abs(m - 1)]"], {}, "no tensor or"),
+    ("a float param in a subscript", X, ["out[n, m] = x[n, m - p]"], {"p": 0.5}, "an int"),
+    ("a param alone as a subscript", X, ["out[n] = x[n, p]"], {"p": 1}, "used as an index"),
+    ("a shift with no range", X, ["out[n, m] = x[n + 1, m]"], {}, "ranges={'n'"),
     ("Sum over nothing", X, ["out[n] = Sum(x[n, m])"], {}, "at least one index"),
     ("Sum over a number", X, ["out[n] = Sum(x[n, m], 2)"], {}, "indices"),
     ("Sum over an unused index", X, ["out[n] = Sum(x[n, m], k)"], {}, "range of index 'k'"),
@@ -183,7 +189,10 @@ SIZE_ROWS = [
     ("a size given twice", {}, {"N": "M"}, "already given by an input"),
     ("a lower-case size", {"k": 2}, {"d": "N / k"}, "capitalised"),
     ("a float param as a divisor", {"k": 2.0}, {"K": "N / k"}, "must be an int"),
-    ("a difference", {}, {"K": "N - 1"}, "multiplied or divided"),
+    ("a fraction in a sum", {}, {"K": "N / 2 + 1"}, "//"),
+    ("a float in a sum", {}, {"K": "N - 1.5"}, "integers"),
+    ("a float param in a floor", {"s": 2.0}, {"K": "N // s"}, "must be an int"),
+    ("an unknown name in a sum", {}, {"K": "N - q"}, "not a size"),
     ("an unknown name", {}, {"K": "N / q"}, "neither"),
     ("a float divisor", {}, {"K": "N / 2.5"}, "factor 0.4"),
     ("a float factor", {}, {"K": "1.5*N"}, "factor 1.5"),
@@ -203,6 +212,29 @@ SIZE_ROWS = [
 )
 def test_malformed_derived_size_is_refused_in_one_line(why, params, sizes, says, tmp_path) -> None:
     op = Op(name="bad", inputs=X, definitions=["out[n, m] = x[n, m]"], params=params, sizes=sizes)
+    with pytest.raises(DerivationError) as info:
+        module_source(op, tmp_path)
+    message = str(info.value)
+    assert message.startswith("op 'bad'") and "\n" not in message, message
+    assert says in message, message
+
+
+# declared ranges (issue 25): an index's range is a size, and agrees with its subscripts
+RANGE_ROWS = [
+    # (why, sizes, ranges, definition, what the message must say)
+    ("a range that is no size", {}, {"t": "N - 1"}, "out[n, t] = x[n, t]", "must name a size"),
+    ("a range of an unknown size", {}, {"t": "L"}, "out[n, t] = x[n, t]", "must name a size"),
+    ("a range against a tensor", {}, {"m": "N"}, "out[n, m] = x[n, m]", "declared with range"),
+    ("a capitalised index", {}, {"T": "N"}, "out[n, m] = x[n, m]", "lower-case"),
+    ("a range that is no string", {}, {"t": 5}, "out[n, m] = x[n, m]", "must be a string"),
+]
+
+
+@pytest.mark.parametrize(
+    ("why", "sizes", "ranges", "definition", "says"), RANGE_ROWS, ids=[r[0] for r in RANGE_ROWS]
+)
+def test_malformed_range_is_refused_in_one_line(why, sizes, ranges, definition, says, tmp_path):
+    op = Op(name="bad", inputs=X, definitions=[definition], sizes=sizes, ranges=ranges)
     with pytest.raises(DerivationError) as info:
         module_source(op, tmp_path)
     message = str(info.value)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from derive.functions import FUNCTIONS, relu, sigmoid, softplus
+from derive.functions import FUNCTIONS, relu, sigmoid, softplus, where
 from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite
 from derive.symbolic.canon import Pattern, fold
 from derive.symbolic.simplify import SUM_RULES, Reduction, Simplifier
@@ -32,6 +32,21 @@ SUM_RULE_CASES = [
     ("_constant", y[n], K * y[n]),
     ("_factor_out", y[n] * x[k], y[n] * sp.Sum(x[k], LIM)),
     ("_expand_if_cheaper", sp.KroneckerDelta(k, c) * (x[k] + 1), x[c] + 1),
+    # sum_k x[k] delta(n, k + c) -> x[n - c] 1[0 <= n - c <= K - 1]
+    (
+        "delta_invert",
+        x[k] * sp.KroneckerDelta(n, k + c),
+        where(n - c >= 0, 1, 0) * where(n - c <= K - 1, 1, 0) * x[n - c],
+    ),
+    # sum_k y[k] sum_c x[c] delta(n, k + 2 c) -> sum_c y[n - 2 c] x[c] 1[0 <= n - 2 c <= K - 1]
+    (
+        "delta_through_sum",
+        y[k] * sp.Sum(x[c] * sp.KroneckerDelta(n, k + 2 * c), (c, 0, M - 1)),
+        sp.Sum(
+            where(n - 2 * c >= 0, 1, 0) * where(n - 2 * c <= K - 1, 1, 0) * x[c] * y[n - 2 * c],
+            (c, 0, M - 1),
+        ),
+    ),
 ]
 
 

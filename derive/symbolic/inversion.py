@@ -1,0 +1,100 @@
+"""Index inversion: the Sum rules that eliminate a delta of an affine subscript.
+
+The adjoint of an affine read ``x[.., S*t + D*k - P]`` at ``x[.., u]`` is the delta
+``delta(u, S*t + D*k - P)`` under the sums over t and k. Where one summed index has the
+coefficient +-1 the delta is solved for it (t = u - D*k + P when S = 1), and the sum over t
+becomes a read at the solved index, kept where that index is in t's range: a gather over the
+inverted index. Where none has (a stride S > 1 and D > 1), the delta stays: the lowering
+scatters (adds each term at its position). Nothing here knows a convolution: the rules hold for
+any op with affine subscripts, and for no other delta (a plain ``delta(k, e)`` is
+:func:`derive.symbolic.simplify._delta_eliminate`'s, unchanged).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.functions import where
+
+
+def solve_for(delta: sp.KroneckerDelta, k: sp.Symbol) -> sp.Expr | None:
+    """``e`` with delta(a, b) = delta(k, e) (a - b = +-(k - e)), when a - b is affine with
+    coefficient +-1 in k and one side is affine (not a plain index: the old rule's)."""
+    a, b = delta.args
+    if not any(_affine(x) for x in (a, b)):
+        return None
+    diff = sp.expand(a - b)
+    c = diff.coeff(k)
+    rest = sp.expand(diff - c * k)
+    if c not in (1, -1) or rest.has(k):
+        return None
+    return -rest * c
+
+
+def _affine(x: sp.Expr) -> bool:
+    return not isinstance(x, (sp.Symbol, sp.Indexed)) and not x.is_Number and not x.has(sp.Indexed)
+
+
+def in_range(value: sp.Expr, lo: sp.Expr, hi: sp.Expr, f: sp.Expr) -> sp.Expr:
+    """f where lo <= value <= hi, else 0.
+
+    As indicator factors ``where(c, 1, 0) f`` when f is a product of reads, numbers and sizes
+    (finite everywhere: an affine read outside its tensor is 0), so sums can still factor;
+    else as where(c, f, 0), which discards f there (1/y[u + 1] is 1/0 past the end).
+    """
+    conds = [c for c in (sp.Ge(value, lo), sp.Le(value, hi)) if c is not sp.true]
+    if sp.false in conds:
+        return sp.S.Zero
+    if _finite(f):
+        return sp.Mul(*[where(c, 1, 0) for c in conds]) * f
+    for c in reversed(conds):
+        f = where(c, f, 0)
+    return f
+
+
+def _finite(f: sp.Expr) -> bool:
+    if any(isinstance(p, sp.Pow) and not (p.exp.is_Integer and p.exp > 0) for p in f.atoms(sp.Pow)):
+        return False
+    return all(isinstance(w, where) for w in f.atoms(sp.Function))
+
+
+def _padded(f: sp.Expr, sol: sp.Expr, size: sp.Expr) -> bool:
+    """Whether f is 0 wherever sol is outside [0, size): a factor of f reads an axis of that
+    size at sol, and an affine read outside its tensor is 0 (f = x[.., sol, ..] h)."""
+    return any(
+        isinstance(g, sp.Indexed)
+        and any(p == sol and d == size for p, d in zip(g.indices, g.base.shape or ()))
+        for g in _factors(f)
+    )
+
+
+def _factors(e: sp.Expr) -> list[sp.Expr]:
+    return list(e.args) if isinstance(e, sp.Mul) else [e]
+
+
+def delta_invert(body: sp.Expr, lim, ctx) -> sp.Expr | None:
+    # sum_k f(k) delta(u, c k + r) -> f((u - r)/c) 1[lo <= (u - r)/c <= hi]     (c = +-1)
+    k, lo, hi = lim
+    for f in _factors(body):
+        if isinstance(f, sp.KroneckerDelta) and (sol := solve_for(f, k)) is not None:
+            rest = sp.Mul(*[g for g in _factors(body) if g is not f]).xreplace({k: sol})
+            if lo == 0 and _padded(rest, sol, hi + 1):
+                return ctx.simplify(rest)
+            return ctx.simplify(in_range(sol, lo, hi, rest))
+    return None
+
+
+def delta_through_sum(body: sp.Expr, lim, ctx) -> sp.Expr | None:
+    # sum_t f(t) sum_k g(k, t) delta(u, t + r(k)) -> sum_k f(u - r(k)) g(k, u - r(k)) 1[..]
+    # (the inner sum cannot solve the delta for k, the outer one can for t: inverted there)
+    t = lim[0]
+    for s in _factors(body):
+        if not isinstance(s, sp.Sum):
+            continue
+        outside = sp.Mul(*[g for g in _factors(body) if g is not s])
+        if any(v in outside.free_symbols or v == t for v, *_ in s.limits):  # bound names clash
+            continue
+        inverted = delta_invert(outside * s.function, lim, ctx)
+        if inverted is not None:
+            return ctx.sum(inverted, tuple(s.limits))
+    return None

@@ -1,0 +1,81 @@
+"""Affine subscripts against torch.nn.functional (issue 25): the generated convolutions, pool,
+cumulative sum and shift of tests/cases/ in float64 at 1e-10, their backward against torch's
+autograd of the same F call, and gradcheck, on random shapes with odd sizes."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.modules.emitted import imported
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+
+
+def _conv1d_padded_dilated(rng: random.Random) -> tuple:
+    n, c, o, k, p = rng.choice([1, 3]), rng.choice([1, 3]), rng.choice([2, 5]), 3, 1
+    x = torch.randn(n, c, rng.choice([7, 9, 11]), dtype=torch.float64)
+    w, b = torch.randn(o, c, k, dtype=torch.float64), torch.randn(o, dtype=torch.float64)
+    return (x, w, b), {"P": p}, lambda x, w, b: F.conv1d(x, w, b, padding=p, dilation=2)
+
+
+def _conv1d_strided(rng: random.Random) -> tuple:
+    n, c, o, k = rng.choice([1, 3]), rng.choice([1, 3]), rng.choice([2, 5]), rng.choice([2, 3])
+    x = torch.randn(n, c, rng.choice([7, 8, 11]), dtype=torch.float64)
+    w = torch.randn(o, c, k, dtype=torch.float64)
+    return (x, w), {}, lambda x, w: F.conv1d(x, w, stride=2)
+
+
+def _avg_pool1d(rng: random.Random) -> tuple:
+    params = {"kernel": 3, "stride": rng.choice([1, 2, 3]), "padding": rng.choice([0, 1])}
+    x = torch.randn(rng.choice([1, 3]), 3, rng.choice([7, 9, 10]), dtype=torch.float64)
+    return (
+        (x,),
+        params,
+        lambda x: F.avg_pool1d(x, params["kernel"], params["stride"], params["padding"]),
+    )
+
+
+def _cumsum(rng: random.Random) -> tuple:
+    x = torch.randn(rng.choice([1, 3]), rng.choice([5, 7]), dtype=torch.float64)
+    return (x,), {}, lambda x: torch.cumsum(x, 1)
+
+
+def _shift(rng: random.Random) -> tuple:
+    x, y = (torch.randn(3, rng.choice([5, 7]), dtype=torch.float64) for _ in range(2))
+    return (x, y), {}, lambda x, y: torch.tanh(F.pad(x, (1, 0))[:, :-1]) * y
+
+
+TORCH = {
+    "conv1d_padded_dilated": _conv1d_padded_dilated,
+    "conv1d_strided": _conv1d_strided,
+    "avg_pool1d": _avg_pool1d,
+    "cumsum": _cumsum,
+    "shift": _shift,
+}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("name", sorted(TORCH))
+def test_against_torch_functional(name: str, seed: int, tmp_path: Path) -> None:
+    module, _ = imported(CASES / f"{name}.py", tmp_path)
+    inputs, params, reference = TORCH[name](random.Random(seed))
+    out, saved = module.forward(*inputs, **params)
+    leaves = [t.clone().requires_grad_(True) for t in inputs]
+    ref = reference(*leaves)
+    assert out.shape == ref.shape
+    assert torch.allclose(out, ref.detach(), rtol=0, atol=1e-10)
+    grad_out = torch.randn_like(out)
+    mine = module.backward(grad_out, saved)
+    theirs = torch.autograd.grad(ref, leaves, grad_out)
+    for a, b in zip(mine, theirs, strict=True):
+        assert a.shape == b.shape and torch.allclose(a, b, rtol=0, atol=1e-10)
+    leaves = [t.clone().requires_grad_(True) for t in inputs]
+    apply = module.Function.apply  # params positionally, after the tensors, in name order
+    extra = tuple(params[k] for k in sorted(params))
+    assert torch.autograd.gradcheck(apply, (*leaves, *extra))
+    assert torch.autograd.gradgradcheck(apply, (*leaves, *extra))

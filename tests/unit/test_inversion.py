@@ -1,0 +1,57 @@
+"""Index inversion (issue 25): the delta of an affine read solved for a summed index with
+coefficient +-1, kept in range by a condition unless a zero-padded read already is 0 there;
+a delta no summed index solves (a stride > 1) stays for the lowering to scatter."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derive.functions import where
+from derive.symbolic.inversion import delta_invert, in_range, solve_for
+from derive.symbolic.simplify import Simplifier
+
+u, t, k, n = sp.symbols("u t k n", integer=True)
+T, K, L = sp.symbols("T K L", integer=True, positive=True)
+S = sp.Symbol("S", real=True)  # an int param: a stride
+g = sp.IndexedBase("g", real=True, shape=(L,))
+w = sp.IndexedBase("w", real=True, shape=(K,))
+y = sp.IndexedBase("y", real=True)
+
+
+def test_solve_for_the_index_with_coefficient_one() -> None:
+    # delta(u, t + 2 k - 1) = delta(t, u - 2 k + 1)
+    assert solve_for(sp.KroneckerDelta(u, t + 2 * k - 1), t) == u - 2 * k + 1
+    # delta(u, 2 t - k): k = 2 t - u
+    assert solve_for(sp.KroneckerDelta(u, 2 * t - k), k) == 2 * t - u
+
+
+def test_a_stride_is_not_inverted() -> None:
+    # delta(u, 2 t + k) has no +-1 coefficient for t, nor delta(u, S t) for a param S
+    assert solve_for(sp.KroneckerDelta(u, 2 * t + k), t) is None
+    assert solve_for(sp.KroneckerDelta(u, S * t), t) is None
+    body = g[t] * sp.KroneckerDelta(u, 2 * t)
+    assert delta_invert(body, (t, 0, L - 1), Simplifier()) is None
+
+
+def test_a_plain_delta_is_the_old_rule_s() -> None:
+    # delta(k, e) with e an index or data is _delta_eliminate's, unchanged
+    assert solve_for(sp.KroneckerDelta(k, u), k) is None
+
+
+def test_a_zero_padded_read_needs_no_condition() -> None:
+    # sum_t g[t] w[k] delta(u, t + k) -> g[u - k] w[k]: g[u - k] is 0 outside [0, L)
+    body = g[t] * w[k] * sp.KroneckerDelta(u, t + k)
+    assert delta_invert(body, (t, 0, L - 1), Simplifier()) == g[u - k] * w[k]
+
+
+def test_bounds_become_a_condition() -> None:
+    # sum_t y[t] delta(u, t + 1), over t < T: y[u - 1] 1[u - 1 >= 0] 1[u - 1 <= T - 1]
+    body = y[t] * sp.KroneckerDelta(u, t + 1)
+    expected = where(u - 1 >= 0, 1, 0) * where(u - 1 <= T - 1, 1, 0) * y[u - 1]
+    assert delta_invert(body, (t, 0, T - 1), Simplifier()) == expected
+
+
+def test_a_quotient_is_kept_out_by_where() -> None:
+    # 1/y[u + 1] past the end is 1/0: the condition discards it rather than multiplying it
+    f = in_range(u + 1, 0, T - 1, 1 / y[u + 1])
+    assert f == where(u + 1 >= 0, where(u + 1 <= T - 1, 1 / y[u + 1], 0), 0)
