@@ -15,9 +15,10 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
 - layout (:class:`View`): :class:`Permute`, :class:`Broadcast` (``x[:, None]``),
   :class:`Slice`, :class:`Reshape`, :class:`Expand`, :class:`Unsqueeze`, :class:`Squeeze`,
   :class:`Clamp` (an index read clamped), :class:`ClampTo` (an affine index held inside its
-  axis), :class:`Clone`;
+  axis), :class:`Pad`, :class:`Narrow`, :class:`Flip`, :class:`Clone`;
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
-  order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max);
+  order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max),
+  :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``);
 - indexing and construction: :class:`Arange`, :class:`IndexSelect`, :class:`Gather`,
   :class:`Index`, :class:`IndexAdd`, :class:`Zeros`, :class:`Full`, :class:`Stack`,
   :class:`AsTensor`.
@@ -265,6 +266,30 @@ class ClampTo(View):
 
 
 @dataclass(frozen=True)
+class Pad(View):
+    """``torch.nn.functional.pad(arg, pads)``: zeros added before and after the last axes
+    (``pads`` as torch orders them: the last axis's two first)."""
+
+    pads: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Narrow(View):
+    """``arg.narrow(dim, start, length)``: ``length`` entries of axis ``dim`` from ``start``."""
+
+    dim: int
+    start: Node
+    length: Node
+
+
+@dataclass(frozen=True)
+class Flip(View):
+    """``arg.flip(dims)``: the axes ``dims`` read backwards (a convolution's kernel)."""
+
+    dims: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Clone(View):
     """A copy: the tensor will be updated in place and must not be a view of another."""
 
@@ -304,6 +329,19 @@ class Reduce(Node):
     kind: str
     arg: Node
     dims: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Conv(Node):
+    """``torch.conv<n>d(input, weight, ...)`` or ``torch.conv_transpose<n>d`` (``transposed``):
+    a window contraction over ``len(stride)`` spatial axes, no padding (see :class:`Pad`)."""
+
+    transposed: bool
+    input: Node
+    weight: Node
+    stride: tuple[Node, ...]
+    dilation: tuple[Node, ...]
+    groups: Node
 
 
 # -- indexing and construction -----------------------------------------------------------------

@@ -195,6 +195,16 @@ class TorchPrinter:
     def _print_ClampTo(self, node: ir.ClampTo) -> str:
         return self._method(node.arg, f"clamp(0, {self.doprint(node.hi)})")
 
+    def _print_Pad(self, node: ir.Pad) -> str:
+        return f"torch.nn.functional.pad({self.doprint(node.arg)}, ({self._args(node.pads)}))"
+
+    def _print_Narrow(self, node: ir.Narrow) -> str:
+        args = self._args((node.start, node.length))
+        return self._method(node.arg, f"narrow({node.dim}, {args})")
+
+    def _print_Flip(self, node: ir.Flip) -> str:
+        return self._method(node.arg, f"flip({', '.join(map(str, node.dims))})")
+
     def _print_Clone(self, node: ir.Clone) -> str:
         return self._method(node.arg, "clone()")
 
@@ -215,6 +225,17 @@ class TorchPrinter:
     def _print_Reduce(self, node: ir.Reduce) -> str:
         dims = ", ".join(map(str, node.dims))
         return self._method(node.arg, f"{node.kind}({f'({dims})' if len(node.dims) > 1 else dims})")
+
+    def _print_Conv(self, node: ir.Conv) -> str:
+        kind = "conv_transpose" if node.transposed else "conv"
+        args = [self.doprint(node.input), self.doprint(node.weight)]
+        for key, values in (("stride", node.stride), ("dilation", node.dilation)):
+            if not all(ir.is_number(v, 1) for v in values):
+                code = self._args(values)
+                args.append(f"{key}={code if len(values) == 1 else f'({code})'}")
+        if not ir.is_number(node.groups, 1):
+            args.append(f"groups={self.doprint(node.groups)}")
+        return f"torch.{kind}{len(node.stride)}d({', '.join(args)})"
 
     # -- indexing and construction ---------------------------------------------------------
     def _print_Arange(self, node: ir.Arange) -> str:

@@ -1,0 +1,113 @@
+"""The window rules of derive/lower/windows.py (issue 25), one expression each: what a rule
+matches (pure: it lowers nothing), what it refuses (the generic lowering stays), and the torch
+kernel an op's module then holds. The numbers are tests/modules/test_windows.py's and
+tests/modules/test_convolutions.py's."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from derive import Op
+from derive.emit.generate import module_source
+from derive.lower.lowerer import Lowerer
+from derive.lower.value import plain
+from derive.lower.windows import WINDOWS, plan_window
+
+N, C, M, T, K, L = sp.symbols("N C M T K L", integer=True, positive=True)
+S, P = sp.symbols("S P", real=True)  # int params are real symbols
+n, c, o, t, k, j = sp.symbols("n c o t k j", integer=True)
+x = sp.IndexedBase("x", shape=(N, C, T), real=True)
+w = sp.IndexedBase("w", shape=(M, C, K), real=True)
+g = sp.IndexedBase("g", shape=(N, M, L), real=True)
+
+
+def _scope(order: list):
+    names = {"x", "w", "g", "N", "C", "M", "T", "K", "L", "S", "P"}
+    lw = Lowerer("t", names, {t: L}, scalars={"N", "C", "M", "T", "K", "L", "S", "P"})
+    return lw.context, lw.context.scope(order)
+
+
+def _sum(body, *indices):
+    ranges = {n: N, c: C, o: M, k: K, j: L, t: T}
+    return sp.Sum(body, *[(i, 0, ranges[i] - 1) for i in indices])
+
+
+@pytest.mark.parametrize(
+    ("expr", "rule"),
+    [
+        # the forward: x read at S*t + k - P, the kernel w
+        (_sum(x[n, c, S * t + k - P] * w[o, c, k], c, k), "correlation"),
+        # x's adjoint, solved by the inversion (stride 1): grad_out read backwards, w flipped
+        (_sum(g[n, o, t - 2 * k + P] * w[o, c, k], o, k), "correlation"),
+        # w's adjoint: x correlated with grad_out (the window is grad_out's axis)
+        (_sum(g[n, o, j] * x[n, c, 2 * k + S * j - P], n, j), "correlation"),
+        # x's adjoint with the delta kept (stride and dilation params): a conv_transpose
+        (
+            _sum(g[n, o, j] * _sum(sp.KroneckerDelta(t, 2 * k - P + S * j) * w[o, c, k], k), o, j),
+            "transposed",
+        ),
+        # a kernel read backwards (the double backward's adjoint of grad_out)
+        (_sum(x[n, c, t] * w[o, c, t - j], c, t), "kernel read backwards"),
+        # refused: a window summed over part of its axis only
+        (sp.Sum(x[n, c, t + k] * w[o, c, k], (c, 0, C - 1), (k, 0, K - 2)), None),
+        # refused: an index of one tensor alone summed
+        (_sum(x[n, c, t + k] * w[o, c, k], n, c, k), None),
+        # refused: a coefficient of unknown sign on the window
+        (_sum(x[n, c, t + (S - 2) * k] * w[o, c, k], c, k), None),
+        # refused: a plain contraction is the matmul's, not a window
+        (_sum(x[n, c, t] * w[o, c, t], c), None),
+    ],
+)
+def test_window_match_is_pure(expr: sp.Sum, rule: str | None) -> None:
+    cx, scope = _scope([n, o, c, t, k, j])
+    plan = plan_window(scope, expr)
+    assert (plan is None) == (rule is None)
+    if plan is not None:
+        assert plan.transposed == (rule != "correlation")
+        assert plain(plan.w) == (rule != "kernel read backwards")  # W the kernel read backwards
+    assert cx.statements == [] and cx.memo == {}
+
+
+def test_every_window_rule_has_its_identity() -> None:
+    assert [name for name, _, _ in WINDOWS] == [
+        "correlation",
+        "kernel read backwards",
+        "transposed",
+    ]
+    assert all("->" in identity for _, _, identity in WINDOWS)
+
+
+def _lines(op: Op) -> list[str]:
+    return [line.strip() for line in module_source(op, "out").splitlines()]
+
+
+def test_a_valid_convolution_is_one_conv1d() -> None:
+    op = Op(
+        "t",
+        ["x[N, C, T]", "w[O, C, K]"],
+        ["out[n, o, t] = Sum(x[n, c, t + k] * w[o, c, k], c, k)"],
+        sizes={"L": "T - K + 1"},
+        ranges={"t": "L"},
+    )
+    lines = _lines(op)
+    assert "out = torch.conv1d(" in lines
+    assert not any("torch.where" in line for line in lines)
+
+
+def test_a_grouped_two_dimensional_window_is_one_grouped_conv2d() -> None:
+    """Forward and backward; the double backward's 2-d deltas split into one sum per axis
+    (an equality mask each) are no window the rules know: the generic lowering stays."""
+    op = Op(
+        "t",
+        ["x[N, G, C, H, W]", "w[G, O, C, KH, KW]"],
+        [
+            "out[n, g, o, i, j] = Sum(x[n, g, c, 2*i + p - 1, 2*j + q - 1] * w[g, o, c, p, q],"
+            " c, p, q)"
+        ],
+        sizes={"HO": "(H + 2 - KH) // 2 + 1", "WO": "(W + 2 - KW) // 2 + 1"},
+        ranges={"i": "HO", "j": "WO"},
+    )
+    text = "\n".join(_lines(op))
+    text = text[text.index("def forward") : text.index("def _double_forward")]  # fwd and bwd
+    assert "groups=G" in text and "torch.conv2d(" in text and "torch.where" not in text
