@@ -11,6 +11,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from derive import Op
 from derive.emit.generate import module_source
 from derive.errors import DerivationError
-from fuzz.check import run_case
+from fuzz.check import CaseTimeout, deadline, run_case
 from fuzz.ops import case_op, op_source
 from fuzz.range import run_range_case
 from fuzz.regressions import FOLDER, load
@@ -289,3 +290,13 @@ def test_the_generator_reads_0d_tensors_and_compares_floats() -> None:
 
     assert sum(map(reads_a_0d, graphs)) >= 10
     assert sum(map(float_condition, graphs)) >= 10
+
+
+def test_the_case_deadline_counts_cpu_time_not_the_clock() -> None:
+    """A case waiting for a core (here: asleep) is not slow; one computing past it is."""
+    with deadline(0.2):
+        time.sleep(0.4)
+    with pytest.raises(CaseTimeout), deadline(0.2):
+        end = time.process_time() + 5.0
+        while time.process_time() < end:
+            pass
