@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-shrink", action="store_true", help="do not shrink or record")
     parser.add_argument("--max-shrinks", type=int, default=20, help="failure classes to shrink")
     parser.add_argument("--out", default=str(FOLDER), help="folder for regression op files")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
+    parser.add_argument("--timeout", type=float, default=60.0, help="CPU seconds per case")
     parser.add_argument("--max-definitions", type=int, default=4)
     parser.add_argument(
         "--range",
