@@ -53,7 +53,8 @@ def affine_value(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
             neg = term.could_extract_minus_sign()
             terms.append(("-" if neg else "+", cx.value(-term if neg else term, term_order)))
     axes = union([v.axes for _, v in terms], order)
-    total = align(terms[0][1], axes)
+    sign, first = terms[0]
+    total = align(first, axes) if sign == "+" else ir.Neg(align(first, axes), axes=axes)
     for sign, v in terms[1:]:
         total = ir.Binary(sign, total, align(v, axes), axes=axes)
     return total
@@ -66,6 +67,13 @@ def is_affine(x: sp.Expr) -> bool:
         return False
     top = x.xreplace({i: sp.Dummy() for i in x.atoms(sp.Indexed)})
     return any(s.is_integer and not s.is_positive for s in top.free_symbols)
+
+
+def is_padded(x: sp.Expr) -> bool:
+    """A subscript read with zero padding: any sum or product, an affine subscript or one a
+    derivation made of it with data (``Y[argmax - 1]``, from ``Max(x[Y[m - 1]], m)``), which
+    may fall outside its axis as the affine read it came from did."""
+    return isinstance(x, (sp.Add, sp.Mul))
 
 
 def padded_part(cx: Context, sub: sp.Expr, size: sp.Expr, order: list) -> tuple:
@@ -97,7 +105,7 @@ def gather(cx: Context, base: ir.Node, e: sp.Indexed, order: list[sp.Symbol]) ->
         if cx.is_axis(sub):
             parts.append(arange(cx, sub, e.base.shape[pos]))
             cx.learn([(sub, e.base.shape[pos])], replace=False)
-        elif is_affine(sub):
+        elif is_padded(sub):
             part, inside = padded_part(cx, sub, e.base.shape[pos], order)
             parts.append(part)
             masks.append(inside)
