@@ -88,15 +88,19 @@ def deadline(seconds: float | None):
 
 def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tensor]:
     """Inputs of the declared shapes: floats uniform in [-1.5, 1.5], ints in their range, and
-    -1 too where every read of the int tensor is guarded (``where(t[n] >= 0, x[n, t[n]], 0)``)."""
+    -1 too where every read of the int tensor is guarded (``where(t[n] >= 0, x[n, t[n]], 0)``).
+    Sizes are drawn again while a derived one is not positive (``L = T - K + 1``)."""
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
     symbols = sorted((s for s in graph.sizes if s not in graph.derived), key=str)
-    if distinct and len(symbols) <= 4:
-        values = rng.sample(range(2, 6), len(symbols))
-    else:
-        values = [rng.randint(1, 4) for _ in symbols]
-    sizes = with_derived(graph, dict(zip(symbols, values)))
+    for k in range(200):  # again, from wider ranges, while a window is longer than its axis
+        if distinct and len(symbols) <= 4:
+            values = rng.sample(range(2, 6 + k // 20), len(symbols))
+        else:
+            values = [rng.randint(1, 4 + k // 20) for _ in symbols]
+        sizes = with_derived(graph, dict(zip(symbols, values)))
+        if all(sizes[d] > 0 for d in graph.derived):
+            break
     bounds = index_limits(graph, sizes)
     guarded = guarded_data(graph)
     inputs = {}

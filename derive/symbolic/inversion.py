@@ -52,6 +52,16 @@ def in_range(value: sp.Expr, lo: sp.Expr, hi: sp.Expr, f: sp.Expr) -> sp.Expr:
     return f
 
 
+def keep_padding(value: sp.Expr, at: tuple, dims: tuple) -> sp.Expr:
+    """``value``, a definition's body read at ``at``, kept to 0 where an affine subscript of
+    ``at`` is outside its axis, as the read it replaces was: inlining dh[u + 1] = grad_out
+    must not make it grad_out past the end (fuzz --affine seed 61)."""
+    for sub, dim in zip(at, dims, strict=True):
+        if isinstance(sub, (sp.Add, sp.Mul)):
+            value = in_range(sub, 0, dim - 1, value)
+    return value
+
+
 def _finite(f: sp.Expr) -> bool:
     if any(isinstance(p, sp.Pow) and not (p.exp.is_Integer and p.exp > 0) for p in f.atoms(sp.Pow)):
         return False
