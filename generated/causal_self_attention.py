@@ -458,139 +458,194 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((B, T, C))
     dy = torch.einsum("bde,ace->abcd", db_dWoh, grad_y)
+    sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
     sum_Woh_grad_y = torch.einsum("bef,acf->abce", Woh, grad_y)
     sum_Woh_grad_y_v = torch.einsum("abde,abce->abcd", v, sum_Woh_grad_y)
-    sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
     sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
-    sum_db_dWh_at_all_0_k_x = torch.einsum("abde,fbe,acf->abcd", k, db_dWh[:, 0], x)
-    sum_db_dWh_at_all_1_q_x = torch.einsum("abce,fbe,adf->abcd", q, db_dWh[:, 1], x)
-    sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
-    sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3)
     sum_Wh_at_all_2_Woh_grad_y = torch.einsum("fbg,abcg->abcf", Wh[:, 2], sum_Woh_grad_y)
     sum_Wh_at_all_2_Woh_db_dx_grad_y = torch.einsum(
         "adf,abcf->abcd", db_dx, sum_Wh_at_all_2_Woh_grad_y
     )
     sum_dy_v = torch.einsum("abce,abde->abcd", dy, v)
-    sum_Woh_db_dWh_at_all_2_grad_y_x = torch.einsum(
-        "abcf,ebf,ade->abcd", sum_Woh_grad_y, db_dWh[:, 2], x
+    sum_k_probs = torch.einsum("abci,abfc->abfi", k, probs)
+    sum_probs_x = torch.einsum("ach,abfc->abfh", x, probs)
+    sum_Woh_grad_y_probs_v = torch.einsum(
+        "abfc,abcf->abf", probs, sum_Woh_grad_y_v.permute(0, 1, 3, 2)
     )
-    sum_Woh_grad_y_probs_v = torch.einsum("abce,abce->abc", probs, sum_Woh_grad_y_v)
-    sum_probs = probs.sum(3)
-    sum_k_probs = torch.einsum("abef,abce->abcf", k, probs)
-    sum_db_dWh_at_all_0_k_probs_x = torch.einsum("gbf,acg,abcf->abc", db_dWh[:, 0], x, sum_k_probs)
-    sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
-        "fbe,abce,agf,abcg->abc", Wh[:, 1], q, db_dx, probs
+    shared_sum_Woh_grad_y_v_1 = sum_Woh_grad_y_v / math.sqrt(D)
+    shared_sum_Woh_grad_y_v_x = (
+        x[:, None, :, None, :, None]
+        * torch.where(
+            0 == torch.arange(3, device=grad_out.device),
+            shared_sum_Woh_grad_y_v_1[:, :, :, :, None],
+            0,
+        )[:, :, :, :, None]
     )
-    sum_probs_x = torch.einsum("afg,abcf->abcg", x, probs)
-    sum_db_dWh_at_all_1_probs_x = torch.einsum("gbe,abcg->abce", db_dWh[:, 1], sum_probs_x)
-    sum_db_dWh_at_all_1_probs_q_x = torch.einsum("abce,abce->abc", q, sum_db_dWh_at_all_1_probs_x)
-    sum_Wh_at_all_0_k_probs = torch.einsum("fbg,abcg->abcf", Wh[:, 0], sum_k_probs)
-    sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,abcf->abc", db_dx, sum_Wh_at_all_0_k_probs)
-    sum_db_dbh_at_0_k_probs = torch.einsum("bf,abcf->abc", db_dbh[0], sum_k_probs)
     shared_sum_Woh_grad_y_probs_v = sum_Woh_grad_y_probs_v / math.sqrt(D)
-    shared_sum_Woh_grad_y_v = sum_Woh_grad_y_v / math.sqrt(D)
-    dprobs = torch.addcmul(
-        torch.addcmul(
-            torch.addcmul(
+    sum_Woh_db_dWh_grad_y_k_probs_q_v_x = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, :, None, None, None, None, None],
+        (
+            db_dWh.permute(2, 0, 3, 1)[:, None, None]
+            * torch.addcmul(
                 torch.addcmul(
                     torch.addcmul(
                         torch.addcmul(
                             torch.addcmul(
                                 torch.addcmul(
-                                    torch.addcmul(
-                                        torch.addcmul(
-                                            torch.addcmul(
-                                                torch.addcmul(
-                                                    torch.addcmul(
-                                                        torch.addcmul(
-                                                            torch.addcmul(
-                                                                torch.addcmul(
-                                                                    torch.addcmul(
-                                                                        torch.addcmul(
-                                                                            sum_Wh_at_all_2_Woh_db_dx_grad_y
-                                                                            + sum_dy_v
-                                                                            + sum_Woh_db_dWh_at_all_2_grad_y_x,
-                                                                            shared_sum_Woh_grad_y_probs_v[
-                                                                                :, :, :, None
-                                                                            ],
-                                                                            sum_db_dbh_at_1_q[
-                                                                                :, :, :, None
-                                                                            ],
-                                                                            value=-1,
-                                                                        ),
-                                                                        shared_sum_Woh_grad_y_probs_v[
-                                                                            :, :, :, None
-                                                                        ],
-                                                                        sum_db_dbh_at_0_k[
-                                                                            :, :, None
-                                                                        ],
-                                                                        value=-1,
-                                                                    ),
-                                                                    shared_sum_Woh_grad_y_v,
-                                                                    sum_db_dWh_at_all_1_q_x,
-                                                                ),
-                                                                shared_sum_Woh_grad_y_v,
-                                                                sum_db_dWh_at_all_0_k_x,
-                                                            ),
-                                                            shared_sum_Woh_grad_y_v,
-                                                            sum_Wh_at_all_1_db_dx_q,
-                                                        ),
-                                                        shared_sum_Woh_grad_y_v,
-                                                        sum_Wh_at_all_0_db_dx_k,
-                                                    ),
-                                                    (sum_db_dbh_at_1_q / math.sqrt(D))[
-                                                        :, :, :, None
-                                                    ],
-                                                    sum_Woh_grad_y_v,
-                                                ),
-                                                (sum_db_dbh_at_0_k / math.sqrt(D))[:, :, None],
-                                                sum_Woh_grad_y_v,
-                                            ),
-                                            (sum_db_dbh_at_1_q * sum_probs / math.sqrt(D))[
-                                                :, :, :, None
-                                            ],
-                                            sum_Woh_grad_y_v,
-                                            value=-1,
-                                        ),
-                                        (sum_db_dWh_at_all_0_k_probs_x / math.sqrt(D))[
-                                            :, :, :, None
-                                        ],
-                                        sum_Woh_grad_y_v,
-                                        value=-1,
-                                    ),
-                                    (sum_Wh_at_all_1_db_dx_probs_q / math.sqrt(D))[:, :, :, None],
-                                    sum_Woh_grad_y_v,
-                                    value=-1,
+                                    (x[:, None, None, :, :, None] * q[:, :, :, None, None])[
+                                        :, :, :, :, :, :, None
+                                    ]
+                                    * torch.where(
+                                        1 == torch.arange(3, device=grad_out.device),
+                                        shared_sum_Woh_grad_y_v_1[:, :, :, :, None],
+                                        0,
+                                    )[:, :, :, :, None, None],
+                                    shared_sum_Woh_grad_y_v_x[:, :, :, :, :, None],
+                                    k[:, :, None, :, None, :, None],
                                 ),
-                                (sum_db_dWh_at_all_1_probs_q_x / math.sqrt(D))[:, :, :, None],
-                                sum_Woh_grad_y_v,
-                                value=-1,
+                                (
+                                    (2 == torch.arange(3, device=grad_out.device)).to(
+                                        grad_out.dtype
+                                    )
+                                    * x[:, :, :, None]
+                                )[:, None, None, :, :, None],
+                                sum_Woh_grad_y[:, :, :, None, None, :, None],
                             ),
-                            shared_sum_Woh_grad_y_probs_v[:, :, :, None],
-                            sum_db_dWh_at_all_1_q_x,
+                            torch.where(
+                                1 == torch.arange(3, device=grad_out.device),
+                                (
+                                    sum_probs_x[:, :, :, None]
+                                    * sum_Woh_grad_y_v[:, :, :, :, None]
+                                    / math.sqrt(D)
+                                )[:, :, :, :, :, None],
+                                0,
+                            )[:, :, :, :, :, None],
+                            q[:, :, :, None, None, :, None],
                             value=-1,
                         ),
-                        shared_sum_Woh_grad_y_probs_v[:, :, :, None],
-                        sum_db_dWh_at_all_0_k_x,
+                        (
+                            x[:, None, None, :, :, None]
+                            * torch.where(
+                                1 == torch.arange(3, device=grad_out.device),
+                                shared_sum_Woh_grad_y_probs_v[:, :, :, None],
+                                0,
+                            )[:, :, :, None, None]
+                        )[:, :, :, :, :, None],
+                        q[:, :, :, None, None, :, None],
                         value=-1,
                     ),
-                    shared_sum_Woh_grad_y_probs_v[:, :, :, None],
-                    sum_Wh_at_all_1_db_dx_q,
+                    shared_sum_Woh_grad_y_v_x[:, :, :, :, :, None],
+                    sum_k_probs[:, :, :, None, None, :, None],
                     value=-1,
                 ),
-                (sum_Wh_at_all_0_db_dx_k_probs / math.sqrt(D))[:, :, :, None],
-                sum_Woh_grad_y_v,
+                (
+                    x[:, None, :, :, None]
+                    * torch.where(
+                        0 == torch.arange(3, device=grad_out.device),
+                        shared_sum_Woh_grad_y_probs_v[:, :, :, None],
+                        0,
+                    )[:, :, :, None]
+                )[:, :, :, None, :, None],
+                k[:, :, None, :, None, :, None],
+                value=-1,
+            )
+        )[:, :, None],
+        0,
+    ).sum((5, 7, 1, 6))
+    del shared_sum_Woh_grad_y_v_x, shared_sum_Woh_grad_y_v_1, shared_sum_Woh_grad_y_probs_v
+    sum_probs = probs.sum(3)
+    shared_sum_Woh_grad_y_v = torch.where(
+        0 == torch.arange(3, device=grad_out.device), sum_Woh_grad_y_v[:, :, :, :, None], 0
+    )
+    sum_Woh_db_dbh_grad_y_k_probs_q_v = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, :, None, None, None, None],
+        (
+            db_dbh.permute(1, 2, 0)[:, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(
+                        torch.addcmul(
+                            torch.addcmul(
+                                q[:, :, :, None, :, None]
+                                * torch.where(
+                                    1 == torch.arange(3, device=grad_out.device),
+                                    sum_Woh_grad_y_v[:, :, :, :, None],
+                                    0,
+                                )[:, :, :, :, None],
+                                shared_sum_Woh_grad_y_v[:, :, :, :, None],
+                                k[:, :, None, :, :, None],
+                            ),
+                            torch.where(
+                                1 == torch.arange(3, device=grad_out.device),
+                                (sum_probs[:, :, :, None] * sum_Woh_grad_y_v)[:, :, :, :, None],
+                                0,
+                            )[:, :, :, :, None],
+                            q[:, :, :, None, :, None],
+                            value=-1,
+                        ),
+                        shared_sum_Woh_grad_y_v[:, :, :, :, None],
+                        sum_k_probs[:, :, :, None, :, None],
+                        value=-1,
+                    ),
+                    torch.where(
+                        1 == torch.arange(3, device=grad_out.device),
+                        sum_Woh_grad_y_probs_v[:, :, :, None],
+                        0,
+                    )[:, :, :, None, None],
+                    q[:, :, :, None, :, None],
+                    value=-1,
+                ),
+                torch.where(
+                    0 == torch.arange(3, device=grad_out.device),
+                    sum_Woh_grad_y_probs_v[:, :, :, None],
+                    0,
+                )[:, :, :, None, None],
+                k[:, :, None, :, :, None],
+                value=-1,
+            )
+        )[:, :, None],
+        0,
+    ).sum((6, 1, 5))
+    del shared_sum_Woh_grad_y_v
+    sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
+        "fbe,abce,agf,abcg->abc", Wh[:, 1], q, db_dx, probs
+    )
+    sum_Wh_at_all_0_k_probs = torch.einsum("fbg,abcg->abcf", Wh[:, 0], sum_k_probs)
+    sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,abcf->abc", db_dx, sum_Wh_at_all_0_k_probs)
+    shared_sum_Woh_grad_y_probs_v_1 = sum_Woh_grad_y_probs_v / math.sqrt(D)
+    dprobs = torch.addcmul(
+        torch.addcmul(
+            torch.addcmul(
+                torch.addcmul(
+                    sum_Wh_at_all_2_Woh_db_dx_grad_y
+                    + sum_dy_v
+                    + sum_Woh_db_dWh_grad_y_k_probs_q_v_x
+                    + sum_Wh_at_all_0_db_dx_k * sum_Woh_grad_y_v / math.sqrt(D)
+                    + sum_Wh_at_all_1_db_dx_q * sum_Woh_grad_y_v / math.sqrt(D)
+                    + sum_Woh_db_dbh_grad_y_k_probs_q_v / math.sqrt(D),
+                    (sum_Wh_at_all_1_db_dx_probs_q / math.sqrt(D))[:, :, :, None],
+                    sum_Woh_grad_y_v,
+                    value=-1,
+                ),
+                shared_sum_Woh_grad_y_probs_v_1[:, :, :, None],
+                sum_Wh_at_all_1_db_dx_q,
                 value=-1,
             ),
-            shared_sum_Woh_grad_y_probs_v[:, :, :, None],
-            sum_Wh_at_all_0_db_dx_k,
+            (sum_Wh_at_all_0_db_dx_k_probs / math.sqrt(D))[:, :, :, None],
+            sum_Woh_grad_y_v,
             value=-1,
         ),
-        (sum_db_dbh_at_0_k_probs / math.sqrt(D))[:, :, :, None],
-        sum_Woh_grad_y_v,
+        shared_sum_Woh_grad_y_probs_v_1[:, :, :, None],
+        sum_Wh_at_all_0_db_dx_k,
         value=-1,
     )
-    del shared_sum_Woh_grad_y_probs_v, shared_sum_Woh_grad_y_v
+    del shared_sum_Woh_grad_y_probs_v_1
     sum_dprobs_probs = (dprobs * probs).sum(3)
     dcounts_sum = -sum_dprobs_probs / counts_sum
     dcounts = torch.addcmul(
@@ -601,14 +656,8 @@ def _double_backward_all(grad_out, saved):
     dscores = counts * dcounts
     dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
     sum_dy_probs = torch.einsum("abed,abec->abcd", dy, probs)
-    sum_Woh_grad_y_probs = torch.einsum(
-        "abec,abde->abcd", probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
-    )
     sum_Woh_grad_y_probs_q = torch.einsum(
         "abec,abef,abde->abcdf", probs, q, sum_Woh_grad_y.permute(0, 1, 3, 2)
-    )
-    sum_Woh_db_dbh_at_1_grad_y_probs_q = torch.einsum(
-        "bf,abcdf->abcd", db_dbh[1], sum_Woh_grad_y_probs_q
     )
     sum_Wh_at_all_1_Woh_grad_y_probs_q = torch.einsum(
         "gbf,abcdf->abcdg", Wh[:, 1], sum_Woh_grad_y_probs_q
@@ -635,19 +684,42 @@ def _double_backward_all(grad_out, saved):
         "gbf,acg,abcdf->abcd", db_dWh[:, 1], x, sum_Woh_grad_y_probs_q
     )
     sum_Woh_grad_y_k_probs = torch.einsum(
-        "abec,abde,abef->abcdf", probs, sum_Woh_grad_y.permute(0, 1, 3, 2), sum_k_probs
-    )
-    sum_Woh_db_dbh_at_0_grad_y_k_probs = torch.einsum(
-        "bf,abcdf->abcd", db_dbh[0], sum_Woh_grad_y_k_probs
+        "abcf,abcg,abcd->abdfg", probs, sum_Woh_grad_y, sum_k_probs
     )
     sum_Woh_grad_y_probs_q_1 = torch.einsum(
-        "abcef,abde->abcdf",
-        torch.einsum("abce,abef->abcef", torch.einsum("abec,abe->abce", probs, sum_probs), q),
-        sum_Woh_grad_y.permute(0, 1, 3, 2),
+        "abcf,abci,abcd,abcg->abdfg", probs, probs, q, sum_Woh_grad_y
     )
-    sum_Woh_db_dbh_at_1_grad_y_probs_q_1 = torch.einsum(
-        "bf,abcdf->abcd", db_dbh[1], sum_Woh_grad_y_probs_q_1
-    )
+    sum_Woh_grad_y_probs = torch.einsum("abcf,abcg->abfg", probs, sum_Woh_grad_y)
+    sum_Woh_db_dbh_grad_y_k_probs_q = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, None, :, None, None, None],
+        (
+            db_dbh.permute(1, 2, 0)[:, :, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(
+                        k.permute(0, 1, 3, 2)[:, :, :, :, None, None]
+                        * torch.where(
+                            0 == torch.arange(3, device=grad_out.device),
+                            sum_Woh_grad_y_probs[:, :, :, :, None],
+                            0,
+                        )[:, :, None],
+                        (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                        sum_Woh_grad_y_probs_q.permute(0, 1, 4, 2, 3)[:, :, :, :, :, None],
+                    ),
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                    sum_Woh_grad_y_probs_q_1[:, :, :, :, :, None],
+                    value=-1,
+                ),
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                sum_Woh_grad_y_k_probs[:, :, :, :, :, None],
+                value=-1,
+            )
+        )[:, :, :, None],
+        0,
+    ).sum((6, 1, 2))
     sum_Woh_grad_y_k_probs_x = torch.einsum(
         "abcef,abdeg->abcdfg",
         torch.einsum("aef,abec->abcef", x, probs),
@@ -680,14 +752,11 @@ def _double_backward_all(grad_out, saved):
     )
     dv = (
         sum_dy_probs
-        + (sum_db_dbh_at_0_k / math.sqrt(D))[:, :, :, None] * sum_Woh_grad_y_probs
-        + sum_Woh_db_dbh_at_1_grad_y_probs_q / math.sqrt(D)
         + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x / math.sqrt(D)
         + sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x / math.sqrt(D)
-        - (sum_Woh_db_dbh_at_0_grad_y_k_probs / math.sqrt(D))
-        - (sum_Woh_db_dbh_at_1_grad_y_probs_q_1 / math.sqrt(D))
+        + sum_Woh_db_dbh_grad_y_k_probs_q / math.sqrt(D)
         - (sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1 / math.sqrt(D))
         - (sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1 / math.sqrt(D))
         - (sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 / math.sqrt(D))
@@ -756,15 +825,12 @@ def _double_backward_all(grad_out, saved):
         + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x / math.sqrt(D)
     )
-    sum_grad_y = grad_y.sum((1, 0))
-    sum_grad_y_probs = torch.einsum("dec,daef->acdf", grad_y, probs)
-    sum_grad_y_probs_x = torch.einsum("dfg,acdf->acg", x, sum_grad_y_probs)
-    sum_db_dWh_at_all_2_grad_y_probs_x = torch.einsum(
-        "gab,acg->abc", db_dWh[:, 2], sum_grad_y_probs_x
-    )
+    sum_grad_y_probs = torch.einsum("ahe,abhg->abeg", grad_y, probs)
+    sum_k_probs_v = torch.einsum("abhi,abgh,abhd->abdgi", k, probs, v)
+    sum_Wh_at_all_0_k_probs_v = torch.einsum("fbi,abdgi->abdfg", Wh[:, 0], sum_k_probs_v)
     sum_grad_y_probs_q = torch.einsum("ahe,abhg,abhi->abegi", grad_y, probs, q)
     sum_Wh_at_all_1_grad_y_probs_q = torch.einsum("fbi,abegi->abefg", Wh[:, 1], sum_grad_y_probs_q)
-    sum_probs_v = torch.einsum("abic,abcd->abdi", probs, v)
+    sum_probs_v = torch.einsum("abgh,abhd->abdg", probs, v)
     sum_grad_y_probs_q_v = torch.einsum(
         "abegi,abdhi->abdegh",
         torch.einsum("aie,abig->abegi", grad_y, probs),
@@ -773,97 +839,120 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_1_grad_y_probs_q_v = torch.einsum(
         "fbh,abdegh->abdefg", Wh[:, 1], sum_grad_y_probs_q_v
     )
-    sum_k_probs_v = torch.einsum("abhi,abgh,abhd->abdgi", k, probs, v)
-    sum_Wh_at_all_0_k_probs_v = torch.einsum("fbi,abdgi->abdfg", Wh[:, 0], sum_k_probs_v)
+    shared_grad_y = grad_y.permute(0, 2, 1) / math.sqrt(D)
     sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v = (
         db_dx.permute(0, 2, 1)[:, None, None, None]
         * (
-            Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None]
-            * sum_grad_y_probs.permute(2, 0, 1, 3)[:, :, None, :, None]
-            + torch.addcmul(
-                -sum_Wh_at_all_1_grad_y_probs_q_v,
-                v.permute(0, 1, 3, 2)[:, :, :, None, None],
-                sum_Wh_at_all_1_grad_y_probs_q[:, :, None],
+            Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None] * sum_grad_y_probs[:, :, None, :, None]
+            + shared_grad_y[:, None, None, :, None] * sum_Wh_at_all_0_k_probs_v[:, :, :, None]
+            + (v.permute(0, 1, 3, 2) / math.sqrt(D))[:, :, :, None, None]
+            * sum_Wh_at_all_1_grad_y_probs_q[:, :, None]
+            - (
+                shared_grad_y[:, None, None, :, None]
+                * sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None, None]
+                * sum_probs_v[:, :, :, None, None]
             )
-            / math.sqrt(D)
-            + (grad_y.permute(0, 2, 1) / math.sqrt(D))[:, None, None, :, None]
-            * torch.addcmul(
-                sum_Wh_at_all_0_k_probs_v,
-                sum_probs_v[:, :, :, None],
-                sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None],
-                value=-1,
-            )[:, :, :, None]
+            - (sum_Wh_at_all_1_grad_y_probs_q_v / math.sqrt(D))
         )
     ).sum((0, 5, 4))
+    del shared_grad_y
     sum_grad_y_k_probs_v = torch.einsum(
-        "dgc,abdfg->abcf", grad_y, sum_k_probs_v.permute(1, 2, 0, 4, 3)
+        "ajf,abgj,abdj->bdfg", grad_y, sum_k_probs.permute(0, 1, 3, 2), sum_probs_v
     )
-    sum_db_dbh_at_0_grad_y_k_probs_v = torch.einsum("af,abcf->abc", db_dbh[0], sum_grad_y_k_probs_v)
-    sum_grad_y_probs_q_v_1 = torch.einsum(
-        "daeb,acdef->abcf", v, sum_grad_y_probs_q.permute(1, 2, 0, 3, 4)
-    )
-    sum_db_dbh_at_1_grad_y_probs_q_v = torch.einsum(
-        "af,abcf->abc", db_dbh[1], sum_grad_y_probs_q_v_1
-    )
-    sum_grad_y_k_probs_v_x = torch.einsum(
-        "dhc,dhf,abdgh->abcfg", grad_y, x, sum_k_probs_v.permute(1, 2, 0, 4, 3)
-    )
-    sum_db_dWh_at_all_0_grad_y_k_probs_v_x = torch.einsum(
-        "fag,abcfg->abc", db_dWh[:, 0], sum_grad_y_k_probs_v_x
-    )
-    sum_grad_y_probs_q_v_x = torch.einsum(
-        "def,daeb,acdeg->abcfg", x, v, sum_grad_y_probs_q.permute(1, 2, 0, 3, 4)
-    )
-    sum_db_dWh_at_all_1_grad_y_probs_q_v_x = torch.einsum(
-        "fag,abcfg->abc", db_dWh[:, 1], sum_grad_y_probs_q_v_x
-    )
+    sum_grad_y_probs_q_v_1 = sum_grad_y_probs_q_v.sum((0, 4))
     sum_grad_y_k_probs_v_1 = torch.einsum(
-        "dgc,adfg,abdg->abcf",
-        grad_y,
-        sum_k_probs.permute(1, 0, 3, 2),
-        sum_probs_v.permute(1, 2, 0, 3),
-    )
-    sum_db_dbh_at_0_grad_y_k_probs_v_1 = torch.einsum(
-        "af,abcf->abc", db_dbh[0], sum_grad_y_k_probs_v_1
+        "ajf,abdgj->bdfg", grad_y, sum_k_probs_v.permute(0, 1, 2, 4, 3)
     )
     sum_grad_y_probs_q_v_2 = torch.einsum(
-        "acdfg,abdg->abcf",
-        torch.einsum(
-            "acdg,dagf->acdfg", torch.einsum("dgc,adg->acdg", grad_y, sum_probs.permute(1, 0, 2)), q
-        ),
-        sum_probs_v.permute(1, 2, 0, 3),
+        "abid,abfgi->bdfg", v, sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)
     )
-    sum_db_dbh_at_1_grad_y_probs_q_v_1 = torch.einsum(
-        "af,abcf->abc", db_dbh[1], sum_grad_y_probs_q_v_2
+    sum_grad_y = grad_y.sum((1, 0))
+    sum_db_dbh_grad_y_k_probs_q_v = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, None, :, None, None, None],
+        (
+            db_dbh.permute(1, 2, 0)[:, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(
+                        torch.addcmul(
+                            (
+                                torch.arange(D, device=grad_out.device)[:, None]
+                                == torch.arange(D, device=grad_out.device)
+                            ).to(grad_out.dtype)[:, None, :, None]
+                            * torch.where(
+                                2 == torch.arange(3, device=grad_out.device), sum_grad_y[:, None], 0
+                            )[:, None],
+                            (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                            / math.sqrt(D),
+                            sum_grad_y_probs_q_v_2[:, :, :, :, None],
+                        ),
+                        (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                        / math.sqrt(D),
+                        sum_grad_y_k_probs_v_1[:, :, :, :, None],
+                    ),
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                    / math.sqrt(D),
+                    sum_grad_y_probs_q_v_1[:, :, :, :, None],
+                    value=-1,
+                ),
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype) / math.sqrt(D),
+                sum_grad_y_k_probs_v[:, :, :, :, None],
+                value=-1,
+            )
+        )[:, :, None],
+        0,
+    ).sum((5, 0, 4))
+    t_k_probs_v = torch.addcmul(
+        sum_k_probs_v.permute(0, 1, 2, 4, 3),
+        sum_probs_v[:, :, :, None],
+        sum_k_probs.permute(0, 1, 3, 2)[:, :, None],
+        value=-1,
     )
-    sum_grad_y_k_probs_v_x_1 = torch.einsum(
-        "cdfh,abdgh->abcfg",
-        torch.einsum("dhc,dhf->cdfh", grad_y, x),
-        torch.einsum(
-            "adgh,abdh->abdgh", sum_k_probs.permute(1, 0, 3, 2), sum_probs_v.permute(1, 2, 0, 3)
-        ),
+    sum_grad_y_k_probs_v_x = torch.einsum(
+        "abdhk,afgk->bdfgh", t_k_probs_v, torch.einsum("akf,akg->afgk", grad_y, x)
     )
-    sum_db_dWh_at_all_0_grad_y_k_probs_v_x_1 = torch.einsum(
-        "fag,abcfg->abc", db_dWh[:, 0], sum_grad_y_k_probs_v_x_1
+    t_grad_y_probs_q_v = torch.addcmul(
+        -sum_grad_y_probs_q_v.permute(0, 1, 2, 3, 5, 4),
+        v.permute(0, 1, 3, 2)[:, :, :, None, None],
+        sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)[:, :, None],
     )
-    sum_grad_y_probs_q_v_x_1 = torch.einsum(
-        "dhf,abcdgh->abcfg", x, sum_grad_y_probs_q_v.permute(1, 2, 3, 0, 5, 4)
-    )
-    sum_db_dWh_at_all_1_grad_y_probs_q_v_x_1 = torch.einsum(
-        "fag,abcfg->abc", db_dWh[:, 1], sum_grad_y_probs_q_v_x_1
-    )
+    sum_grad_y_probs_q_v_x = torch.einsum("abdfhj,ajg->bdfgh", t_grad_y_probs_q_v, x)
+    sum_grad_y_probs_x = torch.einsum("akg,abfk->bfg", x, sum_grad_y_probs)
+    sum_db_dWh_grad_y_k_probs_q_v_x = torch.where(
+        (
+            torch.arange(H, device=grad_out.device)
+            == torch.arange(H, device=grad_out.device)[:, None]
+        )[:, None, :, None, None, None, None],
+        (
+            db_dWh.permute(2, 0, 3, 1)[:, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    (
+                        torch.arange(D, device=grad_out.device)[:, None]
+                        == torch.arange(D, device=grad_out.device)
+                    ).to(grad_out.dtype)[:, None, None, :, None]
+                    * torch.where(
+                        2 == torch.arange(3, device=grad_out.device),
+                        sum_grad_y_probs_x[:, :, :, None],
+                        0,
+                    )[:, None, :, :, None],
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                    / math.sqrt(D),
+                    sum_grad_y_probs_q_v_x[:, :, :, :, :, None],
+                ),
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype) / math.sqrt(D),
+                sum_grad_y_k_probs_v_x[:, :, :, :, :, None],
+            )
+        )[:, :, None],
+        0,
+    ).sum((4, 6, 0, 5))
     dWoh = (
-        sum_grad_y * db_dbh[2][:, :, None]
-        + sum_db_dWh_at_all_2_grad_y_probs_x
-        + sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v
-        + sum_db_dbh_at_0_grad_y_k_probs_v / math.sqrt(D)
-        + sum_db_dbh_at_1_grad_y_probs_q_v / math.sqrt(D)
-        + sum_db_dWh_at_all_0_grad_y_k_probs_v_x / math.sqrt(D)
-        + sum_db_dWh_at_all_1_grad_y_probs_q_v_x / math.sqrt(D)
-        - (sum_db_dbh_at_0_grad_y_k_probs_v_1 / math.sqrt(D))
-        - (sum_db_dbh_at_1_grad_y_probs_q_v_1 / math.sqrt(D))
-        - (sum_db_dWh_at_all_0_grad_y_k_probs_v_x_1 / math.sqrt(D))
-        - (sum_db_dWh_at_all_1_grad_y_probs_q_v_x_1 / math.sqrt(D))
+        sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v
+        + sum_db_dbh_grad_y_k_probs_q_v.permute(1, 0, 2)
+        + sum_db_dWh_grad_y_k_probs_q_v_x.permute(1, 0, 2)
     )
     dWo = dWoh.reshape(C, C)
     sum_dq = dq.sum((0, 2))
@@ -871,64 +960,85 @@ def _double_backward_all(grad_out, saved):
     sum_dv = dv.sum((0, 2))
     dbh = torch.stack([sum_dq, sum_dk, sum_dv], 0)
     dbqkv = dbh.reshape(3 * C)
-    sum_dq_x = torch.einsum("dea,dbec->abc", x, dq)
-    sum_Woh_grad_y_k_probs_v = torch.einsum(
-        "dbec,bdeg->bcdg",
-        k,
-        torch.einsum("dbge,bdeg->bdeg", probs, sum_Woh_grad_y_v.permute(1, 0, 3, 2)),
-    )
-    t_Woh_grad_y_k_probs_v = torch.addcmul(
-        sum_Woh_grad_y_k_probs_v,
-        sum_Woh_grad_y_probs_v.permute(1, 0, 2)[:, None],
-        sum_k_probs.permute(1, 3, 0, 2),
-        value=-1,
-    )
-    sum_Woh_db_dx_grad_y_k_probs_v = torch.einsum("bcdg,dga->abc", t_Woh_grad_y_k_probs_v, db_dx)
-    sum_dk_x = torch.einsum("dea,dbec->abc", x, dk)
-    sum_Woh_grad_y_probs_q_v = torch.einsum(
-        "bdgh,dbhc->bcdg",
-        torch.einsum("dbhg,bdgh->bdgh", probs, sum_Woh_grad_y_v.permute(1, 0, 3, 2)),
-        q,
-    )
-    sum_Woh_grad_y_probs_q_v_1 = torch.einsum(
-        "bdgh,dbhc->bcdg",
-        torch.einsum("dbhg,bdh->bdgh", probs, sum_Woh_grad_y_probs_v.permute(1, 0, 2)),
-        q,
-    )
-    t_Woh_grad_y_probs_q_v = sum_Woh_grad_y_probs_q_v - sum_Woh_grad_y_probs_q_v_1
-    sum_Woh_db_dx_grad_y_probs_q_v = torch.einsum("bcdg,dga->abc", t_Woh_grad_y_probs_q_v, db_dx)
-    sum_Woh_db_dx_grad_y_probs_1 = torch.einsum(
-        "dfa,bcdf->abc", db_dx, sum_Woh_grad_y_probs.permute(1, 3, 0, 2)
-    )
-    sum_dv_x = torch.einsum("dea,dbec->abc", x, dv)
-    dWh = torch.stack(
-        [
-            sum_dq_x + sum_Woh_db_dx_grad_y_k_probs_v / math.sqrt(D),
-            sum_dk_x + sum_Woh_db_dx_grad_y_probs_q_v / math.sqrt(D),
-            sum_Woh_db_dx_grad_y_probs_1 + sum_dv_x,
-        ],
-        1,
+    sum_dq_x = torch.einsum("efa,ecfd->acd", x, dq)
+    sum_dk_x = torch.einsum("efa,ecfd->acd", x, dk)
+    sum_dv_x = torch.einsum("efa,ecfd->acd", x, dv)
+    sum_Woh_grad_y_k_probs_v = torch.einsum("abji,abjg->abgi", t_Woh_grad_y_probs_v, k)
+    sum_Woh_grad_y_probs_q_v = torch.einsum("abij,abjg->abgi", t_Woh_grad_y_probs_v, q)
+    sum_Woh_db_dx_grad_y_k_probs_q_v = torch.where(
+        (
+            torch.arange(C, device=grad_out.device)[:, None]
+            == torch.arange(C, device=grad_out.device)
+        )[:, None, None, :, None],
+        (
+            db_dx.permute(0, 2, 1)[:, None, None, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.where(
+                        (1 == torch.arange(3, device=grad_out.device))[:, None, None],
+                        (sum_Woh_grad_y_probs_q_v / math.sqrt(D))[:, :, None],
+                        0,
+                    ),
+                    (
+                        (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                        / math.sqrt(D)
+                    )[:, None, None],
+                    sum_Woh_grad_y_k_probs_v[:, :, None],
+                ),
+                (2 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
+                sum_Woh_grad_y_probs.permute(0, 1, 3, 2)[:, :, None],
+            )[:, :, :, :, None]
+        )[:, :, None],
+        0,
+    ).sum((0, 6, 5))
+    dWh = torch.addcmul(
+        torch.addcmul(
+            torch.addcmul(
+                sum_Woh_db_dx_grad_y_k_probs_q_v.permute(1, 2, 0, 3),
+                (2 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
+                sum_dv_x[:, None],
+            ),
+            (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
+            sum_dk_x[:, None],
+        ),
+        (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
+        sum_dq_x[:, None],
     )
     dWqkv = dWh.reshape(C, 3 * C)
     sum_Wh_at_all_0_dq = torch.einsum("cde,adbe->abc", Wh[:, 0], dq)
     sum_Wh_at_all_1_dk = torch.einsum("cde,adbe->abc", Wh[:, 1], dk)
     sum_Wh_at_all_2_dv = torch.einsum("cde,adbe->abc", Wh[:, 2], dv)
-    sum_Woh_db_dWh_at_all_2_grad_y_probs = torch.einsum(
-        "cdf,abdf->abc", db_dWh[:, 2], sum_Woh_grad_y_probs.permute(0, 2, 1, 3)
-    )
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v = torch.einsum(
-        "dgab,cdg->abc", t_Woh_grad_y_k_probs_v, db_dWh[:, 0]
-    )
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v = torch.einsum(
-        "dgab,cdg->abc", t_Woh_grad_y_probs_q_v, db_dWh[:, 1]
-    )
+    sum_Woh_db_dWh_grad_y_k_probs_q_v = torch.where(
+        (
+            torch.arange(C, device=grad_out.device)[:, None]
+            == torch.arange(C, device=grad_out.device)
+        )[:, :, None, None],
+        (
+            db_dWh.permute(2, 0, 3, 1)[:, None]
+            * torch.addcmul(
+                torch.addcmul(
+                    torch.where(
+                        1 == torch.arange(3, device=grad_out.device),
+                        (sum_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2) / math.sqrt(D))[
+                            :, :, :, :, None
+                        ],
+                        0,
+                    ),
+                    (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
+                    / math.sqrt(D),
+                    sum_Woh_grad_y_k_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None],
+                ),
+                (2 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                sum_Woh_grad_y_probs[:, :, :, :, None],
+            )[:, :, :, None]
+        )[:, :, :, None],
+        0,
+    ).sum((4, 6, 1, 5))
     dx = (
         sum_Wh_at_all_0_dq
         + sum_Wh_at_all_1_dk
         + sum_Wh_at_all_2_dv
-        + sum_Woh_db_dWh_at_all_2_grad_y_probs
-        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v / math.sqrt(D)
+        + sum_Woh_db_dWh_grad_y_k_probs_q_v
     )
     dbo = grad_out.new_zeros((C,))
     sum_Woh_db_dbh_at_2 = (db_dbh[2][:, :, None] * Woh).sum((0, 1))
@@ -939,28 +1049,49 @@ def _double_backward_all(grad_out, saved):
         "dfc,abdf->abc", Woh, sum_db_dWh_at_all_2_probs_x
     )
     sum_db_dWoh_y = torch.einsum("dec,adbe->abc", db_dWoh, y)
-    sum_Wh_at_all_2_Woh_probs = torch.einsum(
-        "adbe,cdf->abcef", probs, torch.einsum("fdg,dgc->cdf", Wh[:, 2], Woh)
+    sum_Wh_at_all_2_Woh_probs = torch.einsum("hbj,bjg,abfi->afghi", Wh[:, 2], Woh, probs)
+    sum_Woh_v = torch.einsum("bdg,abcd->abcg", Woh, v)
+    sum_Woh_k_probs_v = torch.einsum("abcj,abic,abcg->abgij", k, probs, sum_Woh_v)
+    sum_Woh_probs_v = torch.einsum("abic,abcg->abgi", probs, sum_Woh_v)
+    t_Woh_k_probs_v = torch.addcmul(
+        sum_Woh_k_probs_v, sum_Woh_probs_v[:, :, :, :, None], sum_k_probs[:, :, None], value=-1
     )
-    sum_Wh_at_all_2_Woh_db_dx_probs = torch.einsum(
-        "aef,abcef->abc", db_dx, sum_Wh_at_all_2_Woh_probs
+    sum_Wh_at_all_0_Woh_k_probs_v = torch.einsum("abgij,hbj->aghi", t_Woh_k_probs_v, Wh[:, 0])
+    t_Woh_probs_v = probs[:, :, :, None] * (
+        sum_Woh_v.permute(0, 1, 3, 2)[:, :, None]
+        - sum_Woh_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None]
     )
-    sum_Woh_v = torch.einsum("dfc,adef->acde", Woh, v)
-    sum_Woh_k_probs_v = torch.einsum("adeh,adbe,acde->abcdh", k, probs, sum_Woh_v)
-    sum_Wh_at_all_0_Woh_k_probs_v = torch.einsum("gdh,abcdh->abcg", Wh[:, 0], sum_Woh_k_probs_v)
-    sum_Wh_at_all_0_Woh_db_dx_k_probs_v = torch.einsum(
-        "abg,abcg->abc", db_dx, sum_Wh_at_all_0_Woh_k_probs_v
-    )
-    sum_Woh_db_dbh_at_0_k_probs_v = torch.einsum("dg,abcdg->abc", db_dbh[0], sum_Woh_k_probs_v)
     sum_Wh_at_all_1_Woh_probs_q_v = torch.einsum(
-        "abdeg,acde->abceg",
-        torch.einsum("adbe,abdg->abdeg", probs, torch.einsum("gdf,adbf->abdg", Wh[:, 1], q)),
-        sum_Woh_v,
+        "abfgi,abfh->afghi", t_Woh_probs_v, torch.einsum("hbj,abfj->abfh", Wh[:, 1], q)
     )
-    sum_Wh_at_all_1_Woh_db_dx_probs_q_v = torch.einsum(
-        "aeg,abceg->abc", db_dx, sum_Wh_at_all_1_Woh_probs_q_v
+    sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v = torch.where(
+        (
+            torch.arange(B, device=grad_out.device)
+            == torch.arange(B, device=grad_out.device)[:, None]
+        )[:, :, None, None, None, None],
+        (
+            db_dx.permute(0, 2, 1)[:, None, None]
+            * (
+                sum_Wh_at_all_2_Woh_probs
+                + torch.where(
+                    (
+                        torch.arange(T, device=grad_out.device)[:, None]
+                        == torch.arange(T, device=grad_out.device)
+                    )[:, None, None],
+                    (sum_Wh_at_all_0_Woh_k_probs_v / math.sqrt(D))[:, None],
+                    0,
+                )
+                + sum_Wh_at_all_1_Woh_probs_q_v / math.sqrt(D)
+            )
+        )[:, None],
+        0,
+    ).sum((0, 5, 4))
+    sum_Woh_db_dbh_at_0_k_probs_v = torch.einsum(
+        "dg,abcdg->abc", db_dbh[0], sum_Woh_k_probs_v.permute(0, 3, 2, 1, 4)
     )
-    sum_Woh_probs_v_x = torch.einsum("aeh,adbe,acde->abcdh", x, probs, sum_Woh_v)
+    sum_Woh_probs_v_x = torch.einsum(
+        "aeh,adbe,acde->abcdh", x, probs, sum_Woh_v.permute(0, 3, 1, 2)
+    )
     sum_Woh_db_dWh_at_all_1_probs_v_x = torch.einsum(
         "hdg,abcdh->abcdg", db_dWh[:, 1], sum_Woh_probs_v_x
     )
@@ -968,54 +1099,47 @@ def _double_backward_all(grad_out, saved):
         "adbg,abcdg->abc", q, sum_Woh_db_dWh_at_all_1_probs_v_x
     )
     sum_Woh_db_dWh_at_all_0_k_probs_v_x = torch.einsum(
-        "hdg,abh,abcdg->abc", db_dWh[:, 0], x, sum_Woh_k_probs_v
+        "hdg,abh,abcdg->abc", db_dWh[:, 0], x, sum_Woh_k_probs_v.permute(0, 3, 2, 1, 4)
     )
-    sum_Woh_probs_v = torch.einsum("adbe,acde->abcd", probs, sum_Woh_v)
-    sum_Woh_db_dbh_at_1_probs_q_v = torch.einsum("dg,adbg,abcd->abc", db_dbh[1], q, sum_Woh_probs_v)
-    sum_Wh_at_all_0_Woh_k_probs_v_1 = torch.einsum(
-        "abdg,abcd->abcg", sum_Wh_at_all_0_k_probs.permute(0, 2, 1, 3), sum_Woh_probs_v
-    )
-    sum_Wh_at_all_0_Woh_db_dx_k_probs_v_1 = torch.einsum(
-        "abg,abcg->abc", db_dx, sum_Wh_at_all_0_Woh_k_probs_v_1
-    )
-    sum_Wh_at_all_1_Woh_probs_q_v_1 = torch.einsum(
-        "abdgh,abcd->abcgh",
-        torch.einsum("adbh,abdg->abdgh", probs, torch.einsum("gdf,adbf->abdg", Wh[:, 1], q)),
-        sum_Woh_probs_v,
-    )
-    sum_Wh_at_all_1_Woh_db_dx_probs_q_v_1 = torch.einsum(
-        "ahg,abcgh->abc", db_dx, sum_Wh_at_all_1_Woh_probs_q_v_1
+    sum_Woh_db_dbh_at_1_probs_q_v = torch.einsum(
+        "dg,adbg,abcd->abc", db_dbh[1], q, sum_Woh_probs_v.permute(0, 3, 2, 1)
     )
     sum_Woh_db_dbh_at_0_k_probs_v_1 = torch.einsum(
-        "dg,abdg,abcd->abc", db_dbh[0], sum_k_probs.permute(0, 2, 1, 3), sum_Woh_probs_v
+        "dg,abdg,abcd->abc",
+        db_dbh[0],
+        sum_k_probs.permute(0, 2, 1, 3),
+        sum_Woh_probs_v.permute(0, 3, 2, 1),
+    )
+    sum_db_dWh_at_all_1_probs_x = torch.einsum(
+        "hdg,abdh->abdg", db_dWh[:, 1], sum_probs_x.permute(0, 2, 1, 3)
     )
     sum_Woh_db_dWh_at_all_1_probs_q_v_x_1 = torch.einsum(
-        "adbg,abdg,abcd->abc", q, sum_db_dWh_at_all_1_probs_x.permute(0, 2, 1, 3), sum_Woh_probs_v
+        "adbg,abdg,abcd->abc", q, sum_db_dWh_at_all_1_probs_x, sum_Woh_probs_v.permute(0, 3, 2, 1)
     )
     sum_Woh_db_dWh_at_all_0_k_probs_v_x_1 = torch.einsum(
-        "hdg,abh,abdg,abcd->abc", db_dWh[:, 0], x, sum_k_probs.permute(0, 2, 1, 3), sum_Woh_probs_v
+        "hdg,abh,abdg,abcd->abc",
+        db_dWh[:, 0],
+        x,
+        sum_k_probs.permute(0, 2, 1, 3),
+        sum_Woh_probs_v.permute(0, 3, 2, 1),
     )
     sum_Woh_db_dbh_at_1_probs_q_v_1 = torch.einsum(
         "abd,abcd->abc",
         torch.einsum(
             "abd,abd->abd", torch.einsum("dg,adbg->abd", db_dbh[1], q), sum_probs.permute(0, 2, 1)
         ),
-        sum_Woh_probs_v,
+        sum_Woh_probs_v.permute(0, 3, 2, 1),
     )
     dgrad_y = (
         db_dbo
         + sum_Woh_db_dbh_at_2
         + sum_Woh_db_dWh_at_all_2_probs_x
         + sum_db_dWoh_y
-        + sum_Wh_at_all_2_Woh_db_dx_probs
-        + sum_Wh_at_all_0_Woh_db_dx_k_probs_v / math.sqrt(D)
+        + sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v
         + sum_Woh_db_dbh_at_0_k_probs_v / math.sqrt(D)
-        + sum_Wh_at_all_1_Woh_db_dx_probs_q_v / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_1_probs_q_v_x / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_0_k_probs_v_x / math.sqrt(D)
         + sum_Woh_db_dbh_at_1_probs_q_v / math.sqrt(D)
-        - (sum_Wh_at_all_0_Woh_db_dx_k_probs_v_1 / math.sqrt(D))
-        - (sum_Wh_at_all_1_Woh_db_dx_probs_q_v_1 / math.sqrt(D))
         - (sum_Woh_db_dbh_at_0_k_probs_v_1 / math.sqrt(D))
         - (sum_Woh_db_dWh_at_all_1_probs_q_v_x_1 / math.sqrt(D))
         - (sum_Woh_db_dWh_at_all_0_k_probs_v_x_1 / math.sqrt(D))

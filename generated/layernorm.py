@@ -270,18 +270,21 @@ def _double_backward_all(grad_out, saved):
     sum_ddiff = ddiff.sum(1)
     dmean = -sum_ddiff
     dx = ddiff + (dmean / C)[:, None]
-    sum_db_dx_grad_y_rstd = torch.einsum("b,ba,ba->a", rstd, db_dx, grad_y)
-    sum_db_dx = db_dx.sum(1)
-    sum_db_dx_grad_y_rstd_1 = torch.einsum(
-        "b,ba->a", torch.einsum("b,b->b", rstd, sum_db_dx), grad_y
-    )
-    sum_db_dx_grad_y_rstd_xhat = torch.einsum(
-        "ab,ba->a",
-        torch.einsum("b,ba->ab", torch.einsum("b,b->b", rstd, sum_db_dx_xhat), grad_y),
-        xhat,
-    )
-    dgain = sum_db_dx_grad_y_rstd - (sum_db_dx_grad_y_rstd_1 / C) - (sum_db_dx_grad_y_rstd_xhat / C)
+    sum_db_dx_grad_y_rstd_xhat = (
+        (rstd[:, None] * db_dx)[:, None]
+        * (
+            grad_y[:, None]
+            * (
+                torch.arange(C, device=grad_out.device)[:, None]
+                == torch.arange(C, device=grad_out.device)
+            ).to(grad_out.dtype)
+            - (grad_y[:, :, None] * xhat[:, :, None] * xhat[:, None] / C)
+            - (grad_y / C)[:, :, None]
+        )
+    ).sum((0, 2))
+    dgain = sum_db_dx_grad_y_rstd_xhat
     dbias = grad_out.new_zeros((C,))
+    sum_db_dx = db_dx.sum(1)
     shared_gain_rstd = gain * rstd[:, None]
     dgrad_y = torch.addcmul(
         torch.addcmul(

@@ -119,28 +119,7 @@ def _expand_if_cheaper(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | 
     if not isinstance(expanded, sp.Add):
         return None
     candidate = sp.Add(*[ctx.sum(ctx.simplify(t), (lim,)) for t in expanded.args])
-    before, after = sp.Sum(body, lim), candidate
-    return candidate if (width(after), cost(after)) < (width(before), cost(before)) else None
-
-
-def width(e: sp.Expr) -> int:
-    """The most indices one Sum of ``e`` runs over: its own and the free ones its body reads.
-
-    A pass costs the size of its grid, not one unit: sum_c1 (x[c1] x[c] + 1) y[c1] is a C x C
-    grid for each c, x[c] sum_c1 x[c1] y[c1] + sum_c1 y[c1] two passes over C. The count of
-    Sums and operations (:func:`cost`) decides only between forms of the same width."""
-    most = 0
-    for s in e.atoms(sp.Sum):
-        body = s.function
-        free = body.free_symbols | {v for v, *_ in s.limits}
-        subscripts = {
-            i
-            for a in body.atoms(sp.Indexed, sp.KroneckerDelta)
-            for i in (a.indices if isinstance(a, sp.Indexed) else a.args)
-            for i in i.free_symbols
-        }
-        most = max(most, len(subscripts & free))
-    return most
+    return candidate if cost(candidate) < cost(sp.Sum(body, lim)) else None
 
 
 SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
