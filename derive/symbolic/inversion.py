@@ -15,6 +15,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.functions import where
+from derive.symbolic.indices import substitute_apart
 
 
 def solve_for(delta: sp.KroneckerDelta, k: sp.Symbol) -> sp.Expr | None:
@@ -63,14 +64,20 @@ def keep_padding(value: sp.Expr, at: tuple, dims: tuple) -> sp.Expr:
 
 
 def _finite(f: sp.Expr) -> bool:
-    if any(isinstance(p, sp.Pow) and not (p.exp.is_Integer and p.exp > 0) for p in f.atoms(sp.Pow)):
+    # a quotient or root of data may be 1/0 or sqrt(-x) past the end; of sizes it is not (a
+    # size is checked positive); a function may be log(0) there
+    if any(
+        isinstance(p, sp.Pow) and not (p.exp.is_Integer and p.exp > 0) and p.base.has(sp.Indexed)
+        for p in f.atoms(sp.Pow)
+    ):
         return False
-    return all(isinstance(w, where) for w in f.atoms(sp.Function))
+    return all(isinstance(w, (where, sp.KroneckerDelta)) for w in f.atoms(sp.Function))
 
 
 def _padded(f: sp.Expr, sol: sp.Expr, size: sp.Expr) -> bool:
     """Whether f is 0 wherever sol is outside [0, size): a factor of f reads an axis of that
-    size at sol, and an affine read outside its tensor is 0 (f = x[.., sol, ..] h)."""
+    size at sol, and an affine read outside its tensor is 0 (f = x[.., sol, ..] h). Only for
+    a finite f (:func:`_finite`): 0 / s[sol] past the end is 0 / 0 (fuzz --affine 260)."""
     return any(
         isinstance(g, sp.Indexed)
         and any(p == sol and d == size for p, d in zip(g.indices, g.base.shape or ()))
@@ -87,8 +94,8 @@ def delta_invert(body: sp.Expr, lim, ctx) -> sp.Expr | None:
     k, lo, hi = lim
     for f in _factors(body):
         if isinstance(f, sp.KroneckerDelta) and (sol := solve_for(f, k)) is not None:
-            rest = sp.Mul(*[g for g in _factors(body) if g is not f]).xreplace({k: sol})
-            if lo == 0 and _padded(rest, sol, hi + 1):
+            rest = substitute_apart(sp.Mul(*[g for g in _factors(body) if g is not f]), k, sol)
+            if lo == 0 and _finite(rest) and _padded(rest, sol, hi + 1):
                 return ctx.simplify(rest)
             return ctx.simplify(in_range(sol, lo, hi, rest))
     return None
