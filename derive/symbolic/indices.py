@@ -62,6 +62,11 @@ def rename_bound(expr: sp.Basic, namer: Namer, taken: Iterable[str] = ()) -> sp.
     return walk(expr, {}, 0, frozenset(taken))
 
 
+def factors(e: sp.Expr) -> list[sp.Expr]:
+    """The factors of a product; anything else is its own one factor."""
+    return list(e.args) if isinstance(e, sp.Mul) else [e]
+
+
 def substitute_apart(expr: sp.Expr, k: sp.Symbol, value: sp.Expr) -> sp.Expr:
     """``expr`` with the free index k replaced by ``value``, no index of ``value`` captured.
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.functions import where
+from derive.symbolic.indices import factors as _factors
 from derive.symbolic.indices import substitute_apart
 
 
@@ -83,10 +84,6 @@ def _padded(f: sp.Expr, sol: sp.Expr, size: sp.Expr) -> bool:
         and any(p == sol and d == size for p, d in zip(g.indices, g.base.shape or ()))
         for g in _factors(f)
     )
-
-
-def _factors(e: sp.Expr) -> list[sp.Expr]:
-    return list(e.args) if isinstance(e, sp.Mul) else [e]
 
 
 def delta_invert(body: sp.Expr, lim, ctx) -> sp.Expr | None:

@@ -17,6 +17,7 @@ import sympy as sp
 from derive.functions import where
 from derive.symbolic.cost import cost
 from derive.symbolic.indices import canonical_bound, substitute_apart
+from derive.symbolic.indices import factors as _factors
 from derive.symbolic.inversion import delta_invert, delta_through_sum
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
@@ -52,10 +53,6 @@ def expanded_terms(e: sp.Expr, limit: int = EXPAND_TERMS) -> int:
             n = min(n * expanded_terms(a, limit), limit + 1)
         return n
     return 1
-
-
-def _factors(e: sp.Expr) -> list[sp.Expr]:
-    return list(e.args) if isinstance(e, sp.Mul) else [e]
 
 
 def _sum_zero(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
