@@ -212,6 +212,17 @@ def _check_view(source: str, dims: tuple[sp.Expr, ...], g: Graph, sizes: dict) -
         if unknown or not (d.free_symbols or (d.is_Integer and d > 0)):
             what = f"'{unknown[0]}' is not a size or param" if unknown else "not a positive int"
             raise LangError(f"view dimension '{d}' of {source}: {what}")
+        floats = sorted(
+            str(p) for p in d.free_symbols & set(g.params) if not isinstance(g.params[p], int)
+        )
+        if floats:
+            raise LangError(f"view dimension '{d}' of {source}: param '{floats[0]}' is not an int")
+        if not d.is_polynomial(*d.free_symbols) or sp.fraction(sp.together(d))[1] != 1:
+            raise LangError(
+                f"view dimension '{d}' of {source} divides: declare it as a size "
+                f'(sizes={{"P": "{d}"}}, then view({source}, ..., P, ...)), so the forward checks '
+                "that the division is whole"
+            )
 
     def count(shape: tuple[sp.Expr, ...]) -> sp.Expr:
         total = sp.Mul(*shape)

@@ -24,7 +24,7 @@ import sympy as sp
 import torch
 
 from derive.errors import CheckFailed
-from derive.language import Graph, Op, parse
+from derive.language import Graph, Op, View, parse
 from derive.lower.select import guarded_data
 from derive.verify.oracle import (
     OracleError,
@@ -92,11 +92,12 @@ def _draw_sizes(g: Graph, rng: random.Random) -> dict[sp.Symbol, int]:
 
 
 def with_derived(g: Graph, sizes: dict[sp.Symbol, int]) -> dict[sp.Symbol, int]:
-    """``sizes`` (the inputs') with every derived size added: a size a derived one divides
-    (C in D = C / n_head) is first scaled by the divisor, so each derived size is whole."""
+    """``sizes`` (the inputs') with every derived size added: a size a derived one or a view's
+    dimension divides (C in D = C / n_head) is first scaled by the divisor, so each is whole."""
     sizes = dict(sizes)
     ints = {p: v for p, v in g.params.items() if isinstance(v, int)}
-    for expr in g.derived.values():
+    views = [sp.sympify(d) for v in g.steps if isinstance(v, View) for d in g.tensors[v.name].dims]
+    for expr in [*g.derived.values(), *views]:  # view(x, N, k, T/k) divides T too
         num, den = sp.fraction(expr)
         divisor = sp.sympify(den).subs(ints).subs(sizes)
         if num in sizes and divisor.is_Integer:
