@@ -65,7 +65,7 @@ formulas-screenshot: $(STAMP)
 		--ops $(basename $(notdir $(sort $(wildcard ops/*.py))))
 
 test: $(STAMP)
-	$(PY) -m pytest --durations=30
+	$(PY) -m pytest -n auto --durations=30
 
 # The edit loop: tests/unit/ and tests/engine/ (rules, derivation, language, reference) and the docs'
 # fast checks; the generated modules, tools and training layers are left to `make test`
