@@ -363,7 +363,15 @@ def _inert_product(factors: tuple[sp.Basic, ...]) -> bool:
     keys = set(bases)
     if len(keys) != len(bases):
         return False
-    if any(sp.Pow(b, -1) in keys for b in bases):
+    if any(not _inverse_is_no_factor(b) and sp.Pow(b, -1) in keys for b in bases):
         return False
     sums = [b for b in bases if b.is_Add]
     return len(sums) < 2 or not any(-b in keys for b in sums)
+
+
+def _inverse_is_no_factor(b: sp.Basic) -> bool:
+    """``1/b`` is no plain factor and not E, so no base can be b's inverse (building ``1/b`` to
+    look asks ``is_number`` of the whole base). For a plain ``b`` (or E) SymPy's ``Pow(b, -1)``
+    returns ``b._eval_power(-1)`` when that is not None, else a Pow: the default
+    ``_eval_power`` is None, a sum's is a number or a product, and ``1/E`` is exp(-1)."""
+    return b is sp.S.Exp1 or type(b)._eval_power in (sp.Expr._eval_power, sp.Add._eval_power)
