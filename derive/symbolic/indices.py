@@ -30,6 +30,13 @@ def is_reduction(e: sp.Basic) -> bool:
     return isinstance(e, (sp.Sum, ReduceMax))
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def has_reduction(e: sp.Basic) -> bool:
+    """``e.has(sp.Sum, ReduceMax)``, once per distinct sub-expression: the renamer asks it of
+    every node it passes, and SymPy's ``has`` walks the node's whole subtree each time."""
+    return is_reduction(e) or any(has_reduction(a) for a in e.args)
+
+
 # How a reduction's bound indices are renamed: its limits, its nesting depth and the names
 # already in scope there (free indices and the enclosing reductions' new names) -> new symbols.
 Namer = Callable[[tuple, int, frozenset[str]], list[sp.Symbol]]
@@ -49,7 +56,7 @@ def rename_bound(expr: sp.Basic, namer: Namer, taken: Iterable[str] = ()) -> sp.
         if not e.args:
             return env.get(e, e)
         if not is_reduction(e):
-            if not e.has(sp.Sum, ReduceMax) and not (env and symbol_atoms(e) & env.keys()):
+            if not has_reduction(e) and not (env and symbol_atoms(e) & env.keys()):
                 return e
             return e.func(*[walk(a, env, depth, scope) for a in e.args])
         new = namer(e.limits, depth, scope)
@@ -57,7 +64,7 @@ def rename_bound(expr: sp.Basic, namer: Namer, taken: Iterable[str] = ()) -> sp.
         body = walk(e.function, inner, depth + 1, scope | {str(v) for v in new})
         return e.func(body, *[(v, lo, hi) for v, (_, lo, hi) in zip(new, e.limits, strict=True)])
 
-    if not isinstance(expr, sp.Basic) or not expr.has(sp.Sum, ReduceMax):
+    if not isinstance(expr, sp.Basic) or not has_reduction(expr):
         return expr
     return walk(expr, {}, 0, frozenset(taken))
 
@@ -104,10 +111,12 @@ def freshen_bound(expr: sp.Expr, fresh: Fresh) -> sp.Expr:
     return rename_bound(expr, lambda limits, depth, scope: [fresh() for _ in limits])
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def bound_by_depth(expr: sp.Expr) -> sp.Expr:
     """Bound indices named by nesting depth (``_s0_0``, ``_s1_0``): names that depend neither on
     the order SymPy keeps a product's factors in nor on the free names, so the same reduction
-    under other bound (or, renamed after, free) names gets the same key."""
+    under other bound (or, renamed after, free) names gets the same key. A function of ``expr``
+    alone, so kept per distinct expression (lowering asks it of the same sums again and again)."""
 
     def by_depth(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
         return [sp.Symbol(f"_s{depth}_{k}", integer=True) for k in range(len(limits))]

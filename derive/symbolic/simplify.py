@@ -9,6 +9,7 @@ apply. A rule that *rewrites* (rather than reduces) is accepted only when it low
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -272,7 +273,7 @@ def _cancels(combined: sp.Expr, e: sp.Expr) -> bool:
 def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     # exp(a) exp(-a) -> 1 and f (a + b) -> f a + f b, whichever leaves the fewest operations
     best = e
-    combined = sp.powsimp(e, combine="exp")
+    combined = powsimp_exp(e)
     # only where something cancels: exp(a(k)) exp(b) kept apart lets sum_k pull exp(b) out
     if combined != e and cost(combined) < cost(best) and _cancels(combined, best):
         best = combined
@@ -293,7 +294,84 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     if adds and expanded_terms(best) <= EXPAND_TERMS:
         expanded = sp.expand_mul(best)
         if isinstance(expanded, sp.Add):
-            expanded = walk(sp.Add(*[sp.powsimp(t, combine="exp") for t in expanded.args]))
+            expanded = walk(sp.Add(*[powsimp_exp(t) for t in expanded.args]))
             if cost(expanded) < cost(best):
                 best = expanded
     return best
+
+
+def powsimp_exp(e: sp.Expr) -> sp.Expr:
+    """``sp.powsimp(e, combine="exp")``, skipped where it provably returns ``e`` itself.
+
+    powsimp asks ``is_positive`` of every base of every product it meets (SymPy's assumption
+    system, walking Sums) and usually finds nothing to combine: in the attention op's
+    derivation it never changed an expression and took a fifth of the time. Its ``exp`` mode
+    (SymPy 1.14) descends through sums and products only, and changes a product only when two
+    of its factors share something: a base (``exp(a) exp(b)``; other equal bases Mul already
+    merged), inverse bases (``b**e (1/b)**f``), negated bases (``(x - y)(y - x)``), a number
+    base beside the coefficient (``2**x / 4``), a base that is itself a product, power or
+    number (``sqrt(x y)``, ``(x**a)**b``, denested). :func:`_powsimp_inert` rules each of those
+    out; anything it does not recognise goes to powsimp.
+    """
+    return e if _powsimp_inert(e) else sp.powsimp(e, combine="exp")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _powsimp_inert(e: sp.Basic) -> bool:
+    """True when ``powsimp(e, combine="exp")`` returns ``e`` unchanged: every product it reaches
+    (through sums, products and powers, as powsimp recurses) is :func:`_inert_product`.
+    Anything else (a function, a Sum, exp, an atom) powsimp returns as it is."""
+    if e.is_Add:
+        return all(_powsimp_inert(t) for t in e.args)
+    if e.is_Mul:
+        return _inert_product(e.args) and all(_powsimp_inert(a) for a in e.args)
+    if e.is_Pow:  # powsimp(b**x) is powsimp(b**x * y) / y, a product of two factors
+        return _inert_product((e, _OTHER))
+    return True
+
+
+_OTHER = sp.Dummy("other")  # a factor no other one combines with (powsimp's own is a Dummy)
+
+
+def _plain(f: sp.Basic) -> bool:
+    """A factor powsimp keys as ``(f, 1)`` and cannot rewrite alone: not a number, power, exp or
+    product, and commutative, with SymPy's default ``as_base_exp``."""
+    return (
+        not isinstance(f, (sp.Number, sp.NumberSymbol, sp.Pow, sp.exp, sp.Mul))
+        and f.is_commutative
+        and type(f).as_base_exp is sp.Expr.as_base_exp
+    )
+
+
+def _inert_product(factors: tuple[sp.Basic, ...]) -> bool:
+    """The factors (a rational coefficient; plain factors, powers of plain bases and at most
+    one exp, keyed by base: f, b of b**x, E of exp(a)) have distinct bases, no base is the
+    inverse of another and no sum is the negation of another: powsimp's exp mode has nothing
+    to combine, and rebuilds each factor as it was."""
+    bases = []
+    for f in factors:
+        if f.is_Rational:
+            continue
+        if isinstance(f, sp.exp):
+            bases.append(sp.S.Exp1)
+        elif isinstance(f, sp.Pow) and _plain(f.base):
+            bases.append(f.base)
+        elif _plain(f):
+            bases.append(f)
+        else:
+            return False
+    keys = set(bases)
+    if len(keys) != len(bases):
+        return False
+    if any(not _inverse_is_no_factor(b) and sp.Pow(b, -1) in keys for b in bases):
+        return False
+    sums = [b for b in bases if b.is_Add]
+    return len(sums) < 2 or not any(-b in keys for b in sums)
+
+
+def _inverse_is_no_factor(b: sp.Basic) -> bool:
+    """``1/b`` is no plain factor and not E, so no base can be b's inverse (building ``1/b`` to
+    look asks ``is_number`` of the whole base). For a plain ``b`` (or E) SymPy's ``Pow(b, -1)``
+    returns ``b._eval_power(-1)`` when that is not None, else a Pow: the default
+    ``_eval_power`` is None, a sum's is a number or a product, and ``1/E`` is exp(-1)."""
+    return b is sp.S.Exp1 or type(b)._eval_power in (sp.Expr._eval_power, sp.Add._eval_power)

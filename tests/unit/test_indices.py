@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sympy as sp
+from sympy.concrete import expr_with_limits
 
 from derive.language import ReduceMax
 from derive.lower.memo import memo_key
-from derive.symbolic.indices import Fresh, canonical_bound, freshen_bound
+from derive.sums import has_piecewise
+from derive.symbolic.indices import Fresh, canonical_bound, freshen_bound, has_reduction
 
 N = sp.Symbol("N", integer=True, positive=True)
 a, b, n, c = sp.symbols("a b n c", integer=True)
@@ -58,3 +60,31 @@ def test_fresh_names_keep_shadowing_as_sympy_reads_it() -> None:
     fresh = freshen_bound(e, Fresh())
     assert len({lim[0] for s in fresh.atoms(sp.Sum) for lim in s.limits}) == 2
     assert _value(fresh.subs(a, 1)) == _value(e.subs(a, 1))
+
+
+def test_reduction_and_piecewise_lookups_agree_with_sympy() -> None:
+    # the memoised walks (indices.has_reduction, sums.has_piecewise) answer as SymPy's has does
+    k, n = sp.symbols("k n", integer=True)
+    x = sp.IndexedBase("x")
+    inner = sp.Sum(x[k, n], (k, 0, 3))
+    for e in (x[n], inner, sp.tanh(inner) + x[n], ReduceMax(x[k, n], (k, 0, 3)) * 2):
+        assert has_reduction(e) == e.has(sp.Sum, ReduceMax)
+        assert not has_piecewise(e)
+    assert has_piecewise(x[n] + sp.Piecewise((x[k, n], k > n), (0, True)))
+
+
+def test_a_sum_is_built_as_sympy_builds_it() -> None:
+    # sums._common_new skips SymPy's Piecewise fold only where the body holds no Piecewise
+    k, n = sp.symbols("k n", integer=True)
+    x = sp.IndexedBase("x")
+    sympy_common_new = expr_with_limits._common_new.__wrapped__
+    for body in (
+        x[k] * x[n],
+        sp.Sum(x[k, n], (n, 0, 3)) * x[k],
+        sp.Piecewise((x[k], k > n), (0, True)) * x[n],  # folded: SymPy's own code
+        sp.Piecewise((x[n], n > 2), (1, True)) * x[k],  # no k inside: masked, not folded
+        sp.Sum(x[k], (k, 0, 3)),  # a Sum of a Sum: denested
+    ):
+        built = sp.Sum(body, (k, 0, 3))
+        function, limits, _ = sympy_common_new(sp.Sum, body, (k, 0, 3), discrete=True)
+        assert built.args == (function, *limits)

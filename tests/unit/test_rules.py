@@ -9,7 +9,7 @@ import sympy as sp
 from derive.functions import FUNCTIONS, relu, sigmoid, softplus, where
 from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite
 from derive.symbolic.canon import Pattern, fold
-from derive.symbolic.simplify import SUM_RULES, Reduction, Simplifier
+from derive.symbolic.simplify import SUM_RULES, Reduction, Simplifier, powsimp_exp
 
 n, m, k, c = sp.symbols("n m k c", integer=True)
 N, M, K = sp.symbols("N M K", integer=True, positive=True)
@@ -78,6 +78,31 @@ def test_exponentials_combine_only_where_something_cancels() -> None:
     kept = sp.exp(x[k]) * sp.exp(y[n])
     assert Simplifier().simplify(kept) == kept
     assert Simplifier().simplify(sp.exp(x[n]) * sp.exp(-x[n])) == 1
+
+
+s_k = sp.Sum(x[k], LIM)
+POWSIMP_CASES = [
+    # powsimp changes these: the guard must hand each one to it
+    sp.exp(x[k]) * sp.exp(y[n]),  # one base E twice
+    sp.exp(x[n]) * sp.exp(2 * y[n]) * y[n],
+    (x[n] - y[n]) * (y[n] - x[n]),  # negated bases (Mul keeps both)
+    2**k / 4,  # a number base beside the coefficient
+    sp.sqrt(x[n] * y[n]) * x[n],  # a product as a base
+    sp.Pow(sp.Pow(x[n], k, evaluate=False), c, evaluate=False),  # a power of a power
+    s_k ** (c + 1) * (1 / s_k) ** c,  # one base twice (Mul keeps symbolic exponents apart)
+    sp.exp(x[n]) * sp.E,
+    sp.Float(2.0) * sp.exp(x[n]) * sp.exp(y[n]),
+    # and leaves these: the guard may skip them
+    x[n] * sp.exp(y[k]) / s_k,
+    sp.exp(-x[n] / 2) * y[n] ** sp.Rational(3, 2) * (x[n] + 1),
+    (x[n] + y[n]) * sp.exp(x[n]) / (s_k * N) + sp.tanh(x[n]) * y[n],
+    where(k <= n, 1 / sp.sqrt(K), 0) * x[k] * sp.exp(x[n] - mu[n]),
+]
+
+
+@pytest.mark.parametrize("expr", POWSIMP_CASES)
+def test_powsimp_is_skipped_only_where_it_changes_nothing(expr: sp.Expr) -> None:
+    assert powsimp_exp(expr) == sp.powsimp(expr, combine="exp")
 
 
 def test_rational_cancellation() -> None:
