@@ -18,7 +18,8 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
   axis), :class:`Pad`, :class:`Narrow`, :class:`Flip`, :class:`Clone`;
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
   order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max),
-  :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``);
+  :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``),
+  :class:`ConvWeight` (one read as a weight gradient: ``torch.nn.grad.conv2d_weight``);
 - indexing and construction: :class:`Arange`, :class:`IndexSelect`, :class:`Gather`,
   :class:`Index`, :class:`IndexAdd`, :class:`Zeros`, :class:`Full`, :class:`Stack`,
   :class:`AsTensor`.
@@ -333,13 +334,33 @@ class Reduce(Node):
 
 @dataclass(frozen=True)
 class Conv(Node):
-    """``torch.conv<n>d(input, weight, ...)`` or ``torch.conv_transpose<n>d`` (``transposed``):
-    a window contraction over ``len(stride)`` spatial axes, no padding (see :class:`Pad`)."""
+    """``torch.conv<n>d(input, weight, bias, ...)`` or ``torch.conv_transpose<n>d``
+    (``transposed``): a window contraction over ``len(stride)`` spatial axes, with torch's own
+    zero ``padding`` of each axis at both ends (empty: none; other padding is a :class:`Pad`),
+    a transposed one's ``output_padding`` and an optional ``bias`` added per output channel."""
 
     transposed: bool
     input: Node
     weight: Node
     stride: tuple[Node, ...]
+    dilation: tuple[Node, ...]
+    groups: Node
+    padding: tuple[Node, ...] = ()
+    output_padding: tuple[Node, ...] = ()
+    bias: Node | None = None
+
+
+@dataclass(frozen=True)
+class ConvWeight(Node):
+    """``torch.nn.grad.conv<n>d_weight(input, size, grad, ...)``: the correlation of ``input``
+    with ``grad`` that is a convolution's weight gradient, read in both tensors' stored layout
+    (batch first), ``size`` the weight's shape; ``padding`` zeros at both ends of ``input``."""
+
+    input: Node
+    size: tuple[Node, ...]
+    grad: Node
+    stride: tuple[Node, ...]
+    padding: tuple[Node, ...]
     dilation: tuple[Node, ...]
     groups: Node
 
