@@ -17,7 +17,7 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
   :class:`Clamp` (an index read clamped), :class:`ClampTo` (an affine index held inside its
   axis), :class:`Pad`, :class:`Narrow`, :class:`Flip`, :class:`Clone`;
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
-  order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max),
+  order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max), :class:`Cumsum`,
   :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``),
   :class:`ConvWeight` (one read as a weight gradient: ``torch.nn.grad.conv2d_weight``);
 - indexing and construction: :class:`Arange`, :class:`IndexSelect`, :class:`Gather`,
@@ -330,6 +330,16 @@ class Reduce(Node):
     kind: str
     arg: Node
     dims: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Cumsum(Node):
+    """``arg.cumsum(dim)``: running sums along ``dim``; from its end where ``reverse``
+    (``arg.flip(dim).cumsum(dim).flip(dim)``)."""
+
+    arg: Node
+    dim: int
+    reverse: bool = False
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,12 @@ class TorchPrinter:
         dims = ", ".join(map(str, node.dims))
         return self._method(node.arg, f"{node.kind}({f'({dims})' if len(node.dims) > 1 else dims})")
 
+    def _print_Cumsum(self, node: ir.Cumsum) -> str:
+        if not node.reverse:
+            return self._method(node.arg, f"cumsum({node.dim})")
+        flipped = self._method(node.arg, f"flip({node.dim})")
+        return f"{flipped}.cumsum({node.dim}).flip({node.dim})"
+
     def _print_Conv(self, node: ir.Conv) -> str:
         kind = "conv_transpose" if node.transposed else "conv"
         args = [self.doprint(node.input), self.doprint(node.weight)]

@@ -78,6 +78,13 @@ def _cumsum(rng: random.Random) -> tuple:
     return (x,), {}, lambda x: torch.cumsum(x, 1)
 
 
+def _cumsum_strict(rng: random.Random) -> tuple:
+    x = torch.randn(rng.choice([1, 3]), rng.choice([5, 7]), dtype=torch.float64)
+    before = lambda x: torch.cumsum(x, 1) - x  # noqa: E731
+    after = lambda x: x.flip(1).cumsum(1).flip(1) - x  # noqa: E731
+    return (x,), {}, lambda x: before(x) * after(x)
+
+
 def _shift(rng: random.Random) -> tuple:
     x, y = (torch.randn(3, rng.choice([5, 7]), dtype=torch.float64) for _ in range(2))
     return (x, y), {}, lambda x, y: torch.tanh(F.pad(x, (1, 0))[:, :-1]) * y
@@ -91,6 +98,7 @@ TORCH = {
     "max_pool2d": _max_pool2d,
     "avg_pool2d": _avg_pool2d,
     "cumsum": _cumsum,
+    "cumsum_strict": _cumsum_strict,
     "shift": _shift,
 }
 
