@@ -15,7 +15,8 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
 - layout (:class:`View`): :class:`Permute`, :class:`Broadcast` (``x[:, None]``),
   :class:`Slice`, :class:`Reshape`, :class:`Expand`, :class:`Unsqueeze`, :class:`Squeeze`,
   :class:`Clamp` (an index read clamped), :class:`ClampTo` (an affine index held inside its
-  axis), :class:`Pad`, :class:`Narrow`, :class:`Flip`, :class:`Clone`;
+  axis), :class:`Pad`, :class:`Narrow`, :class:`Unfold` (windows), :class:`Flip`,
+  :class:`Clone`;
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
   order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max), :class:`Cumsum`,
   :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``),
@@ -26,7 +27,8 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
 
 Statements (:class:`Statement`) say which variables they write and read, so that emission
 follows them without reading code back: :class:`Assign`, :class:`Update` (``x[i, t] += v``),
-:class:`ScatterAdd` (``x.scatter_add_(...)``), :class:`Free` (``del t``).
+:class:`ScatterAdd` (``x.scatter_add_(...)``), :class:`IndexPut` (``x.index_put_(...,
+accumulate=True)``), :class:`Free` (``del t``).
 """
 
 from __future__ import annotations
@@ -284,6 +286,17 @@ class Narrow(View):
 
 
 @dataclass(frozen=True)
+class Unfold(View):
+    """``arg.unfold(dim, size, step)[..., ::dilation]``: the windows of axis ``dim``, ``step``
+    apart, each a new last axis of ``size`` entries read ``dilation`` apart (a view)."""
+
+    dim: int
+    size: Node
+    step: Node
+    dilation: Node
+
+
+@dataclass(frozen=True)
 class Flip(View):
     """``arg.flip(dims)``: the axes ``dims`` read backwards (a convolution's kernel)."""
 
@@ -493,6 +506,24 @@ class ScatterAdd(Statement):
     dim: int
     index: Node
     source: Node
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.target})
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return super().reads | {self.target}
+
+
+@dataclass(frozen=True)
+class IndexPut(Statement):
+    """``target.index_put_(index, value, accumulate=True)``: each entry of ``value`` added at
+    its index (broadcast index tensors, one per axis); repeated indices add up."""
+
+    target: str
+    index: tuple[Node, ...]
+    value: Node
 
     @property
     def writes(self) -> frozenset[str]:

@@ -202,6 +202,13 @@ class TorchPrinter:
         args = self._args((node.start, node.length))
         return self._method(node.arg, f"narrow({node.dim}, {args})")
 
+    def _print_Unfold(self, node: ir.Unfold) -> str:
+        args = self._args((node.size, node.step))
+        code = self._method(node.arg, f"unfold({node.dim}, {args})")
+        if ir.is_number(node.dilation, 1):
+            return code
+        return f"{code}[..., ::{self.wrap(node.dilation, Precedence.ATOM)}]"
+
     def _print_Flip(self, node: ir.Flip) -> str:
         return self._method(node.arg, f"flip({', '.join(map(str, node.dims))})")
 
@@ -310,6 +317,10 @@ class TorchPrinter:
 
     def _print_ScatterAdd(self, s: ir.ScatterAdd) -> str:
         return f"{s.target}.scatter_add_({s.dim}, {self._args((s.index, s.source))})"
+
+    def _print_IndexPut(self, s: ir.IndexPut) -> str:
+        index = f"({self._args(s.index)},)" if len(s.index) == 1 else f"({self._args(s.index)})"
+        return f"{s.target}.index_put_({index}, {self.doprint(s.value)}, accumulate=True)"
 
     def _print_Free(self, s: ir.Free) -> str:
         return f"del {', '.join(s.names)}"

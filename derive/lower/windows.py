@@ -552,27 +552,95 @@ def _layout(cx: Context, t: sp.Indexed, at: list[int], shape: list) -> ir.Node:
 
 
 def _padded(cx: Context, v: ir.Node, dims: list[tuple]) -> ir.Node:
-    """``v``'s spatial axes (from 2 on) shifted right by ``lo`` and ``hi`` longer at the end,
-    zeros coming in, ``length`` long: zeros padded where lo or hi > 0, then narrowed where
-    either is < 0 (a crop never runs past the tensor this way, whatever the sizes)."""
+    """``v``'s spatial axes (from 2 on), padded and cropped (:func:`padded`)."""
+    return padded(cx, v, {2 + j: d for j, d in enumerate(dims)}, 2 + len(dims))
+
+
+def padded(cx: Context, v: ir.Node, dims: dict[int, tuple], rank: int) -> ir.Node:
+    """``v`` (``rank`` axes) with each axis ``dims`` names shifted right by ``lo`` and ``hi``
+    longer at the end, zeros coming in, ``length`` long: zeros padded where lo or hi > 0,
+    then narrowed where either is < 0 (a crop never runs past the tensor this way, whatever
+    the sizes)."""
     pads = []
-    for lo, hi, _ in reversed(dims):  # torch's pad lists the last axis first
+    for k in range(rank - 1, min(dims, default=rank) - 1, -1):  # torch's pad: last axis first
+        lo, hi, _ = dims.get(k, (0, 0, None))
         pads += [_at_least_0(cx, lo), _at_least_0(cx, hi)]
     if not all(ir.is_number(p, 0) for p in pads):
         v = ir.Pad(v, tuple(pads))
-    for j, (lo, hi, length) in enumerate(dims):
-        if not (sp.expand(lo).is_nonnegative and sp.expand(hi).is_nonnegative):
-            v = ir.Narrow(v, 2 + j, _at_least_0(cx, -lo), cx.value(length, []))
+    for k, (lo, hi, length) in sorted(dims.items()):
+        if not (at_most(0, lo, cx.derived, cx.scalars) and at_most(0, hi, cx.derived, cx.scalars)):
+            v = ir.Narrow(v, k, _at_least_0(cx, -lo), cx.value(length, []))
     return v
 
 
+# -- a window read: x[n, c, a*t + d*k + p] as a view --------------------------------------
+def window_read(cx: Context, base: ir.Node, e: sp.Indexed) -> ir.Node | None:
+    """``x[.., a*t + d*k + p, ..]`` with t and k indices of known range, a and d > 0, as a
+    view of x: padded and cropped to the read's extent a*(T - 1) + d*(K - 1) + 1 from -p
+    (zeros outside x: the language's padding), then ``unfold(dim, d*(K - 1) + 1, a)`` over
+    that axis (t where it was, k a new last axis; every d-th entry). No index grid, no gather,
+    no mask: a pool's Max or Sum then reduces the view. None for any other read."""
+    scope = cx.scope([])
+    reads, seen = [], []
+    for pos, sub in enumerate(e.indices):
+        if scope.is_axis(sub):
+            seen.append(sub)
+            continue
+        found = _unfolded(scope, sub)
+        if found is None:
+            return None
+        reads.append((pos, *found))
+        seen += [found[0], found[1]]
+    if not reads or len(set(seen)) != len(seen):
+        return None
+    dims, sizes = {}, {}
+    for pos, t, k, a, d, p in reads:
+        t_size, k_size, size = cx.sizes[t], cx.sizes[k], e.base.shape[pos]
+        span = a * (t_size - 1) + d * (k_size - 1) + 1
+        dims[pos] = (-p, span - size + p, span)
+        sizes[pos] = (d * (k_size - 1) + 1, a, d)
+    for pos, sub in enumerate(e.indices):
+        if scope.is_axis(sub):
+            cx.learn([(sub, e.base.shape[pos])], replace=False)
+    v = padded(cx, base, dims, len(e.indices))
+    for pos, (size, step, dilation) in sizes.items():
+        v = ir.Unfold(v, pos, cx.value(size, []), cx.value(step, []), cx.value(dilation, []))
+    axes = [sub for sub in e.indices]
+    for pos, t, k, *_ in reads:
+        axes[pos] = t
+        axes.append(k)
+    return ir.relabel(v, tuple(axes))
+
+
+def _unfolded(scope: Scope, sub: sp.Expr) -> tuple | None:
+    """(t, k, a, d, p) of a subscript a*t + d*k + p over two indices of known range, a and
+    d > 0; k the index with coefficient 1 (the window within), else the second by name."""
+    if sub.has(sp.Indexed) or not isinstance(sub, (sp.Add, sp.Mul)):
+        return None
+    e = sp.expand(sub)
+    axes = sorted((i for i in e.free_symbols if scope.is_axis(i)), key=str)
+    if len(axes) != 2 or not all(i in scope.sizes for i in axes):
+        return None
+    if e.coeff(axes[0]) == 1 and e.coeff(axes[1]) != 1:
+        axes.reverse()
+    t, k = axes
+    a, d = e.coeff(t), e.coeff(k)
+    p = sp.expand(e - a * t - d * k)
+    if p.has(t, k) or a.has(t, k) or d.has(t, k) or _sign(scope, a) != 1 or _sign(scope, d) != 1:
+        return None
+    return t, k, a, d, p
+
+
 def _at_least_0(cx: Context, e: sp.Expr) -> ir.Node:
-    """max(e, 0) as a python number: e itself or 0 where its sign is known."""
+    """max(e, 0) as a python number: e itself or 0 where its sign is known (or shown: a read
+    that ends inside x by its sizes' definitions, :mod:`derive.lower.bounds`)."""
     e = sp.expand(e)
     if e.is_nonnegative:
         return cx.value(e, [])
-    if e.is_nonpositive:
+    if e.is_nonpositive or at_most(e, 0, cx.derived, cx.scalars):
         return ir.Number(0)
+    if at_most(0, e, cx.derived, cx.scalars):
+        return cx.value(e, [])
     return ir.Apply("max({0}, {1})", (cx.value(e, []), ir.Number(0)))
 
 

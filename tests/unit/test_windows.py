@@ -154,3 +154,24 @@ def test_a_grouped_two_dimensional_window_is_one_grouped_conv2d() -> None:
     text = "\n".join(_lines(op))
     text = text[text.index("def forward") : text.index("def _double_forward")]  # fwd and bwd
     assert "groups=G" in text and "torch.conv2d(" in text and "torch.where" not in text
+
+
+def test_a_max_pool_reads_its_windows_in_place_and_scatters_its_adjoint() -> None:
+    """Max over x[n, c, S*i + p, S*j + q]: the read is a view (unfold, no index grid, no
+    gather), each Max one reduction; the adjoint, routed to the argmaxes by two deltas against
+    data (h = S*i + argmax, w = S*j + argmax'), is one scatter_add_ into zeros, never an
+    H x HO equality mask."""
+    op = Op(
+        "t",
+        ["x[N, C, H, W]"],
+        ["out[n, c, i, j] = Max(x[n, c, S*i + p, S*j + q], p, q)"],
+        params={"kernel": 2, "S": 2},
+        sizes={"K": "kernel", "HO": "(H - kernel) // S + 1", "WO": "(W - kernel) // S + 1"},
+        ranges={"p": "K", "q": "K", "i": "HO", "j": "WO"},
+    )
+    text = "\n".join(_lines(op))
+    forward = text[text.index("def forward") : text.index("def backward")]
+    backward = text[text.index("def backward") : text.index("def _double_forward")]
+    assert ".unfold(2, K, S)" in forward and ".unfold(3, K, S)" in forward
+    assert "torch.arange" not in forward and "torch.where" not in forward
+    assert "dx.scatter_add_(" in backward and "torch.arange(H," not in backward
