@@ -29,6 +29,7 @@ help:
 	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...)"
 	@echo "make bench-quick   the smoke run: makemore size, A B G GC, then the GPT step (A G)"
 	@echo "make bench-hvp     time an HVP through the generated MLP against torch.func (and JAX if installed)"
+	@echo "make bench-windows time a derived conv2d and max pool (fwd + bwd) against autograd through F"
 	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
 	@echo "make lint      ruff + black --check"
 	@echo "make format    black + ruff --fix"
@@ -131,6 +132,13 @@ HVP_ARGS ?=
 .PHONY: bench-hvp
 bench-hvp: $(STAMP)
 	$(BENCH_ENV) $(PY) -m bench.hvp $(HVP_ARGS)
+
+# bench/windows.py: a conv2d and a max pool derived from ops written in the file, forward +
+# backward against autograd through F.conv2d / F.max_pool2d at LeNet and ResNet sizes
+WINDOWS_ARGS ?=
+.PHONY: bench-windows
+bench-windows: $(STAMP)
+	$(BENCH_ENV) $(PY) -m bench.windows $(WINDOWS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -81,7 +81,15 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
     known |= set(d.adjoints.names.values()) | set(d.adjoints.views)
     scalars = {s.name for s in g.sizes} | {p.name for p in g.params}
     guarded = guarded_data(g)
-    return Lowerer(g.op.name, known, {}, scalars=scalars, device_of=device_of, guarded=guarded)
+    return Lowerer(
+        g.op.name,
+        known,
+        {},
+        scalars=scalars,
+        device_of=device_of,
+        guarded=guarded,
+        derived=g.derived,
+    )
 
 
 def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:

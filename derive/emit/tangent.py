@@ -68,7 +68,13 @@ def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
     known = set(g.tensors) | {s.name for s in g.sizes} | {p.name for p in g.params}
     scalars = {s.name for s in g.sizes} | {p.name for p in g.params}
     lw = Lowerer(
-        g.op.name, known, {}, scalars=scalars, device_of=first_float(g), guarded=guarded_data(g)
+        g.op.name,
+        known,
+        {},
+        scalars=scalars,
+        device_of=first_float(g),
+        guarded=guarded_data(g),
+        derived=g.derived,
     )
     lw.share([s.body for s in g.steps if isinstance(s, Definition)])
     for step in g.steps:

@@ -15,17 +15,20 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
 - layout (:class:`View`): :class:`Permute`, :class:`Broadcast` (``x[:, None]``),
   :class:`Slice`, :class:`Reshape`, :class:`Expand`, :class:`Unsqueeze`, :class:`Squeeze`,
   :class:`Clamp` (an index read clamped), :class:`ClampTo` (an affine index held inside its
-  axis), :class:`Pad`, :class:`Narrow`, :class:`Flip`, :class:`Clone`;
+  axis), :class:`Pad`, :class:`Narrow`, :class:`Unfold` (windows), :class:`Flip`,
+  :class:`Clone`;
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
-  order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max),
-  :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``);
+  order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max), :class:`Cumsum`,
+  :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``),
+  :class:`ConvWeight` (one read as a weight gradient: ``torch.nn.grad.conv2d_weight``);
 - indexing and construction: :class:`Arange`, :class:`IndexSelect`, :class:`Gather`,
   :class:`Index`, :class:`IndexAdd`, :class:`Zeros`, :class:`Full`, :class:`Stack`,
   :class:`AsTensor`.
 
 Statements (:class:`Statement`) say which variables they write and read, so that emission
 follows them without reading code back: :class:`Assign`, :class:`Update` (``x[i, t] += v``),
-:class:`ScatterAdd` (``x.scatter_add_(...)``), :class:`Free` (``del t``).
+:class:`ScatterAdd` (``x.scatter_add_(...)``), :class:`IndexPut` (``x.index_put_(...,
+accumulate=True)``), :class:`Free` (``del t``).
 """
 
 from __future__ import annotations
@@ -283,6 +286,17 @@ class Narrow(View):
 
 
 @dataclass(frozen=True)
+class Unfold(View):
+    """``arg.unfold(dim, size, step)[..., ::dilation]``: the windows of axis ``dim``, ``step``
+    apart, each a new last axis of ``size`` entries read ``dilation`` apart (a view)."""
+
+    dim: int
+    size: Node
+    step: Node
+    dilation: Node
+
+
+@dataclass(frozen=True)
 class Flip(View):
     """``arg.flip(dims)``: the axes ``dims`` read backwards (a convolution's kernel)."""
 
@@ -332,14 +346,44 @@ class Reduce(Node):
 
 
 @dataclass(frozen=True)
+class Cumsum(Node):
+    """``arg.cumsum(dim)``: running sums along ``dim``; from its end where ``reverse``
+    (``arg.flip(dim).cumsum(dim).flip(dim)``)."""
+
+    arg: Node
+    dim: int
+    reverse: bool = False
+
+
+@dataclass(frozen=True)
 class Conv(Node):
-    """``torch.conv<n>d(input, weight, ...)`` or ``torch.conv_transpose<n>d`` (``transposed``):
-    a window contraction over ``len(stride)`` spatial axes, no padding (see :class:`Pad`)."""
+    """``torch.conv<n>d(input, weight, bias, ...)`` or ``torch.conv_transpose<n>d``
+    (``transposed``): a window contraction over ``len(stride)`` spatial axes, with torch's own
+    zero ``padding`` of each axis at both ends (empty: none; other padding is a :class:`Pad`),
+    a transposed one's ``output_padding`` and an optional ``bias`` added per output channel."""
 
     transposed: bool
     input: Node
     weight: Node
     stride: tuple[Node, ...]
+    dilation: tuple[Node, ...]
+    groups: Node
+    padding: tuple[Node, ...] = ()
+    output_padding: tuple[Node, ...] = ()
+    bias: Node | None = None
+
+
+@dataclass(frozen=True)
+class ConvWeight(Node):
+    """``torch.nn.grad.conv<n>d_weight(input, size, grad, ...)``: the correlation of ``input``
+    with ``grad`` that is a convolution's weight gradient, read in both tensors' stored layout
+    (batch first), ``size`` the weight's shape; ``padding`` zeros at both ends of ``input``."""
+
+    input: Node
+    size: tuple[Node, ...]
+    grad: Node
+    stride: tuple[Node, ...]
+    padding: tuple[Node, ...]
     dilation: tuple[Node, ...]
     groups: Node
 
@@ -462,6 +506,24 @@ class ScatterAdd(Statement):
     dim: int
     index: Node
     source: Node
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.target})
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return super().reads | {self.target}
+
+
+@dataclass(frozen=True)
+class IndexPut(Statement):
+    """``target.index_put_(index, value, accumulate=True)``: each entry of ``value`` added at
+    its index (broadcast index tensors, one per axis); repeated indices add up."""
+
+    target: str
+    index: tuple[Node, ...]
+    value: Node
 
     @property
     def writes(self) -> frozenset[str]:

@@ -202,6 +202,13 @@ class TorchPrinter:
         args = self._args((node.start, node.length))
         return self._method(node.arg, f"narrow({node.dim}, {args})")
 
+    def _print_Unfold(self, node: ir.Unfold) -> str:
+        args = self._args((node.size, node.step))
+        code = self._method(node.arg, f"unfold({node.dim}, {args})")
+        if ir.is_number(node.dilation, 1):
+            return code
+        return f"{code}[..., ::{self.wrap(node.dilation, Precedence.ATOM)}]"
+
     def _print_Flip(self, node: ir.Flip) -> str:
         return self._method(node.arg, f"flip({', '.join(map(str, node.dims))})")
 
@@ -226,16 +233,46 @@ class TorchPrinter:
         dims = ", ".join(map(str, node.dims))
         return self._method(node.arg, f"{node.kind}({f'({dims})' if len(node.dims) > 1 else dims})")
 
+    def _print_Cumsum(self, node: ir.Cumsum) -> str:
+        if not node.reverse:
+            return self._method(node.arg, f"cumsum({node.dim})")
+        flipped = self._method(node.arg, f"flip({node.dim})")
+        return f"{flipped}.cumsum({node.dim}).flip({node.dim})"
+
     def _print_Conv(self, node: ir.Conv) -> str:
         kind = "conv_transpose" if node.transposed else "conv"
         args = [self.doprint(node.input), self.doprint(node.weight)]
-        for key, values in (("stride", node.stride), ("dilation", node.dilation)):
-            if not all(ir.is_number(v, 1) for v in values):
-                code = self._args(values)
-                args.append(f"{key}={code if len(values) == 1 else f'({code})'}")
+        if node.bias is not None:
+            args.append(self.doprint(node.bias))
+        args += self._window_args(
+            ("stride", node.stride, 1),
+            ("padding", node.padding, 0),
+            ("output_padding", node.output_padding, 0),
+            ("dilation", node.dilation, 1),
+        )
         if not ir.is_number(node.groups, 1):
             args.append(f"groups={self.doprint(node.groups)}")
         return f"torch.{kind}{len(node.stride)}d({', '.join(args)})"
+
+    def _print_ConvWeight(self, node: ir.ConvWeight) -> str:
+        size = self._args(node.size)
+        args = [self.doprint(node.input), f"({size})", self.doprint(node.grad)]
+        args += self._window_args(
+            ("stride", node.stride, 1), ("padding", node.padding, 0), ("dilation", node.dilation, 1)
+        )
+        if not ir.is_number(node.groups, 1):
+            args.append(f"groups={self.doprint(node.groups)}")
+        return f"torch.nn.grad.conv{len(node.stride)}d_weight({', '.join(args)})"
+
+    def _window_args(self, *keys: tuple[str, tuple[ir.Node, ...], int]) -> list[str]:
+        """``key=(a, b)`` for each per-axis argument not at torch's default (1 or 0 on every
+        axis); one axis's as a bare value."""
+        args = []
+        for key, values, default in keys:
+            if values and not all(ir.is_number(v, default) for v in values):
+                code = self._args(values)
+                args.append(f"{key}={code if len(values) == 1 else f'({code})'}")
+        return args
 
     # -- indexing and construction ---------------------------------------------------------
     def _print_Arange(self, node: ir.Arange) -> str:
@@ -280,6 +317,10 @@ class TorchPrinter:
 
     def _print_ScatterAdd(self, s: ir.ScatterAdd) -> str:
         return f"{s.target}.scatter_add_({s.dim}, {self._args((s.index, s.source))})"
+
+    def _print_IndexPut(self, s: ir.IndexPut) -> str:
+        index = f"({self._args(s.index)},)" if len(s.index) == 1 else f"({self._args(s.index)})"
+        return f"{s.target}.index_put_({index}, {self.doprint(s.value)}, accumulate=True)"
 
     def _print_Free(self, s: ir.Free) -> str:
         return f"del {', '.join(s.names)}"

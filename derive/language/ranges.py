@@ -102,10 +102,13 @@ def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition
     lifted: list[Definition] = []
 
     def aux(node: ReduceMax) -> sp.Expr:
+        # the definition's own axis order first (a pool's m_max0[n, c, i, j, p] is stored as
+        # x is, its Max's view then read in place), the other indices after, by name
+        outer = {i: k for k, i in enumerate(step.indices)}
         free = tuple(
             sorted(
                 (x for x in node.free_symbols if isinstance(x, sp.Symbol) and x.is_integer),
-                key=str,
+                key=lambda i: (outer.get(i, len(outer)), str(i)),
             )
         )
         free = tuple(

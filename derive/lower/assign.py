@@ -7,6 +7,9 @@ anything is lowered (:func:`delta_form`):
 - no delta: one statement, the value materialised over exactly the target's axes;
 - ``sum_k delta(i, k) A_k`` over constants k: one ``torch.stack`` (:func:`stack`);
 - ``sum_n delta(v, t[n]) g[n, e]``: one ``index_add_`` into zeros (:func:`scatter`);
+- ``sum_{i,j} delta(h, S*i + A[i, j]) delta(w, S*j + B[i, j]) g[i, j]``, each target axis
+  solved from a delta against data: one ``index_put_`` into zeros (:func:`solved_scatter`,
+  a max pool's adjoint routed to its argmaxes);
 - one-hot terms beside the rest: the rest, then one in-place update per term
   (:func:`pick_update`: ``scatter_add_`` where it fits, else ``x[i, t[i]] += v``);
 - anything else: equality masks, always right.
@@ -21,6 +24,7 @@ from derive.ir import nodes as ir
 from derive.ir.printer import Precedence, precedence
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
+from derive.lower.indexing import padded_part
 from derive.lower.reductions import sum_value
 from derive.lower.select import safe_indices, slice_constants
 from derive.lower.value import (
@@ -43,6 +47,8 @@ def assign(cx: Context, name: str, expr: sp.Expr, axes: tuple, dims: tuple) -> N
     if not expr.has(sp.KroneckerDelta):
         return _assign_plain(cx, name, expr, axes)
     if stack(cx, name, expr, axes):
+        return None
+    if solved_scatter(cx, name, expr, axes):
         return None
     form = delta_form(cx, expr, axes)
     if form == "scatter":
@@ -206,3 +212,113 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     idx = index if len(bound) == 1 else ir.Reshape(index, (ir.Number(-1),))
     zeros = ir.Zeros(shape, cx.like, axes=axes)
     cx.emit(ir.Assign((name,), ir.IndexAdd(zeros, pos, idx, src, axes=axes)))
+
+
+def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
+    """``name = sum_B c * prod_t delta(f_t, 0)``, each delta solvable for one target axis t as
+    ``t = e_t`` with e_t reading data (``h - S*i == A[n, i]`` gives ``h = S*i + A[n, i]``; a
+    solution may read another, substituted), c free of every solved t: c added at (the other
+    axes, e_t) into zeros, by one ``scatter_add_`` along the solved axes flattened where they
+    are the target's last (a pool's h, w: the index h*W + w), else one
+    ``index_put_(..., accumulate=True)``. The sum
+    over B is the accumulation, O(|B|), where the equality masks were O(|B| * |t|). An index
+    e_t outside its axis (a read of the zero padding) adds nothing: its value is masked to 0,
+    the index clamped inside. Nothing else is written (False): no delta against data, a delta
+    left unsolved, a target axis read by c, an index that is data alone (``delta(v, t[n])``:
+    :func:`scatter`'s)."""
+    found = _solved_deltas(cx, e, axes)
+    if found is None:
+        return False
+    solved, rest, limits = found
+    bound = [lim[0] for lim in limits]
+    cx.claim(name)
+    cx.learn_limits(limits)
+    others = [a for a in axes if a not in solved]
+    source = tuple(others + bound)
+    value = align(cx.value(rest, list(source)), source)
+    index, inside = [], []
+    for a in axes:
+        if a not in solved:
+            index.append(align(ir.Arange(cx.size(a), cx.like, axes=(a,)), source))
+            continue
+        at, within = padded_part(cx, solved[a], cx.sizes[a], list(source))
+        index.append(align(at, source))
+        inside.append(align(within, source))
+    mask = inside[0]
+    for m in inside[1:]:
+        mask = ir.Binary("&", mask, m, axes=source)
+    if set().union(*(v.axes for v in [value, *index])) != set(source):
+        raise AxisError(f"a scatter over {[str(a) for a in source]} reads fewer axes")
+    value = ir.Where(align(mask, source), value, ir.Number(0), axes=source)
+    shape = tuple(cx.size(a) for a in axes)
+    k = len(others)
+    if tuple(others) != axes[:k]:  # a solved axis before another: index_put_ over them all
+        cx.emit(ir.Assign((name,), ir.Zeros(shape, cx.like, axes=axes)))
+        cx.emit(ir.IndexPut(name, tuple(index), value))
+        return True
+    # the solved axes last: one flat index over them, a scatter_add_ along it (the other axes
+    # leading, laid out as the target's: no index tensor for them)
+    flat = index[k]
+    for a, at in zip(axes[k + 1 :], index[k + 1 :], strict=True):
+        flat = ir.Binary("+", ir.Binary("*", flat, cx.size(a), axes=source), at, axes=source)
+    full = tuple(cx.size(a) for a in source)
+    rows = shape[:k] + (ir.Number(-1),)
+    flat_index, flat_value = (
+        ir.Reshape(v if v.axes == source else ir.Expand(v, full, axes=source), rows)
+        for v in (align(flat, source), value)
+    )
+    trailing = sp.Mul(*[cx.sizes[a] for a in axes[k:]])
+    cx.emit(ir.Assign((name,), ir.Zeros(shape[:k] + (cx.value(trailing, []),), cx.like)))
+    cx.emit(ir.ScatterAdd(name, k, flat_index, flat_value))
+    cx.emit(ir.Assign((name,), ir.Reshape(ir.Ref(name), shape, axes=axes)))
+    return True
+
+
+def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:
+    """(each solved axis's index expression, the coefficient c, the sums' limits) of
+    ``e = sum_B c * deltas``, as :func:`solved_scatter` reads it; None for any other shape."""
+    if not isinstance(e, sp.Sum):
+        return None
+    factors, limits = [], []
+    stack_ = [e]
+    while stack_:  # nested sums flattened: sum_i f sum_j g = sum_{i,j} f g
+        s = stack_.pop()
+        limits += list(s.limits)
+        for f in sp.Mul.make_args(s.function):
+            (stack_ if isinstance(f, sp.Sum) else factors).append(f)
+    bound = [lim[0] for lim in limits]
+    if len(set(bound)) != len(bound) or set(bound) & set(axes):
+        return None
+    pending = [f for f in factors if isinstance(f, sp.KroneckerDelta)]
+    solved: dict[sp.Symbol, sp.Expr] = {}
+    while pending:
+        progress = False
+        for d in list(pending):
+            diff = sp.expand((d.args[0] - d.args[1]).xreplace(solved))
+            outside = diff.xreplace({i: sp.Dummy() for i in diff.atoms(sp.Indexed)})
+            ts = [a for a in axes if a not in solved and outside.has(a)]
+            if len(ts) != 1 or diff.coeff(ts[0]) not in (1, -1):
+                continue  # one target axis, +-1, outside the data: t = the rest
+            (t,) = ts
+            c = diff.coeff(t)
+            rest = sp.expand(diff - c * t)
+            plain = rest.xreplace({i: sp.S.Zero for i in rest.atoms(sp.Indexed)})
+            if rest.has(t) or not rest.has(sp.Indexed) or not plain.free_symbols:
+                continue  # data plus an affine part (a pure data index is index_add_'s)
+            solved[t] = sp.expand(-rest / c)
+            pending.remove(d)
+            progress = True
+        if not progress:
+            return None
+    if not solved:
+        return None
+    for _ in solved:  # a solution read inside another's data: substituted through
+        solved = {t: sp.expand(v.xreplace(solved)) for t, v in solved.items()}
+    rest = sp.Mul(*[f for f in factors if not isinstance(f, sp.KroneckerDelta)]).xreplace(solved)
+    if any(v.has(*solved) for v in solved.values()) or rest.has(*solved):
+        return None
+    scope = cx.scope(list(axes) + bound)
+    source = set(axes) - set(solved) | set(bound)
+    if not scope.axes(rest) <= source:
+        return None
+    return solved, rest, limits

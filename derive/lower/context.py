@@ -47,6 +47,9 @@ class Context:
     # a guarded index read clamped ``targets_index -> targets.clamp(min=0)``
     aliases: dict[str, ir.Node] = field(default_factory=dict)
     shared_sums: set[sp.Expr] = field(default_factory=set)  # canonical keys of sums met twice
+    # derived sizes and their definitions (HO -> floor((H - KH)/S) + 1), for proofs on sizes
+    # (derive.lower.bounds: a window's padding handed to torch's kernel)
+    derived: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
 
     # -- lowering --------------------------------------------------------------------------
     def value(self, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
@@ -132,7 +135,15 @@ class Context:
     def scope(self, order: list[sp.Symbol]) -> Scope:
         """What a fusion's match may read: the names, the sums computed, the order wanted."""
         computed = Computed(self.memo)
-        return Scope(self.scalars, computed, self.sizes.keys(), tuple(order), self.shared_sums)
+        return Scope(
+            self.scalars,
+            computed,
+            self.sizes.keys(),
+            tuple(order),
+            self.shared_sums,
+            self.sizes,
+            self.derived,
+        )
 
     def permuted(self, v: ir.Node, order: list[sp.Symbol]) -> ir.Node:
         """``v`` with its axes in ``order``'s order (axes ``order`` lacks go last)."""

@@ -26,7 +26,8 @@ from derive.ir import nodes as ir
 from derive.ir.printer import Precedence, precedence
 from derive.lower.context import Context
 from derive.lower.reductions import Contraction, contract, plan_contraction, reduce
-from derive.lower.value import PickUpdate, Scope, align, chain, natural_order, union
+from derive.lower.value import PickUpdate, Scope, align, chain, natural_order, plain, union
+from derive.lower.windows import Window, plan_window, window_value
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,33 @@ def _build_addmm(cx: Context, found: _Addmm, order: list) -> ir.Node:
     mm = contract(cx, found.plan, order)
     rest = cx.value(found.rest, order)
     return ir.Addmm(align(rest, mm.axes), mm.left, mm.right, axes=mm.axes)
+
+
+# -- b[o] + sum_{c,k} x[n, c, t + k] w[o, c, k] -> torch.conv1d(x, w, b) ---------------------
+@dataclass(frozen=True)
+class _ConvBias:
+    total: sp.Sum
+    bias: sp.Indexed
+    plan: Window
+
+
+def _match_conv_bias(e: sp.Add, scope: Scope) -> _ConvBias | None:
+    sums = [t for t in e.args if isinstance(t, sp.Sum) and t not in scope.computed]
+    if len(sums) != 1 or len(e.args) != 2:
+        return None
+    (total,) = sums
+    bias = e - total
+    if not plain(bias) or not all(scope.is_axis(i) for i in bias.indices):
+        return None
+    plan = plan_window(scope, total)
+    if plan is None or plan.form == "weight" or tuple(bias.indices) != plan.groups + plan.outs:
+        return None  # the bias over exactly the kernel's output channels, in their order
+    return _ConvBias(total, bias, plan)
+
+
+def _build_conv_bias(cx: Context, found: _ConvBias, order: list) -> ir.Node:
+    cx.learn_limits(found.total.limits)
+    return cx.permuted(window_value(cx, found.plan, bias=found.bias), order)
 
 
 # -- r + c * a * b -> torch.addcmul(r, a, b, value=c) ------------------------------------------
@@ -195,6 +223,14 @@ FUSIONS: list[Fusion] = [
         _match_addmm,
         _build_addmm,
         "b[m] + sum_k x[n, k] W[k, m] -> torch.addmm(b, x, W): the bias rides in the matmul",
+    ),
+    Fusion(
+        "conv_bias",
+        sp.Add,
+        _match_conv_bias,
+        _build_conv_bias,
+        "b[o] + sum_{c,k} x[n, c, t + k] w[o, c, k] -> torch.conv1d(x, w, b): the bias rides "
+        "in the convolution",
     ),
     Fusion(
         "addcmul",

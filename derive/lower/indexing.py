@@ -14,6 +14,7 @@ import sympy as sp
 from derive.ir import nodes as ir
 from derive.lower.context import Context
 from derive.lower.value import align, position, union
+from derive.lower.windows import window_read
 
 
 def mask(cx: Context, e: sp.KroneckerDelta, order: list[sp.Symbol]) -> ir.Node:
@@ -123,7 +124,8 @@ def indexed(cx: Context, e: sp.Indexed, order: list[sp.Symbol]) -> ir.Node:
     base = cx.tensor(e.base.label.name)  # a slice reads in place
     idx = e.indices
     if not all(cx.is_axis(i) or isinstance(i, sp.Indexed) for i in idx):
-        return gather(cx, base, e, order)
+        view = window_read(cx, base, e)  # x[n, c, S*t + k]: a view of x's windows
+        return cx.permuted(view, order) if view is not None else gather(cx, base, e, order)
     if all(isinstance(i, sp.Symbol) for i in idx):
         if len(set(idx)) != len(idx):  # a diagonal, x[i, i]
             return gather(cx, base, e, order)

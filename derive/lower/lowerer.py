@@ -52,10 +52,12 @@ class Lowerer:
         scalars: set[str] | None = None,
         device_of: str = "grad_out",
         guarded: set[str] | None = None,
+        derived: dict[sp.Symbol, sp.Expr] | None = None,
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
         )
+        self.context.derived.update(derived or {})
         self.lines: list[str] = []  # printed statements (and the module's own lines)
 
     @property

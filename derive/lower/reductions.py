@@ -1,6 +1,7 @@
 """Lowering of sums: a contraction of plain tensors becomes a matmul or one einsum
 (:class:`~derive.ir.nodes.Matmul`, :class:`~derive.ir.nodes.Contract`), a convolution one
-:class:`~derive.ir.nodes.Conv` (:mod:`derive.lower.windows`), any other Sum a
+:class:`~derive.ir.nodes.Conv` (:mod:`derive.lower.windows`), a triangular sum one
+:class:`~derive.ir.nodes.Cumsum` (:mod:`derive.lower.scans`), any other Sum a
 :class:`~derive.ir.nodes.Reduce` over the lowered body.
 
 In: ``Sum(body, limits)`` and the lowering's context; out: an IR node naming a temporary bound
@@ -19,6 +20,7 @@ from derive.ir import nodes as ir
 from derive.lower.context import Context
 from derive.lower.indexing import indexed
 from derive.lower.memo import canonical
+from derive.lower.scans import plan_scan, scan_value
 from derive.lower.value import Scope, matmul, natural_order, plain, stem
 from derive.lower.windows import plan_window, window_value
 
@@ -38,6 +40,9 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     inner = natural_order(e.function, order)
     order_in = list(dict.fromkeys(list(order) + inner))
     value = _partly_known(cx, e)
+    scan = plan_scan(cx.scope(order_in), e) if value is None else None
+    if scan is not None:  # a triangular sum: one cumsum (derive/lower/scans.py)
+        value = scan_value(cx, scan, order_in)
     window = plan_window(cx.scope(order_in), e) if value is None else None
     if window is not None:  # a convolution: one torch kernel (derive/lower/windows.py)
         value = window_value(cx, window)

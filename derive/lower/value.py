@@ -6,8 +6,8 @@ into one, how delta terms split off, and the :class:`Scope` a fusion's match rea
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 
 import sympy as sp
 
@@ -162,6 +162,8 @@ class Scope:
     ranged: Collection[sp.Symbol] = ()  # the indices whose range is known (an arange's)
     order: tuple[sp.Symbol, ...] = ()
     shared: Collection[sp.Expr] = ()  # canonical keys of the sums the statements read twice
+    sizes: Mapping[sp.Symbol, sp.Expr] = field(default_factory=dict)  # index -> its range
+    derived: Mapping[sp.Symbol, sp.Expr] = field(default_factory=dict)  # HO -> its definition
 
     def is_axis(self, i: sp.Expr) -> bool:
         """An index symbol, not a value with a name (a scalar Max's argmax is data)."""

@@ -1,16 +1,22 @@
 """Lowering of window contractions (issue 25): a Sum of two tensor reads whose indices meet
 through affine subscripts, or through deltas, is a convolution, printed as one torch kernel.
 
-The rules, one row each of :data:`WINDOWS`, tried in order by :func:`plan_window` before the
-generic contraction (a Sum no rule matches keeps the generic lowering: index grids, clamped
-into the axis and masked to 0 outside):
+The rules, one row each of :data:`WINDOWS`; every row that matches gives a candidate, and
+:func:`plan_window` takes the one that reads its operands and writes its result in their
+stored layouts (fewest permutes and flips: each is a copy of a whole tensor), ties to the
+earlier row. A Sum no rule matches keeps the generic lowering (index grids, clamped into the
+axis and masked to 0 outside):
 
 - correlation: ``sum_{c,k} X[b, g, c, a*t + d*k + p] W[g, o, c, k]``
-  -> ``conv(pad(X), W, stride=a, dilation=|d|, groups=G)``, W flipped along k where d < 0
-- kernel read backwards: ``sum_{c,l} Y[b, c, l] X[c, o, -t + s*l + p]``
-  -> ``pad(conv_transpose(Y, X flipped, stride=s))``
+  -> ``conv(X, W, stride=a, dilation=|d|, padding=-p, groups=G)``, W flipped along k where d < 0
+- weight gradient: the same sum with X stored ``[c, g, b, ...]`` and W ``[c, g, o, ...]`` (the
+  summed c first: a batch) -> ``conv_weight(X, (G*O, B, T), W, stride=d, dilation=a,
+  padding=-p)``, the correlation as the weight gradient of the convolution of X that W is the
+  output gradient of: both read in place, where the correlation would transpose both
+- transposed read: ``sum_{c,l} Y[b, c, l] X[c, o, +-(t - s*l) + p]``
+  -> ``conv_transpose(Y, X, stride=s)``, X flipped where t enters with -1
 - transposed: ``sum_{c,l,k} X[b, g, c, l] W[g, c, o, k] delta(t, s*l + d*k + p)``
-  -> ``pad(conv_transpose(X, W, stride=s, dilation=d, groups=G))``
+  -> ``conv_transpose(X, W, stride=s, dilation=d, groups=G)``
 
 Each index has one role, read off the tensors it subscripts: b (X and the result: the batch),
 g (X, W and the result: a group), c (X and W, summed: the channels contracted), o (W and the
@@ -20,18 +26,25 @@ Nothing here knows an op: the forward's convolution, x's adjoint (transposed, or
 with the kernel flipped where the inversion solved the read) and w's adjoint (x correlated with
 grad_out) are derived by the engine; these rules only recognise the shape of a contraction.
 A param coefficient (a stride, a dilation) counts as positive: torch refuses one that is not.
+
+The zero padding of the read goes to torch's ``padding=`` (both ends of an axis alike) where
+:mod:`derive.lower.bounds` shows it is the same read: the window starts at or after ``-P`` and
+never runs past ``size + P``. Elsewhere X is padded and cropped explicitly (:class:`Pad`,
+:class:`Narrow`): never a read past the tensor, whatever the sizes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy as sp
 
 from derive.ir import nodes as ir
+from derive.lower.bounds import at_most, equal
 from derive.lower.context import Context
-from derive.lower.value import Scope, plain
+from derive.lower.value import Scope, plain, position
 
 
 @dataclass(frozen=True)
@@ -51,9 +64,10 @@ class Spatial:
 
 @dataclass(frozen=True)
 class Window:
-    """A Sum recognised as a convolution of ``x`` (the input) with ``w`` (the kernel)."""
+    """A Sum recognised as a convolution of ``x`` (the input) with ``w`` (the kernel), printed
+    as ``form``: "conv", "transposed" (conv_transpose) or "weight" (a weight gradient)."""
 
-    transposed: bool
+    form: str
     x: sp.Indexed
     w: sp.Indexed
     batch: tuple[sp.Symbol, ...]
@@ -62,19 +76,60 @@ class Window:
     outs: tuple[sp.Symbol, ...]
     spatial: tuple[Spatial, ...]
 
+    @property
+    def transposed(self) -> bool:
+        return self.form == "transposed"
+
+    @property
+    def axes(self) -> tuple[sp.Symbol, ...]:
+        """The result's axes, in the order the kernel writes them."""
+        first = (
+            self.groups + self.outs + self.batch
+            if self.form == "weight"
+            else self.batch + self.groups + self.outs
+        )
+        return first + tuple(s.out for s in self.spatial)
+
+
+def _window(form: str, x, w, roles: tuple, spatial: list) -> Window:
+    """A plan, its spatial axes in X's order (then X needs no permute for them)."""
+    return Window(form, x, w, *roles, tuple(sorted(spatial, key=lambda s: s.at)))
+
 
 # -- matching: pure, on the Sum and the scope -------------------------------------------------
 def plan_window(scope: Scope, e: sp.Sum) -> Window | None:
-    """The convolution ``e`` is, by the first row of :data:`WINDOWS` that matches; or None."""
+    """The convolution ``e`` is: of the rows of :data:`WINDOWS` that match, the candidate with
+    the fewest copies of whole tensors (:func:`layout_cost`), the earlier row on a tie; or None."""
     flat = _flattened(e)
     if flat is None:
         return None
     factors, limits = flat
+    found = []
     for _name, match, _identity in WINDOWS:
-        plan = match(scope, factors, [lim[0] for lim in limits])
-        if plan is not None and _whole(plan, limits) and _free(plan) == _free_of(scope, e):
-            return plan
-    return None
+        for plan in match(scope, factors, [lim[0] for lim in limits]):
+            if _whole(plan, limits) and _free(plan) == _free_of(scope, e):
+                found.append(plan)
+    return min(found, key=lambda p: layout_cost(scope, p), default=None)
+
+
+def layout_cost(scope: Scope, plan: Window) -> int:
+    """How many whole tensors the kernel copies first: X or W read out of their stored axis
+    order (a permute torch makes contiguous), W flipped, the result written in an order other
+    than the one wanted."""
+    if plan.form == "weight":
+        x_roles, w_roles = plan.channels + plan.groups + plan.batch, plan.channels + plan.groups
+        w_roles += plan.outs
+    elif plan.transposed:
+        x_roles = plan.batch + plan.groups + plan.channels
+        w_roles = plan.groups + plan.channels + plan.outs
+    else:
+        x_roles = plan.batch + plan.groups + plan.channels
+        w_roles = plan.groups + plan.outs + plan.channels
+    x_at = [_at(plan.x, i) for i in x_roles] + [s.at for s in plan.spatial]
+    w_at = [_at(plan.w, i) for i in w_roles] + [s.kernel_at for s in plan.spatial]
+    axes = list(plan.axes)
+    cost = (x_at != sorted(x_at)) + (w_at != sorted(w_at)) + any(s.flip for s in plan.spatial)
+    return cost + (axes != sorted(axes, key=position(list(scope.order))))
 
 
 def _flattened(e: sp.Sum) -> tuple[list, list] | None:
@@ -148,10 +203,11 @@ def _roles(plain_x: list, plain_w: list, bound: list) -> tuple | None:
     return batch, groups, channels, tuple(i for i in plain_w if i not in xs)
 
 
-def _match_correlation(scope: Scope, factors: list, bound: list) -> Window | None:
+def _match_correlation(scope: Scope, factors: list, bound: list) -> list[Window]:
     """sum_{c,k} X[b, g, c, a*t + d*k + p] W[g, o, c, k]: X read through affine subscripts."""
     if len(factors) != 2 or not all(isinstance(f, sp.Indexed) for f in factors):
-        return None
+        return []
+    found = []
     for x, w in (factors, factors[::-1]):
         if plain(x) or not _distinct_axes(scope, w):
             continue
@@ -168,21 +224,50 @@ def _match_correlation(scope: Scope, factors: list, bound: list) -> Window | Non
             continue
         roles = _roles(plain_x, [i for i in w.indices if i not in windows], bound)
         if roles is not None and set(bound) == set(roles[2]) | set(windows):
-            return Window(False, x, w, *roles, tuple(spatial))
-    return None
+            found.append(_window("conv", x, w, roles, spatial))
+    return found
 
 
-def _match_read_transposed(scope: Scope, factors: list, bound: list) -> Window | None:
-    """sum_{c,l} Y[b, c, l] X[c, o, -t + s*l + p], s > 0 (an adjoint's read of a kernel
-    backwards): t = s*l + i' + p - (I - 1) with i' = I - 1 - i, so a conv_transpose of Y with
-    X flipped as its kernel."""
+def _match_weight(scope: Scope, factors: list, bound: list) -> list[Window]:
+    """A correlation printed as a weight gradient, where its padding is torch's and the sizes
+    are the ones that kernel checks (:func:`_weight_sizes`); W never flipped (W is the big
+    tensor here, the output gradient)."""
+    return [
+        dataclasses.replace(p, form="weight")
+        for p in _match_correlation(scope, factors, bound)
+        if not any(s.flip for s in p.spatial) and _weight_sizes(scope, p)
+    ]
+
+
+def _weight_sizes(scope: Scope, plan: Window) -> bool:
+    """conv_weight(X, size, W) reads X padded by q = -p at both ends and checks that W's
+    spatial size L is the output size of the convolution it is the gradient of:
+    ``L == (size + 2q - a*(T - 1) - 1) // d + 1``, the kernel's extent being T (dilated by
+    a) and its stride d. Shown, with q >= 0, for every size (:mod:`derive.lower.bounds`)."""
+    for s in plan.spatial:
+        size, q = plan.x.base.shape[s.at], -s.offset
+        t_size, w_size = scope.sizes.get(s.out), plan.w.base.shape[s.kernel_at]
+        if t_size is None or not at_most(0, q, scope.derived, scope.scalars):
+            return False
+        consistent = sp.floor((size + 2 * q - s.stride * (t_size - 1) - 1) / s.dilation) + 1
+        if not equal(w_size, consistent, scope.derived, scope.scalars):
+            return False
+    return True
+
+
+def _match_read_transposed(scope: Scope, factors: list, bound: list) -> list[Window]:
+    """sum_{c,l} Y[b, c, l] X[c, o, +-(t - s*l) + p], s > 0 (an adjoint's read of a kernel):
+    with i the kernel's index, t = s*l + i - p, or t = s*l + i' + p - (I - 1) with
+    i' = I - 1 - i when t enters with -1; so a conv_transpose of Y with X (flipped in the
+    second case) as its kernel."""
     if len(factors) != 2 or not all(isinstance(f, sp.Indexed) for f in factors):
-        return None
+        return []
+    found = []
     for kernel, y in (factors, factors[::-1]):
         if plain(kernel) or not _distinct_axes(scope, y):
             continue
         spatial = [
-            _backwards_read(scope, sub, at, kernel, y, bound)
+            _transposed_read(scope, sub, at, kernel, y, bound)
             for at, sub in enumerate(kernel.indices)
         ]
         spatial = [s for s in spatial if s is not None]
@@ -196,8 +281,8 @@ def _match_read_transposed(scope: Scope, factors: list, bound: list) -> Window |
             continue
         roles = _roles([i for i in y.indices if i not in windows], plain_k, bound)
         if roles is not None and set(bound) == set(roles[2]) | windows:
-            return Window(True, y, kernel, *roles, tuple(spatial))
-    return None
+            found.append(_window("transposed", y, kernel, roles, spatial))
+    return found
 
 
 def _free_and_summed(scope: Scope, sub: sp.Expr, owner: sp.Indexed, bound: list):
@@ -232,39 +317,36 @@ def _window_read(scope: Scope, sub: sp.Expr, at: int, w: sp.Indexed, bound: list
     return Spatial(t, at, k, _at(w, k), a, -d, sp.expand(p + d * (size - 1)), flip=True)
 
 
-def _backwards_read(scope, sub, at, kernel, y, bound) -> Spatial | None:
-    """``-t + s*l + p`` with t free, l summed and Y's, s > 0: one spatial axis of a
-    conv_transpose with the kernel flipped there; or None."""
+def _transposed_read(scope, sub, at, kernel, y, bound) -> Spatial | None:
+    """``t - s*l + p`` (or ``-t + s*l + p``: flipped) with t free, l summed and Y's, s > 0:
+    one spatial axis of a conv_transpose with the kernel read at ``sub``; or None."""
     split = _free_and_summed(scope, sub, y, bound)
     if split is None:
         return None
     e, t, v = split
-    stride, p = e.coeff(v), sp.expand(e + t - e.coeff(v) * v)
-    if e.coeff(t) != -1 or p.has(t, v) or stride.has(t, v) or _sign(scope, stride) != 1:
+    ct, cv = e.coeff(t), e.coeff(v)
+    p = sp.expand(e - ct * t - cv * v)
+    if p.has(t, v) or cv.has(t, v) or ct not in (1, -1) or _sign(scope, -ct * cv) != 1:
         return None
-    size = kernel.base.shape[at]  # t = s*l + p - i = s*l + i' + p - (I - 1), i' = I - 1 - i
-    return Spatial(t, _at(y, v), v, at, stride, sp.S.One, sp.expand(p - size + 1), flip=True)
+    if ct == 1:  # i = t - s*l + p: t = s*l + i - p
+        return Spatial(t, _at(y, v), v, at, -cv, sp.S.One, -p)
+    size = kernel.base.shape[at]  # i = -t + s*l + p: t = s*l + i' + p - (I - 1)
+    return Spatial(t, _at(y, v), v, at, cv, sp.S.One, sp.expand(p - size + 1), flip=True)
 
 
-def _match_transposed(scope: Scope, factors: list, bound: list) -> Window | None:
+def _match_transposed(scope: Scope, factors: list, bound: list) -> list[Window]:
     """sum_{c,l,k} X[b, g, c, l] W[g, c, o, k] delta(t, s*l + d*k + p): a conv_transpose."""
     tensors = [f for f in factors if isinstance(f, sp.Indexed)]
     deltas = [f for f in factors if isinstance(f, sp.KroneckerDelta)]
     if len(tensors) != 2 or not deltas or len(tensors) + len(deltas) != len(factors):
-        return None
+        return []
     if not all(_distinct_axes(scope, t) for t in tensors):
-        return None
+        return []
     solved = [_solved(scope, d, bound) for d in deltas]
     if any(s is None for s in solved):
-        return None
+        return []
     plans = [_transposed(scope, x, w, solved, bound) for x, w in (tensors, tensors[::-1])]
-    plans = [p for p in plans if p is not None]
-    order = list(scope.order)
-
-    def rank(p: Window) -> int:
-        return min((order.index(b) for b in p.batch if b in order), default=len(order))
-
-    return min(plans, key=rank, default=None)  # the input holds the result's first axis
+    return [p for p in plans if p is not None]
 
 
 def _solved(scope: Scope, delta: sp.KroneckerDelta, bound: list) -> tuple | None:
@@ -305,13 +387,33 @@ def _transposed(scope: Scope, x: sp.Indexed, w: sp.Indexed, solved: list, bound:
     )
     if roles is None or set(bound) != set(roles[2]) | ls | ks:
         return None
-    return Window(True, x, w, *roles, tuple(spatial))
+    return _window("transposed", x, w, roles, spatial)
 
 
 # -- building: the torch kernel --------------------------------------------------------------
-def window_value(cx: Context, plan: Window) -> ir.Node:
-    """The recognised convolution as IR: layouts, pads, one conv kernel, the result's axes."""
-    x, w, n = plan.x, plan.w, len(plan.spatial)
+def window_value(cx: Context, plan: Window, bias: sp.Indexed | None = None) -> ir.Node:
+    """The recognised convolution as IR: layouts, pads, one kernel, the result's axes; a
+    conv's ``bias`` (a tensor over its groups and output channels) added by the kernel."""
+    if plan.form == "weight":
+        value = _weight_value(cx, plan)
+    else:
+        value = _conv_value(cx, plan, bias)
+    axes = plan.axes
+    if plan.form == "weight":
+        first = [plan.groups + plan.outs, plan.batch]
+        sizes = _sizes(plan.w, plan.groups + plan.outs) + _sizes(plan.x, plan.batch)
+    else:
+        first = [plan.batch, plan.groups + plan.outs]
+        sizes = _sizes(plan.x, plan.batch + plan.groups) + _sizes(plan.w, plan.outs)
+    if all(len(f) == 1 for f in first):
+        return ir.relabel(value, axes)
+    sizes += [cx.sizes[s.out] for s in plan.spatial]
+    return ir.Reshape(value, tuple(cx.value(s, []) for s in sizes), axes=axes)
+
+
+def _conv_value(cx: Context, plan: Window, bias: sp.Indexed | None) -> ir.Node:
+    """conv(X, W) or conv_transpose(X, W), torch's padding where it is the read's."""
+    x, w = plan.x, plan.w
     at_x = [_at(x, i) for i in plan.batch + plan.groups + plan.channels]
     x_sizes = [x.base.shape[s.at] for s in plan.spatial]
     xv = _layout(cx, x, at_x + [s.at for s in plan.spatial], _groups(plan, "input") + x_sizes)
@@ -324,43 +426,101 @@ def window_value(cx: Context, plan: Window) -> ir.Node:
     flips = tuple(2 + j for j, s in enumerate(plan.spatial) if s.flip)
     wv = ir.Flip(wv, flips) if flips else wv
     t_sizes = [cx.sizes[s.out] for s in plan.spatial]
-    if not plan.transposed:  # X read at a*t + d*k + p: X padded by -p, to a*(T-1) + d*(K-1) + 1
-        spans = [
-            (-s.offset, s.stride * (t - 1) + s.dilation * (k - 1) + 1)
-            for s, t, k in zip(plan.spatial, t_sizes, k_sizes, strict=True)
-        ]
-        xv = _padded(
-            cx,
-            xv,
-            [(lo, span - size - lo, span) for (lo, span), size in zip(spans, x_sizes, strict=True)],
-        )
+    axes = list(zip(plan.spatial, x_sizes, k_sizes, t_sizes, strict=True))
+    if plan.transposed:
+        padding, output_padding, crops = zip(*(_transposed_axis(cx, *a) for a in axes))
+        before, after = [(0, 0, size) for size in x_sizes], list(crops)
+    else:
+        padding, crops = zip(*(_correlated_axis(cx, *a) for a in axes))
+        output_padding, before, after = (), list(crops), None
     value = ir.Conv(
         plan.transposed,
-        xv,
+        _padded(cx, xv, before),
         wv,
         tuple(cx.value(s.stride, []) for s in plan.spatial),
         tuple(cx.value(s.dilation, []) for s in plan.spatial),
         cx.value(sp.Mul(*_sizes(x, plan.groups)), []),
+        tuple(cx.value(q, []) for q in padding),
+        tuple(cx.value(q, []) for q in output_padding),
+        _bias(cx, bias),
     )
-    if plan.transposed:  # the full output, s*(L-1) + d*(K-1) + 1 long, starts at t = p
-        full = [
-            s.stride * (size - 1) + s.dilation * (k - 1) + 1
-            for s, size, k in zip(plan.spatial, x_sizes, k_sizes, strict=True)
-        ]
-        value = _padded(
-            cx,
-            value,
-            [
-                (s.offset, t - f - s.offset, t)
-                for s, t, f in zip(plan.spatial, t_sizes, full, strict=True)
-            ],
-        )
-    axes = plan.batch + plan.groups + plan.outs + tuple(s.out for s in plan.spatial)
-    if len(plan.batch) == 1 and not plan.groups and len(plan.outs) == 1:
-        return ir.relabel(value, axes)
-    sizes = _sizes(x, plan.batch + plan.groups) + _sizes(w, plan.outs) + t_sizes
-    assert len(sizes) == len(axes) and n == len(plan.spatial)
-    return ir.Reshape(value, tuple(cx.value(s, []) for s in sizes), axes=axes)
+    if after is not None:  # conv_transpose's output, where torch's padding was not the read's
+        return _padded(cx, value, after)
+    for j, (s, size, k, t) in enumerate(axes):  # conv's output, where it is longer than T
+        longer = sp.floor((size + 2 * padding[j] - s.dilation * (k - 1) - 1) / s.stride) + 1
+        if not equal(longer, t, cx.derived, cx.scalars):
+            value = ir.Narrow(value, 2 + j, ir.Number(0), cx.value(t, []))
+    return value
+
+
+def _correlated_axis(cx: Context, s: Spatial, size, k, t) -> tuple:
+    """(torch's padding, X's explicit pad and crop) for one axis of X read at a*t + d*k + p:
+    padding q = -p where the read runs from -q to at most size + q (conv then reads it as
+    is), else 0 and X padded by -p and cropped to a*(T - 1) + d*(K - 1) + 1."""
+    lo, span = -s.offset, s.stride * (t - 1) + s.dilation * (k - 1) + 1
+    hi = span - size - lo
+    if at_most(0, lo, cx.derived, cx.scalars) and at_most(hi, lo, cx.derived, cx.scalars):
+        return sp.expand(lo), (0, 0, size)
+    return sp.S.Zero, (lo, hi, span)
+
+
+def _transposed_axis(cx: Context, s: Spatial, size, k, t) -> tuple:
+    """(torch's padding, its output padding, the output's explicit pad and crop) for one axis
+    of a conv_transpose: the full output, s*(L - 1) + d*(K - 1) + 1 long, starts at t = p;
+    torch's padding q = -p crops q at both ends and output_padding adds T - (full - 2q) at
+    the end, which torch takes below the stride (or the dilation) only."""
+    full = s.stride * (size - 1) + s.dilation * (k - 1) + 1
+    q = sp.expand(-s.offset)
+    extra = sp.expand(t - full + 2 * q)
+    below = any(at_most(extra, c - 1, cx.derived, cx.scalars) for c in (s.stride, s.dilation))
+    if at_most(0, q, cx.derived, cx.scalars) and at_most(0, extra, cx.derived, cx.scalars):
+        if below:
+            extra = 0 if equal(extra, 0, cx.derived, cx.scalars) else extra
+            return q, extra, (0, 0, t)
+    return sp.S.Zero, sp.S.Zero, (s.offset, t - full - s.offset, t)
+
+
+def _bias(cx: Context, bias: sp.Indexed | None) -> ir.Node | None:
+    if bias is None:
+        return None
+    v = cx.tensor(bias.base.label.name)
+    if len(bias.indices) == 1:
+        return v
+    return ir.Reshape(v, (ir.Number(-1),))
+
+
+def _weight_value(cx: Context, plan: Window) -> ir.Node:
+    """conv_weight(X, size, W): X stored [c, g, b, ...], W [c, g, o, ...], read in place."""
+    x, w = plan.x, plan.w
+    g = sp.Mul(*_sizes(x, plan.groups))
+    c = sp.Mul(*_sizes(x, plan.channels))
+    x_sizes = [x.base.shape[s.at] for s in plan.spatial]
+    at_x = [_at(x, i) for i in plan.channels + plan.groups + plan.batch]
+    xv = _layout(
+        cx,
+        x,
+        at_x + [s.at for s in plan.spatial],
+        [c, g * sp.Mul(*_sizes(x, plan.batch))] + x_sizes,
+    )
+    at_w = [_at(w, i) for i in plan.channels + plan.groups + plan.outs]
+    k_sizes = [w.base.shape[s.kernel_at] for s in plan.spatial]
+    wv = _layout(
+        cx,
+        w,
+        at_w + [s.kernel_at for s in plan.spatial],
+        [c, g * sp.Mul(*_sizes(w, plan.outs))] + k_sizes,
+    )
+    size = [g * sp.Mul(*_sizes(w, plan.outs)), sp.Mul(*_sizes(x, plan.batch))]
+    size += [cx.sizes[s.out] for s in plan.spatial]
+    return ir.ConvWeight(
+        xv,
+        tuple(cx.value(v, []) for v in size),
+        wv,
+        tuple(cx.value(s.dilation, []) for s in plan.spatial),
+        tuple(cx.value(-s.offset, []) for s in plan.spatial),
+        tuple(cx.value(s.stride, []) for s in plan.spatial),
+        cx.value(g, []),
+    )
 
 
 def _at(t: sp.Indexed, i: sp.Symbol) -> int:
@@ -392,47 +552,122 @@ def _layout(cx: Context, t: sp.Indexed, at: list[int], shape: list) -> ir.Node:
 
 
 def _padded(cx: Context, v: ir.Node, dims: list[tuple]) -> ir.Node:
-    """``v``'s spatial axes (from 2 on) shifted right by ``lo`` and ``hi`` longer at the end,
-    zeros coming in, ``length`` long: zeros padded where lo or hi > 0, then narrowed where
-    either is < 0 (a crop never runs past the tensor this way, whatever the sizes)."""
+    """``v``'s spatial axes (from 2 on), padded and cropped (:func:`padded`)."""
+    return padded(cx, v, {2 + j: d for j, d in enumerate(dims)}, 2 + len(dims))
+
+
+def padded(cx: Context, v: ir.Node, dims: dict[int, tuple], rank: int) -> ir.Node:
+    """``v`` (``rank`` axes) with each axis ``dims`` names shifted right by ``lo`` and ``hi``
+    longer at the end, zeros coming in, ``length`` long: zeros padded where lo or hi > 0,
+    then narrowed where either is < 0 (a crop never runs past the tensor this way, whatever
+    the sizes)."""
     pads = []
-    for lo, hi, _ in reversed(dims):  # torch's pad lists the last axis first
+    for k in range(rank - 1, min(dims, default=rank) - 1, -1):  # torch's pad: last axis first
+        lo, hi, _ = dims.get(k, (0, 0, None))
         pads += [_at_least_0(cx, lo), _at_least_0(cx, hi)]
     if not all(ir.is_number(p, 0) for p in pads):
         v = ir.Pad(v, tuple(pads))
-    for j, (lo, hi, length) in enumerate(dims):
-        if not (sp.expand(lo).is_nonnegative and sp.expand(hi).is_nonnegative):
-            v = ir.Narrow(v, 2 + j, _at_least_0(cx, -lo), cx.value(length, []))
+    for k, (lo, hi, length) in sorted(dims.items()):
+        if not (at_most(0, lo, cx.derived, cx.scalars) and at_most(0, hi, cx.derived, cx.scalars)):
+            v = ir.Narrow(v, k, _at_least_0(cx, -lo), cx.value(length, []))
     return v
 
 
+# -- a window read: x[n, c, a*t + d*k + p] as a view --------------------------------------
+def window_read(cx: Context, base: ir.Node, e: sp.Indexed) -> ir.Node | None:
+    """``x[.., a*t + d*k + p, ..]`` with t and k indices of known range, a and d > 0, as a
+    view of x: padded and cropped to the read's extent a*(T - 1) + d*(K - 1) + 1 from -p
+    (zeros outside x: the language's padding), then ``unfold(dim, d*(K - 1) + 1, a)`` over
+    that axis (t where it was, k a new last axis; every d-th entry). No index grid, no gather,
+    no mask: a pool's Max or Sum then reduces the view. None for any other read."""
+    scope = cx.scope([])
+    reads, seen = [], []
+    for pos, sub in enumerate(e.indices):
+        if scope.is_axis(sub):
+            seen.append(sub)
+            continue
+        found = _unfolded(scope, sub)
+        if found is None:
+            return None
+        reads.append((pos, *found))
+        seen += [found[0], found[1]]
+    if not reads or len(set(seen)) != len(seen):
+        return None
+    dims, sizes = {}, {}
+    for pos, t, k, a, d, p in reads:
+        t_size, k_size, size = cx.sizes[t], cx.sizes[k], e.base.shape[pos]
+        span = a * (t_size - 1) + d * (k_size - 1) + 1
+        dims[pos] = (-p, span - size + p, span)
+        sizes[pos] = (d * (k_size - 1) + 1, a, d)
+    for pos, sub in enumerate(e.indices):
+        if scope.is_axis(sub):
+            cx.learn([(sub, e.base.shape[pos])], replace=False)
+    v = padded(cx, base, dims, len(e.indices))
+    for pos, (size, step, dilation) in sizes.items():
+        v = ir.Unfold(v, pos, cx.value(size, []), cx.value(step, []), cx.value(dilation, []))
+    axes = [sub for sub in e.indices]
+    for pos, t, k, *_ in reads:
+        axes[pos] = t
+        axes.append(k)
+    return ir.relabel(v, tuple(axes))
+
+
+def _unfolded(scope: Scope, sub: sp.Expr) -> tuple | None:
+    """(t, k, a, d, p) of a subscript a*t + d*k + p over two indices of known range, a and
+    d > 0; k the index with coefficient 1 (the window within), else the second by name."""
+    if sub.has(sp.Indexed) or not isinstance(sub, (sp.Add, sp.Mul)):
+        return None
+    e = sp.expand(sub)
+    axes = sorted((i for i in e.free_symbols if scope.is_axis(i)), key=str)
+    if len(axes) != 2 or not all(i in scope.sizes for i in axes):
+        return None
+    if e.coeff(axes[0]) == 1 and e.coeff(axes[1]) != 1:
+        axes.reverse()
+    t, k = axes
+    a, d = e.coeff(t), e.coeff(k)
+    p = sp.expand(e - a * t - d * k)
+    if p.has(t, k) or a.has(t, k) or d.has(t, k) or _sign(scope, a) != 1 or _sign(scope, d) != 1:
+        return None
+    return t, k, a, d, p
+
+
 def _at_least_0(cx: Context, e: sp.Expr) -> ir.Node:
-    """max(e, 0) as a python number: e itself or 0 where its sign is known."""
+    """max(e, 0) as a python number: e itself or 0 where its sign is known (or shown: a read
+    that ends inside x by its sizes' definitions, :mod:`derive.lower.bounds`)."""
     e = sp.expand(e)
     if e.is_nonnegative:
         return cx.value(e, [])
-    if e.is_nonpositive:
+    if e.is_nonpositive or at_most(e, 0, cx.derived, cx.scalars):
         return ir.Number(0)
+    if at_most(0, e, cx.derived, cx.scalars):
+        return cx.value(e, [])
     return ir.Apply("max({0}, {1})", (cx.value(e, []), ir.Number(0)))
 
 
-# One row a rule: (name, pure match on the flattened Sum's factors and summed indices, identity)
-WINDOWS: list[tuple[str, Callable[[Scope, list, list], Window | None], str]] = [
+# One row a rule: (name, pure match on the flattened Sum's factors and summed indices, giving
+# every candidate it finds, identity)
+WINDOWS: list[tuple[str, Callable[[Scope, list, list], list[Window]], str]] = [
     (
         "correlation",
         _match_correlation,
-        "sum_{c,k} X[b, c, a*t + d*k + p] W[o, c, k] -> conv(pad(X), W, stride=a, dilation=d)",
+        "sum_{c,k} X[b, c, a*t + d*k + p] W[o, c, k] "
+        "-> conv(X, W, stride=a, dilation=d, padding=-p)",
     ),
     (
-        "kernel read backwards",
+        "weight gradient",
+        _match_weight,
+        "sum_{b,k} X[b, c, a*t + d*k + p] W[b, o, k] "
+        "-> conv_weight(X, (O, C, T), W, stride=d, dilation=a, padding=-p)",
+    ),
+    (
+        "transposed read",
         _match_read_transposed,
-        "sum_{c,l} Y[b, c, l] X[c, o, -t + s*l + p] "
-        "-> pad(conv_transpose(Y, X flipped, stride=s))",
+        "sum_{c,l} Y[b, c, l] X[c, o, t - s*l + p] -> conv_transpose(Y, X, stride=s, padding=p)",
     ),
     (
         "transposed",
         _match_transposed,
         "sum_{c,l,k} X[b, c, l] W[c, o, k] delta(t, s*l + d*k + p) "
-        "-> pad(conv_transpose(X, W, stride=s, dilation=d))",
+        "-> conv_transpose(X, W, stride=s, dilation=d, padding=-p)",
     ),
 ]

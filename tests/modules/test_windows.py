@@ -1,4 +1,4 @@
-"""Affine subscripts against torch.nn.functional (issue 25): the generated convolutions, pool,
+"""Affine subscripts against torch.nn.functional (issue 25): the generated convolutions, pools,
 cumulative sum and shift of tests/cases/ in float64 at 1e-10, their backward against torch's
 autograd of the same F call, and gradcheck, on random shapes with odd sizes."""
 
@@ -40,9 +40,49 @@ def _avg_pool1d(rng: random.Random) -> tuple:
     )
 
 
+def _conv2d_strided_bias(rng: random.Random) -> tuple:
+    n, c, o = rng.choice([1, 2]), rng.choice([1, 3]), rng.choice([2, 4])
+    params = {"S": rng.choice([1, 2]), "P": rng.choice([0, 1])}
+    x = torch.randn(n, c, rng.choice([5, 7, 8]), rng.choice([6, 9]), dtype=torch.float64)
+    w = torch.randn(o, c, rng.choice([2, 3]), 3, dtype=torch.float64)
+    b = torch.randn(o, dtype=torch.float64)
+    return (
+        (x, w, b),
+        params,
+        lambda x, w, b: F.conv2d(x, w, b, stride=params["S"], padding=params["P"]),
+    )
+
+
+def _max_pool2d(rng: random.Random) -> tuple:
+    params = {"kernel": rng.choice([2, 3]), "stride": rng.choice([1, 2, 3])}
+    x = torch.randn(rng.choice([1, 2]), 3, rng.choice([6, 7]), rng.choice([5, 8]))
+    return (
+        (x.double(),),
+        params,
+        lambda x: F.max_pool2d(x, params["kernel"], params["stride"]),
+    )
+
+
+def _avg_pool2d(rng: random.Random) -> tuple:
+    params = {"kernel": 3, "stride": rng.choice([1, 2, 3]), "padding": rng.choice([0, 1])}
+    x = torch.randn(rng.choice([1, 2]), 3, rng.choice([6, 7]), rng.choice([5, 8]))
+    return (
+        (x.double(),),
+        params,
+        lambda x: F.avg_pool2d(x, params["kernel"], params["stride"], params["padding"]),
+    )
+
+
 def _cumsum(rng: random.Random) -> tuple:
     x = torch.randn(rng.choice([1, 3]), rng.choice([5, 7]), dtype=torch.float64)
     return (x,), {}, lambda x: torch.cumsum(x, 1)
+
+
+def _cumsum_strict(rng: random.Random) -> tuple:
+    x = torch.randn(rng.choice([1, 3]), rng.choice([5, 7]), dtype=torch.float64)
+    before = lambda x: torch.cumsum(x, 1) - x  # noqa: E731
+    after = lambda x: x.flip(1).cumsum(1).flip(1) - x  # noqa: E731
+    return (x,), {}, lambda x: before(x) * after(x)
 
 
 def _shift(rng: random.Random) -> tuple:
@@ -54,7 +94,11 @@ TORCH = {
     "conv1d_padded_dilated": _conv1d_padded_dilated,
     "conv1d_strided": _conv1d_strided,
     "avg_pool1d": _avg_pool1d,
+    "conv2d_strided_bias": _conv2d_strided_bias,
+    "max_pool2d": _max_pool2d,
+    "avg_pool2d": _avg_pool2d,
     "cumsum": _cumsum,
+    "cumsum_strict": _cumsum_strict,
     "shift": _shift,
 }
 

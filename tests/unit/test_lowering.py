@@ -276,12 +276,19 @@ def test_an_indicator_with_a_nonzero_else_is_one_parenthesised_sum() -> None:
     assert "dy = grad_out * sum_" in lines
 
 
-# One case per row of FUSIONS: the op, and the fused line its module must hold.
+# One case per row of FUSIONS: the op, and the fused line its module must hold (then the
+# op's declared sizes and ranges, where it has some).
 FUSION_CASES = {
     "addmm": (
         ["x[N, D]", "W[D, M]", "b[M]"],
         ["out[n, m] = Sum(x[n, k] * W[k, m], k) + b[m]"],
         "out = torch.addmm(b, x, W)",
+    ),
+    "conv_bias": (
+        ["x[N, C, T]", "w[O, C, K]", "b[O]"],
+        ["out[n, o, t] = Sum(x[n, c, t + k] * w[o, c, k], c, k) + b[o]"],
+        "out = torch.conv1d(x, w, b)",
+        {"sizes": {"L": "T - K + 1"}, "ranges": {"t": "L"}},
     ),
     "addcmul": (
         ["x[N, M]", "y[N, M]", "z[N, M]"],
@@ -304,8 +311,8 @@ FUSION_CASES = {
 
 @pytest.mark.parametrize("name", [rule.name for rule in FUSIONS])
 def test_fusion_emits_its_line(name: str) -> None:
-    inputs, definitions, line = FUSION_CASES[name]
-    assert line in _lines(inputs, definitions)
+    inputs, definitions, line, *declared = FUSION_CASES[name]
+    assert line in _lines(inputs, definitions, **(declared[0] if declared else {}))
 
 
 def test_every_fusion_has_its_case_and_identity() -> None:

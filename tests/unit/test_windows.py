@@ -11,7 +11,6 @@ import sympy as sp
 from derive import Op
 from derive.emit.generate import module_source
 from derive.lower.lowerer import Lowerer
-from derive.lower.value import plain
 from derive.lower.windows import WINDOWS, plan_window
 
 N, C, M, T, K, L = sp.symbols("N C M T K L", integer=True, positive=True)
@@ -34,48 +33,72 @@ def _sum(body, *indices):
 
 
 @pytest.mark.parametrize(
-    ("expr", "rule"),
+    ("expr", "form", "flip"),
     [
         # the forward: x read at S*t + k - P, the kernel w
-        (_sum(x[n, c, S * t + k - P] * w[o, c, k], c, k), "correlation"),
+        (_sum(x[n, c, S * t + k - P] * w[o, c, k], c, k), "conv", False),
         # x's adjoint, solved by the inversion (stride 1): grad_out read backwards, w flipped
-        (_sum(g[n, o, t - 2 * k + P] * w[o, c, k], o, k), "correlation"),
-        # w's adjoint: x correlated with grad_out (the window is grad_out's axis)
-        (_sum(g[n, o, j] * x[n, c, 2 * k + S * j - P], n, j), "correlation"),
+        (_sum(g[n, o, t - 2 * k + P] * w[o, c, k], o, k), "conv", True),
+        # w's adjoint: x correlated with grad_out (the window is grad_out's axis); k's range
+        # unknown here, so not the weight gradient (see below)
+        (_sum(g[n, o, j] * x[n, c, 2 * k + S * j - P], n, j), "conv", False),
         # x's adjoint with the delta kept (stride and dilation params): a conv_transpose
         (
             _sum(g[n, o, j] * _sum(sp.KroneckerDelta(t, 2 * k - P + S * j) * w[o, c, k], k), o, j),
             "transposed",
+            False,
         ),
+        # x's adjoint solved, stride 2: the kernel read along t, backwards along grad_out's j
+        (_sum(g[n, o, j] * w[o, c, t - 2 * j], o, j), "transposed", False),
         # a kernel read backwards (the double backward's adjoint of grad_out)
-        (_sum(x[n, c, t] * w[o, c, t - j], c, t), "kernel read backwards"),
+        (_sum(x[n, c, t] * w[o, c, t - j], c, t), "transposed", True),
         # refused: a window summed over part of its axis only
-        (sp.Sum(x[n, c, t + k] * w[o, c, k], (c, 0, C - 1), (k, 0, K - 2)), None),
+        (sp.Sum(x[n, c, t + k] * w[o, c, k], (c, 0, C - 1), (k, 0, K - 2)), None, False),
         # refused: an index of one tensor alone summed
-        (_sum(x[n, c, t + k] * w[o, c, k], n, c, k), None),
+        (_sum(x[n, c, t + k] * w[o, c, k], n, c, k), None, False),
         # refused: a coefficient of unknown sign on the window
-        (_sum(x[n, c, t + (S - 2) * k] * w[o, c, k], c, k), None),
+        (_sum(x[n, c, t + (S - 2) * k] * w[o, c, k], c, k), None, False),
         # refused: a plain contraction is the matmul's, not a window
-        (_sum(x[n, c, t] * w[o, c, t], c), None),
+        (_sum(x[n, c, t] * w[o, c, t], c), None, False),
     ],
 )
-def test_window_match_is_pure(expr: sp.Sum, rule: str | None) -> None:
+def test_window_match_is_pure(expr: sp.Sum, form: str | None, flip: bool) -> None:
     cx, scope = _scope([n, o, c, t, k, j])
     plan = plan_window(scope, expr)
-    assert (plan is None) == (rule is None)
+    assert (plan is None) == (form is None)
     if plan is not None:
-        assert plan.transposed == (rule != "correlation")
-        assert plain(plan.w) == (rule != "kernel read backwards")  # W the kernel read backwards
+        assert plan.form == form and any(s.flip for s in plan.spatial) == flip
     assert cx.statements == [] and cx.memo == {}
 
 
 def test_every_window_rule_has_its_identity() -> None:
     assert [name for name, _, _ in WINDOWS] == [
         "correlation",
-        "kernel read backwards",
+        "weight gradient",
+        "transposed read",
         "transposed",
     ]
     assert all("->" in identity for _, _, identity in WINDOWS)
+
+
+def _weight_scope(derived: dict):
+    names = {"x", "w", "g", "N", "C", "M", "T", "K", "L", "S", "P"}
+    scalars = {"N", "C", "M", "T", "K", "L", "S", "P"}
+    lw = Lowerer("t", names, {k: K}, scalars=scalars, derived=derived)
+    return lw.context.scope([o, c, k, n, j])
+
+
+def test_a_correlation_over_the_batch_is_a_weight_gradient_where_the_sizes_agree() -> None:
+    """w's adjoint, sum_{n,j} x[n, c, 2*k + S*j - P] g[n, o, j]: as a conv it transposes x and
+    g (batch and channels swapped) and its result; as conv_weight it reads both in place, but
+    that kernel checks L against the convolution's output size, so only where L is shown to be
+    (T + 2*P - 2*(K - 1) - 1) // S + 1."""
+    expr = _sum(g[n, o, j] * x[n, c, 2 * k + S * j - P], n, j)
+    consistent = {L: sp.floor((T + 2 * P - 2 * (K - 1) - 1) / S) + 1}
+    plan = plan_window(_weight_scope(consistent), expr)
+    assert plan.form == "weight" and plan.batch == (c,) and plan.channels == (n,)
+    assert plan_window(_weight_scope({L: T - K + 1}), expr).form == "conv"  # not shown: a conv
+    assert plan_window(_weight_scope({}), expr).form == "conv"
 
 
 def _lines(op: Op) -> list[str]:
@@ -91,8 +114,28 @@ def test_a_valid_convolution_is_one_conv1d() -> None:
         ranges={"t": "L"},
     )
     lines = _lines(op)
-    assert "out = torch.conv1d(" in lines
+    assert "out = torch.conv1d(x, w)" in lines
     assert not any("torch.where" in line for line in lines)
+
+
+def test_a_bias_and_the_padding_ride_in_the_convolution() -> None:
+    """b[o] beside the window sum is conv's bias=; the zero padding P is torch's padding=,
+    the read never running past it (L's definition shows it); the adjoints read grad_out and
+    x in place: a conv_transpose and a weight gradient, no pad, crop, flip or permute."""
+    op = Op(
+        "t",
+        ["x[N, C, T]", "w[O, C, K]", "b[O]"],
+        ["out[n, o, t] = Sum(x[n, c, S*t + k - P] * w[o, c, k], c, k) + b[o]"],
+        params={"S": 2, "P": 1},
+        sizes={"L": "(T + 2*P - K) // S + 1"},
+        ranges={"t": "L"},
+    )
+    text = "\n".join(_lines(op))
+    text = text[text.index("def forward") : text.index("def _double_forward")]  # fwd and bwd
+    assert "out = torch.conv1d(x, w, b, stride=S, padding=P)" in text
+    assert "torch.conv_transpose1d(" in text and "torch.nn.grad.conv1d_weight(" in text
+    for copy in ("pad(", "narrow(", "flip(", "permute(", "torch.where"):
+        assert copy not in text
 
 
 def test_a_grouped_two_dimensional_window_is_one_grouped_conv2d() -> None:
@@ -111,3 +154,24 @@ def test_a_grouped_two_dimensional_window_is_one_grouped_conv2d() -> None:
     text = "\n".join(_lines(op))
     text = text[text.index("def forward") : text.index("def _double_forward")]  # fwd and bwd
     assert "groups=G" in text and "torch.conv2d(" in text and "torch.where" not in text
+
+
+def test_a_max_pool_reads_its_windows_in_place_and_scatters_its_adjoint() -> None:
+    """Max over x[n, c, S*i + p, S*j + q]: the read is a view (unfold, no index grid, no
+    gather), each Max one reduction; the adjoint, routed to the argmaxes by two deltas against
+    data (h = S*i + argmax, w = S*j + argmax'), is one scatter_add_ into zeros, never an
+    H x HO equality mask."""
+    op = Op(
+        "t",
+        ["x[N, C, H, W]"],
+        ["out[n, c, i, j] = Max(x[n, c, S*i + p, S*j + q], p, q)"],
+        params={"kernel": 2, "S": 2},
+        sizes={"K": "kernel", "HO": "(H - kernel) // S + 1", "WO": "(W - kernel) // S + 1"},
+        ranges={"p": "K", "q": "K", "i": "HO", "j": "WO"},
+    )
+    text = "\n".join(_lines(op))
+    forward = text[text.index("def forward") : text.index("def backward")]
+    backward = text[text.index("def backward") : text.index("def _double_forward")]
+    assert ".unfold(2, K, S)" in forward and ".unfold(3, K, S)" in forward
+    assert "torch.arange" not in forward and "torch.where" not in forward
+    assert "dx.scatter_add_(" in backward and "torch.arange(H," not in backward

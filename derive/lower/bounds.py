@@ -1,0 +1,98 @@
+"""Sizes compared at generation time: whether ``a <= b`` holds for every size the op admits.
+
+A window's lowering may hand its zero padding to torch's kernel (``conv2d(x, w, padding=P)``)
+instead of padding and cropping ``x`` itself, but only where that is provably the same read:
+the window must not run past the padding torch adds, and a kernel that checks its shapes
+(a weight gradient, a transposed convolution's output padding) must get consistent ones. The
+sizes are symbols, so this is a proof, not a test: a derived size is replaced by its definition
+(``HO -> floor((H + 2*P - KH)/S) + 1``), a floor by a bound on it, and the rest left to SymPy's
+sign rules. What cannot be shown is taken as false (the caller keeps its general form).
+
+The bounds, for an integer ``n`` and a positive integer ``m``::
+
+    n/m - (m - 1)/m  <=  floor(n/m)  <=  n/m
+
+An int param counts as a nonnegative integer (a stride, a dilation, a padding: torch refuses
+a negative one), a size as a positive one (as declared).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+import sympy as sp
+
+
+def at_most(
+    a: sp.Expr, b: sp.Expr, derived: Mapping[sp.Symbol, sp.Expr], scalars: Collection[str]
+) -> bool:
+    """``a <= b`` for every size and nonnegative int param, as far as it can be shown."""
+    e = _concrete(sp.sympify(a) - sp.sympify(b), derived, scalars)
+    if e.is_nonpositive:
+        return True
+    upper = _upper(e)
+    return upper is not None and bool(sp.expand(upper).is_nonpositive)
+
+
+def equal(
+    a: sp.Expr, b: sp.Expr, derived: Mapping[sp.Symbol, sp.Expr], scalars: Collection[str]
+) -> bool:
+    """``a == b`` for every size and nonnegative int param, as far as it can be shown."""
+    return at_most(a, b, derived, scalars) and at_most(b, a, derived, scalars)
+
+
+def _concrete(
+    e: sp.Expr, derived: Mapping[sp.Symbol, sp.Expr], scalars: Collection[str]
+) -> sp.Expr:
+    """``e`` with derived sizes replaced by their definitions (a definition may name another
+    derived size), params by nonnegative integers, expanded, each floor's argument over one
+    denominator (equal floors then cancel)."""
+    for _ in range(len(derived) + 1):
+        replaced = e.xreplace(dict(derived))
+        if replaced == e:
+            break
+        e = replaced
+    params = {
+        s: sp.Symbol(s.name, integer=True, nonnegative=True)
+        for s in e.free_symbols
+        if isinstance(s, sp.Symbol) and s.name in scalars and not s.is_positive
+    }
+    e = sp.expand(e.xreplace(params))
+    return sp.expand(e.replace(lambda x: isinstance(x, sp.floor), _canonical_floor))
+
+
+def _canonical_floor(f: sp.floor) -> sp.Expr:
+    return sp.floor(sp.cancel(sp.together(f.args[0])))
+
+
+def _upper(e: sp.Expr) -> sp.Expr | None:
+    """An upper bound of ``e`` without floors: each ``c * floor(y)`` bounded by ``c * y``
+    (c >= 0) or ``c`` times floor's lower bound (c <= 0); None where a sign is unknown."""
+    bound = sp.S.Zero
+    for term in sp.Add.make_args(e):
+        floors = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.floor)]
+        if not floors:
+            bound += term
+            continue
+        if len(floors) > 1:
+            return None
+        (f,) = floors
+        coef = term / f
+        if coef.has(sp.floor) or f.args[0].has(sp.floor):
+            return None
+        if coef.is_nonnegative:
+            bound += coef * f.args[0]
+        elif coef.is_nonpositive:
+            bound += coef * _floor_lower(f.args[0])
+        else:
+            return None
+    return bound
+
+
+def _floor_lower(y: sp.Expr) -> sp.Expr:
+    """A lower bound of ``floor(y)``: ``(n - m + 1)/m`` for ``y = n/m`` with n an integer and
+    m a nonnegative integer (a divisor, so not 0: the module checks it), else ``y - 1``."""
+    n, m = sp.fraction(sp.together(y))
+    if n.is_integer and m.is_integer and m.is_nonnegative:
+        return (n - m + 1) / m
+    return y - 1
