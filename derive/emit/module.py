@@ -89,7 +89,21 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
         device_of=device_of,
         guarded=guarded,
         derived=g.derived,
+        data_ranges=argmax_ranges(d),
     )
+
+
+def argmax_ranges(d: Derivation) -> dict[str, sp.Expr]:
+    """Each saved argmax's largest value: a Max over ``c = 0..hi`` is taken by torch's
+    ``.max`` along an axis of hi + 1 entries, whose index lies in ``0..hi`` (a Max from another
+    low bound is left out)."""
+    ranges = {}
+    for step in d.forward:
+        if isinstance(step, Definition) and isinstance(step.body, ReduceMax):
+            _var, lo, hi = step.body.limits[0]
+            if lo == 0 and step.name in d.adjoints.argmax:
+                ranges[d.adjoints.argmax[step.name].name] = hi
+    return ranges
 
 
 def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:

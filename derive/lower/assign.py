@@ -20,11 +20,13 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.errors import DerivationError
+from derive.functions import where
 from derive.ir import nodes as ir
 from derive.ir.printer import Precedence, precedence
+from derive.lower import bounds
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
-from derive.lower.indexing import padded_part
+from derive.lower.indexing import affine_value, padded_part
 from derive.lower.reductions import sum_value
 from derive.lower.select import safe_indices, slice_constants
 from derive.lower.value import (
@@ -231,9 +233,12 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
         return False
     solved, rest, limits = found
     bound = [lim[0] for lim in limits]
+    others = [a for a in axes if a not in solved]
+    ranges = {a: (sp.S.Zero, cx.sizes[a] - 1) for a in others if a in cx.sizes}
+    ranges.update({var: (lo, hi) for var, lo, hi in limits})
+    rest = _decided(cx, rest, ranges)
     cx.claim(name)
     cx.learn_limits(limits)
-    others = [a for a in axes if a not in solved]
     source = tuple(others + bound)
     value = align(cx.value(rest, list(source)), source)
     index, inside = [], []
@@ -241,15 +246,19 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
         if a not in solved:
             index.append(align(ir.Arange(cx.size(a), cx.like, axes=(a,)), source))
             continue
+        if _within(cx, solved[a], ranges, sp.S.Zero, cx.sizes[a] - 1):
+            index.append(align(affine_value(cx, solved[a], list(source)), source))
+            continue
         at, within = padded_part(cx, solved[a], cx.sizes[a], list(source))
         index.append(align(at, source))
         inside.append(align(within, source))
-    mask = inside[0]
-    for m in inside[1:]:
-        mask = ir.Binary("&", mask, m, axes=source)
     if set().union(*(v.axes for v in [value, *index])) != set(source):
         raise AxisError(f"a scatter over {[str(a) for a in source]} reads fewer axes")
-    value = ir.Where(align(mask, source), value, ir.Number(0), axes=source)
+    if inside:
+        mask = inside[0]
+        for m in inside[1:]:
+            mask = ir.Binary("&", mask, m, axes=source)
+        value = ir.Where(align(mask, source), value, ir.Number(0), axes=source)
     shape = tuple(cx.size(a) for a in axes)
     k = len(others)
     if tuple(others) != axes[:k]:  # a solved axis before another: index_put_ over them all
@@ -272,6 +281,51 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     cx.emit(ir.ScatterAdd(name, k, flat_index, flat_value))
     cx.emit(ir.Assign((name,), ir.Reshape(ir.Ref(name), shape, axes=axes)))
     return True
+
+
+def _within(cx: Context, e: sp.Expr, ranges: dict, lo: sp.Expr, hi: sp.Expr) -> bool:
+    """``lo <= e <= hi`` for every value of its indices (``ranges``) and of the int data it
+    reads whose range is known (``cx.data_ranges``: a window's own argmax, ``S*i + argmax[i]``
+    with ``S*(I - 1) + K - 1 <= H - 1`` where the declared output size makes windows fit).
+    Shown, the index needs no clamp and its value no mask."""
+    found = bounds.interval(e, ranges, cx.data_ranges, cx.derived, cx.scalars)
+    if found is None:
+        return False
+    e_lo, e_hi = found
+    return bounds.at_most(lo, e_lo, cx.derived, cx.scalars) and bounds.at_most(
+        e_hi, hi, cx.derived, cx.scalars
+    )
+
+
+def _decided(cx: Context, e: sp.Expr, ranges: dict) -> sp.Expr:
+    """``e`` with each ``where(a <= b, u, v)`` (any of <=, <, >=, >) whose condition holds
+    for every value of its indices and data (:func:`_within`) replaced by u, or by v where it
+    never holds: the bounds an argmax's adjoint carries over from the window (``0 <= h - S*i
+    <= K - 1`` at ``h = S*i + argmax``) are then no masks at run time."""
+
+    def decide(w: sp.Expr) -> sp.Expr:
+        cond, then, other = w.args
+        if not isinstance(
+            cond, (sp.LessThan, sp.StrictLessThan, sp.GreaterThan, sp.StrictGreaterThan)
+        ):
+            return w
+        small, big = (
+            (cond.lhs, cond.rhs)
+            if isinstance(cond, (sp.LessThan, sp.StrictLessThan))
+            else (cond.rhs, cond.lhs)
+        )
+        gap = sp.expand(big - small)  # the condition: gap >= 0 (<=, >=) or gap >= 1 (<, >)
+        least = 1 if isinstance(cond, (sp.StrictLessThan, sp.StrictGreaterThan)) else 0
+        found = bounds.interval(gap, ranges, cx.data_ranges, cx.derived, cx.scalars)
+        if found is None:
+            return w
+        if bounds.at_most(least, found[0], cx.derived, cx.scalars):
+            return then
+        if bounds.at_most(found[1], least - 1, cx.derived, cx.scalars):
+            return other
+        return w
+
+    return e.replace(lambda x: isinstance(x, where), decide)
 
 
 def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:

@@ -96,3 +96,44 @@ def _floor_lower(y: sp.Expr) -> sp.Expr:
     if n.is_integer and m.is_integer and m.is_nonnegative:
         return (n - m + 1) / m
     return y - 1
+
+
+def interval(
+    e: sp.Expr,
+    ranges: Mapping[sp.Expr, tuple[sp.Expr, sp.Expr]],
+    data: Mapping[str, sp.Expr],
+    derived: Mapping[sp.Symbol, sp.Expr],
+    scalars: Collection[str],
+) -> tuple[sp.Expr, sp.Expr] | None:
+    """Bounds ``(lo, hi)`` of an affine ``e = c_0 + sum_k c_k v_k``: each ``v_k`` an index
+    with its range in ``ranges`` or an entry of int data whose values lie in ``0..data[name]``
+    (an argmax: the position of a Max over ``0..hi``). A term with ``c_k >= 0`` adds
+    ``c_k * lo_k`` below and ``c_k * hi_k`` above, one with ``c_k <= 0`` the other way round;
+    None where a term is neither (a sign not shown, a variable of unknown range); the rest
+    must be sizes and params (``scalars``)."""
+    lo, hi = sp.S.Zero, sp.S.Zero
+    for term in sp.Add.make_args(sp.expand(e)):
+        variables = [f for f in sp.Mul.make_args(term) if f in ranges or _bounded(f, data)]
+        if not variables:
+            if term.has(sp.Indexed) or any(s.name not in scalars for s in term.free_symbols):
+                return None  # data or an index of unknown range
+            lo, hi = lo + term, hi + term
+            continue
+        if len(variables) > 1:
+            return None
+        (v,) = variables
+        coef = term / v
+        if coef.has(sp.Indexed) or any(s.name not in scalars for s in coef.free_symbols):
+            return None
+        v_lo, v_hi = ranges[v] if v in ranges else (sp.S.Zero, data[v.base.label.name])
+        if at_most(0, coef, derived, scalars):
+            lo, hi = lo + coef * v_lo, hi + coef * v_hi
+        elif at_most(coef, 0, derived, scalars):
+            lo, hi = lo + coef * v_hi, hi + coef * v_lo
+        else:
+            return None
+    return lo, hi
+
+
+def _bounded(f: sp.Expr, data: Mapping[str, sp.Expr]) -> bool:
+    return isinstance(f, sp.Indexed) and f.base.label.name in data

@@ -50,6 +50,9 @@ class Context:
     # derived sizes and their definitions (HO -> floor((H - KH)/S) + 1), for proofs on sizes
     # (derive.lower.bounds: a window's padding handed to torch's kernel)
     derived: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
+    # int data whose values are known to lie in 0..hi (an argmax the forward saved: the position
+    # of a Max over 0..hi), name -> hi, for proofs that an index built from it stays in range
+    data_ranges: dict[str, sp.Expr] = field(default_factory=dict)
 
     # -- lowering --------------------------------------------------------------------------
     def value(self, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:

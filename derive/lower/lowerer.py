@@ -53,11 +53,13 @@ class Lowerer:
         device_of: str = "grad_out",
         guarded: set[str] | None = None,
         derived: dict[sp.Symbol, sp.Expr] | None = None,
+        data_ranges: dict[str, sp.Expr] | None = None,
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
         )
         self.context.derived.update(derived or {})
+        self.context.data_ranges.update(data_ranges or {})
         self.lines: list[str] = []  # printed statements (and the module's own lines)
 
     @property

@@ -175,3 +175,36 @@ def test_a_max_pool_reads_its_windows_in_place_and_scatters_its_adjoint() -> Non
     assert ".unfold(2, K, S)" in forward and ".unfold(3, K, S)" in forward
     assert "torch.arange" not in forward and "torch.where" not in forward
     assert "dx.scatter_add_(" in backward and "torch.arange(H," not in backward
+
+
+def test_a_max_pools_argmax_is_proven_inside_x_so_its_scatter_has_no_clamp_or_mask() -> None:
+    """h = S*i + argmax with argmax in 0..K-1 and i in 0..HO-1, HO = (H - K) // S + 1:
+    S*(HO - 1) + K - 1 <= H - 1 is shown on the sizes (derive.lower.bounds), so the scatter's
+    index is neither clamped nor its value masked, and the window's own bounds
+    (0 <= h - S*i <= K - 1) are no masks either; with zero padding (a read at S*i + p - P) a
+    position may fall outside x, and the clamp and mask stay."""
+    sizes = {"K": "kernel", "HO": "(H - kernel) // S + 1", "WO": "(W - kernel) // S + 1"}
+    ranges = {"p": "K", "q": "K", "i": "HO", "j": "WO"}
+    valid = Op(
+        "t",
+        ["x[N, C, H, W]"],
+        ["out[n, c, i, j] = Max(x[n, c, S*i + p, S*j + q], p, q)"],
+        params={"kernel": 2, "S": 2},
+        sizes=sizes,
+        ranges=ranges,
+    )
+    text = "\n".join(_lines(valid))
+    backward = text[text.index("def backward") : text.index("def _double_forward")]
+    assert "dx.scatter_add_(" in backward
+    assert "clamp" not in backward and "torch.where" not in backward and ">= 0" not in backward
+    padded = Op(
+        "t",
+        ["x[N, C, H, W]"],
+        ["out[n, c, i, j] = Max(x[n, c, S*i + p - P, S*j + q - P], p, q)"],
+        params={"kernel": 2, "S": 2, "P": 1},
+        sizes={"K": "kernel", "HO": "(H + 2*P - kernel) // S + 1", "WO": "(W - kernel) // S + 1"},
+        ranges=ranges,
+    )
+    text = "\n".join(_lines(padded))
+    backward = text[text.index("def backward") : text.index("def _double_forward")]
+    assert "clamp(0, H - 1)" in backward and "torch.where" in backward
