@@ -29,6 +29,12 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     gen.add_argument(
         "--formulas", action="store_true", help="also write FORMULAS.md and formulas.html"
     )
+    gen.add_argument(
+        "--jobs",
+        type=_columns,
+        help="processes to derive in (default: the cores available, one per op at most; "
+        "the output is the same bytes for any number)",
+    )
     show = sub.add_parser("show", help="print ops' derivations, step by step")
     show.add_argument(
         "ops",
@@ -70,7 +76,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 
 def _columns(text: str) -> int:
-    """argparse type of ``--width``: a whole number of columns, 1 or more."""
+    """argparse type of ``--width`` and ``--jobs``: a whole number, 1 or more."""
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
@@ -135,6 +141,12 @@ def _generate(args: argparse.Namespace) -> list:
 
     written, made = [], []
     output_folder(args.out)  # an existing file as --out: one line, before any work
+    if args.command == "generate" and not args.check:
+        from derive.parallel import cores, generate_parallel
+
+        jobs = min(args.jobs or cores(), len(set(args.files)))
+        if jobs > 1:  # the same bytes as below, on several cores (see derive.parallel)
+            return generate_parallel(args.files, args.out, jobs, args.formulas)
     if args.command == "generate":
         written += generate(args.files, args.out, check=args.check, made=made)
     if args.command == "formulas" or args.formulas:

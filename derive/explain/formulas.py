@@ -9,8 +9,10 @@ typeset to inline SVG (:mod:`derive.explain.mathsvg`), so it needs no network an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
 from markupsafe import Markup
@@ -21,6 +23,10 @@ from derive.errors import DerivationError
 from derive.explain.explain import Explanation, explain
 from derive.explain.latex import equation_latex
 from derive.explain.orders import tangent_equations
+
+if TYPE_CHECKING:
+    from derive.explain.mathsvg import Layout
+    from derive.language import Op
 
 MARKDOWN, HTML = "FORMULAS.md", "formulas.html"
 
@@ -78,15 +84,21 @@ def section(ex: Explanation, em: Emitted | None = None) -> OpSection:
     return sec
 
 
-def typeset(sections: list[OpSection]) -> Markup:
-    """Typeset every formula into its SVG; returns the glyph definitions they share."""
+def formulas_of(sec: OpSection) -> list[Formula]:
+    """The op's formulas in page order: forward, each adjoint's steps, tangents."""
+    return sec.forward + [f for s in sec.steps for f in s.formulas] + sec.tangents
+
+
+def typeset(sections: list[OpSection], layouts: Mapping[str, Layout] | None = None) -> Markup:
+    """Typeset every formula into its SVG; returns the glyph definitions they share.
+    ``layouts``: formulas already laid out (by LaTeX), by other processes (``--jobs``)."""
     from derive.explain.mathsvg import MathSvg  # matplotlib: only when the page is written
 
-    math = MathSvg()
+    math, layouts = MathSvg(), layouts or {}
     for sec in sections:
-        for f in sec.forward + [f for s in sec.steps for f in s.formulas] + sec.tangents:
+        for f in formulas_of(sec):
             try:
-                f.svg = Markup(math.svg(f.tex, f.tex))
+                f.svg = Markup(math.svg(f.tex, f.tex, layouts.get(f.tex)))
             except ValueError as exc:  # a printer bug: name the op and the formula
                 problem = f"mathtext cannot typeset {f.tex!r}: {str(exc).strip()}"
                 raise DerivationError(sec.name, problem, f.label) from None
@@ -117,14 +129,23 @@ def write_formulas(
     ops = [load_op(f) for f in sorted(files)]
     by_name = {e.op.name: e for e in made or []}
     done = [by_name.get(op.name) or emit(op, out) for op in ops]
-    sections = [section(explain(e), e) for e in done]
+    return write_pages(ops, [section(explain(e), e) for e in done], out)
+
+
+def write_pages(
+    ops: list[Op],
+    sections: list[OpSection],
+    out: Path,
+    layouts: Mapping[str, Layout] | None = None,
+) -> list[tuple[Path, bool]]:
+    """Write both pages from the ops' sections (``layouts``: as :func:`typeset` takes them)."""
     command = (
         f"python -m derive formulas {' '.join(op.source for op in ops)} --out {out.as_posix()}"
     )
     env = _environment()
     data = {"marker": MARKER, "command": command, "sections": sections}
     markdown = env.get_template("formulas.md.jinja").render(**data)
-    html = env.get_template("formulas.html.jinja").render(defs=typeset(sections), **data)
+    html = env.get_template("formulas.html.jinja").render(defs=typeset(sections, layouts), **data)
     return [
         (out / MARKDOWN, write_if_changed(out / MARKDOWN, markdown)),
         (out / HTML, write_if_changed(out / HTML, html)),

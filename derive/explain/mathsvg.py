@@ -10,6 +10,7 @@ with ``<use>``, which keeps the page small. The output is a pure function of the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,21 @@ def _path_data(vertices: np.ndarray, codes: np.ndarray) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """One formula as mathtext lays it out, before any id is given (:meth:`MathSvg.layout`):
+    a pure function of the LaTeX, so another process can lay formulas out for a page
+    (``generate --jobs``). ``outlines``: those of its glyphs the laying-out process had not met
+    before (every glyph's outline is in the layouts of a page taken together)."""
+
+    glyphs: list[tuple]  # (glyph key, x, y, scale), in mathtext's order
+    outlines: dict  # glyph key -> (vertices, codes)
+    rects: list[tuple]  # (x, y, width, height): fraction bars and radicals' overlines
+    width: float
+    height: float
+    depth: float
+
+
 class MathSvg:
     """Typesets LaTeX strings for one page; :meth:`defs` holds the glyphs they share."""
 
@@ -52,20 +68,29 @@ class MathSvg:
         self._ids: dict[str, str] = {}  # glyph key -> id on the page, in order of first use
         self._runs: dict[str, str] = {}  # a run's <use>s -> its id, in order of first use
 
-    def svg(self, tex: str, label: str = "") -> str:
-        """One formula as an ``<svg>`` sized in em; raises ValueError if mathtext rejects it."""
+    def layout(self, tex: str) -> Layout:
+        """mathtext's layout of one formula; raises ValueError if mathtext rejects it."""
         math = f"${tex}$"
         parse = self._t2p.mathtext_parser.parse(math, self._t2p.DPI, self._prop)
         glyphs, new, _ = self._t2p.get_glyphs_mathtext(
             self._prop, math, glyph_map=self._outlines, return_new_glyphs_only=True
         )
         self._outlines.update(new)
-        body = [self._run(run) for run in _runs(glyphs)]
+        return Layout(glyphs, dict(new), list(parse.rects), parse.width, parse.height, parse.depth)
+
+    def svg(self, tex: str, label: str = "", laid: Layout | None = None) -> str:
+        """One formula as an ``<svg>`` sized in em; raises ValueError if mathtext rejects it.
+        ``laid``: its layout, made elsewhere (else it is laid out here)."""
+        if laid is None:
+            laid = self.layout(tex)
+        else:
+            self._outlines.update(laid.outlines)
+        body = [self._run(run) for run in _runs(laid.glyphs)]
         body += [  # fraction bars and radicals' overlines, y upwards from the baseline
             f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}"/>'
-            for x, y, w, h in parse.rects
+            for x, y, w, h in laid.rects
         ]
-        width, height, depth = parse.width, parse.height, parse.depth
+        width, height, depth = laid.width, laid.height, laid.depth
         size = f'width="{_num(width / EM)}em" height="{_num(height / EM)}em"'
         return (
             f'<svg viewBox="0 0 {_num(width)} {_num(height)}" {size} '
