@@ -218,7 +218,8 @@ def attention_case(key: str, B: int, T: int, C: int, H: int) -> Case:
 
 
 def gpt_case(key: str, size: GPTSize) -> Case:
-    """The GPT's loss and every parameter's gradient; fused: makemore's model in torch ops."""
+    """The GPT's loss and every parameter's gradient; fused: ``train.models.gpt_net``'s torch
+    model (``F.layer_norm``, ``F.gelu``, ``F.softmax``, ``F.cross_entropy``), autograd's backend."""
     config = GPTConfig(n_layer=size.n_layer, n_head=size.n_head, n_embd=size.n_embd)
     names = tuple(gpt_problem(size, torch.float64, "cpu")[1])  # parameter names, in order
 
@@ -234,7 +235,7 @@ def gpt_case(key: str, size: GPTSize) -> Case:
     return Case(
         key,
         f"GPT step, B{size.batch} T{size.block} C{size.n_embd} L{size.n_layer}",
-        "makemore's torch model",
+        "fused-op model",
         make,
         lambda *a: decomposed.gpt_loss(
             dict(zip(names, a[:-2])), *a[-2:], size.n_layer, size.n_head

@@ -134,7 +134,11 @@ def check(prepared: dict[str, Prepare], inputs: Inputs) -> dict[str, Outcome]:
     outcomes = {name: Outcome("ok") for name in prepared}
     for dtype in (torch.float64, torch.float32):
         cast = inputs.to(dtype)
-        want = prepared["A"](cast)()
+        try:
+            want = prepared["A"](cast)()
+        except Exception as exc:  # no reference: nothing can be checked, nothing is timed
+            note = f"A raised {_one_line(exc)}"
+            return {name: Outcome("error", note) for name in prepared}
         for name, prepare in prepared.items():
             outcome = outcomes[name]
             if outcome.status != "ok":
@@ -162,11 +166,15 @@ def run_row(
     built = {name: make(case) for name, make in (extra or {}).items()}
     prepared = {**build(case, names, jax_peer, cfg), **built}
     inputs = case.make(cfg.device)
-    outcomes = check(prepared, inputs)
-    for name in names:
-        if name not in prepared:
-            outcomes[name] = Outcome("skipped", cfg.skip_notes.get(name, "not run"))
+    checked = check(prepared, inputs)
+    outcomes = {
+        name: checked.get(name) or Outcome("skipped", cfg.skip_notes.get(name, "not run"))
+        for name in [*names, *built]
+    }
+    result = RowResult(case.key, case.title, case.fused_label, outcomes)
     timed = {n: prepared[n] for n, o in outcomes.items() if o.status == "ok"}
+    if "A" not in timed:
+        return result
     f32 = inputs.to(torch.float32)
     runs = {name: prepare(f32) for name, prepare in timed.items()}
     rounds = time_rotated(runs, cfg.rounds, cfg.block_s, cfg.device)
@@ -176,7 +184,5 @@ def run_row(
         outcome.ms = Spread.of([r.blocks[name][0] * 1e3 for r in rounds]).median
         if name != "J" and cfg.memory:
             outcome.peak_bytes = memory.peak_allocated_bytes(runs[name], cfg.device)
-    order = [*names, *(n for n in prepared if n not in names)]
-    return RowResult(
-        case.key, case.title, case.fused_label, {n: outcomes[n] for n in order}, rounds
-    )
+    result.rounds = rounds
+    return result

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
 
 from bench.op_cases import cases
-from bench.op_run import VARIANTS, chained
+from bench.op_run import VARIANTS, OpsConfig, chained, run_row
 from bench.ops import main
 
 FAST = ["--tiny", "--rounds", "1", "--block-s", "0.001", "--threads", "1"]
@@ -89,3 +90,13 @@ def test_compiled_and_jax_columns_agree_on_a_tiny_row(tmp_path, restore_threads)
     for name in ("AC", "GC"):
         assert out[name]["status"] == "ok" and out[name]["diff"]["float64"] <= 1e-10, out[name]
     assert out["J"]["status"] == ("ok" if "jax" in sys.modules else "skipped"), out["J"]
+
+
+def test_a_reference_that_raises_times_nothing():
+    def boom(x):
+        raise RuntimeError("boom")
+
+    case = replace(next(c for c in cases(tiny=True) if c.key == "softmax"), decomposed=boom)
+    row = run_row(case, ["A", "G"], None, OpsConfig(rounds=1, block_s=0.001))
+    assert [o.status for o in row.outcomes.values()] == ["error", "error"] and not row.rounds
+    assert "A raised RuntimeError: boom" in row.outcomes["G"].note
