@@ -107,7 +107,10 @@ def _table(rows: list[RowResult]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         a = row.outcomes["A"]
-        cells = [row.title, f"{a.ms:.3g}" if a.ms else _ratio(a)]
+        cells = [
+            row.title,
+            (f"{a.ms:.0f}" if a.ms >= 100 else f"{a.ms:.3g}") if a.ms else _ratio(a),
+        ]
         for name in columns:
             o = row.outcomes.get(name, Outcome("skipped", "not asked for"))
             label = f"{row.fused_label} " if name == "F" and o.status == "ok" else ""
@@ -204,10 +207,10 @@ def main(argv: list[str] | None = None, extra: dict | None = None) -> int:
     gc.freeze()  # what is alive now (modules, sympy's caches) is never garbage: scan it no more
     info = {"machine": machine_info(args.device), "threads": threads, "jax": jax_note}
     info |= {"rounds": args.rounds, "block_s": args.block_s}
-    rows = []
+    rows, timed = [], ", ".join(n for n in names if n not in cfg.skip_notes)
     try:
         for case in chosen:
-            print(f"[bench.ops] {case.title}: check, then time {', '.join(names)}", file=sys.stderr)
+            print(f"[bench.ops] {case.title}: check, then time {timed}", file=sys.stderr)
             rows.append(run_row(case, names, jax_peer, cfg, extra))
     finally:
         gc.unfreeze()
