@@ -26,8 +26,10 @@ help:
 	@echo "make show OP=cross_entropy   print an op's derivation step by step (OP: names or op files)"
 	@echo "make formulas  write generated/FORMULAS.md and generated/formulas.html"
 	@echo "make formulas-screenshot     check formulas.html in headless Chromium; PNGs in runs/formulas/"
-	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...)"
-	@echo "make bench-quick   the smoke run: makemore size, A B G GC, then the GPT step (A G)"
+	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...),"
+	@echo "               then the peers per op (bench-ops)"
+	@echo "make bench-quick   the smoke run: makemore size, A B G GC, the GPT step (A G), bench-ops --tiny"
+	@echo "make bench-ops     the peers per op: fused op, compiled, generated, JAX (OPS_ARGS=, PEER_PY=)"
 	@echo "make bench-hvp     time an HVP through the generated MLP against torch.func (and JAX if installed)"
 	@echo "make bench-windows time a derived conv2d and max pool (fwd + bwd) against autograd through F"
 	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
@@ -114,17 +116,29 @@ gpt-ddp: $(STAMP)
 # MALLOC_TRIM_THRESHOLD_=-1 stops handing freed heap back to the OS (costs RSS, ~1.4 GB at large).
 BENCH_ENV := MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=-1
 BENCH_ARGS ?=
-.PHONY: bench bench-quick
+.PHONY: bench bench-quick bench-ops
 
-# the MLP step, then the GPT step (bench/gpt.py: A G GC AC at makemore's size and B64 T64 C256)
+# the MLP step, then the GPT step (bench/gpt.py: A G GC AC at makemore's size and B64 T64 C256),
+# then the peers per op (bench-ops)
 GPT_BENCH_ARGS ?=
 bench: $(STAMP)
 	$(BENCH_ENV) $(PY) -m bench $(BENCH_ARGS)
 	$(BENCH_ENV) $(PY) -m bench.gpt $(GPT_BENCH_ARGS)
+	$(BENCH_ENV) $(PEER_PY) -m bench.ops $(OPS_ARGS)
 
 bench-quick: $(STAMP)
 	$(BENCH_ENV) $(PY) -m bench --quick $(BENCH_ARGS)
 	$(BENCH_ENV) $(PY) -m bench.gpt --quick $(GPT_BENCH_ARGS)
+	$(BENCH_ENV) $(PEER_PY) -m bench.ops --tiny --rounds 2 --no-compile $(OPS_ARGS)
+
+# bench/ops.py: issue 27's rows (GPT step, attention, layernorm, GELU, batchnorm, softmax-CE,
+# softmax, log_softmax, MLP), each against autograd on decomposed ops: the fused torch op,
+# autograd compiled, generated eager and compiled, and JAX jit where PEER_PY has JAX
+# (docs/benchmarks.md: a venv of its own; JAX is never a dependency of backgen)
+OPS_ARGS ?=
+PEER_PY ?= $(PY)
+bench-ops: $(STAMP)
+	$(BENCH_ENV) $(PEER_PY) -m bench.ops $(OPS_ARGS)
 
 # bench/hvp.py: forward-over-reverse H v through the generated modules against torch.func on torch
 # ops, on one core; JAX's too when run by a python that has it (docs/benchmarks.md)

@@ -23,11 +23,9 @@ was shared with other processes, and the report says how many were.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import math
 import os
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,13 +34,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bench.machine import cpu_model, cpu_seconds, others_cores
-from bench.timing import Spread
+from bench.machine import cpu_model
+from bench.timing import QUIET, Round, Spread, time_rotated
 from generated import batchnorm, cross_entropy, embedding, linear, tanh
 
 EPS = 1e-5  # batchnorm's eps, the generated module's default and makemore's
 TOL = 1e-8  # float64 agreement, relative to the largest entry of T's result
-QUIET = 0.9  # a block that got less of its core than this shared it with other processes
 NAMES = {
     "T": "torch.func jvp(grad), torch ops",
     "G": "torch.func jvp(grad), generated",
@@ -204,51 +201,6 @@ def check(hvps: dict[str, Callable], size: Size, device: str, dtype=torch.float6
         g, h = hvp(params, v, X, Y)
         found[name] = max(relative_difference(g, grad), relative_difference(h, hv))
     return found
-
-
-@dataclass
-class Round:
-    order: list[str]
-    blocks: dict[str, tuple[float, float]]  # (seconds per call, CPU seconds per wall second)
-    load_avg: float
-    others: float | None  # cores other processes kept busy during the round, machine-wide
-
-    @property
-    def shared(self) -> bool:
-        return min(core for _, core in self.blocks.values()) < QUIET
-
-
-def _block(run: Callable, calls: int, device: str) -> tuple[float, float]:
-    """(seconds per call, cores this process used) over ``calls`` calls."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(calls):
-        run()
-        if device == "cuda":
-            torch.cuda.synchronize()
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return wall / calls, cpu / wall
-
-
-def time_rotated(runs: dict[str, Callable], rounds: int, block_s: float, device: str) -> list:
-    """Warm up, then ``rounds`` rounds; round r starts at variant r mod k. GC paused."""
-    names = list(runs)
-    for _ in range(3):  # the first call compiles (J) or fills caches
-        last = {name: _block(run, 1, device)[0] for name, run in runs.items()}
-    calls = {name: max(1, math.ceil(block_s / s)) for name, s in last.items()}
-    measured = []
-    gc.collect()
-    gc.disable()
-    try:
-        for r in range(rounds):
-            order = names[r % len(names) :] + names[: r % len(names)]
-            start, wall, load = cpu_seconds(), time.perf_counter(), os.getloadavg()[0]
-            blocks = {name: _block(runs[name], calls[name], device) for name in order}
-            measured.append(
-                Round(order, blocks, load, others_cores(start, time.perf_counter() - wall))
-            )
-    finally:
-        gc.enable()
-    return measured
 
 
 def summarise(measured: list[Round], names: list[str]) -> dict[str, dict]:

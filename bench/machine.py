@@ -94,3 +94,26 @@ def contention_warning(info: dict) -> str | None:
         f"other processes kept {others} of {info['cores']} cores busy on average during this run "
         f"({info['threads']} torch threads): rerun on a quiet machine or with --threads 1"
     )
+
+
+def pin_threads(n: int) -> str:
+    """Give torch and JAX the same ``n`` cores; call before JAX is imported. Says what it did.
+
+    torch: ``torch.set_num_threads(n)``. JAX has no such call, and XLA_FLAGS alone did not hold
+    it (jax 0.11.2 kept 13 of 16 cores busy with ``--xla_cpu_multi_thread_eigen=false``), so the
+    process is pinned to its first ``n`` allowed cores (``os.sched_setaffinity``): every thread
+    started later, XLA's pools included, inherits that. The flag still keeps XLA from sizing an
+    Eigen pool for cores it may not use.
+    """
+    torch.set_num_threads(n)
+    if not hasattr(os, "sched_setaffinity"):
+        return f"torch.set_num_threads({n}); this OS cannot pin a process, JAX not pinned"
+    cores = sorted(os.sched_getaffinity(0))[:n]
+    os.sched_setaffinity(0, cores)
+    if n == 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    return (
+        f"pinned to {n} core(s): torch.set_num_threads({n}), process affinity {cores} "
+        f"(JAX's threads inherit it)"
+    )

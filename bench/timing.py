@@ -1,5 +1,11 @@
 """Interleaved timing: A B G ... A B G ..., so drift and other load hit every variant alike.
 
+Two schedules. ``time_interleaved`` runs the variants in one fixed order (the MLP and GPT step
+benches). ``time_rotated`` starts round r at variant r mod k, so no variant always follows the
+same one (whose leftover cache state or freed memory it would inherit), and records for each
+block the share of a core the process got: a round where a block got less than ``QUIET`` was
+shared with other processes.
+
 Each round runs every variant for a block of ``inner`` steps (sized in the warm-up to about
 ``block_s``, so a 0.3 ms step is not timed one call at a time) and records seconds per step.
 Ratios are taken round by round (t_v / t_A in the same round) and summarised by their median
@@ -10,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -17,7 +24,10 @@ from dataclasses import dataclass
 
 import torch
 
+from bench.machine import cpu_seconds, others_cores
+
 Runner = Callable[[int], object]  # runner(round_index) runs one step
+QUIET = 0.9  # a block that got less of its core than this shared it with other processes
 
 
 @dataclass
@@ -95,3 +105,51 @@ def paired_ratio(timing: Timing, reference: Timing) -> Spread:
     """Per-round t / t_ref, summarised: below 1 means faster than the reference."""
     ratios = [t / r for t, r in zip(timing.per_step_s, reference.per_step_s, strict=True)]
     return Spread.of(ratios)
+
+
+@dataclass
+class Round:
+    """One rotated round: its order, each block's (seconds per call, cores used), the load."""
+
+    order: list[str]
+    blocks: dict[str, tuple[float, float]]  # (seconds per call, CPU seconds per wall second)
+    load_avg: float
+    others: float | None  # cores other processes kept busy during the round, machine-wide
+
+    @property
+    def shared(self) -> bool:
+        return min(core for _, core in self.blocks.values()) < QUIET
+
+
+def _cpu_block(run: Callable[[], object], calls: int, device: str) -> tuple[float, float]:
+    """(seconds per call, cores this process used) over ``calls`` calls."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        run()
+        _sync(device)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return wall / calls, cpu / wall
+
+
+def time_rotated(
+    runs: dict[str, Callable[[], object]], rounds: int, block_s: float, device: str
+) -> list[Round]:
+    """Warm up, then ``rounds`` rounds; round r starts at variant r mod k. GC paused."""
+    names = list(runs)
+    for _ in range(3):  # the first call compiles (JAX) or fills caches
+        last = {name: _cpu_block(run, 1, device)[0] for name, run in runs.items()}
+    calls = {name: max(1, math.ceil(block_s / s)) for name, s in last.items()}
+    measured = []
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(rounds):
+            order = names[r % len(names) :] + names[: r % len(names)]
+            start, wall, load = cpu_seconds(), time.perf_counter(), os.getloadavg()[0]
+            blocks = {name: _cpu_block(runs[name], calls[name], device) for name in order}
+            measured.append(
+                Round(order, blocks, load, others_cores(start, time.perf_counter() - wall))
+            )
+    finally:
+        gc.enable()
+    return measured
