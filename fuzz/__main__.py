@@ -1,7 +1,8 @@
 """``python -m fuzz -n 500 --seed 0``: fuzz the engine; exit 1 on any wrong result.
 
 ``--range`` judges the same ops at inputs scaled by 30 and 300 instead (fuzz/range.py): exit 1
-on any finite forward whose backward is not."""
+on any finite forward whose backward is not. ``--affine`` draws ops with affine subscripts,
+strides, padding and windows (fuzz/affine.py, fuzz/windows.py), a mode of its own."""
 
 from __future__ import annotations
 
@@ -19,13 +20,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-shrink", action="store_true", help="do not shrink or record")
     parser.add_argument("--max-shrinks", type=int, default=20, help="failure classes to shrink")
     parser.add_argument("--out", default=str(FOLDER), help="folder for regression op files")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
+    parser.add_argument("--timeout", type=float, default=60.0, help="CPU seconds per case")
     parser.add_argument("--max-definitions", type=int, default=4)
     parser.add_argument(
         "--range",
         action="store_true",
         help="check range instead of values: inputs x30 and x300, a finite forward's backward"
         " must be finite (findings are shrunk and printed, not recorded)",
+    )
+    parser.add_argument(
+        "--affine",
+        action="store_true",
+        help="draw affine subscripts, windows (convolutions, pools, cumulative sums) and declared"
+        " ranges too: another op for each seed (without it, every seed draws the op it always did)",
     )
     args = parser.parse_args(argv)
     if args.n < 1 or args.timeout <= 0 or args.max_definitions < 1:
@@ -40,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout=args.timeout,
         max_definitions=args.max_definitions,
         range_mode=args.range,
+        affine=args.affine,
     )
     print(summary.text())
     return 1 if summary.count("wrong") or summary.count("nonfinite") else 0

@@ -9,13 +9,14 @@ function is which is the registry's to say (:mod:`fuzz.functions`).
 
 from __future__ import annotations
 
-from fuzz.leaves import Expr, Leaves
+from fuzz.affine import Affine
+from fuzz.leaves import Expr
 
 FLOAT_CONDITION = 0.06  # an expression node that is a where() on float values
 EQUALITY = 0.4  # an index condition that is == or != (drawn from the equality stream)
 
 
-class Expressions(Leaves):
+class Expressions(Affine):
     """Expression nodes: functions, arithmetic, powers, inline sums, element-wise extremes,
     index comparisons (where(i <= j, a, b))."""
 

@@ -73,6 +73,12 @@ class Leaves:
     later: random.Random = field(default_factory=random.Random)
     # == and != in conditions (index against index, index against int data), a third stream
     equality: random.Random = field(default_factory=random.Random)
+    # affine subscripts, windows and declared ranges (fuzz.affine, fuzz.windows), a fourth
+    # stream: None unless --affine, so that no seed's op changes without it
+    affine: random.Random | None = None
+    parents: dict = field(default_factory=dict)  # a window's derived size -> its axis: L -> T
+    forms: dict = field(default_factory=dict)  # size -> the subscript of a window being drawn
+    ranged: dict = field(default_factory=dict)  # index -> size, each index an affine read uses
 
     # --- names -----------------------------------------------------------------------------------
     def name(self, pool: list[str]) -> str:
@@ -89,10 +95,12 @@ class Leaves:
 
     def index(self, scope: dict) -> str:
         """A fresh index name: not a tensor, size or param, nor any index in scope."""
-        free = [n for n in INDEX_NAMES if n not in self.taken and n not in scope]
-        chosen = self.rng.choice(free)
+        chosen = self.rng.choice(self.index_pool(scope))
         self.index_names.add(chosen)
         return chosen
+
+    def index_pool(self, scope: dict) -> list[str]:
+        return [n for n in INDEX_NAMES if n not in self.taken and n not in scope]
 
     def new_input(self, dims: tuple[str, ...]) -> Tensor:
         t = Tensor(self.name(FLOAT_NAMES), dims)
@@ -215,5 +223,9 @@ class Leaves:
                     return e
         order = sorted(indices)  # a set: sorted first, so PYTHONHASHSEED cannot change the op
         self.rng.shuffle(order)
+        return self.read_new(order, scope)
+
+    def read_new(self, order: list[str], scope: dict) -> Expr:
+        """A new input over the sizes of ``order``, read at those indices: ``x[i, j]``."""
         t = self.new_input(tuple(scope[i] for i in order))
         return Expr(f"{t.name}[{', '.join(order)}]" if order else t.name, frozenset(order))

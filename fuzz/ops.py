@@ -9,11 +9,11 @@ An op file alone says how to draw its inputs (``fuzz.check.draw_inputs``).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import textwrap
 
 from derive.language import Op
-from fuzz.expressions import Expressions
 from fuzz.functions import (
     available_functions,
     constants,
@@ -23,6 +23,7 @@ from fuzz.functions import (
     positive_valued,
 )
 from fuzz.leaves import FLOAT_NAMES, PARAM_NAMES, SIZE_NAMES, Expr, Tensor
+from fuzz.windows import Windows
 
 GUARDED = 0.35  # a pick under where(t[n] >= 0, ..., 0)
 DATA_EQUALITY = 0.3  # a pick under where(c != t[n], ..., 0) or ==
@@ -40,7 +41,7 @@ KINDS = {  # kind of definition -> weight
 }
 
 
-class _Builder(Expressions):
+class _Builder(Windows):
     """Definitions of each kind, appended to the op being built."""
 
     def lhs(self, rank: int, like: Tensor | None = None) -> dict:
@@ -89,8 +90,7 @@ class _Builder(Expressions):
                 left.remove(i)
                 subs.append(i)
             return Expr(f"{t.name}[{', '.join(subs)}]" if subs else t.name, frozenset(subs))
-        t = self.new_input(tuple(scope[i] for i in indices))
-        return Expr(f"{t.name}[{', '.join(indices)}]" if indices else t.name, frozenset(indices))
+        return self.read_new(indices, scope)
 
     def reduce(self, scope: dict) -> str:
         is_max = self.rng.random() < 0.35
@@ -182,6 +182,8 @@ class _Builder(Expressions):
         return True
 
     def definition(self, last: bool) -> None:
+        if self.windowed():  # --affine only: a convolution, pool or cumulative sum
+            return
         rank = 0 if last and self.rng.random() < 0.3 else self.rng.randint(1, 3)
         if not last and self.later.random() < WHOLE_DEFINITION:
             rank = 0  # a 0-d definition the next ones may read whole
@@ -207,10 +209,12 @@ class _Builder(Expressions):
         self.defs.append(Tensor(name, tuple(scope.values())))
 
 
-def random_op(seed: int, attempt: int = 0, max_definitions: int = 4) -> Op:
+def random_op(seed: int, attempt: int = 0, max_definitions: int = 4, affine: bool = False) -> Op:
     """The op of one fuzz case: 1 to ``max_definitions`` definitions, names and shapes at random.
 
     ``attempt`` > 0 draws another op for the same seed (when the first is ill-conditioned).
+    ``affine`` adds affine subscripts and windows (``fuzz.affine``, ``fuzz.windows``), drawn from
+    a stream of their own: without it, every seed's op is the one it always was.
     """
     rng = random.Random(f"{seed}/{attempt}")
     b = _Builder(rng, stepwise=rng.random() < 0.25, functions=available_functions())
@@ -221,6 +225,7 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4) -> Op:
         b.new_input(tuple(b.size() for _ in range(rng.randint(1, 3))))
     b.later = random.Random(f"{seed}/{attempt}/0-d")  # 0-d tensors, float conditions
     b.equality = random.Random(f"{seed}/{attempt}/==")
+    b.affine = random.Random(f"{seed}/{attempt}/affine") if affine else None
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:
@@ -231,15 +236,16 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4) -> Op:
             continue
         b.definition(last=k == count - 1)
     inputs = [_input_text(t) for t in b.inputs]
-    return Op(
+    op = Op(
         name=f"fuzz{seed}",
         inputs=inputs,
         definitions=b.lines,
         params=dict(sorted(b.params.items())),
         sizes=dict(b.derived),
-        doc=f"fuzz case, seed {seed}",
+        doc=f"fuzz case, seed {seed}" + (" (--affine)" if affine else ""),
         stepwise=b.stepwise,
     )
+    return dataclasses.replace(op, ranges=b.declared_ranges(op)) if affine else op
 
 
 def _input_text(t: Tensor) -> str:
@@ -260,19 +266,21 @@ def op_source(op: Op, comment: str = "") -> str:
         lines.append(f"    params={dict(op.params)!r},")
     if op.sizes:
         lines.append(f"    sizes={dict(op.sizes)!r},")
+    if op.ranges:
+        lines.append(f"    ranges={dict(op.ranges)!r},")
     if op.stepwise:
         lines.append("    stepwise=True,")
     return "\n".join(lines + [")", ""])
 
 
-def case_op(seed: int, max_definitions: int = 4) -> Op:
+def case_op(seed: int, max_definitions: int = 4, affine: bool = False) -> Op:
     """``random_op`` for this seed, drawn again while SymPy's own simplification leaves it invalid
     (``x[i] - x[i]`` is 0: index i then subscripts nothing)."""
     from derive.errors import DerivationError
     from derive.language import parse
 
     for attempt in range(20):
-        op = random_op(seed, attempt, max_definitions)
+        op = random_op(seed, attempt, max_definitions, affine)
         try:
             parse(op)
             return op

@@ -25,7 +25,8 @@ FOLDER = Path(__file__).resolve().parent.parent / "tests" / "regressions"
 
 def _key(op: Op) -> tuple:
     params, sizes = tuple(sorted(op.params.items())), tuple(sorted(op.sizes.items()))
-    return (tuple(op.inputs), tuple(op.definitions), params, sizes, op.stepwise)
+    ranges = tuple(sorted(op.ranges.items()))
+    return (tuple(op.inputs), tuple(op.definitions), params, sizes, ranges, op.stepwise)
 
 
 def recorded(folder: Path = FOLDER) -> dict[tuple, Path]:

@@ -11,6 +11,7 @@ a shrunk op is always a valid op file.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Callable, Iterator
 
@@ -110,21 +111,29 @@ def _candidates(op: Op) -> Iterator[Op]:
 
 
 def prune(op: Op) -> Op:
-    """Drop inputs and params that no definition reads (a candidate: sizes may go with them)."""
+    """Drop inputs and params that no definition or derived size reads, declared ranges of
+    indices no definition has, and derived sizes nothing names (a candidate: each may be
+    needed after all)."""
     try:
         graph = parse(op)
     except DerivationError:
         return op
     read: set[str] = set()
+    indices: set[str] = set()  # bound ones too
     for step in graph.steps:
         if isinstance(step, Definition):
+            indices |= {s.name for s in step.body.atoms(sp.Symbol)}
             read |= {b.label.name for b in step.body.atoms(sp.IndexedBase)}
             read |= {s.name for s in step.body.free_symbols}
         else:
             read.add(step.source)
     inputs = [t for t, name in zip(op.inputs, graph.inputs) if name in read]
+    read |= {s.name for size in graph.derived.values() for s in size.free_symbols}
     params = {k: v for k, v in op.params.items() if k in read}
-    return dataclasses.replace(op, inputs=inputs, params=params)
+    ranges = {i: s for i, s in op.ranges.items() if i in indices}
+    words = set(re.findall(r"\w+", " ".join([*inputs, *ranges.values(), *op.definitions])))
+    sizes = {k: v for k, v in op.sizes.items() if k in words}
+    return dataclasses.replace(op, inputs=inputs, params=params, ranges=ranges, sizes=sizes)
 
 
 def shrink(

@@ -35,32 +35,45 @@ def index_value(cx: Context, x: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
 
 
 def affine_value(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
-    """sum_i c_i i + c_0 -> c_i * arange(I)[..] + ... + c_0, broadcast over the indices."""
+    """sum_i c_i i + c_0 -> c_i * arange(I)[..] + ... + c_0, broadcast over the indices; a
+    term of int data (the adjoint of a window's Max reads t - argmax[t]) is added as read."""
     e = sp.expand(e)
+    data = sp.Add(*[t for t in sp.Add.make_args(e) if t.has(sp.Indexed)])
+    e -= data
     indices = sorted((s for s in e.free_symbols if cx.is_axis(s)), key=position(order))
-    parts, rest = [], e
+    terms, rest = [], e  # (sign, value)
     for i in indices:
         coef = e.coeff(i)
         rest -= coef * i
         part = arange(cx, i, cx.sizes[i])
-        parts.append(part if coef == 1 else ir.Binary("*", part, cx.value(coef, []), axes=(i,)))
-    axes = union([p.axes for p in parts], order)
-    total = align(parts[0], axes)
-    for p in parts[1:]:
-        total = ir.Binary("+", total, align(p, axes), axes=axes)
-    rest = sp.expand(rest)
-    if rest != 0:
-        neg = rest.could_extract_minus_sign()
-        const = cx.value(-rest if neg else rest, [])
-        total = ir.Binary("-" if neg else "+", total, const, axes=axes)
+        part = part if coef == 1 else ir.Binary("*", part, cx.value(coef, []), axes=(i,))
+        terms.append(("+", part))
+    for term, term_order in ((sp.expand(rest), []), (data, order)):
+        if term != 0:
+            neg = term.could_extract_minus_sign()
+            terms.append(("-" if neg else "+", cx.value(-term if neg else term, term_order)))
+    axes = union([v.axes for _, v in terms], order)
+    sign, first = terms[0]
+    total = align(first, axes) if sign == "+" else ir.Neg(align(first, axes), axes=axes)
+    for sign, v in terms[1:]:
+        total = ir.Binary(sign, total, align(v, axes), axes=axes)
     return total
 
 
 def is_affine(x: sp.Expr) -> bool:
-    """An affine subscript: an expression over indices, no tensor entry (x[n, t + 1])."""
-    if isinstance(x, (sp.Symbol, sp.Indexed)) or x.is_Number or x.has(sp.Indexed):
+    """An affine subscript: an expression over indices, plain ones outside any tensor entry
+    (x[n, t + 1]; x[t - argmax[t]] in a derived adjoint)."""
+    if isinstance(x, (sp.Symbol, sp.Indexed)) or x.is_Number:
         return False
-    return any(s.is_integer and not s.is_positive for s in x.free_symbols)
+    top = x.xreplace({i: sp.Dummy() for i in x.atoms(sp.Indexed)})
+    return any(s.is_integer and not s.is_positive for s in top.free_symbols)
+
+
+def is_padded(x: sp.Expr) -> bool:
+    """A subscript read with zero padding: any sum or product, an affine subscript or one a
+    derivation made of it with data (``Y[argmax - 1]``, from ``Max(x[Y[m - 1]], m)``), which
+    may fall outside its axis as the affine read it came from did."""
+    return isinstance(x, (sp.Add, sp.Mul))
 
 
 def padded_part(cx: Context, sub: sp.Expr, size: sp.Expr, order: list) -> tuple:
@@ -92,7 +105,7 @@ def gather(cx: Context, base: ir.Node, e: sp.Indexed, order: list[sp.Symbol]) ->
         if cx.is_axis(sub):
             parts.append(arange(cx, sub, e.base.shape[pos]))
             cx.learn([(sub, e.base.shape[pos])], replace=False)
-        elif is_affine(sub):
+        elif is_padded(sub):
             part, inside = padded_part(cx, sub, e.base.shape[pos], order)
             parts.append(part)
             masks.append(inside)

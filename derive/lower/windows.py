@@ -200,16 +200,25 @@ def _match_read_transposed(scope: Scope, factors: list, bound: list) -> Window |
     return None
 
 
-def _window_read(scope: Scope, sub: sp.Expr, at: int, w: sp.Indexed, bound: list):
-    """``a*t + d*k + p`` with t free, k summed and W's, a > 0: one spatial axis; or None."""
+def _free_and_summed(scope: Scope, sub: sp.Expr, owner: sp.Indexed, bound: list):
+    """``(expanded sub, t, k)`` for an affine subscript over one free axis t and one summed
+    axis k that ``owner`` (the other operand) also reads; None for any other subscript."""
     if scope.is_axis(sub) or sub.has(sp.Indexed) or not isinstance(sub, (sp.Add, sp.Mul)):
         return None
     e = sp.expand(sub)
-    axes = [s for s in e.free_symbols if scope.is_axis(s)]
+    axes = [i for i in e.free_symbols if scope.is_axis(i)]
     free, summed = [i for i in axes if i not in bound], [i for i in axes if i in bound]
-    if len(free) != 1 or len(summed) != 1 or summed[0] not in w.indices:
+    if len(free) != 1 or len(summed) != 1 or summed[0] not in owner.indices:
         return None
-    (t,), (k,) = free, summed
+    return e, free[0], summed[0]
+
+
+def _window_read(scope: Scope, sub: sp.Expr, at: int, w: sp.Indexed, bound: list):
+    """``a*t + d*k + p`` with t free, k summed and W's, a > 0: one spatial axis; or None."""
+    split = _free_and_summed(scope, sub, w, bound)
+    if split is None:
+        return None
+    e, t, k = split
     a, d = e.coeff(t), e.coeff(k)
     p = sp.expand(e - a * t - d * k)
     if p.has(t, k) or a.has(t, k) or d.has(t, k) or _sign(scope, a) != 1:
@@ -226,14 +235,10 @@ def _window_read(scope: Scope, sub: sp.Expr, at: int, w: sp.Indexed, bound: list
 def _backwards_read(scope, sub, at, kernel, y, bound) -> Spatial | None:
     """``-t + s*l + p`` with t free, l summed and Y's, s > 0: one spatial axis of a
     conv_transpose with the kernel flipped there; or None."""
-    if scope.is_axis(sub) or sub.has(sp.Indexed) or not isinstance(sub, (sp.Add, sp.Mul)):
+    split = _free_and_summed(scope, sub, y, bound)
+    if split is None:
         return None
-    e = sp.expand(sub)
-    axes = [i for i in e.free_symbols if scope.is_axis(i)]
-    free, summed = [i for i in axes if i not in bound], [i for i in axes if i in bound]
-    if len(free) != 1 or len(summed) != 1 or summed[0] not in y.indices:
-        return None
-    (t,), (v,) = free, summed
+    e, t, v = split
     stride, p = e.coeff(v), sp.expand(e + t - e.coeff(v) * v)
     if e.coeff(t) != -1 or p.has(t, v) or stride.has(t, v) or _sign(scope, stride) != 1:
         return None

@@ -27,6 +27,7 @@ from derive.symbolic.indices import (
     substitute,
     symbol_atoms,
 )
+from derive.symbolic.inversion import keep_padding
 from derive.symbolic.simplify import Reduction, cost
 
 
@@ -96,7 +97,9 @@ class Canon:
             if entry is not None:
                 idx, body = entry
                 body = freshen_bound(body, self.fresh)
-                replace[ind] = body.xreplace(dict(zip(idx, ind.indices, strict=True)))
+                body = body.xreplace(dict(zip(idx, ind.indices, strict=True)))
+                dims = self.graph.tensors[ind.base.label.name].dims
+                replace[ind] = keep_padding(body, ind.indices, dims)
         for sym in symbol_atoms(expr):
             entry = self.bodies.get(sym.name)
             if entry is not None and not entry[0]:

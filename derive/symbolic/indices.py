@@ -62,6 +62,43 @@ def rename_bound(expr: sp.Basic, namer: Namer, taken: Iterable[str] = ()) -> sp.
     return walk(expr, {}, 0, frozenset(taken))
 
 
+def factors(e: sp.Expr) -> list[sp.Expr]:
+    """The factors of a product; anything else is its own one factor."""
+    return list(e.args) if isinstance(e, sp.Mul) else [e]
+
+
+def substitute_apart(expr: sp.Expr, k: sp.Symbol, value: sp.Expr) -> sp.Expr:
+    """``expr`` with the free index k replaced by ``value``, no index of ``value`` captured.
+
+    A bound index of ``expr`` that ``value`` names is renamed apart first: solving a delta
+    for l gives l = step*b - u, and the body's own ``sum_b hid[step*b - l]`` must read
+    ``sum_b1 hid[step*b1 - step*b + u]``, not the diagonal ``sum_b hid[u]`` (fuzz --affine 225).
+    New names are the old one with a number, none that ``expr`` or ``value`` already uses.
+    """
+    clash = value.free_symbols
+    if not clash & _bound(expr):
+        return expr.xreplace({k: value})
+    taken = {str(a) for a in (expr.atoms(sp.Symbol) | value.atoms(sp.Symbol))}
+
+    def apart(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
+        names = []
+        for lim in limits:
+            v = lim[0]
+            if v not in clash:
+                names.append(v)
+                continue
+            n = next(n for n in itertools.count(1) if f"{v}{n}" not in taken)
+            taken.add(f"{v}{n}")
+            names.append(sp.Symbol(f"{v}{n}", **v.assumptions0))
+        return names
+
+    return rename_bound(expr, apart).xreplace({k: value})
+
+
+def _bound(expr: sp.Basic) -> set[sp.Symbol]:
+    return {lim[0] for r in expr.atoms(sp.Sum, ReduceMax) for lim in r.limits}
+
+
 def freshen_bound(expr: sp.Expr, fresh: Fresh) -> sp.Expr:
     """Rename every bound index of ``expr`` to a fresh symbol (no capture on substitution)."""
     return rename_bound(expr, lambda limits, depth, scope: [fresh() for _ in limits])

@@ -15,6 +15,8 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.functions import where
+from derive.symbolic.indices import factors as _factors
+from derive.symbolic.indices import substitute_apart
 
 
 def solve_for(delta: sp.KroneckerDelta, k: sp.Symbol) -> sp.Expr | None:
@@ -52,15 +54,31 @@ def in_range(value: sp.Expr, lo: sp.Expr, hi: sp.Expr, f: sp.Expr) -> sp.Expr:
     return f
 
 
+def keep_padding(value: sp.Expr, at: tuple, dims: tuple) -> sp.Expr:
+    """``value``, a definition's body read at ``at``, kept to 0 where an affine subscript of
+    ``at`` is outside its axis, as the read it replaces was: inlining dh[u + 1] = grad_out
+    must not make it grad_out past the end (fuzz --affine seed 61)."""
+    for sub, dim in zip(at, dims, strict=True):
+        if isinstance(sub, (sp.Add, sp.Mul)):
+            value = in_range(sub, 0, dim - 1, value)
+    return value
+
+
 def _finite(f: sp.Expr) -> bool:
-    if any(isinstance(p, sp.Pow) and not (p.exp.is_Integer and p.exp > 0) for p in f.atoms(sp.Pow)):
+    # a quotient or root of data may be 1/0 or sqrt(-x) past the end; of sizes it is not (a
+    # size is checked positive); a function may be log(0) there
+    if any(
+        isinstance(p, sp.Pow) and not (p.exp.is_Integer and p.exp > 0) and p.base.has(sp.Indexed)
+        for p in f.atoms(sp.Pow)
+    ):
         return False
-    return all(isinstance(w, where) for w in f.atoms(sp.Function))
+    return all(isinstance(w, (where, sp.KroneckerDelta)) for w in f.atoms(sp.Function))
 
 
 def _padded(f: sp.Expr, sol: sp.Expr, size: sp.Expr) -> bool:
     """Whether f is 0 wherever sol is outside [0, size): a factor of f reads an axis of that
-    size at sol, and an affine read outside its tensor is 0 (f = x[.., sol, ..] h)."""
+    size at sol, and an affine read outside its tensor is 0 (f = x[.., sol, ..] h). Only for
+    a finite f (:func:`_finite`): 0 / s[sol] past the end is 0 / 0 (fuzz --affine 260)."""
     return any(
         isinstance(g, sp.Indexed)
         and any(p == sol and d == size for p, d in zip(g.indices, g.base.shape or ()))
@@ -68,17 +86,13 @@ def _padded(f: sp.Expr, sol: sp.Expr, size: sp.Expr) -> bool:
     )
 
 
-def _factors(e: sp.Expr) -> list[sp.Expr]:
-    return list(e.args) if isinstance(e, sp.Mul) else [e]
-
-
 def delta_invert(body: sp.Expr, lim, ctx) -> sp.Expr | None:
     # sum_k f(k) delta(u, c k + r) -> f((u - r)/c) 1[lo <= (u - r)/c <= hi]     (c = +-1)
     k, lo, hi = lim
     for f in _factors(body):
         if isinstance(f, sp.KroneckerDelta) and (sol := solve_for(f, k)) is not None:
-            rest = sp.Mul(*[g for g in _factors(body) if g is not f]).xreplace({k: sol})
-            if lo == 0 and _padded(rest, sol, hi + 1):
+            rest = substitute_apart(sp.Mul(*[g for g in _factors(body) if g is not f]), k, sol)
+            if lo == 0 and _finite(rest) and _padded(rest, sol, hi + 1):
                 return ctx.simplify(rest)
             return ctx.simplify(in_range(sol, lo, hi, rest))
     return None

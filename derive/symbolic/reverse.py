@@ -30,6 +30,7 @@ from derive.symbolic.indices import (
     top_indexed,
     top_reductions,
 )
+from derive.symbolic.inversion import keep_padding
 
 GRAD_OUT = "grad_out"
 
@@ -230,7 +231,8 @@ def inline(
         owner = by_symbol.get(ind.base.label.name)
         if owner is not None and owner not in stop:
             inner = freshen_bound(inline(adj, owner, memo, step, stop), adj.fresh)
-            replace[ind] = substitute(inner, dict(zip(adj.free[owner], ind.indices, strict=True)))
+            inner = substitute(inner, dict(zip(adj.free[owner], ind.indices, strict=True)))
+            replace[ind] = keep_padding(inner, ind.indices, g.tensors[owner].dims)
     for sym in symbol_atoms(expr):
         owner = by_symbol.get(sym.name)
         if owner is not None and owner not in stop and not adj.graph.tensors[owner].dims:

@@ -27,7 +27,7 @@ import dataclasses
 import sympy as sp
 
 from derive.functions import BY_NODE, FUNCTIONS
-from derive.language import BATCH_INDEX, Definition, Graph, Tensor, View, tensor_reads
+from derive.language import BATCH_INDEX, Definition, Graph, ReduceMax, Tensor, View, tensor_reads
 from derive.language.ranges import range_of, subscript_ranges
 from derive.symbolic.indices import is_reduction
 
@@ -65,8 +65,9 @@ def _lifted(
 ) -> list[Definition]:
     lifted: list[Definition] = []
     # ranges of the indices a lifted call may read only through an affine subscript (t of
-    # tanh(x[n, t - 1])): the definition's own axes and its sums'
-    known = {v: hi - lo + 1 for s in step.body.atoms(sp.Sum) for v, lo, hi in s.limits}
+    # tanh(x[n, t - 1])): the definition's own axes, its sums' and its Max's
+    reductions = step.body.atoms(sp.Sum, ReduceMax)
+    known = {v: hi - lo + 1 for s in reductions for v, lo, hi in s.limits}
     known.update(zip(step.indices, tensors[step.name].dims))
 
     def lift(e: sp.Basic, top: bool) -> sp.Basic:

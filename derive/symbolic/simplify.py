@@ -16,7 +16,8 @@ import sympy as sp
 
 from derive.functions import where
 from derive.symbolic.cost import cost
-from derive.symbolic.indices import canonical_bound
+from derive.symbolic.indices import canonical_bound, substitute_apart
+from derive.symbolic.indices import factors as _factors
 from derive.symbolic.inversion import delta_invert, delta_through_sum
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
@@ -54,10 +55,6 @@ def expanded_terms(e: sp.Expr, limit: int = EXPAND_TERMS) -> int:
     return 1
 
 
-def _factors(e: sp.Expr) -> list[sp.Expr]:
-    return list(e.args) if isinstance(e, sp.Mul) else [e]
-
-
 def _sum_zero(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     # sum_k 0 -> 0
     return sp.S.Zero if body == 0 else None
@@ -79,7 +76,7 @@ def _delta_eliminate(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | No
             other = b if a == k else a if b == k else None
             if other is not None and not other.has(k):
                 rest = sp.Mul(*[g for g in _factors(body) if g is not f])
-                return ctx.simplify(rest.xreplace({k: other}))
+                return ctx.simplify(substitute_apart(rest, k, other))
     return None
 
 
