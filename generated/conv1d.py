@@ -172,7 +172,6 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, padding=0, st
     _check_input("grad_y", grad_y, 3, False, False)
     _check_size("grad_y", 0, grad_y.shape[0], "N", N)
     _check_size("grad_y", 1, grad_y.shape[1], "O", O)
-    L = grad_y.shape[2]
     _check_input("v_x", v_x, 3, False, False)
     _check_size("v_x", 0, v_x.shape[0], "N", N)
     _check_size("v_x", 1, v_x.shape[1], "C", C)
@@ -197,6 +196,9 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, padding=0, st
     _check_like("v_x", v_x, "x", x, True)
     _check_like("v_w", v_w, "x", x, True)
     _check_like("v_b", v_b, "x", x, True)
+    _check_size(
+        "grad_y", 2, grad_y.shape[2], "L = (T - dilation*(K - 1) + 2*padding - 1) // stride + 1", L
+    )
     sum_grad_y_w = torch.nn.functional.pad(
         torch.conv_transpose1d(grad_y, w, stride=stride, dilation=dilation),
         (
