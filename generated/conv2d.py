@@ -106,6 +106,13 @@ def _check_derived(size_name, text, num, den, num_text, den_text):
     return num // den
 
 
+def _check_int(name, value, why):
+    # a param that indexes or sets a size (a stride, a padding): a float would make an index or
+    # a size that is no whole number, and fail later in a kernel's words
+    if not isinstance(value, int):
+        raise TypeError(f"{OP}: {name} must be a python int ({why}), got {value!r}")
+
+
 def _check_positive(size_name, size, why):
     if size <= 0:
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
@@ -128,21 +135,46 @@ def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
     _check_param("groups", groups)
     _check_param("padding", padding)
     _check_param("stride", stride)
-    CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
+    _check_int("dilation", dilation, "it sets the size HO")
+    _check_int("padding", padding, "it sets the size HO")
+    _check_int("stride", stride, "it sets the size HO")
     _check_positive(
         "stride", stride, "it divides in HO = (H - dilation*(KH - 1) + 2*padding - 1) // stride + 1"
     )
+    _check_positive(
+        "dilation",
+        dilation,
+        "it multiplies p in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
     HO = (H - dilation * (KH - 1) + 2 * padding - 1) // stride + 1
     _check_positive("HO", HO, "HO = (H - dilation*(KH - 1) + 2*padding - 1) // stride + 1")
     OG = _check_derived("OG", "O / groups", O, groups, "O", "groups")
-    _check_positive(
-        "stride", stride, "it divides in WO = (W - dilation*(KW - 1) + 2*padding - 1) // stride + 1"
-    )
     WO = (W - dilation * (KW - 1) + 2 * padding - 1) // stride + 1
     _check_positive("WO", WO, "WO = (W - dilation*(KW - 1) + 2*padding - 1) // stride + 1")
     _check_like("w", w, "x", x, True)
     _check_like("b", b, "x", x, True)
     _check_size("w", 1, w.shape[1], "CG = C/groups", CG)
+    _check_positive(
+        "H",
+        H,
+        "xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding] reads a window along it",
+    )
+    _check_positive(
+        "KH",
+        KH,
+        "p runs over it in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    _check_positive(
+        "KW",
+        KW,
+        "q runs over it in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    _check_positive(
+        "W",
+        W,
+        "xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding] reads a window along it",
+    )
     xg = x.reshape(N, groups, CG, H, W)
     wg = w.reshape(groups, OG, CG, KH, KW)
     bg = b.reshape(groups, OG)
@@ -260,16 +292,21 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
     _check_param("groups", groups)
     _check_param("padding", padding)
     _check_param("stride", stride)
-    CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
+    _check_int("dilation", dilation, "it sets the size HO")
+    _check_int("padding", padding, "it sets the size HO")
+    _check_int("stride", stride, "it sets the size HO")
     _check_positive(
         "stride", stride, "it divides in HO = (H - dilation*(KH - 1) + 2*padding - 1) // stride + 1"
     )
+    _check_positive(
+        "dilation",
+        dilation,
+        "it multiplies p in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
     HO = (H - dilation * (KH - 1) + 2 * padding - 1) // stride + 1
     _check_positive("HO", HO, "HO = (H - dilation*(KH - 1) + 2*padding - 1) // stride + 1")
     OG = _check_derived("OG", "O / groups", O, groups, "O", "groups")
-    _check_positive(
-        "stride", stride, "it divides in WO = (W - dilation*(KW - 1) + 2*padding - 1) // stride + 1"
-    )
     WO = (W - dilation * (KW - 1) + 2 * padding - 1) // stride + 1
     _check_positive("WO", WO, "WO = (W - dilation*(KW - 1) + 2*padding - 1) // stride + 1")
     _check_like("w", w, "x", x, True)
@@ -294,6 +331,26 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
         WO,
     )
     _check_size("v_w", 1, v_w.shape[1], "CG = C/groups", CG)
+    _check_positive(
+        "H",
+        H,
+        "xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding] reads a window along it",
+    )
+    _check_positive(
+        "KH",
+        KH,
+        "p runs over it in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    _check_positive(
+        "KW",
+        KW,
+        "q runs over it in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    _check_positive(
+        "W",
+        W,
+        "xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding] reads a window along it",
+    )
     xg = x.reshape(N, groups, CG, H, W)
     wg = w.reshape(groups, OG, CG, KH, KW)
     b_grad_out_as_outg = grad_y.reshape(N, groups, OG, HO, WO)
@@ -594,16 +651,21 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, dilation=1, groups=1, padding=0, stride=1):
     _check_param("groups", groups)
     _check_param("padding", padding)
     _check_param("stride", stride)
-    CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
+    _check_int("dilation", dilation, "it sets the size HO")
+    _check_int("padding", padding, "it sets the size HO")
+    _check_int("stride", stride, "it sets the size HO")
     _check_positive(
         "stride", stride, "it divides in HO = (H - dilation*(KH - 1) + 2*padding - 1) // stride + 1"
     )
+    _check_positive(
+        "dilation",
+        dilation,
+        "it multiplies p in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
     HO = (H - dilation * (KH - 1) + 2 * padding - 1) // stride + 1
     _check_positive("HO", HO, "HO = (H - dilation*(KH - 1) + 2*padding - 1) // stride + 1")
     OG = _check_derived("OG", "O / groups", O, groups, "O", "groups")
-    _check_positive(
-        "stride", stride, "it divides in WO = (W - dilation*(KW - 1) + 2*padding - 1) // stride + 1"
-    )
     WO = (W - dilation * (KW - 1) + 2 * padding - 1) // stride + 1
     _check_positive("WO", WO, "WO = (W - dilation*(KW - 1) + 2*padding - 1) // stride + 1")
     _check_like("w", w, "x", x, True)
@@ -613,6 +675,26 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, dilation=1, groups=1, padding=0, stride=1):
     _check_like("t_b", t_b, "x", x, True)
     _check_size("w", 1, w.shape[1], "CG = C/groups", CG)
     _check_size("t_w", 1, t_w.shape[1], "CG = C/groups", CG)
+    _check_positive(
+        "H",
+        H,
+        "xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding] reads a window along it",
+    )
+    _check_positive(
+        "KH",
+        KH,
+        "p runs over it in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    _check_positive(
+        "KW",
+        KW,
+        "q runs over it in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    _check_positive(
+        "W",
+        W,
+        "xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding] reads a window along it",
+    )
     xg = x.reshape(N, groups, CG, H, W)
     wg = w.reshape(groups, OG, CG, KH, KW)
     t_xg = t_x.reshape(N, groups, CG, H, W)

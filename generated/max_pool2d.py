@@ -93,6 +93,13 @@ def _check_derived(size_name, text, num, den, num_text, den_text):
     return num // den
 
 
+def _check_int(name, value, why):
+    # a param that indexes or sets a size (a stride, a padding): a float would make an index or
+    # a size that is no whole number, and fail later in a kernel's words
+    if not isinstance(value, int):
+        raise TypeError(f"{OP}: {name} must be a python int ({why}), got {value!r}")
+
+
 def _check_positive(size_name, size, why):
     if size <= 0:
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
@@ -107,14 +114,17 @@ def forward(x, *, kernel_size=2, stride=2):
     W = x.shape[3]
     _check_param("kernel_size", kernel_size)
     _check_param("stride", stride)
+    _check_int("kernel_size", kernel_size, "it sets the size HO")
+    _check_int("stride", stride, "it sets the size HO")
     _check_positive("stride", stride, "it divides in HO = (H - kernel_size) // stride + 1")
     HO = (H - kernel_size) // stride + 1
     _check_positive("HO", HO, "HO = (H - kernel_size) // stride + 1")
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
-    _check_positive("stride", stride, "it divides in WO = (W - kernel_size) // stride + 1")
     WO = (W - kernel_size) // stride + 1
     _check_positive("WO", WO, "WO = (W - kernel_size) // stride + 1")
+    _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
+    _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     out_max0, out_max0_argmax = torch.where(
         (
             (
@@ -273,11 +283,12 @@ def _double_forward(
     _check_size("out_argmax_first", 1, out_argmax_first.shape[1], "C", C)
     _check_param("kernel_size", kernel_size)
     _check_param("stride", stride)
+    _check_int("kernel_size", kernel_size, "it sets the size HO")
+    _check_int("stride", stride, "it sets the size HO")
     _check_positive("stride", stride, "it divides in HO = (H - kernel_size) // stride + 1")
     HO = (H - kernel_size) // stride + 1
     _check_positive("HO", HO, "HO = (H - kernel_size) // stride + 1")
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
-    _check_positive("stride", stride, "it divides in WO = (W - kernel_size) // stride + 1")
     WO = (W - kernel_size) // stride + 1
     _check_positive("WO", WO, "WO = (W - kernel_size) // stride + 1")
     _check_like("grad_y", grad_y, "x", x, True)
@@ -307,7 +318,9 @@ def _double_forward(
     _check_size(
         "out_argmax_first", 3, out_argmax_first.shape[3], "WO = (W - kernel_size) // stride + 1", WO
     )
+    _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
+    _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     sum_grad_y_out_argmax_first_out_max0_argmax_first = torch.where(
         torch.arange(W, device=x.device)
         == (
@@ -471,15 +484,18 @@ def _jvp(x, t_x, *, kernel_size=2, stride=2):
     _check_size("t_x", 3, t_x.shape[3], "W", W)
     _check_param("kernel_size", kernel_size)
     _check_param("stride", stride)
+    _check_int("kernel_size", kernel_size, "it sets the size HO")
+    _check_int("stride", stride, "it sets the size HO")
     _check_positive("stride", stride, "it divides in HO = (H - kernel_size) // stride + 1")
     HO = (H - kernel_size) // stride + 1
     _check_positive("HO", HO, "HO = (H - kernel_size) // stride + 1")
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
-    _check_positive("stride", stride, "it divides in WO = (W - kernel_size) // stride + 1")
     WO = (W - kernel_size) // stride + 1
     _check_positive("WO", WO, "WO = (W - kernel_size) // stride + 1")
     _check_like("t_x", t_x, "x", x, True)
+    _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
+    _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     out_max0, out_max0_argmax = torch.where(
         (
             (
