@@ -11,11 +11,14 @@ import torch
 import torch.nn.functional as F
 
 from generated import (
+    avg_pool2d,
     batchnorm,
+    causal_conv1d,
     causal_self_attention,
     conv1d,
     conv2d,
     cross_entropy,
+    cumsum,
     embedding,
     gelu,
     gelu_tanh,
@@ -167,8 +170,49 @@ def max_pool2d_reference(x, kernel_size, stride):
     return out.reshape(n, c, *out.shape[2:])
 
 
+def avg_pool2d_reference(x, kernel_size, padding, stride):
+    """F.avg_pool2d (count_include_pad=True, its default), each channel as an image of its own
+    as in max_pool2d_reference."""
+    n, c, h, w = x.shape
+    out = F.avg_pool2d(x.reshape(n * c, 1, h, w), kernel_size, stride, padding)
+    return out.reshape(n, c, *out.shape[2:])
+
+
 def _draw_pool(rng):
     return {"kernel_size": rng.randint(1, 3), "stride": rng.randint(1, 3)}
+
+
+def _draw_padded_pool(rng):
+    """F.avg_pool2d takes a padding of at most half the kernel."""
+    kernel = rng.randint(1, 4)
+    return {
+        "kernel_size": kernel,
+        "padding": rng.randint(0, kernel // 2),
+        "stride": rng.randint(1, 3),
+    }
+
+
+def _make_padded_pool(rng, gen, dtype, kernel_size, padding, stride):
+    n, c = rng.randint(1, 3), rng.randint(1, 3)
+    low = max(1, kernel_size - 2 * padding)
+    h, w = rng.randint(low, 9), rng.randint(low, 9)
+    return [torch.randn(n, c, h, w, generator=gen, dtype=dtype)]
+
+
+def causal_conv1d_reference(x, w, b):
+    """The depthwise causal conv as torch's layers write it (Mamba's conv1d): padded K - 1 on
+    both sides by F.conv1d, the last K - 1 positions (which read the future) cut."""
+    c, k = w.shape
+    return F.conv1d(x, w[:, None], b, padding=k - 1, groups=c)[..., : x.shape[-1]]
+
+
+def _make_causal_conv(rng, gen, dtype):
+    n, c, t, k = rng.randint(1, 3), rng.randint(1, 4), rng.randint(1, 9), rng.randint(1, 4)
+    return [
+        torch.randn(n, c, t, generator=gen, dtype=dtype),
+        torch.randn(c, k, generator=gen, dtype=dtype),
+        torch.randn(c, generator=gen, dtype=dtype),
+    ]
 
 
 def _make_pool(rng, gen, dtype, kernel_size, stride):
@@ -218,7 +262,7 @@ OPS = [
     OpSpec(
         "sequence_cross_entropy", sequence_cross_entropy, sequence_ce_reference, _make_sequence_ce
     ),
-    OpSpec("conv1d", conv1d, F.conv1d, _make_conv, _draw_window),
+    OpSpec("conv1d", conv1d, F.conv1d, _make_conv, _draw_grouped_window),
     OpSpec(
         "conv2d",
         conv2d,
@@ -227,6 +271,9 @@ OPS = [
         _draw_grouped_window,
     ),
     OpSpec("max_pool2d", max_pool2d, max_pool2d_reference, _make_pool, _draw_pool),
+    OpSpec("avg_pool2d", avg_pool2d, avg_pool2d_reference, _make_padded_pool, _draw_padded_pool),
+    OpSpec("causal_conv1d", causal_conv1d, causal_conv1d_reference, _make_causal_conv),
+    OpSpec("cumsum", cumsum, lambda x: torch.cumsum(x, -1), _make_rows),
 ]
 
 
