@@ -13,7 +13,7 @@ import dataclasses
 import random
 import textwrap
 
-from derive.language import Op
+from derive.language import Graph, Op
 from fuzz.functions import (
     available_functions,
     constants,
@@ -282,8 +282,17 @@ def case_op(seed: int, max_definitions: int = 4, affine: bool = False) -> Op:
     for attempt in range(20):
         op = random_op(seed, attempt, max_definitions, affine)
         try:
-            parse(op)
-            return op
+            g = parse(op)
         except DerivationError:
             continue
+        if not _names_a_dimension(g):
+            return op
     return op
+
+
+def _names_a_dimension(g: Graph) -> bool:
+    """A derived size named like an input's dimension (``Z = A / scale`` beside ``idx[Z]``):
+    the language refused it until grouped convolutions (a check of the input then), so the
+    generator still draws again there and every recorded seed keeps the op it drew."""
+    dims = {s for name in g.inputs for d in g.tensors[name].dims for s in d.free_symbols}
+    return bool(set(g.derived) & dims)

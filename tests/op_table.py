@@ -11,9 +11,14 @@ import torch
 import torch.nn.functional as F
 
 from generated import (
+    avg_pool2d,
     batchnorm,
+    causal_conv1d,
     causal_self_attention,
+    conv1d,
+    conv2d,
     cross_entropy,
+    cumsum,
     embedding,
     gelu,
     gelu_tanh,
@@ -21,6 +26,7 @@ from generated import (
     linear,
     log_softmax,
     logsumexp,
+    max_pool2d,
     relu,
     sequence_cross_entropy,
     sigmoid,
@@ -131,6 +137,90 @@ def _make_attention(rng, gen, dtype, n_head):
     ]
 
 
+def _draw_window(rng):
+    """F.conv*d's stride, padding and dilation, drawn so that odd sizes and stride > 1 occur."""
+    stride, padding, dilation = rng.randint(1, 3), rng.randint(0, 2), rng.randint(1, 2)
+    return {"dilation": dilation, "padding": padding, "stride": stride}  # Function.apply's order
+
+
+def _draw_grouped_window(rng):
+    """F.conv2d's params: a window's, and groups of 1 to 3 (odd channel counts included)."""
+    params = {**_draw_window(rng), "groups": rng.randint(1, 3)}
+    return dict(sorted(params.items()))  # Function.apply's order
+
+
+def _make_conv(rng, gen, dtype, stride, padding, dilation, groups=1, dims=1):
+    n, c, o = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4)
+    if groups > 1:  # C and O multiples of groups, w reading C / groups channels
+        c, o = groups * rng.randint(1, 2), groups * rng.randint(1, 2)
+    ks = [rng.randint(1, 3) for _ in range(dims)]
+    sizes = [rng.randint(max(1, dilation * (k - 1) + 1 - 2 * padding), 9) for k in ks]
+    return [
+        torch.randn(n, c, *sizes, generator=gen, dtype=dtype),
+        torch.randn(o, c // groups, *ks, generator=gen, dtype=dtype),
+        torch.randn(o, generator=gen, dtype=dtype),
+    ]
+
+
+def max_pool2d_reference(x, kernel_size, stride):
+    """F.max_pool2d, each channel pooled as an image of its own: the same numbers, and a C of 0
+    is then an empty batch (F.max_pool2d refuses C = 0 though N = 0 is fine)."""
+    n, c, h, w = x.shape
+    out = F.max_pool2d(x.reshape(n * c, 1, h, w), kernel_size, stride)
+    return out.reshape(n, c, *out.shape[2:])
+
+
+def avg_pool2d_reference(x, kernel_size, padding, stride):
+    """F.avg_pool2d (count_include_pad=True, its default), each channel as an image of its own
+    as in max_pool2d_reference."""
+    n, c, h, w = x.shape
+    out = F.avg_pool2d(x.reshape(n * c, 1, h, w), kernel_size, stride, padding)
+    return out.reshape(n, c, *out.shape[2:])
+
+
+def _draw_pool(rng):
+    return {"kernel_size": rng.randint(1, 3), "stride": rng.randint(1, 3)}
+
+
+def _draw_padded_pool(rng):
+    """F.avg_pool2d takes a padding of at most half the kernel."""
+    kernel = rng.randint(1, 4)
+    return {
+        "kernel_size": kernel,
+        "padding": rng.randint(0, kernel // 2),
+        "stride": rng.randint(1, 3),
+    }
+
+
+def _make_padded_pool(rng, gen, dtype, kernel_size, padding, stride):
+    n, c = rng.randint(1, 3), rng.randint(1, 3)
+    low = max(1, kernel_size - 2 * padding)
+    h, w = rng.randint(low, 9), rng.randint(low, 9)
+    return [torch.randn(n, c, h, w, generator=gen, dtype=dtype)]
+
+
+def causal_conv1d_reference(x, w, b):
+    """The depthwise causal conv as torch's layers write it (Mamba's conv1d): padded K - 1 on
+    both sides by F.conv1d, the last K - 1 positions (which read the future) cut."""
+    c, k = w.shape
+    return F.conv1d(x, w[:, None], b, padding=k - 1, groups=c)[..., : x.shape[-1]]
+
+
+def _make_causal_conv(rng, gen, dtype):
+    n, c, t, k = rng.randint(1, 3), rng.randint(1, 4), rng.randint(1, 9), rng.randint(1, 4)
+    return [
+        torch.randn(n, c, t, generator=gen, dtype=dtype),
+        torch.randn(c, k, generator=gen, dtype=dtype),
+        torch.randn(c, generator=gen, dtype=dtype),
+    ]
+
+
+def _make_pool(rng, gen, dtype, kernel_size, stride):
+    n, c = rng.randint(1, 3), rng.randint(1, 3)
+    h, w = rng.randint(kernel_size, 9), rng.randint(kernel_size, 9)
+    return [torch.randn(n, c, h, w, generator=gen, dtype=dtype)]
+
+
 def sequence_ce_reference(logits, targets):
     """F.cross_entropy over every position, a target of -1 ignored (makemore's padding)."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.view(-1), ignore_index=-1)
@@ -172,6 +262,18 @@ OPS = [
     OpSpec(
         "sequence_cross_entropy", sequence_cross_entropy, sequence_ce_reference, _make_sequence_ce
     ),
+    OpSpec("conv1d", conv1d, F.conv1d, _make_conv, _draw_grouped_window),
+    OpSpec(
+        "conv2d",
+        conv2d,
+        F.conv2d,
+        lambda *a, **p: _make_conv(*a, **p, dims=2),
+        _draw_grouped_window,
+    ),
+    OpSpec("max_pool2d", max_pool2d, max_pool2d_reference, _make_pool, _draw_pool),
+    OpSpec("avg_pool2d", avg_pool2d, avg_pool2d_reference, _make_padded_pool, _draw_padded_pool),
+    OpSpec("causal_conv1d", causal_conv1d, causal_conv1d_reference, _make_causal_conv),
+    OpSpec("cumsum", cumsum, lambda x: torch.cumsum(x, -1), _make_rows),
 ]
 
 

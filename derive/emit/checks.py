@@ -11,33 +11,12 @@ from __future__ import annotations
 import ast
 
 import sympy as sp
-from sympy.printing.str import StrPrinter
 
+from derive.emit.sizes import size_code
+from derive.emit.window_checks import param_checks, window_sizes
 from derive.language import Definition, Graph, ReduceMax, Tensor
 from derive.lower.select import guarded_data
 from derive.names import BATCH_SHAPE
-
-
-class _SizePrinter(StrPrinter):
-    """Python for a size of ints: floor(a/b) as ``(a) // b``."""
-
-    def _print_floor(self, e: sp.floor) -> str:
-        num, den = sp.fraction(sp.together(e.args[0]))
-        return f"({self._print(num)}) // {self.parenthesize(den, 50)}"
-
-
-def size_code(size: sp.Expr | str) -> str:
-    """A size expression as a Python value over the int sizes bound by name: floor(a/b) as
-    ``(a) // b`` (``(T + 2*P - K) // S + 1``), and a constant that is no rational number as
-    its float (``R + sqrt(2)`` -> ``R + 1.4142135623730951``), since ``sqrt``, ``pi`` and ``E``
-    are no names in the module. A constant only enters checks (a sign, a bound), for which a
-    double's 16 digits are exact enough. Code already (``x.shape[1]``) stays as it is."""
-    if isinstance(size, str):
-        return size
-    constants = sp.sympify(size).replace(
-        lambda e: e.is_number and not e.is_Rational, lambda e: sp.Float(e.evalf(17), 17)
-    )
-    return _SizePrinter().doprint(constants)
 
 
 def rest_dims(t: Tensor) -> tuple:
@@ -103,8 +82,8 @@ def input_checks(
         for pos, dim in enumerate(t.dims):
             if not flat and t.batched and pos == 0:
                 continue  # the batch axes stay as they are
-            if not isinstance(dim, sp.Symbol):
-                composite.append((name, pos, dim))
+            if not isinstance(dim, sp.Symbol) or dim in g.derived:
+                composite.append((name, pos, dim))  # checked once its sizes are bound
                 continue
             if dim in bound:
                 lines.append(
@@ -114,12 +93,14 @@ def input_checks(
                 lines.append(f"{dim} = {name}.shape[{pos}]")
                 bound[dim] = dim.name
     lines += [f"_check_param({p.name!r}, {p.name})" for p in g.params]
+    lines += param_checks(g)
     lines += _solved_sizes(composite, bound)
     lines += _derived_lines(g)
     lines += like
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
+        shown = f"{dim} = {size_code(g.derived[dim])}" if dim in g.derived else str(dim)
         lines.append(
-            f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {size_code(dim)})"
+            f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {shown!r}, {size_code(dim)})"
         )
     for size, why in _positive_sizes(g):
         lines.append(f"_check_positive({str(size)!r}, {size_code(size)}, {why!r})")
@@ -169,7 +150,7 @@ def _derived_lines(g: Graph) -> list[str]:
             code = size_code(expr)
             for f in sorted(expr.atoms(sp.floor), key=str):  # (T - K) // S: S > 0 first
                 den = sp.fraction(sp.together(f.args[0]))[1]
-                if not den.is_Integer:
+                if not den.is_Integer and den not in g.params:  # a param's: param_checks
                     why = f"it divides in {size} = {code}"
                     lines.append(f"_check_positive({str(den)!r}, {size_code(den)}, {why!r})")
             lines.append(f"{size} = {code}")
@@ -184,7 +165,8 @@ def _derived_lines(g: Graph) -> list[str]:
 
 def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
     """Size expressions that must be positive at run time: divisors (batchnorm's N - 1, a
-    mean's N) and the extent of a Max. torch would give NaN or a kernel's error instead."""
+    mean's N), the extent of a Max, and what a window reads (:mod:`.window_checks`). torch
+    would give NaN or a kernel's error instead."""
     sizes, found = set(g.sizes), {}
     for step in g.steps:
         if not isinstance(step, Definition):
@@ -201,6 +183,8 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
         for r in step.body.atoms(ReduceMax):
             for _, lo, hi in r.limits:
                 found.setdefault(hi - lo + 1, "a Max runs over it")
+    for size, why in window_sizes(g).items():
+        found.setdefault(size, why)
     return sorted(found.items(), key=lambda item: str(item[0]))
 
 

@@ -15,7 +15,8 @@ Derived sizes (``sizes={"H": "n_head", "D": "C / n_head"}``): a size computed fr
 sizes and int params, multiplied or divided (or added, with integers and ``//``: below); the
 generated forward checks that it is a positive whole number (``C = 10 is not divisible by
 n_head = 3``). A dimension may carry a number:
-``"Wqkv[C, 3*C]"``, ``view(Wqkv, C, 3, H, D)``.
+``"Wqkv[C, 3*C]"``, ``view(Wqkv, C, 3, H, D)``. A derived size may also name an input's
+dimension (``"w[O, CG, K]"`` with ``"CG": "C / groups"``): the forward checks the two agree.
 
 Definitions (``definitions=[...]``), one string each, in forward order; the last is the output::
 
@@ -35,8 +36,10 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
 
 - A constant subscript picks a slice of a fixed-size axis: ``q[b, h, t, d] = Sum(x[b, t, c] *
   Wh[c, 0, h, d], c)`` reads the first of the three blocks of ``Wh = view(Wqkv, C, 3, H, D)``.
-  ``view`` of an *input* works in every op (the input's gradient is the view's, reshaped); a
-  view of an intermediate needs ``stepwise=True``.
+  ``view`` of an *input* works in every op (the input's gradient is the view's, reshaped), as
+  does the output as a view of an intermediate (``out = view(outg, N, O, L)``: a grouped
+  convolution's); a view of an intermediate that a later definition reads needs
+  ``stepwise=True``.
 - A 0-d tensor (an input declared without brackets, ``"temperature"``, or a definition
   without indices, ``"mean = Sum(x[n], n) / N"``) is read whole, by its name, in any later
   definition; never as a subscript or an index. An int64 input needs an axis.
@@ -66,8 +69,10 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   a pooled axis, the t of a cumulative sum) has its range declared once, in the op, as a size:
   ``ranges={"t": "L"}``; it applies to every definition, and a tensor it subscripts plainly
   must agree (else one line). A derived size may add and floor-divide
-  (``"L": "(T + 2*P - K) // S + 1"``); the forward checks it is positive. A convolution and an
-  average pool::
+  (``"L": "(T + 2*P - K) // S + 1"``); the forward checks it is positive, and that each window
+  can run (:mod:`derive.emit.window_checks`: int params in subscripts, positive strides and
+  dilations, no empty axis or kernel under an affine subscript). A convolution and an average
+  pool::
 
     Op(name="conv1d", inputs=["x[N, C, T]", "w[O, C, K]", "b[O]"],
        params={"S": 2, "P": 1}, sizes={"L": "(T + 2*P - K) // S + 1"}, ranges={"t": "L"},

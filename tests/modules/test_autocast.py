@@ -36,6 +36,12 @@ POLICY = {
     "gelu": "input",
     "gelu_tanh": "input",
     "embedding": "input",
+    "conv1d": "lower",  # torch's lists: conv in the low precision, cumsum in float32
+    "conv2d": "lower",
+    "causal_conv1d": "lower",
+    "cumsum": "float32",
+    "max_pool2d": "float32",  # a Max and a mean keep range (torch's pools run in the input's)
+    "avg_pool2d": "float32",
 }
 
 

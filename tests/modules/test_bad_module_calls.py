@@ -223,6 +223,72 @@ def test_a_wrong_param_is_refused_in_one_line(spec: OpSpec, value: object) -> No
     _one_line(spec.name, info.value)
 
 
+# window params (issue 25): a stride, dilation, kernel size or group count that is not a
+# positive int, a padding that is not an int; each refused in one line that names it
+WINDOW_PARAMS = [
+    ("stride", 0),
+    ("stride", -1),
+    ("stride", 1.5),
+    ("dilation", 0),
+    ("dilation", -2),
+    ("padding", 0.5),
+    ("kernel_size", 0),
+    ("kernel_size", 2.0),
+    ("groups", 0),
+    ("groups", -1),
+    ("groups", 1.5),
+]
+
+
+def _window_param_cases() -> list:
+    cases = []
+    for spec in OPS:
+        names = spec.draw(3)[1]
+        for name, value in WINDOW_PARAMS:
+            if name in names:
+                cases.append(pytest.param(spec, name, value, id=f"{spec.name}-{name}={value}"))
+    return cases
+
+
+@pytest.mark.parametrize(("spec", "name", "value"), _window_param_cases())
+def test_a_bad_window_param_is_refused_in_one_line(spec: OpSpec, name: str, value) -> None:
+    inputs, params = spec.draw(3)
+    with pytest.raises(REFUSED) as info:
+        spec.module.forward(*inputs, **{**params, name: value})
+    _one_line(spec.name, info.value)
+    assert f" {name} " in f" {info.value} ".replace(":", " "), info.value
+
+
+def _too_small(spec: OpSpec) -> tuple[list, dict]:
+    """Inputs whose window does not fit once: every derived output size comes out <= 0."""
+    inputs, params = spec.draw(3)
+    x = inputs[0]
+    kernel = max(
+        [params.get("kernel_size", 1)] + list(inputs[1].shape[2:] if len(inputs) > 1 else [])
+    )
+    params = {**params, **{k: 0 for k in ("padding",) if k in params}}
+    params = {**params, **{k: 1 for k in ("dilation",) if k in params}}
+    if kernel < 2:  # a window of one fits anywhere: widen it
+        params = {**params, **{k: 3 for k in ("kernel_size",) if k in params}}
+        if len(inputs) > 1:
+            inputs[1] = inputs[1].new_zeros(*inputs[1].shape[:2], *[3] * (x.dim() - 2))
+        kernel = 3
+    inputs[0] = x.new_zeros(*x.shape[:2], *[kernel - 1] * (x.dim() - 2))
+    return inputs, params
+
+
+WINDOW_OPS = [s for s in OPS if {"stride"} <= set(s.draw(3)[1])]
+
+
+@pytest.mark.parametrize("spec", WINDOW_OPS, ids=lambda s: s.name)
+def test_an_output_size_below_one_is_refused_in_one_line(spec: OpSpec) -> None:
+    inputs, params = _too_small(spec)
+    with pytest.raises(ValueError) as info:
+        spec.module.forward(*inputs, **params)
+    _one_line(spec.name, info.value)
+    assert "must be positive" in str(info.value), info.value
+
+
 @pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
 def test_the_autograd_function_refuses_in_one_line_too(spec: OpSpec) -> None:
     inputs, params = spec.draw(3)

@@ -54,6 +54,18 @@ def test_gradcheck_on_function(spec: OpSpec) -> None:
 
 
 @pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
+def test_gradgradcheck_on_function(spec: OpSpec) -> None:
+    """The derived double backward against finite differences of the backward, at the table's
+    shapes and params (fast mode: one random projection of the Jacobian)."""
+    for seed in range(2):
+        inputs, params = spec.draw(seed)
+        inputs = [t.requires_grad_(t.is_floating_point()) for t in inputs]
+        extra = tuple(params.values())
+        apply = spec.module.Function.apply
+        assert torch.autograd.gradgradcheck(apply, (*inputs, *extra), fast_mode=True)
+
+
+@pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
 def test_float32_agrees(spec: OpSpec) -> None:
     for seed in range(4):
         out_diff, grad_diff = _compare(spec, *spec.draw(seed, torch.float32))
@@ -179,3 +191,26 @@ def test_backward_refuses_a_grad_out_that_does_not_match(name: str) -> None:
         spec.module.backward(wrong_shape, saved)
     with pytest.raises(ValueError, match=rf"{name}: grad_out is .*float32"):
         spec.module.backward(torch.ones_like(out, dtype=torch.float32), saved)
+
+
+def test_causal_conv1d_reads_no_future() -> None:
+    """Changing x at position s changes the output at t >= s alone, and the gradient of the
+    output at t reaches x at positions <= t alone (the short convolution leaks no future)."""
+    from generated import causal_conv1d
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 9, generator=gen, dtype=torch.float64)
+    w, b = torch.randn(3, 4, generator=gen, dtype=torch.float64), torch.zeros(
+        3, dtype=torch.float64
+    )
+    out, saved = causal_conv1d.forward(x, w, b)
+    assert out.shape == x.shape
+    later = x.clone()
+    later[:, :, 5] += 1.0
+    moved = (causal_conv1d.forward(later, w, b)[0] - out).abs().amax((0, 1))
+    assert torch.all(moved[:5] == 0) and torch.all(moved[5:8] > 0)
+    grad_out = torch.zeros_like(out)
+    grad_out[:, :, 4] = 1.0
+    dx, _, _ = causal_conv1d.backward(grad_out, saved)
+    reached = dx.abs().amax((0, 1))
+    assert torch.all(reached[5:] == 0) and torch.all(reached[1:5] > 0)

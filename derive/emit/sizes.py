@@ -1,0 +1,28 @@
+"""A size expression as Python code: the forward's checks and bindings print sizes this way."""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.printing.str import StrPrinter
+
+
+class _SizePrinter(StrPrinter):
+    """Python for a size of ints: floor(a/b) as ``(a) // b``."""
+
+    def _print_floor(self, e: sp.floor) -> str:
+        num, den = sp.fraction(sp.together(e.args[0]))
+        return f"({self._print(num)}) // {self.parenthesize(den, 50)}"
+
+
+def size_code(size: sp.Expr | str) -> str:
+    """A size expression as a Python value over the int sizes bound by name: floor(a/b) as
+    ``(a) // b`` (``(T + 2*P - K) // S + 1``), and a constant that is no rational number as
+    its float (``R + sqrt(2)`` -> ``R + 1.4142135623730951``), since ``sqrt``, ``pi`` and ``E``
+    are no names in the module. A constant only enters checks (a sign, a bound), for which a
+    double's 16 digits are exact enough. Code already (``x.shape[1]``) stays as it is."""
+    if isinstance(size, str):
+        return size
+    constants = sp.sympify(size).replace(
+        lambda e: e.is_number and not e.is_Rational, lambda e: sp.Float(e.evalf(17), 17)
+    )
+    return _SizePrinter().doprint(constants)
