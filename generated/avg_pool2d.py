@@ -103,11 +103,14 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
+def _check_nonnegative(name, value, why):
+    if value < 0:
+        raise ValueError(f"{OP}: {name} is {value}, but it must be >= 0: {why}")
+
+
 def forward(x, *, kernel_size=2, padding=0, stride=2):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 4, False, False)
-    N = x.shape[0]
-    C = x.shape[1]
     H = x.shape[2]
     W = x.shape[3]
     _check_param("kernel_size", kernel_size)
@@ -119,6 +122,10 @@ def forward(x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "stride", stride, "it divides in HO = (H - kernel_size + 2*padding) // stride + 1"
     )
+    _check_nonnegative(
+        "kernel_size", kernel_size, "it sets the size HO; window reads take it as >= 0"
+    )
+    _check_nonnegative("padding", padding, "it sets the size HO; window reads take it as >= 0")
     HO = (H - kernel_size + 2 * padding) // stride + 1
     _check_positive("HO", HO, "HO = (H - kernel_size + 2*padding) // stride + 1")
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
@@ -131,62 +138,22 @@ def forward(x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "W", W, "x[n, c, i*stride + p - padding, j*stride - padding + q] reads a window along it"
     )
-    sum_x = torch.where(
-        (
+    sum_x = (
+        torch.nn.functional.pad(
+            x,
             (
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                    - padding
-                )
-                >= 0
-            )
-            & (
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                    - padding
-                )
-                <= (W - 1)
-            )
-        )[:, None],
-        torch.where(
-            (
-                (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                        - padding
-                    )
-                    >= 0
-                )
-                & (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                        - padding
-                    )
-                    <= (H - 1)
-                )
-            )[:, None, :, None],
-            x[
-                torch.arange(N, device=x.device)[:, None, None, None, None, None],
-                torch.arange(C, device=x.device)[:, None, None, None, None],
-                (
-                    (torch.arange(HO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                    - padding
-                ).clamp(0, H - 1)[:, None, :, None],
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                    - padding
-                ).clamp(0, W - 1)[:, None],
-            ],
-            0,
-        ),
-        0,
-    ).sum((4, 5))
+                padding,
+                max(K + stride * WO - W - padding - stride, 0),
+                padding,
+                max(stride * HO + K - H - padding - stride, 0),
+            ),
+        )
+        .narrow(2, 0, K + stride * (HO - 1))
+        .narrow(3, 0, K + stride * (WO - 1))
+        .unfold(2, K, stride)
+        .unfold(3, K, stride)
+        .sum((4, 5))
+    )
     out = sum_x / K**2
     return out, (H, K, W, padding, stride, (out.shape, out.dtype, out.device))
 
@@ -269,6 +236,10 @@ def _double_forward(x, grad_y, v_x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "stride", stride, "it divides in HO = (H - kernel_size + 2*padding) // stride + 1"
     )
+    _check_nonnegative(
+        "kernel_size", kernel_size, "it sets the size HO; window reads take it as >= 0"
+    )
+    _check_nonnegative("padding", padding, "it sets the size HO; window reads take it as >= 0")
     HO = (H - kernel_size + 2 * padding) // stride + 1
     _check_positive("HO", HO, "HO = (H - kernel_size + 2*padding) // stride + 1")
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
@@ -431,6 +402,10 @@ def _jvp(x, t_x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "stride", stride, "it divides in HO = (H - kernel_size + 2*padding) // stride + 1"
     )
+    _check_nonnegative(
+        "kernel_size", kernel_size, "it sets the size HO; window reads take it as >= 0"
+    )
+    _check_nonnegative("padding", padding, "it sets the size HO; window reads take it as >= 0")
     HO = (H - kernel_size + 2 * padding) // stride + 1
     _check_positive("HO", HO, "HO = (H - kernel_size + 2*padding) // stride + 1")
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
@@ -444,62 +419,22 @@ def _jvp(x, t_x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "W", W, "x[n, c, i*stride + p - padding, j*stride - padding + q] reads a window along it"
     )
-    sum_t_x = torch.where(
-        (
+    sum_t_x = (
+        torch.nn.functional.pad(
+            t_x,
             (
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                    - padding
-                )
-                >= 0
-            )
-            & (
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                    - padding
-                )
-                <= (W - 1)
-            )
-        )[:, None],
-        torch.where(
-            (
-                (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                        - padding
-                    )
-                    >= 0
-                )
-                & (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                        - padding
-                    )
-                    <= (H - 1)
-                )
-            )[:, None, :, None],
-            t_x[
-                torch.arange(N, device=x.device)[:, None, None, None, None, None],
-                torch.arange(C, device=x.device)[:, None, None, None, None],
-                (
-                    (torch.arange(HO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                    - padding
-                ).clamp(0, H - 1)[:, None, :, None],
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                    - padding
-                ).clamp(0, W - 1)[:, None],
-            ],
-            0,
-        ),
-        0,
-    ).sum((4, 5))
+                padding,
+                max(K + stride * WO - W - padding - stride, 0),
+                padding,
+                max(stride * HO + K - H - padding - stride, 0),
+            ),
+        )
+        .narrow(2, 0, K + stride * (HO - 1))
+        .narrow(3, 0, K + stride * (WO - 1))
+        .unfold(2, K, stride)
+        .unfold(3, K, stride)
+        .sum((4, 5))
+    )
     t_out = sum_t_x / K**2
     return t_out
 

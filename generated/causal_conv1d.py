@@ -82,7 +82,6 @@ def _check_positive(size_name, size, why):
 def forward(x, w, b):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 3, False, False)
-    N = x.shape[0]
     C = x.shape[1]
     T = x.shape[2]
     _check_input("w", w, 2, False, False)
@@ -94,10 +93,7 @@ def forward(x, w, b):
     _check_like("b", b, "x", x, True)
     _check_positive("K", K, "k runs over it in x[n, c, -K + k + t + 1]")
     _check_positive("T", T, "x[n, c, -K + k + t + 1] reads a window along it")
-    sum_w_x = torch.conv1d(
-        torch.nn.functional.pad(x, (K - 1, 0)), w.reshape(C, 1, K), groups=C
-    ).reshape(N, C, T)
-    out = b[:, None] + sum_w_x
+    out = torch.conv1d(x, w.reshape(C, 1, K), b, padding=K - 1, groups=C).narrow(2, 0, T)
     return out, (x, w, (out.shape, out.dtype, out.device))
 
 
@@ -109,19 +105,17 @@ def backward(grad_out, saved):
     K = w.shape[1]
     N = grad_out.shape[0]
     T = grad_out.shape[2]
-    dx = torch.conv1d(
-        torch.nn.functional.pad(w.reshape(1, C, K), (max(T - K, 0), T - 1)).narrow(
-            2, max(K - T, 0), 2 * T - 1
-        ),
-        grad_out.permute(1, 0, 2).reshape(C * N, 1, T).flip(2),
-        groups=C,
-    ).reshape(C, N, T)
-    dx = dx.permute(1, 0, 2)
-    dw = torch.conv1d(
-        torch.nn.functional.pad(x.permute(1, 0, 2).reshape(1, C * N, T), (K - 1, 0)),
-        grad_out.permute(1, 0, 2),
-        groups=C,
-    ).reshape(C, K)
+    dx = torch.conv_transpose1d(grad_out, w.reshape(C, 1, K), groups=C).narrow(2, K - 1, T)
+    dw = (
+        torch.conv1d(
+            x.permute(1, 0, 2).reshape(1, C * N, T),
+            grad_out.permute(1, 0, 2),
+            padding=K - 1,
+            groups=C,
+        )
+        .narrow(2, 0, K)
+        .reshape(C, K)
+    )
     db = grad_out.sum((0, 2))
     return (dx, dw, db)
 
@@ -158,19 +152,17 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b):
     _check_like("v_b", v_b, "x", x, True)
     _check_positive("K", K, "k runs over it in x[n, c, -K + k + t + 1]")
     _check_positive("T", T, "x[n, c, -K + k + t + 1] reads a window along it")
-    b_dx = torch.conv1d(
-        torch.nn.functional.pad(w.reshape(1, C, K), (max(T - K, 0), T - 1)).narrow(
-            2, max(K - T, 0), 2 * T - 1
-        ),
-        grad_y.permute(1, 0, 2).reshape(C * N, 1, T).flip(2),
-        groups=C,
-    ).reshape(C, N, T)
-    b_dx = b_dx.permute(1, 0, 2)
-    b_dw = torch.conv1d(
-        torch.nn.functional.pad(x.permute(1, 0, 2).reshape(1, C * N, T), (K - 1, 0)),
-        grad_y.permute(1, 0, 2),
-        groups=C,
-    ).reshape(C, K)
+    b_dx = torch.conv_transpose1d(grad_y, w.reshape(C, 1, K), groups=C).narrow(2, K - 1, T)
+    b_dw = (
+        torch.conv1d(
+            x.permute(1, 0, 2).reshape(1, C * N, T),
+            grad_y.permute(1, 0, 2),
+            padding=K - 1,
+            groups=C,
+        )
+        .narrow(2, 0, K)
+        .reshape(C, K)
+    )
     b_db = grad_y.sum((0, 2))
     sum_b_db_v_b = (b_db * v_b).sum(0)
     sum_b_dw_v_w = (b_dw * v_w).sum((0, 1))
@@ -204,7 +196,7 @@ def _double_backward_all(grad_out, saved):
     dout = grad_out.new_zeros((N, C, T))
     dx = torch.conv1d(
         torch.nn.functional.pad(grad_y, (0, K - 1)), db_dw.reshape(C, 1, K).flip(2), groups=C
-    ).reshape(N, C, T)
+    ).narrow(2, 0, T)
     dw = (
         torch.nn.functional.pad(
             torch.conv_transpose1d(
@@ -218,13 +210,9 @@ def _double_backward_all(grad_out, saved):
         .reshape(C, K)
     )
     db = grad_out.new_zeros((C,))
-    sum_db_dw_x = torch.conv1d(
-        torch.nn.functional.pad(x, (K - 1, 0)), db_dw.reshape(C, 1, K), groups=C
-    ).reshape(N, C, T)
-    sum_db_dx_w = (
-        torch.conv_transpose1d(db_dx, w.reshape(C, 1, K).flip(2), groups=C)
-        .narrow(2, 0, T)
-        .reshape(N, C, T)
+    sum_db_dw_x = torch.conv1d(x, db_dw.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
+    sum_db_dx_w = torch.conv_transpose1d(db_dx, w.reshape(C, 1, K).flip(2), groups=C).narrow(
+        2, 0, T
     )
     dgrad_y = db_db[:, None] + sum_db_dw_x + sum_db_dx_w
     dv_x = grad_out * b_dx
@@ -278,12 +266,8 @@ def _jvp(x, w, b, t_x, t_w, t_b):
     _check_like("t_b", t_b, "x", x, True)
     _check_positive("K", K, "k runs over it in x[n, c, -K + k + t + 1]")
     _check_positive("T", T, "x[n, c, -K + k + t + 1] reads a window along it")
-    sum_t_w_x = torch.conv1d(
-        torch.nn.functional.pad(x, (K - 1, 0)), t_w.reshape(C, 1, K), groups=C
-    ).reshape(N, C, T)
-    sum_t_x_w = torch.conv1d(
-        torch.nn.functional.pad(t_x, (K - 1, 0)), w.reshape(C, 1, K), groups=C
-    ).reshape(N, C, T)
+    sum_t_w_x = torch.conv1d(x, t_w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
+    sum_t_x_w = torch.conv1d(t_x, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
     t_out = t_b[:, None] + sum_t_w_x + sum_t_x_w
     return t_out
 

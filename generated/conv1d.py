@@ -118,6 +118,11 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
+def _check_nonnegative(name, value, why):
+    if value < 0:
+        raise ValueError(f"{OP}: {name} is {value}, but it must be >= 0: {why}")
+
+
 def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 3, False, False)
@@ -142,6 +147,7 @@ def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
     _check_positive(
         "dilation", dilation, "it multiplies k in xg[n, g, c, dilation*k - padding + stride*t]"
     )
+    _check_nonnegative("padding", padding, "it sets the size L; window reads take it as >= 0")
     CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
     L = (T - dilation * (K - 1) + 2 * padding - 1) // stride + 1
     _check_positive("L", L, "L = (T - dilation*(K - 1) + 2*padding - 1) // stride + 1")
@@ -154,20 +160,15 @@ def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
     xg = x.reshape(N, groups, CG, T)
     wg = w.reshape(groups, OG, CG, K)
     bg = b.reshape(groups, OG)
-    sum_wg_xg = torch.conv1d(
-        torch.nn.functional.pad(
-            xg.reshape(N, groups * CG, T),
-            (
-                max(padding, 0),
-                max(dilation * K + stride * L + 1 - T - dilation - padding - stride, 0),
-            ),
-        ).narrow(2, max(-padding, 0), dilation * (K - 1) + stride * (L - 1) + 1),
+    outg = torch.conv1d(
+        xg.reshape(N, groups * CG, T),
         wg.reshape(groups * OG, CG, K),
+        bg.reshape(-1),
         stride=stride,
+        padding=padding,
         dilation=dilation,
         groups=groups,
     ).reshape(N, groups, OG, L)
-    outg = bg[:, :, None] + sum_wg_xg
     out = outg.reshape(N, O, L)
     return out, (xg, wg, C, dilation, groups, padding, stride, (out.shape, out.dtype, out.device))
 
@@ -184,39 +185,26 @@ def backward(grad_out, saved):
     OG = wg.shape[1]
     T = xg.shape[3]
     grad_out_as_outg = grad_out.reshape(N, groups, OG, L)
-    sum_grad_out_as_outg_wg = (
-        torch.nn.functional.pad(
-            torch.conv_transpose1d(
-                grad_out_as_outg.reshape(N, groups * OG, L),
-                wg.reshape(groups * OG, CG, K),
-                stride=stride,
-                dilation=dilation,
-                groups=groups,
-            ),
-            (
-                max(-padding, 0),
-                max(T + dilation + padding + stride - (dilation * K) - (stride * L) - 1, 0),
-            ),
-        )
-        .narrow(2, max(padding, 0), T)
-        .reshape(N, groups, CG, T)
-    )
+    sum_grad_out_as_outg_wg = torch.conv_transpose1d(
+        grad_out_as_outg.reshape(N, groups * OG, L),
+        wg.reshape(groups * OG, CG, K),
+        stride=stride,
+        padding=padding,
+        output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
+        dilation=dilation,
+        groups=groups,
+    ).reshape(N, groups, CG, T)
     dxg = sum_grad_out_as_outg_wg
     dx = dxg.reshape(N, C, T)
-    dwg = torch.conv1d(
-        torch.nn.functional.pad(
-            xg.permute(2, 1, 0, 3).reshape(CG, groups * N, T),
-            (
-                max(padding, 0),
-                max(dilation * K + stride * L + 1 - T - dilation - padding - stride, 0),
-            ),
-        ).narrow(2, max(-padding, 0), dilation * (K - 1) + stride * (L - 1) + 1),
-        grad_out_as_outg.permute(1, 2, 0, 3).reshape(groups * OG, N, L),
-        stride=dilation,
-        dilation=stride,
+    dwg = torch.nn.grad.conv1d_weight(
+        xg.reshape(N, groups * CG, T),
+        (groups * OG, CG, K),
+        grad_out_as_outg.reshape(N, groups * OG, L),
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
         groups=groups,
-    ).reshape(CG, groups, OG, K)
-    dwg = dwg.permute(1, 2, 0, 3)
+    ).reshape(groups, OG, CG, K)
     dw = dwg.reshape(O, CG, K)
     dbg = grad_out_as_outg.sum((0, 3))
     db = dbg.reshape(O)
@@ -259,6 +247,7 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
     _check_positive(
         "dilation", dilation, "it multiplies k in xg[n, g, c, dilation*k - padding + stride*t]"
     )
+    _check_nonnegative("padding", padding, "it sets the size L; window reads take it as >= 0")
     CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
     L = (T - dilation * (K - 1) + 2 * padding - 1) // stride + 1
     _check_positive("L", L, "L = (T - dilation*(K - 1) + 2*padding - 1) // stride + 1")
@@ -279,40 +268,27 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
     xg = x.reshape(N, groups, CG, T)
     wg = w.reshape(groups, OG, CG, K)
     b_grad_out_as_outg = grad_y.reshape(N, groups, OG, L)
-    sum_b_grad_out_as_outg_wg = (
-        torch.nn.functional.pad(
-            torch.conv_transpose1d(
-                b_grad_out_as_outg.reshape(N, groups * OG, L),
-                wg.reshape(groups * OG, CG, K),
-                stride=stride,
-                dilation=dilation,
-                groups=groups,
-            ),
-            (
-                max(-padding, 0),
-                max(T + dilation + padding + stride - (dilation * K) - (stride * L) - 1, 0),
-            ),
-        )
-        .narrow(2, max(padding, 0), T)
-        .reshape(N, groups, CG, T)
-    )
+    sum_b_grad_out_as_outg_wg = torch.conv_transpose1d(
+        b_grad_out_as_outg.reshape(N, groups * OG, L),
+        wg.reshape(groups * OG, CG, K),
+        stride=stride,
+        padding=padding,
+        output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
+        dilation=dilation,
+        groups=groups,
+    ).reshape(N, groups, CG, T)
     b_dxg = sum_b_grad_out_as_outg_wg
     b_dxg_as_x = b_dxg.reshape(N, C, T)
     b_dx = b_dxg_as_x
-    b_dwg = torch.conv1d(
-        torch.nn.functional.pad(
-            xg.permute(2, 1, 0, 3).reshape(CG, groups * N, T),
-            (
-                max(padding, 0),
-                max(dilation * K + stride * L + 1 - T - dilation - padding - stride, 0),
-            ),
-        ).narrow(2, max(-padding, 0), dilation * (K - 1) + stride * (L - 1) + 1),
-        b_grad_out_as_outg.permute(1, 2, 0, 3).reshape(groups * OG, N, L),
-        stride=dilation,
-        dilation=stride,
+    b_dwg = torch.nn.grad.conv1d_weight(
+        xg.reshape(N, groups * CG, T),
+        (groups * OG, CG, K),
+        b_grad_out_as_outg.reshape(N, groups * OG, L),
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
         groups=groups,
-    ).reshape(CG, groups, OG, K)
-    b_dwg = b_dwg.permute(1, 2, 0, 3)
+    ).reshape(groups, OG, CG, K)
     b_dwg_as_w = b_dwg.reshape(O, CG, K)
     b_dw = b_dwg_as_w
     b_dbg = b_grad_out_as_outg.sum((0, 3))
@@ -383,28 +359,18 @@ def _double_backward_all(grad_out, saved):
     db_dxg_as_x = db_dx
     db_dxg = db_dxg_as_x.reshape(N, groups, CG, T)
     sum_db_dwg_xg = torch.conv1d(
-        torch.nn.functional.pad(
-            xg.reshape(N, groups * CG, T),
-            (
-                max(padding, 0),
-                max(dilation * K + stride * L + 1 - T - dilation - padding - stride, 0),
-            ),
-        ).narrow(2, max(-padding, 0), dilation * (K - 1) + stride * (L - 1) + 1),
+        xg.reshape(N, groups * CG, T),
         db_dwg.reshape(groups * OG, CG, K),
         stride=stride,
+        padding=padding,
         dilation=dilation,
         groups=groups,
     ).reshape(N, groups, OG, L)
     sum_db_dxg_wg = torch.conv1d(
-        torch.nn.functional.pad(
-            db_dxg.reshape(N, groups * CG, T),
-            (
-                max(padding, 0),
-                max(dilation * K + stride * L + 1 - T - dilation - padding - stride, 0),
-            ),
-        ).narrow(2, max(-padding, 0), dilation * (K - 1) + stride * (L - 1) + 1),
+        db_dxg.reshape(N, groups * CG, T),
         wg.reshape(groups * OG, CG, K),
         stride=stride,
+        padding=padding,
         dilation=dilation,
         groups=groups,
     ).reshape(N, groups, OG, L)
@@ -429,23 +395,15 @@ def _double_backward_all(grad_out, saved):
     )
     dwg = sum_b_grad_out_as_outg_db_dxg
     dw = dwg.reshape(O, CG, K)
-    sum_b_grad_out_as_outg_db_dwg = (
-        torch.nn.functional.pad(
-            torch.conv_transpose1d(
-                b_grad_out_as_outg.reshape(N, groups * OG, L),
-                db_dwg.reshape(groups * OG, CG, K),
-                stride=stride,
-                dilation=dilation,
-                groups=groups,
-            ),
-            (
-                max(-padding, 0),
-                max(T + dilation + padding + stride - (dilation * K) - (stride * L) - 1, 0),
-            ),
-        )
-        .narrow(2, max(padding, 0), T)
-        .reshape(N, groups, CG, T)
-    )
+    sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose1d(
+        b_grad_out_as_outg.reshape(N, groups * OG, L),
+        db_dwg.reshape(groups * OG, CG, K),
+        stride=stride,
+        padding=padding,
+        output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
+        dilation=dilation,
+        groups=groups,
+    ).reshape(N, groups, CG, T)
     dxg = sum_b_grad_out_as_outg_db_dwg
     dx = dxg.reshape(N, C, T)
     db = grad_out.new_zeros((O,))
@@ -517,6 +475,7 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, dilation=1, groups=1, padding=0, stride=1):
     _check_positive(
         "dilation", dilation, "it multiplies k in xg[n, g, c, dilation*k - padding + stride*t]"
     )
+    _check_nonnegative("padding", padding, "it sets the size L; window reads take it as >= 0")
     CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
     L = (T - dilation * (K - 1) + 2 * padding - 1) // stride + 1
     _check_positive("L", L, "L = (T - dilation*(K - 1) + 2*padding - 1) // stride + 1")
@@ -536,28 +495,18 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, dilation=1, groups=1, padding=0, stride=1):
     t_wg = t_w.reshape(groups, OG, CG, K)
     t_bg = t_b.reshape(groups, OG)
     sum_t_wg_xg = torch.conv1d(
-        torch.nn.functional.pad(
-            xg.reshape(N, groups * CG, T),
-            (
-                max(padding, 0),
-                max(dilation * K + stride * L + 1 - T - dilation - padding - stride, 0),
-            ),
-        ).narrow(2, max(-padding, 0), dilation * (K - 1) + stride * (L - 1) + 1),
+        xg.reshape(N, groups * CG, T),
         t_wg.reshape(groups * OG, CG, K),
         stride=stride,
+        padding=padding,
         dilation=dilation,
         groups=groups,
     ).reshape(N, groups, OG, L)
     sum_t_xg_wg = torch.conv1d(
-        torch.nn.functional.pad(
-            t_xg.reshape(N, groups * CG, T),
-            (
-                max(padding, 0),
-                max(dilation * K + stride * L + 1 - T - dilation - padding - stride, 0),
-            ),
-        ).narrow(2, max(-padding, 0), dilation * (K - 1) + stride * (L - 1) + 1),
+        t_xg.reshape(N, groups * CG, T),
         wg.reshape(groups * OG, CG, K),
         stride=stride,
+        padding=padding,
         dilation=dilation,
         groups=groups,
     ).reshape(N, groups, OG, L)

@@ -118,6 +118,11 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
+def _check_nonnegative(name, value, why):
+    if value < 0:
+        raise ValueError(f"{OP}: {name} is {value}, but it must be >= 0: {why}")
+
+
 def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 4, False, False)
@@ -146,6 +151,7 @@ def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
         dilation,
         "it multiplies p in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
     )
+    _check_nonnegative("padding", padding, "it sets the size HO; window reads take it as >= 0")
     CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
     HO = (H - dilation * (KH - 1) + 2 * padding - 1) // stride + 1
     _check_positive("HO", HO, "HO = (H - dilation*(KH - 1) + 2*padding - 1) // stride + 1")
@@ -178,24 +184,15 @@ def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
     xg = x.reshape(N, groups, CG, H, W)
     wg = w.reshape(groups, OG, CG, KH, KW)
     bg = b.reshape(groups, OG)
-    sum_wg_xg = torch.conv2d(
-        torch.nn.functional.pad(
-            xg.reshape(N, groups * CG, H, W),
-            (
-                max(padding, 0),
-                max(dilation * KW + stride * WO + 1 - W - dilation - padding - stride, 0),
-                max(padding, 0),
-                max(stride * HO + dilation * KH + 1 - H - dilation - padding - stride, 0),
-            ),
-        )
-        .narrow(2, max(-padding, 0), dilation * (KH - 1) + stride * (HO - 1) + 1)
-        .narrow(3, max(-padding, 0), dilation * (KW - 1) + stride * (WO - 1) + 1),
+    outg = torch.conv2d(
+        xg.reshape(N, groups * CG, H, W),
         wg.reshape(groups * OG, CG, KH, KW),
+        bg.reshape(-1),
         stride=(stride, stride),
+        padding=(padding, padding),
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)
-    outg = bg[:, :, None, None] + sum_wg_xg
     out = outg.reshape(N, O, HO, WO)
     return out, (xg, wg, C, dilation, groups, padding, stride, (out.shape, out.dtype, out.device))
 
@@ -215,46 +212,29 @@ def backward(grad_out, saved):
     W = xg.shape[4]
     WO = grad_out.shape[3]
     grad_out_as_outg = grad_out.reshape(N, groups, OG, HO, WO)
-    sum_grad_out_as_outg_wg = (
-        torch.nn.functional.pad(
-            torch.conv_transpose2d(
-                grad_out_as_outg.reshape(N, groups * OG, HO, WO),
-                wg.reshape(groups * OG, CG, KH, KW),
-                stride=(stride, stride),
-                dilation=(dilation, dilation),
-                groups=groups,
-            ),
-            (
-                max(-padding, 0),
-                max(W + dilation + padding + stride - (dilation * KW) - (stride * WO) - 1, 0),
-                max(-padding, 0),
-                max(H + dilation + padding + stride - (stride * HO) - (dilation * KH) - 1, 0),
-            ),
-        )
-        .narrow(2, max(padding, 0), H)
-        .narrow(3, max(padding, 0), W)
-        .reshape(N, groups, CG, H, W)
-    )
+    sum_grad_out_as_outg_wg = torch.conv_transpose2d(
+        grad_out_as_outg.reshape(N, groups * OG, HO, WO),
+        wg.reshape(groups * OG, CG, KH, KW),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        output_padding=(
+            H + dilation + 2 * padding + stride - (stride * HO) - (dilation * KH) - 1,
+            W + dilation + 2 * padding + stride - (dilation * KW) - (stride * WO) - 1,
+        ),
+        dilation=(dilation, dilation),
+        groups=groups,
+    ).reshape(N, groups, CG, H, W)
     dxg = sum_grad_out_as_outg_wg
     dx = dxg.reshape(N, C, H, W)
-    dwg = torch.conv2d(
-        torch.nn.functional.pad(
-            xg.permute(2, 1, 0, 3, 4).reshape(CG, groups * N, H, W),
-            (
-                max(padding, 0),
-                max(dilation * KW + stride * WO + 1 - W - dilation - padding - stride, 0),
-                max(padding, 0),
-                max(stride * HO + dilation * KH + 1 - H - dilation - padding - stride, 0),
-            ),
-        )
-        .narrow(2, max(-padding, 0), dilation * (KH - 1) + stride * (HO - 1) + 1)
-        .narrow(3, max(-padding, 0), dilation * (KW - 1) + stride * (WO - 1) + 1),
-        grad_out_as_outg.permute(1, 2, 0, 3, 4).reshape(groups * OG, N, HO, WO),
-        stride=(dilation, dilation),
-        dilation=(stride, stride),
+    dwg = torch.nn.grad.conv2d_weight(
+        xg.reshape(N, groups * CG, H, W),
+        (groups * OG, CG, KH, KW),
+        grad_out_as_outg.reshape(N, groups * OG, HO, WO),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        dilation=(dilation, dilation),
         groups=groups,
-    ).reshape(CG, groups, OG, KH, KW)
-    dwg = dwg.permute(1, 2, 0, 3, 4)
+    ).reshape(groups, OG, CG, KH, KW)
     dw = dwg.reshape(O, CG, KH, KW)
     dbg = grad_out_as_outg.sum((0, 3, 4))
     db = dbg.reshape(O)
@@ -303,6 +283,7 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
         dilation,
         "it multiplies p in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
     )
+    _check_nonnegative("padding", padding, "it sets the size HO; window reads take it as >= 0")
     CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
     HO = (H - dilation * (KH - 1) + 2 * padding - 1) // stride + 1
     _check_positive("HO", HO, "HO = (H - dilation*(KH - 1) + 2*padding - 1) // stride + 1")
@@ -354,47 +335,30 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
     xg = x.reshape(N, groups, CG, H, W)
     wg = w.reshape(groups, OG, CG, KH, KW)
     b_grad_out_as_outg = grad_y.reshape(N, groups, OG, HO, WO)
-    sum_b_grad_out_as_outg_wg = (
-        torch.nn.functional.pad(
-            torch.conv_transpose2d(
-                b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
-                wg.reshape(groups * OG, CG, KH, KW),
-                stride=(stride, stride),
-                dilation=(dilation, dilation),
-                groups=groups,
-            ),
-            (
-                max(-padding, 0),
-                max(W + dilation + padding + stride - (dilation * KW) - (stride * WO) - 1, 0),
-                max(-padding, 0),
-                max(H + dilation + padding + stride - (stride * HO) - (dilation * KH) - 1, 0),
-            ),
-        )
-        .narrow(2, max(padding, 0), H)
-        .narrow(3, max(padding, 0), W)
-        .reshape(N, groups, CG, H, W)
-    )
+    sum_b_grad_out_as_outg_wg = torch.conv_transpose2d(
+        b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
+        wg.reshape(groups * OG, CG, KH, KW),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        output_padding=(
+            H + dilation + 2 * padding + stride - (stride * HO) - (dilation * KH) - 1,
+            W + dilation + 2 * padding + stride - (dilation * KW) - (stride * WO) - 1,
+        ),
+        dilation=(dilation, dilation),
+        groups=groups,
+    ).reshape(N, groups, CG, H, W)
     b_dxg = sum_b_grad_out_as_outg_wg
     b_dxg_as_x = b_dxg.reshape(N, C, H, W)
     b_dx = b_dxg_as_x
-    b_dwg = torch.conv2d(
-        torch.nn.functional.pad(
-            xg.permute(2, 1, 0, 3, 4).reshape(CG, groups * N, H, W),
-            (
-                max(padding, 0),
-                max(dilation * KW + stride * WO + 1 - W - dilation - padding - stride, 0),
-                max(padding, 0),
-                max(stride * HO + dilation * KH + 1 - H - dilation - padding - stride, 0),
-            ),
-        )
-        .narrow(2, max(-padding, 0), dilation * (KH - 1) + stride * (HO - 1) + 1)
-        .narrow(3, max(-padding, 0), dilation * (KW - 1) + stride * (WO - 1) + 1),
-        b_grad_out_as_outg.permute(1, 2, 0, 3, 4).reshape(groups * OG, N, HO, WO),
-        stride=(dilation, dilation),
-        dilation=(stride, stride),
+    b_dwg = torch.nn.grad.conv2d_weight(
+        xg.reshape(N, groups * CG, H, W),
+        (groups * OG, CG, KH, KW),
+        b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        dilation=(dilation, dilation),
         groups=groups,
-    ).reshape(CG, groups, OG, KH, KW)
-    b_dwg = b_dwg.permute(1, 2, 0, 3, 4)
+    ).reshape(groups, OG, CG, KH, KW)
     b_dwg_as_w = b_dwg.reshape(O, CG, KH, KW)
     b_dw = b_dwg_as_w
     b_dbg = b_grad_out_as_outg.sum((0, 3, 4))
@@ -468,19 +432,10 @@ def _double_backward_all(grad_out, saved):
     db_dxg_as_x = db_dx
     db_dxg = db_dxg_as_x.reshape(N, groups, CG, H, W)
     sum_db_dwg_xg = torch.conv2d(
-        torch.nn.functional.pad(
-            xg.reshape(N, groups * CG, H, W),
-            (
-                max(padding, 0),
-                max(dilation * KW + stride * WO + 1 - W - dilation - padding - stride, 0),
-                max(padding, 0),
-                max(stride * HO + dilation * KH + 1 - H - dilation - padding - stride, 0),
-            ),
-        )
-        .narrow(2, max(-padding, 0), dilation * (KH - 1) + stride * (HO - 1) + 1)
-        .narrow(3, max(-padding, 0), dilation * (KW - 1) + stride * (WO - 1) + 1),
+        xg.reshape(N, groups * CG, H, W),
         db_dwg.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
+        padding=(padding, padding),
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)
@@ -496,38 +451,13 @@ def _double_backward_all(grad_out, saved):
         * wg[:, :, :, :, :, None, None]
     ).sum(3)
     sum_db_dxg_wg = (
-        torch.where(
-            (
-                (
-                    (
-                        (torch.arange(KW, device=grad_out.device) * dilation)[:, None]
-                        + torch.arange(WO, device=grad_out.device) * stride
-                        - padding
-                    )
-                    >= 0
-                )
-                & (
-                    (
-                        (torch.arange(KW, device=grad_out.device) * dilation)[:, None]
-                        + torch.arange(WO, device=grad_out.device) * stride
-                        - padding
-                    )
-                    <= (W - 1)
-                )
-            )[:, None, :, None],
-            db_dxg[
-                torch.arange(N, device=grad_out.device)[:, None, None],
-                torch.arange(groups, device=grad_out.device)[:, None, None, None, None, None],
-                torch.arange(CG, device=grad_out.device)[:, None, None, None, None],
-                torch.arange(H, device=grad_out.device),
-                (
-                    (torch.arange(KW, device=grad_out.device) * dilation)[:, None]
-                    + torch.arange(WO, device=grad_out.device) * stride
-                    - padding
-                ).clamp(0, W - 1)[:, None, :, None],
-            ],
-            0,
-        )[:, None, :, :, :, None]
+        torch.nn.functional.pad(
+            db_dxg,
+            (padding, max(dilation * KW + stride * WO + 1 - W - dilation - padding - stride, 0)),
+        )
+        .narrow(4, 0, dilation * (KW - 1) + stride * (WO - 1) + 1)
+        .unfold(4, stride * (WO - 1) + 1, dilation)[..., ::stride]
+        .permute(1, 2, 4, 0, 5, 3)[:, None, :, :, :, None]
         * sum_wg[:, :, :, :, None, :, None]
     ).sum((3, 2, 7))
     db_grad_out_as_outg = (
@@ -565,26 +495,18 @@ def _double_backward_all(grad_out, saved):
     )
     dwg = sum_b_grad_out_as_outg_db_dxg
     dw = dwg.reshape(O, CG, KH, KW)
-    sum_b_grad_out_as_outg_db_dwg = (
-        torch.nn.functional.pad(
-            torch.conv_transpose2d(
-                b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
-                db_dwg.reshape(groups * OG, CG, KH, KW),
-                stride=(stride, stride),
-                dilation=(dilation, dilation),
-                groups=groups,
-            ),
-            (
-                max(-padding, 0),
-                max(W + dilation + padding + stride - (dilation * KW) - (stride * WO) - 1, 0),
-                max(-padding, 0),
-                max(H + dilation + padding + stride - (stride * HO) - (dilation * KH) - 1, 0),
-            ),
-        )
-        .narrow(2, max(padding, 0), H)
-        .narrow(3, max(padding, 0), W)
-        .reshape(N, groups, CG, H, W)
-    )
+    sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose2d(
+        b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
+        db_dwg.reshape(groups * OG, CG, KH, KW),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        output_padding=(
+            H + dilation + 2 * padding + stride - (stride * HO) - (dilation * KH) - 1,
+            W + dilation + 2 * padding + stride - (dilation * KW) - (stride * WO) - 1,
+        ),
+        dilation=(dilation, dilation),
+        groups=groups,
+    ).reshape(N, groups, CG, H, W)
     dxg = sum_b_grad_out_as_outg_db_dwg
     dx = dxg.reshape(N, C, H, W)
     db = grad_out.new_zeros((O,))
@@ -662,6 +584,7 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, dilation=1, groups=1, padding=0, stride=1):
         dilation,
         "it multiplies p in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
     )
+    _check_nonnegative("padding", padding, "it sets the size HO; window reads take it as >= 0")
     CG = _check_derived("CG", "C / groups", C, groups, "C", "groups")
     HO = (H - dilation * (KH - 1) + 2 * padding - 1) // stride + 1
     _check_positive("HO", HO, "HO = (H - dilation*(KH - 1) + 2*padding - 1) // stride + 1")
@@ -701,36 +624,18 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, dilation=1, groups=1, padding=0, stride=1):
     t_wg = t_w.reshape(groups, OG, CG, KH, KW)
     t_bg = t_b.reshape(groups, OG)
     sum_t_wg_xg = torch.conv2d(
-        torch.nn.functional.pad(
-            xg.reshape(N, groups * CG, H, W),
-            (
-                max(padding, 0),
-                max(dilation * KW + stride * WO + 1 - W - dilation - padding - stride, 0),
-                max(padding, 0),
-                max(stride * HO + dilation * KH + 1 - H - dilation - padding - stride, 0),
-            ),
-        )
-        .narrow(2, max(-padding, 0), dilation * (KH - 1) + stride * (HO - 1) + 1)
-        .narrow(3, max(-padding, 0), dilation * (KW - 1) + stride * (WO - 1) + 1),
+        xg.reshape(N, groups * CG, H, W),
         t_wg.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
+        padding=(padding, padding),
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)
     sum_t_xg_wg = torch.conv2d(
-        torch.nn.functional.pad(
-            t_xg.reshape(N, groups * CG, H, W),
-            (
-                max(padding, 0),
-                max(dilation * KW + stride * WO + 1 - W - dilation - padding - stride, 0),
-                max(padding, 0),
-                max(stride * HO + dilation * KH + 1 - H - dilation - padding - stride, 0),
-            ),
-        )
-        .narrow(2, max(-padding, 0), dilation * (KH - 1) + stride * (HO - 1) + 1)
-        .narrow(3, max(-padding, 0), dilation * (KW - 1) + stride * (WO - 1) + 1),
+        t_xg.reshape(N, groups * CG, H, W),
         wg.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
+        padding=(padding, padding),
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)

@@ -80,12 +80,7 @@ def forward(x):
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
     x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
-    T = x.shape[1]
-    out = torch.where(
-        torch.arange(T, device=x.device)[:, None] <= torch.arange(T, device=x.device),
-        x[:, :, None],
-        0,
-    ).sum(1)
+    out = x.cumsum(1)
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, ((_returned.shape, _returned.dtype, _returned.device),)
 
@@ -98,14 +93,7 @@ def backward(grad_out, saved):
     grad_out = grad_out.reshape(
         (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
-    T = grad_out.shape[1]
-    dx = (
-        grad_out[:, :, None]
-        * (
-            torch.arange(T, device=grad_out.device)
-            <= torch.arange(T, device=grad_out.device)[:, None]
-        ).to(grad_out.dtype)
-    ).sum(1)
+    dx = grad_out.flip(1).cumsum(1).flip(1)
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
 
@@ -129,12 +117,7 @@ def _double_forward(x, grad_y, v_x):
     _check_size("v_x", 1, v_x.shape[1], "T", T)
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
-    b_dx = (
-        grad_y[:, :, None]
-        * (torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None]).to(
-            x.dtype
-        )
-    ).sum(1)
+    b_dx = grad_y.flip(1).cumsum(1).flip(1)
     pair = (b_dx * v_x).sum((0, 1))
     return pair, (b_dx, v_x, batch_shape, (pair.shape, pair.dtype, pair.device))
 
@@ -148,13 +131,7 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch, T))
     dx = grad_out.new_zeros((Batch, T))
-    dgrad_y = (
-        db_dx[:, :, None]
-        * (
-            torch.arange(T, device=grad_out.device)[:, None]
-            <= torch.arange(T, device=grad_out.device)
-        ).to(grad_out.dtype)
-    ).sum(1)
+    dgrad_y = db_dx.cumsum(1)
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
@@ -187,12 +164,7 @@ def _jvp(x, t_x):
     _check_size("t_x", 0, t_x.shape[0], "Batch", Batch)
     _check_size("t_x", 1, t_x.shape[1], "T", T)
     _check_like("t_x", t_x, "x", x, True)
-    t_out = (
-        t_x[:, :, None]
-        * (torch.arange(T, device=x.device)[:, None] <= torch.arange(T, device=x.device)).to(
-            x.dtype
-        )
-    ).sum(1)
+    t_out = t_x.cumsum(1)
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
 
 

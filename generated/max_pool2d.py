@@ -8,14 +8,14 @@ Forward, as defined (element-wise, SymPy index notation):
     out[n, c, i, j] = Max(x[n, c, stride*i + p, stride*j + q], p, q)
 
 Backward, derived and simplified by backgen:
-    dx[n, c, h, w] = Sum(where(h - ho*stride >= 0, 1, 0)*where(h - ho*stride <= K - 1, 1, 0)*Sum(KroneckerDelta(w, stride*wo + out_max0_argmax[c, ho, wo, n, h - ho*stride])*KroneckerDelta(h - ho*stride, out_argmax[n, c, ho, wo])*grad_out[n, c, ho, wo], (wo, 0, WO - 1)), (ho, 0, HO - 1))
+    dx[n, c, h, w] = Sum(where(h - ho*stride >= 0, 1, 0)*where(h - ho*stride <= K - 1, 1, 0)*Sum(KroneckerDelta(w, stride*wo + out_max0_argmax[n, c, ho, wo, h - ho*stride])*KroneckerDelta(h - ho*stride, out_argmax[n, c, ho, wo])*grad_out[n, c, ho, wo], (wo, 0, WO - 1)), (ho, 0, HO - 1))
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
 
 Tangents (forward mode), derived by backgen from the forward, in _jvp:
-    t_out_max0[c, i, j, n, p] = t_x[n, c, i*stride + p, j*stride + out_max0_argmax[c, i, j, n, p]]
-    t_out[n, c, i, j] = t_out_max0[c, i, j, n, out_argmax[n, c, i, j]]
+    t_out_max0[n, c, i, j, p] = t_x[n, c, i*stride + p, j*stride + out_max0_argmax[n, c, i, j, p]]
+    t_out[n, c, i, j] = t_out_max0[n, c, i, j, out_argmax[n, c, i, j]]
 """
 
 import contextlib
@@ -105,11 +105,14 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
+def _check_nonnegative(name, value, why):
+    if value < 0:
+        raise ValueError(f"{OP}: {name} is {value}, but it must be >= 0: {why}")
+
+
 def forward(x, *, kernel_size=2, stride=2):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 4, False, False)
-    N = x.shape[0]
-    C = x.shape[1]
     H = x.shape[2]
     W = x.shape[3]
     _check_param("kernel_size", kernel_size)
@@ -117,6 +120,9 @@ def forward(x, *, kernel_size=2, stride=2):
     _check_int("kernel_size", kernel_size, "it sets the size HO")
     _check_int("stride", stride, "it sets the size HO")
     _check_positive("stride", stride, "it divides in HO = (H - kernel_size) // stride + 1")
+    _check_nonnegative(
+        "kernel_size", kernel_size, "it sets the size HO; window reads take it as >= 0"
+    )
     HO = (H - kernel_size) // stride + 1
     _check_positive("HO", HO, "HO = (H - kernel_size) // stride + 1")
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
@@ -125,57 +131,14 @@ def forward(x, *, kernel_size=2, stride=2):
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
     _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
-    out_max0, out_max0_argmax = torch.where(
-        (
-            (
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                )
-                >= 0
-            )
-            & (
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                )
-                <= (W - 1)
-            )
-        )[:, None, None],
-        torch.where(
-            (
-                (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                    )
-                    >= 0
-                )
-                & (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                    )
-                    <= (H - 1)
-                )
-            )[:, None, None, :, None],
-            x[
-                torch.arange(N, device=x.device)[:, None, None],
-                torch.arange(C, device=x.device)[:, None, None, None, None, None],
-                (
-                    (torch.arange(HO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                ).clamp(0, H - 1)[:, None, None, :, None],
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                ).clamp(0, W - 1)[:, None, None],
-            ],
-            0,
-        ),
-        0,
-    ).max(5)
-    out, out_argmax = out_max0.permute(3, 0, 1, 2, 4).max(4)
+    out_max0, out_max0_argmax = (
+        x.narrow(2, 0, K + stride * (HO - 1))
+        .narrow(3, 0, K + stride * (WO - 1))
+        .unfold(2, K, stride)
+        .unfold(3, K, stride)
+        .max(5)
+    )
+    out, out_argmax = out_max0.max(4)
     return out, (out_max0_argmax, out_argmax, H, W, stride, (out.shape, out.dtype, out.device))
 
 
@@ -185,76 +148,19 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     C = grad_out.shape[1]
     HO = grad_out.shape[2]
-    K = out_max0_argmax.shape[4]
     N = grad_out.shape[0]
     WO = grad_out.shape[3]
-    sum_grad_out_out_argmax_out_max0_argmax = torch.where(
-        torch.arange(W, device=grad_out.device)
-        == (
-            (torch.arange(WO, device=grad_out.device) * stride)[:, None]
-            + torch.where(
-                (
-                    (
-                        (
-                            (torch.arange(HO, device=grad_out.device) * -stride)[:, None]
-                            + torch.arange(H, device=grad_out.device)
-                        )
-                        >= 0
-                    )
-                    & (
-                        (
-                            (torch.arange(HO, device=grad_out.device) * -stride)[:, None]
-                            + torch.arange(H, device=grad_out.device)
-                        )
-                        <= (K - 1)
-                    )
-                )[:, None],
-                out_max0_argmax[
-                    torch.arange(C, device=grad_out.device)[:, None, None, None],
-                    torch.arange(HO, device=grad_out.device)[:, None, None],
-                    torch.arange(WO, device=grad_out.device)[:, None],
-                    torch.arange(N, device=grad_out.device)[:, None, None, None, None],
-                    (
-                        (torch.arange(HO, device=grad_out.device) * -stride)[:, None]
-                        + torch.arange(H, device=grad_out.device)
-                    ).clamp(0, K - 1)[:, None],
-                ],
-                0,
-            )
-        )[:, :, :, :, :, None],
-        torch.where(
-            (
-                (torch.arange(HO, device=grad_out.device) * -stride)[:, None]
-                + torch.arange(H, device=grad_out.device)
-            )[:, None]
-            == out_argmax[:, :, :, :, None],
-            grad_out[:, :, :, :, None],
-            0,
-        )[:, :, :, :, :, None],
-        0,
-    ).sum(3)
-    sum_grad_out_out_argmax_out_max0_argmax_1 = torch.where(
+    dx = grad_out.new_zeros((N, C, H * W))
+    dx.scatter_add_(
+        2,
         (
-            (
-                (torch.arange(HO, device=grad_out.device) * -stride)[:, None]
-                + torch.arange(H, device=grad_out.device)
-            )
-            >= 0
-        )[:, :, None],
-        torch.where(
-            (
-                (
-                    (torch.arange(HO, device=grad_out.device) * -stride)[:, None]
-                    + torch.arange(H, device=grad_out.device)
-                )
-                <= (K - 1)
-            )[:, :, None],
-            sum_grad_out_out_argmax_out_max0_argmax,
-            0,
-        ),
-        0,
-    ).sum(2)
-    dx = sum_grad_out_out_argmax_out_max0_argmax_1
+            ((torch.arange(HO, device=grad_out.device) * stride)[:, None] + out_argmax) * W
+            + torch.arange(WO, device=grad_out.device) * stride
+            + out_max0_argmax.gather(4, out_argmax.unsqueeze(4)).squeeze(4)
+        ).reshape(N, C, -1),
+        grad_out.reshape(N, C, -1),
+    )
+    dx = dx.reshape(N, C, H, W)
     return (dx,)
 
 
@@ -276,8 +182,8 @@ def _double_forward(
     _check_size("v_x", 2, v_x.shape[2], "H", H)
     _check_size("v_x", 3, v_x.shape[3], "W", W)
     _check_input("out_max0_argmax_first", out_max0_argmax_first, 5, True, False)
-    _check_size("out_max0_argmax_first", 0, out_max0_argmax_first.shape[0], "C", C)
-    _check_size("out_max0_argmax_first", 3, out_max0_argmax_first.shape[3], "N", N)
+    _check_size("out_max0_argmax_first", 0, out_max0_argmax_first.shape[0], "N", N)
+    _check_size("out_max0_argmax_first", 1, out_max0_argmax_first.shape[1], "C", C)
     _check_input("out_argmax_first", out_argmax_first, 4, True, False)
     _check_size("out_argmax_first", 0, out_argmax_first.shape[0], "N", N)
     _check_size("out_argmax_first", 1, out_argmax_first.shape[1], "C", C)
@@ -286,6 +192,9 @@ def _double_forward(
     _check_int("kernel_size", kernel_size, "it sets the size HO")
     _check_int("stride", stride, "it sets the size HO")
     _check_positive("stride", stride, "it divides in HO = (H - kernel_size) // stride + 1")
+    _check_nonnegative(
+        "kernel_size", kernel_size, "it sets the size HO; window reads take it as >= 0"
+    )
     HO = (H - kernel_size) // stride + 1
     _check_positive("HO", HO, "HO = (H - kernel_size) // stride + 1")
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
@@ -299,15 +208,15 @@ def _double_forward(
     _check_size("grad_y", 3, grad_y.shape[3], "WO = (W - kernel_size) // stride + 1", WO)
     _check_size(
         "out_max0_argmax_first",
-        1,
-        out_max0_argmax_first.shape[1],
+        2,
+        out_max0_argmax_first.shape[2],
         "HO = (H - kernel_size) // stride + 1",
         HO,
     )
     _check_size(
         "out_max0_argmax_first",
-        2,
-        out_max0_argmax_first.shape[2],
+        3,
+        out_max0_argmax_first.shape[3],
         "WO = (W - kernel_size) // stride + 1",
         WO,
     )
@@ -321,73 +230,33 @@ def _double_forward(
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
     _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
-    sum_grad_y_out_argmax_first_out_max0_argmax_first = torch.where(
-        torch.arange(W, device=x.device)
-        == (
-            (torch.arange(WO, device=x.device) * stride)[:, None]
-            + torch.where(
-                (
-                    (
-                        (
-                            (torch.arange(HO, device=x.device) * -stride)[:, None]
-                            + torch.arange(H, device=x.device)
-                        )
-                        >= 0
-                    )
-                    & (
-                        (
-                            (torch.arange(HO, device=x.device) * -stride)[:, None]
-                            + torch.arange(H, device=x.device)
-                        )
-                        <= (K - 1)
-                    )
-                )[:, None],
-                out_max0_argmax_first[
-                    torch.arange(C, device=x.device)[:, None, None, None],
-                    torch.arange(HO, device=x.device)[:, None, None],
-                    torch.arange(WO, device=x.device)[:, None],
-                    torch.arange(N, device=x.device)[:, None, None, None, None],
-                    (
-                        (torch.arange(HO, device=x.device) * -stride)[:, None]
-                        + torch.arange(H, device=x.device)
-                    ).clamp(0, K - 1)[:, None],
-                ],
-                0,
-            )
-        )[:, :, :, :, :, None],
-        torch.where(
-            (
-                (torch.arange(HO, device=x.device) * -stride)[:, None]
-                + torch.arange(H, device=x.device)
-            )[:, None]
-            == out_argmax_first[:, :, :, :, None],
-            grad_y[:, :, :, :, None],
-            0,
-        )[:, :, :, :, :, None],
-        0,
-    ).sum(3)
-    sum_grad_y_out_argmax_first_out_max0_argmax_first_1 = torch.where(
+    b_dx = x.new_zeros((N, C, H * W))
+    shared_out_argmax_first_out_max0_argmax_first = torch.arange(
+        WO, device=x.device
+    ) * stride + out_max0_argmax_first.gather(4, out_argmax_first.unsqueeze(4)).squeeze(4)
+    shared_out_argmax_first = (torch.arange(HO, device=x.device) * stride)[
+        :, None
+    ] + out_argmax_first
+    b_dx.scatter_add_(
+        2,
         (
-            (
-                (torch.arange(HO, device=x.device) * -stride)[:, None]
-                + torch.arange(H, device=x.device)
-            )
-            >= 0
-        )[:, :, None],
+            shared_out_argmax_first.clamp(0, H - 1) * W
+            + shared_out_argmax_first_out_max0_argmax_first.clamp(0, W - 1)
+        ).reshape(N, C, -1),
         torch.where(
-            (
-                (
-                    (torch.arange(HO, device=x.device) * -stride)[:, None]
-                    + torch.arange(H, device=x.device)
-                )
-                <= (K - 1)
-            )[:, :, None],
-            sum_grad_y_out_argmax_first_out_max0_argmax_first,
+            ((shared_out_argmax_first >= 0) & (shared_out_argmax_first <= (H - 1)))
+            & (
+                (shared_out_argmax_first_out_max0_argmax_first >= 0)
+                & (shared_out_argmax_first_out_max0_argmax_first <= (W - 1))
+            ),
+            torch.where(
+                out_argmax_first >= 0, torch.where(out_argmax_first <= (K - 1), grad_y, 0), 0
+            ),
             0,
-        ),
-        0,
-    ).sum(2)
-    b_dx = sum_grad_y_out_argmax_first_out_max0_argmax_first_1
+        ).reshape(N, C, -1),
+    )
+    del shared_out_argmax_first_out_max0_argmax_first, shared_out_argmax_first
+    b_dx = b_dx.reshape(N, C, H, W)
     pair = (b_dx * v_x).sum((0, 1, 2, 3))
     return pair, (
         out_max0_argmax_first,
@@ -403,26 +272,20 @@ def _double_backward_all(grad_out, saved):
     """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
     out_max0_argmax_first, out_argmax_first, b_dx, v_x, stride, _like = saved
     _check_grad_out(grad_out, _like)
-    C = out_max0_argmax_first.shape[0]
+    C = out_max0_argmax_first.shape[1]
     H = b_dx.shape[2]
-    HO = out_max0_argmax_first.shape[1]
+    HO = out_max0_argmax_first.shape[2]
     K = out_max0_argmax_first.shape[4]
-    N = out_max0_argmax_first.shape[3]
+    N = out_max0_argmax_first.shape[0]
     W = b_dx.shape[3]
-    WO = out_max0_argmax_first.shape[2]
+    WO = out_max0_argmax_first.shape[3]
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((N, C, HO, WO))
-    dout_max0 = grad_out.new_zeros((C, HO, WO, N, K))
+    dout_max0 = grad_out.new_zeros((N, C, HO, WO, K))
     dx = grad_out.new_zeros((N, C, H, W))
     shared_out_argmax_first_out_max0_argmax_first = torch.arange(
         WO, device=grad_out.device
-    ) * stride + out_max0_argmax_first.gather(
-        4, out_argmax_first.permute(1, 2, 3, 0).unsqueeze(4)
-    ).squeeze(
-        4
-    ).permute(
-        3, 0, 1, 2
-    )
+    ) * stride + out_max0_argmax_first.gather(4, out_argmax_first.unsqueeze(4)).squeeze(4)
     shared_out_argmax_first = (torch.arange(HO, device=grad_out.device) * stride)[
         :, None
     ] + out_argmax_first
@@ -487,6 +350,9 @@ def _jvp(x, t_x, *, kernel_size=2, stride=2):
     _check_int("kernel_size", kernel_size, "it sets the size HO")
     _check_int("stride", stride, "it sets the size HO")
     _check_positive("stride", stride, "it divides in HO = (H - kernel_size) // stride + 1")
+    _check_nonnegative(
+        "kernel_size", kernel_size, "it sets the size HO; window reads take it as >= 0"
+    )
     HO = (H - kernel_size) // stride + 1
     _check_positive("HO", HO, "HO = (H - kernel_size) // stride + 1")
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
@@ -496,60 +362,15 @@ def _jvp(x, t_x, *, kernel_size=2, stride=2):
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
     _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
-    out_max0, out_max0_argmax = torch.where(
-        (
-            (
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                )
-                >= 0
-            )
-            & (
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                )
-                <= (W - 1)
-            )
-        )[:, None, None],
-        torch.where(
-            (
-                (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                    )
-                    >= 0
-                )
-                & (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                    )
-                    <= (H - 1)
-                )
-            )[:, None, None, :, None],
-            x[
-                torch.arange(N, device=x.device)[:, None, None],
-                torch.arange(C, device=x.device)[:, None, None, None, None, None],
-                (
-                    (torch.arange(HO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                ).clamp(0, H - 1)[:, None, None, :, None],
-                (
-                    (torch.arange(WO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                ).clamp(0, W - 1)[:, None, None],
-            ],
-            0,
-        ),
-        0,
-    ).max(5)
-    out, out_argmax = out_max0.permute(3, 0, 1, 2, 4).max(4)
-    shared_out_max0_argmax = (torch.arange(WO, device=x.device) * stride)[
-        :, None, None
-    ] + out_max0_argmax
+    out_max0, out_max0_argmax = (
+        x.narrow(2, 0, K + stride * (HO - 1))
+        .narrow(3, 0, K + stride * (WO - 1))
+        .unfold(2, K, stride)
+        .unfold(3, K, stride)
+        .max(5)
+    )
+    out, out_argmax = out_max0.max(4)
+    shared_out_max0_argmax = (torch.arange(WO, device=x.device) * stride)[:, None] + out_max0_argmax
     t_out_max0 = torch.where(
         (shared_out_max0_argmax >= 0) & (shared_out_max0_argmax <= (W - 1)),
         torch.where(
@@ -568,14 +389,14 @@ def _jvp(x, t_x, *, kernel_size=2, stride=2):
                     )
                     <= (H - 1)
                 )
-            )[:, None, None],
+            )[:, None],
             t_x[
-                torch.arange(N, device=x.device)[:, None],
-                torch.arange(C, device=x.device)[:, None, None, None, None],
+                torch.arange(N, device=x.device)[:, None, None, None, None],
+                torch.arange(C, device=x.device)[:, None, None, None],
                 (
                     (torch.arange(HO, device=x.device) * stride)[:, None]
                     + torch.arange(K, device=x.device)
-                ).clamp(0, H - 1)[:, None, None],
+                ).clamp(0, H - 1)[:, None],
                 shared_out_max0_argmax.clamp(0, W - 1),
             ],
             0,
@@ -583,11 +404,7 @@ def _jvp(x, t_x, *, kernel_size=2, stride=2):
         0,
     )
     del shared_out_max0_argmax
-    t_out = (
-        t_out_max0.gather(4, out_argmax.permute(1, 2, 3, 0).unsqueeze(4))
-        .squeeze(4)
-        .permute(3, 0, 1, 2)
-    )
+    t_out = t_out_max0.gather(4, out_argmax.unsqueeze(4)).squeeze(4)
     return t_out
 
 

@@ -11,6 +11,10 @@ size or param and why:
   param that enters a derived size that adds or floors (``HO = (H - K) // stride + 1`` would
   be a float; a product such as ``C / n_head`` is checked whole where it is bound);
 - a param that multiplies an index (a stride, a dilation) that is not positive;
+- any other such param (a padding, an offset) that is negative: the lowering's proofs that a
+  read stays inside its tensor (:mod:`derive.lower.bounds`) and torch's kernels (no negative
+  ``padding=``) take every int param as nonnegative, so the forward holds the caller to it
+  (write ``x[t + P]`` or ``x[t - P]`` for the direction you mean);
 - an axis read at an affine subscript that is empty (``T = 0``: every read is padding), and
   the range of an index in one (``K = 0``: an empty kernel; an output range such as
   ``L = (T + 2 P - D (K - 1) - 1) // S + 1`` is a derived size, checked positive already).
@@ -52,6 +56,11 @@ def param_checks(g: Graph) -> list[str]:
                 positive.setdefault(p, f"it multiplies {i} in {shown}")
     lines = [f"_check_int({p.name!r}, {p.name}, {why!r})" for p, why in ints.items()]
     lines += [f"_check_positive({p.name!r}, {p.name}, {why!r})" for p, why in positive.items()]
+    lines += [  # derive.lower.bounds proves reads in range for int params >= 0: hold it to that
+        f"_check_nonnegative({p.name!r}, {p.name}, {why + '; window reads take it as >= 0'!r})"
+        for p, why in ints.items()
+        if p not in positive
+    ]
     return lines
 
 

@@ -224,7 +224,9 @@ def test_a_wrong_param_is_refused_in_one_line(spec: OpSpec, value: object) -> No
 
 
 # window params (issue 25): a stride, dilation, kernel size or group count that is not a
-# positive int, a padding that is not an int; each refused in one line that names it
+# positive int, a padding that is not a nonnegative int (the lowering proves reads in range
+# for int params >= 0, and torch's kernels refuse a negative padding in their own words);
+# each refused in one line that names it
 WINDOW_PARAMS = [
     ("stride", 0),
     ("stride", -1),
@@ -232,6 +234,7 @@ WINDOW_PARAMS = [
     ("dilation", 0),
     ("dilation", -2),
     ("padding", 0.5),
+    ("padding", -1),
     ("kernel_size", 0),
     ("kernel_size", 2.0),
     ("groups", 0),
