@@ -55,9 +55,12 @@ def options(groups: OptionGroups) -> None:
     shared_options(groups, ClassifierConfig)
 
 
-def shared_options(groups: OptionGroups, config: type) -> None:
+def shared_options(
+    groups: OptionGroups, config: type, weight_decay: dict[str, float] = DEFAULT_WEIGHT_DECAY
+) -> None:
     """The options every image classifier takes (the MLP's, the CNN's): the optimizer and its
-    settings, the data, the monitor; ``config`` states their defaults."""
+    settings, the data, the monitor; ``config`` and ``weight_decay`` (by optimizer) state their
+    defaults."""
     run, lrs = groups.run, ", ".join(f"{k} {v:g}" for k, v in DEFAULT_LR.items())
     run.add_argument(
         "--optimizer",
@@ -74,7 +77,8 @@ def shared_options(groups: OptionGroups, config: type) -> None:
         metavar="M",
         help=f"for sgd and rmsprop ({DEFAULT_MOMENTUM}); --momentum 0: plain SGD",
     )
-    run.add_argument("--weight-decay", type=float, metavar="X", help="(adamw 0.01, others 0)")
+    decays = ", ".join(f"{k} {v:g}" for k, v in weight_decay.items() if v)
+    run.add_argument("--weight-decay", type=float, metavar="X", help=f"({decays}, others 0)")
     run.add_argument(
         "--clip-grad-norm",
         type=float,
@@ -145,14 +149,18 @@ def checked_options(args: argparse.Namespace, config: type) -> dict:
     return given
 
 
-def with_defaults(given: dict, config: type = ClassifierConfig) -> Any:
+def with_defaults(
+    given: dict,
+    config: type = ClassifierConfig,
+    weight_decay: dict[str, float] = DEFAULT_WEIGHT_DECAY,
+) -> Any:
     """A new run: what was given, the optimizer's own lr, momentum and weight decay otherwise."""
     optimizer = given.get("optimizer", config.optimizer)
     if "momentum" in given and optimizer not in MOMENTUM_OPTIMIZERS:
         raise UsageError(f"--momentum applies to sgd and rmsprop; {optimizer} has betas instead")
     given.setdefault("lr", DEFAULT_LR[optimizer])
     given.setdefault("momentum", DEFAULT_MOMENTUM if optimizer in MOMENTUM_OPTIMIZERS else 0.0)
-    given.setdefault("weight_decay", DEFAULT_WEIGHT_DECAY[optimizer])
+    given.setdefault("weight_decay", weight_decay[optimizer])
     return config(**given)
 
 

@@ -117,7 +117,7 @@ def generated_step(params: Params, Xb: torch.Tensor, Yb: torch.Tensor) -> StepRe
     for i in range(1, L):
         h, conv_saved = conv2d.forward(h, params[f"W{i}"], params[f"b{i}"], padding=padding)
         h, relu_saved = relu.forward(h)
-        h, pool_saved = max_pool2d.forward(h, kernel=POOL, stride=POOL)
+        h, pool_saved = max_pool2d.forward(h, kernel_size=POOL, stride=POOL)
         blocks.append((conv_saved, relu_saved, pool_saved))
     pooled = h.shape
     logits, linear_saved = linear.forward(h.reshape(len(h), -1), params[f"W{L}"], params[f"b{L}"])
@@ -206,7 +206,7 @@ SPEC = ModelSpec.define(
     "count -> linear ->\ncross-entropy) with the backward chained from generated/ modules, "
     "no loss.backward().",
     examples="""examples (each is `python -m train --model cnn ...`):
-  (no options)                        MNIST if found, else the bundled 8x8 digits; Adam
+  (no options)                        MNIST if found, else the bundled 8x8 digits; AdamW
   --data digits --channels 8,16       narrower convs on the digits
   --resume --out runs/cnn             continue after Ctrl-C (the same result as no stop)
   --backward autograd                 the same run through torch autograd
