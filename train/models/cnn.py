@@ -61,7 +61,7 @@ class Run(classifier.Run):
         return evaluate(self.params, X, Y)
 
     def network(self) -> str:
-        """The blocks' output shapes, ``1x8x8 -> 16x4x4 -> 32x2x2 -> 10``."""
+        """The blocks' output shapes, ``1x8x8 -> 32x4x4 -> 64x2x2 -> 10``."""
         shapes = [
             (1, *self.data.image_shape),
             *block_shapes(self.data.image_shape, self.config.channels),
@@ -86,10 +86,11 @@ def check_memory(config: CNNConfig, data: Images) -> None:
     """Refuse blocks that pool the image away, or a network or batch that would not fit, before
     the parameters are allocated."""
     h, w = data.image_shape
-    if min(h, w) // POOL ** len(config.channels) < 1:
+    blocks, most = len(config.channels), min(h, w).bit_length() - 1  # floor(side / 2**most) >= 1
+    if blocks > most:
         raise preflight.UsageError(
-            f"--channels {','.join(map(str, config.channels))}: {len(config.channels)} 2x2 pools "
-            f"shrink {h}x{w} images to nothing; give at most {min(h, w).bit_length() - 1} channels"
+            f"--channels {','.join(map(str, config.channels))}: {blocks} 2x2 pools shrink "
+            f"{h}x{w} images to nothing; give at most {most} channel counts"
         )
     shapes = shapes_for(config, data.image_shape)
     need = step_bytes(shapes, data.image_shape, config.channels, config.batch_size, config.dtype)
