@@ -46,8 +46,9 @@ class _RealFunction(sp.Function):
     def _eval_is_extended_real(self):
         return self.args[0].is_extended_real
 
-    def _latex(self, printer) -> str:
-        return rf"{self.tex}\left({printer._print(self.args[0])}\right)"
+    def _latex(self, printer, exp: str | None = None) -> str:
+        power = "" if exp is None else f"^{{{exp}}}"  # tanh(x)**2 as \tanh^{2}(x)
+        return rf"{self.tex}{power}\left({printer._print(self.args[0])}\right)"
 
 
 class _PositiveFunction(_RealFunction):
@@ -133,9 +134,17 @@ class where(sp.Function):  # noqa: N801
     def _eval_is_extended_real(self):
         return fuzzy_and(x.is_extended_real for x in self.args[1:])
 
-    def _latex(self, printer) -> str:
+    def _eval_power(self, e):
+        # an indicator is idempotent: where(c, 1, 0)**k = where(c, 1, 0) for k = 1, 2, ...
+        # (a window's two range conditions, each solved from a delta, meet as a square)
+        if e.is_Integer and e > 0 and {self.args[1], self.args[2]} <= {sp.S.Zero, sp.S.One}:
+            return self
+        return None
+
+    def _latex(self, printer, exp: str | None = None) -> str:
         c, a, b = (printer._print(x) for x in self.args)
-        return rf"\operatorname{{where}}\left({c}, {a}, {b}\right)"
+        tex = rf"\operatorname{{where}}\left({c}, {a}, {b}\right)"
+        return tex if exp is None else rf"\left({tex}\right)^{{{exp}}}"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ import torch.nn.functional as F
 from generated import (
     batchnorm,
     causal_self_attention,
+    conv1d,
+    conv2d,
     cross_entropy,
     embedding,
     gelu,
@@ -21,6 +23,7 @@ from generated import (
     linear,
     log_softmax,
     logsumexp,
+    max_pool2d,
     relu,
     sequence_cross_entropy,
     sigmoid,
@@ -131,6 +134,41 @@ def _make_attention(rng, gen, dtype, n_head):
     ]
 
 
+def _draw_window(rng):
+    """F.conv*d's stride, padding and dilation, drawn so that odd sizes and stride > 1 occur."""
+    stride, padding, dilation = rng.randint(1, 3), rng.randint(0, 2), rng.randint(1, 2)
+    return {"dilation": dilation, "padding": padding, "stride": stride}  # Function.apply's order
+
+
+def _draw_grouped_window(rng):
+    """F.conv2d's params: a window's, and groups of 1 to 3 (odd channel counts included)."""
+    params = {**_draw_window(rng), "groups": rng.randint(1, 3)}
+    return dict(sorted(params.items()))  # Function.apply's order
+
+
+def _make_conv(rng, gen, dtype, stride, padding, dilation, groups=1, dims=1):
+    n, c, o = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4)
+    if groups > 1:  # C and O multiples of groups, w reading C / groups channels
+        c, o = groups * rng.randint(1, 2), groups * rng.randint(1, 2)
+    ks = [rng.randint(1, 3) for _ in range(dims)]
+    sizes = [rng.randint(max(1, dilation * (k - 1) + 1 - 2 * padding), 9) for k in ks]
+    return [
+        torch.randn(n, c, *sizes, generator=gen, dtype=dtype),
+        torch.randn(o, c // groups, *ks, generator=gen, dtype=dtype),
+        torch.randn(o, generator=gen, dtype=dtype),
+    ]
+
+
+def _draw_pool(rng):
+    return {"kernel_size": rng.randint(1, 3), "stride": rng.randint(1, 3)}
+
+
+def _make_pool(rng, gen, dtype, kernel_size, stride):
+    n, c = rng.randint(1, 3), rng.randint(1, 3)
+    h, w = rng.randint(kernel_size, 9), rng.randint(kernel_size, 9)
+    return [torch.randn(n, c, h, w, generator=gen, dtype=dtype)]
+
+
 def sequence_ce_reference(logits, targets):
     """F.cross_entropy over every position, a target of -1 ignored (makemore's padding)."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.view(-1), ignore_index=-1)
@@ -172,6 +210,15 @@ OPS = [
     OpSpec(
         "sequence_cross_entropy", sequence_cross_entropy, sequence_ce_reference, _make_sequence_ce
     ),
+    OpSpec("conv1d", conv1d, F.conv1d, _make_conv, _draw_window),
+    OpSpec(
+        "conv2d",
+        conv2d,
+        F.conv2d,
+        lambda *a, **p: _make_conv(*a, **p, dims=2),
+        _draw_grouped_window,
+    ),
+    OpSpec("max_pool2d", max_pool2d, F.max_pool2d, _make_pool, _draw_pool),
 ]
 
 

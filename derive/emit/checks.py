@@ -103,8 +103,8 @@ def input_checks(
         for pos, dim in enumerate(t.dims):
             if not flat and t.batched and pos == 0:
                 continue  # the batch axes stay as they are
-            if not isinstance(dim, sp.Symbol):
-                composite.append((name, pos, dim))
+            if not isinstance(dim, sp.Symbol) or dim in g.derived:
+                composite.append((name, pos, dim))  # checked once its sizes are bound
                 continue
             if dim in bound:
                 lines.append(
@@ -118,8 +118,9 @@ def input_checks(
     lines += _derived_lines(g)
     lines += like
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
+        shown = f"{dim} = {size_code(g.derived[dim])}" if dim in g.derived else str(dim)
         lines.append(
-            f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {str(dim)!r}, {size_code(dim)})"
+            f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {shown!r}, {size_code(dim)})"
         )
     for size, why in _positive_sizes(g):
         lines.append(f"_check_positive({str(size)!r}, {size_code(size)}, {why!r})")

@@ -78,6 +78,9 @@ class Explanation:
     emitted: Emitted
     # (lhs, rhs) per Max's argmax: saved by the forward, read by a simplified backward
     argmax: list[tuple[sp.Expr, sp.Expr]] = field(default_factory=list)
+    # the text of each step of ``forward``: a definition's own, or, for a Max lifted out of one
+    # (a Max over two indices is two steps), the lifted step and the definition it came from
+    texts: list[str] = field(default_factory=list)
 
     @property
     def module(self) -> str:
@@ -151,7 +154,15 @@ def explain(e: Emitted) -> Explanation:
             )
         )
     raw = Lazy(list(d.raw), lambda t: adj.readable(d.raw[t], t))  # --json only
-    forward = _forward(d.written or d.graph)
+    written = d.written or d.graph
     return Explanation(
-        op, d.graph.output, forward, steps, raw, dict(d.final), e, argmax=_argmaxes(d)
+        op,
+        d.graph.output,
+        _forward(written),
+        steps,
+        raw,
+        dict(d.final),
+        e,
+        argmax=_argmaxes(d),
+        texts=[step.text for step in written.steps],
     )

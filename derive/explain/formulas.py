@@ -65,7 +65,7 @@ def section(ex: Explanation, em: Emitted | None = None) -> OpSection:
     params = ", ".join(f"{k} = {v!r}" for k, v in sorted(op.params.items()))
     forward = [
         Formula(text, equation_latex(lhs, rhs))
-        for text, (lhs, rhs) in zip(op.definitions, ex.forward, strict=True)
+        for text, (lhs, rhs) in zip(ex.texts, ex.forward, strict=True)
     ]
     steps = [_step(s) for s in ex.steps]
     sec = OpSection(op.name, op.doc or op.name, op.source, list(op.inputs), params, forward, steps)

@@ -104,7 +104,7 @@ def record(ex: Explanation) -> dict:
         "params": dict(op.params),
         "definitions": [
             {"text": text, "latex": equation_latex(lhs, rhs)}
-            for text, (lhs, rhs) in zip(op.definitions, ex.forward, strict=True)
+            for text, (lhs, rhs) in zip(ex.texts, ex.forward, strict=True)
         ],
         "adjoints": {
             t: {

@@ -404,7 +404,10 @@ def parse(op: Op) -> Graph:
         g.params = _parse_params(op, g, sizes)
         for name, text in sorted(op.sizes.items()):
             current = f"{name} = {text}"
-            g.derived[derived_size(name, text, sizes, g)] = parse_size_expr(text, sizes, g)
+            size = derived_size(name, text, sizes, g)
+            g.derived[size] = parse_size_expr(text, sizes, g)
+            if size in g.derived[size].free_symbols:
+                raise LangError(f"size '{name}' = {text} reads itself")
         current = None
         g.ranges = parse_ranges(op.ranges, sizes)
         for k, text in enumerate(op.definitions):

@@ -2,7 +2,9 @@
 
 A derived size is a product of the inputs' sizes and int params, each to the power +-1; it
 stays a plain size symbol for the engine (D is D), and the generated forward binds it and
-checks that it is a positive whole number (``C = 10 is not divisible by n_head = 3``).
+checks that it is a positive whole number (``C = 10 is not divisible by n_head = 3``). It may
+also name an input's dimension (a grouped convolution's ``w[O, CG, KH, KW]`` with
+``CG = C / groups``): the forward then checks that the input's shape agrees with it.
 """
 
 from __future__ import annotations
@@ -26,10 +28,9 @@ def derived_size(name: str, text: str, sizes: dict[str, sp.Symbol], g: Graph) ->
     problem = name_problem(name)
     if problem is not None:
         raise LangError(f"size name '{name}' {problem}")
-    if name in sizes:
-        raise LangError(f"size '{name}' is already given by an input's shape")
-    sizes[name] = sp.Symbol(name, integer=True, positive=True)
-    return sizes[name]
+    # a derived size may also be an input's dimension (w[O, CG, KH, KW] with CG = C / groups):
+    # the forward computes it from its formula and checks the input's shape agrees
+    return sizes.setdefault(name, sp.Symbol(name, integer=True, positive=True))
 
 
 def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr:

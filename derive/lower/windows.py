@@ -297,6 +297,7 @@ def _transposed(scope: Scope, x: sp.Indexed, w: sp.Indexed, solved: list, bound:
         if _sign(scope, s) != 1 or _sign(scope, d) != 1:
             return None
         spatial.append(Spatial(t, _at(x, v), k, _at(w, k), s, d, p))
+    spatial.sort(key=lambda s: s.at)  # the input's axis order: no transposes around
     ls, ks = {x.indices[s.at] for s in spatial}, {s.window for s in spatial}
     if len(ls) != len(spatial) or len(ks) != len(spatial):
         return None

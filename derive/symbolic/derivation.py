@@ -29,7 +29,7 @@ from derive.symbolic.collapse import (
     tidy,
 )
 from derive.symbolic.indices import free_indices
-from derive.symbolic.reverse import Adjoints, derive_adjoints, live_tensors
+from derive.symbolic.reverse import GRAD_OUT, Adjoints, derive_adjoints, live_tensors
 from derive.symbolic.saving import lift_saved_calls, unlift
 from derive.symbolic.simplify import Simplifier
 
@@ -138,8 +138,9 @@ def _saved(g: Graph, adj: Adjoints, final: dict[str, sp.Expr]) -> list[str]:
     # a 0-d tensor read whole is a Symbol; an index is an integer Symbol, and may share a
     # tensor's name (index a1 over (A, A) beside a tensor a1): that is no read of the tensor
     used |= {s.name for e in final.values() for s in e.atoms(sp.Symbol) if not s.is_integer}
-    # the reverse view of an intermediate reads its shape; an input's is the op's sizes
-    used |= {src for _, src in adj.views.values() if src not in g.inputs}
+    # the reverse view of an intermediate reads its shape; an input's is the op's sizes, and
+    # so is the output's source's (grad_out reshaped: its sizes are bound from grad_out)
+    used |= {src for d, src in adj.views.values() if src not in g.inputs and d != GRAD_OUT}
     order = list(g.tensors) + [a.name for a in adj.argmax.values()]
     return [t for t in order if t in used & forward]
 

@@ -218,8 +218,10 @@ def inline(
     step = step or adj.exprs.__getitem__
     expr = step(name)
     g = adj.graph
-    for view, (_, source) in adj.views.items():
-        if source not in g.inputs and any(i.base.label.name == view for i in indexed_atoms(expr)):
+    for view, (viewed, source) in adj.views.items():
+        if viewed == GRAD_OUT or source in g.inputs:
+            continue  # grad_out reshaped (the output is a view) is a leaf, as grad_out is
+        if any(i.base.label.name == view for i in indexed_atoms(expr)):
             raise DerivationError(
                 g.op.name,
                 "view() of an intermediate is supported only with stepwise=True "

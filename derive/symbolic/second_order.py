@@ -85,7 +85,7 @@ def second_order_graph(d: Derivation) -> SecondOrder:
         if am.name in d.saved:  # piecewise constant in the inputs: an int input here
             new = Tensor(b.fresh(f"{am.name}_first"), am.dims, integer=True)
             argmaxes[am.name] = b.add(new, am.base if am.dims else sp.Symbol(am.name)).name
-    b.first_backward()
+    b.first_backward(gy.name)
     terms = []
     for t in (t for t in g.inputs if t in d.final):
         x = g.tensors[t]
@@ -133,10 +133,11 @@ class _Builder:
             self.rename[replaces] = _read(t)
         return t
 
-    def first_backward(self) -> None:
+    def first_backward(self, grad_y: str) -> None:
         """Each adjoint of the first backward as a definition (consumers first, as derived),
-        each reverse view of one as a view."""
+        each reverse view of one (or of grad_out, where the output is a view) as a view."""
         d, adj = self.d, self.d.adjoints
+        self._views(GRAD_OUT, grad_y)
         for t in d.order:
             dims, batched = d.graph.tensors[t].dims, d.graph.tensors[t].batched
             first = Tensor(self.fresh(f"b_{adj.names[t]}"), dims, batched=batched)
@@ -146,10 +147,14 @@ class _Builder:
             body = d.final[t].xreplace(self.rename)
             text = f"{first.name}[{', '.join(map(str, adj.free[t]))}] = {body}"
             self.steps.append(Definition(first.name, adj.free[t], body, text))
-            for view, (dname, src) in sorted(adj.views.items()):
-                if dname == adj.names[t]:  # dW_as_Wqkv: the reverse view, a reshape of dW
-                    dims = d.graph.tensors[src].dims
-                    shaped = Tensor(self.fresh(f"b_{view}"), dims)
-                    self.add(shaped, sp.IndexedBase(view, shape=dims, real=True))
-                    text = f"{shaped.name} = view({first.name})"
-                    self.steps.append(View(shaped.name, first.name, text))
+            self._views(adj.names[t], first.name)
+
+    def _views(self, dname: str, name: str) -> None:
+        """dW_as_Wqkv, the reverse view of dW (named ``name`` here): a reshape of it."""
+        adj = self.d.adjoints
+        for view, (viewed, src) in sorted(adj.views.items()):
+            if viewed == dname:
+                dims = self.d.graph.tensors[src].dims
+                shaped = Tensor(self.fresh(f"b_{view}"), dims)
+                self.add(shaped, sp.IndexedBase(view, shape=dims, real=True))
+                self.steps.append(View(shaped.name, name, f"{shaped.name} = view({name})"))

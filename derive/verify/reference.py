@@ -54,7 +54,8 @@ class _Scope:
             self.kinks.append(float(distance.detach().abs().min()))
 
     def integer(self, e: sp.Expr) -> int:
-        v = sp.sympify(e).subs(self.sizes)
+        ints = {p: v for p, v in self.params.items() if isinstance(v, int)}  # view(x, groups, ..)
+        v = sp.sympify(e).subs(self.sizes).subs(ints)
         if not v.is_Integer:
             raise InterpretError(f"cannot evaluate '{e}' to an integer (unbound size?)")
         return int(v)

@@ -54,6 +54,18 @@ def test_gradcheck_on_function(spec: OpSpec) -> None:
 
 
 @pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
+def test_gradgradcheck_on_function(spec: OpSpec) -> None:
+    """The derived double backward against finite differences of the backward, at the table's
+    shapes and params (fast mode: one random projection of the Jacobian)."""
+    for seed in range(2):
+        inputs, params = spec.draw(seed)
+        inputs = [t.requires_grad_(t.is_floating_point()) for t in inputs]
+        extra = tuple(params.values())
+        apply = spec.module.Function.apply
+        assert torch.autograd.gradgradcheck(apply, (*inputs, *extra), fast_mode=True)
+
+
+@pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
 def test_float32_agrees(spec: OpSpec) -> None:
     for seed in range(4):
         out_diff, grad_diff = _compare(spec, *spec.draw(seed, torch.float32))
