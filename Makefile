@@ -10,14 +10,17 @@ DATA ?= $(firstword $(wildcard ../shared/data/names.txt))
 TRAIN_ARGS ?=
 CLASSIFIER_ARGS ?=
 GPT_ARGS ?=
+CNN_ARGS ?=
 OP ?=
 
-.PHONY: help venv generate test test-fast lint format train classifier gpt gpt-ddp check-generated clean fuzz
+.PHONY: help venv generate test test-fast lint format train classifier cnn gpt gpt-ddp check-generated clean fuzz
 
 help:
 	@echo "make train     train the makemore MLP with the generated backward (DATA=path/to/names.txt)"
 	@echo "make classifier  train the seed's MLP digit classifier (MNIST if given, else the"
 	@echo "               bundled 8x8 digits) with the generated backward (CLASSIFIER_ARGS=...)"
+	@echo "make cnn       train a small CNN (conv, relu, max pool, twice, linear) on the same digits"
+	@echo "               with the generated backward (CNN_ARGS=...)"
 	@echo "make gpt       train makemore's GPT on names with the generated backward (GPT_ARGS=...)"
 	@echo "make gpt-ddp NPROC=2         the same run on NPROC processes under torchrun"
 	@echo "make test      run the test suite"
@@ -99,6 +102,10 @@ train: $(STAMP)
 # MNIST from --data DIR, $$BACKGEN_MNIST, data/mnist/ or a download; with none, the bundled digits
 classifier: $(STAMP)
 	BACKGEN_MAKE_TARGET=classifier $(PY) -m train --model classifier $(CLASSIFIER_ARGS)
+
+# the same data; conv2d, relu, max_pool2d, linear, cross_entropy chained by hand (train/models/cnn.py)
+cnn: $(STAMP)
+	BACKGEN_MAKE_TARGET=cnn $(PY) -m train --model cnn $(CNN_ARGS)
 
 # makemore's GPT on the names; its backward chained by hand from generated/ (train/models/gpt.py)
 gpt: $(STAMP)

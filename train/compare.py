@@ -23,10 +23,10 @@ class GradComparison:
 def compare_gradients(
     steps: dict[str, Callable], params: Params, Xb: torch.Tensor, Yb: torch.Tensor
 ) -> list[GradComparison]:
-    """Both backward modes (``steps``: ``(params, Xb, Yb) -> (loss, grads)`` by backward) on
-    the same parameters and batch, a row per parameter; nothing is updated."""
-    _, generated = steps["generated"](params, Xb, Yb)
-    _, reference = steps["autograd"](params, Xb, Yb)
+    """Both backward modes (``steps``: ``(params, Xb, Yb) -> (loss, ..., grads)`` by backward)
+    on the same parameters and batch, a row per parameter; nothing is updated."""
+    generated = steps["generated"](params, Xb, Yb)[-1]
+    reference = steps["autograd"](params, Xb, Yb)[-1]
     rows = []
     for name in params:
         mine, theirs = generated[name], reference[name]

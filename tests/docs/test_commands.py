@@ -39,6 +39,7 @@ NOT_RUN = {
 SMALL_RUN = ["--steps", "300", "--n-embd", "4", "--n-hidden", "16", "--batch-size", "16"]
 SMALL_CLASSIFIER = ["--steps", "30", "--hidden", "16", "--batch-size", "16"]
 SMALL_GPT = ["--steps", "30", "--n-layer", "1", "--n-head", "2", "--n-embd", "8"]
+SMALL_CNN = ["--steps", "30", "--channels", "4,4", "--batch-size", "16"]
 THE_TEST_THAT_BROKE = "test_bad_data_in_a_real_process_has_no_traceback"
 LEFT_OUT = (".git", ".venv", "runs", "data", "__pycache__", ".pytest_cache", ".ruff_cache")
 
@@ -105,6 +106,7 @@ def test_documented_commands_run_in_order(tmp_path):
         "TRAIN_ARGS": " ".join(SMALL_RUN),
         "CLASSIFIER_ARGS": " ".join(SMALL_CLASSIFIER),
         "GPT_ARGS": " ".join(SMALL_GPT),
+        "CNN_ARGS": " ".join(SMALL_CNN),
         "BACKGEN_MNIST": "digits",  # documented; never a download in the test
         "PYTEST_ADDOPTS": f"-k {THE_TEST_THAT_BROKE}",
     }
@@ -113,7 +115,7 @@ def test_documented_commands_run_in_order(tmp_path):
     for command in documented_commands():
         argv = shlex.split(command)
         if is_training(argv):
-            small = {"classifier": SMALL_CLASSIFIER, "gpt": SMALL_GPT}
+            small = {"classifier": SMALL_CLASSIFIER, "gpt": SMALL_GPT, "cnn": SMALL_CNN}
             argv += next((v for k, v in small.items() if k in argv), SMALL_RUN)
         if argv[:2] == ["make", "fuzz"]:
             argv = [a if not a.startswith("N=") else "N=5" for a in argv]

@@ -1,5 +1,5 @@
 """The models ``python -m train`` trains, one spec file each: ``--model mlp`` (the default),
-``classifier`` and ``gpt``. A new model is one new file here, defining the functions
+``classifier``, ``gpt`` and ``cnn``. A new model is one new file here, defining the functions
 ``ModelSpec`` names and ending in ``SPEC = ModelSpec.define(globals(), ...its facts)``, and one
 name in ``MODELS``; the command line (``train.cli``), the loop, checkpoints, Ctrl-C and the end
 of a run (``train.engine``) are shared. A model's network (parameters, plain-torch forward,
@@ -17,7 +17,7 @@ from typing import Any
 from train.engine import RunState
 from train.progress import Progress
 
-MODELS = ("mlp", "classifier", "gpt")
+MODELS = ("mlp", "classifier", "gpt", "cnn")
 
 
 @dataclass(frozen=True)

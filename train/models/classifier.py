@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 
@@ -30,6 +31,7 @@ from train.models import classifier_options as command_line
 from train.models.classifier_data import DIGITS, N_CLASSES, Images
 from train.models.classifier_data import load_data as load
 from train.models.classifier_net import (
+    Evaluation,
     Params,
     evaluate,
     forward_torch,
@@ -49,11 +51,23 @@ Step = Callable[[Params, torch.Tensor, torch.Tensor], StepResult]
 
 @dataclass
 class Run(RunState):
-    """``RunState`` plus batch accuracies and the monitor's history."""
+    """``RunState`` plus batch accuracies and the monitor's history; what the monitor and the
+    end of a run ask of the network (``evaluate``, ``network``), which another image model's
+    run (``train.models.cnn``) answers for its own."""
 
     accs: list[float] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)
     monitor_every: int = MONITOR_EVERY  # kept by a resumed run: its history is an unbroken one's
+    model: ClassVar[str] = "classifier"  # the metrics' ``model``: the checkpoint's tag
+
+    def evaluate(self, X: torch.Tensor, Y: torch.Tensor) -> Evaluation:
+        """One split under the current parameters: loss, accuracy, dead ReLUs."""
+        return evaluate(self.params, X, Y)
+
+    def network(self) -> str:
+        """The layers' widths, ``64 -> 512 -> 512 -> 10``."""
+        sizes = [self.data.n_features, *self.config.hidden, N_CLASSES]
+        return " -> ".join(str(n) for n in sizes)
 
 
 def run_fields(args: argparse.Namespace, saved: dict | None) -> dict:
@@ -206,14 +220,13 @@ def checkpoint_shapes(config: ClassifierConfig, saved: dict) -> dict[str, tuple[
 def describe(run: Run, job: Job) -> str:
     c, d = run.config, run.data
     n_params = sum(p.numel() for p in run.params.values())
-    sizes = " -> ".join(str(n) for n in [d.n_features, *c.hidden, 10])
     extra = f" momentum {c.momentum:g}" if c.optimizer in MOMENTUM_OPTIMIZERS else ""
     extra += f" weight decay {c.weight_decay:g}" if c.weight_decay else ""
     extra += f", clip grad norm {c.clip_grad_norm:g}" if c.clip_grad_norm else ""
     return (
         f"data: {d.source}: train {len(d.Y_train):,} / val {len(d.Y_val):,} / test "
         f"{len(d.Y_test):,} images of {d.image_shape[0]}x{d.image_shape[1]}\n"
-        f"MLP {sizes} ({n_params:,} parameters), backward {c.backward}, {c.dtype}\n"
+        f"MLP {run.network()} ({n_params:,} parameters), backward {c.backward}, {c.dtype}\n"
         f"{c.optimizer} lr {c.lr:g} then {c.lr / 10:g} from step {c.steps // 2:,}{extra}, "
         f"batch {c.batch_size}, steps {run.step:,} -> {c.steps:,}"
     )
@@ -221,7 +234,7 @@ def describe(run: Run, job: Job) -> str:
 
 def finish(run: Run, final_payload: dict, job: Job) -> bool:
     """Train, val and test loss and accuracy, the metrics and monitor.png."""
-    final = {split: evaluate(run.params, X, Y) for split, (X, Y) in run.data.splits().items()}
+    final = {split: run.evaluate(X, Y) for split, (X, Y) in run.data.splits().items()}
     for split, result in final.items():
         print(f"{split:<5} loss {result.loss:.4f}  accuracy {100 * result.accuracy:.2f}%")
     report.write_all(job, monitor.metrics(run, final))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from train.engine import Diverged, apply_update
-from train.models.classifier_net import Evaluation, Params, clip, evaluate, n_layers
+from train.models.classifier_net import Evaluation, Params, clip, n_layers
 from train.progress import Progress
 from train.report import finite_or_none, run_metrics, save_figure
 
@@ -99,7 +99,7 @@ def watched_update(run: Run, grads: dict[str, torch.Tensor], watch: bool) -> tup
 def watch_record(run: Run, norms: tuple[float, float], layers: dict) -> dict:
     """The monitor row for the step just taken, with the validation split evaluated after it."""
     since = run.history[-1]["step"] if run.history else 0
-    val = evaluate(run.params, run.data.X_val, run.data.Y_val)
+    val = run.evaluate(run.data.X_val, run.data.Y_val)
     lr = run.config.lr_at(run.step - 1)
     return record(run.step, lr, run.losses[since:], run.accs[since:], norms, layers, val)
 
@@ -132,7 +132,7 @@ def metrics(run: Run, final: dict[str, Evaluation] | None = None) -> dict:
     """The run's metrics.json: options, data, speed, the history so far and (when done) the
     final results."""
     metrics = {
-        **run_metrics(run, "classifier"),
+        **run_metrics(run, run.model),
         "data": run.data.name,
         "data_source": run.data.source,
         "steps_done": run.step,
@@ -158,7 +158,7 @@ def summary(run: Run, final: dict[str, Evaluation]) -> list[str]:
     c = run.config
     lines = [
         f"data      {run.data.name} ({len(run.data.Y_train):,} train)",
-        f"network   {' -> '.join(str(n) for n in [run.data.n_features, *c.hidden, 10])}",
+        f"network   {run.network()}",
         f"optimizer {c.optimizer} lr {c.lr:g} (/10 at {c.steps // 2:,})",
         f"          momentum {c.momentum:g}, weight decay {c.weight_decay:g}",
         f"clip      {c.clip_grad_norm:g}" if c.clip_grad_norm else "clip      none",

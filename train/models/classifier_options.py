@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from typing import Any
 
 from train import preflight
 from train.cli import positive
@@ -45,18 +46,27 @@ class ClassifierConfig(Schedule, steps=2000, seed=2147483647, lr=0.001, batch_si
 
 
 def options(groups: OptionGroups) -> None:
-    run, lrs = groups.run, ", ".join(f"{k} {v:g}" for k, v in DEFAULT_LR.items())
     hidden = ",".join(map(str, ClassifierConfig.hidden))
-    run.add_argument(
+    groups.run.add_argument(
         "--hidden",
         metavar="H1,H2,..",
         help=f"hidden layer sizes ({hidden}); 'none': softmax regression",
     )
+    shared_options(groups, ClassifierConfig)
+
+
+def shared_options(
+    groups: OptionGroups, config: type, weight_decay: dict[str, float] = DEFAULT_WEIGHT_DECAY
+) -> None:
+    """The options every image classifier takes (the MLP's, the CNN's): the optimizer and its
+    settings, the data, the monitor; ``config`` and ``weight_decay`` (by optimizer) state their
+    defaults."""
+    run, lrs = groups.run, ", ".join(f"{k} {v:g}" for k, v in DEFAULT_LR.items())
     run.add_argument(
         "--optimizer",
         metavar="NAME",
         help=f"torch.optim optimizer fed the gradients through .grad: {', '.join(OPTIMIZERS)} "
-        f"({ClassifierConfig.optimizer})",
+        f"({config.optimizer})",
     )
     run.add_argument(
         "--lr", type=float, metavar="X", help=f"X, then X/10 from the halfway step ({lrs})"
@@ -67,7 +77,8 @@ def options(groups: OptionGroups) -> None:
         metavar="M",
         help=f"for sgd and rmsprop ({DEFAULT_MOMENTUM}); --momentum 0: plain SGD",
     )
-    run.add_argument("--weight-decay", type=float, metavar="X", help="(adamw 0.01, others 0)")
+    decays = ", ".join(f"{k} {v:g}" for k, v in weight_decay.items() if v)
+    run.add_argument("--weight-decay", type=float, metavar="X", help=f"({decays}, others 0)")
     run.add_argument(
         "--clip-grad-norm",
         type=float,
@@ -115,10 +126,16 @@ def parse_hidden(text: str) -> tuple[int, ...]:
 
 def given_options(args: argparse.Namespace) -> dict:
     """The run options given on the command line (not None), checked one by one."""
-    given = preflight.given_options(args, ClassifierConfig)
+    given = checked_options(args, ClassifierConfig)
     if "hidden" in given:
         given["hidden"] = parse_hidden(given["hidden"])
-    if given.get("optimizer", ClassifierConfig.optimizer) not in OPTIMIZERS:
+    return given
+
+
+def checked_options(args: argparse.Namespace, config: type) -> dict:
+    """The options of ``config`` given on the command line, the shared ones checked."""
+    given = preflight.given_options(args, config)
+    if given.get("optimizer", config.optimizer) not in OPTIMIZERS:
         raise UsageError(
             f"unknown optimizer {given['optimizer']!r}; choose one of {', '.join(OPTIMIZERS)}"
         )
@@ -132,15 +149,19 @@ def given_options(args: argparse.Namespace) -> dict:
     return given
 
 
-def with_defaults(given: dict) -> ClassifierConfig:
+def with_defaults(
+    given: dict,
+    config: type = ClassifierConfig,
+    weight_decay: dict[str, float] = DEFAULT_WEIGHT_DECAY,
+) -> Any:
     """A new run: what was given, the optimizer's own lr, momentum and weight decay otherwise."""
-    optimizer = given.get("optimizer", ClassifierConfig.optimizer)
+    optimizer = given.get("optimizer", config.optimizer)
     if "momentum" in given and optimizer not in MOMENTUM_OPTIMIZERS:
         raise UsageError(f"--momentum applies to sgd and rmsprop; {optimizer} has betas instead")
     given.setdefault("lr", DEFAULT_LR[optimizer])
     given.setdefault("momentum", DEFAULT_MOMENTUM if optimizer in MOMENTUM_OPTIMIZERS else 0.0)
-    given.setdefault("weight_decay", DEFAULT_WEIGHT_DECAY[optimizer])
-    return ClassifierConfig(**given)
+    given.setdefault("weight_decay", weight_decay[optimizer])
+    return config(**given)
 
 
 def resolve_config(args: argparse.Namespace, saved: dict | None) -> ClassifierConfig:
