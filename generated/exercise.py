@@ -973,11 +973,13 @@ def _laid_out_as(tangent, stride):
     return tangent.new_empty_strided(tangent.shape, stride).copy_(tangent)
 
 
-def _not_an_input(out, inputs):
-    # an output that is an input, or a view of one (out[n] = x[n]), is returned as a copy: a
-    # node's output aliasing its input asks forward mode for a view as its tangent
+def _own_output(out, inputs):
+    # an output that is an input, or a view of one (out[n] = x[n]), or a view of part of an
+    # intermediate (a causal conv's .narrow) is returned as a copy: a node's output aliasing an
+    # input, or a part of a larger storage, asks forward mode for a view as its tangent
     base = out if out._base is None else out._base
-    return out.clone() if any(base is x or base is x._base for x in inputs) else out
+    aliased = any(base is x or base is x._base for x in inputs)
+    return out.clone() if aliased or base.numel() != out.numel() else out
 
 
 class _Backward(torch.autograd.Function):
@@ -1082,7 +1084,7 @@ class _Dual(_Node):
     @staticmethod
     def forward(ctx, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=1e-05):
         out = _Node.forward(ctx, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps)
-        out = _not_an_input(out, (X, Y, C, W1, b1, bngain, bnbias, W2, b2))
+        out = _own_output(out, (X, Y, C, W1, b1, bngain, bnbias, W2, b2))
         ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
         ctx.save_for_forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2)
         return out
