@@ -12,7 +12,7 @@ import ast
 
 import sympy as sp
 
-from derive.emit.sizes import size_code
+from derive.emit.sizes import floor_parts, size_code
 from derive.emit.window_checks import param_checks, window_sizes
 from derive.language import Definition, Graph, ReduceMax, Tensor
 from derive.lower.select import guarded_data
@@ -149,7 +149,7 @@ def _derived_lines(g: Graph) -> list[str]:
         if isinstance(expr, sp.Add) or expr.has(sp.floor):  # L = (T - K) // S + 1
             code = size_code(expr)
             for f in sorted(expr.atoms(sp.floor), key=str):  # (T - K) // S: S > 0 first
-                den = sp.fraction(sp.together(f.args[0]))[1]
+                den = floor_parts(f)[1]
                 if not den.is_Integer and den not in g.params:  # a param's: param_checks
                     why = f"it divides in {size} = {code}"
                     lines.append(f"_check_positive({str(den)!r}, {size_code(den)}, {why!r})")

@@ -6,11 +6,16 @@ import sympy as sp
 from sympy.printing.str import StrPrinter
 
 
+def floor_parts(f: sp.floor) -> tuple[sp.Expr, sp.Expr]:
+    """``floor(a/b)`` as ``(a, b)``: the code's ``(a) // b``, and b, which must be positive."""
+    return sp.fraction(sp.together(f.args[0]))
+
+
 class _SizePrinter(StrPrinter):
     """Python for a size of ints: floor(a/b) as ``(a) // b``."""
 
     def _print_floor(self, e: sp.floor) -> str:
-        num, den = sp.fraction(sp.together(e.args[0]))
+        num, den = floor_parts(e)
         return f"({self._print(num)}) // {self.parenthesize(den, 50)}"
 
 

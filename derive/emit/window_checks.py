@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.emit.sizes import size_code
+from derive.emit.sizes import floor_parts, size_code
 from derive.language import Definition, Graph, ReduceMax
 
 
@@ -43,7 +43,7 @@ def param_checks(g: Graph) -> list[str]:
         for p in sorted(expr.free_symbols & set(g.params), key=str):
             ints.setdefault(p, f"it sets the size {size}")
         for f in sorted(expr.atoms(sp.floor), key=str):  # L = (T - K) // stride + 1
-            den = sp.fraction(sp.together(f.args[0]))[1]
+            den = floor_parts(f)[1]
             if den in g.params:
                 positive.setdefault(den, f"it divides in {size} = {size_code(expr)}")
     for _, ind, _, sub in _affine_reads(g):
