@@ -125,8 +125,6 @@ POWERS = {
 
 
 def power(cx: Context, e: sp.Pow, order: list[sp.Symbol]) -> ir.Node:
-    if _indicator(e.base) and _positive_integer(e.exp):  # [c]**n = [c]: 0 and 1 stay
-        return cx.value(e.base, order)
     base, exp = cx.value(e.base, order), e.exp
     if base.scalar and abs(exp) == sp.Rational(1, 2):  # sqrt(D): one python float
         root = ir.Apply("math.sqrt({0})", (base,))
@@ -134,16 +132,6 @@ def power(cx: Context, e: sp.Pow, order: list[sp.Symbol]) -> ir.Node:
     if not base.scalar and exp in POWERS:
         return ir.Apply(POWERS[exp], (base,), axes=base.axes)
     return ir.Binary("**", base, cx.value(exp, []), axes=base.axes)
-
-
-def _indicator(e: sp.Expr) -> bool:
-    """where(c, 1, 0) (or (c, 0, 1)): a mask, each of its powers itself (an inverted read's
-    range condition, squared by the chain rule: a max pool's adjoint)."""
-    return isinstance(e, where) and {e.args[1], e.args[2]} == {sp.S.One, sp.S.Zero}
-
-
-def _positive_integer(exp: sp.Expr) -> bool:
-    return bool(exp.is_Integer and exp > 0)
 
 
 def product(
