@@ -315,15 +315,20 @@ def test_the_case_deadline_counts_cpu_time_not_the_clock() -> None:
 # drawing the op it drew (regression files and reported seeds name it). A change of the plain
 # draws that is meant updates this digest and says so; new constructs take a stream of their own.
 PLAIN_OPS_DIGEST = "b831f3c4c36f4542898609456bfb21e52bfb0e178d99a35e492d59d74abc653e"
+# the same for --affine's seeds 0..99 (regressions name --affine seeds too: s61, s90, s296)
+AFFINE_OPS_DIGEST = "369d23d1bff92009558e4df51465d967b701d1dbca9c5dc93534de5151201092"
 
 
-def test_plain_seeds_draw_the_ops_they_always_drew() -> None:
+@pytest.mark.parametrize(
+    "affine, want", [(False, PLAIN_OPS_DIGEST), (True, AFFINE_OPS_DIGEST)], ids=["plain", "affine"]
+)
+def test_seeds_draw_the_ops_they_always_drew(affine: bool, want: str) -> None:
     import hashlib
 
     digest = hashlib.sha256()
     for seed in range(100):
-        digest.update(op_source(case_op(seed)).encode())
-    assert digest.hexdigest() == PLAIN_OPS_DIGEST
+        digest.update(op_source(case_op(seed, affine=affine)).encode())
+    assert digest.hexdigest() == want
 
 
 def test_affine_ops_parse_and_slide() -> None:
@@ -355,3 +360,36 @@ def test_affine_ops_parse_and_slide() -> None:
         sizes, _, _ = bind_inputs(g, draw_inputs(g, 0, distinct=True))
         assert all(sizes[d] > 0 for d in g.derived)
     assert ops[0] != case_op(0) and ops[0].doc.endswith("(--affine)")
+
+
+def test_windows_ops_widen_group_and_run(capsys: pytest.CaptureFixture[str]) -> None:
+    # --windows: offsets past 2, strides and dilations of 3, kernels given by int params, and
+    # grouped convolutions (xg = view(x, N, G, CG, T), CG = C / groups) whose derived sizes
+    # name an input's dimension; each op parses, its inputs draw whole, and a few run
+    import re
+
+    from derive.verify.binding import InterpretError, bind_inputs
+    from fuzz.__main__ import main
+    from fuzz.check import draw_inputs
+    from fuzz.ops import _names_a_dimension
+
+    ops = [case_op(seed, windows=True) for seed in range(9000, 9060)]
+    graphs = [parse(op) for op in ops]
+    wide = [bool(re.search(r"[+-] [3-9]\b|\b[3-9]\*", " ".join(op.definitions))) for op in ops]
+    grouped = [bool({"groups", "ng", "grp"} & set(op.params)) for op in ops]
+    assert sum(wide) >= 5 and sum(grouped) >= 5 and sum(map(_names_a_dimension, graphs)) >= 5
+    assert all(op.doc.endswith("(--windows)") for op in ops)
+    assert ops[0] != case_op(9000, affine=True)
+
+    def whole(g, distinct: bool) -> bool:  # bind_inputs raises unless every size is whole
+        try:
+            return all(bind_inputs(g, draw_inputs(g, 0, distinct))[0][d] > 0 for d in g.derived)
+        except InterpretError:
+            return False
+
+    # a window that cannot fit (kernel T at dilation 3 over T) leaves its case skipped
+    assert sum(not (whole(g, True) or whole(g, False)) for g in graphs) <= 3
+    # the flag end to end: 9007 holds a transposed convolution of stride 3 and a grouped one
+    # (xg = view(v, R, G, D), G = I / groups, the weight act[R, I, G, I]) of dilation 2
+    assert main(["-n", "2", "--seed", "9006", "--windows", "--no-shrink"]) == 0
+    assert "cases: 2  passed: 2" in capsys.readouterr().out
