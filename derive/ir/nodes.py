@@ -231,9 +231,12 @@ class Broadcast(View):
 
 @dataclass(frozen=True)
 class Slice(View):
-    """``arg[:, 1]``: constant subscripts (None: the whole axis)."""
+    """``arg[:, 1]``: constant subscripts (None: the whole axis); ``sizes``, where known, the
+    length of each of those axes of ``arg`` (what a pass needs to see that slices 0, 1, 2 of
+    an axis of 3 read all of it)."""
 
     at: tuple[int | None, ...]
+    sizes: tuple[sp.Expr, ...] = ()
 
 
 @dataclass(frozen=True)

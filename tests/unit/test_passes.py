@@ -7,7 +7,7 @@ import itertools
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.passes import common_subexpressions
+from derive.ir.passes import common_subexpressions, merged_siblings
 from derive.ir.printer import TorchPrinter
 
 i, j = sp.symbols("i j", integer=True)
@@ -56,3 +56,68 @@ def test_views_and_python_numbers_stay_inline() -> None:
     n = ir.Binary("*", ir.Ref("N", scalar=True), ir.Number(2))
     block = [ir.Assign(("a",), ir.Binary("*", view, n)), ir.Assign(("b",), ir.Binary("/", view, n))]
     assert _printed(block) == ["a = x.T * N * 2", "b = x.T / (N * 2)"]
+
+
+# -- sibling contractions: q, k, v from slices of one weight -----------------------------------
+c, k = sp.symbols("c k", integer=True)
+xc = ir.Ref("x", axes=(i, c))
+
+
+def _slice_of_w(at: int, size: int = 3) -> ir.Node:
+    """W[:, at] over (c, j), W's second axis ``size`` long."""
+    return ir.Slice(ir.Ref("W"), (None, at), (sp.Symbol("C"), sp.Integer(size)), axes=(c, j))
+
+
+def _sibling(at: int, size: int = 3) -> ir.Contract:
+    """sum_c x[i, c] W[c, at, j]."""
+    return ir.Contract((xc, _slice_of_w(at, size)), (i, j, c), axes=(i, j))
+
+
+def _merged(block: list[ir.Statement]) -> list[str]:
+    names = (f"t{k}" for k in itertools.count())
+    return [TorchPrinter().doprint(s) for s in merged_siblings(block, lambda _: next(names))]
+
+
+def test_contractions_over_every_slice_of_an_axis_are_one() -> None:
+    """sum_c x[i, c] W[c, s, j] for s = 0, 1, 2 is the slice s of one einsum over all of W."""
+    block = [ir.Assign((name,), _sibling(s)) for s, name in enumerate("qkv")]
+    assert _merged(block) == [
+        't0 = torch.einsum("ac,cdb->dab", x, W)',
+        "q = t0[0]",
+        "k = t0[1]",
+        "v = t0[2]",
+        "del t0",
+    ]
+
+
+def test_siblings_merge_inside_larger_expressions() -> None:
+    bias = ir.Ref("b", axes=(i, j))
+    block = [
+        ir.Assign(("q",), ir.Binary("+", bias, _sibling(1, size=2), axes=(i, j))),
+        ir.Assign(("k",), ir.Binary("*", _sibling(0, size=2), bias, axes=(i, j))),
+    ]
+    assert _merged(block) == [
+        't0 = torch.einsum("ac,cdb->dab", x, W)',
+        "q = b + t0[1]",
+        "k = t0[0] * b",
+        "del t0",
+    ]
+
+
+def test_slices_that_leave_part_of_the_axis_unread_stay_apart() -> None:
+    """Two slices of an axis of three: the whole einsum would compute one no one reads."""
+    block = [ir.Assign((name,), _sibling(s)) for s, name in enumerate("qk")]
+    assert _merged(block) == [
+        'q = torch.einsum("ac,cb->ab", x, W[:, 0])',
+        'k = torch.einsum("ac,cb->ab", x, W[:, 1])',
+    ]
+
+
+def test_no_siblings_merge_across_a_write_of_what_they_read() -> None:
+    update = ir.Update("x", (ir.Ref("t", axes=(i,)),), "+", ir.Ref("u", axes=(i,)))
+    block = [ir.Assign(("q",), _sibling(0)), update, ir.Assign(("k",), _sibling(1))]
+    assert _merged(block) == [
+        'q = torch.einsum("ac,cb->ab", x, W[:, 0])',
+        "x[t] += u",
+        'k = torch.einsum("ac,cb->ab", x, W[:, 1])',
+    ]
