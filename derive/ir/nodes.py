@@ -324,7 +324,8 @@ class Contract(Node):
 
 @dataclass(frozen=True)
 class Matmul(Node):
-    """``left @ right``: two matrices meeting over left's last and right's first axis."""
+    """``left @ right``: matrices meeting over left's last and right's first axis, under
+    leading batch axes both have, in one order (torch.matmul: a bmm)."""
 
     left: Node
     right: Node

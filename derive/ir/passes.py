@@ -8,6 +8,8 @@
   the whole tensor, ``s = einsum(x, W)`` with the sliced axis kept, each read as its slice
   ``s[0]``, ``s[1]``, ``s[2]``: one kernel (one matmul of Wqkv) instead of three, each entry
   the same sum of the same products.
+- :func:`batched_matmuls`: a contraction that is a batched matrix product, ``sum_k A[b, i, k]
+  B[b, k, j]``, as ``A @ B`` (torch.matmul) rather than an einsum: the same bmm, half the calls.
 """
 
 from __future__ import annotations
@@ -250,3 +252,64 @@ def _new_axis(key: _Sibling) -> sp.Symbol:
 def _holds(s: ir.Statement, node: ir.Node) -> bool:
     """``s`` computes ``node`` somewhere in its trees."""
     return any(n == node for root in s.nodes() for n in ir.walk(root))
+
+
+# -- contractions as matmuls -------------------------------------------------------------------
+def batched_matmuls(block: list[ir.Statement]) -> list[ir.Statement]:
+    """``block`` with each two-operand contraction that is a batched matrix product printed as
+    one (:func:`_as_matmul`): torch.matmul reaches the same bmm as torch.einsum through half its
+    calls (einsum permutes, unsqueezes and views each operand and its result in python-visible
+    aten calls; at makemore's sizes those calls are the time)."""
+    return [_rebuilt(s, _as_matmul) for s in block]
+
+
+def _as_matmul(node: ir.Node) -> ir.Node:
+    """sum_k A[.., i, k] B[.., k, j] over batch axes both keep -> ``A @ B``: the operands
+    permuted to (batch, i, k) and (batch, k, j), the result (batch, i, j) permuted to the
+    contraction's order (views). Only one axis summed, one of each side's own axes, and no
+    operand broadcast (a size-1 axis einsum would stretch); anything else stays an einsum."""
+    if not isinstance(node, ir.Contract) or len(node.operands) != 2:
+        return node
+    a, b = node.operands
+    if any(isinstance(v, ir.Broadcast) or len(set(v.axes)) != len(v.axes) for v in (a, b)):
+        return node
+    bound = [x for x in dict.fromkeys(a.axes + b.axes) if x not in node.axes]
+    batch = tuple(x for x in node.axes if x in a.axes and x in b.axes)
+    left = [x for x in a.axes if x not in batch and x not in bound]
+    right = [x for x in b.axes if x not in batch and x not in bound]
+    if len(bound) != 1 or bound[0] not in a.axes or bound[0] not in b.axes:
+        return node
+    if len(left) != 1 or len(right) != 1 or len(node.axes) != len(batch) + 2:
+        return node
+    (k,) = bound
+    (i,), (j,) = left, right
+    if node.axes.index(i) > node.axes.index(j):  # (A B)^T = B^T A^T: no transpose of the result
+        (a, i), (b, j) = (b, j), (a, i)
+    mm = ir.Matmul(_permuted(a, batch + (i, k)), _permuted(b, batch + (k, j)), axes=batch + (i, j))
+    return _permuted(mm, node.axes)
+
+
+def _permuted(v: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node:
+    """``v`` with its axes in the order ``axes`` lists them (itself if they are; a permute of
+    a permute is one)."""
+    if isinstance(v, ir.Permute) and set(v.arg.axes) == set(axes):
+        v = v.arg
+    if v.axes == axes:
+        return v
+    return ir.Permute(v, tuple(v.axes.index(x) for x in axes), axes=axes)
+
+
+def _rebuilt(x, rule: Callable[[ir.Node], ir.Node]):
+    """``x`` (a statement or a node) with ``rule`` applied to every node, children first."""
+    changes = {}
+    for f in dataclasses.fields(x):
+        value = getattr(x, f.name)
+        if isinstance(value, ir.Node):
+            changes[f.name] = _rebuilt(value, rule)
+        elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
+            changes[f.name] = tuple(
+                _rebuilt(v, rule) if isinstance(v, ir.Node) else v for v in value
+            )
+    changed = any(changes[name] is not getattr(x, name) for name in changes)
+    x = dataclasses.replace(x, **changes) if changed else x
+    return rule(x) if isinstance(x, ir.Node) else x

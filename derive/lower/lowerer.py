@@ -27,7 +27,7 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, where
 from derive.ir import nodes as ir
-from derive.ir.passes import common_subexpressions, merged_siblings
+from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings
 from derive.ir.printer import TorchPrinter
 from derive.language import ReduceMax
 from derive.lower.arithmetic import add, call, heaviside, mul, power
@@ -70,7 +70,7 @@ class Lowerer:
         once the lowering is done (no statement is added after)."""
         cx = self.context
         if self._lines is None:
-            cx.statements[:] = merged_siblings(cx.statements, cx.fresh)
+            cx.statements[:] = batched_matmuls(merged_siblings(cx.statements, cx.fresh))
             self._lines = [PRINTER.line(s) for s in cx.statements]
         return list(self._lines)
 

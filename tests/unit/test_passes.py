@@ -7,7 +7,7 @@ import itertools
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.passes import common_subexpressions, merged_siblings
+from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings
 from derive.ir.printer import TorchPrinter
 
 i, j = sp.symbols("i j", integer=True)
@@ -120,4 +120,38 @@ def test_no_siblings_merge_across_a_write_of_what_they_read() -> None:
         'q = torch.einsum("ac,cb->ab", x, W[:, 0])',
         "x[t] += u",
         'k = torch.einsum("ac,cb->ab", x, W[:, 1])',
+    ]
+
+
+# -- batched matrix products as matmuls ---------------------------------------------------------
+b, t, s, d = sp.symbols("b t s d", integer=True)
+q = ir.Ref("q", axes=(b, t, d))
+kk = ir.Ref("k", axes=(b, s, d))
+
+
+def _matmuls(*values: ir.Node) -> list[str]:
+    block = [ir.Assign((f"o{n}",), v) for n, v in enumerate(values)]
+    return [TorchPrinter().doprint(st) for st in batched_matmuls(block)]
+
+
+def test_a_batched_matrix_product_is_a_matmul() -> None:
+    """sum_d q[b, t, d] k[b, s, d] = (q @ k^T)[b, t, s]; over (b, s, t) it is k @ q^T."""
+    ts = ir.Contract((q, kk), (b, t, s, d), axes=(b, t, s))
+    st = ir.Contract((q, kk), (b, t, s, d), axes=(b, s, t))
+    assert _matmuls(ts, st) == ["o0 = q @ k.permute(0, 2, 1)", "o1 = k @ q.permute(0, 2, 1)"]
+
+
+def test_a_batch_axis_out_of_place_is_permuted_back() -> None:
+    # the result over (t, b, s): the matmul's (b, t, s), a view permuted
+    tbs = ir.Contract((q, kk), (b, t, s, d), axes=(t, b, s))
+    assert _matmuls(tbs) == ["o0 = (q @ k.permute(0, 2, 1)).permute(1, 0, 2)"]
+
+
+def test_other_contractions_stay_einsums() -> None:
+    two = ir.Contract((q, ir.Ref("w", axes=(t, d))), (b, t, d), axes=(b,))  # two axes summed
+    wide = ir.Broadcast(ir.Ref("u", axes=(b, s)), (True, True, False), axes=(b, s, d))
+    stretched = ir.Contract((q, wide), (b, t, s, d), axes=(b, t, s))  # u broadcast over d
+    assert _matmuls(two, stretched) == [
+        'o0 = torch.einsum("abc,bc->a", q, w)',
+        'o1 = torch.einsum("abd,acd->abc", q, u[:, :, None])',
     ]
