@@ -120,6 +120,14 @@ class where(sp.Function):  # noqa: N801
             return b
         if a == b:
             return a
+        if isinstance(c, sp.core.relational.Relational):
+            # inside a branch its own condition is decided: where(c, f(where(c, g, h)), 0) ->
+            # where(c, f(g), 0). A zero-padded sum masked again inside the branch that already
+            # selects it was 0 where c fails, and a quotient of it 0 / 0 there: harmless to a
+            # where that selects, NaN to a second order that multiplies (fuzz --affine 1147)
+            kept, other = _decided(a, c, sp.true), _decided(b, c, sp.false)
+            if kept is not a or other is not b:
+                return cls(c, kept, other)
         return None
 
     def _eval_derivative(self, s):
@@ -145,6 +153,20 @@ class where(sp.Function):  # noqa: N801
         c, a, b = (printer._print(x) for x in self.args)
         tex = rf"\operatorname{{where}}\left({c}, {a}, {b}\right)"
         return tex if exp is None else rf"\left({tex}\right)^{{{exp}}}"
+
+
+def _decided(e: sp.Expr, c: sp.Basic, value: sp.Basic) -> sp.Expr:
+    """``e`` with the condition ``c`` taken as ``value`` wherever it means the same: not under
+    a Sum or Max that binds one of its indices (there the same name is another index)."""
+    if e == c:
+        return value
+    if not e.args or not e.has(c):
+        return e
+    limits = getattr(e, "limits", ())
+    if any(lim[0] in c.free_symbols for lim in limits):
+        return e
+    args = tuple(_decided(x, c, value) for x in e.args)
+    return e.func(*args) if any(x is not y for x, y in zip(args, e.args)) else e
 
 
 @dataclass(frozen=True)

@@ -332,3 +332,16 @@ def test_a_lifted_call_over_a_diagonal_has_each_index_once() -> None:
     n, o = sp.Symbol("n", integer=True), sp.Symbol("o", integer=True)
     x, t = sp.IndexedBase("x", real=True), sp.IndexedBase("t", integer=True)
     assert _free_indices(sp.exp(x[n, n, t[n, o]]), set()) == (n, o)
+
+
+def test_a_where_decides_its_own_condition_inside_its_branches() -> None:
+    """where(c, f(where(c, g, h)), e) -> where(c, f(g), e): inside the branch c holds (fuzz
+    1147: a masked sum re-masked there was 0, its quotient 0 / 0, NaN to a second order); and
+    not under a sum that binds the condition's index, where the same name is another index."""
+    i = sp.Symbol("i", integer=True)
+    c = i - 2 >= 0
+    inner = sp.Sum(where(c, sp.exp(x[k]), 0), LIM)
+    assert where(c, 1 / inner, 0) == where(c, 1 / sp.Sum(sp.exp(x[k]), LIM), 0)
+    assert where(c, 0, y[n] * where(c, 1, 0) + 1) == where(c, 0, 1)
+    bound = sp.Sum(where(c, x[i], 0), (i, 0, K - 1))  # its i is the sum's, not the branch's
+    assert where(c, bound, 0).args[1] == bound
