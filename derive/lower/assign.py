@@ -33,6 +33,7 @@ from derive.lower.value import (
     AxisError,
     PickUpdate,
     align,
+    dense_axes,
     permute,
     scatter_delta,
     split_deltas,
@@ -260,8 +261,12 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
             mask = ir.Binary("&", mask, m, axes=source)
         value = ir.Where(align(mask, source), value, ir.Number(0), axes=source)
     shape = tuple(cx.size(a) for a in axes)
+    full = tuple(cx.size(a) for a in source)
     k = len(others)
     if tuple(others) != axes[:k]:  # a solved axis before another: index_put_ over them all
+        if set().union(*map(dense_axes, index)) != set(source):  # the indices broadcast to
+            # the value's shape: over a summed axis no index reads too (fuzz --windows 7067)
+            index[0] = ir.Expand(index[0], full, axes=source)
         cx.emit(ir.Assign((name,), ir.Zeros(shape, cx.like, axes=axes)))
         cx.emit(ir.IndexPut(name, tuple(index), value))
         return True
@@ -270,10 +275,12 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     flat = index[k]
     for a, at in zip(axes[k + 1 :], index[k + 1 :], strict=True):
         flat = ir.Binary("+", ir.Binary("*", flat, cx.size(a), axes=source), at, axes=source)
-    full = tuple(cx.size(a) for a in source)
     rows = shape[:k] + (ir.Number(-1),)
+    # both laid out over every axis of source at full size, or the flattened index and value
+    # would not line up: sum_{t,k,j} delta(g, t + S a[t]) h[t, k, j] has its index over t
+    # alone, expanded over k and j (fuzz --windows 7068: T indices against T K J values)
     flat_index, flat_value = (
-        ir.Reshape(v if v.axes == source else ir.Expand(v, full, axes=source), rows)
+        ir.Reshape(v if dense_axes(v) == set(source) else ir.Expand(v, full, axes=source), rows)
         for v in (align(flat, source), value)
     )
     trailing = sp.Mul(*[cx.sizes[a] for a in axes[k:]])

@@ -86,6 +86,18 @@ def align(v: ir.Node, axes: tuple) -> ir.Node:
     return ir.Broadcast(v, tuple(kept), axes=axes)
 
 
+def dense_axes(v: ir.Node) -> set[sp.Symbol]:
+    """The axes ``v`` holds at full size: an aligned node is labelled with every axis, but
+    broadcasts over those it had none for (size 1), and a ``reshape(-1)`` counts only these."""
+    if v.scalar:
+        return set()
+    if isinstance(v, (ir.Broadcast, ir.Permute)):
+        return dense_axes(v.arg)
+    if isinstance(v, ir.Map):
+        return set().union(*(dense_axes(c) for c in v.children()))
+    return set(v.axes)
+
+
 def stem(e: sp.Expr) -> str:
     """A temporary's name from the tensors it reads: ``sum_h_W``."""
     return "_".join(sorted({i.base.label.name for i in e.atoms(sp.Indexed)}))

@@ -18,6 +18,7 @@ from derive.lower.assign import delta_form
 from derive.lower.context import Context
 from derive.lower.fusions import FUSIONS
 from derive.lower.lowerer import Lowerer
+from derive.lower.value import align, dense_axes
 
 
 def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
@@ -436,3 +437,14 @@ def test_a_rule_that_loses_a_free_index_is_an_engine_bug() -> None:
     cx = Context("t", {"x", "N"}, {n: N}, lossy, scalars={"N"})
     with pytest.raises(EngineBug, match=r"lost its free index \['n'\]"):
         cx.value(x[n], [n])
+
+
+def test_an_aligned_node_is_dense_only_over_the_axes_it_had() -> None:
+    """align labels x[a] with (a, b) but broadcasts over b (size 1): a flattened scatter index
+    over (a, b) needs it expanded first (fuzz --windows 7067, 7068: T indices, T K J values)."""
+    a, b, A, B = sp.symbols("a b A B", integer=True)
+    x = ir.Arange(ir.Ref("A", scalar=True), ir.Ref("x"), axes=(a,))
+    aligned = align(x, (a, b))
+    assert aligned.axes == (a, b) and dense_axes(aligned) == {a}
+    both = ir.Binary("+", aligned, ir.Ref("y", axes=(a, b)), axes=(a, b))
+    assert dense_axes(both) == {a, b}
