@@ -111,6 +111,8 @@ def _check_nonnegative(name, value, why):
 def forward(x, *, kernel_size=2, padding=0, stride=2):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 4, False, False)
+    N = x.shape[0]
+    C = x.shape[1]
     H = x.shape[2]
     W = x.shape[3]
     _check_param("kernel_size", kernel_size)
@@ -138,22 +140,13 @@ def forward(x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "W", W, "x[n, c, i*stride + p - padding, j*stride - padding + q] reads a window along it"
     )
-    sum_x = (
-        torch.nn.functional.pad(
-            x,
-            (
-                padding,
-                max(K + stride * WO - W - padding - stride, 0),
-                padding,
-                max(stride * HO + K - H - padding - stride, 0),
-            ),
-        )
-        .narrow(2, 0, K + stride * (HO - 1))
-        .narrow(3, 0, K + stride * (WO - 1))
-        .unfold(2, K, stride)
-        .unfold(3, K, stride)
-        .sum((4, 5))
-    )
+    sum_x = torch.conv2d(
+        x.reshape(min(C * N, 1), max(C * N, 1), H, W),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=x.dtype, device=x.device),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        groups=max(C * N, 1),
+    ).reshape(N, C, HO, WO)
     out = sum_x / K**2
     return out, (H, K, W, padding, stride, (out.shape, out.dtype, out.device))
 
@@ -167,14 +160,15 @@ def backward(grad_out, saved):
     N = grad_out.shape[0]
     WO = grad_out.shape[3]
     sum_grad_out = torch.conv_transpose2d(
-        grad_out.reshape(C * N, 1, HO, WO),
-        torch.full((1, 1, K, K), 1, dtype=grad_out.dtype, device=grad_out.device),
+        grad_out.reshape(min(C * N, 1), max(C * N, 1), HO, WO),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=grad_out.dtype, device=grad_out.device),
         stride=(stride, stride),
         padding=(padding, padding),
         output_padding=(
             H + 2 * padding + stride - (stride * HO) - K,
             W + 2 * padding + stride - K - (stride * WO),
         ),
+        groups=max(C * N, 1),
     ).reshape(N, C, H, W)
     dx = sum_grad_out / K**2
     return (dx,)
@@ -229,14 +223,15 @@ def _double_forward(x, grad_y, v_x, *, kernel_size=2, padding=0, stride=2):
         "W", W, "x[n, c, i*stride + p - padding, j*stride - padding + q] reads a window along it"
     )
     sum_grad_y = torch.conv_transpose2d(
-        grad_y.reshape(C * N, 1, HO, WO),
-        torch.full((1, 1, K, K), 1, dtype=x.dtype, device=x.device),
+        grad_y.reshape(min(C * N, 1), max(C * N, 1), HO, WO),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=x.dtype, device=x.device),
         stride=(stride, stride),
         padding=(padding, padding),
         output_padding=(
             H + 2 * padding + stride - (stride * HO) - K,
             W + 2 * padding + stride - K - (stride * WO),
         ),
+        groups=max(C * N, 1),
     ).reshape(N, C, H, W)
     b_dx = sum_grad_y / K**2
     pair = (b_dx * v_x).sum((0, 1, 2, 3))
@@ -255,10 +250,11 @@ def _double_backward_all(grad_out, saved):
     dout = grad_out.new_zeros((N, C, HO, WO))
     dx = grad_out.new_zeros((N, C, H, W))
     sum_db_dx = torch.conv2d(
-        db_dx.reshape(C * N, 1, H, W),
-        torch.full((1, 1, K, K), 1, dtype=grad_out.dtype, device=grad_out.device),
+        db_dx.reshape(min(C * N, 1), max(C * N, 1), H, W),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=grad_out.dtype, device=grad_out.device),
         stride=(stride, stride),
         padding=(padding, padding),
+        groups=max(C * N, 1),
     ).reshape(N, C, HO, WO)
     dgrad_y = sum_db_dx / K**2
     dv_x = grad_out * b_dx
@@ -315,22 +311,13 @@ def _jvp(x, t_x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "W", W, "x[n, c, i*stride + p - padding, j*stride - padding + q] reads a window along it"
     )
-    sum_t_x = (
-        torch.nn.functional.pad(
-            t_x,
-            (
-                padding,
-                max(K + stride * WO - W - padding - stride, 0),
-                padding,
-                max(stride * HO + K - H - padding - stride, 0),
-            ),
-        )
-        .narrow(2, 0, K + stride * (HO - 1))
-        .narrow(3, 0, K + stride * (WO - 1))
-        .unfold(2, K, stride)
-        .unfold(3, K, stride)
-        .sum((4, 5))
-    )
+    sum_t_x = torch.conv2d(
+        t_x.reshape(min(C * N, 1), max(C * N, 1), H, W),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=x.dtype, device=x.device),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        groups=max(C * N, 1),
+    ).reshape(N, C, HO, WO)
     t_out = sum_t_x / K**2
     return t_out
 

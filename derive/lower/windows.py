@@ -19,9 +19,13 @@ axis and masked to 0 outside):
   -> ``conv_transpose(X, W, stride=s, dilation=d, groups=G)``
 - window indicator: ``sum_l Y[b, l] [0 <= t - s*l + p <= K - 1]`` (a window Sum's adjoint: each
   t gets the Y[l] whose windows cover it) -> ``conv_transpose(Y, ones(K), stride=s,
-  padding=p)``, the indicator read as a kernel of ones, every other axis of Y a batch; and
+  padding=p)``, the indicator read as a kernel of ones; and
   ``sum_l Y[b, l] [0 <= l - s*t + p <= K - 1]`` (a window Sum written with an indicator)
-  -> ``conv(Y, ones(K), stride=s, padding=p)``
+  -> ``conv(Y, ones(K), stride=s, padding=p)``; every other axis of Y is a group of its own
+  (a depthwise kernel: torch's CPU kernels run it several times faster than the same as a
+  batch of one-channel images)
+- window sum: ``sum_k X[b, a*t + d*k + p]`` (a pool's window summed) -> ``conv(X, ones(K),
+  stride=a, dilation=d, padding=-p)``, depthwise as above
 
 Each index has one role, read off the tensors it subscripts: b (X and the result: the batch),
 g (X, W and the result: a group), c (X and W, summed: the channels contracted), o (W and the
@@ -133,6 +137,7 @@ def layout_cost(scope: Scope, plan: Window) -> int:
         x_roles = plan.batch + plan.groups + plan.channels
         w_roles = plan.groups + plan.outs + plan.channels
     x_at = [_at(plan.x, i) for i in x_roles] + [s.at for s in plan.spatial]
+    w_roles = () if plan.ones else w_roles  # built in its own order
     w_at = [_at(plan.w, i) for i in w_roles] + [s.kernel_at for s in plan.spatial]
     axes = list(plan.axes)
     cost = (x_at != sorted(x_at)) + (w_at != sorted(w_at)) + any(s.flip for s in plan.spatial)
@@ -425,9 +430,31 @@ def _match_indicator(scope: Scope, factors: list, bound: list) -> list[Window]:
         return []
     if set(bound) != windows:
         return []
-    batch = tuple(i for i in y.indices if i not in windows)
+    groups = tuple(i for i in y.indices if i not in windows)
     ones = kernel[tuple(sp.Dummy() for _ in pairs)]
-    return [_window(pairs[0][0], y, ones, (batch, (), (), ()), spatial, ones=True)]
+    return [_window(pairs[0][0], y, ones, ((), groups, (), ()), spatial, ones=True)]
+
+
+def _match_window_sum(scope: Scope, factors: list, bound: list) -> list[Window]:
+    """sum_k X[b, a*t + d*k + p]: X's windows summed, the correlation of X with a kernel of
+    ones (its shape the summed indices' ranges)."""
+    if len(factors) != 1 or not isinstance(factors[0], sp.Indexed) or plain(factors[0]):
+        return []
+    (x,) = factors
+    if not all(k in scope.sizes for k in bound) or len(set(bound)) != len(bound):
+        return []
+    ones = sp.IndexedBase("ones", shape=tuple(scope.sizes[k] for k in bound))[tuple(bound)]
+    spatial = [_window_read(scope, sub, at, ones, bound) for at, sub in enumerate(x.indices)]
+    spatial = [s for s in spatial if s is not None]
+    plain_x = [i for i in x.indices if scope.is_axis(i)]
+    if len(plain_x) + len(spatial) != len(x.indices) or len(set(plain_x)) != len(plain_x):
+        return []
+    windows, outs = [s.window for s in spatial], [s.out for s in spatial]
+    if len(set(windows)) != len(windows) or len(set(outs)) != len(outs):
+        return []
+    if set(windows) != set(bound) or (set(plain_x) & (set(outs) | set(bound))):
+        return []
+    return [_window("conv", x, ones, ((), tuple(plain_x), (), ()), spatial, ones=True)]
 
 
 def _half(f: sp.Expr) -> sp.Expr | None:
@@ -507,14 +534,15 @@ def _conv_value(cx: Context, plan: Window, bias: sp.Indexed | None) -> ir.Node:
     x, w = plan.x, plan.w
     at_x = [_at(x, i) for i in plan.batch + plan.groups + plan.channels]
     x_sizes = [x.base.shape[s.at] for s in plan.spatial]
-    xv = _layout(cx, x, at_x + [s.at for s in plan.spatial], _groups(plan, "input") + x_sizes)
-    kernel = (plan.channels, plan.outs) if plan.transposed else (plan.outs, plan.channels)
-    at_w = [_at(w, i) for i in plan.groups + kernel[0] + kernel[1]]
     k_sizes = [w.base.shape[s.kernel_at] for s in plan.spatial]
-    w_shape = _groups(plan, "kernel") + k_sizes
+    groups = cx.value(sp.Mul(*_sizes(x, plan.groups)), [])
     if plan.ones:
-        wv = ir.Full(tuple(cx.value(s, []) for s in w_shape), ir.Number(1), cx.like)
+        xv, wv, groups = _ones(cx, plan, at_x, x_sizes, k_sizes)
     else:
+        xv = _layout(cx, x, at_x + [s.at for s in plan.spatial], _groups(plan, "input") + x_sizes)
+        kernel = (plan.channels, plan.outs) if plan.transposed else (plan.outs, plan.channels)
+        at_w = [_at(w, i) for i in plan.groups + kernel[0] + kernel[1]]
+        w_shape = _groups(plan, "kernel") + k_sizes
         wv = _layout(cx, w, at_w + [s.kernel_at for s in plan.spatial], w_shape)
     flips = tuple(2 + j for j, s in enumerate(plan.spatial) if s.flip)
     wv = ir.Flip(wv, flips) if flips else wv
@@ -532,7 +560,7 @@ def _conv_value(cx: Context, plan: Window, bias: sp.Indexed | None) -> ir.Node:
         wv,
         tuple(cx.value(s.stride, []) for s in plan.spatial),
         tuple(cx.value(s.dilation, []) for s in plan.spatial),
-        cx.value(sp.Mul(*_sizes(x, plan.groups)), []),
+        groups,
         tuple(cx.value(q, []) for q in padding),
         tuple(cx.value(q, []) for q in output_padding),
         _bias(cx, bias),
@@ -544,6 +572,21 @@ def _conv_value(cx: Context, plan: Window, bias: sp.Indexed | None) -> ir.Node:
         if not equal(longer, t, cx.derived, cx.scalars):
             value = ir.Narrow(value, 2 + j, ir.Number(0), cx.value(t, []))
     return value
+
+
+def _ones(cx: Context, plan: Window, at_x: list, x_sizes: list, k_sizes: list) -> tuple:
+    """(input, kernel, groups) of a convolution with ones: X's G = prod(groups) rows as G
+    channels of one image, a depthwise kernel of ones (G, 1, K...). An empty X (G = 0) is no
+    image at all, (0, 1, ...): torch refuses 0 groups, and conv then gives its empty result."""
+    g = cx.value(sp.Mul(*_sizes(plan.x, plan.groups)), [])
+    image = ir.Apply("min({0}, 1)", (g,)) if plan.groups else ir.Number(1)
+    g = ir.Apply("max({0}, 1)", (g,)) if plan.groups else g
+    xv = cx.tensor(plan.x.base.label.name)
+    at = at_x + [s.at for s in plan.spatial]
+    xv = ir.Permute(xv, tuple(at)) if at != sorted(at) else xv
+    xv = ir.Reshape(xv, (image, g, *(cx.value(s, []) for s in x_sizes)))
+    shape = (g, ir.Number(1), *(cx.value(s, []) for s in k_sizes))
+    return xv, ir.Full(shape, ir.Number(1), cx.like), g
 
 
 def _correlated_axis(cx: Context, s: Spatial, size, k, t) -> tuple:
@@ -762,6 +805,11 @@ WINDOWS: list[tuple[str, Callable[[Scope, list, list], list[Window]], str]] = [
         _match_transposed,
         "sum_{c,l,k} X[b, c, l] W[c, o, k] delta(t, s*l + d*k + p) "
         "-> conv_transpose(X, W, stride=s, dilation=d, padding=-p)",
+    ),
+    (
+        "window sum",
+        _match_window_sum,
+        "sum_k X[b, a*t + d*k + p] -> conv(X, ones(K), stride=a, dilation=d, padding=-p, groups=B)",
     ),
     (
         "window indicator",

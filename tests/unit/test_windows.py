@@ -109,16 +109,18 @@ def test_a_window_indicator_is_a_kernel_of_ones(expr: sp.Sum, form: str | None) 
     plan = plan_window(scope, expr)
     assert (plan is None) == (form is None)
     if plan is not None:
-        assert plan.form == form and plan.ones and plan.batch == (n, o if form != "conv" else c)
+        assert plan.form == form and plan.ones and plan.batch == ()
+        assert plan.groups == (n, o if form != "conv" else c)
         assert [s.stride for s in plan.spatial] == [S] and plan.w.base.shape == (K,)
     assert cx.statements == [] and cx.memo == {}
 
 
 def test_an_average_pools_adjoint_is_one_conv_transpose_with_ones() -> None:
-    """Sum over x[n, c, S*i + p - P, S*j + q - P] / K^2: its adjoint, grad_out spread back over
-    each window (two indicators per axis after the inversion), is one conv_transpose2d of
-    grad_out with a K x K kernel of ones, batch and channels as its batch: no H x HO mask; the
-    double backward's adjoint of grad_y is one conv2d with the same ones."""
+    """Sum over x[n, c, S*i + p - P, S*j + q - P] / K^2: the forward is one conv2d of x with a
+    K x K kernel of ones; its adjoint, grad_out spread back over each window (two indicators
+    per axis after the inversion), one conv_transpose2d of grad_out with the same ones, batch
+    and channels as its groups: no H x HO mask; the double backward's adjoint of grad_y is one
+    conv2d."""
     op = Op(
         "t",
         ["x[N, C, H, W]"],
@@ -132,8 +134,11 @@ def test_an_average_pools_adjoint_is_one_conv_transpose_with_ones() -> None:
         ranges={"p": "K", "q": "K", "i": "HO", "j": "WO"},
     )
     text = "\n".join(_lines(op))
+    forward = text[text.index("def forward") : text.index("def backward")]
     backward = text[text.index("def backward") : text.index("def _double_forward")]
-    assert "torch.conv_transpose2d(" in backward and "torch.full((1, 1, K, K), 1," in backward
+    ones = "torch.full((max(C * N, 1), 1, K, K), 1,"  # depthwise; N*C = 0 gives (0, 1, ..)
+    assert "torch.conv2d(" in forward and ones in forward and ".unfold(" not in forward
+    assert "torch.conv_transpose2d(" in backward and ones in backward
     assert "torch.arange" not in backward and "torch.where" not in backward
     double = text[text.index("def _double_backward_all") : text.index("def _double_backward(")]
     assert "torch.conv2d(" in double and "torch.arange" not in double
@@ -145,6 +150,7 @@ def test_every_window_rule_has_its_identity() -> None:
         "weight gradient",
         "transposed read",
         "transposed",
+        "window sum",
         "window indicator",
     ]
     assert all("->" in identity for _, _, identity in WINDOWS)
