@@ -1,5 +1,6 @@
 """Lowering of window contractions (issue 25): a Sum of two tensor reads whose indices meet
-through affine subscripts, or through deltas, is a convolution, printed as one torch kernel.
+through affine subscripts, or through deltas, is a convolution, printed as one torch kernel;
+so is a Sum of one read over a window (or under a window's indicators), with a kernel of ones.
 
 The rules, one row each of :data:`WINDOWS`; every row that matches gives a candidate, and
 :func:`plan_window` takes the one that reads its operands and writes its result in their
@@ -17,15 +18,15 @@ axis and masked to 0 outside):
   -> ``conv_transpose(Y, X, stride=s)``, X flipped where t enters with -1
 - transposed: ``sum_{c,l,k} X[b, g, c, l] W[g, c, o, k] delta(t, s*l + d*k + p)``
   -> ``conv_transpose(X, W, stride=s, dilation=d, groups=G)``
+- window sum: ``sum_k X[b, a*t + d*k + p]`` (a pool's window summed) -> ``conv(X, ones(K),
+  stride=a, dilation=d, padding=-p)``, a kernel of ones, every other axis of X a group of its
+  own (a depthwise kernel: torch's CPU kernels run it several times faster than the same as a
+  batch of one-channel images)
 - window indicator: ``sum_l Y[b, l] [0 <= t - s*l + p <= K - 1]`` (a window Sum's adjoint: each
   t gets the Y[l] whose windows cover it) -> ``conv_transpose(Y, ones(K), stride=s,
   padding=p)``, the indicator read as a kernel of ones; and
   ``sum_l Y[b, l] [0 <= l - s*t + p <= K - 1]`` (a window Sum written with an indicator)
-  -> ``conv(Y, ones(K), stride=s, padding=p)``; every other axis of Y is a group of its own
-  (a depthwise kernel: torch's CPU kernels run it several times faster than the same as a
-  batch of one-channel images)
-- window sum: ``sum_k X[b, a*t + d*k + p]`` (a pool's window summed) -> ``conv(X, ones(K),
-  stride=a, dilation=d, padding=-p)``, depthwise as above
+  -> ``conv(Y, ones(K), stride=s, padding=p)``; depthwise as above
 
 Each index has one role, read off the tensors it subscripts: b (X and the result: the batch),
 g (X, W and the result: a group), c (X and W, summed: the channels contracted), o (W and the

@@ -91,6 +91,10 @@ def _where(e):
         ),
         # the window of x at j, K long from S*j - P: a correlation with ones
         (_sum(x[n, c, t] * _where(t - S * j + P >= 0) * _where(t - S * j + P < K), t), "conv"),
+        # a window Sum of one read (a pool's): the same correlation with ones, no indicator
+        (_sum(x[n, c, S * t + k - P], k), "conv"),
+        # refused: a window Sum over a plain index too (channels summed: no kernel of ones)
+        (_sum(x[n, c, S * t + k - P], c, k), None),
         # refused: one half only (a running sum, the scans' shape)
         (_sum(g[n, o, j] * _where(t - S * j >= 0), j), None),
         # refused: halves that do not close a window of fixed length (K - 1 + j - j... t)
@@ -105,7 +109,9 @@ def _where(e):
     ],
 )
 def test_a_window_indicator_is_a_kernel_of_ones(expr: sp.Sum, form: str | None) -> None:
-    cx, scope = _scope([n, o, c, t, k, j])
+    cx, _ = _scope([])
+    cx.learn([(k, K)])  # the window's range, as the Sum's lowering learns it first
+    scope = cx.scope([n, o, c, t, k, j])
     plan = plan_window(scope, expr)
     assert (plan is None) == (form is None)
     if plan is not None:
