@@ -122,6 +122,13 @@ def markdown(result: BenchResult) -> str:
         "",
         *_table(result.sizes, lambda v: _ratio_cell(v, "B")),
         "",
+        "### Step time, ratio to the floor F",
+        "",
+        *_table(result.sizes, lambda v: _ratio_cell(v, "F")),
+        "",
+        "F: the step's six GEMMs timed alone plus one pass over the bytes its element-wise work "
+        "must read and write once (bench/floor.py), in the same rounds.",
+        "",
         "### Check against A: max |g - g_A| / max |g_A| (float64, float32)",
         "",
         *_table(result.sizes, _check_cell),

@@ -15,13 +15,14 @@ import torch
 from bench import memory
 from bench.catalogue import time_generate
 from bench.check import CheckResult, check_variant, reference
+from bench.floor import floor_runner
 from bench.graphs import GraphReport, explain
 from bench.machine import cpu_seconds, load_average, machine_info, others_cores
 from bench.problem import LR, Problem, Size, make_problem
 from bench.timing import Runner, Spread, Timing, paired_ratio, time_interleaved
 from bench.variants import Variant, build_variants
 
-REFERENCES = ("A", "B")  # the table's ratios are to these
+REFERENCES = ("A", "B", "F")  # the tables' ratios are to these (F: the floor, bench/floor.py)
 
 
 @dataclass
@@ -59,6 +60,7 @@ class SizeResult:
     size: Size
     variants: list[VariantResult]
     recompiles_while_timing: int = 0  # graphs dynamo compiled after the check: should be 0
+    floor: Timing | None = None  # the step's GEMMs alone plus one pass over its minimal traffic
 
 
 @dataclass
@@ -131,6 +133,7 @@ def run_size(size: Size, variants: list[Variant], cfg: BenchConfig) -> SizeResul
     results = check_all(variants, problem, cfg.lr)
     ok = [v for v, r in zip(variants, results) if r.status == "ok"]
     runners = {v.name: _runner(v, problem, cfg.lr) for v in ok}
+    runners["F"] = floor_runner(problem)  # timed in the same rounds: the same machine state
     log(f"  timing {', '.join(runners)}: {cfg.rounds} rounds")
     graphs_before = _dynamo_graphs()
     timings = time_interleaved(runners, cfg.rounds, cfg.warmup, cfg.block_s, cfg.device)
@@ -146,7 +149,7 @@ def run_size(size: Size, variants: list[Variant], cfg: BenchConfig) -> SizeResul
                 result.ratio_to[ref] = paired_ratio(timings[v.name], timings[ref])
         if cfg.memory:
             result.memory = measure_memory(v, problem, cfg.device, cfg.lr)
-    return SizeResult(size, results, recompiles)
+    return SizeResult(size, results, recompiles, timings["F"])
 
 
 def run(cfg: BenchConfig, extra: list[Variant] | None = None) -> BenchResult:

@@ -2,7 +2,9 @@
 
 ``--range`` judges the same ops at inputs scaled by 30 and 300 instead (fuzz/range.py): exit 1
 on any finite forward whose backward is not. ``--affine`` draws ops with affine subscripts,
-strides, padding and windows (fuzz/affine.py, fuzz/windows.py), a mode of its own."""
+strides, padding and windows (fuzz/affine.py, fuzz/windows.py), a mode of its own; ``--windows``
+draws them wider (offsets to 4, strides, dilations and paddings of 3, kernels given by int params,
+grouped convolutions whose derived sizes name an input's dimension), another mode again."""
 
 from __future__ import annotations
 
@@ -34,6 +36,13 @@ def main(argv: list[str] | None = None) -> int:
         help="draw affine subscripts, windows (convolutions, pools, cumulative sums) and declared"
         " ranges too: another op for each seed (without it, every seed draws the op it always did)",
     )
+    parser.add_argument(
+        "--windows",
+        action="store_true",
+        help="--affine, wider: offsets up to 4, strides, dilations, paddings and int params up to"
+        " 3, a weight's kernel given by an int param, grouped convolutions (C / groups: derived"
+        " sizes naming an input's dimension); another op for each seed again",
+    )
     args = parser.parse_args(argv)
     if args.n < 1 or args.timeout <= 0 or args.max_definitions < 1:
         parser.error("-n, --timeout and --max-definitions must be positive")
@@ -48,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         max_definitions=args.max_definitions,
         range_mode=args.range,
         affine=args.affine,
+        windows=args.windows,
     )
     print(summary.text())
     return 1 if summary.count("wrong") or summary.count("nonfinite") else 0

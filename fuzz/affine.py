@@ -28,6 +28,7 @@ TWO_INDICES = 0.3  # an affine subscript over a second index: x[t + k]
 WINDOW_READ = 0.8  # while a window is drawn, its axis is read at the window's subscript
 DECLARED_ANYWAY = 0.3  # a range declared though a plain read gives it (they must agree)
 AFFINE_PARAM_NAMES = "stride pad dil step off".split()
+WIDER = 0.4  # --windows: a number the affine draw chose made wider (an offset 3, a stride 3)
 
 
 class Affine(Leaves):
@@ -100,6 +101,7 @@ class Affine(Leaves):
         a, size = self.affine, scope[main]
         coef = a.choice(["", "", "", "", "2*", "-", "param"])
         coef = f"{self.int_param()}*" if coef == "param" else coef
+        coef = f"{self.wider('2', 3)}*" if coef == "2*" else coef
         text, used = f"{coef}{main}", {main}
         others = [i for i in self.backed(scope) if i != main]
         if others and a.random() < TWO_INDICES:
@@ -112,6 +114,7 @@ class Affine(Leaves):
         else:
             offset = a.choice(["", "", " - 1", " + 1", " + 2", " - 2", " - param", " + param"])
             offset = offset.replace("param", self.int_param()) if "param" in offset else offset
+            offset = offset[:-1] + self.wider(offset[-1], 4) if offset[-1:].isdigit() else offset
             if text == main and not offset:
                 offset = a.choice([" - 1", " + 1", f" - {size} + 1"])
         for i in used:
@@ -130,8 +133,18 @@ class Affine(Leaves):
         if ints and self.affine.random() < 0.6:
             return self.affine.choice(ints)
         p = self.name(AFFINE_PARAM_NAMES)
-        self.params[p] = self.affine.choice([1, 2])
+        self.params[p] = int(self.wider(str(self.affine.choice([1, 2])), 3))
         return p
+
+    def wider(self, number: str, most: int) -> str:
+        """``number`` as the affine stream drew it, or with --windows now and then a larger
+        one up to ``most``: offsets past 2, strides, dilations and paddings of 3, int params
+        of 3. Drawn from the ``wide`` stream, so --affine's ops stay as they were."""
+        if self.wide is None or not number.isdigit() or not 0 < int(number) < most:
+            return number
+        if self.wide.random() >= WIDER:
+            return number
+        return str(self.wide.randint(int(number) + 1, most))
 
     def declared_ranges(self, op: Op) -> dict[str, str]:
         """``ranges=`` for ``op``: every index an affine read or a window uses that a definition

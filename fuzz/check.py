@@ -279,13 +279,9 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
         graph = parse(op)
     except DerivationError as exc:
         return Outcome("refused", "parse", str(exc))
-    try:
-        refs = [reference(graph, seed * 2 + k, distinct=k == 0) for k in range(2)]
-    except Exception as exc:  # the reference's problem, not the engine's: never a verdict
-        return Outcome("skipped", "reference", f"{type(exc).__name__}: {exc}")
-    refs = [r for r in refs if r is not None]
-    if not refs:
-        return Outcome("skipped", "ill-conditioned", "no input draw is well-conditioned")
+    refs = references(graph, seed)
+    if isinstance(refs, Outcome):
+        return refs
 
     def judge(module) -> Outcome:
         for ref in refs:
@@ -296,6 +292,17 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
         return Outcome("passed")
 
     return judged(op, timeout, source, judge)
+
+
+def references(graph: Graph, seed: int) -> list[Reference] | Outcome:
+    """The references of the case's well-conditioned input draws, or the skip saying why it
+    has none. Decided before anything is derived: a case's skip is the reference's alone."""
+    try:
+        refs = [reference(graph, seed * 2 + k, distinct=k == 0) for k in range(2)]
+    except Exception as exc:  # the reference's problem, not the engine's: never a verdict
+        return Outcome("skipped", "reference", f"{type(exc).__name__}: {exc}")
+    refs = [r for r in refs if r is not None]
+    return refs or Outcome("skipped", "ill-conditioned", "no input draw is well-conditioned")
 
 
 def judged(

@@ -209,13 +209,23 @@ class _Builder(Windows):
         self.defs.append(Tensor(name, tuple(scope.values())))
 
 
-def random_op(seed: int, attempt: int = 0, max_definitions: int = 4, affine: bool = False) -> Op:
+def random_op(
+    seed: int,
+    attempt: int = 0,
+    max_definitions: int = 4,
+    affine: bool = False,
+    windows: bool = False,
+) -> Op:
     """The op of one fuzz case: 1 to ``max_definitions`` definitions, names and shapes at random.
 
     ``attempt`` > 0 draws another op for the same seed (when the first is ill-conditioned).
     ``affine`` adds affine subscripts and windows (``fuzz.affine``, ``fuzz.windows``), drawn from
-    a stream of their own: without it, every seed's op is the one it always was.
+    a stream of their own: without it, every seed's op is the one it always was. ``windows``
+    (affine too) widens them: offsets to 4, strides, dilations, paddings and int params to 3,
+    kernels given by int params, grouped convolutions; from a fifth stream, so that no
+    ``--affine`` seed changes.
     """
+    affine = affine or windows
     rng = random.Random(f"{seed}/{attempt}")
     b = _Builder(rng, stepwise=rng.random() < 0.25, functions=available_functions())
     b.extremes = elementwise_extremes()
@@ -226,6 +236,7 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4, affine: boo
     b.later = random.Random(f"{seed}/{attempt}/0-d")  # 0-d tensors, float conditions
     b.equality = random.Random(f"{seed}/{attempt}/==")
     b.affine = random.Random(f"{seed}/{attempt}/affine") if affine else None
+    b.wide = random.Random(f"{seed}/{attempt}/windows") if windows else None
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:
@@ -242,10 +253,14 @@ def random_op(seed: int, attempt: int = 0, max_definitions: int = 4, affine: boo
         definitions=b.lines,
         params=dict(sorted(b.params.items())),
         sizes=dict(b.derived),
-        doc=f"fuzz case, seed {seed}" + (" (--affine)" if affine else ""),
+        doc=f"fuzz case, seed {seed}" + _mode(affine, windows),
         stepwise=b.stepwise,
     )
     return dataclasses.replace(op, ranges=b.declared_ranges(op)) if affine else op
+
+
+def _mode(affine: bool, windows: bool) -> str:
+    return " (--windows)" if windows else " (--affine)" if affine else ""
 
 
 def _input_text(t: Tensor) -> str:
@@ -273,19 +288,20 @@ def op_source(op: Op, comment: str = "") -> str:
     return "\n".join(lines + [")", ""])
 
 
-def case_op(seed: int, max_definitions: int = 4, affine: bool = False) -> Op:
+def case_op(seed: int, max_definitions: int = 4, affine: bool = False, windows: bool = False) -> Op:
     """``random_op`` for this seed, drawn again while SymPy's own simplification leaves it invalid
-    (``x[i] - x[i]`` is 0: index i then subscripts nothing)."""
+    (``x[i] - x[i]`` is 0: index i then subscripts nothing). With ``windows``, a derived size
+    that names an input's dimension is kept (grouped convolutions need it)."""
     from derive.errors import DerivationError
     from derive.language import parse
 
     for attempt in range(20):
-        op = random_op(seed, attempt, max_definitions, affine)
+        op = random_op(seed, attempt, max_definitions, affine, windows)
         try:
             g = parse(op)
         except DerivationError:
             continue
-        if not _names_a_dimension(g):
+        if windows or not _names_a_dimension(g):
             return op
     return op
 
@@ -293,6 +309,7 @@ def case_op(seed: int, max_definitions: int = 4, affine: bool = False) -> Op:
 def _names_a_dimension(g: Graph) -> bool:
     """A derived size named like an input's dimension (``Z = A / scale`` beside ``idx[Z]``):
     the language refused it until grouped convolutions (a check of the input then), so the
-    generator still draws again there and every recorded seed keeps the op it drew."""
+    generator still draws again there (but with --windows) and every recorded seed keeps the op
+    it drew."""
     dims = {s for name in g.inputs for d in g.tensors[name].dims for s in d.free_symbols}
     return bool(set(g.derived) & dims)

@@ -58,8 +58,10 @@ def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLD
     while path.exists():
         k += 1
         path = folder / f"{name}_{k}.py"
+    mode = re.search(r" \((--\w+)\)$", original.doc or "")  # (--affine), (--windows)
+    command = "python -m fuzz" + (f" {mode.group(1)}" if mode else "")
     comment = (
-        f"Found by `python -m fuzz` (case seed {seed}) on {_commit()}, shrunk from"
+        f"Found by `{command}` (case seed {seed}) on {_commit()}, shrunk from"
         f" {len(original.definitions)} definition(s).\nFailed: {outcome.line()}\n"
         "Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it)."
     )

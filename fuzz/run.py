@@ -91,17 +91,19 @@ def fuzz(
     out=sys.stdout,
     range_mode: bool = False,
     affine: bool = False,
+    windows: bool = False,
 ) -> Summary:
     """Judge each seed's op: by value (:func:`~fuzz.check.run_case`), or with ``range_mode`` at
     scaled inputs (:func:`~fuzz.range.run_range_case`). The first case of each failing class
     is shrunk; a wrong one is recorded in ``folder``, a nonfinite one printed (the regression
     tests replay the value check, which it passes). ``affine`` draws the ops with affine
-    subscripts and windows (``fuzz.affine``), a mode of its own: the same seed, another op."""
+    subscripts and windows (``fuzz.affine``), a mode of its own: the same seed, another op;
+    ``windows`` draws them wider (``fuzz.ops.random_op``), a mode of its own again."""
     judge: Callable[..., Outcome] = run_range_case if range_mode else run_case
     summary = Summary(seeds=list(seeds), range_mode=range_mode)
     shrunk: set[str] = set()
     for seed in seeds:
-        op = case_op(seed, max_definitions, affine)
+        op = case_op(seed, max_definitions, affine, windows)
         outcome = judge(op, seed, timeout)
         summary.outcomes[seed] = outcome
         print(

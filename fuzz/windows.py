@@ -16,6 +16,8 @@ from fuzz.leaves import FLOAT_NAMES, SIZE_NAMES, Expr, Tensor
 WINDOWED = 0.35  # a definition that slides over an axis
 KINDS = ["conv", "conv", "conv", "pool", "transposed", "cumulative", "cumulative"]
 MORE = 0.4  # a window's body goes on with a random expression over its indices
+GROUPED = 0.3  # --windows: a window that is a grouped convolution
+KERNEL_PARAM = 0.4  # --windows: a weight's kernel size an int param's (w[o, K] with K = ksize)
 
 
 class Windows(Expressions):
@@ -26,6 +28,8 @@ class Windows(Expressions):
         a = self.affine
         if a is None or a.random() >= WINDOWED:
             return False
+        if self.wide is not None and self.wide.random() < GROUPED and self.grouped():
+            return True
         sources = [
             (t, pos)
             for t in self.floats()
@@ -74,6 +78,83 @@ class Windows(Expressions):
         self.ranged[t] = axis
         return f"Sum(where({s} {op} {t}, {body}, 0), {s})", self._out(others, pos, t, axis)
 
+    def grouped(self) -> bool:
+        """--windows: a grouped convolution as ops/conv1d.py writes it. An input's channels C
+        are viewed as G x CG (derived sizes ``G = groups``, ``CG = C / groups``, an int param),
+        and each group slides its own weight over another axis,
+
+            out[n, g, o, t] = Sum(xg[n, g, c, S*t + D*k - P] * w[g, o, c, k], c, k),
+
+        the weight an input over the derived sizes (``w[G, O, CG, K]``) or one viewed per group
+        (``w[O, CG, K]``, ``view(w, G, OG, CG, K)`` with ``OG = O / groups``). Whether it did."""
+        sources = [
+            (x, ci, ti)
+            for x in self.inputs
+            for ci, c in enumerate(x.dims)
+            for ti, t in enumerate(x.dims)
+            if not x.integer and c != t and self._own(c) and self._own(t)
+        ]
+        if not sources:
+            return False
+        x, ci, ti = self.wide.choice(sources)
+        xg, g_size, c_size, groups = self._split_channels(x, ci)
+        g, c, t = self.index({}), self.index({}), self.index({})
+        o, k, kernel = self.index({}), self.index({}), self._kernel(weighted=True)
+        read, size = self._window(x.dims[ti], t, k, kernel)
+        self.ranged[k], self.ranged[t] = kernel, size
+        weight, o_size = self._per_group(g_size, c_size, kernel, groups)
+        subs, out = [], {}
+        for pos, d in enumerate(x.dims):
+            if pos == ci:
+                subs += [g, c]
+                out |= {g: g_size, o: o_size}
+            else:
+                i = t if pos == ti else self.index({})
+                subs.append(read if pos == ti else i)
+                out[i] = size if pos == ti else d
+        body = f"{xg.name}[{', '.join(subs)}] * {weight}[{g}, {o}, {c}, {k}]"
+        form = (x.dims[ti], Expr(read, frozenset({t, k}), False))
+        body = self._more(body, {**out, c: c_size, k: kernel}, [c, k], form=form)
+        name = self.name(FLOAT_NAMES + ["conv", "outg"])
+        self.lines.append(f"{name}[{', '.join(out)}] = Sum({body}, {c}, {k})")
+        self.defs.append(Tensor(name, tuple(out.values())))
+        return True
+
+    def _split_channels(self, x: Tensor, ci: int) -> tuple[Tensor, str, str, str]:
+        """``xg = view(x, .., G, CG, ..)``: x's channel axis C split per group, with
+        ``G = groups`` and ``CG = C / groups`` (a new int param, 1 to 3); the draw of the input's
+        sizes makes C a multiple of groups (``derive.verify.check.with_derived``)."""
+        groups = self.name(["groups", "ng", "grp"])
+        self.params[groups] = self.wide.choice([1, 2, 3])
+        g_size, c_size = self.name(SIZE_NAMES), self.name(SIZE_NAMES)
+        self.derived |= {g_size: groups, c_size: f"{x.dims[ci]} / {groups}"}
+        dims = list(x.dims)
+        dims[ci : ci + 1] = [g_size, c_size]
+        return self._view(x, tuple(dims), ["xg", "grouped"]), g_size, c_size, groups
+
+    def _per_group(self, g_size: str, c_size: str, kernel: str, groups: str) -> tuple[str, str]:
+        """The grouped convolution's weight and the size of its output channel: a new input
+        over (G, O, CG, K), or one over (O, CG, K) viewed as (G, OG, CG, K) with
+        ``OG = O / groups`` (ops/conv1d.py's)."""
+        if self.wide.random() < 0.5:
+            out_size = self.size()
+            return self.new_input((g_size, out_size, c_size, kernel)).name, out_size
+        full, out_size = self.size(), self.name(SIZE_NAMES)
+        self.derived[out_size] = f"{full} / {groups}"
+        w = self.new_input((full, c_size, kernel))
+        return self._view(w, (g_size, out_size, c_size, kernel), ["wg"]).name, out_size
+
+    def _view(self, x: Tensor, dims: tuple, names: list[str]) -> Tensor:
+        """``name = view(x, dims)``, appended."""
+        t = Tensor(self.name(FLOAT_NAMES + names), dims)
+        self.lines.append(f"{t.name} = view({x.name}, {', '.join(dims)})")
+        self.defs.append(t)
+        return t
+
+    def _own(self, size: str) -> bool:
+        """A size an input gives, not a derived one: a channel to split or an axis to slide."""
+        return size.isidentifier() and size not in self.derived
+
     # --- parts ----------------------------------------------------------------------------------
     def _slide(self, x: Tensor, pos: int, others: dict, weighted: bool):
         a, axis = self.affine, x.dims[pos]
@@ -108,8 +189,12 @@ class Windows(Expressions):
         """The window's size: a weight's (any size), an input's, or an int param's."""
         given = sorted({d for t in self.inputs for d in t.dims if d.isidentifier()})
         given = [d for d in given if d not in self.derived]  # no weight gives a pool's size
-        if weighted:
+        if weighted and (self.wide is None or self.wide.random() >= KERNEL_PARAM):
             return self.size()  # the weight's input gives it
+        if weighted:  # --windows: a derived size the weight's dimension names (K = ksize)
+            kernel = self.name(SIZE_NAMES)
+            self.derived[kernel] = self.int_param()
+            return kernel
         if given and self.affine.random() < 0.6:
             return self.affine.choice(given)
         kernel = self.name(SIZE_NAMES)
@@ -172,4 +257,7 @@ class Windows(Expressions):
 
     def _step(self, choices: list[str]) -> str:
         pick = self.affine.choice(choices)
-        return self.int_param() if pick == "param" else pick
+        if pick == "param":
+            return self.int_param()
+        unit = pick == "1" and "0" not in choices  # a unit stride or dilation stays plain
+        return pick if unit else self.wider(pick, 3)

@@ -116,7 +116,7 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_positive("N - 1", N - 1, "it divides")
     bnmeani = x.mean(0)
     bndiff = x - bnmeani
-    bndiff2 = torch.square(bndiff)
+    bndiff2 = bndiff * bndiff
     sum_bndiff2 = bndiff2.sum(0)
     bnvar = sum_bndiff2 / (N - 1)
     bnvar_inv = torch.rsqrt(eps + bnvar)
@@ -174,7 +174,7 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     _check_positive("N - 1", N - 1, "it divides")
     bnmeani = x.mean(0)
     bndiff = x - bnmeani
-    bndiff2 = torch.square(bndiff)
+    bndiff2 = bndiff * bndiff
     sum_bndiff2 = bndiff2.sum(0)
     bnvar = sum_bndiff2 / (N - 1)
     bnvar_inv = torch.rsqrt(eps + bnvar)
@@ -327,7 +327,7 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
     _check_positive("N - 1", N - 1, "it divides")
     bnmeani = x.mean(0)
     bndiff = x - bnmeani
-    bndiff2 = torch.square(bndiff)
+    bndiff2 = bndiff * bndiff
     sum_bndiff2 = bndiff2.sum(0)
     bnvar = sum_bndiff2 / (N - 1)
     bnvar_inv = torch.rsqrt(eps + bnvar)

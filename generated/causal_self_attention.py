@@ -160,13 +160,15 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     Wh = Wqkv.reshape(C, 3, H, D)
     bh = bqkv.reshape(3, H, D)
     Woh = Wo.reshape(H, D, C)
-    sum_Wh_at_all_0_x = torch.einsum("ebd,ace->abcd", Wh[:, 0], x)
+    shared_Wh_x = torch.einsum("efbd,ace->fabcd", Wh, x)
+    sum_Wh_at_all_0_x = shared_Wh_x[0]
     q = bh[0][:, None] + sum_Wh_at_all_0_x
-    sum_Wh_at_all_1_x = torch.einsum("ebd,ace->abcd", Wh[:, 1], x)
+    sum_Wh_at_all_1_x = shared_Wh_x[1]
     k = bh[1][:, None] + sum_Wh_at_all_1_x
-    sum_Wh_at_all_2_x = torch.einsum("ebd,ace->abcd", Wh[:, 2], x)
+    sum_Wh_at_all_2_x = shared_Wh_x[2]
+    del shared_Wh_x
     v = bh[2][:, None] + sum_Wh_at_all_2_x
-    sum_k_q = torch.einsum("abde,abce->abcd", k, q)
+    sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         sum_k_q / math.sqrt(D),
@@ -176,7 +178,7 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     counts = torch.exp(scores - maxes[:, :, :, None])
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
-    y = torch.einsum("abce,abed->abcd", probs, v)
+    y = probs @ v
     sum_Woh_y = torch.einsum("dec,adbe->abc", Woh, y)
     out = bo + sum_Woh_y
     return out, (x, Wh, Woh, q, k, v, probs, y, (out.shape, out.dtype, out.device))
@@ -189,20 +191,24 @@ def backward(grad_out, saved):
     C = grad_out.shape[2]
     D = Wh.shape[3]
     sum_Woh_grad_out = torch.einsum("dfg,aeg->adef", Woh, grad_out)
-    sum_Woh_grad_out_probs = torch.einsum("adeb,adef->abdf", probs, sum_Woh_grad_out)
+    sum_Woh_grad_out_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_out).permute(0, 2, 1, 3)
     sum_Wh_at_all_2_Woh_grad_out_probs = torch.einsum(
         "cdf,abdf->abc", Wh[:, 2], sum_Woh_grad_out_probs
     )
-    sum_Woh_grad_out_v = torch.einsum("adhf,abdf->abdh", v, sum_Woh_grad_out.permute(0, 2, 1, 3))
+    sum_Woh_grad_out_v = (sum_Woh_grad_out @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
     sum_Woh_grad_out_probs_v = torch.einsum("adbe,abde->abd", probs, sum_Woh_grad_out_v)
     t_Woh_grad_out_probs_v = (
         sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v[:, :, :, None]
     ) * probs.permute(0, 2, 1, 3)
-    sum_Woh_grad_out_k_probs_v = torch.einsum("abdh,adhg->abdg", t_Woh_grad_out_probs_v, k)
+    sum_Woh_grad_out_k_probs_v = (t_Woh_grad_out_probs_v.permute(0, 2, 1, 3) @ k).permute(
+        0, 2, 1, 3
+    )
     sum_Wh_at_all_0_Woh_grad_out_k_probs_v = torch.einsum(
         "cdg,abdg->abc", Wh[:, 0], sum_Woh_grad_out_k_probs_v
     )
-    sum_Woh_grad_out_probs_q_v = torch.einsum("ahdb,adhg->abdg", t_Woh_grad_out_probs_v, q)
+    sum_Woh_grad_out_probs_q_v = (t_Woh_grad_out_probs_v.permute(0, 2, 3, 1) @ q).permute(
+        0, 2, 1, 3
+    )
     sum_Wh_at_all_1_Woh_grad_out_probs_q_v = torch.einsum(
         "cdg,abdg->abc", Wh[:, 1], sum_Woh_grad_out_probs_q_v
     )
@@ -299,13 +305,15 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     Wh = Wqkv.reshape(C, 3, H, D)
     bh = bqkv.reshape(3, H, D)
     Woh = Wo.reshape(H, D, C)
-    sum_Wh_at_all_0_x = torch.einsum("ebd,ace->abcd", Wh[:, 0], x)
+    shared_Wh_x = torch.einsum("efbd,ace->fabcd", Wh, x)
+    sum_Wh_at_all_0_x = shared_Wh_x[0]
     q = bh[0][:, None] + sum_Wh_at_all_0_x
-    sum_Wh_at_all_1_x = torch.einsum("ebd,ace->abcd", Wh[:, 1], x)
+    sum_Wh_at_all_1_x = shared_Wh_x[1]
     k = bh[1][:, None] + sum_Wh_at_all_1_x
-    sum_Wh_at_all_2_x = torch.einsum("ebd,ace->abcd", Wh[:, 2], x)
+    sum_Wh_at_all_2_x = shared_Wh_x[2]
+    del shared_Wh_x
     v = bh[2][:, None] + sum_Wh_at_all_2_x
-    sum_k_q = torch.einsum("abde,abce->abcd", k, q)
+    sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         sum_k_q / math.sqrt(D),
@@ -315,20 +323,20 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     counts = torch.exp(scores - maxes[:, :, :, None])
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
-    y = torch.einsum("abce,abed->abcd", probs, v)
+    y = probs @ v
     sum_Woh_grad_y = torch.einsum("dfg,aeg->adef", Woh, grad_y)
-    sum_Woh_grad_y_probs = torch.einsum("adeb,adef->abdf", probs, sum_Woh_grad_y)
+    sum_Woh_grad_y_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_y).permute(0, 2, 1, 3)
     sum_Wh_at_all_2_Woh_grad_y_probs = torch.einsum("cdf,abdf->abc", Wh[:, 2], sum_Woh_grad_y_probs)
-    sum_Woh_grad_y_v = torch.einsum("adhf,abdf->abdh", v, sum_Woh_grad_y.permute(0, 2, 1, 3))
+    sum_Woh_grad_y_v = (sum_Woh_grad_y @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
     sum_Woh_grad_y_probs_v = torch.einsum("adbe,abde->abd", probs, sum_Woh_grad_y_v)
     t_Woh_grad_y_probs_v = (
         sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]
     ) * probs.permute(0, 2, 1, 3)
-    sum_Woh_grad_y_k_probs_v = torch.einsum("abdh,adhg->abdg", t_Woh_grad_y_probs_v, k)
+    sum_Woh_grad_y_k_probs_v = (t_Woh_grad_y_probs_v.permute(0, 2, 1, 3) @ k).permute(0, 2, 1, 3)
     sum_Wh_at_all_0_Woh_grad_y_k_probs_v = torch.einsum(
         "cdg,abdg->abc", Wh[:, 0], sum_Woh_grad_y_k_probs_v
     )
-    sum_Woh_grad_y_probs_q_v = torch.einsum("ahdb,adhg->abdg", t_Woh_grad_y_probs_v, q)
+    sum_Woh_grad_y_probs_q_v = (t_Woh_grad_y_probs_v.permute(0, 2, 3, 1) @ q).permute(0, 2, 1, 3)
     sum_Wh_at_all_1_Woh_grad_y_probs_q_v = torch.einsum(
         "cdg,abdg->abc", Wh[:, 1], sum_Woh_grad_y_probs_q_v
     )
@@ -460,14 +468,14 @@ def _double_backward_all(grad_out, saved):
     dy = torch.einsum("bde,ace->abcd", db_dWoh, grad_y)
     sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
     sum_Woh_grad_y = torch.einsum("bef,acf->abce", Woh, grad_y)
-    sum_Woh_grad_y_v = torch.einsum("abde,abce->abcd", v, sum_Woh_grad_y)
+    sum_Woh_grad_y_v = sum_Woh_grad_y @ v.permute(0, 1, 3, 2)
     sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
     sum_Wh_at_all_2_Woh_grad_y = torch.einsum("fbg,abcg->abcf", Wh[:, 2], sum_Woh_grad_y)
     sum_Wh_at_all_2_Woh_db_dx_grad_y = torch.einsum(
         "adf,abcf->abcd", db_dx, sum_Wh_at_all_2_Woh_grad_y
     )
-    sum_dy_v = torch.einsum("abce,abde->abcd", dy, v)
-    sum_k_probs = torch.einsum("abci,abfc->abfi", k, probs)
+    sum_dy_v = dy @ v.permute(0, 1, 3, 2)
+    sum_k_probs = probs @ k
     sum_probs_x = torch.einsum("ach,abfc->abfh", x, probs)
     sum_Woh_grad_y_probs_v = torch.einsum(
         "abfc,abcf->abf", probs, sum_Woh_grad_y_v.permute(0, 1, 3, 2)
@@ -655,7 +663,7 @@ def _double_backward_all(grad_out, saved):
     dmaxes = -sum_counts_dcounts
     dscores = counts * dcounts
     dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
-    sum_dy_probs = torch.einsum("abed,abec->abcd", dy, probs)
+    sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
     sum_Woh_grad_y_probs_q = torch.einsum(
         "abec,abef,abde->abcdf", probs, q, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
@@ -689,7 +697,7 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_grad_y_probs_q_1 = torch.einsum(
         "abcf,abci,abcd,abcg->abdfg", probs, probs, q, sum_Woh_grad_y
     )
-    sum_Woh_grad_y_probs = torch.einsum("abcf,abcg->abfg", probs, sum_Woh_grad_y)
+    sum_Woh_grad_y_probs = probs.permute(0, 1, 3, 2) @ sum_Woh_grad_y
     sum_Woh_db_dbh_grad_y_k_probs_q = torch.where(
         (
             torch.arange(H, device=grad_out.device)
@@ -743,12 +751,11 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 = torch.einsum(
         "ahg,abcdgh->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q_1
     )
-    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 = torch.einsum(
-        "abce,abde->abcd",
+    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 = (
         torch.einsum(
             "abe,abec->abce", torch.einsum("aef,abef->abe", db_dx, sum_Wh_at_all_0_k_probs), probs
-        ),
-        sum_Woh_grad_y.permute(0, 1, 3, 2),
+        )
+        @ sum_Woh_grad_y
     )
     dv = (
         sum_dy_probs
@@ -830,7 +837,7 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_0_k_probs_v = torch.einsum("fbi,abdgi->abdfg", Wh[:, 0], sum_k_probs_v)
     sum_grad_y_probs_q = torch.einsum("ahe,abhg,abhi->abegi", grad_y, probs, q)
     sum_Wh_at_all_1_grad_y_probs_q = torch.einsum("fbi,abegi->abefg", Wh[:, 1], sum_grad_y_probs_q)
-    sum_probs_v = torch.einsum("abgh,abhd->abdg", probs, v)
+    sum_probs_v = v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     sum_grad_y_probs_q_v = torch.einsum(
         "abegi,abdhi->abdegh",
         torch.einsum("aie,abig->abegi", grad_y, probs),
@@ -963,8 +970,8 @@ def _double_backward_all(grad_out, saved):
     sum_dq_x = torch.einsum("efa,ecfd->acd", x, dq)
     sum_dk_x = torch.einsum("efa,ecfd->acd", x, dk)
     sum_dv_x = torch.einsum("efa,ecfd->acd", x, dv)
-    sum_Woh_grad_y_k_probs_v = torch.einsum("abji,abjg->abgi", t_Woh_grad_y_probs_v, k)
-    sum_Woh_grad_y_probs_q_v = torch.einsum("abij,abjg->abgi", t_Woh_grad_y_probs_v, q)
+    sum_Woh_grad_y_k_probs_v = k.permute(0, 1, 3, 2) @ t_Woh_grad_y_probs_v
+    sum_Woh_grad_y_probs_q_v = q.permute(0, 1, 3, 2) @ t_Woh_grad_y_probs_v.permute(0, 1, 3, 2)
     sum_Woh_db_dx_grad_y_k_probs_q_v = torch.where(
         (
             torch.arange(C, device=grad_out.device)[:, None]
@@ -1052,7 +1059,7 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_2_Woh_probs = torch.einsum("hbj,bjg,abfi->afghi", Wh[:, 2], Woh, probs)
     sum_Woh_v = torch.einsum("bdg,abcd->abcg", Woh, v)
     sum_Woh_k_probs_v = torch.einsum("abcj,abic,abcg->abgij", k, probs, sum_Woh_v)
-    sum_Woh_probs_v = torch.einsum("abic,abcg->abgi", probs, sum_Woh_v)
+    sum_Woh_probs_v = sum_Woh_v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     t_Woh_k_probs_v = torch.addcmul(
         sum_Woh_k_probs_v, sum_Woh_probs_v[:, :, :, :, None], sum_k_probs[:, :, None], value=-1
     )
@@ -1257,13 +1264,15 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     Wh = Wqkv.reshape(C, 3, H, D)
     bh = bqkv.reshape(3, H, D)
     Woh = Wo.reshape(H, D, C)
-    sum_Wh_at_all_0_x = torch.einsum("ebd,ace->abcd", Wh[:, 0], x)
+    shared_Wh_x = torch.einsum("efbd,ace->fabcd", Wh, x)
+    sum_Wh_at_all_0_x = shared_Wh_x[0]
     q = bh[0][:, None] + sum_Wh_at_all_0_x
-    sum_Wh_at_all_1_x = torch.einsum("ebd,ace->abcd", Wh[:, 1], x)
+    sum_Wh_at_all_1_x = shared_Wh_x[1]
     k = bh[1][:, None] + sum_Wh_at_all_1_x
-    sum_Wh_at_all_2_x = torch.einsum("ebd,ace->abcd", Wh[:, 2], x)
+    sum_Wh_at_all_2_x = shared_Wh_x[2]
+    del shared_Wh_x
     v = bh[2][:, None] + sum_Wh_at_all_2_x
-    sum_k_q = torch.einsum("abde,abce->abcd", k, q)
+    sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         sum_k_q / math.sqrt(D),
@@ -1273,21 +1282,25 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     counts = torch.exp(scores - maxes[:, :, :, None])
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
-    y = torch.einsum("abce,abed->abcd", probs, v)
+    y = probs @ v
     t_Wh = t_Wqkv.reshape(C, 3, H, D)
     t_bh = t_bqkv.reshape(3, H, D)
     t_Woh = t_Wo.reshape(H, D, C)
-    sum_Wh_at_all_0_t_x = torch.einsum("ebd,ace->abcd", Wh[:, 0], t_x)
-    sum_t_Wh_at_all_0_x = torch.einsum("ebd,ace->abcd", t_Wh[:, 0], x)
+    shared_Wh_t_x = torch.einsum("efbd,ace->fabcd", Wh, t_x)
+    sum_Wh_at_all_0_t_x = shared_Wh_t_x[0]
+    shared_t_Wh_x = torch.einsum("efbd,ace->fabcd", t_Wh, x)
+    sum_t_Wh_at_all_0_x = shared_t_Wh_x[0]
     t_q = t_bh[0][:, None] + sum_Wh_at_all_0_t_x + sum_t_Wh_at_all_0_x
-    sum_Wh_at_all_1_t_x = torch.einsum("ebd,ace->abcd", Wh[:, 1], t_x)
-    sum_t_Wh_at_all_1_x = torch.einsum("ebd,ace->abcd", t_Wh[:, 1], x)
+    sum_Wh_at_all_1_t_x = shared_Wh_t_x[1]
+    sum_t_Wh_at_all_1_x = shared_t_Wh_x[1]
     t_k = t_bh[1][:, None] + sum_Wh_at_all_1_t_x + sum_t_Wh_at_all_1_x
-    sum_Wh_at_all_2_t_x = torch.einsum("ebd,ace->abcd", Wh[:, 2], t_x)
-    sum_t_Wh_at_all_2_x = torch.einsum("ebd,ace->abcd", t_Wh[:, 2], x)
+    sum_Wh_at_all_2_t_x = shared_Wh_t_x[2]
+    del shared_Wh_t_x
+    sum_t_Wh_at_all_2_x = shared_t_Wh_x[2]
+    del shared_t_Wh_x
     t_v = t_bh[2][:, None] + sum_Wh_at_all_2_t_x + sum_t_Wh_at_all_2_x
-    sum_k_t_q = torch.einsum("abde,abce->abcd", k, t_q)
-    sum_q_t_k = torch.einsum("abce,abde->abcd", q, t_k)
+    sum_k_t_q = t_q @ k.permute(0, 1, 3, 2)
+    sum_q_t_k = q @ t_k.permute(0, 1, 3, 2)
     t_scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         (sum_k_t_q + sum_q_t_k) / math.sqrt(D),
@@ -1299,8 +1312,8 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     t_probs = torch.reciprocal(counts_sum)[:, :, :, None] * torch.addcmul(
         t_counts, t_counts_sum[:, :, :, None], probs, value=-1
     )
-    sum_probs_t_v = torch.einsum("abce,abed->abcd", probs, t_v)
-    sum_t_probs_v = torch.einsum("abce,abed->abcd", t_probs, v)
+    sum_probs_t_v = probs @ t_v
+    sum_t_probs_v = t_probs @ v
     t_y = sum_probs_t_v + sum_t_probs_v
     sum_Woh_t_y = torch.einsum("dec,adbe->abc", Woh, t_y)
     sum_t_Woh_y = torch.einsum("dec,adbe->abc", t_Woh, y)

@@ -207,7 +207,7 @@ def _double_backward_all(grad_out, saved):
     dlogprobs = grad_out.new_zeros((N, C))
     dprobs = grad_y / N * db_dlogits
     dcounts_sum_inv = (counts * dprobs).sum(1)
-    dcounts_sum = -torch.square(counts_sum_inv) * dcounts_sum_inv
+    dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
     dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
     dnorm_logits = counts * dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)

@@ -231,7 +231,7 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         hprebn = torch.addmm(b1, embcat, W1)
         bnmeani = hprebn.mean(0)
         bndiff = hprebn - bnmeani
-        bndiff2 = torch.square(bndiff)
+        bndiff2 = bndiff * bndiff
         sum_bndiff2 = bndiff2.sum(0)
         bnvar = sum_bndiff2 / (N - 1)
         bnvar_inv = torch.rsqrt(eps + bnvar)
@@ -302,7 +302,7 @@ def backward_all(grad_out, saved):
     dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_out * (-1 / N)).expand(N, 1))
     dprobs = dlogprobs / probs
     dcounts_sum_inv = (counts * dprobs).sum(1)
-    dcounts_sum = -torch.square(counts_sum_inv) * dcounts_sum_inv
+    dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
     dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
     dnorm_logits = counts * dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)
@@ -310,7 +310,7 @@ def backward_all(grad_out, saved):
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
     dh = dlogits @ W2.T
-    dhpreact = torch.addcmul(dh, dh, torch.square(h), value=-1)
+    dhpreact = torch.addcmul(dh, dh, h * h, value=-1)
     dbnraw = bngain * dhpreact
     dbnvar_inv = (bndiff * dbnraw).sum(0)
     dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
@@ -460,7 +460,7 @@ def _double_forward(
         hprebn = torch.addmm(b1, embcat, W1)
         bnmeani = hprebn.mean(0)
         bndiff = hprebn - bnmeani
-        bndiff2 = torch.square(bndiff)
+        bndiff2 = bndiff * bndiff
         sum_bndiff2 = bndiff2.sum(0)
         bnvar = sum_bndiff2 / (N - 1)
         bnvar_inv = torch.rsqrt(eps + bnvar)
@@ -478,7 +478,7 @@ def _double_forward(
         b_dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_y * (-1 / N)).expand(N, 1))
         b_dprobs = b_dlogprobs / probs
         b_dcounts_sum_inv = (b_dprobs * counts).sum(1)
-        b_dcounts_sum = -torch.square(counts_sum_inv) * b_dcounts_sum_inv
+        b_dcounts_sum = -counts_sum_inv * counts_sum_inv * b_dcounts_sum_inv
         b_dcounts = torch.addcmul(b_dcounts_sum[:, None], counts_sum_inv[:, None], b_dprobs)
         b_dnorm_logits = b_dcounts * counts
         sum_b_dnorm_logits = b_dnorm_logits.sum(1)
@@ -488,7 +488,7 @@ def _double_forward(
             1, logit_maxes_argmax_first.unsqueeze(1), b_dlogit_maxes.unsqueeze(1)
         )
         b_dh = b_dlogits @ W2.T
-        b_dhpreact = torch.addcmul(b_dh, b_dh, torch.square(h), value=-1)
+        b_dhpreact = torch.addcmul(b_dh, b_dh, h * h, value=-1)
         b_dbnraw = bngain * b_dhpreact
         b_dbnvar_inv = (b_dbnraw * bndiff).sum(0)
         b_dbnvar = bnvar_inv**3 * b_dbnvar_inv * (-1 / 2)
@@ -646,7 +646,7 @@ def _double_backward_all(grad_out, saved):
     db_dbnvar_inv = bnvar_inv**3 * db_dbnvar * (-1 / 2)
     db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
     db_dhpreact = torch.addcmul(torch.addcmul(db_dbnbias, db_dbngain, bnraw), bngain, db_dbnraw)
-    db_dh = torch.addcmul(db_dhpreact, db_dhpreact, torch.square(h), value=-1)
+    db_dh = torch.addcmul(db_dhpreact, db_dhpreact, h * h, value=-1)
     sum_W2_db_dh = db_dh @ W2
     sum_db_dW2_h = h @ db_dW2
     db_dlogits = db_db2 + sum_W2_db_dh + sum_db_dW2_h
@@ -654,7 +654,7 @@ def _double_backward_all(grad_out, saved):
     db_dnorm_logits = db_dlogits - db_dlogit_maxes[:, None]
     db_dcounts = counts * db_dnorm_logits
     db_dcounts_sum = db_dcounts.sum(1)
-    db_dcounts_sum_inv = -torch.square(counts_sum_inv) * db_dcounts_sum
+    db_dcounts_sum_inv = -counts_sum_inv * counts_sum_inv * db_dcounts_sum
     db_dprobs = torch.addcmul(
         db_dcounts_sum_inv[:, None] * counts, counts_sum_inv[:, None], db_dcounts
     )
@@ -670,7 +670,7 @@ def _double_backward_all(grad_out, saved):
         b_dcounts_sum_inv,
         value=-2,
     )
-    dcounts_sum = -torch.square(counts_sum_inv) * dcounts_sum_inv
+    dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
     dcounts = torch.addcmul(
         torch.addcmul(
             torch.addcmul(dcounts_sum[:, None], db_dnorm_logits, b_dcounts),
@@ -688,14 +688,14 @@ def _double_backward_all(grad_out, saved):
     sum_W2_dlogits = dlogits @ W2.T
     sum_b_dlogits_db_dW2 = b_dlogits @ db_dW2.T
     dh = torch.addcmul(sum_W2_dlogits + sum_b_dlogits_db_dW2, db_dhpreact * h, b_dh, value=-2)
-    dhpreact = torch.addcmul(dh, dh, torch.square(h), value=-1)
+    dhpreact = torch.addcmul(dh, dh, h * h, value=-1)
     dbnraw = torch.addcmul(db_dbngain * b_dhpreact, bngain, dhpreact)
     sum_b_dbnraw_db_dbndiff = (b_dbnraw * db_dbndiff).sum(0)
     sum_bndiff_dbnraw = (bndiff * dbnraw).sum(0)
     dbnvar_inv = torch.addcmul(
         sum_b_dbnraw_db_dbndiff + sum_bndiff_dbnraw,
         b_dbnvar_inv * db_dbnvar,
-        torch.square(bnvar_inv),
+        bnvar_inv * bnvar_inv,
         value=-3 / 2,
     )
     dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
@@ -919,7 +919,7 @@ def _jvp(
     hprebn = torch.addmm(b1, embcat, W1)
     bnmeani = hprebn.mean(0)
     bndiff = hprebn - bnmeani
-    bndiff2 = torch.square(bndiff)
+    bndiff2 = bndiff * bndiff
     sum_bndiff2 = bndiff2.sum(0)
     bnvar = sum_bndiff2 / (N - 1)
     bnvar_inv = torch.rsqrt(eps + bnvar)
@@ -945,7 +945,7 @@ def _jvp(
     t_bnvar_inv = bnvar_inv**3 * t_bnvar * (-1 / 2)
     t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
     t_hpreact = torch.addcmul(torch.addcmul(t_bnbias, t_bngain, bnraw), bngain, t_bnraw)
-    t_h = torch.addcmul(t_hpreact, t_hpreact, torch.square(h), value=-1)
+    t_h = torch.addcmul(t_hpreact, t_hpreact, h * h, value=-1)
     sum_W2_t_h = t_h @ W2
     sum_h_t_W2 = h @ t_W2
     t_logits = t_b2 + sum_W2_t_h + sum_h_t_W2

@@ -90,7 +90,7 @@ def backward(grad_out, saved):
     x, out_erf0, _like = saved
     _check_grad_out(grad_out, _like)
     dx = (
-        torch.addcmul(out_erf0 + 1, torch.exp(torch.square(x) * (-1 / 2)) * 0.7978845608028654, x)
+        torch.addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)) * 0.7978845608028654, x)
         * grad_out
         * 0.5
     )
@@ -115,7 +115,7 @@ def _double_forward(x, grad_y, v_x):
     _check_like("v_x", v_x, "x", x, True)
     out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
     b_dx = (
-        torch.addcmul(out_erf0 + 1, torch.exp(torch.square(x) * (-1 / 2)) * 0.7978845608028654, x)
+        torch.addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)) * 0.7978845608028654, x)
         * grad_y
         * 0.5
     )
@@ -139,7 +139,7 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch,))
     dout_erf0 = db_dx * grad_y * 0.5
-    shared_x = torch.square(x)
+    shared_x = x * x
     exp_x = torch.exp(shared_x * (-1 / 2))
     dx = (
         torch.addcmul(dout_erf0, db_dx * grad_y, 1 - shared_x, value=0.5)
@@ -176,7 +176,7 @@ def _jvp(x, t_x):
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
     out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
-    t_out_erf0 = t_x * torch.exp(torch.square(x) * (-1 / 2)) * 0.7978845608028654
+    t_out_erf0 = t_x * torch.exp(x * x * (-1 / 2)) * 0.7978845608028654
     t_out = torch.addcmul(t_out_erf0 * x, t_x, out_erf0 + 1) * 0.5
     return t_out
 

@@ -92,8 +92,8 @@ def backward(grad_out, saved):
     dx = (
         torch.addcmul(
             out_tanh0 + 1,
-            (torch.square(x) * 0.134145 + 1) * x * 0.7978845608028654,
-            1 - torch.square(out_tanh0),
+            (x * x * 0.134145 + 1) * x * 0.7978845608028654,
+            1 - (out_tanh0 * out_tanh0),
         )
         * grad_out
         * 0.5
@@ -121,8 +121,8 @@ def _double_forward(x, grad_y, v_x):
     b_dx = (
         torch.addcmul(
             out_tanh0 + 1,
-            (torch.square(x) * 0.134145 + 1) * x * 0.7978845608028654,
-            1 - torch.square(out_tanh0),
+            (x * x * 0.134145 + 1) * x * 0.7978845608028654,
+            1 - (out_tanh0 * out_tanh0),
         )
         * grad_y
         * 0.5
@@ -147,14 +147,14 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch,))
     dout_tanh0 = (
-        (1 - ((torch.square(x) * 0.134145 + 1) * out_tanh0 * x * (2 * 0.7978845608028654)))
+        (1 - ((x * x * 0.134145 + 1) * out_tanh0 * x * (2 * 0.7978845608028654)))
         * db_dx
         * grad_y
         * 0.5
     )
-    shared_x = torch.square(x)
+    shared_x = x * x
     dx = (
-        (1 - torch.square(out_tanh0))
+        (1 - (out_tanh0 * out_tanh0))
         * torch.addcmul(
             torch.addcmul(dout_tanh0, dout_tanh0, shared_x, value=0.134145),
             db_dx * grad_y,
@@ -167,8 +167,8 @@ def _double_backward_all(grad_out, saved):
     dgrad_y = (
         torch.addcmul(
             out_tanh0 + 1,
-            (torch.square(x) * 0.134145 + 1) * x * 0.7978845608028654,
-            1 - torch.square(out_tanh0),
+            (x * x * 0.134145 + 1) * x * 0.7978845608028654,
+            1 - (out_tanh0 * out_tanh0),
         )
         * db_dx
         * 0.5
@@ -201,9 +201,7 @@ def _jvp(x, t_x):
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
     out_tanh0 = torch.tanh((x**3 * 0.044715 + x) * 0.7978845608028654)
-    t_out_tanh0 = (
-        (1 - torch.square(out_tanh0)) * (torch.square(x) * 0.134145 + 1) * t_x * 0.7978845608028654
-    )
+    t_out_tanh0 = (1 - (out_tanh0 * out_tanh0)) * (x * x * 0.134145 + 1) * t_x * 0.7978845608028654
     t_out = torch.addcmul(t_out_tanh0 * x, t_x, out_tanh0 + 1) * 0.5
     return t_out
 

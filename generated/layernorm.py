@@ -119,7 +119,7 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_positive("C", C, "it divides")
     mean = x.mean(1)
     diff = x - mean[:, None]
-    var = torch.square(diff).mean(1)
+    var = (diff * diff).mean(1)
     rstd = torch.rsqrt(eps + var)
     xhat = rstd[:, None] * diff
     out = torch.addcmul(bias, gain, xhat)
@@ -185,7 +185,7 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     _check_positive("C", C, "it divides")
     mean = x.mean(1)
     diff = x - mean[:, None]
-    var = torch.square(diff).mean(1)
+    var = (diff * diff).mean(1)
     rstd = torch.rsqrt(eps + var)
     xhat = rstd[:, None] * diff
     sum_gain_grad_y = (gain * grad_y).sum(1)
@@ -364,7 +364,7 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
     _check_positive("C", C, "it divides")
     mean = x.mean(1)
     diff = x - mean[:, None]
-    var = torch.square(diff).mean(1)
+    var = (diff * diff).mean(1)
     rstd = torch.rsqrt(eps + var)
     xhat = rstd[:, None] * diff
     t_mean = t_x.mean(1)

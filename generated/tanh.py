@@ -86,7 +86,7 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     out, _like = saved
     _check_grad_out(grad_out, _like)
-    dx = torch.addcmul(grad_out, grad_out, torch.square(out), value=-1)
+    dx = torch.addcmul(grad_out, grad_out, out * out, value=-1)
     return (dx,)
 
 
@@ -107,7 +107,7 @@ def _double_forward(x, grad_y, v_x):
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
     out = torch.tanh(x)
-    b_dx = torch.addcmul(grad_y, grad_y, torch.square(out), value=-1)
+    b_dx = torch.addcmul(grad_y, grad_y, out * out, value=-1)
     pair = (b_dx * v_x).sum(0)
     return pair, (out, grad_y, b_dx, v_x, batch_shape, (pair.shape, pair.dtype, pair.device))
 
@@ -118,8 +118,8 @@ def _double_backward_all(grad_out, saved):
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
     dout = db_dx * grad_y * out * (-2)
-    dx = torch.addcmul(dout, dout, torch.square(out), value=-1)
-    dgrad_y = torch.addcmul(db_dx, db_dx, torch.square(out), value=-1)
+    dx = torch.addcmul(dout, dout, out * out, value=-1)
+    dgrad_y = torch.addcmul(db_dx, db_dx, out * out, value=-1)
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
@@ -147,7 +147,7 @@ def _jvp(x, t_x):
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
     out = torch.tanh(x)
-    t_out = torch.addcmul(t_x, t_x, torch.square(out), value=-1)
+    t_out = torch.addcmul(t_x, t_x, out * out, value=-1)
     return t_out
 
 

@@ -160,18 +160,18 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
     # batched inputs' gradients take the batch shape back (an int input, embedding's idx,
     # has none: then the shape is not bound)
     unflattened = [t for t in d.order if t in g.inputs and g.tensors[t].batched and flat]
+    head = []  # the batch flattened, before the lowered statements
     if out.batched and flat:
         rest = len(rest_dims(out))
         shape = f"{GRAD_OUT}.shape[: {GRAD_OUT}.dim() - {rest}]" if rest else f"{GRAD_OUT}.shape"
         if unflattened or rest:  # rest: (-1, 0) would be ambiguous for an empty grad_out
-            lw.lines.append(f"{BATCH_SHAPE} = {shape}")
+            head.append(f"{BATCH_SHAPE} = {shape}")
         tail = (
             f"({BATCH_SHAPE}.numel(),) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])"
             if rest
             else "-1"
         )
-        lw.lines.append(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})")
-    start = len(lw.lines)
+        head.append(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})")
     lw.share([d.final[t] for t in d.order])
     direct = _direct_views(d)
     _emit_views(d, lw, GRAD_OUT, direct)
@@ -179,11 +179,12 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
         if adj.names[t] not in direct.values():
             lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
         _emit_views(d, lw, adj.names[t], direct)
-    for t in unflattened:
-        v = adj.names[t]
-        lw.lines.append(f"{v} = {v}.reshape(tuple({BATCH_SHAPE}) + tuple({v}.shape[1:]))")
-    read = set().union(*map(names_read, lw.lines[start:]))  # on the statements' syntax trees
-    return lw.lines[:start] + [line for name, line in bind if name in read] + lw.lines[start:]
+    body = lw.lines + [
+        f"{v} = {v}.reshape(tuple({BATCH_SHAPE}) + tuple({v}.shape[1:]))"
+        for v in (adj.names[t] for t in unflattened)
+    ]
+    read = set().union(*map(names_read, body))  # on the statements' syntax trees
+    return head + [line for name, line in bind if name in read] + body
 
 
 def _direct_views(d: Derivation) -> dict[str, str]:

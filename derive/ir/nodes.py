@@ -231,9 +231,12 @@ class Broadcast(View):
 
 @dataclass(frozen=True)
 class Slice(View):
-    """``arg[:, 1]``: constant subscripts (None: the whole axis)."""
+    """``arg[:, 1]``: constant subscripts (None: the whole axis); ``sizes``, where known, the
+    length of each of those axes of ``arg`` (what a pass needs to see that slices 0, 1, 2 of
+    an axis of 3 read all of it)."""
 
     at: tuple[int | None, ...]
+    sizes: tuple[sp.Expr, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -321,7 +324,8 @@ class Contract(Node):
 
 @dataclass(frozen=True)
 class Matmul(Node):
-    """``left @ right``: two matrices meeting over left's last and right's first axis."""
+    """``left @ right``: matrices meeting over left's last and right's first axis, under
+    leading batch axes both have, in one order (torch.matmul: a bmm)."""
 
     left: Node
     right: Node

@@ -124,11 +124,19 @@ POWERS = {
 }
 
 
+# SQUARE: a named tensor squared is ``x * x``, one mul: torch.square is pow(x, 2) (profiled:
+# square, pow, result_type, to), the same kernel (x * x, the same bits) behind four calls. A
+# computed base keeps torch.square (x * x would compute it twice); x**3 keeps pow: one kernel,
+# where x * x * x is two passes over the tensor.
+
+
 def power(cx: Context, e: sp.Pow, order: list[sp.Symbol]) -> ir.Node:
     base, exp = cx.value(e.base, order), e.exp
     if base.scalar and abs(exp) == sp.Rational(1, 2):  # sqrt(D): one python float
         root = ir.Apply("math.sqrt({0})", (base,))
         return root if exp > 0 else ir.Binary("/", ir.Number(1), root)
+    if isinstance(base, ir.Ref) and not base.scalar and exp == 2:
+        return ir.Binary("*", base, base, axes=base.axes)  # x**2 -> x * x (see SQUARE)
     if not base.scalar and exp in POWERS:
         return ir.Apply(POWERS[exp], (base,), axes=base.axes)
     return ir.Binary("**", base, cx.value(exp, []), axes=base.axes)

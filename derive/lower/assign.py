@@ -94,7 +94,7 @@ def _assign_plain(cx: Context, name: str, expr: sp.Expr, axes: tuple) -> None:
         # which the memo holds: dZz = sum(g) expanded to Y is not the sum a later dW1 reads
         whole = set(axes) <= free_indices(expr)
         sum_value(cx, expr, list(axes), name=name if whole else None)
-        stored = cx.recall(expr)  # in the order it came out
+        stored = cx.verified(expr, cx.recall(expr))  # in the order it came out
         if stored.axes != axes:
             stored = exact(cx, stored, axes, name)
             cx.emit(ir.Assign((name,), materialise(cx, stored, axes, fresh=False)))

@@ -19,9 +19,22 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from derive.errors import EngineBug
 from derive.ir import nodes as ir
 from derive.lower.memo import Computed, memo_entry, recall
 from derive.lower.value import Scope, permute, position
+
+
+def _free_axes(cx: Context, e: sp.Expr) -> list[sp.Symbol]:
+    """The index symbols ``e`` depends on: free, integer, not a size, a param or an alias."""
+    names = cx.scalars | set(cx.aliases)
+    labels = {x.base.label for x in e.atoms(sp.Indexed)}
+    return [
+        s
+        for s in e.free_symbols - labels
+        if isinstance(s, sp.Symbol) and s.is_integer and s.name not in names
+    ]
+
 
 Dispatch = Callable[["Context", sp.Expr, list], ir.Node]
 
@@ -56,8 +69,20 @@ class Context:
 
     # -- lowering --------------------------------------------------------------------------
     def value(self, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
-        """``e`` lowered, its axes in ``order``'s order where the lowering is free to choose."""
-        return self.dispatch(self, sp.sympify(e), order)
+        """``e`` lowered, its axes in ``order``'s order where the lowering is free to choose.
+
+        Every free index of ``e`` is an axis of the result: a rule that dropped one would sum
+        or broadcast over it silently (fuzz 1179: ``v`` of ``db[v + cls[h], d]`` lost), so a
+        lost axis stops the lowering as an engine bug instead."""
+        e = sp.sympify(e)
+        return self.verified(e, self.dispatch(self, e, order))
+
+    def verified(self, e: sp.Expr, v: ir.Node) -> ir.Node:
+        """``v``, the lowered ``e``, once checked to have an axis for each free index of ``e``."""
+        lost = [s for s in _free_axes(self, e) if s not in v.axes]
+        if lost and not v.scalar:
+            raise EngineBug(self.op, f"lowering {e} lost its free index {sorted(map(str, lost))}")
+        return v
 
     def emit(self, statement: ir.Statement) -> None:
         self.statements.append(statement)

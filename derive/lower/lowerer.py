@@ -8,8 +8,9 @@ a ``scatter_add_`` or ``index_add_``, never a materialised one-hot. Nothing loop
 Unsupported shapes of expression raise at generation time, naming the op.
 
 In: SymPy index expressions with the axes they are wanted over; out: IR statements
-(:mod:`derive.ir.nodes`) in the :class:`~derive.lower.context.Context`, each printed
-(:mod:`derive.ir.printer`) into :attr:`Lowerer.lines` as a :class:`~derive.ir.printer.Line`
+(:mod:`derive.ir.nodes`) in the :class:`~derive.lower.context.Context`, rewritten by the IR's
+passes (:mod:`derive.ir.passes`: each definition's own, then the whole function's) and printed
+(:mod:`derive.ir.printer`) as :attr:`Lowerer.lines`, each a :class:`~derive.ir.printer.Line`
 that keeps its statement. :data:`LOWERINGS` says which rule lowers which node class;
 arithmetic lives in :mod:`derive.lower.arithmetic`, sums in :mod:`derive.lower.reductions`,
 data-dependent indexing in :mod:`derive.lower.indexing`, selections in
@@ -26,7 +27,7 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, where
 from derive.ir import nodes as ir
-from derive.ir.passes import common_subexpressions
+from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings
 from derive.ir.printer import TorchPrinter
 from derive.language import ReduceMax
 from derive.lower.arithmetic import add, call, heaviside, mul, power
@@ -60,7 +61,18 @@ class Lowerer:
         )
         self.context.derived.update(derived or {})
         self.context.data_ranges.update(data_ranges or {})
-        self.lines: list[str] = []  # printed statements (and the module's own lines)
+        self._lines: list[str] | None = None  # printed once every statement is in
+
+    @property
+    def lines(self) -> list[str]:
+        """The function's statements, rewritten by the passes that see all of them (siblings
+        of one contraction may be lowered from different definitions), then printed; read
+        once the lowering is done (no statement is added after)."""
+        cx = self.context
+        if self._lines is None:
+            cx.statements[:] = batched_matmuls(merged_siblings(cx.statements, cx.fresh))
+            self._lines = [PRINTER.line(s) for s in cx.statements]
+        return list(self._lines)
 
     @property
     def wrapping(self) -> set[str]:
@@ -97,7 +109,7 @@ class Lowerer:
         start = len(self.context.statements)
         shape = tuple(self.context.value(x, []) for x in dims)
         self.context.emit(ir.Assign((name,), ir.Reshape(ir.Ref(source), shape)))
-        self._print(start)
+        self._rewrite(start)
 
     def reduce_max(
         self,
@@ -122,22 +134,23 @@ class Lowerer:
         dim, kept = value.axes.index(var), tuple(a for a in value.axes if a != var)
         targets, kind = ((name, argmax), "max") if argmax is not None else ((name,), "amax")
         cx.emit(ir.Assign(targets, ir.Reduce(kind, value, (dim,), axes=kept)))
-        self._print(start)
+        self._rewrite(start)
 
     def assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
         """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
         start = len(self.context.statements)
         try:
             assign(self.context, name, expr, axes, dims)
-            self._print(start)
+            self._rewrite(start)
         except (AxisError, ValueError) as exc:  # a shape the lowering cannot do: say so, clearly
             raise DerivationError(self.context.op, f"cannot lower {name} = {expr}: {exc}") from None
 
-    def _print(self, start: int) -> None:
-        """The statements from ``start`` on, rewritten by the IR's passes, then printed."""
+    def _rewrite(self, start: int) -> None:
+        """The statements from ``start`` on (one entry's), rewritten by the IR's passes."""
         cx = self.context
+        if self._lines is not None:
+            raise AssertionError(f"{cx.op}: a statement lowered after the function was printed")
         cx.statements[start:] = common_subexpressions(cx.statements[start:], cx.fresh)
-        self.lines.extend(PRINTER.line(s) for s in cx.statements[start:])
 
 
 def _is_call(e: sp.Basic) -> bool:

@@ -132,7 +132,8 @@ def slice_constants(cx: Context, expr: sp.Expr) -> sp.Expr:
         while at and at[-1] is None:
             at.pop()
         stem = f"{label}_at_{'_'.join('all' if k is None else str(k) for k in at)}"
-        name = cx.alias(stem, ir.Slice(cx.tensor(label), tuple(at)))
+        sizes = tuple(ind.base.shape[: len(at)]) if ind.base.shape is not None else ()
+        name = cx.alias(stem, ir.Slice(cx.tensor(label), tuple(at), sizes))
         if whole:  # W[1, 2]: one entry, a 0-d tensor read in place (see the lowerer's symbols)
             replace[ind] = sp.Symbol(name, real=True)
             continue

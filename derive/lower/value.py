@@ -177,8 +177,9 @@ class Scope:
         found = {i for ind in e.atoms(sp.Indexed) for i in ind.indices if self.is_axis(i)}
         for cmp in e.atoms(sp.KroneckerDelta, sp.core.relational.Relational):
             found |= {a for a in cmp.args if self.is_axis(a) and a in self.ranged}
+        labels = {x.base.label for x in e.atoms(sp.Indexed)}
         for x in _affine_parts(e):  # x[n, t + 2*k - P], where(t - k >= 0, ..): t and k
-            found |= {a for a in x.free_symbols if self.is_axis(a) and a in self.ranged}
+            found |= {a for a in x.free_symbols - labels if self.is_axis(a) and a in self.ranged}
         return found & e.free_symbols
 
     def scalar(self, e: sp.Expr) -> bool:
@@ -189,10 +190,12 @@ class Scope:
 
 
 def _affine_parts(e: sp.Expr) -> list[sp.Expr]:
-    """The affine subscripts and compared index expressions of ``e`` (t + 2*k - P)."""
+    """The affine subscripts and compared index expressions of ``e`` (t + 2*k - P), a data
+    read among their terms included (``v + cls[h]``: v is an axis as much as h is; left out,
+    a contraction planned on these axes summed v away, fuzz 1179)."""
     found = [i for ind in e.atoms(sp.Indexed) for i in ind.indices]
     found += [a for c in e.atoms(sp.KroneckerDelta, sp.core.relational.Relational) for a in c.args]
-    return [x for x in found if isinstance(x, (sp.Add, sp.Mul)) and not x.has(sp.Indexed)]
+    return [x for x in found if isinstance(x, (sp.Add, sp.Mul))]
 
 
 @dataclass(frozen=True)

@@ -92,10 +92,18 @@ def delta_invert(body: sp.Expr, lim, ctx) -> sp.Expr | None:
     for f in _factors(body):
         if isinstance(f, sp.KroneckerDelta) and (sol := solve_for(f, k)) is not None:
             rest = substitute_apart(sp.Mul(*[g for g in _factors(body) if g is not f]), k, sol)
-            if lo == 0 and _finite(rest) and _padded(rest, sol, hi + 1):
-                return ctx.simplify(rest)
-            return ctx.simplify(in_range(sol, lo, hi, rest))
+            return ctx.simplify(solved_in_range(rest, sol, lo, hi))
     return None
+
+
+def solved_in_range(rest: sp.Expr, sol: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> sp.Expr:
+    """``rest``, the body of a sum over k in [lo, hi] with k solved as ``sol``, kept to 0
+    where ``sol`` is outside [lo, hi] (no k there to pick): ``1[lo <= sol <= hi] rest``, the
+    indicator dropped where a factor of rest reads an axis of that size at sol (zero-padded
+    there already, :func:`_padded`)."""
+    if lo == 0 and _finite(rest) and _padded(rest, sol, hi + 1):
+        return rest
+    return in_range(sol, lo, hi, rest)
 
 
 def delta_through_sum(body: sp.Expr, lim, ctx) -> sp.Expr | None:

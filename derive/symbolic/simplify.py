@@ -19,7 +19,7 @@ from derive.functions import where
 from derive.symbolic.cost import cost
 from derive.symbolic.indices import canonical_bound, substitute_apart
 from derive.symbolic.indices import factors as _factors
-from derive.symbolic.inversion import delta_invert, delta_through_sum
+from derive.symbolic.inversion import delta_invert, delta_through_sum, solved_in_range
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
 
@@ -69,15 +69,22 @@ def _sum_of_add(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
 
 
 def _delta_eliminate(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
-    # sum_k f(k) * delta(k, e) -> f(e)      (e is in k's range by construction)
-    k = lim[0]
+    # sum_k f(k) * delta(k, e) -> f(e)                 (e an index or a data read: in k's range)
+    # sum_k f(k) * delta(k, e) -> f(e) 1[lo <= e <= hi]  (e = 2 y + S, any other expression)
+    # An index of k's axis or an entry of checked int data lies in k's range by construction;
+    # an affine e may not (x[2 h + S] read past the end of x is zero padding, fuzz 9008).
+    k, lo, hi = lim
     for f in _factors(body):
         if isinstance(f, sp.KroneckerDelta):
             a, b = f.args
             other = b if a == k else a if b == k else None
             if other is not None and not other.has(k):
-                rest = sp.Mul(*[g for g in _factors(body) if g is not f])
-                return ctx.simplify(substitute_apart(rest, k, other))
+                rest = substitute_apart(
+                    sp.Mul(*[g for g in _factors(body) if g is not f]), k, other
+                )
+                if not isinstance(other, (sp.Symbol, sp.Indexed)):
+                    rest = solved_in_range(rest, other, lo, hi)
+                return ctx.simplify(rest)
     return None
 
 

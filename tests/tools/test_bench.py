@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from bench.__main__ import main
+from bench.floor import gemm_shapes, traffic_elements
 from bench.problem import parse_size
 from bench.report import markdown
 from bench.runner import BenchConfig, run
@@ -61,10 +62,26 @@ def test_quick_run_reports_every_variant(tmp_path):
     assert data["generate"]["median_s"] > 0
 
     text = (tmp_path / "bench.md").read_text()
-    for heading in ("ratio to A", "ratio to B", "Check against A", "Memory of one step"):
+    headings = ("ratio to A", "ratio to B", "ratio to the floor F", "Check against A", "Memory")
+    for heading in headings:
         rows = _rows(text, heading)
         assert [r.split(":")[0] for r in rows[1:]] == ["| A", "| B", "| G", "| GC"], heading
         assert rows[0] == f"| variant | {TINY} |"
+
+
+def test_the_floor_is_the_steps_gemms_and_its_minimal_traffic():
+    """Six products with the step's shapes and layouts, and each element-wise byte once: the
+    floor at a size is timed in the same rounds as the variants, each variant's ratio to it kept
+    (the numbers themselves are the benchmark's to report, not a test's to assert)."""
+    B, K, H, V = 4096, 30, 4096, 27
+    assert [s[:3] for s in gemm_shapes(B, H)] == [
+        (B, K, H), (B, H, V), (H, B, V), (B, V, H), (K, B, H), (B, H, K)
+    ]  # fmt: skip
+    assert traffic_elements(B, H, n_params=1000) == 6 * B * H + 2 * B * V + 4 * B * K + 3000
+    cfg = BenchConfig([parse_size("256x512")], ["A", "G"], rounds=3, warmup=1, generate_repeats=0)
+    (size,) = run(cfg).sizes
+    assert size.floor is not None and len(size.floor.per_step_s) == 3
+    assert all(v.ratio_to["F"].median > 0 for v in size.variants)
 
 
 def test_wrong_variant_is_reported_and_not_timed():

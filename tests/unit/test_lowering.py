@@ -11,8 +11,11 @@ import sympy as sp
 
 from derive import Op
 from derive.emit.generate import module_source
+from derive.errors import EngineBug
 from derive.functions import heaviside_code
+from derive.ir import nodes as ir
 from derive.lower.assign import delta_form
+from derive.lower.context import Context
 from derive.lower.fusions import FUSIONS
 from derive.lower.lowerer import Lowerer
 
@@ -412,3 +415,24 @@ def test_delta_form_is_decided_before_anything_is_lowered(build, axes: str, form
     found = delta_form(cx, build(s), tuple(s[a] for a in axes))
     assert (found if not isinstance(found, tuple) else "picks") == form
     assert cx.statements == [] and cx.memo == {} and cx.taken == set(), "deciding lowers nothing"
+
+
+def test_an_index_beside_a_data_read_in_a_subscript_is_an_axis() -> None:
+    """``db[v + cls[h], d]`` has axes v, h and d: v only in a sum with a data read is still
+    one (fuzz 1179: a contraction planned without it summed v away, then broadcast it back)."""
+    v, h, d, V, H, D = sp.symbols("v h d V H D", integer=True)
+    db, cls = sp.IndexedBase("db"), sp.IndexedBase("cls")
+    lw = Lowerer("t", {"db", "cls", "V", "H", "D"}, {v: V, h: H, d: D}, scalars={"V", "H", "D"})
+    scope = lw.context.scope([v, h, d])
+    assert scope.axes(db[v + cls[h], d]) == {v, h, d}
+
+
+def test_a_rule_that_loses_a_free_index_is_an_engine_bug() -> None:
+    """The lowering's invariant, checked on every value: each free index of an expression is
+    an axis of what it lowers to; a rule that drops one raises instead of summing silently."""
+    n, N = sp.symbols("n N", integer=True)
+    x = sp.IndexedBase("x")
+    lossy = lambda cx, e, order: ir.Ref("x", axes=())  # noqa: E731
+    cx = Context("t", {"x", "N"}, {n: N}, lossy, scalars={"N"})
+    with pytest.raises(EngineBug, match=r"lost its free index \['n'\]"):
+        cx.value(x[n], [n])

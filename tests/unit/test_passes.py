@@ -7,7 +7,7 @@ import itertools
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.passes import common_subexpressions
+from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings
 from derive.ir.printer import TorchPrinter
 
 i, j = sp.symbols("i j", integer=True)
@@ -56,3 +56,102 @@ def test_views_and_python_numbers_stay_inline() -> None:
     n = ir.Binary("*", ir.Ref("N", scalar=True), ir.Number(2))
     block = [ir.Assign(("a",), ir.Binary("*", view, n)), ir.Assign(("b",), ir.Binary("/", view, n))]
     assert _printed(block) == ["a = x.T * N * 2", "b = x.T / (N * 2)"]
+
+
+# -- sibling contractions: q, k, v from slices of one weight -----------------------------------
+c, k = sp.symbols("c k", integer=True)
+xc = ir.Ref("x", axes=(i, c))
+
+
+def _slice_of_w(at: int, size: int = 3) -> ir.Node:
+    """W[:, at] over (c, j), W's second axis ``size`` long."""
+    return ir.Slice(ir.Ref("W"), (None, at), (sp.Symbol("C"), sp.Integer(size)), axes=(c, j))
+
+
+def _sibling(at: int, size: int = 3) -> ir.Contract:
+    """sum_c x[i, c] W[c, at, j]."""
+    return ir.Contract((xc, _slice_of_w(at, size)), (i, j, c), axes=(i, j))
+
+
+def _merged(block: list[ir.Statement]) -> list[str]:
+    names = (f"t{k}" for k in itertools.count())
+    return [TorchPrinter().doprint(s) for s in merged_siblings(block, lambda _: next(names))]
+
+
+def test_contractions_over_every_slice_of_an_axis_are_one() -> None:
+    """sum_c x[i, c] W[c, s, j] for s = 0, 1, 2 is the slice s of one einsum over all of W."""
+    block = [ir.Assign((name,), _sibling(s)) for s, name in enumerate("qkv")]
+    assert _merged(block) == [
+        't0 = torch.einsum("ac,cdb->dab", x, W)',
+        "q = t0[0]",
+        "k = t0[1]",
+        "v = t0[2]",
+        "del t0",
+    ]
+
+
+def test_siblings_merge_inside_larger_expressions() -> None:
+    bias = ir.Ref("b", axes=(i, j))
+    block = [
+        ir.Assign(("q",), ir.Binary("+", bias, _sibling(1, size=2), axes=(i, j))),
+        ir.Assign(("k",), ir.Binary("*", _sibling(0, size=2), bias, axes=(i, j))),
+    ]
+    assert _merged(block) == [
+        't0 = torch.einsum("ac,cdb->dab", x, W)',
+        "q = b + t0[1]",
+        "k = t0[0] * b",
+        "del t0",
+    ]
+
+
+def test_slices_that_leave_part_of_the_axis_unread_stay_apart() -> None:
+    """Two slices of an axis of three: the whole einsum would compute one no one reads."""
+    block = [ir.Assign((name,), _sibling(s)) for s, name in enumerate("qk")]
+    assert _merged(block) == [
+        'q = torch.einsum("ac,cb->ab", x, W[:, 0])',
+        'k = torch.einsum("ac,cb->ab", x, W[:, 1])',
+    ]
+
+
+def test_no_siblings_merge_across_a_write_of_what_they_read() -> None:
+    update = ir.Update("x", (ir.Ref("t", axes=(i,)),), "+", ir.Ref("u", axes=(i,)))
+    block = [ir.Assign(("q",), _sibling(0)), update, ir.Assign(("k",), _sibling(1))]
+    assert _merged(block) == [
+        'q = torch.einsum("ac,cb->ab", x, W[:, 0])',
+        "x[t] += u",
+        'k = torch.einsum("ac,cb->ab", x, W[:, 1])',
+    ]
+
+
+# -- batched matrix products as matmuls ---------------------------------------------------------
+b, t, s, d = sp.symbols("b t s d", integer=True)
+q = ir.Ref("q", axes=(b, t, d))
+kk = ir.Ref("k", axes=(b, s, d))
+
+
+def _matmuls(*values: ir.Node) -> list[str]:
+    block = [ir.Assign((f"o{n}",), v) for n, v in enumerate(values)]
+    return [TorchPrinter().doprint(st) for st in batched_matmuls(block)]
+
+
+def test_a_batched_matrix_product_is_a_matmul() -> None:
+    """sum_d q[b, t, d] k[b, s, d] = (q @ k^T)[b, t, s]; over (b, s, t) it is k @ q^T."""
+    ts = ir.Contract((q, kk), (b, t, s, d), axes=(b, t, s))
+    st = ir.Contract((q, kk), (b, t, s, d), axes=(b, s, t))
+    assert _matmuls(ts, st) == ["o0 = q @ k.permute(0, 2, 1)", "o1 = k @ q.permute(0, 2, 1)"]
+
+
+def test_a_batch_axis_out_of_place_is_permuted_back() -> None:
+    # the result over (t, b, s): the matmul's (b, t, s), a view permuted
+    tbs = ir.Contract((q, kk), (b, t, s, d), axes=(t, b, s))
+    assert _matmuls(tbs) == ["o0 = (q @ k.permute(0, 2, 1)).permute(1, 0, 2)"]
+
+
+def test_other_contractions_stay_einsums() -> None:
+    two = ir.Contract((q, ir.Ref("w", axes=(t, d))), (b, t, d), axes=(b,))  # two axes summed
+    wide = ir.Broadcast(ir.Ref("u", axes=(b, s)), (True, True, False), axes=(b, s, d))
+    stretched = ir.Contract((q, wide), (b, t, s, d), axes=(b, t, s))  # u broadcast over d
+    assert _matmuls(two, stretched) == [
+        'o0 = torch.einsum("abc,bc->a", q, w)',
+        'o1 = torch.einsum("abd,acd->abc", q, u[:, :, None])',
+    ]

@@ -17,6 +17,7 @@ x = sp.IndexedBase("x", real=True)
 y = sp.IndexedBase("y", real=True)
 t = sp.IndexedBase("t", integer=True)
 mu = sp.IndexedBase("mu", real=True)
+XK = sp.IndexedBase("x", shape=(K,), real=True)  # x with its axis' size: reads past it are 0
 LIM = (k, 0, K - 1)
 RULES = {rule.__name__: rule for rule in SUM_RULES}
 
@@ -29,6 +30,15 @@ SUM_RULE_CASES = [
     ("_sum_zero", sp.S.Zero, sp.S.Zero),
     ("_sum_of_add", x[k] + y[k], sp.Sum(x[k], LIM) + sp.Sum(y[k], LIM)),
     ("_delta_eliminate", x[k] * sp.KroneckerDelta(k, t[n]), x[t[n]]),
+    # sum_k exp(x[k]) delta(k, 2 n + c) -> exp(x[2 n + c]) 1[0 <= 2 n + c <= K - 1]: an affine
+    # e may lie past k's range, where no k picks it (fuzz 9008: exp(0) = 1 there, not 0)
+    (
+        "_delta_eliminate",
+        sp.exp(x[k]) * sp.KroneckerDelta(k, 2 * n + c),
+        where(2 * n + c >= 0, where(2 * n + c <= K - 1, sp.exp(x[2 * n + c]), 0), 0),
+    ),
+    # ... and no indicator where a factor reads K's axis at e, zero-padded there already
+    ("_delta_eliminate", y[k] * XK[k] * sp.KroneckerDelta(k, n + c), y[n + c] * XK[n + c]),
     ("_constant", y[n], K * y[n]),
     ("_factor_out", y[n] * x[k], y[n] * sp.Sum(x[k], LIM)),
     ("_expand_if_cheaper", sp.KroneckerDelta(k, c) * (x[k] + 1), x[c] + 1),
