@@ -34,7 +34,7 @@ help:
 	@echo "make bench-quick   the smoke run: makemore size, A B G GC, the GPT step (A G), bench-ops --tiny"
 	@echo "make bench-ops     the peers per op: fused op, compiled, generated, JAX (OPS_ARGS=, PEER_PY=)"
 	@echo "make bench-hvp     time an HVP through the generated MLP against torch.func (and JAX if installed)"
-	@echo "make bench-windows time a derived conv2d and max pool (fwd + bwd) against autograd through F"
+	@echo "make bench-windows time a derived conv2d, max and avg pool (fwd + bwd) against autograd through F"
 	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
 	@echo "make lint      ruff + black --check"
 	@echo "make format    black + ruff --fix"
@@ -154,8 +154,9 @@ HVP_ARGS ?=
 bench-hvp: $(STAMP)
 	$(BENCH_ENV) $(PY) -m bench.hvp $(HVP_ARGS)
 
-# bench/windows.py: a conv2d and a max pool derived from ops written in the file, forward +
-# backward against autograd through F.conv2d / F.max_pool2d at LeNet and ResNet sizes
+# bench/windows.py: a conv2d, a max pool and an avg pool derived from ops written in the file,
+# forward + backward against autograd through F.conv2d / F.max_pool2d / F.avg_pool2d at LeNet and
+# ResNet sizes
 WINDOWS_ARGS ?=
 .PHONY: bench-windows
 bench-windows: $(STAMP)

@@ -1,19 +1,22 @@
-"""``python -m bench.windows``: a derived convolution and max pool, forward + backward, timed
-against autograd through ``torch.nn.functional`` (issue 25 item 7).
+"""``python -m bench.windows``: a derived convolution, max pool and average pool, forward +
+backward, timed against autograd through ``torch.nn.functional`` (issue 25 item 7).
 
 The ops are written here as a user writes them (a conv2d with bias, stride and padding; a max
-pool over a K x K window), derived and emitted at start-up, so the numbers measure the lowering
-(derive/lower/windows.py, scans.py, assign.py's scatter) and nothing typed by hand. Each size
-runs one step of each side, ``forward`` then ``backward`` of the generated module (as a model
-chains them) and ``F.conv2d`` / ``F.max_pool2d`` then ``torch.autograd.grad``, with the same
-inputs and output gradient; both sides' gradients must agree (float32, 1e-4 relative) before
-anything is timed. One process, rounds interleaved (bench/timing.py), the ratio taken round by
-round, its median and quartiles reported with the load average: on a shared machine the ratios
-hold better than the times, and numbers under load are indicative only.
+pool and an average pool over a K x K window), derived and emitted at start-up, so the numbers
+measure the lowering (derive/lower/windows.py, scans.py, assign.py's scatter) and nothing typed
+by hand. Each size runs one step of each side, ``forward`` then ``backward`` of the generated
+module (as a model chains them) and ``F.conv2d`` / ``F.max_pool2d`` / ``F.avg_pool2d`` then
+``torch.autograd.grad``, with the same inputs and output gradient; both sides' gradients must
+agree (float32, 1e-4 relative) before anything is timed. One process, rounds interleaved
+(bench/timing.py), the ratio taken round by round, its median and quartiles reported with the
+load average: on a shared machine the ratios hold better than the times, and numbers under load
+are indicative only.
 
 Sizes: LeNet's two convolutions (batch 64, 1 -> 6 channels 28 x 28, 6 -> 16 at 14 x 14, 5 x 5),
 a ResNet basic block's (batch 32, 64 -> 64, 56 x 56, 3 x 3, padding 1), LeNet's pools (2 x 2,
-stride 2) and a ResNet-sized one (batch 32, 64 channels, 112 x 112, 3 x 3, stride 2).
+stride 2) and a ResNet-sized one (batch 32, 64 channels, 112 x 112, 3 x 3, stride 2); average
+pools at LeNet's size and a ResNet-sized one with zero padding (56 x 56, 3 x 3, stride 2,
+padding 1, the padding counted as F.avg_pool2d's default).
 """
 
 from __future__ import annotations
@@ -58,13 +61,29 @@ MAX_POOL2D = Op(
     ranges={"p": "K", "q": "K", "i": "HO", "j": "WO"},
     definitions=["out[n, c, i, j] = Max(x[n, c, stride*i + p, stride*j + q], p, q)"],
 )
+AVG_POOL2D = Op(
+    name="bench_avg_pool2d",
+    doc="F.avg_pool2d(x, kernel, stride, padding).",
+    inputs=["x[N, C, H, W]"],
+    params={"kernel": 2, "stride": 2, "padding": 0},
+    sizes={
+        "K": "kernel",
+        "HO": "(H + 2*padding - kernel) // stride + 1",
+        "WO": "(W + 2*padding - kernel) // stride + 1",
+    },
+    ranges={"p": "K", "q": "K", "i": "HO", "j": "WO"},
+    definitions=[
+        "out[n, c, i, j] = Sum(x[n, c, stride*i + p - padding, stride*j + q - padding], p, q)"
+        " / (K*K)"
+    ],
+)
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
-    op: str  # "conv" or "pool"
-    shape: tuple[int, ...]  # conv: N, C, O, H, K, padding; pool: N, C, H, K, stride
+    op: str  # "conv", "pool" (max) or "avg"
+    shape: tuple[int, ...]  # conv: N, C, O, H, K, padding; pool: N, C, H, K, stride[, padding]
 
 
 CASES = [
@@ -74,6 +93,8 @@ CASES = [
     Case("max_pool lenet 6x24x24 2x2", "pool", (64, 6, 24, 2, 2)),
     Case("max_pool lenet 16x10x10 2x2", "pool", (64, 16, 10, 2, 2)),
     Case("max_pool resnet 64x112x112 3x3/2", "pool", (32, 64, 112, 3, 2)),
+    Case("avg_pool lenet 6x24x24 2x2", "avg", (64, 6, 24, 2, 2, 0)),
+    Case("avg_pool resnet 64x56x56 3x3/2 pad 1", "avg", (32, 64, 56, 3, 2, 1)),
 ]
 
 
@@ -92,11 +113,17 @@ def _steps(case: Case, modules: dict, seed: int) -> tuple[Callable, Callable, Ca
         inputs, params = (x, w, torch.randn(o, generator=gen)), {"padding": pad}
         module = modules["conv"]
         reference = lambda x, w, b: F.conv2d(x, w, b, padding=pad)  # noqa: E731
-    else:
+    elif case.op == "pool":
         n, c, h, k, stride = case.shape
         inputs, params = (torch.randn(n, c, h, h, generator=gen),), {"kernel": k, "stride": stride}
         module = modules["pool"]
         reference = lambda x: F.max_pool2d(x, k, stride)  # noqa: E731
+    else:
+        n, c, h, k, stride, pad = case.shape
+        inputs = (torch.randn(n, c, h, h, generator=gen),)
+        params = {"kernel": k, "stride": stride, "padding": pad}
+        module = modules["avg"]
+        reference = lambda x: F.avg_pool2d(x, k, stride, pad)  # noqa: E731
     leaves = [t.clone().requires_grad_(True) for t in inputs]
     grad_out = torch.randn(reference(*inputs).shape, generator=gen)
 
@@ -127,7 +154,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as folder:
-        modules = {"conv": _module(CONV2D, Path(folder)), "pool": _module(MAX_POOL2D, Path(folder))}
+        modules = {
+            name: _module(op, Path(folder))
+            for name, op in (("conv", CONV2D), ("pool", MAX_POOL2D), ("avg", AVG_POOL2D))
+        }
         print(
             f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
             f"{os.cpu_count()} cores; load average at start {load_average()}"

@@ -111,6 +111,8 @@ def _check_nonnegative(name, value, why):
 def forward(x, *, kernel_size=2, padding=0, stride=2):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 4, False, False)
+    N = x.shape[0]
+    C = x.shape[1]
     H = x.shape[2]
     W = x.shape[3]
     _check_param("kernel_size", kernel_size)
@@ -138,22 +140,13 @@ def forward(x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "W", W, "x[n, c, i*stride + p - padding, j*stride - padding + q] reads a window along it"
     )
-    sum_x = (
-        torch.nn.functional.pad(
-            x,
-            (
-                padding,
-                max(K + stride * WO - W - padding - stride, 0),
-                padding,
-                max(stride * HO + K - H - padding - stride, 0),
-            ),
-        )
-        .narrow(2, 0, K + stride * (HO - 1))
-        .narrow(3, 0, K + stride * (WO - 1))
-        .unfold(2, K, stride)
-        .unfold(3, K, stride)
-        .sum((4, 5))
-    )
+    sum_x = torch.conv2d(
+        x.reshape(min(C * N, 1), max(C * N, 1), H, W),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=x.dtype, device=x.device),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        groups=max(C * N, 1),
+    ).reshape(N, C, HO, WO)
     out = sum_x / K**2
     return out, (H, K, W, padding, stride, (out.shape, out.dtype, out.device))
 
@@ -162,53 +155,22 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     H, K, W, padding, stride, _like = saved
     _check_grad_out(grad_out, _like)
+    C = grad_out.shape[1]
     HO = grad_out.shape[2]
+    N = grad_out.shape[0]
     WO = grad_out.shape[3]
-    sum_grad_out = (
-        (
-            (
-                (
-                    (torch.arange(HO, device=grad_out.device) * -stride)[:, None]
-                    + torch.arange(H, device=grad_out.device)
-                    + padding
-                )
-                >= 0
-            ).to(grad_out.dtype)
-            * (
-                (
-                    (torch.arange(HO, device=grad_out.device) * -stride)[:, None]
-                    + torch.arange(H, device=grad_out.device)
-                    + padding
-                )
-                <= (K - 1)
-            ).to(grad_out.dtype)
-        )[:, None]
-        * grad_out[:, :, :, :, None]
-    ).sum(2)
-    sum_grad_out_1 = torch.where(
-        (
-            (
-                (torch.arange(WO, device=grad_out.device) * -stride)[:, None]
-                + torch.arange(W, device=grad_out.device)
-                + padding
-            )
-            >= 0
-        )[:, None],
-        torch.where(
-            (
-                (
-                    (torch.arange(WO, device=grad_out.device) * -stride)[:, None]
-                    + torch.arange(W, device=grad_out.device)
-                    + padding
-                )
-                <= (K - 1)
-            )[:, None],
-            sum_grad_out[:, :, :, :, None],
-            0,
+    sum_grad_out = torch.conv_transpose2d(
+        grad_out.reshape(min(C * N, 1), max(C * N, 1), HO, WO),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=grad_out.dtype, device=grad_out.device),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        output_padding=(
+            H + 2 * padding + stride - (stride * HO) - K,
+            W + 2 * padding + stride - K - (stride * WO),
         ),
-        0,
-    ).sum(2)
-    dx = sum_grad_out_1 / K**2
+        groups=max(C * N, 1),
+    ).reshape(N, C, H, W)
+    dx = sum_grad_out / K**2
     return (dx,)
 
 
@@ -260,51 +222,18 @@ def _double_forward(x, grad_y, v_x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "W", W, "x[n, c, i*stride + p - padding, j*stride - padding + q] reads a window along it"
     )
-    sum_grad_y = (
-        (
-            (
-                (
-                    (torch.arange(HO, device=x.device) * -stride)[:, None]
-                    + torch.arange(H, device=x.device)
-                    + padding
-                )
-                >= 0
-            ).to(x.dtype)
-            * (
-                (
-                    (torch.arange(HO, device=x.device) * -stride)[:, None]
-                    + torch.arange(H, device=x.device)
-                    + padding
-                )
-                <= (K - 1)
-            ).to(x.dtype)
-        )[:, None]
-        * grad_y[:, :, :, :, None]
-    ).sum(2)
-    sum_grad_y_1 = torch.where(
-        (
-            (
-                (torch.arange(WO, device=x.device) * -stride)[:, None]
-                + torch.arange(W, device=x.device)
-                + padding
-            )
-            >= 0
-        )[:, None],
-        torch.where(
-            (
-                (
-                    (torch.arange(WO, device=x.device) * -stride)[:, None]
-                    + torch.arange(W, device=x.device)
-                    + padding
-                )
-                <= (K - 1)
-            )[:, None],
-            sum_grad_y[:, :, :, :, None],
-            0,
+    sum_grad_y = torch.conv_transpose2d(
+        grad_y.reshape(min(C * N, 1), max(C * N, 1), HO, WO),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=x.dtype, device=x.device),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        output_padding=(
+            H + 2 * padding + stride - (stride * HO) - K,
+            W + 2 * padding + stride - K - (stride * WO),
         ),
-        0,
-    ).sum(2)
-    b_dx = sum_grad_y_1 / K**2
+        groups=max(C * N, 1),
+    ).reshape(N, C, H, W)
+    b_dx = sum_grad_y / K**2
     pair = (b_dx * v_x).sum((0, 1, 2, 3))
     return pair, (b_dx, v_x, HO, K, WO, padding, stride, (pair.shape, pair.dtype, pair.device))
 
@@ -320,51 +249,14 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((N, C, HO, WO))
     dx = grad_out.new_zeros((N, C, H, W))
-    sum_db_dx = (
-        (
-            (
-                (
-                    torch.arange(H, device=grad_out.device)[:, None]
-                    + torch.arange(HO, device=grad_out.device) * -stride
-                    + padding
-                )
-                >= 0
-            ).to(grad_out.dtype)
-            * (
-                (
-                    torch.arange(H, device=grad_out.device)[:, None]
-                    + torch.arange(HO, device=grad_out.device) * -stride
-                    + padding
-                )
-                <= (K - 1)
-            ).to(grad_out.dtype)
-        )[:, None]
-        * db_dx[:, :, :, :, None]
-    ).sum(2)
-    sum_db_dx_1 = torch.where(
-        (
-            (
-                torch.arange(W, device=grad_out.device)[:, None]
-                + torch.arange(WO, device=grad_out.device) * -stride
-                + padding
-            )
-            >= 0
-        )[:, None],
-        torch.where(
-            (
-                (
-                    torch.arange(W, device=grad_out.device)[:, None]
-                    + torch.arange(WO, device=grad_out.device) * -stride
-                    + padding
-                )
-                <= (K - 1)
-            )[:, None],
-            sum_db_dx[:, :, :, :, None],
-            0,
-        ),
-        0,
-    ).sum(2)
-    dgrad_y = sum_db_dx_1 / K**2
+    sum_db_dx = torch.conv2d(
+        db_dx.reshape(min(C * N, 1), max(C * N, 1), H, W),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=grad_out.dtype, device=grad_out.device),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        groups=max(C * N, 1),
+    ).reshape(N, C, HO, WO)
+    dgrad_y = sum_db_dx / K**2
     dv_x = grad_out * b_dx
     return {
         "b_dx": db_dx,
@@ -419,22 +311,13 @@ def _jvp(x, t_x, *, kernel_size=2, padding=0, stride=2):
     _check_positive(
         "W", W, "x[n, c, i*stride + p - padding, j*stride - padding + q] reads a window along it"
     )
-    sum_t_x = (
-        torch.nn.functional.pad(
-            t_x,
-            (
-                padding,
-                max(K + stride * WO - W - padding - stride, 0),
-                padding,
-                max(stride * HO + K - H - padding - stride, 0),
-            ),
-        )
-        .narrow(2, 0, K + stride * (HO - 1))
-        .narrow(3, 0, K + stride * (WO - 1))
-        .unfold(2, K, stride)
-        .unfold(3, K, stride)
-        .sum((4, 5))
-    )
+    sum_t_x = torch.conv2d(
+        t_x.reshape(min(C * N, 1), max(C * N, 1), H, W),
+        torch.full((max(C * N, 1), 1, K, K), 1, dtype=x.dtype, device=x.device),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        groups=max(C * N, 1),
+    ).reshape(N, C, HO, WO)
     t_out = sum_t_x / K**2
     return t_out
 

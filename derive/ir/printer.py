@@ -298,7 +298,8 @@ class TorchPrinter:
         return f"{node.like.name}.new_zeros({shape})"
 
     def _print_Full(self, node: ir.Full) -> str:
-        shape = f"({self._args(node.shape)},)" if node.shape else "()"
+        shape = self._args(node.shape)
+        shape = f"({shape},)" if len(node.shape) == 1 else f"({shape})"
         return f"torch.full({shape}, {self.doprint(node.value)}, {self._like(node.like)})"
 
     def _print_IndexAdd(self, node: ir.IndexAdd) -> str:

@@ -1,5 +1,6 @@
 """Lowering of window contractions (issue 25): a Sum of two tensor reads whose indices meet
-through affine subscripts, or through deltas, is a convolution, printed as one torch kernel.
+through affine subscripts, or through deltas, is a convolution, printed as one torch kernel;
+so is a Sum of one read over a window (or under a window's indicators), with a kernel of ones.
 
 The rules, one row each of :data:`WINDOWS`; every row that matches gives a candidate, and
 :func:`plan_window` takes the one that reads its operands and writes its result in their
@@ -17,6 +18,15 @@ axis and masked to 0 outside):
   -> ``conv_transpose(Y, X, stride=s)``, X flipped where t enters with -1
 - transposed: ``sum_{c,l,k} X[b, g, c, l] W[g, c, o, k] delta(t, s*l + d*k + p)``
   -> ``conv_transpose(X, W, stride=s, dilation=d, groups=G)``
+- window sum: ``sum_k X[b, a*t + d*k + p]`` (a pool's window summed) -> ``conv(X, ones(K),
+  stride=a, dilation=d, padding=-p)``, a kernel of ones, every other axis of X a group of its
+  own (a depthwise kernel: torch's CPU kernels run it several times faster than the same as a
+  batch of one-channel images)
+- window indicator: ``sum_l Y[b, l] [0 <= t - s*l + p <= K - 1]`` (a window Sum's adjoint: each
+  t gets the Y[l] whose windows cover it) -> ``conv_transpose(Y, ones(K), stride=s,
+  padding=p)``, the indicator read as a kernel of ones; and
+  ``sum_l Y[b, l] [0 <= l - s*t + p <= K - 1]`` (a window Sum written with an indicator)
+  -> ``conv(Y, ones(K), stride=s, padding=p)``; depthwise as above
 
 Each index has one role, read off the tensors it subscripts: b (X and the result: the batch),
 g (X, W and the result: a group), c (X and W, summed: the channels contracted), o (W and the
@@ -41,6 +51,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from derive.functions import where
 from derive.ir import nodes as ir
 from derive.lower.bounds import at_most, equal
 from derive.lower.context import Context
@@ -75,6 +86,7 @@ class Window:
     channels: tuple[sp.Symbol, ...]
     outs: tuple[sp.Symbol, ...]
     spatial: tuple[Spatial, ...]
+    ones: bool = False  # w is no tensor: a kernel of ones (a window indicator), built here
 
     @property
     def transposed(self) -> bool:
@@ -91,9 +103,9 @@ class Window:
         return first + tuple(s.out for s in self.spatial)
 
 
-def _window(form: str, x, w, roles: tuple, spatial: list) -> Window:
+def _window(form: str, x, w, roles: tuple, spatial: list, ones: bool = False) -> Window:
     """A plan, its spatial axes in X's order (then X needs no permute for them)."""
-    return Window(form, x, w, *roles, tuple(sorted(spatial, key=lambda s: s.at)))
+    return Window(form, x, w, *roles, tuple(sorted(spatial, key=lambda s: s.at)), ones)
 
 
 # -- matching: pure, on the Sum and the scope -------------------------------------------------
@@ -126,6 +138,7 @@ def layout_cost(scope: Scope, plan: Window) -> int:
         x_roles = plan.batch + plan.groups + plan.channels
         w_roles = plan.groups + plan.outs + plan.channels
     x_at = [_at(plan.x, i) for i in x_roles] + [s.at for s in plan.spatial]
+    w_roles = () if plan.ones else w_roles  # built in its own order
     w_at = [_at(plan.w, i) for i in w_roles] + [s.kernel_at for s in plan.spatial]
     axes = list(plan.axes)
     cost = (x_at != sorted(x_at)) + (w_at != sorted(w_at)) + any(s.flip for s in plan.spatial)
@@ -391,6 +404,111 @@ def _transposed(scope: Scope, x: sp.Indexed, w: sp.Indexed, solved: list, bound:
     return _window("transposed", x, w, roles, spatial)
 
 
+def _match_indicator(scope: Scope, factors: list, bound: list) -> list[Window]:
+    """sum_l Y[b, l] [0 <= t - s*l + p <= K - 1], per spatial axis: each t sums the Y[l]
+    whose window (K long from s*l - p) covers it, i.e. Y convolved (transposed) with a
+    kernel of K ones read at i = t - s*l + p, so t = s*l + i - p. Or, the summed index with
+    coefficient 1, sum_l Y[b, l] [0 <= l - s*t + p <= K - 1]: the window of Y at t, i.e. Y
+    correlated with K ones, read at l = s*t + i - p."""
+    tensors = [f for f in factors if isinstance(f, sp.Indexed)]
+    halves = [_half(f) for f in factors if not isinstance(f, sp.Indexed)]
+    if len(tensors) != 1 or not halves or any(h is None for h in halves):
+        return []
+    (y,) = tensors
+    pairs = _paired(scope, halves, y, bound) if _distinct_axes(scope, y) else None
+    if not pairs or len({form for form, *_ in pairs}) != 1:
+        return []
+    spatial, kernel = [], sp.IndexedBase("ones", shape=tuple(p[-1] for p in pairs))
+    for j, (form, t, v, e, _size) in enumerate(pairs):
+        inner, outer = (t, v) if form == "transposed" else (v, t)
+        stride = -e.coeff(outer)
+        if _sign(scope, stride) != 1 or t in y.indices:
+            return []
+        offset = -sp.expand(e - inner + stride * outer)
+        spatial.append(Spatial(t, _at(y, v), v, j, stride, sp.S.One, offset))
+    windows = {s.window for s in spatial}
+    if len(windows) != len(spatial) or len({s.out for s in spatial}) != len(spatial):
+        return []
+    if set(bound) != windows:
+        return []
+    groups = tuple(i for i in y.indices if i not in windows)
+    ones = kernel[tuple(sp.Dummy() for _ in pairs)]
+    return [_window(pairs[0][0], y, ones, ((), groups, (), ()), spatial, ones=True)]
+
+
+def _match_window_sum(scope: Scope, factors: list, bound: list) -> list[Window]:
+    """sum_k X[b, a*t + d*k + p]: X's windows summed, the correlation of X with a kernel of
+    ones (its shape the summed indices' ranges)."""
+    if len(factors) != 1 or not isinstance(factors[0], sp.Indexed) or plain(factors[0]):
+        return []
+    (x,) = factors
+    if not all(k in scope.sizes for k in bound) or len(set(bound)) != len(bound):
+        return []
+    ones = sp.IndexedBase("ones", shape=tuple(scope.sizes[k] for k in bound))[tuple(bound)]
+    spatial = [_window_read(scope, sub, at, ones, bound) for at, sub in enumerate(x.indices)]
+    spatial = [s for s in spatial if s is not None]
+    plain_x = [i for i in x.indices if scope.is_axis(i)]
+    if len(plain_x) + len(spatial) != len(x.indices) or len(set(plain_x)) != len(plain_x):
+        return []
+    windows, outs = [s.window for s in spatial], [s.out for s in spatial]
+    if len(set(windows)) != len(windows) or len(set(outs)) != len(outs):
+        return []
+    if set(windows) != set(bound) or (set(plain_x) & (set(outs) | set(bound))):
+        return []
+    return [_window("conv", x, ones, ((), tuple(plain_x), (), ()), spatial, ones=True)]
+
+
+def _half(f: sp.Expr) -> sp.Expr | None:
+    """``e`` of an indicator ``where(e >= 0, 1, 0)`` (any integer comparison, so written);
+    None for any other factor."""
+    if not (isinstance(f, where) and f.args[1] == 1 and f.args[2] == 0):
+        return None
+    c = f.args[0]
+    if isinstance(c, (sp.GreaterThan, sp.StrictGreaterThan)):
+        e = c.lhs - c.rhs
+    elif isinstance(c, (sp.LessThan, sp.StrictLessThan)):
+        e = c.rhs - c.lhs
+    else:
+        return None
+    strict = isinstance(c, (sp.StrictGreaterThan, sp.StrictLessThan))
+    return sp.expand(e - 1 if strict else e)
+
+
+def _nonempty(scope: Scope, size: sp.Expr) -> bool:
+    """``size >= 1``: a size (positive as declared; a derived one checked so by the module
+    before any kernel runs) or shown so from its definition."""
+    return bool(size.is_positive) or at_most(1, size, scope.derived, scope.scalars)
+
+
+def _paired(scope: Scope, halves: list, y: sp.Indexed, bound: list) -> list | None:
+    """The half-windows ``e >= 0`` in pairs ``e >= 0``, ``K - 1 - e >= 0`` over one free t
+    and one summed l of Y, one of them with coefficient 1 in e (t: "transposed", else l:
+    "conv"): ``(form, t, l, e, K)`` each; None if any is left over or the kernel might be
+    empty."""
+    keyed = {}
+    for e in halves:
+        axes = [i for i in e.free_symbols if scope.is_axis(i)]
+        free = [i for i in axes if i not in bound]
+        summed = [i for i in axes if i in bound]
+        if len(free) != 1 or len(summed) != 1 or summed[0] not in y.indices:
+            return None
+        if e.has(sp.Indexed):
+            return None
+        keyed.setdefault((free[0], summed[0]), []).append(e)
+    pairs = []
+    for (t, v), es in keyed.items():
+        form = "transposed" if es[0].coeff(t) in (1, -1) else "conv"
+        inner = t if form == "transposed" else v
+        if len(es) != 2 or es[0].coeff(inner) not in (1, -1):
+            return None
+        low, high = sorted(es, key=lambda e: -e.coeff(inner))
+        size = sp.expand(low + high + 1)
+        if low.coeff(inner) != 1 or size.has(t, v) or not _nonempty(scope, size):
+            return None
+        pairs.append((form, t, v, low, size))
+    return pairs
+
+
 # -- building: the torch kernel --------------------------------------------------------------
 def window_value(cx: Context, plan: Window, bias: sp.Indexed | None = None) -> ir.Node:
     """The recognised convolution as IR: layouts, pads, one kernel, the result's axes; a
@@ -417,13 +535,16 @@ def _conv_value(cx: Context, plan: Window, bias: sp.Indexed | None) -> ir.Node:
     x, w = plan.x, plan.w
     at_x = [_at(x, i) for i in plan.batch + plan.groups + plan.channels]
     x_sizes = [x.base.shape[s.at] for s in plan.spatial]
-    xv = _layout(cx, x, at_x + [s.at for s in plan.spatial], _groups(plan, "input") + x_sizes)
-    kernel = (plan.channels, plan.outs) if plan.transposed else (plan.outs, plan.channels)
-    at_w = [_at(w, i) for i in plan.groups + kernel[0] + kernel[1]]
     k_sizes = [w.base.shape[s.kernel_at] for s in plan.spatial]
-    wv = _layout(
-        cx, w, at_w + [s.kernel_at for s in plan.spatial], _groups(plan, "kernel") + k_sizes
-    )
+    groups = cx.value(sp.Mul(*_sizes(x, plan.groups)), [])
+    if plan.ones:
+        xv, wv, groups = _ones(cx, plan, at_x, x_sizes, k_sizes)
+    else:
+        xv = _layout(cx, x, at_x + [s.at for s in plan.spatial], _groups(plan, "input") + x_sizes)
+        kernel = (plan.channels, plan.outs) if plan.transposed else (plan.outs, plan.channels)
+        at_w = [_at(w, i) for i in plan.groups + kernel[0] + kernel[1]]
+        w_shape = _groups(plan, "kernel") + k_sizes
+        wv = _layout(cx, w, at_w + [s.kernel_at for s in plan.spatial], w_shape)
     flips = tuple(2 + j for j, s in enumerate(plan.spatial) if s.flip)
     wv = ir.Flip(wv, flips) if flips else wv
     t_sizes = [cx.sizes[s.out] for s in plan.spatial]
@@ -440,7 +561,7 @@ def _conv_value(cx: Context, plan: Window, bias: sp.Indexed | None) -> ir.Node:
         wv,
         tuple(cx.value(s.stride, []) for s in plan.spatial),
         tuple(cx.value(s.dilation, []) for s in plan.spatial),
-        cx.value(sp.Mul(*_sizes(x, plan.groups)), []),
+        groups,
         tuple(cx.value(q, []) for q in padding),
         tuple(cx.value(q, []) for q in output_padding),
         _bias(cx, bias),
@@ -452,6 +573,21 @@ def _conv_value(cx: Context, plan: Window, bias: sp.Indexed | None) -> ir.Node:
         if not equal(longer, t, cx.derived, cx.scalars):
             value = ir.Narrow(value, 2 + j, ir.Number(0), cx.value(t, []))
     return value
+
+
+def _ones(cx: Context, plan: Window, at_x: list, x_sizes: list, k_sizes: list) -> tuple:
+    """(input, kernel, groups) of a convolution with ones: X's G = prod(groups) rows as G
+    channels of one image, a depthwise kernel of ones (G, 1, K...). An empty X (G = 0) is no
+    image at all, (0, 1, ...): torch refuses 0 groups, and conv then gives its empty result."""
+    g = cx.value(sp.Mul(*_sizes(plan.x, plan.groups)), [])
+    image = ir.Apply("min({0}, 1)", (g,)) if plan.groups else ir.Number(1)
+    g = ir.Apply("max({0}, 1)", (g,)) if plan.groups else g
+    xv = cx.tensor(plan.x.base.label.name)
+    at = at_x + [s.at for s in plan.spatial]
+    xv = ir.Permute(xv, tuple(at)) if at != sorted(at) else xv
+    xv = ir.Reshape(xv, (image, g, *(cx.value(s, []) for s in x_sizes)))
+    shape = (g, ir.Number(1), *(cx.value(s, []) for s in k_sizes))
+    return xv, ir.Full(shape, ir.Number(1), cx.like), g
 
 
 def _correlated_axis(cx: Context, s: Spatial, size, k, t) -> tuple:
@@ -670,5 +806,16 @@ WINDOWS: list[tuple[str, Callable[[Scope, list, list], list[Window]], str]] = [
         _match_transposed,
         "sum_{c,l,k} X[b, c, l] W[c, o, k] delta(t, s*l + d*k + p) "
         "-> conv_transpose(X, W, stride=s, dilation=d, padding=-p)",
+    ),
+    (
+        "window sum",
+        _match_window_sum,
+        "sum_k X[b, a*t + d*k + p] -> conv(X, ones(K), stride=a, dilation=d, padding=-p, groups=B)",
+    ),
+    (
+        "window indicator",
+        _match_indicator,
+        "sum_l Y[b, l] [0 <= t - s*l + p <= K - 1] "
+        "-> conv_transpose(Y, ones(K), stride=s, padding=p)",
     ),
 ]

@@ -10,6 +10,7 @@ import sympy as sp
 
 from derive import Op
 from derive.emit.generate import module_source
+from derive.functions import where
 from derive.lower.lowerer import Lowerer
 from derive.lower.windows import WINDOWS, plan_window
 
@@ -71,12 +72,92 @@ def test_window_match_is_pure(expr: sp.Sum, form: str | None, flip: bool) -> Non
     assert cx.statements == [] and cx.memo == {}
 
 
+def _where(e):
+    return where(e, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("expr", "form"),
+    [
+        # a window Sum's adjoint: each t gets the g[j] whose windows (K long from S*j - P) hold it
+        (
+            _sum(g[n, o, j] * _where(t - S * j + P >= 0) * _where(t - S * j + P <= K - 1), j),
+            "transposed",
+        ),
+        # the same written the other way round (t with coefficient -1 in both halves)
+        (
+            _sum(g[n, o, j] * _where(S * j - t - P <= 0) * _where(S * j - t - P >= 1 - K), j),
+            "transposed",
+        ),
+        # the window of x at j, K long from S*j - P: a correlation with ones
+        (_sum(x[n, c, t] * _where(t - S * j + P >= 0) * _where(t - S * j + P < K), t), "conv"),
+        # a window Sum of one read (a pool's): the same correlation with ones, no indicator
+        (_sum(x[n, c, S * t + k - P], k), "conv"),
+        # refused: a window Sum over a plain index too (channels summed: no kernel of ones)
+        (_sum(x[n, c, S * t + k - P], c, k), None),
+        # refused: one half only (a running sum, the scans' shape)
+        (_sum(g[n, o, j] * _where(t - S * j >= 0), j), None),
+        # refused: halves that do not close a window of fixed length (K - 1 + j - j... t)
+        (_sum(g[n, o, j] * _where(t - S * j >= 0) * _where(t - j <= K - 1), j), None),
+        # refused: a second tensor (a convolution's, not a window of ones)
+        (
+            _sum(
+                g[n, o, j] * w[o, c, k] * _where(t - S * j >= 0) * _where(t - S * j <= K - 1), j, k
+            ),
+            None,
+        ),
+    ],
+)
+def test_a_window_indicator_is_a_kernel_of_ones(expr: sp.Sum, form: str | None) -> None:
+    cx, _ = _scope([])
+    cx.learn([(k, K)])  # the window's range, as the Sum's lowering learns it first
+    scope = cx.scope([n, o, c, t, k, j])
+    plan = plan_window(scope, expr)
+    assert (plan is None) == (form is None)
+    if plan is not None:
+        assert plan.form == form and plan.ones and plan.batch == ()
+        assert plan.groups == (n, o if form != "conv" else c)
+        assert [s.stride for s in plan.spatial] == [S] and plan.w.base.shape == (K,)
+    assert cx.statements == [] and cx.memo == {}
+
+
+def test_an_average_pools_adjoint_is_one_conv_transpose_with_ones() -> None:
+    """Sum over x[n, c, S*i + p - P, S*j + q - P] / K^2: the forward is one conv2d of x with a
+    K x K kernel of ones; its adjoint, grad_out spread back over each window (two indicators
+    per axis after the inversion), one conv_transpose2d of grad_out with the same ones, batch
+    and channels as its groups: no H x HO mask; the double backward's adjoint of grad_y is one
+    conv2d."""
+    op = Op(
+        "t",
+        ["x[N, C, H, W]"],
+        ["out[n, c, i, j] = Sum(x[n, c, S*i + p - P, S*j + q - P], p, q) / (K*K)"],
+        params={"kernel": 2, "S": 2, "P": 1},
+        sizes={
+            "K": "kernel",
+            "HO": "(H + 2*P - kernel) // S + 1",
+            "WO": "(W + 2*P - kernel) // S + 1",
+        },
+        ranges={"p": "K", "q": "K", "i": "HO", "j": "WO"},
+    )
+    text = "\n".join(_lines(op))
+    forward = text[text.index("def forward") : text.index("def backward")]
+    backward = text[text.index("def backward") : text.index("def _double_forward")]
+    ones = "torch.full((max(C * N, 1), 1, K, K), 1,"  # depthwise; N*C = 0 gives (0, 1, ..)
+    assert "torch.conv2d(" in forward and ones in forward and ".unfold(" not in forward
+    assert "torch.conv_transpose2d(" in backward and ones in backward
+    assert "torch.arange" not in backward and "torch.where" not in backward
+    double = text[text.index("def _double_backward_all") : text.index("def _double_backward(")]
+    assert "torch.conv2d(" in double and "torch.arange" not in double
+
+
 def test_every_window_rule_has_its_identity() -> None:
     assert [name for name, _, _ in WINDOWS] == [
         "correlation",
         "weight gradient",
         "transposed read",
         "transposed",
+        "window sum",
+        "window indicator",
     ]
     assert all("->" in identity for _, _, identity in WINDOWS)
 
