@@ -370,40 +370,14 @@ def _jvp(x, t_x, *, kernel_size=2, stride=2):
         .max(5)
     )
     out, out_argmax = out_max0.max(4)
-    shared_out_max0_argmax = (torch.arange(WO, device=x.device) * stride)[:, None] + out_max0_argmax
-    t_out_max0 = torch.where(
-        (shared_out_max0_argmax >= 0) & (shared_out_max0_argmax <= (W - 1)),
-        torch.where(
-            (
-                (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                    )
-                    >= 0
-                )
-                & (
-                    (
-                        (torch.arange(HO, device=x.device) * stride)[:, None]
-                        + torch.arange(K, device=x.device)
-                    )
-                    <= (H - 1)
-                )
-            )[:, None],
-            t_x[
-                torch.arange(N, device=x.device)[:, None, None, None, None],
-                torch.arange(C, device=x.device)[:, None, None, None],
-                (
-                    (torch.arange(HO, device=x.device) * stride)[:, None]
-                    + torch.arange(K, device=x.device)
-                ).clamp(0, H - 1)[:, None],
-                shared_out_max0_argmax.clamp(0, W - 1),
-            ],
-            0,
-        ),
-        0,
-    )
-    del shared_out_max0_argmax
+    t_out_max0 = t_x[
+        torch.arange(N, device=x.device)[:, None, None, None, None],
+        torch.arange(C, device=x.device)[:, None, None, None],
+        ((torch.arange(HO, device=x.device) * stride)[:, None] + torch.arange(K, device=x.device))[
+            :, None
+        ],
+        (torch.arange(WO, device=x.device) * stride)[:, None] + out_max0_argmax,
+    ]
     t_out = t_out_max0.gather(4, out_argmax.unsqueeze(4)).squeeze(4)
     return t_out
 

@@ -63,6 +63,19 @@ class JvpData:
         return ", ".join([*self.inputs, *tangents, *params])
 
 
+def _argmax_ranges(tg: Tangents) -> dict[str, object]:
+    """Each argmax a tangent reads, with its largest value (a Max over ``0..hi``: torch's
+    ``.max`` index lies in 0..hi), as the backward's lowering has them (module.argmax_ranges):
+    a window's tangent read at ``S*i + argmax`` is then shown inside x, no clamp, no mask."""
+    ranges = {}
+    for step in tg.graph.steps:
+        if isinstance(step, Definition) and isinstance(step.body, ReduceMax):
+            _var, lo, hi = step.body.limits[0]
+            if lo == 0 and step.name in tg.argmaxes:
+                ranges[tg.argmaxes[step.name]] = hi
+    return ranges
+
+
 def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
     g = tg.graph
     known = set(g.tensors) | {s.name for s in g.sizes} | {p.name for p in g.params}
@@ -75,6 +88,7 @@ def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
         device_of=first_float(g),
         guarded=guarded_data(g),
         derived=g.derived,
+        data_ranges=_argmax_ranges(tg),
     )
     lw.share([s.body for s in g.steps if isinstance(s, Definition)])
     for step in g.steps:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.ir import nodes as ir
+from derive.lower import bounds
 from derive.lower.context import Context
 from derive.lower.value import align, position, union
 from derive.lower.windows import window_read
@@ -91,6 +92,22 @@ def padded_part(cx: Context, sub: sp.Expr, size: sp.Expr, order: list) -> tuple:
     return ir.ClampTo(at, hi, axes=at.axes), inside
 
 
+def _inside(cx: Context, sub: sp.Expr, size: sp.Expr) -> bool:
+    """``0 <= sub <= size - 1`` for every value of its indices (their ranges) and of the int
+    data it reads whose range is known (a window's own argmax, ``S*i + argmax[i, p]`` with
+    ``S*(I - 1) + K - 1 <= H - 1``): shown, the read needs no clamp and no zero-padding mask.
+    What cannot be shown keeps both (:func:`derive.lower.bounds.interval`)."""
+    ranges = {
+        a: (sp.S.Zero, cx.sizes[a] - 1) for a in sub.free_symbols if cx.is_axis(a) and a in cx.sizes
+    }
+    found = bounds.interval(sub, ranges, cx.data_ranges, cx.derived, cx.scalars)
+    return (
+        found is not None
+        and bounds.at_most(0, found[0], cx.derived, cx.scalars)
+        and bounds.at_most(found[1], size - 1, cx.derived, cx.scalars)
+    )
+
+
 def arange(cx: Context, axis: sp.Symbol, size: sp.Expr) -> ir.Node:
     return ir.Arange(cx.value(size, []), cx.like, axes=(axis,))
 
@@ -106,6 +123,8 @@ def gather(cx: Context, base: ir.Node, e: sp.Indexed, order: list[sp.Symbol]) ->
         if cx.is_axis(sub):
             parts.append(arange(cx, sub, e.base.shape[pos]))
             cx.learn([(sub, e.base.shape[pos])], replace=False)
+        elif is_padded(sub) and _inside(cx, sub, e.base.shape[pos]):
+            parts.append(affine_value(cx, sub, order))  # never past the axis: read as it is
         elif is_padded(sub):
             part, inside = padded_part(cx, sub, e.base.shape[pos], order)
             parts.append(part)
