@@ -81,10 +81,12 @@ class MathSvg:
     def svg(self, tex: str, label: str = "", laid: Layout | None = None) -> str:
         """One formula as an ``<svg>`` sized in em; raises ValueError if mathtext rejects it.
         ``laid``: its layout, made elsewhere (else it is laid out here)."""
-        if laid is None:
-            laid = self.layout(tex)
-        else:
+        if laid is not None:
             self._outlines.update(laid.outlines)
+        if laid is None or any(g[0] not in self._outlines for g in laid.glyphs):
+            # laid out elsewhere, a glyph's outline not sent with it (a worker sends each
+            # outline once, with the first layout that used it there): laid out here instead
+            laid = self.layout(tex)
         body = [self._run(run) for run in _runs(laid.glyphs)]
         body += [  # fraction bars and radicals' overlines, y upwards from the baseline
             f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}"/>'

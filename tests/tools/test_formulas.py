@@ -93,3 +93,17 @@ def test_page_renders_in_chromium(tmp_path: Path) -> None:
     with Image.open(png) as img:
         dark = sum(img.convert("L").histogram()[:100])
     assert dark > 5000, "the screenshot shows typeset formulas, not a blank page"
+
+
+def test_a_layout_made_elsewhere_without_an_outline_is_laid_out_again():
+    """A --jobs worker sends each glyph's outline once, with the first layout that used it
+    there; a page typeset from a later layout alone must still define every glyph it uses (a
+    KeyError in defs() once failed a CI's regeneration)."""
+    from derive.explain.mathsvg import MathSvg
+
+    worker = MathSvg()
+    worker.layout("x")
+    later = worker.layout("x + y")  # x's outline went with the first layout, not this one
+    page = MathSvg()
+    page.svg("x + y", "x + y", later)
+    assert "<path" in page.defs()
