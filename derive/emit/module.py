@@ -26,7 +26,7 @@ from derive.emit.checks import (
 )
 from derive.emit.double import DoubleData, double_data
 from derive.emit.precision import INPUT, autocast_policy
-from derive.emit.tangent import JvpData, jvp_data
+from derive.emit.tangent import JvpData, jvp_data, max_ranges
 from derive.errors import DerivationError
 from derive.language import BATCH_SIZE, Definition, ReduceMax
 from derive.lower.lowerer import Lowerer
@@ -94,16 +94,8 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
 
 
 def argmax_ranges(d: Derivation) -> dict[str, sp.Expr]:
-    """Each saved argmax's largest value: a Max over ``c = 0..hi`` is taken by torch's
-    ``.max`` along an axis of hi + 1 entries, whose index lies in ``0..hi`` (a Max from another
-    low bound is left out)."""
-    ranges = {}
-    for step in d.forward:
-        if isinstance(step, Definition) and isinstance(step.body, ReduceMax):
-            _var, lo, hi = step.body.limits[0]
-            if lo == 0 and step.name in d.adjoints.argmax:
-                ranges[d.adjoints.argmax[step.name].name] = hi
-    return ranges
+    """The saved argmaxes' ranges (:func:`~derive.emit.tangent.max_ranges`) of ``d``'s forward."""
+    return max_ranges(d.forward, {t: am.name for t, am in d.adjoints.argmax.items()})
 
 
 def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:

@@ -15,7 +15,10 @@ says so, and whose ``jvp`` raises one line naming the op.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+import sympy as sp
 
 from derive.emit.checks import (
     elementwise,
@@ -63,16 +66,18 @@ class JvpData:
         return ", ".join([*self.inputs, *tangents, *params])
 
 
-def _argmax_ranges(tg: Tangents) -> dict[str, object]:
-    """Each argmax a tangent reads, with its largest value (a Max over ``0..hi``: torch's
-    ``.max`` index lies in 0..hi), as the backward's lowering has them (module.argmax_ranges):
-    a window's tangent read at ``S*i + argmax`` is then shown inside x, no clamp, no mask."""
+def max_ranges(steps: list, argmaxes: Mapping[str, str]) -> dict[str, sp.Expr]:
+    """Each saved argmax's largest value: a Max over ``c = 0..hi`` is taken by torch's
+    ``.max`` along an axis of hi + 1 entries, whose index lies in ``0..hi`` (a Max from another
+    low bound is left out). ``argmaxes``: a Max definition's name -> its argmax tensor's. The
+    backward's lowering and the tangent's both read it: a window read at ``S*i + argmax`` is
+    then shown inside x, no clamp, no mask."""
     ranges = {}
-    for step in tg.graph.steps:
+    for step in steps:
         if isinstance(step, Definition) and isinstance(step.body, ReduceMax):
             _var, lo, hi = step.body.limits[0]
-            if lo == 0 and step.name in tg.argmaxes:
-                ranges[tg.argmaxes[step.name]] = hi
+            if lo == 0 and step.name in argmaxes:
+                ranges[argmaxes[step.name]] = hi
     return ranges
 
 
@@ -88,7 +93,7 @@ def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
         device_of=first_float(g),
         guarded=guarded_data(g),
         derived=g.derived,
-        data_ranges=_argmax_ranges(tg),
+        data_ranges=max_ranges(tg.graph.steps, tg.argmaxes),
     )
     lw.share([s.body for s in g.steps if isinstance(s, Definition)])
     for step in g.steps:

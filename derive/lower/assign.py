@@ -26,7 +26,7 @@ from derive.ir.printer import Precedence, precedence
 from derive.lower import bounds
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
-from derive.lower.indexing import affine_value, padded_part
+from derive.lower.indexing import affine_value, padded_part, within
 from derive.lower.reductions import sum_value
 from derive.lower.select import safe_indices, slice_constants
 from derive.lower.value import (
@@ -247,12 +247,12 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
         if a not in solved:
             index.append(align(ir.Arange(cx.size(a), cx.like, axes=(a,)), source))
             continue
-        if _within(cx, solved[a], ranges, sp.S.Zero, cx.sizes[a] - 1):
+        if within(cx, solved[a], ranges, sp.S.Zero, cx.sizes[a] - 1):
             index.append(align(affine_value(cx, solved[a], list(source)), source))
             continue
-        at, within = padded_part(cx, solved[a], cx.sizes[a], list(source))
+        at, kept = padded_part(cx, solved[a], cx.sizes[a], list(source))
         index.append(align(at, source))
-        inside.append(align(within, source))
+        inside.append(align(kept, source))
     if set().union(*(v.axes for v in [value, *index])) != set(source):
         raise AxisError(f"a scatter over {[str(a) for a in source]} reads fewer axes")
     if inside:
@@ -290,25 +290,11 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     return True
 
 
-def _within(cx: Context, e: sp.Expr, ranges: dict, lo: sp.Expr, hi: sp.Expr) -> bool:
-    """``lo <= e <= hi`` for every value of its indices (``ranges``) and of the int data it
-    reads whose range is known (``cx.data_ranges``: a window's own argmax, ``S*i + argmax[i]``
-    with ``S*(I - 1) + K - 1 <= H - 1`` where the declared output size makes windows fit).
-    Shown, the index needs no clamp and its value no mask."""
-    found = bounds.interval(e, ranges, cx.data_ranges, cx.derived, cx.scalars)
-    if found is None:
-        return False
-    e_lo, e_hi = found
-    return bounds.at_most(lo, e_lo, cx.derived, cx.scalars) and bounds.at_most(
-        e_hi, hi, cx.derived, cx.scalars
-    )
-
-
 def _decided(cx: Context, e: sp.Expr, ranges: dict) -> sp.Expr:
     """``e`` with each ``where(a <= b, u, v)`` (any of <=, <, >=, >) whose condition holds
-    for every value of its indices and data (:func:`_within`) replaced by u, or by v where it
-    never holds: the bounds an argmax's adjoint carries over from the window (``0 <= h - S*i
-    <= K - 1`` at ``h = S*i + argmax``) are then no masks at run time."""
+    for every value of its indices and data (``indexing.within``) replaced by u, or by v
+    where it never holds: the bounds an argmax's adjoint carries over from the window
+    (``0 <= h - S*i <= K - 1`` at ``h = S*i + argmax``) are then no masks at run time."""
 
     def decide(w: sp.Expr) -> sp.Expr:
         cond, then, other = w.args

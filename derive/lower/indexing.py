@@ -92,20 +92,26 @@ def padded_part(cx: Context, sub: sp.Expr, size: sp.Expr, order: list) -> tuple:
     return ir.ClampTo(at, hi, axes=at.axes), inside
 
 
+def within(cx: Context, e: sp.Expr, ranges: dict, lo: sp.Expr, hi: sp.Expr) -> bool:
+    """``lo <= e <= hi`` for every value of its indices (``ranges``) and of the int data it
+    reads whose range is known (``cx.data_ranges``: a window's own argmax, ``S*i + argmax[i]``
+    with ``S*(I - 1) + K - 1 <= H - 1`` where the declared output size makes windows fit).
+    Shown, the index needs no clamp and its value no mask; what cannot be shown is False
+    (:func:`derive.lower.bounds.interval`)."""
+    found = bounds.interval(e, ranges, cx.data_ranges, cx.derived, cx.scalars)
+    return (
+        found is not None
+        and bounds.at_most(lo, found[0], cx.derived, cx.scalars)
+        and bounds.at_most(found[1], hi, cx.derived, cx.scalars)
+    )
+
+
 def _inside(cx: Context, sub: sp.Expr, size: sp.Expr) -> bool:
-    """``0 <= sub <= size - 1`` for every value of its indices (their ranges) and of the int
-    data it reads whose range is known (a window's own argmax, ``S*i + argmax[i, p]`` with
-    ``S*(I - 1) + K - 1 <= H - 1``): shown, the read needs no clamp and no zero-padding mask.
-    What cannot be shown keeps both (:func:`derive.lower.bounds.interval`)."""
+    """``0 <= sub <= size - 1`` over its indices' known ranges (:func:`within`)."""
     ranges = {
         a: (sp.S.Zero, cx.sizes[a] - 1) for a in sub.free_symbols if cx.is_axis(a) and a in cx.sizes
     }
-    found = bounds.interval(sub, ranges, cx.data_ranges, cx.derived, cx.scalars)
-    return (
-        found is not None
-        and bounds.at_most(0, found[0], cx.derived, cx.scalars)
-        and bounds.at_most(found[1], size - 1, cx.derived, cx.scalars)
-    )
+    return within(cx, sub, ranges, sp.S.Zero, size - 1)
 
 
 def arange(cx: Context, axis: sp.Symbol, size: sp.Expr) -> ir.Node:
