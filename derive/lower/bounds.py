@@ -22,6 +22,8 @@ from collections.abc import Collection, Mapping
 
 import sympy as sp
 
+from derive.functions import clamp
+
 
 def at_most(
     a: sp.Expr, b: sp.Expr, derived: Mapping[sp.Symbol, sp.Expr], scalars: Collection[str]
@@ -107,13 +109,16 @@ def interval(
 ) -> tuple[sp.Expr, sp.Expr] | None:
     """Bounds ``(lo, hi)`` of an affine ``e = c_0 + sum_k c_k v_k``: each ``v_k`` an index
     with its range in ``ranges`` or an entry of int data whose values lie in ``0..data[name]``
-    (an argmax: the position of a Max over ``0..hi``). A term with ``c_k >= 0`` adds
+    (an argmax: the position of a Max over ``0..hi``) or an index clamped into ``lo..hi``
+    (:class:`derive.functions.clamp`). A term with ``c_k >= 0`` adds
     ``c_k * lo_k`` below and ``c_k * hi_k`` above, one with ``c_k <= 0`` the other way round;
     None where a term is neither (a sign not shown, a variable of unknown range); the rest
     must be sizes and params (``scalars``)."""
     lo, hi = sp.S.Zero, sp.S.Zero
     for term in sp.Add.make_args(sp.expand(e)):
-        variables = [f for f in sp.Mul.make_args(term) if f in ranges or _bounded(f, data)]
+        variables = [
+            f for f in sp.Mul.make_args(term) if f in ranges or _bounded(f, data) or _held(f)
+        ]
         if not variables:
             if term.has(sp.Indexed) or any(s.name not in scalars for s in term.free_symbols):
                 return None  # data or an index of unknown range
@@ -125,7 +130,10 @@ def interval(
         coef = term / v
         if coef.has(sp.Indexed) or any(s.name not in scalars for s in coef.free_symbols):
             return None
-        v_lo, v_hi = ranges[v] if v in ranges else (sp.S.Zero, data[v.base.label.name])
+        if _held(v):
+            v_lo, v_hi = v.args[1:]
+        else:
+            v_lo, v_hi = ranges[v] if v in ranges else (sp.S.Zero, data[v.base.label.name])
         if at_most(0, coef, derived, scalars):
             lo, hi = lo + coef * v_lo, hi + coef * v_hi
         elif at_most(coef, 0, derived, scalars):
@@ -137,3 +145,7 @@ def interval(
 
 def _bounded(f: sp.Expr, data: Mapping[str, sp.Expr]) -> bool:
     return isinstance(f, sp.Indexed) and f.base.label.name in data
+
+
+def _held(f: sp.Expr) -> bool:
+    return isinstance(f, clamp)
