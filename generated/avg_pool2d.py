@@ -148,6 +148,7 @@ def forward(x, *, kernel_size=2, padding=0, stride=2):
         groups=max(C * N, 1),
     ).reshape(N, C, HO, WO)
     out = sum_x / K**2
+    del sum_x
     return out, (H, K, W, padding, stride, (out.shape, out.dtype, out.device))
 
 
@@ -171,6 +172,7 @@ def backward(grad_out, saved):
         groups=max(C * N, 1),
     ).reshape(N, C, H, W)
     dx = sum_grad_out / K**2
+    del sum_grad_out
     return (dx,)
 
 
@@ -234,6 +236,7 @@ def _double_forward(x, grad_y, v_x, *, kernel_size=2, padding=0, stride=2):
         groups=max(C * N, 1),
     ).reshape(N, C, H, W)
     b_dx = sum_grad_y / K**2
+    del sum_grad_y
     pair = (b_dx * v_x).sum((0, 1, 2, 3))
     return pair, (b_dx, v_x, HO, K, WO, padding, stride, (pair.shape, pair.dtype, pair.device))
 
@@ -257,6 +260,7 @@ def _double_backward_all(grad_out, saved):
         groups=max(C * N, 1),
     ).reshape(N, C, HO, WO)
     dgrad_y = sum_db_dx / K**2
+    del sum_db_dx
     dv_x = grad_out * b_dx
     return {
         "b_dx": db_dx,

@@ -116,11 +116,16 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_positive("N - 1", N - 1, "it divides")
     bnmeani = x.mean(0)
     bndiff = x - bnmeani
+    del bnmeani
     bndiff2 = bndiff * bndiff
     sum_bndiff2 = bndiff2.sum(0)
+    del bndiff2
     bnvar = sum_bndiff2 / (N - 1)
+    del sum_bndiff2
     bnvar_inv = torch.rsqrt(eps + bnvar)
+    del bnvar
     bnraw = bnvar_inv * bndiff
+    del bndiff
     out = torch.addcmul(bias, gain, bnraw)
     return out, (gain, bnvar_inv, bnraw, (out.shape, out.dtype, out.device))
 
@@ -140,7 +145,9 @@ def backward(grad_out, saved):
         )
     )
     dgain = sum_bnraw_grad_out
+    del sum_bnraw_grad_out
     dbias = sum_grad_out
+    del sum_grad_out
     return (dx, dgain, dbias)
 
 
@@ -174,10 +181,14 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     _check_positive("N - 1", N - 1, "it divides")
     bnmeani = x.mean(0)
     bndiff = x - bnmeani
+    del bnmeani
     bndiff2 = bndiff * bndiff
     sum_bndiff2 = bndiff2.sum(0)
+    del bndiff2
     bnvar = sum_bndiff2 / (N - 1)
+    del sum_bndiff2
     bnvar_inv = torch.rsqrt(eps + bnvar)
+    del bnvar
     bnraw = bnvar_inv * bndiff
     sum_grad_y = grad_y.sum(0)
     sum_bnraw_grad_y = (bnraw * grad_y).sum(0)
@@ -187,11 +198,14 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
         * torch.addcmul(grad_y - (sum_grad_y / N), sum_bnraw_grad_y / (N - 1), bnraw, value=-1)
     )
     b_dgain = sum_bnraw_grad_y
+    del sum_bnraw_grad_y
     b_dbias = sum_grad_y
+    del sum_grad_y
     sum_b_dbias_v_bias = (b_dbias * v_bias).sum(0)
     sum_b_dgain_v_gain = (b_dgain * v_gain).sum(0)
     sum_b_dx_v_x = (b_dx * v_x).sum((0, 1))
     pair = sum_b_dbias_v_bias + sum_b_dgain_v_gain + sum_b_dx_v_x
+    del sum_b_dbias_v_bias, sum_b_dgain_v_gain, sum_b_dx_v_x
     return pair, (
         gain,
         bndiff,
@@ -243,14 +257,18 @@ def _double_backward_all(grad_out, saved):
         )
         * db_dx.T
     ).sum(1)
+    del sum_bnraw_grad_y, sum_grad_y
     dbnvar_inv = torch.addcmul(sum_bndiff_dbnraw, sum_bnraw_db_dx_grad_y, gain)
+    del sum_bndiff_dbnraw
     dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
     dbndiff2 = (dbnvar / (N - 1)).expand(N, M).clone()
     dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
     sum_dbndiff = dbndiff.sum(0)
     dbnmeani = -sum_dbndiff
+    del sum_dbndiff
     dx = dbndiff + dbnmeani / N
     dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
+    del sum_bnraw_db_dx_grad_y
     dbias = grad_out.new_zeros((M,))
     sum_db_dx = db_dx.sum(0)
     shared_bnvar_inv_gain_1 = bnvar_inv * gain
@@ -268,6 +286,7 @@ def _double_backward_all(grad_out, saved):
         bnraw,
         value=-1,
     )
+    del sum_bnraw_db_dx, sum_db_dx
     del shared_bnvar_inv_gain_1
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain

@@ -168,6 +168,7 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b):
     sum_b_dw_v_w = (b_dw * v_w).sum((0, 1))
     sum_b_dx_v_x = (b_dx * v_x).sum((0, 1, 2))
     pair = sum_b_db_v_b + sum_b_dw_v_w + sum_b_dx_v_x
+    del sum_b_db_v_b, sum_b_dw_v_w, sum_b_dx_v_x
     return pair, (
         x,
         w,
@@ -215,6 +216,7 @@ def _double_backward_all(grad_out, saved):
         2, 0, T
     )
     dgrad_y = db_db[:, None] + sum_db_dw_x + sum_db_dx_w
+    del sum_db_dw_x, sum_db_dx_w
     dv_x = grad_out * b_dx
     dv_w = grad_out * b_dw
     dv_b = grad_out * b_db

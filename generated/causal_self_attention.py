@@ -163,24 +163,31 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     shared_Wh_x = torch.einsum("efbd,ace->fabcd", Wh, x)
     sum_Wh_at_all_0_x = shared_Wh_x[0]
     q = bh[0][:, None] + sum_Wh_at_all_0_x
+    del sum_Wh_at_all_0_x
     sum_Wh_at_all_1_x = shared_Wh_x[1]
     k = bh[1][:, None] + sum_Wh_at_all_1_x
+    del sum_Wh_at_all_1_x
     sum_Wh_at_all_2_x = shared_Wh_x[2]
     del shared_Wh_x
     v = bh[2][:, None] + sum_Wh_at_all_2_x
+    del sum_Wh_at_all_2_x
     sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         sum_k_q / math.sqrt(D),
         float("-inf"),
     )
+    del sum_k_q
     maxes = scores.amax(3)
     counts = torch.exp(scores - maxes[:, :, :, None])
+    del scores, maxes
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
+    del counts, counts_sum
     y = probs @ v
     sum_Woh_y = torch.einsum("dec,adbe->abc", Woh, y)
     out = bo + sum_Woh_y
+    del sum_Woh_y
     return out, (x, Wh, Woh, q, k, v, probs, y, (out.shape, out.dtype, out.device))
 
 
@@ -200,6 +207,7 @@ def backward(grad_out, saved):
     t_Woh_grad_out_probs_v = (
         sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v[:, :, :, None]
     ) * probs.permute(0, 2, 1, 3)
+    del sum_Woh_grad_out_v, sum_Woh_grad_out_probs_v
     sum_Woh_grad_out_k_probs_v = (t_Woh_grad_out_probs_v.permute(0, 2, 1, 3) @ k).permute(
         0, 2, 1, 3
     )
@@ -209,6 +217,7 @@ def backward(grad_out, saved):
     sum_Woh_grad_out_probs_q_v = (t_Woh_grad_out_probs_v.permute(0, 2, 3, 1) @ q).permute(
         0, 2, 1, 3
     )
+    del t_Woh_grad_out_probs_v
     sum_Wh_at_all_1_Woh_grad_out_probs_q_v = torch.einsum(
         "cdg,abdg->abc", Wh[:, 1], sum_Woh_grad_out_probs_q_v
     )
@@ -216,6 +225,11 @@ def backward(grad_out, saved):
         sum_Wh_at_all_2_Woh_grad_out_probs
         + sum_Wh_at_all_0_Woh_grad_out_k_probs_v / math.sqrt(D)
         + sum_Wh_at_all_1_Woh_grad_out_probs_q_v / math.sqrt(D)
+    )
+    del (
+        sum_Wh_at_all_2_Woh_grad_out_probs,
+        sum_Wh_at_all_0_Woh_grad_out_k_probs_v,
+        sum_Wh_at_all_1_Woh_grad_out_probs_q_v,
     )
     sum_Woh_grad_out_k_probs_v_x = torch.einsum(
         "dga,bcdg->abc", x, sum_Woh_grad_out_k_probs_v.permute(2, 3, 0, 1)
@@ -226,6 +240,7 @@ def backward(grad_out, saved):
     sum_Woh_grad_out_probs_x = torch.einsum(
         "dfa,bcdf->abc", x, sum_Woh_grad_out_probs.permute(2, 3, 0, 1)
     )
+    del sum_Woh_grad_out_probs
     dWh = torch.stack(
         [
             sum_Woh_grad_out_k_probs_v_x / math.sqrt(D),
@@ -234,10 +249,15 @@ def backward(grad_out, saved):
         ],
         1,
     )
+    del sum_Woh_grad_out_k_probs_v_x, sum_Woh_grad_out_probs_q_v_x, sum_Woh_grad_out_probs_x
     dWqkv = dWh.reshape(C, 3 * C)
+    del dWh
     sum_Woh_grad_out_k_probs_v_1 = sum_Woh_grad_out_k_probs_v.sum((0, 1))
+    del sum_Woh_grad_out_k_probs_v
     sum_Woh_grad_out_probs_q_v_1 = sum_Woh_grad_out_probs_q_v.sum((0, 1))
+    del sum_Woh_grad_out_probs_q_v
     sum_Woh_grad_out_1 = sum_Woh_grad_out.sum((2, 0))
+    del sum_Woh_grad_out
     dbh = torch.stack(
         [
             sum_Woh_grad_out_k_probs_v_1 / math.sqrt(D),
@@ -246,9 +266,12 @@ def backward(grad_out, saved):
         ],
         0,
     )
+    del sum_Woh_grad_out_k_probs_v_1, sum_Woh_grad_out_probs_q_v_1, sum_Woh_grad_out_1
     dbqkv = dbh.reshape(3 * C)
+    del dbh
     dWoh = torch.einsum("dec,daeb->abc", grad_out, y)
     dWo = dWoh.reshape(C, C)
+    del dWoh
     dbo = grad_out.sum((0, 1))
     return (dx, dWqkv, dbqkv, dWo, dbo)
 
@@ -308,19 +331,24 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     shared_Wh_x = torch.einsum("efbd,ace->fabcd", Wh, x)
     sum_Wh_at_all_0_x = shared_Wh_x[0]
     q = bh[0][:, None] + sum_Wh_at_all_0_x
+    del sum_Wh_at_all_0_x
     sum_Wh_at_all_1_x = shared_Wh_x[1]
     k = bh[1][:, None] + sum_Wh_at_all_1_x
+    del sum_Wh_at_all_1_x
     sum_Wh_at_all_2_x = shared_Wh_x[2]
     del shared_Wh_x
     v = bh[2][:, None] + sum_Wh_at_all_2_x
+    del sum_Wh_at_all_2_x
     sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         sum_k_q / math.sqrt(D),
         float("-inf"),
     )
+    del sum_k_q
     maxes, maxes_argmax = scores.max(3)
     counts = torch.exp(scores - maxes[:, :, :, None])
+    del scores, maxes
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
     y = probs @ v
@@ -332,11 +360,13 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     t_Woh_grad_y_probs_v = (
         sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]
     ) * probs.permute(0, 2, 1, 3)
+    del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
     sum_Woh_grad_y_k_probs_v = (t_Woh_grad_y_probs_v.permute(0, 2, 1, 3) @ k).permute(0, 2, 1, 3)
     sum_Wh_at_all_0_Woh_grad_y_k_probs_v = torch.einsum(
         "cdg,abdg->abc", Wh[:, 0], sum_Woh_grad_y_k_probs_v
     )
     sum_Woh_grad_y_probs_q_v = (t_Woh_grad_y_probs_v.permute(0, 2, 3, 1) @ q).permute(0, 2, 1, 3)
+    del t_Woh_grad_y_probs_v
     sum_Wh_at_all_1_Woh_grad_y_probs_q_v = torch.einsum(
         "cdg,abdg->abc", Wh[:, 1], sum_Woh_grad_y_probs_q_v
     )
@@ -344,6 +374,11 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
         sum_Wh_at_all_2_Woh_grad_y_probs
         + sum_Wh_at_all_0_Woh_grad_y_k_probs_v / math.sqrt(D)
         + sum_Wh_at_all_1_Woh_grad_y_probs_q_v / math.sqrt(D)
+    )
+    del (
+        sum_Wh_at_all_2_Woh_grad_y_probs,
+        sum_Wh_at_all_0_Woh_grad_y_k_probs_v,
+        sum_Wh_at_all_1_Woh_grad_y_probs_q_v,
     )
     sum_Woh_grad_y_k_probs_v_x = torch.einsum(
         "dga,bcdg->abc", x, sum_Woh_grad_y_k_probs_v.permute(2, 3, 0, 1)
@@ -354,6 +389,7 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     sum_Woh_grad_y_probs_x = torch.einsum(
         "dfa,bcdf->abc", x, sum_Woh_grad_y_probs.permute(2, 3, 0, 1)
     )
+    del sum_Woh_grad_y_probs
     b_dWh = torch.stack(
         [
             sum_Woh_grad_y_k_probs_v_x / math.sqrt(D),
@@ -362,11 +398,16 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
         ],
         1,
     )
+    del sum_Woh_grad_y_k_probs_v_x, sum_Woh_grad_y_probs_q_v_x, sum_Woh_grad_y_probs_x
     b_dWh_as_Wqkv = b_dWh.reshape(C, 3 * C)
     b_dWqkv = b_dWh_as_Wqkv
+    del b_dWh_as_Wqkv
     sum_Woh_grad_y_k_probs_v_1 = sum_Woh_grad_y_k_probs_v.sum((0, 1))
+    del sum_Woh_grad_y_k_probs_v
     sum_Woh_grad_y_probs_q_v_1 = sum_Woh_grad_y_probs_q_v.sum((0, 1))
+    del sum_Woh_grad_y_probs_q_v
     sum_Woh_grad_y_1 = sum_Woh_grad_y.sum((2, 0))
+    del sum_Woh_grad_y
     b_dbh = torch.stack(
         [
             sum_Woh_grad_y_k_probs_v_1 / math.sqrt(D),
@@ -375,11 +416,14 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
         ],
         0,
     )
+    del sum_Woh_grad_y_k_probs_v_1, sum_Woh_grad_y_probs_q_v_1, sum_Woh_grad_y_1
     b_dbh_as_bqkv = b_dbh.reshape(3 * C)
     b_dbqkv = b_dbh_as_bqkv
+    del b_dbh_as_bqkv
     b_dWoh = torch.einsum("dec,daeb->abc", grad_y, y)
     b_dWoh_as_Wo = b_dWoh.reshape(C, C)
     b_dWo = b_dWoh_as_Wo
+    del b_dWoh_as_Wo
     b_dbo = grad_y.sum((0, 1))
     sum_b_dbo_v_bo = (b_dbo * v_bo).sum(0)
     sum_b_dbqkv_v_bqkv = (b_dbqkv * v_bqkv).sum(0)
@@ -387,6 +431,7 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     sum_b_dWqkv_v_Wqkv = (b_dWqkv * v_Wqkv).sum((0, 1))
     sum_b_dx_v_x = (b_dx * v_x).sum((0, 1, 2))
     pair = sum_b_dbo_v_bo + sum_b_dbqkv_v_bqkv + sum_b_dWo_v_Wo + sum_b_dWqkv_v_Wqkv + sum_b_dx_v_x
+    del sum_b_dbo_v_bo, sum_b_dbqkv_v_bqkv, sum_b_dWo_v_Wo, sum_b_dWqkv_v_Wqkv, sum_b_dx_v_x
     return pair, (
         x,
         Wh,
@@ -474,6 +519,7 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_2_Woh_db_dx_grad_y = torch.einsum(
         "adf,abcf->abcd", db_dx, sum_Wh_at_all_2_Woh_grad_y
     )
+    del sum_Wh_at_all_2_Woh_grad_y
     sum_dy_v = dy @ v.permute(0, 1, 3, 2)
     sum_k_probs = probs @ k
     sum_probs_x = torch.einsum("ach,abfc->abfh", x, probs)
@@ -653,14 +699,26 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_0_db_dx_k,
         value=-1,
     )
+    del (
+        sum_Wh_at_all_0_db_dx_k,
+        sum_Wh_at_all_1_db_dx_q,
+        sum_Wh_at_all_2_Woh_db_dx_grad_y,
+        sum_dy_v,
+        sum_Woh_db_dWh_grad_y_k_probs_q_v_x,
+        sum_Woh_db_dbh_grad_y_k_probs_q_v,
+        sum_Wh_at_all_1_db_dx_probs_q,
+        sum_Wh_at_all_0_db_dx_k_probs,
+    )
     del shared_sum_Woh_grad_y_probs_v_1
     sum_dprobs_probs = (dprobs * probs).sum(3)
     dcounts_sum = -sum_dprobs_probs / counts_sum
+    del sum_dprobs_probs
     dcounts = torch.addcmul(
         dcounts_sum[:, :, :, None], torch.reciprocal(counts_sum)[:, :, :, None], dprobs
     )
     sum_counts_dcounts = (counts * dcounts).sum(3)
     dmaxes = -sum_counts_dcounts
+    del sum_counts_dcounts
     dscores = counts * dcounts
     dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
     sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
@@ -673,21 +731,25 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q = torch.einsum(
         "acg,abcdg->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q
     )
+    del sum_Wh_at_all_1_Woh_grad_y_probs_q
     sum_Woh_grad_y_probs_x = torch.einsum(
         "aeg,abec,abde->abcdg", x, probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
     sum_Woh_db_dWh_at_all_0_grad_y_probs_x = torch.einsum(
         "gbf,abcdg->abcdf", db_dWh[:, 0], sum_Woh_grad_y_probs_x
     )
+    del sum_Woh_grad_y_probs_x
     sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = torch.einsum(
         "abcf,abcdf->abcd", k, sum_Woh_db_dWh_at_all_0_grad_y_probs_x
     )
+    del sum_Woh_db_dWh_at_all_0_grad_y_probs_x
     sum_Woh_db_dx_grad_y_probs = torch.einsum(
         "aef,abec,abde->abcdf", db_dx, probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
     sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs = torch.einsum(
         "fbg,abcg,abcdf->abcd", Wh[:, 0], k, sum_Woh_db_dx_grad_y_probs
     )
+    del sum_Woh_db_dx_grad_y_probs
     sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x = torch.einsum(
         "gbf,acg,abcdf->abcd", db_dWh[:, 1], x, sum_Woh_grad_y_probs_q
     )
@@ -728,6 +790,7 @@ def _double_backward_all(grad_out, saved):
         )[:, :, :, None],
         0,
     ).sum((6, 1, 2))
+    del sum_Woh_grad_y_probs_q, sum_Woh_grad_y_k_probs, sum_Woh_grad_y_probs_q_1
     sum_Woh_grad_y_k_probs_x = torch.einsum(
         "abcef,abdeg->abcdfg",
         torch.einsum("aef,abec->abcef", x, probs),
@@ -736,6 +799,7 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1 = torch.einsum(
         "fbg,abcdfg->abcd", db_dWh[:, 0], sum_Woh_grad_y_k_probs_x
     )
+    del sum_Woh_grad_y_k_probs_x
     sum_Woh_grad_y_probs_q_2 = torch.einsum(
         "abceh,abdef->abcdfh",
         torch.einsum("abec,abeh->abceh", probs, probs),
@@ -745,18 +809,22 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1 = torch.einsum(
         "gbf,abcdfg->abcd", db_dWh[:, 1], sum_Woh_grad_y_probs_q_x
     )
+    del sum_Woh_grad_y_probs_q_x
     sum_Wh_at_all_1_Woh_grad_y_probs_q_1 = torch.einsum(
         "gbf,abcdfh->abcdgh", Wh[:, 1], sum_Woh_grad_y_probs_q_2
     )
+    del sum_Woh_grad_y_probs_q_2
     sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 = torch.einsum(
         "ahg,abcdgh->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q_1
     )
+    del sum_Wh_at_all_1_Woh_grad_y_probs_q_1
     sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 = (
         torch.einsum(
             "abe,abec->abce", torch.einsum("aef,abef->abe", db_dx, sum_Wh_at_all_0_k_probs), probs
         )
         @ sum_Woh_grad_y
     )
+    del sum_Woh_grad_y
     dv = (
         sum_dy_probs
         + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q / math.sqrt(D)
@@ -768,6 +836,18 @@ def _double_backward_all(grad_out, saved):
         - (sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1 / math.sqrt(D))
         - (sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 / math.sqrt(D))
         - (sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 / math.sqrt(D))
+    )
+    del (
+        sum_dy_probs,
+        sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q,
+        sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x,
+        sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs,
+        sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x,
+        sum_Woh_db_dbh_grad_y_k_probs_q,
+        sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1,
+        sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1,
+        sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1,
+        sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1,
     )
     sum_dscores_q = (
         (
@@ -794,15 +874,23 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v = torch.einsum(
         "gbd,abcg->abcd", Wh[:, 0], sum_Woh_db_dx_grad_y_probs_v
     )
+    del sum_Woh_db_dx_grad_y_probs_v
     sum_Woh_grad_y_probs_v_x = torch.einsum("abch,ahg->abcg", t_Woh_grad_y_probs_v, x)
     sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x = torch.einsum(
         "gbd,abcg->abcd", db_dWh[:, 0], sum_Woh_grad_y_probs_v_x
     )
+    del sum_Woh_grad_y_probs_v_x
     dk = (
         sum_dscores_q.permute(0, 1, 3, 2)
         + (db_dbh[0] / math.sqrt(D))[:, None] * sum_Woh_grad_y_probs_v_1[:, :, :, None]
         + sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x / math.sqrt(D)
+    )
+    del (
+        sum_dscores_q,
+        sum_Woh_grad_y_probs_v_1,
+        sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v,
+        sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x,
     )
     sum_dscores_k = (
         (
@@ -818,19 +906,28 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_grad_y_probs_v_2 = (
         (sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]) * probs
     ).sum(3)
+    del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
     sum_Woh_db_dx_grad_y_probs_v_1 = torch.einsum("abhc,ahg->abcg", t_Woh_grad_y_probs_v, db_dx)
     sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v = torch.einsum(
         "gbd,abcg->abcd", Wh[:, 1], sum_Woh_db_dx_grad_y_probs_v_1
     )
+    del sum_Woh_db_dx_grad_y_probs_v_1
     sum_Woh_grad_y_probs_v_x_1 = torch.einsum("abhc,ahg->abcg", t_Woh_grad_y_probs_v, x)
     sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x = torch.einsum(
         "gbd,abcg->abcd", db_dWh[:, 1], sum_Woh_grad_y_probs_v_x_1
     )
+    del sum_Woh_grad_y_probs_v_x_1
     dq = (
         sum_dscores_k.permute(0, 1, 3, 2)
         + (db_dbh[1] / math.sqrt(D))[:, None] * sum_Woh_grad_y_probs_v_2[:, :, :, None]
         + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x / math.sqrt(D)
+    )
+    del (
+        sum_dscores_k,
+        sum_Woh_grad_y_probs_v_2,
+        sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v,
+        sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x,
     )
     sum_grad_y_probs = torch.einsum("ahe,abhg->abeg", grad_y, probs)
     sum_k_probs_v = torch.einsum("abhi,abgh,abhd->abdgi", k, probs, v)
@@ -862,6 +959,12 @@ def _double_backward_all(grad_out, saved):
             - (sum_Wh_at_all_1_grad_y_probs_q_v / math.sqrt(D))
         )
     ).sum((0, 5, 4))
+    del (
+        sum_Wh_at_all_0_k_probs,
+        sum_Wh_at_all_0_k_probs_v,
+        sum_Wh_at_all_1_grad_y_probs_q,
+        sum_Wh_at_all_1_grad_y_probs_q_v,
+    )
     del shared_grad_y
     sum_grad_y_k_probs_v = torch.einsum(
         "ajf,abgj,abdj->bdfg", grad_y, sum_k_probs.permute(0, 1, 3, 2), sum_probs_v
@@ -912,22 +1015,34 @@ def _double_backward_all(grad_out, saved):
         )[:, :, None],
         0,
     ).sum((5, 0, 4))
+    del (
+        sum_grad_y_k_probs_v,
+        sum_grad_y_probs_q_v_1,
+        sum_grad_y_k_probs_v_1,
+        sum_grad_y_probs_q_v_2,
+        sum_grad_y,
+    )
     t_k_probs_v = torch.addcmul(
         sum_k_probs_v.permute(0, 1, 2, 4, 3),
         sum_probs_v[:, :, :, None],
         sum_k_probs.permute(0, 1, 3, 2)[:, :, None],
         value=-1,
     )
+    del sum_k_probs_v, sum_probs_v
     sum_grad_y_k_probs_v_x = torch.einsum(
         "abdhk,afgk->bdfgh", t_k_probs_v, torch.einsum("akf,akg->afgk", grad_y, x)
     )
+    del t_k_probs_v
     t_grad_y_probs_q_v = torch.addcmul(
         -sum_grad_y_probs_q_v.permute(0, 1, 2, 3, 5, 4),
         v.permute(0, 1, 3, 2)[:, :, :, None, None],
         sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)[:, :, None],
     )
+    del sum_grad_y_probs_q, sum_grad_y_probs_q_v
     sum_grad_y_probs_q_v_x = torch.einsum("abdfhj,ajg->bdfgh", t_grad_y_probs_q_v, x)
+    del t_grad_y_probs_q_v
     sum_grad_y_probs_x = torch.einsum("akg,abfk->bfg", x, sum_grad_y_probs)
+    del sum_grad_y_probs
     sum_db_dWh_grad_y_k_probs_q_v_x = torch.where(
         (
             torch.arange(H, device=grad_out.device)
@@ -956,22 +1071,30 @@ def _double_backward_all(grad_out, saved):
         )[:, :, None],
         0,
     ).sum((4, 6, 0, 5))
+    del sum_grad_y_k_probs_v_x, sum_grad_y_probs_q_v_x, sum_grad_y_probs_x
     dWoh = (
         sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v
         + sum_db_dbh_grad_y_k_probs_q_v.permute(1, 0, 2)
         + sum_db_dWh_grad_y_k_probs_q_v_x.permute(1, 0, 2)
+    )
+    del (
+        sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v,
+        sum_db_dbh_grad_y_k_probs_q_v,
+        sum_db_dWh_grad_y_k_probs_q_v_x,
     )
     dWo = dWoh.reshape(C, C)
     sum_dq = dq.sum((0, 2))
     sum_dk = dk.sum((0, 2))
     sum_dv = dv.sum((0, 2))
     dbh = torch.stack([sum_dq, sum_dk, sum_dv], 0)
+    del sum_dq, sum_dk, sum_dv
     dbqkv = dbh.reshape(3 * C)
     sum_dq_x = torch.einsum("efa,ecfd->acd", x, dq)
     sum_dk_x = torch.einsum("efa,ecfd->acd", x, dk)
     sum_dv_x = torch.einsum("efa,ecfd->acd", x, dv)
     sum_Woh_grad_y_k_probs_v = k.permute(0, 1, 3, 2) @ t_Woh_grad_y_probs_v
     sum_Woh_grad_y_probs_q_v = q.permute(0, 1, 3, 2) @ t_Woh_grad_y_probs_v.permute(0, 1, 3, 2)
+    del t_Woh_grad_y_probs_v
     sum_Woh_db_dx_grad_y_k_probs_q_v = torch.where(
         (
             torch.arange(C, device=grad_out.device)[:, None]
@@ -1011,6 +1134,7 @@ def _double_backward_all(grad_out, saved):
         (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
         sum_dq_x[:, None],
     )
+    del sum_dq_x, sum_dk_x, sum_dv_x, sum_Woh_db_dx_grad_y_k_probs_q_v
     dWqkv = dWh.reshape(C, 3 * C)
     sum_Wh_at_all_0_dq = torch.einsum("cde,adbe->abc", Wh[:, 0], dq)
     sum_Wh_at_all_1_dk = torch.einsum("cde,adbe->abc", Wh[:, 1], dk)
@@ -1041,11 +1165,18 @@ def _double_backward_all(grad_out, saved):
         )[:, :, :, None],
         0,
     ).sum((4, 6, 1, 5))
+    del sum_Woh_grad_y_probs, sum_Woh_grad_y_k_probs_v, sum_Woh_grad_y_probs_q_v
     dx = (
         sum_Wh_at_all_0_dq
         + sum_Wh_at_all_1_dk
         + sum_Wh_at_all_2_dv
         + sum_Woh_db_dWh_grad_y_k_probs_q_v
+    )
+    del (
+        sum_Wh_at_all_0_dq,
+        sum_Wh_at_all_1_dk,
+        sum_Wh_at_all_2_dv,
+        sum_Woh_db_dWh_grad_y_k_probs_q_v,
     )
     dbo = grad_out.new_zeros((C,))
     sum_Woh_db_dbh_at_2 = (db_dbh[2][:, :, None] * Woh).sum((0, 1))
@@ -1055,6 +1186,7 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_db_dWh_at_all_2_probs_x = torch.einsum(
         "dfc,abdf->abc", Woh, sum_db_dWh_at_all_2_probs_x
     )
+    del sum_db_dWh_at_all_2_probs_x
     sum_db_dWoh_y = torch.einsum("dec,adbe->abc", db_dWoh, y)
     sum_Wh_at_all_2_Woh_probs = torch.einsum("hbj,bjg,abfi->afghi", Wh[:, 2], Woh, probs)
     sum_Woh_v = torch.einsum("bdg,abcd->abcg", Woh, v)
@@ -1064,6 +1196,7 @@ def _double_backward_all(grad_out, saved):
         sum_Woh_k_probs_v, sum_Woh_probs_v[:, :, :, :, None], sum_k_probs[:, :, None], value=-1
     )
     sum_Wh_at_all_0_Woh_k_probs_v = torch.einsum("abgij,hbj->aghi", t_Woh_k_probs_v, Wh[:, 0])
+    del t_Woh_k_probs_v
     t_Woh_probs_v = probs[:, :, :, None] * (
         sum_Woh_v.permute(0, 1, 3, 2)[:, :, None]
         - sum_Woh_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None]
@@ -1071,6 +1204,7 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_1_Woh_probs_q_v = torch.einsum(
         "abfgi,abfh->afghi", t_Woh_probs_v, torch.einsum("hbj,abfj->abfh", Wh[:, 1], q)
     )
+    del t_Woh_probs_v
     sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v = torch.where(
         (
             torch.arange(B, device=grad_out.device)
@@ -1093,21 +1227,26 @@ def _double_backward_all(grad_out, saved):
         )[:, None],
         0,
     ).sum((0, 5, 4))
+    del sum_Wh_at_all_2_Woh_probs, sum_Wh_at_all_0_Woh_k_probs_v, sum_Wh_at_all_1_Woh_probs_q_v
     sum_Woh_db_dbh_at_0_k_probs_v = torch.einsum(
         "dg,abcdg->abc", db_dbh[0], sum_Woh_k_probs_v.permute(0, 3, 2, 1, 4)
     )
     sum_Woh_probs_v_x = torch.einsum(
         "aeh,adbe,acde->abcdh", x, probs, sum_Woh_v.permute(0, 3, 1, 2)
     )
+    del sum_Woh_v
     sum_Woh_db_dWh_at_all_1_probs_v_x = torch.einsum(
         "hdg,abcdh->abcdg", db_dWh[:, 1], sum_Woh_probs_v_x
     )
+    del sum_Woh_probs_v_x
     sum_Woh_db_dWh_at_all_1_probs_q_v_x = torch.einsum(
         "adbg,abcdg->abc", q, sum_Woh_db_dWh_at_all_1_probs_v_x
     )
+    del sum_Woh_db_dWh_at_all_1_probs_v_x
     sum_Woh_db_dWh_at_all_0_k_probs_v_x = torch.einsum(
         "hdg,abh,abcdg->abc", db_dWh[:, 0], x, sum_Woh_k_probs_v.permute(0, 3, 2, 1, 4)
     )
+    del sum_Woh_k_probs_v
     sum_Woh_db_dbh_at_1_probs_q_v = torch.einsum(
         "dg,adbg,abcd->abc", db_dbh[1], q, sum_Woh_probs_v.permute(0, 3, 2, 1)
     )
@@ -1120,9 +1259,11 @@ def _double_backward_all(grad_out, saved):
     sum_db_dWh_at_all_1_probs_x = torch.einsum(
         "hdg,abdh->abdg", db_dWh[:, 1], sum_probs_x.permute(0, 2, 1, 3)
     )
+    del sum_probs_x
     sum_Woh_db_dWh_at_all_1_probs_q_v_x_1 = torch.einsum(
         "adbg,abdg,abcd->abc", q, sum_db_dWh_at_all_1_probs_x, sum_Woh_probs_v.permute(0, 3, 2, 1)
     )
+    del sum_db_dWh_at_all_1_probs_x
     sum_Woh_db_dWh_at_all_0_k_probs_v_x_1 = torch.einsum(
         "hdg,abh,abdg,abcd->abc",
         db_dWh[:, 0],
@@ -1130,6 +1271,7 @@ def _double_backward_all(grad_out, saved):
         sum_k_probs.permute(0, 2, 1, 3),
         sum_Woh_probs_v.permute(0, 3, 2, 1),
     )
+    del sum_k_probs
     sum_Woh_db_dbh_at_1_probs_q_v_1 = torch.einsum(
         "abd,abcd->abc",
         torch.einsum(
@@ -1137,6 +1279,7 @@ def _double_backward_all(grad_out, saved):
         ),
         sum_Woh_probs_v.permute(0, 3, 2, 1),
     )
+    del sum_probs, sum_Woh_probs_v
     dgrad_y = (
         db_dbo
         + sum_Woh_db_dbh_at_2
@@ -1151,6 +1294,20 @@ def _double_backward_all(grad_out, saved):
         - (sum_Woh_db_dWh_at_all_1_probs_q_v_x_1 / math.sqrt(D))
         - (sum_Woh_db_dWh_at_all_0_k_probs_v_x_1 / math.sqrt(D))
         - (sum_Woh_db_dbh_at_1_probs_q_v_1 / math.sqrt(D))
+    )
+    del (
+        sum_Woh_db_dbh_at_2,
+        sum_Woh_db_dWh_at_all_2_probs_x,
+        sum_db_dWoh_y,
+        sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v,
+        sum_Woh_db_dbh_at_0_k_probs_v,
+        sum_Woh_db_dWh_at_all_1_probs_q_v_x,
+        sum_Woh_db_dWh_at_all_0_k_probs_v_x,
+        sum_Woh_db_dbh_at_1_probs_q_v,
+        sum_Woh_db_dbh_at_0_k_probs_v_1,
+        sum_Woh_db_dWh_at_all_1_probs_q_v_x_1,
+        sum_Woh_db_dWh_at_all_0_k_probs_v_x_1,
+        sum_Woh_db_dbh_at_1_probs_q_v_1,
     )
     dv_x = grad_out * b_dx
     dv_Wqkv = grad_out * b_dWqkv

@@ -170,6 +170,7 @@ def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
         groups=groups,
     ).reshape(N, groups, OG, L)
     out = outg.reshape(N, O, L)
+    del outg
     return out, (xg, wg, C, dilation, groups, padding, stride, (out.shape, out.dtype, out.device))
 
 
@@ -195,7 +196,9 @@ def backward(grad_out, saved):
         groups=groups,
     ).reshape(N, groups, CG, T)
     dxg = sum_grad_out_as_outg_wg
+    del sum_grad_out_as_outg_wg
     dx = dxg.reshape(N, C, T)
+    del dxg
     dwg = torch.nn.grad.conv1d_weight(
         xg.reshape(N, groups * CG, T),
         (groups * OG, CG, K),
@@ -206,8 +209,10 @@ def backward(grad_out, saved):
         groups=groups,
     ).reshape(groups, OG, CG, K)
     dw = dwg.reshape(O, CG, K)
+    del dwg
     dbg = grad_out_as_outg.sum((0, 3))
     db = dbg.reshape(O)
+    del dbg
     return (dx, dw, db)
 
 
@@ -278,8 +283,10 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
         groups=groups,
     ).reshape(N, groups, CG, T)
     b_dxg = sum_b_grad_out_as_outg_wg
+    del sum_b_grad_out_as_outg_wg
     b_dxg_as_x = b_dxg.reshape(N, C, T)
     b_dx = b_dxg_as_x
+    del b_dxg_as_x
     b_dwg = torch.nn.grad.conv1d_weight(
         xg.reshape(N, groups * CG, T),
         (groups * OG, CG, K),
@@ -291,13 +298,16 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
     ).reshape(groups, OG, CG, K)
     b_dwg_as_w = b_dwg.reshape(O, CG, K)
     b_dw = b_dwg_as_w
+    del b_dwg_as_w
     b_dbg = b_grad_out_as_outg.sum((0, 3))
     b_dbg_as_b = b_dbg.reshape(O)
     b_db = b_dbg_as_b
+    del b_dbg_as_b
     sum_b_db_v_b = (b_db * v_b).sum(0)
     sum_b_dw_v_w = (b_dw * v_w).sum((0, 1, 2))
     sum_b_dx_v_x = (b_dx * v_x).sum((0, 1, 2))
     pair = sum_b_db_v_b + sum_b_dw_v_w + sum_b_dx_v_x
+    del sum_b_db_v_b, sum_b_dw_v_w, sum_b_dx_v_x
     return pair, (
         xg,
         wg,
@@ -375,6 +385,7 @@ def _double_backward_all(grad_out, saved):
         groups=groups,
     ).reshape(N, groups, OG, L)
     db_grad_out_as_outg = db_dbg[:, :, None] + sum_db_dwg_xg + sum_db_dxg_wg
+    del sum_db_dwg_xg, sum_db_dxg_wg
     dgrad_y = db_grad_out_as_outg.reshape(N, O, L)
     dout = grad_out.new_zeros((N, O, L))
     doutg = grad_out.new_zeros((N, groups, OG, L))
@@ -393,7 +404,9 @@ def _double_backward_all(grad_out, saved):
     sum_b_grad_out_as_outg_db_dxg = torch.einsum(
         "eacf,abdef->abcd", db_dxg, sum_b_grad_out_as_outg.permute(1, 2, 3, 0, 4)
     )
+    del sum_b_grad_out_as_outg
     dwg = sum_b_grad_out_as_outg_db_dxg
+    del sum_b_grad_out_as_outg_db_dxg
     dw = dwg.reshape(O, CG, K)
     sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose1d(
         b_grad_out_as_outg.reshape(N, groups * OG, L),
@@ -405,6 +418,7 @@ def _double_backward_all(grad_out, saved):
         groups=groups,
     ).reshape(N, groups, CG, T)
     dxg = sum_b_grad_out_as_outg_db_dwg
+    del sum_b_grad_out_as_outg_db_dwg
     dx = dxg.reshape(N, C, T)
     db = grad_out.new_zeros((O,))
     dv_x = grad_out * b_dx

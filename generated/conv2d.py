@@ -194,6 +194,7 @@ def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)
     out = outg.reshape(N, O, HO, WO)
+    del outg
     return out, (xg, wg, C, dilation, groups, padding, stride, (out.shape, out.dtype, out.device))
 
 
@@ -225,7 +226,9 @@ def backward(grad_out, saved):
         groups=groups,
     ).reshape(N, groups, CG, H, W)
     dxg = sum_grad_out_as_outg_wg
+    del sum_grad_out_as_outg_wg
     dx = dxg.reshape(N, C, H, W)
+    del dxg
     dwg = torch.nn.grad.conv2d_weight(
         xg.reshape(N, groups * CG, H, W),
         (groups * OG, CG, KH, KW),
@@ -236,8 +239,10 @@ def backward(grad_out, saved):
         groups=groups,
     ).reshape(groups, OG, CG, KH, KW)
     dw = dwg.reshape(O, CG, KH, KW)
+    del dwg
     dbg = grad_out_as_outg.sum((0, 3, 4))
     db = dbg.reshape(O)
+    del dbg
     return (dx, dw, db)
 
 
@@ -348,8 +353,10 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
         groups=groups,
     ).reshape(N, groups, CG, H, W)
     b_dxg = sum_b_grad_out_as_outg_wg
+    del sum_b_grad_out_as_outg_wg
     b_dxg_as_x = b_dxg.reshape(N, C, H, W)
     b_dx = b_dxg_as_x
+    del b_dxg_as_x
     b_dwg = torch.nn.grad.conv2d_weight(
         xg.reshape(N, groups * CG, H, W),
         (groups * OG, CG, KH, KW),
@@ -361,13 +368,16 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
     ).reshape(groups, OG, CG, KH, KW)
     b_dwg_as_w = b_dwg.reshape(O, CG, KH, KW)
     b_dw = b_dwg_as_w
+    del b_dwg_as_w
     b_dbg = b_grad_out_as_outg.sum((0, 3, 4))
     b_dbg_as_b = b_dbg.reshape(O)
     b_db = b_dbg_as_b
+    del b_dbg_as_b
     sum_b_db_v_b = (b_db * v_b).sum(0)
     sum_b_dw_v_w = (b_dw * v_w).sum((0, 1, 2, 3))
     sum_b_dx_v_x = (b_dx * v_x).sum((0, 1, 2, 3))
     pair = sum_b_db_v_b + sum_b_dw_v_w + sum_b_dx_v_x
+    del sum_b_db_v_b, sum_b_dw_v_w, sum_b_dx_v_x
     return pair, (
         xg,
         wg,
@@ -460,9 +470,11 @@ def _double_backward_all(grad_out, saved):
         .permute(1, 2, 4, 0, 5, 3)[:, None, :, :, :, None]
         * sum_wg[:, :, :, :, None, :, None]
     ).sum((3, 2, 7))
+    del sum_wg
     db_grad_out_as_outg = (
         db_dbg[:, :, None, None] + sum_db_dwg_xg + sum_db_dxg_wg.permute(2, 0, 1, 3, 4)
     )
+    del sum_db_dwg_xg, sum_db_dxg_wg
     dgrad_y = db_grad_out_as_outg.reshape(N, O, HO, WO)
     dout = grad_out.new_zeros((N, O, HO, WO))
     doutg = grad_out.new_zeros((N, groups, OG, HO, WO))
@@ -490,10 +502,13 @@ def _double_backward_all(grad_out, saved):
         sum_b_grad_out_as_outg[:, :, :, :, :, None, :, None],
         0,
     ).sum(3)
+    del sum_b_grad_out_as_outg
     sum_b_grad_out_as_outg_db_dxg = torch.einsum(
         "facgh,abdefgh->abcde", db_dxg, sum_b_grad_out_as_outg_1.permute(1, 2, 3, 4, 0, 5, 6)
     )
+    del sum_b_grad_out_as_outg_1
     dwg = sum_b_grad_out_as_outg_db_dxg
+    del sum_b_grad_out_as_outg_db_dxg
     dw = dwg.reshape(O, CG, KH, KW)
     sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose2d(
         b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
@@ -508,6 +523,7 @@ def _double_backward_all(grad_out, saved):
         groups=groups,
     ).reshape(N, groups, CG, H, W)
     dxg = sum_b_grad_out_as_outg_db_dwg
+    del sum_b_grad_out_as_outg_db_dwg
     dx = dxg.reshape(N, C, H, W)
     db = grad_out.new_zeros((O,))
     dv_x = grad_out * b_dx

@@ -120,13 +120,18 @@ def forward(logits, targets):
     try:
         logit_maxes = logits.amax(1)
         norm_logits = logits - logit_maxes[:, None]
+        del logit_maxes
         counts = torch.exp(norm_logits)
         counts_sum = counts.sum(1)
         counts_sum_inv = torch.reciprocal(counts_sum)
         probs = counts_sum_inv[:, None] * counts
+        del counts, counts_sum_inv
         logprobs = norm_logits - torch.log(counts_sum)[:, None]
+        del norm_logits, counts_sum
         sum_logprobs_targets = logprobs.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
+        del logprobs
         loss = sum_logprobs_targets * (-1 / N)
+        del sum_logprobs_targets
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("targets", targets, "C", C)
         raise
@@ -163,9 +168,12 @@ def _double_forward(logits, targets, grad_y, v_logits):
     try:
         logit_maxes, logit_maxes_argmax = logits.max(1)
         norm_logits = logits - logit_maxes[:, None]
+        del logit_maxes
         counts = torch.exp(norm_logits)
+        del norm_logits
         counts_sum = counts.sum(1)
         counts_sum_inv = torch.reciprocal(counts_sum)
+        del counts_sum
         probs = counts_sum_inv[:, None] * counts
         b_dlogits = grad_y / N * probs
         b_dlogits.scatter_add_(1, targets.unsqueeze(1), (grad_y * (-1 / N)).expand(N, 1))
@@ -212,6 +220,7 @@ def _double_backward_all(grad_out, saved):
     dnorm_logits = counts * dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)
     dlogit_maxes = -sum_dnorm_logits
+    del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
     sum_db_dlogits_probs_targets = (
@@ -219,6 +228,7 @@ def _double_backward_all(grad_out, saved):
         * db_dlogits
     ).sum((0, 1))
     dgrad_y = sum_db_dlogits_probs_targets / N
+    del sum_db_dlogits_probs_targets
     dv_logits = grad_out * b_dlogits
     return {
         "b_dlogits": db_dlogits,

@@ -231,23 +231,32 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         hprebn = torch.addmm(b1, embcat, W1)
         bnmeani = hprebn.mean(0)
         bndiff = hprebn - bnmeani
+        del hprebn, bnmeani
         bndiff2 = bndiff * bndiff
         sum_bndiff2 = bndiff2.sum(0)
+        del bndiff2
         bnvar = sum_bndiff2 / (N - 1)
+        del sum_bndiff2
         bnvar_inv = torch.rsqrt(eps + bnvar)
+        del bnvar
         bnraw = bnvar_inv * bndiff
         hpreact = torch.addcmul(bnbias, bngain, bnraw)
         h = torch.tanh(hpreact)
+        del hpreact
         logits = torch.addmm(b2, h, W2)
         logit_maxes, logit_maxes_argmax = logits.max(1)
         norm_logits = logits - logit_maxes[:, None]
+        del logits, logit_maxes
         counts = torch.exp(norm_logits)
         counts_sum = counts.sum(1)
         counts_sum_inv = torch.reciprocal(counts_sum)
         probs = counts_sum_inv[:, None] * counts
         logprobs = norm_logits - torch.log(counts_sum)[:, None]
+        del norm_logits, counts_sum
         sum_Y_logprobs = logprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
+        del logprobs
         loss = sum_Y_logprobs * (-1 / N)
+        del sum_Y_logprobs
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("X", X, "V", V)
         _check_range("Y", Y, "V", V)
@@ -307,6 +316,7 @@ def backward_all(grad_out, saved):
     dnorm_logits = counts * dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)
     dlogit_maxes = -sum_dnorm_logits
+    del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
     dh = dlogits @ W2.T
@@ -318,6 +328,7 @@ def backward_all(grad_out, saved):
     dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
     sum_dbndiff = dbndiff.sum(0)
     dbnmeani = -sum_dbndiff
+    del sum_dbndiff
     dhprebn = dbndiff + dbnmeani / N
     dembcat = dhprebn @ W1.T
     demb = dembcat.reshape(N, T, E)
@@ -460,47 +471,65 @@ def _double_forward(
         hprebn = torch.addmm(b1, embcat, W1)
         bnmeani = hprebn.mean(0)
         bndiff = hprebn - bnmeani
+        del hprebn, bnmeani
         bndiff2 = bndiff * bndiff
         sum_bndiff2 = bndiff2.sum(0)
+        del bndiff2
         bnvar = sum_bndiff2 / (N - 1)
+        del sum_bndiff2
         bnvar_inv = torch.rsqrt(eps + bnvar)
+        del bnvar
         bnraw = bnvar_inv * bndiff
         hpreact = torch.addcmul(bnbias, bngain, bnraw)
         h = torch.tanh(hpreact)
+        del hpreact
         logits = torch.addmm(b2, h, W2)
         logit_maxes, logit_maxes_argmax = logits.max(1)
         norm_logits = logits - logit_maxes[:, None]
+        del logits, logit_maxes
         counts = torch.exp(norm_logits)
+        del norm_logits
         counts_sum = counts.sum(1)
         counts_sum_inv = torch.reciprocal(counts_sum)
+        del counts_sum
         probs = counts_sum_inv[:, None] * counts
         b_dlogprobs = C.new_zeros((N, V))
         b_dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_y * (-1 / N)).expand(N, 1))
         b_dprobs = b_dlogprobs / probs
+        del b_dlogprobs
         b_dcounts_sum_inv = (b_dprobs * counts).sum(1)
         b_dcounts_sum = -counts_sum_inv * counts_sum_inv * b_dcounts_sum_inv
         b_dcounts = torch.addcmul(b_dcounts_sum[:, None], counts_sum_inv[:, None], b_dprobs)
+        del b_dcounts_sum
         b_dnorm_logits = b_dcounts * counts
         sum_b_dnorm_logits = b_dnorm_logits.sum(1)
         b_dlogit_maxes = -sum_b_dnorm_logits
+        del sum_b_dnorm_logits
         b_dlogits = b_dnorm_logits.clone()
+        del b_dnorm_logits
         b_dlogits.scatter_add_(
             1, logit_maxes_argmax_first.unsqueeze(1), b_dlogit_maxes.unsqueeze(1)
         )
+        del b_dlogit_maxes
         b_dh = b_dlogits @ W2.T
         b_dhpreact = torch.addcmul(b_dh, b_dh, h * h, value=-1)
         b_dbnraw = bngain * b_dhpreact
         b_dbnvar_inv = (b_dbnraw * bndiff).sum(0)
         b_dbnvar = bnvar_inv**3 * b_dbnvar_inv * (-1 / 2)
         b_dbndiff2 = (b_dbnvar / (N - 1)).expand(N, H).clone()
+        del b_dbnvar
         b_dbndiff = torch.addcmul(bnvar_inv * b_dbnraw, bndiff, b_dbndiff2, value=2)
         sum_b_dbndiff = b_dbndiff.sum(0)
         b_dbnmeani = -sum_b_dbndiff
+        del sum_b_dbndiff
         b_dhprebn = b_dbndiff + b_dbnmeani / N
+        del b_dbndiff, b_dbnmeani
         b_dembcat = b_dhprebn @ W1.T
         b_dembcat_as_emb = b_dembcat.reshape(N, T, E)
         b_demb = b_dembcat_as_emb
+        del b_dembcat_as_emb
         b_dC = C.new_zeros((V, E)).index_add_(0, X.reshape(-1), b_demb.reshape(-1, E))
+        del b_demb
         b_dW1 = embcat.T @ b_dhprebn
         b_db1 = b_dhprebn.sum(0)
         b_dbngain = (b_dhpreact * bnraw).sum(0)
@@ -522,6 +551,15 @@ def _double_forward(
             + sum_b_dC_v_C
             + sum_b_dW1_v_W1
             + sum_b_dW2_v_W2
+        )
+        del (
+            sum_b_db1_v_b1,
+            sum_b_db2_v_b2,
+            sum_b_dbnbias_v_bnbias,
+            sum_b_dbngain_v_bngain,
+            sum_b_dC_v_C,
+            sum_b_dW1_v_W1,
+            sum_b_dW2_v_W2,
         )
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("X", X, "V", V)
@@ -638,11 +676,13 @@ def _double_backward_all(grad_out, saved):
     sum_W1_db_dembcat = db_dembcat @ W1
     sum_db_dW1_embcat = embcat @ db_dW1
     db_dhprebn = db_db1 + sum_W1_db_dembcat + sum_db_dW1_embcat
+    del sum_W1_db_dembcat, sum_db_dW1_embcat
     db_dbnmeani = db_dhprebn.mean(0)
     db_dbndiff = db_dhprebn - db_dbnmeani
     db_dbndiff2 = bndiff * db_dbndiff * 2
     sum_db_dbndiff2 = db_dbndiff2.sum(0)
     db_dbnvar = sum_db_dbndiff2 / (N - 1)
+    del sum_db_dbndiff2
     db_dbnvar_inv = bnvar_inv**3 * db_dbnvar * (-1 / 2)
     db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
     db_dhpreact = torch.addcmul(torch.addcmul(db_dbnbias, db_dbngain, bnraw), bngain, db_dbnraw)
@@ -650,6 +690,7 @@ def _double_backward_all(grad_out, saved):
     sum_W2_db_dh = db_dh @ W2
     sum_db_dW2_h = h @ db_dW2
     db_dlogits = db_db2 + sum_W2_db_dh + sum_db_dW2_h
+    del sum_W2_db_dh, sum_db_dW2_h
     db_dlogit_maxes = db_dlogits.gather(1, logit_maxes_argmax_first.unsqueeze(1)).squeeze(1)
     db_dnorm_logits = db_dlogits - db_dlogit_maxes[:, None]
     db_dcounts = counts * db_dnorm_logits
@@ -670,6 +711,7 @@ def _double_backward_all(grad_out, saved):
         b_dcounts_sum_inv,
         value=-2,
     )
+    del sum_b_dprobs_db_dcounts, sum_counts_dprobs
     dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
     dcounts = torch.addcmul(
         torch.addcmul(
@@ -683,11 +725,13 @@ def _double_backward_all(grad_out, saved):
     dnorm_logits = counts * dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)
     dlogit_maxes = -sum_dnorm_logits
+    del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
     sum_W2_dlogits = dlogits @ W2.T
     sum_b_dlogits_db_dW2 = b_dlogits @ db_dW2.T
     dh = torch.addcmul(sum_W2_dlogits + sum_b_dlogits_db_dW2, db_dhpreact * h, b_dh, value=-2)
+    del sum_W2_dlogits, sum_b_dlogits_db_dW2
     dhpreact = torch.addcmul(dh, dh, h * h, value=-1)
     dbnraw = torch.addcmul(db_dbngain * b_dhpreact, bngain, dhpreact)
     sum_b_dbnraw_db_dbndiff = (b_dbnraw * db_dbndiff).sum(0)
@@ -698,6 +742,7 @@ def _double_backward_all(grad_out, saved):
         bnvar_inv * bnvar_inv,
         value=-3 / 2,
     )
+    del sum_b_dbnraw_db_dbndiff, sum_bndiff_dbnraw
     dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
     dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
     dbndiff = torch.addcmul(
@@ -710,28 +755,34 @@ def _double_backward_all(grad_out, saved):
     )
     sum_dbndiff = dbndiff.sum(0)
     dbnmeani = -sum_dbndiff
+    del sum_dbndiff
     dhprebn = dbndiff + dbnmeani / N
     sum_W1_dhprebn = dhprebn @ W1.T
     sum_b_dhprebn_db_dW1 = b_dhprebn @ db_dW1.T
     dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
+    del sum_W1_dhprebn, sum_b_dhprebn_db_dW1
     demb = dembcat.reshape(N, T, E)
     dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), demb.reshape(-1, E))
     sum_b_dhprebn_db_dembcat = db_dembcat.T @ b_dhprebn
     sum_dhprebn_embcat = embcat.T @ dhprebn
     dW1 = sum_b_dhprebn_db_dembcat + sum_dhprebn_embcat
+    del sum_b_dhprebn_db_dembcat, sum_dhprebn_embcat
     db1 = dhprebn.sum(0)
     sum_b_dhpreact_db_dbnraw = (b_dhpreact * db_dbnraw).sum(0)
     sum_bnraw_dhpreact = (bnraw * dhpreact).sum(0)
     dbngain = sum_b_dhpreact_db_dbnraw + sum_bnraw_dhpreact
+    del sum_b_dhpreact_db_dbnraw, sum_bnraw_dhpreact
     dbnbias = dhpreact.sum(0)
     sum_b_dlogits_db_dh = db_dh.T @ b_dlogits
     sum_dlogits_h = h.T @ dlogits
     dW2 = sum_b_dlogits_db_dh + sum_dlogits_h
+    del sum_b_dlogits_db_dh, sum_dlogits_h
     db2 = dlogits.sum(0)
     sum_Y_db_dlogprobs = torch.where(
         torch.arange(V, device=grad_out.device) == Y[:, None], db_dlogprobs, 0
     ).sum((0, 1))
     dgrad_y = sum_Y_db_dlogprobs * (-1 / N)
+    del sum_Y_db_dlogprobs
     dv_C = grad_out * b_dC
     dv_W1 = grad_out * b_dW1
     dv_b1 = grad_out * b_db1

@@ -148,6 +148,7 @@ def _double_backward_all(grad_out, saved):
     )
     del shared_x
     dgrad_y = torch.addcmul(out_erf0 + 1, exp_x * 0.7978845608028654, x) * db_dx * 0.5
+    del exp_x
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))

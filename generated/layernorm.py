@@ -119,9 +119,12 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_positive("C", C, "it divides")
     mean = x.mean(1)
     diff = x - mean[:, None]
+    del mean
     var = (diff * diff).mean(1)
     rstd = torch.rsqrt(eps + var)
+    del var
     xhat = rstd[:, None] * diff
+    del diff
     out = torch.addcmul(bias, gain, xhat)
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, (gain, rstd, xhat, (_returned.shape, _returned.dtype, _returned.device))
@@ -144,6 +147,7 @@ def backward(grad_out, saved):
         xhat,
         value=-1,
     )
+    del sum_gain_grad_out, sum_gain_grad_out_xhat
     dgain = (grad_out * xhat).sum(0)
     dbias = grad_out.sum(0)
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
@@ -185,8 +189,10 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     _check_positive("C", C, "it divides")
     mean = x.mean(1)
     diff = x - mean[:, None]
+    del mean
     var = (diff * diff).mean(1)
     rstd = torch.rsqrt(eps + var)
+    del var
     xhat = rstd[:, None] * diff
     sum_gain_grad_y = (gain * grad_y).sum(1)
     sum_gain_grad_y_xhat = torch.einsum("c,ac,ac->a", gain, grad_y, xhat)
@@ -196,12 +202,14 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
         xhat,
         value=-1,
     )
+    del sum_gain_grad_y, sum_gain_grad_y_xhat
     b_dgain = (grad_y * xhat).sum(0)
     b_dbias = grad_y.sum(0)
     sum_b_dbias_v_bias = (b_dbias * v_bias).sum(0)
     sum_b_dgain_v_gain = (b_dgain * v_gain).sum(0)
     sum_b_dx_v_x = (b_dx * v_x).sum((0, 1))
     pair = sum_b_dbias_v_bias + sum_b_dgain_v_gain + sum_b_dx_v_x
+    del sum_b_dbias_v_bias, sum_b_dgain_v_gain, sum_b_dx_v_x
     return pair, (
         gain,
         diff,
@@ -263,12 +271,15 @@ def _double_backward_all(grad_out, saved):
         )
         * db_dx
     ).sum(1)
+    del sum_gain_grad_y_xhat, sum_gain_grad_y
     sum_diff_dxhat = (diff * dxhat).sum(1)
     drstd = sum_db_dx_gain_grad_y_xhat + sum_diff_dxhat
+    del sum_db_dx_gain_grad_y_xhat, sum_diff_dxhat
     dvar = rstd**3 * drstd * (-1 / 2)
     ddiff = torch.addcmul(rstd[:, None] * dxhat, (dvar / C)[:, None], diff, value=2)
     sum_ddiff = ddiff.sum(1)
     dmean = -sum_ddiff
+    del sum_ddiff
     dx = ddiff + (dmean / C)[:, None]
     sum_db_dx_grad_y_rstd_xhat = (
         (rstd[:, None] * db_dx)[:, None]
@@ -283,6 +294,7 @@ def _double_backward_all(grad_out, saved):
         )
     ).sum((0, 2))
     dgain = sum_db_dx_grad_y_rstd_xhat
+    del sum_db_dx_grad_y_rstd_xhat
     dbias = grad_out.new_zeros((C,))
     sum_db_dx = db_dx.sum(1)
     shared_gain_rstd = gain * rstd[:, None]
@@ -300,6 +312,7 @@ def _double_backward_all(grad_out, saved):
         xhat,
         value=-1,
     )
+    del sum_db_dx_xhat, sum_db_dx
     del shared_gain_rstd
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain

@@ -133,6 +133,7 @@ def _double_forward(x, W, b, grad_y, v_x, v_W, v_b):
     sum_b_dW_v_W = (b_dW * v_W).sum((0, 1))
     sum_b_dx_v_x = (b_dx * v_x).sum((0, 1))
     pair = sum_b_db_v_b + sum_b_dW_v_W + sum_b_dx_v_x
+    del sum_b_db_v_b, sum_b_dW_v_W, sum_b_dx_v_x
     return pair, (
         x,
         W,
@@ -163,6 +164,7 @@ def _double_backward_all(grad_out, saved):
     sum_W_db_dx = db_dx @ W
     sum_db_dW_x = x @ db_dW
     dgrad_y = db_db + sum_W_db_dx + sum_db_dW_x
+    del sum_W_db_dx, sum_db_dW_x
     dv_x = grad_out * b_dx
     dv_W = grad_out * b_dW
     dv_b = grad_out * b_db

@@ -94,6 +94,7 @@ def forward(x):
     maxes = x.amax(1)
     counts_sum = torch.exp(x - maxes[:, None]).sum(1)
     out = x - torch.log(counts_sum)[:, None] - maxes[:, None]
+    del maxes, counts_sum
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, (out, (_returned.shape, _returned.dtype, _returned.device))
 
@@ -108,6 +109,7 @@ def backward(grad_out, saved):
     )
     sum_grad_out = grad_out.sum(1)
     dx = torch.addcmul(grad_out, sum_grad_out[:, None], torch.exp(out), value=-1)
+    del sum_grad_out
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
 
@@ -137,6 +139,7 @@ def _double_forward(x, grad_y, v_x):
     out = x - torch.log(counts_sum)[:, None] - maxes[:, None]
     sum_grad_y = grad_y.sum(1)
     b_dx = torch.addcmul(grad_y, sum_grad_y[:, None], torch.exp(out), value=-1)
+    del sum_grad_y
     pair = (b_dx * v_x).sum((0, 1))
     return pair, (
         x,
@@ -160,15 +163,20 @@ def _double_backward_all(grad_out, saved):
     sum_grad_y = grad_y.sum(1)
     exp_out = torch.exp(out)
     dout = -sum_grad_y[:, None] * db_dx * exp_out
+    del sum_grad_y
     sum_dout = dout.sum(1)
     dcounts_sum = -sum_dout / counts_sum
     exp_maxes_x = torch.exp(x - maxes[:, None])
     sum_maxes_x = exp_maxes_x.sum(1)
     dmaxes = torch.addcmul(-sum_dout, sum_maxes_x, dcounts_sum, value=-1)
+    del sum_dout, sum_maxes_x
     dx = torch.addcmul(dout, dcounts_sum[:, None], exp_maxes_x).clone()
+    del exp_maxes_x
     dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
     sum_db_dx_out = (db_dx * exp_out).sum(1)
+    del exp_out
     dgrad_y = db_dx - sum_db_dx_out[:, None]
+    del sum_db_dx_out
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))

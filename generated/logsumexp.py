@@ -97,6 +97,7 @@ def forward(x):
     counts_sum_exp0 = torch.exp(x - maxes[:, None])
     counts_sum = counts_sum_exp0.sum(1)
     out = torch.log(counts_sum) + maxes
+    del maxes
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, (
         counts_sum,
@@ -137,6 +138,7 @@ def _double_forward(x, grad_y, v_x):
     _check_positive("C", C, "a Max runs over it")
     maxes, maxes_argmax = x.max(1)
     counts_sum_exp0 = torch.exp(x - maxes[:, None])
+    del maxes
     counts_sum = counts_sum_exp0.sum(1)
     b_dx = (grad_y / counts_sum)[:, None] * counts_sum_exp0
     pair = (b_dx * v_x).sum((0, 1))
@@ -161,13 +163,16 @@ def _double_backward_all(grad_out, saved):
     dout = grad_out.new_zeros((Batch,))
     sum_b_dx_db_dx = (b_dx * db_dx).sum(1)
     dcounts_sum = -sum_b_dx_db_dx / counts_sum
+    del sum_b_dx_db_dx
     dcounts_sum_exp0 = torch.addcmul(dcounts_sum[:, None], (grad_y / counts_sum)[:, None], db_dx)
     sum_counts_sum_exp0_dcounts_sum_exp0 = (counts_sum_exp0 * dcounts_sum_exp0).sum(1)
     dmaxes = -sum_counts_sum_exp0_dcounts_sum_exp0
+    del sum_counts_sum_exp0_dcounts_sum_exp0
     dx = counts_sum_exp0 * dcounts_sum_exp0
     dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
     sum_counts_sum_exp0_db_dx = (counts_sum_exp0 * db_dx).sum(1)
     dgrad_y = sum_counts_sum_exp0_db_dx / counts_sum
+    del sum_counts_sum_exp0_db_dx
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))

@@ -139,6 +139,7 @@ def forward(x, *, kernel_size=2, stride=2):
         .max(5)
     )
     out, out_argmax = out_max0.max(4)
+    del out_max0
     return out, (out_max0_argmax, out_argmax, H, W, stride, (out.shape, out.dtype, out.device))
 
 

@@ -120,17 +120,22 @@ def forward(logits, targets):
     try:
         logit_maxes = logits.amax(2)
         norm_logits = logits - logit_maxes[:, :, None]
+        del logit_maxes
         counts = torch.exp(norm_logits)
         counts_sum = counts.sum(2)
         probs = torch.reciprocal(counts_sum)[:, :, None] * counts
+        del counts
         logprobs = norm_logits - torch.log(counts_sum)[:, :, None]
+        del norm_logits, counts_sum
         shared_targets = targets >= 0
         sum_targets = (shared_targets.to(logits.dtype)).sum((0, 1))
         sum_logprobs_targets_targets_index = torch.where(
             shared_targets, logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
         ).sum((0, 1))
+        del logprobs
         del shared_targets
         loss = -sum_logprobs_targets_targets_index / sum_targets
+        del sum_targets, sum_logprobs_targets_targets_index
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("targets", targets, "V", V, guarded=True)
         raise
@@ -143,8 +148,10 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     where_targets = (targets >= 0).to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
+    del where_targets
     shared_targets = targets >= 0
     shared_grad_out_sum_targets = grad_out / sum_targets
+    del sum_targets
     dlogits = torch.where(shared_targets, shared_grad_out_sum_targets, 0)[:, :, None] * probs
     dlogits.scatter_add_(
         2,
@@ -177,13 +184,17 @@ def _double_forward(logits, targets, grad_y, v_logits):
     try:
         logit_maxes, logit_maxes_argmax = logits.max(2)
         norm_logits = logits - logit_maxes[:, :, None]
+        del logit_maxes
         counts = torch.exp(norm_logits)
+        del norm_logits
         counts_sum = counts.sum(2)
         probs = torch.reciprocal(counts_sum)[:, :, None] * counts
         where_targets = (targets >= 0).to(logits.dtype)
         sum_targets = where_targets.sum((0, 1))
+        del where_targets
         shared_targets = targets >= 0
         shared_grad_y_sum_targets = grad_y / sum_targets
+        del sum_targets
         b_dlogits = torch.where(shared_targets, shared_grad_y_sum_targets, 0)[:, :, None] * probs
         b_dlogits.scatter_add_(
             2,
@@ -222,19 +233,23 @@ def _double_backward_all(grad_out, saved):
     dlogprobs = grad_out.new_zeros((B, T, V))
     where_targets = (targets >= 0).to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
+    del where_targets
     dprobs = torch.where(targets >= 0, grad_y / sum_targets, 0)[:, :, None] * db_dlogits
     sum_dprobs_probs = (dprobs * probs).sum(2)
     dcounts_sum = -sum_dprobs_probs / counts_sum
+    del sum_dprobs_probs
     dcounts = torch.addcmul(
         dcounts_sum[:, :, None], torch.reciprocal(counts_sum)[:, :, None], dprobs
     )
     dnorm_logits = counts * dcounts
     sum_dnorm_logits = dnorm_logits.sum(2)
     dlogit_maxes = -sum_dnorm_logits
+    del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(2, logit_maxes_argmax.unsqueeze(2), dlogit_maxes.unsqueeze(2))
     sum_db_dlogits_probs = (db_dlogits * probs).sum(2)
     shared_sum_targets = torch.reciprocal(sum_targets)
+    del sum_targets
     dgrad_y = torch.where(
         targets >= 0,
         torch.addcmul(
@@ -245,6 +260,7 @@ def _double_backward_all(grad_out, saved):
         ),
         0,
     ).sum((0, 1))
+    del sum_db_dlogits_probs
     del shared_sum_targets
     dv_logits = grad_out * b_dlogits
     return {

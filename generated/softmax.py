@@ -95,8 +95,10 @@ def forward(x):
     _check_positive("C", C, "a Max runs over it")
     maxes = x.amax(1)
     counts = torch.exp(x - maxes[:, None])
+    del maxes
     counts_sum = counts.sum(1)
     out = torch.reciprocal(counts_sum)[:, None] * counts
+    del counts, counts_sum
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, (out, (_returned.shape, _returned.dtype, _returned.device))
 
@@ -111,6 +113,7 @@ def backward(grad_out, saved):
     )
     sum_grad_out_out = (grad_out * out).sum(1)
     dx = (grad_out - sum_grad_out_out[:, None]) * out
+    del sum_grad_out_out
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
 
@@ -137,10 +140,12 @@ def _double_forward(x, grad_y, v_x):
     _check_positive("C", C, "a Max runs over it")
     maxes, maxes_argmax = x.max(1)
     counts = torch.exp(x - maxes[:, None])
+    del maxes
     counts_sum = counts.sum(1)
     out = torch.reciprocal(counts_sum)[:, None] * counts
     sum_grad_y_out = (grad_y * out).sum(1)
     b_dx = (grad_y - sum_grad_y_out[:, None]) * out
+    del sum_grad_y_out
     pair = (b_dx * v_x).sum((0, 1))
     return pair, (
         counts,
@@ -168,14 +173,18 @@ def _double_backward_all(grad_out, saved):
         db_dx,
         value=-1,
     )
+    del sum_grad_y_out
     sum_dout_out = (dout * out).sum(1)
     dcounts_sum = -sum_dout_out / counts_sum
+    del sum_dout_out
     dcounts = torch.addcmul(dcounts_sum[:, None], torch.reciprocal(counts_sum)[:, None], dout)
     sum_counts_dcounts = (counts * dcounts).sum(1)
     dmaxes = -sum_counts_dcounts
+    del sum_counts_dcounts
     dx = counts * dcounts
     dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
     dgrad_y = (db_dx - sum_db_dx_out[:, None]) * out
+    del sum_db_dx_out
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))

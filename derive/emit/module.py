@@ -98,8 +98,9 @@ def argmax_ranges(d: Derivation) -> dict[str, sp.Expr]:
     return max_ranges(d.forward, {t: am.name for t, am in d.adjoints.argmax.items()})
 
 
-def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
-    """The forward as the derivation hands it over (its bodies already stabilised)."""
+def _forward_lines(d: Derivation, lw: Lowerer, keep: set[str]) -> list[str]:
+    """The forward as the derivation hands it over (its bodies already stabilised); every
+    tensor freed after its last use but those in ``keep`` (returned, saved)."""
     g = d.graph
     lw.share([s.body for s in d.forward if isinstance(s, Definition)])
     for step in d.forward:
@@ -112,6 +113,7 @@ def _forward_lines(d: Derivation, lw: Lowerer) -> list[str]:
             lw.reduce_max(step.name, step.body, step.indices, t.dims, argmax, step.text)
         else:
             lw.assign(step.name, step.body, step.indices, t.dims)
+    lw.release(keep)
     return lw.lines
 
 
@@ -171,6 +173,9 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
         if adj.names[t] not in direct.values():
             lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
         _emit_views(d, lw, adj.names[t], direct)
+    # the inputs' gradients are returned (a stepwise op returns every step's): the rest is freed
+    kept = d.order if g.op.stepwise else [t for t in g.inputs if t in d.final]
+    lw.release({adj.names[t] for t in kept})
     body = lw.lines + [
         f"{v} = {v}.reshape(tuple({BATCH_SHAPE}) + tuple({v}.shape[1:]))"
         for v in (adj.names[t] for t in unflattened)
@@ -210,7 +215,8 @@ class _Bodies:
 def _bodies(d: Derivation, flat: bool) -> _Bodies:
     """Input checks, forward and backward lines, and what the lowering recorded about them."""
     lw = _lowerer(d, first_float(d.graph))
-    forward = _forward_lines(d, lw)
+    keep = {d.graph.output, *d.saved} | names_read(output_expr(d.graph, flat))
+    forward = _forward_lines(d, lw, keep)
     checks, _ = input_checks(d.graph, flat, lw.wrapping)
     bind, extras = _backward_bindings(d, _needed_symbols(d))
     back = _lowerer(d, GRAD_OUT)

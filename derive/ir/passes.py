@@ -10,12 +10,16 @@
   the same sum of the same products.
 - :func:`batched_matmuls`: a contraction that is a batched matrix product, ``sum_k A[b, i, k]
   B[b, k, j]``, as ``A @ B`` (torch.matmul) rather than an einsum: the same bmm, half the calls.
+- :func:`released`: each tensor the block computes is freed after the last statement that
+  reads it (``del t``), unless the function hands it on (returned, saved): a function's peak
+  memory then holds its temporaries no longer than they are needed, as autograd's engine
+  frees a node's buffers once its last consumer has run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import NamedTuple
 
 import sympy as sp
@@ -313,3 +317,45 @@ def _rebuilt(x, rule: Callable[[ir.Node], ir.Node]):
     changed = any(changes[name] is not getattr(x, name) for name in changes)
     x = dataclasses.replace(x, **changes) if changed else x
     return rule(x) if isinstance(x, ir.Node) else x
+
+
+def released(block: list[ir.Statement], keep: Collection[str]) -> list[ir.Statement]:
+    """``block`` with ``del`` after the last statement that reads each name it assigns,
+    except the names in ``keep`` (what the function returns or saves, what code after the
+    block reads) and those a ``del`` frees already (:func:`common_subexpressions`'). A name
+    no statement reads is left as it is, and so is a view of a tensor the block did not make
+    (``Wh = Wqkv.reshape(..)``: its storage is the caller's, freed by no ``del`` here). Only
+    a name is dropped: a view of it, or a saved tuple holding it, keeps its storage alive, so
+    freeing early never frees what is used."""
+    freed = {n for s in block if isinstance(s, ir.Free) for n in s.names}
+    made = {n for s in block for n in s.writes}
+    assigned = dict.fromkeys(
+        n
+        for s in block
+        if isinstance(s, ir.Assign) and not _views_outside(s.value, made)
+        for n in s.targets
+    )
+    names = [n for n in assigned if n not in keep and n not in freed]
+    return _freed(block, [n for n in names if any(n in s.reads for s in block)])
+
+
+# the nodes that print as a view of their argument: no new storage
+VIEWS = (
+    ir.Permute,
+    ir.Broadcast,
+    ir.Slice,
+    ir.Reshape,
+    ir.Expand,
+    ir.Unsqueeze,
+    ir.Squeeze,
+    ir.Narrow,
+    ir.Unfold,
+)
+
+
+def _views_outside(node: ir.Node, made: Collection[str]) -> bool:
+    """A view (a reshape, a slice), through any chain of views, of a named tensor not in
+    ``made``."""
+    while isinstance(node, VIEWS):
+        node = node.arg
+    return isinstance(node, ir.Ref) and node.name not in made

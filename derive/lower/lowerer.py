@@ -20,14 +20,19 @@ be one, a row of :data:`derive.lower.fusions.FUSIONS` says how.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import sympy as sp
 
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, clamp, where
 from derive.ir import nodes as ir
-from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings
+from derive.ir.passes import (
+    batched_matmuls,
+    common_subexpressions,
+    merged_siblings,
+    released,
+)
 from derive.ir.printer import TorchPrinter
 from derive.language import ReduceMax
 from derive.lower.arithmetic import add, call, heaviside, mul, power
@@ -62,6 +67,7 @@ class Lowerer:
         self.context.derived.update(derived or {})
         self.context.data_ranges.update(data_ranges or {})
         self._lines: list[str] | None = None  # printed once every statement is in
+        self._keep: frozenset[str] | None = None  # names to free after their last use but these
 
     @property
     def lines(self) -> list[str]:
@@ -71,8 +77,17 @@ class Lowerer:
         cx = self.context
         if self._lines is None:
             cx.statements[:] = batched_matmuls(merged_siblings(cx.statements, cx.fresh))
+            if self._keep is not None:
+                cx.statements[:] = released(cx.statements, self._keep)
             self._lines = [PRINTER.line(s) for s in cx.statements]
         return list(self._lines)
+
+    def release(self, keep: Collection[str]) -> None:
+        """Free every tensor the statements compute after its last use, but those in ``keep``
+        (:func:`~derive.ir.passes.released`): set before the lines are read."""
+        if self._lines is not None:
+            raise AssertionError(f"{self.context.op}: release() after the lines were printed")
+        self._keep = frozenset(keep)
 
     @property
     def wrapping(self) -> set[str]:

@@ -7,7 +7,7 @@ import itertools
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings
+from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings, released
 from derive.ir.printer import TorchPrinter
 
 i, j = sp.symbols("i j", integer=True)
@@ -155,3 +155,35 @@ def test_other_contractions_stay_einsums() -> None:
         'o0 = torch.einsum("abc,bc->a", q, w)',
         'o1 = torch.einsum("abd,acd->abc", q, u[:, :, None])',
     ]
+
+
+def test_a_temporary_is_freed_after_its_last_read_but_not_what_is_kept() -> None:
+    # a = x * g; b = a * y (a's last read); v = b.T (a view of b); d = v * x; d returned.
+    # a, b and v are freed after their last reads (b's storage with v's, the last name on
+    # it); xt, a view of the input x, is not (the caller's storage), nor a name none reads
+    a, b, v, xt = (ir.Ref(n, axes=(i, j)) for n in ("a", "b", "v", "xt"))
+    block = [
+        ir.Assign(("xt",), ir.Permute(x, (1, 0), axes=(j, i))),
+        ir.Assign(("a",), _mul(xt, g)),
+        ir.Assign(("b",), _mul(a, y)),
+        ir.Assign(("v",), ir.Permute(b, (1, 0), axes=(j, i))),
+        ir.Assign(("d",), _mul(v, x)),
+        ir.Assign(("unread",), _mul(x, x)),
+    ]
+    got = [TorchPrinter().doprint(s) for s in released(block, keep={"d"})]
+    assert got == [
+        "xt = x.T",
+        "a = xt * g",
+        "b = a * y",
+        "del a",
+        "v = b.T",
+        "del b",
+        "d = v * x",
+        "del v",
+        "unread = x * x",
+    ]
+
+
+def test_a_name_freed_already_is_not_freed_twice() -> None:
+    block = [ir.Assign(("t",), _mul(x, g)), ir.Assign(("d",), _mul(x, x)), ir.Free(("t",))]
+    assert released(block, keep={"d"}) == block
