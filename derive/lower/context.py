@@ -36,6 +36,20 @@ def _free_axes(cx: Context, e: sp.Expr) -> list[sp.Symbol]:
     ]
 
 
+def _expanded_indices(e: sp.Expr) -> sp.Expr:
+    """``e`` with each index expression expanded (subscripts, comparisons, deltas):
+    ``x[f*G + g - G*(f + 3) + 3*G]`` is ``x[g]``, as the lowering reads it (an affine index
+    is expanded before it is lowered), so f is no free index of it."""
+    kinds = (sp.Indexed, sp.core.relational.Relational, sp.KroneckerDelta)
+    swap = {}
+    for x in e.atoms(*kinds):
+        if isinstance(x, sp.Indexed):
+            swap[x] = x.base[tuple(sp.expand(i) for i in x.indices)]
+        else:
+            swap[x] = x.func(*(sp.expand(a) for a in x.args))
+    return e.xreplace(swap)
+
+
 Dispatch = Callable[["Context", sp.Expr, list], ir.Node]
 
 
@@ -80,6 +94,8 @@ class Context:
     def verified(self, e: sp.Expr, v: ir.Node) -> ir.Node:
         """``v``, the lowered ``e``, once checked to have an axis for each free index of ``e``."""
         lost = [s for s in _free_axes(self, e) if s not in v.axes]
+        if lost and not v.scalar:  # an index in a subscript may cancel: x[f*G + g - G*(f + 3)]
+            lost = [s for s in lost if s in _free_axes(self, _expanded_indices(e))]
         if lost and not v.scalar:
             raise EngineBug(self.op, f"lowering {e} lost its free index {sorted(map(str, lost))}")
         return v
