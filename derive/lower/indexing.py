@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from derive.errors import DerivationError
 from derive.ir import nodes as ir
 from derive.lower import bounds
 from derive.lower.context import Context
@@ -60,6 +61,22 @@ def affine_value(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     for sign, v in terms[1:]:
         total = ir.Binary(sign, total, align(v, axes), axes=axes)
     return total
+
+
+def digit(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
+    """A digit of an argmax over several indices, int data: ``floor(a/M) -> a // M``,
+    ``Mod(a, M) -> a % M`` (python's and torch's floor division and remainder agree with
+    SymPy's for a positive M). Only where no fold removed it (a gather at the argmax)."""
+    if isinstance(e, sp.Mod):
+        x, m = e.args
+        op = "%"
+    else:
+        x, m = sp.fraction(sp.together(e.args[0]))
+        op = "//"
+    if not (x.has(sp.Indexed) and x.is_integer and not m.has(sp.Indexed)):
+        raise DerivationError(cx.op, f"cannot lower {e}: a floor or Mod of anything but int data")
+    v = cx.value(x, order)
+    return ir.Binary(op, v, cx.value(m, []), axes=v.axes)
 
 
 def is_affine(x: sp.Expr) -> bool:

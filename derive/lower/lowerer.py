@@ -27,13 +27,15 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, where
 from derive.ir import nodes as ir
+from derive.language.argmax import Digits
 from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings
 from derive.ir.printer import TorchPrinter
 from derive.language import ReduceMax
 from derive.lower.arithmetic import add, call, heaviside, mul, power
 from derive.lower.assign import assign
 from derive.lower.context import Context
-from derive.lower.indexing import indexed, mask
+from derive.lower.indexing import digit, indexed, mask
+from derive.lower.maxes import reduce_max_many
 from derive.lower.memo import canonical, repeated_sums
 from derive.lower.reductions import sum_value
 from derive.lower.select import relation, safe_indices, slice_constants, where_value
@@ -54,7 +56,7 @@ class Lowerer:
         device_of: str = "grad_out",
         guarded: set[str] | None = None,
         derived: dict[sp.Symbol, sp.Expr] | None = None,
-        data_ranges: dict[str, sp.Expr] | None = None,
+        data_ranges: dict[str, sp.Expr | Digits] | None = None,
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
@@ -127,6 +129,10 @@ class Lowerer:
         cx.learn([(var, hi - lo + 1)])
         # every index's range, for an index compared in a where() (an arange over it)
         cx.learn(zip(axes, dims, strict=True))
+        if len(body.limits) > 1:  # one argmax over several indices (derive/lower/maxes.py)
+            reduce_max_many(cx, name, body, axes, argmax, text)
+            self._rewrite(start)
+            return
         function = safe_indices(cx, slice_constants(cx, body.function))
         value = cx.value(function, list(axes) + [var])
         if var not in value.axes:
@@ -203,6 +209,8 @@ LOWERINGS: dict[type, Callable[[Context, sp.Expr, list[sp.Symbol]], ir.Node]] = 
     sp.Sum: sum_value,
     sp.Heaviside: heaviside,
     sp.KroneckerDelta: mask,
+    sp.floor: digit,
+    sp.Mod: digit,
     sp.core.relational.Relational: relation,
     where: where_value,
 }
