@@ -109,8 +109,9 @@ def interval(
 ) -> tuple[sp.Expr, sp.Expr] | None:
     """Bounds ``(lo, hi)`` of an affine ``e = c_0 + sum_k c_k v_k``: each ``v_k`` an index
     with its range in ``ranges`` or an entry of int data whose values lie in ``0..data[name]``
-    (an argmax: the position of a Max over ``0..hi``), or a digit of one (:func:`_high`). A term with ``c_k >= 0`` adds
-    ``c_k * lo_k`` below and ``c_k * hi_k`` above, one with ``c_k <= 0`` the other way round;
+    (an argmax: the position of a Max over ``0..hi``), or a digit of one (:func:`_high`). A
+    term with ``c_k >= 0`` adds ``c_k * lo_k`` below and ``c_k * hi_k`` above, one with
+    ``c_k <= 0`` the other way round;
     None where a term is neither (a sign not shown, a variable of unknown range); the rest
     must be sizes and params (``scalars``)."""
     lo, hi = sp.S.Zero, sp.S.Zero

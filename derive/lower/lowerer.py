@@ -27,10 +27,10 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, where
 from derive.ir import nodes as ir
-from derive.language.argmax import Digits
 from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings
 from derive.ir.printer import TorchPrinter
 from derive.language import ReduceMax
+from derive.language.argmax import Digits
 from derive.lower.arithmetic import add, call, heaviside, mul, power
 from derive.lower.assign import assign
 from derive.lower.context import Context

@@ -6,7 +6,8 @@ For a definition ``u[I] = f(..., v[..], ...)`` the adjoint of ``v`` receives
 
 and ``d v[K] / d v[J]`` is the product of ``KroneckerDelta(K_p, J_p)``; ``d max_c f / d v`` is
 ``sum_c delta(c, argmax) df/dv`` (over several indices, one delta per index against its
-digit of the one argmax: :mod:`derive.language.argmax`). These deltas are left for the simplifier to eliminate.
+digit of the one argmax: :mod:`derive.language.argmax`). These deltas are left for the
+simplifier to eliminate.
 The result is one expression per tensor, written in terms of the adjoints of its consumers
 (the seed's step-by-step form); :func:`inline` substitutes them down to ``grad_out``.
 """
