@@ -111,6 +111,8 @@ def _check_nonnegative(name, value, why):
 def forward(x, *, kernel_size=2, stride=2):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 4, False, False)
+    N = x.shape[0]
+    C = x.shape[1]
     H = x.shape[2]
     W = x.shape[3]
     _check_param("kernel_size", kernel_size)
@@ -127,13 +129,16 @@ def forward(x, *, kernel_size=2, stride=2):
     WO = (W - kernel_size) // stride + 1
     _check_positive("WO", WO, "WO = (W - kernel_size) // stride + 1")
     _check_positive(
-        "-K + W + 1", -K + W + 1, "the argmax of a Max over several indices counts in W"
+        "-K + W + 1", -K + W + 1, "a Max's argmax counts in W, so its window (K) must fit in it"
     )
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
     _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
-    out, out_argmax = torch.nn.functional.max_pool2d(x, K, stride, return_indices=True)
-    out_argmax = out_argmax - (
+    out, out_argmax = torch.nn.functional.max_pool2d(
+        x.reshape(-1, 1, H, W), K, stride, return_indices=True
+    )
+    out = out.reshape(N, C, HO, WO)
+    out_argmax = out_argmax.reshape(N, C, HO, WO) - (
         (torch.arange(HO, device=x.device) * stride * W)[:, None]
         + torch.arange(WO, device=x.device) * stride
     )
@@ -205,7 +210,7 @@ def _double_forward(x, grad_y, v_x, out_argmax_first, *, kernel_size=2, stride=2
         "out_argmax_first", 3, out_argmax_first.shape[3], "WO = (W - kernel_size) // stride + 1", WO
     )
     _check_positive(
-        "-K + W + 1", -K + W + 1, "the argmax of a Max over several indices counts in W"
+        "-K + W + 1", -K + W + 1, "a Max's argmax counts in W, so its window (K) must fit in it"
     )
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
@@ -246,38 +251,27 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((N, C, HO, WO))
     dx = grad_out.new_zeros((N, C, H, W))
-    shared_out_argmax_first_2 = (torch.arange(HO, device=grad_out.device) * stride)[
+    shared_out_argmax_first = (torch.arange(HO, device=grad_out.device) * stride)[
         :, None
     ] + out_argmax_first // W
-    shared_out_argmax_first = shared_out_argmax_first_2 <= (H - 1)
-    shared_out_argmax_first_1 = shared_out_argmax_first_2 >= 0
-    sum_db_dx_out_argmax_first = torch.where(
-        shared_out_argmax_first_1[:, :, :, :, None],
+    shared_out_argmax_first_1 = (
+        torch.arange(WO, device=grad_out.device) * stride + out_argmax_first % W
+    )
+    dgrad_y = torch.where(
+        (shared_out_argmax_first_1 >= 0) & (shared_out_argmax_first_1 <= (W - 1)),
         torch.where(
-            shared_out_argmax_first[:, :, :, :, None],
-            torch.where(
-                torch.arange(W, device=grad_out.device)
-                == (torch.arange(WO, device=grad_out.device) * stride + out_argmax_first % W)[
-                    :, :, :, :, None
-                ],
-                torch.where(
-                    (shared_out_argmax_first_1 & shared_out_argmax_first)[:, :, :, :, None],
-                    db_dx[
-                        torch.arange(N, device=grad_out.device)[:, None, None, None, None],
-                        torch.arange(C, device=grad_out.device)[:, None, None, None],
-                        shared_out_argmax_first_2.clamp(0, H - 1)[:, :, :, :, None],
-                        torch.arange(W, device=grad_out.device),
-                    ],
-                    0,
-                ),
-                0,
-            ),
+            (shared_out_argmax_first >= 0) & (shared_out_argmax_first <= (H - 1)),
+            db_dx[
+                torch.arange(N, device=grad_out.device)[:, None, None, None],
+                torch.arange(C, device=grad_out.device)[:, None, None],
+                shared_out_argmax_first.clamp(0, H - 1),
+                shared_out_argmax_first_1.clamp(0, W - 1),
+            ],
             0,
         ),
         0,
-    ).sum(4)
-    del shared_out_argmax_first, shared_out_argmax_first_1, shared_out_argmax_first_2
-    dgrad_y = sum_db_dx_out_argmax_first
+    )
+    del shared_out_argmax_first, shared_out_argmax_first_1
     dv_x = grad_out * b_dx
     return {
         "b_dx": db_dx,
@@ -321,13 +315,16 @@ def _jvp(x, t_x, *, kernel_size=2, stride=2):
     _check_positive("WO", WO, "WO = (W - kernel_size) // stride + 1")
     _check_like("t_x", t_x, "x", x, True)
     _check_positive(
-        "-K + W + 1", -K + W + 1, "the argmax of a Max over several indices counts in W"
+        "-K + W + 1", -K + W + 1, "a Max's argmax counts in W, so its window (K) must fit in it"
     )
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
     _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
-    out, out_argmax = torch.nn.functional.max_pool2d(x, K, stride, return_indices=True)
-    out_argmax = out_argmax - (
+    out, out_argmax = torch.nn.functional.max_pool2d(
+        x.reshape(-1, 1, H, W), K, stride, return_indices=True
+    )
+    out = out.reshape(N, C, HO, WO)
+    out_argmax = out_argmax.reshape(N, C, HO, WO) - (
         (torch.arange(HO, device=x.device) * stride * W)[:, None]
         + torch.arange(WO, device=x.device) * stride
     )

@@ -184,8 +184,9 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
         for r in step.body.atoms(ReduceMax):
             for _, lo, hi in r.limits:
                 found.setdefault(hi - lo + 1, "a Max runs over it")
-            for gap, radix in radix_checks(r):  # W - K + 1: two positions, one argmax
-                found.setdefault(gap, f"the argmax of a Max over several indices counts in {radix}")
+            for gap, radix, extent in radix_checks(r):  # W - K + 1: two positions, one argmax
+                why = f"a Max's argmax counts in {radix}, so its window ({extent}) must fit in it"
+                found.setdefault(gap, why)
     for size, why in window_sizes(g).items():
         found.setdefault(size, why)
     return sorted(found.items(), key=lambda item: str(item[0]))

@@ -13,6 +13,12 @@ adjoint, ``(S*i + floor(a/W))*W + S*j + Mod(a, W)``, folds (``floor(a/M)*M + Mod
 into ``S*i*W + S*j + a``: no division at run time, and ``a`` is torch's own max_pool index
 less the window's origin. An index read any other way takes its range as its radix.
 
+Why one int and not a tuple of argmaxes (one per index) that the lowering would encode: one
+int is what the forward saves and the double backward takes as an input, so reverse mode,
+forward mode and the second order see one argmax tensor per Max as before, only its picks
+change; and the fold is an identity on the symbolic index, proven once, not a pattern the
+lowering must find in code.
+
 A radix must be at least its index's range, or two positions would share a code: a window's
 ``W >= K`` holds wherever the window fits in x, and the forward checks it (:func:`radix_checks`).
 A Max over one index keeps ``a = c`` itself: nothing changes for it.
@@ -33,18 +39,27 @@ def _extent(lim: tuple) -> sp.Expr:
 
 
 def _radix(body: ReduceMax, lim: tuple) -> sp.Expr:
-    """The radix of one index after the first: the axis it reads along with coefficient 1 when
-    the body is one read and the index is in one subscript (``x[.., S*j + q - P]``: W), else
-    its range."""
+    """The radix of one index after the first: the axis it reads along when the body is one
+    read and the index is in one subscript, with coefficient 1 and no offset (``x[.., S*j +
+    q]``: W), else its range. With an offset (``S*j + q - P``) a window may be wider than x
+    (K > W, zero padding on both sides): its range then, so that no op is refused."""
     var = lim[0]
     f = body.function
     if isinstance(f, sp.Indexed):
         at = [k for k, sub in enumerate(f.indices) if sub.has(var)]
         if len(at) == 1 and f.base.shape is not None:
             sub = sp.expand(f.indices[at[0]])
-            if sub.coeff(var) == 1 and not (sub - var).has(*[v for v, *_ in body.limits]):
-                return f.base.shape[at[0]]
+            rest = sp.expand(sub - var)
+            if sub.coeff(var) == 1 and not rest.has(*[v for v, *_ in body.limits]):
+                if all(_has_index(term) for term in sp.Add.make_args(rest) if rest != 0):
+                    return f.base.shape[at[0]]
     return _extent(lim)
+
+
+def _has_index(term: sp.Expr) -> bool:
+    """A term of a subscript that moves with an index (``S*j``), not a constant offset (an
+    index is an integer symbol not known positive; sizes are positive, params unassumed)."""
+    return any(s.is_integer and not s.is_positive for s in term.free_symbols)
 
 
 def radices(body: ReduceMax) -> tuple[sp.Expr, ...]:
@@ -82,11 +97,11 @@ def largest(body: ReduceMax) -> sp.Expr:
     return encode(body, tuple(hi - lo for _, lo, hi in body.limits))
 
 
-def radix_checks(body: ReduceMax) -> list[tuple[sp.Expr, sp.Expr]]:
-    """(radix - range + 1, the radix) for each radix that is not its index's own range: it
-    must be positive at run time, or two positions would share one argmax."""
+def radix_checks(body: ReduceMax) -> list[tuple[sp.Expr, sp.Expr, sp.Expr]]:
+    """(radix - range + 1, the radix, the range) for each radix that is not its index's own
+    range: it must be positive at run time, or two positions would share one argmax."""
     return [
-        (r - _extent(lim) + 1, r)
+        (r - _extent(lim) + 1, r, _extent(lim))
         for r, lim in zip(radices(body), body.limits[1:], strict=True)
         if sp.expand(r - _extent(lim)) != 0
     ]

@@ -4,7 +4,8 @@ The argmax is one int per entry, the maximising indices in the mixed radix of
 :mod:`derive.language.argmax` (``a = p*M + q``). Two forms, the first that fits:
 
 - a window read ``x[b, c, S*i + p, S*j + q]`` (:func:`~derive.lower.windows.plan_pool`):
-  ``m, a = max_pool2d(x, K, S, return_indices=True)``, then ``a -= S*i*W + S*j`` (torch's index
+  ``m, a = max_pool2d(x.reshape(-1, 1, H, W), K, S, return_indices=True)``, both reshaped back,
+  then ``a -= S*i*W + S*j`` (torch's index
   of the maximum in x's plane less the window's origin is ``p*W + q``: one subtraction, no
   division);
 - anything else: the body over (I, p, q), its Max indices flattened last, one ``.max`` (or
@@ -37,11 +38,13 @@ def reduce_max_many(
     bound = tuple(lim[0] for lim in body.limits)
     cx.learn_limits(body.limits)
     pool = plan_pool(cx, body.function, body.limits, axes) if argmax is not None else None
-    if pool is not None:
-        cx.emit(ir.Assign((name, argmax), pool_value(cx, pool, axes)))
+    if pool is not None:  # x's planes as a batch: the results back in the definition's shape
+        shape = tuple(cx.size(a) for a in axes)
+        cx.emit(ir.Assign((name, argmax), pool_value(cx, pool)))
+        cx.emit(ir.Assign((name,), ir.Reshape(ir.Ref(name), shape, axes=axes)))
         origin = align(affine_value(cx, pool.origin, list(axes)), axes)
-        shifted = ir.Binary("-", ir.Ref(argmax, axes=axes), origin, axes=axes)
-        cx.emit(ir.Assign((argmax,), shifted))
+        index = ir.Reshape(ir.Ref(argmax), shape, axes=axes)
+        cx.emit(ir.Assign((argmax,), ir.Binary("-", index, origin, axes=axes)))
         return
     function = safe_indices(cx, slice_constants(cx, body.function))
     value = cx.value(function, list(axes) + list(bound))

@@ -827,22 +827,24 @@ class Pool:
     """``Max(x[b.., a_1*t_1 + k_1, .., a_n*t_n + k_n], k_1, .., k_n)`` over x's last n axes,
     every window inside x: ``max_pool<n>d(x, K, a)``, whose index of each maximum in x's plane,
     less the window's origin ``sum_m a_m t_m R_m`` (R_m the plane's stride of axis m), is the
-    argmax's encoding ``sum_m k_m R_m`` (:mod:`derive.language.argmax`)."""
+    argmax's encoding ``sum_m k_m R_m`` (:mod:`derive.language.argmax`). The leading axes b..
+    are flattened into torch's batch, with one channel: torch refuses an empty channel axis
+    (C = 0), not an empty batch."""
 
     source: str
     kernel: tuple[sp.Expr, ...]
     stride: tuple[sp.Expr, ...]
     origin: sp.Expr  # the flat position of each window's first entry in x's plane
+    plane: tuple[sp.Expr, ...]  # x's window axes, (H, W)
 
 
 def plan_pool(cx: Context, body: sp.Expr, limits: tuple, axes: tuple) -> Pool | None:
-    """The :class:`Pool` a Max over ``limits`` of ``body`` (a definition over ``axes``) is, or
-    None: one read of a 3-d or 4-d (unbatched or batched) x for two indices, 4-d or 5-d for
-    three; x's leading subscripts the definition's leading axes, in order; no dilation, no
-    padding, and each window shown inside x (:mod:`derive.lower.bounds`: torch pads with -inf,
-    the language with 0)."""
+    """The :class:`Pool` a Max over ``limits`` (two or three indices) of ``body`` (a definition
+    over ``axes``) is, or None: one read of x, its leading subscripts the definition's leading
+    axes, in order; no dilation, no padding, and each window shown inside x
+    (:mod:`derive.lower.bounds`: torch pads with -inf, the language with 0)."""
     n = len(limits)
-    if not (isinstance(body, sp.Indexed) and n in (2, 3) and len(body.indices) in (n + 1, n + 2)):
+    if not (isinstance(body, sp.Indexed) and n in (2, 3) and len(body.indices) > n):
         return None
     lead, shape = len(body.indices) - n, body.base.shape
     if tuple(body.indices[:lead]) != tuple(axes[:lead]) or len(axes) != lead + n:
@@ -863,14 +865,15 @@ def plan_pool(cx: Context, body: sp.Expr, limits: tuple, axes: tuple) -> Pool | 
         stride.append(a)
         origin += a * t * plane
         plane = plane / shape[lead + m + 1] if m + 1 < n else 1
-    return Pool(body.base.label.name, tuple(kernel), tuple(stride), sp.expand(origin))
+    plane = tuple(shape[lead:])
+    return Pool(body.base.label.name, tuple(kernel), tuple(stride), sp.expand(origin), plane)
 
 
-def pool_value(cx: Context, pool: Pool, axes: tuple) -> ir.MaxPool:
-    """The max pool's call, over the definition's ``axes``."""
+def pool_value(cx: Context, pool: Pool) -> ir.MaxPool:
+    """The max pool's call on x as a batch of one-channel planes, ``(-1, 1, H, W)``."""
+    shape = (ir.Number(-1), ir.Number(1), *(cx.value(d, []) for d in pool.plane))
     return ir.MaxPool(
-        cx.tensor(pool.source),
+        ir.Reshape(cx.tensor(pool.source), shape),
         tuple(cx.value(k, []) for k in pool.kernel),
         tuple(cx.value(s, []) for s in pool.stride),
-        axes=axes,
     )

@@ -253,7 +253,7 @@ def test_a_max_pool_reads_its_windows_in_place_and_scatters_its_adjoint() -> Non
     text = "\n".join(_lines(op))
     forward = text[text.index("def forward") : text.index("def backward")]
     backward = text[text.index("def backward") : text.index("def _double_forward")]
-    assert "torch.nn.functional.max_pool2d(x, K, S, return_indices=True)" in forward
+    assert "torch.nn.functional.max_pool2d(" in forward and "return_indices=True" in forward
     assert ".unfold(" not in forward and "torch.where" not in forward
     assert "dx.scatter_add_(" in backward and "torch.arange(H," not in backward
     assert " // " not in backward and " % " not in backward and "gather" not in backward
