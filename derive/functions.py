@@ -169,6 +169,35 @@ def _decided(e: sp.Expr, c: sp.Basic, value: sp.Basic) -> sp.Expr:
     return e.func(*args) if any(x is not y for x, y in zip(args, e.args)) else e
 
 
+class clamp(sp.Function):  # noqa: N801  (SymPy's naming, as KroneckerDelta's)
+    """clamp(e, lo, hi) = min(max(e, lo), hi): an index held inside [lo, hi].
+
+    Not a function an op writes (no row below): the derivation makes it. A sum over k in
+    [lo, hi] that a delta solves at k = e keeps its body where lo <= e <= hi and discards it
+    elsewhere, ``where(lo <= e <= hi, f(e), 0)``. Where f is finite only on k's range (a
+    quotient, a log, a row of a softmax masked by -inf, all entries masked at a row that does
+    not exist), f(e) outside is NaN: harmless to the where that selects it, NaN to a second
+    order that multiplies by its 0 adjoint (fuzz --affine 1147). Read there as f(clamp(e, lo,
+    hi)), f is taken at a real point of k's range instead: equal where the branch is taken,
+    finite where it is not.
+    """
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, e, lo, hi):
+        if lo == hi:
+            return lo
+        if e.is_number and lo.is_number and hi.is_number:
+            return sp.Min(sp.Max(e, lo), hi)
+        return None
+
+    def _latex(self, printer, exp: str | None = None) -> str:
+        e, lo, hi = (printer._print(x) for x in self.args)
+        tex = rf"\operatorname{{clamp}}\left({e}, {lo}, {hi}\right)"
+        return tex if exp is None else rf"\left({tex}\right)^{{{exp}}}"
+
+
 @dataclass(frozen=True)
 class Function:
     """One function of the op language."""

@@ -267,9 +267,11 @@ class Clamp(View):
 
 @dataclass(frozen=True)
 class ClampTo(View):
-    """``arg.clamp(0, hi)``: an affine index held inside its axis (the read is masked there)."""
+    """``arg.clamp(lo, hi)``: an affine index held inside its axis (the read is masked there),
+    or inside a sum's range (a body read where the sum has no term: a where discards it)."""
 
     hi: Node
+    lo: Node = Number(0)
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,7 @@ class TorchPrinter:
         return self._method(node.arg, "clamp(min=0)")
 
     def _print_ClampTo(self, node: ir.ClampTo) -> str:
-        return self._method(node.arg, f"clamp(0, {self.doprint(node.hi)})")
+        return self._method(node.arg, f"clamp({self.doprint(node.lo)}, {self.doprint(node.hi)})")
 
     def _print_Pad(self, node: ir.Pad) -> str:
         return f"torch.nn.functional.pad({self.doprint(node.arg)}, ({self._args(node.pads)}))"

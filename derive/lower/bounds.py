@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping
 
 import sympy as sp
 
+from derive.functions import clamp
 from derive.language.argmax import Digits, largest_of
 
 
@@ -109,14 +110,18 @@ def interval(
 ) -> tuple[sp.Expr, sp.Expr] | None:
     """Bounds ``(lo, hi)`` of an affine ``e = c_0 + sum_k c_k v_k``: each ``v_k`` an index
     with its range in ``ranges`` or an entry of int data whose values lie in ``0..data[name]``
-    (an argmax: the position of a Max over ``0..hi``), or a digit of one (:func:`_high`). A
-    term with ``c_k >= 0`` adds ``c_k * lo_k`` below and ``c_k * hi_k`` above, one with
-    ``c_k <= 0`` the other way round;
-    None where a term is neither (a sign not shown, a variable of unknown range); the rest
-    must be sizes and params (``scalars``)."""
+    (an argmax: the position of a Max over ``0..hi``), a digit of one (:func:`_high`), or an
+    index clamped into ``lo..hi`` (:class:`derive.functions.clamp`). A term with ``c_k >= 0``
+    adds ``c_k * lo_k`` below and ``c_k * hi_k`` above, one with ``c_k <= 0`` the other way
+    round; None where a term is neither (a sign not shown, a variable of unknown range); the
+    rest must be sizes and params (``scalars``)."""
     lo, hi = sp.S.Zero, sp.S.Zero
     for term in sp.Add.make_args(sp.expand(e)):
-        variables = [f for f in sp.Mul.make_args(term) if f in ranges or _high(f, data) is not None]
+        variables = [
+            f
+            for f in sp.Mul.make_args(term)
+            if f in ranges or _high(f, data) is not None or _held(f)
+        ]
         if not variables:
             if term.has(sp.Indexed) or any(s.name not in scalars for s in term.free_symbols):
                 return None  # data or an index of unknown range
@@ -128,7 +133,10 @@ def interval(
         coef = term / v
         if coef.has(sp.Indexed) or any(s.name not in scalars for s in coef.free_symbols):
             return None
-        v_lo, v_hi = ranges[v] if v in ranges else (sp.S.Zero, _high(v, data))
+        if _held(v):
+            v_lo, v_hi = v.args[1:]
+        else:
+            v_lo, v_hi = ranges[v] if v in ranges else (sp.S.Zero, _high(v, data))
         if at_most(0, coef, derived, scalars):
             lo, hi = lo + coef * v_lo, hi + coef * v_hi
         elif at_most(coef, 0, derived, scalars):
@@ -149,3 +157,7 @@ def _high(f: sp.Expr, data: Mapping[str, sp.Expr | Digits]) -> sp.Expr | None:
     if isinstance(known, Digits):
         return known.high(f, reads[0]) if f != reads[0] else largest_of(known)
     return known if f == reads[0] else None
+
+
+def _held(f: sp.Expr) -> bool:
+    return isinstance(f, clamp)

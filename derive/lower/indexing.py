@@ -12,6 +12,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.errors import DerivationError
+from derive.functions import clamp
 from derive.ir import nodes as ir
 from derive.lower import bounds
 from derive.lower.context import Context
@@ -32,7 +33,7 @@ def index_value(cx: Context, x: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     (``2*t + k - P``) the aranges of its indices, scaled and added."""
     if cx.is_axis(x) and x in cx.sizes:
         return arange(cx, x, cx.sizes[x])
-    if is_affine(x):
+    if is_affine(x) and not isinstance(x, clamp):
         return affine_value(cx, x, order)
     return cx.value(x, order)
 
@@ -41,7 +42,7 @@ def affine_value(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     """sum_i c_i i + c_0 -> c_i * arange(I)[..] + ... + c_0, broadcast over the indices; a
     term of int data (the adjoint of a window's Max reads t - argmax[t]) is added as read."""
     e = sp.expand(e)
-    data = sp.Add(*[t for t in sp.Add.make_args(e) if t.has(sp.Indexed)])
+    data = sp.Add(*[t for t in sp.Add.make_args(e) if t.has(sp.Indexed, clamp)])
     e -= data
     indices = sorted((s for s in e.free_symbols if cx.is_axis(s)), key=position(order))
     terms, rest = [], e  # (sign, value)
@@ -61,6 +62,18 @@ def affine_value(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     for sign, v in terms[1:]:
         total = ir.Binary(sign, total, align(v, axes), axes=axes)
     return total
+
+
+def clamped(cx: Context, e: clamp, order: list[sp.Symbol]) -> ir.Node:
+    """clamp(v, lo, hi) -> v.clamp(lo, hi), or v where its indices' ranges keep it inside."""
+    v, lo, hi = e.args
+    ranges = {
+        a: (sp.S.Zero, cx.sizes[a] - 1) for a in v.free_symbols if cx.is_axis(a) and a in cx.sizes
+    }
+    at = index_value(cx, v, order)
+    if within(cx, v, ranges, lo, hi):
+        return at
+    return ir.ClampTo(at, cx.value(hi, []), lo=cx.value(lo, []), axes=at.axes)
 
 
 def digit(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:

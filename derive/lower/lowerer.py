@@ -25,7 +25,7 @@ from collections.abc import Callable
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.functions import BY_NODE, where
+from derive.functions import BY_NODE, clamp, where
 from derive.ir import nodes as ir
 from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings
 from derive.ir.printer import TorchPrinter
@@ -34,7 +34,7 @@ from derive.language.argmax import Digits
 from derive.lower.arithmetic import add, call, heaviside, mul, power
 from derive.lower.assign import assign
 from derive.lower.context import Context
-from derive.lower.indexing import digit, indexed, mask
+from derive.lower.indexing import clamped, digit, indexed, mask
 from derive.lower.maxes import reduce_max_many
 from derive.lower.memo import canonical, repeated_sums
 from derive.lower.reductions import sum_value
@@ -213,4 +213,5 @@ LOWERINGS: dict[type, Callable[[Context, sp.Expr, list[sp.Symbol]], ir.Node]] = 
     sp.Mod: digit,
     sp.core.relational.Relational: relation,
     where: where_value,
+    clamp: clamped,
 }

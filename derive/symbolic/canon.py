@@ -97,9 +97,12 @@ class Canon:
             if entry is not None:
                 idx, body = entry
                 body = freshen_bound(body, self.fresh)
-                body = body.xreplace(dict(zip(idx, ind.indices, strict=True)))
                 dims = self.graph.tensors[ind.base.label.name].dims
-                replace[ind] = keep_padding(body, ind.indices, dims)
+                replace[ind] = keep_padding(
+                    lambda at, body=body, idx=idx: body.xreplace(dict(zip(idx, at, strict=True))),
+                    ind.indices,
+                    dims,
+                )
         for sym in symbol_atoms(expr):
             entry = self.bodies.get(sym.name)
             if entry is not None and not entry[0]:

@@ -12,9 +12,11 @@ any op with affine subscripts, and for no other delta (a plain ``delta(k, e)`` i
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sympy as sp
 
-from derive.functions import where
+from derive.functions import clamp, where
 from derive.symbolic.indices import factors as _factors
 from derive.symbolic.indices import substitute_apart
 
@@ -37,31 +39,56 @@ def _affine(x: sp.Expr) -> bool:
     return not isinstance(x, (sp.Symbol, sp.Indexed)) and not x.is_Number and not x.has(sp.Indexed)
 
 
-def in_range(value: sp.Expr, lo: sp.Expr, hi: sp.Expr, f: sp.Expr) -> sp.Expr:
+def in_range(
+    value: sp.Expr,
+    lo: sp.Expr,
+    hi: sp.Expr,
+    f: sp.Expr,
+    at: Callable[[sp.Expr], sp.Expr] | None = None,
+) -> sp.Expr:
     """f where lo <= value <= hi, else 0.
 
     As indicator factors ``where(c, 1, 0) f`` when f is a product of reads, numbers and sizes
     (finite everywhere: an affine read outside its tensor is 0), so sums can still factor;
-    else as where(c, f, 0), which discards f there (1/y[u + 1] is 1/0 past the end).
+    else as where(c, f, 0), which discards f there (1/y[u + 1] is 1/0 past the end). There,
+    when ``at`` rebuilds f at another value (f = at(value)), f is read at
+    ``clamp(value, lo, hi)``: a point of its range, finite where f is, equal to f wherever
+    the where keeps it (:class:`derive.functions.clamp`).
     """
-    conds = [c for c in (sp.Ge(value, lo), sp.Le(value, hi)) if c is not sp.true]
+    conds = _conditions(value, lo, hi)
     if sp.false in conds:
         return sp.S.Zero
     if _finite(f):
         return sp.Mul(*[where(c, 1, 0) for c in conds]) * f
+    if at is not None and conds:
+        f = at(clamp(value, lo, hi))
     for c in reversed(conds):
         f = where(c, f, 0)
     return f
 
 
-def keep_padding(value: sp.Expr, at: tuple, dims: tuple) -> sp.Expr:
-    """``value``, a definition's body read at ``at``, kept to 0 where an affine subscript of
-    ``at`` is outside its axis, as the read it replaces was: inlining dh[u + 1] = grad_out
-    must not make it grad_out past the end (fuzz --affine seed 61)."""
-    for sub, dim in zip(at, dims, strict=True):
-        if isinstance(sub, (sp.Add, sp.Mul)):
-            value = in_range(sub, 0, dim - 1, value)
+def keep_padding(read: Callable[[tuple], sp.Expr], at: tuple, dims: tuple) -> sp.Expr:
+    """A definition's body read at ``at`` (``read(at)``), kept to 0 where an affine subscript
+    of ``at`` is outside its axis, as the read it replaces was: inlining dh[u + 1] = grad_out
+    must not make it grad_out past the end (fuzz --affine seed 61). A body not finite
+    everywhere is read at those subscripts clamped into their axes (:func:`in_range`)."""
+    value = read(at)
+    outside = [
+        (pos, dim)
+        for pos, (sub, dim) in enumerate(zip(at, dims, strict=True))
+        if isinstance(sub, (sp.Add, sp.Mul)) and _conditions(sub, 0, dim - 1)
+    ]
+    if outside and not _finite(value):
+        held = {pos: clamp(at[pos], 0, dim - 1) for pos, dim in outside}
+        value = read(tuple(held.get(pos, sub) for pos, sub in enumerate(at)))
+    for pos, dim in outside:
+        value = in_range(at[pos], 0, dim - 1, value)
     return value
+
+
+def _conditions(value: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> list:
+    """lo <= value and value <= hi, those SymPy cannot decide true."""
+    return [c for c in (sp.Ge(value, lo), sp.Le(value, hi)) if c is not sp.true]
 
 
 def _finite(f: sp.Expr) -> bool:
@@ -73,7 +100,7 @@ def _finite(f: sp.Expr) -> bool:
     ):
         return False
     # (an argmax's digits, floor(a/W) and Mod(a, W), are ints wherever a is: finite too)
-    finite = (where, sp.KroneckerDelta, sp.floor, sp.Mod)
+    finite = (where, sp.KroneckerDelta, clamp, sp.floor, sp.Mod)
     return all(isinstance(w, finite) for w in f.atoms(sp.Function))
 
 
@@ -93,19 +120,21 @@ def delta_invert(body: sp.Expr, lim, ctx) -> sp.Expr | None:
     k, lo, hi = lim
     for f in _factors(body):
         if isinstance(f, sp.KroneckerDelta) and (sol := solve_for(f, k)) is not None:
-            rest = substitute_apart(sp.Mul(*[g for g in _factors(body) if g is not f]), k, sol)
-            return ctx.simplify(solved_in_range(rest, sol, lo, hi))
+            rest = sp.Mul(*[g for g in _factors(body) if g is not f])
+            return ctx.simplify(solved_in_range(rest, k, sol, lo, hi))
     return None
 
 
-def solved_in_range(rest: sp.Expr, sol: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> sp.Expr:
-    """``rest``, the body of a sum over k in [lo, hi] with k solved as ``sol``, kept to 0
-    where ``sol`` is outside [lo, hi] (no k there to pick): ``1[lo <= sol <= hi] rest``, the
-    indicator dropped where a factor of rest reads an axis of that size at sol (zero-padded
-    there already, :func:`_padded`)."""
+def solved_in_range(body: sp.Expr, k: sp.Symbol, sol: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> sp.Expr:
+    """``body``, the body of a sum over k in [lo, hi], at k = ``sol``, kept to 0 where
+    ``sol`` is outside [lo, hi] (no k there to pick): ``1[lo <= sol <= hi] body(sol)``, the
+    indicator dropped where a factor reads an axis of that size at sol (zero-padded there
+    already, :func:`_padded`); a body not finite everywhere read at sol clamped into [lo, hi]
+    (:func:`in_range`)."""
+    rest = substitute_apart(body, k, sol)
     if lo == 0 and _finite(rest) and _padded(rest, sol, hi + 1):
         return rest
-    return in_range(sol, lo, hi, rest)
+    return in_range(sol, lo, hi, rest, lambda v: substitute_apart(body, k, v))
 
 
 def delta_through_sum(body: sp.Expr, lim, ctx) -> sp.Expr | None:

@@ -235,8 +235,14 @@ def inline(
         owner = by_symbol.get(ind.base.label.name)
         if owner is not None and owner not in stop:
             inner = freshen_bound(inline(adj, owner, memo, step, stop), adj.fresh)
-            inner = substitute(inner, dict(zip(adj.free[owner], ind.indices, strict=True)))
-            replace[ind] = keep_padding(inner, ind.indices, g.tensors[owner].dims)
+            free = adj.free[owner]
+            replace[ind] = keep_padding(
+                lambda at, inner=inner, free=free: substitute(
+                    inner, dict(zip(free, at, strict=True))
+                ),
+                ind.indices,
+                g.tensors[owner].dims,
+            )
     for sym in symbol_atoms(expr):
         owner = by_symbol.get(sym.name)
         if owner is not None and owner not in stop and not adj.graph.tensors[owner].dims:

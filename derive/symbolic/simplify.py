@@ -80,12 +80,10 @@ def _delta_eliminate(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | No
             a, b = f.args
             other = b if a == k else a if b == k else None
             if other is not None and not other.has(k):
-                rest = substitute_apart(
-                    sp.Mul(*[g for g in _factors(body) if g is not f]), k, other
-                )
-                if not _in_range_by_construction(other):
-                    rest = solved_in_range(rest, other, lo, hi)
-                return ctx.simplify(rest)
+                rest = sp.Mul(*[g for g in _factors(body) if g is not f])
+                if _in_range_by_construction(other):
+                    return ctx.simplify(substitute_apart(rest, k, other))
+                return ctx.simplify(solved_in_range(rest, k, other, lo, hi))
     return None
 
 

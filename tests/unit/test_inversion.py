@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.functions import where
-from derive.symbolic.inversion import delta_invert, in_range, solve_for
+from derive.functions import clamp, where
+from derive.symbolic.inversion import delta_invert, in_range, keep_padding, solve_for
 from derive.symbolic.simplify import Simplifier
 
 u, t, k, n = sp.symbols("u t k n", integer=True)
@@ -55,3 +55,31 @@ def test_a_quotient_is_kept_out_by_where() -> None:
     # 1/y[u + 1] past the end is 1/0: the condition discards it rather than multiplying it
     f = in_range(u + 1, 0, T - 1, 1 / y[u + 1])
     assert f == where(u + 1 >= 0, where(u + 1 <= T - 1, 1 / y[u + 1], 0), 0)
+
+
+def test_a_body_finite_only_in_range_is_read_inside_it() -> None:
+    # sum_t 1/y[t] delta(u, t + 1) -> where(0 <= u - 1 <= T - 1, 1/y[clamp(u - 1, 0, T - 1)], 0):
+    # the quotient is taken at a row that exists, so it is finite where the where discards it
+    # (there 1/y[u - 1] would be 1/0, NaN to a second order's 0 adjoint: fuzz --affine 1147)
+    body = 1 / y[t] * sp.KroneckerDelta(u, t + 1)
+    at = clamp(u - 1, 0, T - 1)
+    expected = where(u - 1 >= 0, where(u - 1 <= T - 1, 1 / y[at], 0), 0)
+    assert delta_invert(body, (t, 0, T - 1), Simplifier()) == expected
+
+
+def test_an_inlined_body_finite_only_in_range_is_read_inside_it() -> None:
+    # h[v] = exp(y[v]) inlined at h[u + 1]: exp(y[clamp(u + 1, 0, T - 1)]) where u + 1 < T; a
+    # product of reads needs no clamp (an affine read past the end is 0: finite)
+    v = sp.Symbol("v", integer=True)
+    read = lambda body: lambda at: body.xreplace({v: at[0]})  # noqa: E731
+    got = keep_padding(read(sp.exp(y[v])), (u + 1,), (T,))
+    inside = sp.exp(y[clamp(u + 1, 0, T - 1)])
+    assert got == where(u + 1 >= 0, where(u + 1 <= T - 1, inside, 0), 0)
+    got = keep_padding(read(2 * y[v]), (u + 1,), (T,))
+    assert got == where(u + 1 >= 0, 1, 0) * where(u + 1 <= T - 1, 1, 0) * 2 * y[u + 1]
+
+
+def test_clamp_is_an_index_in_its_range() -> None:
+    assert clamp(u, 3, 3) == 3
+    assert clamp(sp.Integer(7), 0, 4) == 4 and clamp(sp.Integer(-2), 0, 4) == 0
+    assert clamp(u - 1, 0, T - 1).is_integer

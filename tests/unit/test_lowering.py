@@ -12,8 +12,9 @@ import sympy as sp
 from derive import Op
 from derive.emit.generate import module_source
 from derive.errors import EngineBug
-from derive.functions import heaviside_code
+from derive.functions import clamp, heaviside_code
 from derive.ir import nodes as ir
+from derive.ir.printer import TorchPrinter
 from derive.lower.assign import delta_form
 from derive.lower.context import Context
 from derive.lower.fusions import FUSIONS
@@ -448,3 +449,17 @@ def test_an_aligned_node_is_dense_only_over_the_axes_it_had() -> None:
     assert aligned.axes == (a, b) and dense_axes(aligned) == {a}
     both = ir.Binary("+", aligned, ir.Ref("y", axes=(a, b)), axes=(a, b))
     assert dense_axes(both) == {a, b}
+
+
+def test_a_clamped_index_prints_as_clamp_unless_its_range_keeps_it_inside() -> None:
+    """clamp(e, lo, hi), an index the derivation held inside a sum's range (where a where
+    discards the body: fuzz --affine 1147), reads at ``e.clamp(lo, hi)``; an e that its
+    indices' ranges already keep inside reads as it is."""
+    u, U, T = sp.symbols("u U T", integer=True)
+    y = sp.IndexedBase("y", shape=(T,), real=True)
+    lw = Lowerer("t", {"y", "U", "T"}, {u: U}, scalars={"U", "T"})
+    read = lw.context.value(y[clamp(u - 1, 0, T - 1)], [u])
+    code = TorchPrinter().doprint(read)
+    assert "clamp(0, T - 1)" in code and "torch.where" not in code, code
+    inside = lw.context.value(y[clamp(u, 0, U - 1)], [u])
+    assert "clamp" not in TorchPrinter().doprint(inside)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from derive.functions import FUNCTIONS, relu, sigmoid, softplus, where
+from derive.functions import FUNCTIONS, clamp, relu, sigmoid, softplus, where
 from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite
 from derive.symbolic.canon import Pattern, fold
 from derive.symbolic.simplify import SUM_RULES, Reduction, Simplifier, powsimp_exp
@@ -30,12 +30,18 @@ SUM_RULE_CASES = [
     ("_sum_zero", sp.S.Zero, sp.S.Zero),
     ("_sum_of_add", x[k] + y[k], sp.Sum(x[k], LIM) + sp.Sum(y[k], LIM)),
     ("_delta_eliminate", x[k] * sp.KroneckerDelta(k, t[n]), x[t[n]]),
-    # sum_k exp(x[k]) delta(k, 2 n + c) -> exp(x[2 n + c]) 1[0 <= 2 n + c <= K - 1]: an affine
-    # e may lie past k's range, where no k picks it (fuzz 9008: exp(0) = 1 there, not 0)
+    # sum_k exp(x[k]) delta(k, 2 n + c) -> exp(x[e']) 1[0 <= 2 n + c <= K - 1]: an affine
+    # e may lie past k's range, where no k picks it (fuzz 9008: exp(0) = 1 there, not 0); the
+    # body, not finite everywhere, is read at e' = clamp(2 n + c, 0, K - 1), inside k's range
+    # (fuzz --affine 1147: a body NaN outside it is NaN to the second order)
     (
         "_delta_eliminate",
         sp.exp(x[k]) * sp.KroneckerDelta(k, 2 * n + c),
-        where(2 * n + c >= 0, where(2 * n + c <= K - 1, sp.exp(x[2 * n + c]), 0), 0),
+        where(
+            2 * n + c >= 0,
+            where(2 * n + c <= K - 1, sp.exp(x[clamp(2 * n + c, 0, K - 1)]), 0),
+            0,
+        ),
     ),
     # ... and no indicator where a factor reads K's axis at e, zero-padded there already
     ("_delta_eliminate", y[k] * XK[k] * sp.KroneckerDelta(k, n + c), y[n + c] * XK[n + c]),

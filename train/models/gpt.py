@@ -200,14 +200,20 @@ def generated_step(
     h, lnf = layernorm.forward(x, params["lnf_gain"], params["lnf_bias"], eps=LN_EPS)
     logits, head = linear.forward(h.reshape(B * T, -1), lm_head, no_bias)
     loss, ce = sequence_cross_entropy.forward(logits.view(B, T, -1), Y)
+    # what the backward reads is in the saved sets: the activations go now, and each op's saved
+    # set once its backward has run, as autograd frees a node's (the step's peak memory)
+    del tok, pos, h, logits
 
     # backward, in reverse, from dloss = weight
     grads: Grads = {}
     dlogits, _ = sequence_cross_entropy.backward(weight.to(loss.dtype), ce)
+    del ce
     dh, grads["lm_head"], _ = linear.backward(dlogits.reshape(B * T, -1), head)
+    del dlogits, head
     dx, grads["lnf_gain"], grads["lnf_bias"] = layernorm.backward(dh.view(x.shape), lnf)
+    del dh, lnf, x
     for layer in reversed(range(config.n_layer)):
-        dx, block_grads = block_backward(dx, saved[layer], config)
+        dx, block_grads = block_backward(dx, saved.pop(), config)
         grads.update({f"h{layer}.{k}": g for k, g in zip(BLOCK_PARAMS, block_grads, strict=True)})
     _, grads["wpe"] = embedding.backward(dx, pos_saved)
     _, grads["wte"] = embedding.backward(dx, tok_saved)
