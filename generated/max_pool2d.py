@@ -4,18 +4,16 @@
 
 Forward, as defined (element-wise, SymPy index notation):
     x[N, C, H, W]
-    out_max0[...] = ReduceMax(x[n, c, i*stride + p, j*stride + q], (q, 0, K - 1))  (from `out[n, c, i, j] = Max(x[n, c, stride*i + p, stride*j + q], p, q)`)
     out[n, c, i, j] = Max(x[n, c, stride*i + p, stride*j + q], p, q)
 
 Backward, derived and simplified by backgen:
-    dx[n, c, h, w] = Sum(where(h - ho*stride >= 0, 1, 0)*where(h - ho*stride <= K - 1, 1, 0)*Sum(KroneckerDelta(w, stride*wo + out_max0_argmax[n, c, ho, wo, h - ho*stride])*KroneckerDelta(h - ho*stride, out_argmax[n, c, ho, wo])*grad_out[n, c, ho, wo], (wo, 0, WO - 1)), (ho, 0, HO - 1))
+    dx[n, c, h, w] = Sum(KroneckerDelta(h, ho*stride + floor(out_argmax[n, c, ho, wo]/W))*KroneckerDelta(w, stride*wo + Mod(out_argmax[n, c, ho, wo], W))*grad_out[n, c, ho, wo], (ho, 0, HO - 1), (wo, 0, WO - 1))
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
 
 Tangents (forward mode), derived by backgen from the forward, in _jvp:
-    t_out_max0[n, c, i, j, p] = t_x[n, c, i*stride + p, j*stride + out_max0_argmax[n, c, i, j, p]]
-    t_out[n, c, i, j] = t_out_max0[n, c, i, j, out_argmax[n, c, i, j]]
+    t_out[n, c, i, j] = t_x[n, c, i*stride + floor(out_argmax[n, c, i, j]/W), j*stride + Mod(out_argmax[n, c, i, j], W)]
 """
 
 import contextlib
@@ -23,7 +21,7 @@ import contextlib
 import torch
 
 OP = "max_pool2d"
-SAVED = ["out_max0_argmax", "out_argmax", "H", "W", "stride"]
+SAVED = ["out_argmax", "H", "W", "stride"]
 # under torch.autocast: "lower" (the autocast dtype), "float32" or "input" (derive/emit/precision.py)
 AUTOCAST = "float32"
 
@@ -113,6 +111,8 @@ def _check_nonnegative(name, value, why):
 def forward(x, *, kernel_size=2, stride=2):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 4, False, False)
+    N = x.shape[0]
+    C = x.shape[1]
     H = x.shape[2]
     W = x.shape[3]
     _check_param("kernel_size", kernel_size)
@@ -128,24 +128,26 @@ def forward(x, *, kernel_size=2, stride=2):
     K = _check_derived("K", "kernel_size", kernel_size, 1, "kernel_size", "1")
     WO = (W - kernel_size) // stride + 1
     _check_positive("WO", WO, "WO = (W - kernel_size) // stride + 1")
+    _check_positive(
+        "-K + W + 1", -K + W + 1, "a Max's argmax counts in W, so its window (K) must fit in it"
+    )
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
     _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
-    out_max0, out_max0_argmax = (
-        x.narrow(2, 0, K + stride * (HO - 1))
-        .narrow(3, 0, K + stride * (WO - 1))
-        .unfold(2, K, stride)
-        .unfold(3, K, stride)
-        .max(5)
+    out, out_argmax = torch.nn.functional.max_pool2d(
+        x.reshape(-1, 1, H, W), K, stride, return_indices=True
     )
-    out, out_argmax = out_max0.max(4)
-    del out_max0
-    return out, (out_max0_argmax, out_argmax, H, W, stride, (out.shape, out.dtype, out.device))
+    out = out.reshape(N, C, HO, WO)
+    out_argmax = out_argmax.reshape(N, C, HO, WO) - (
+        (torch.arange(HO, device=x.device) * stride * W)[:, None]
+        + torch.arange(WO, device=x.device) * stride
+    )
+    return out, (out_argmax, H, W, stride, (out.shape, out.dtype, out.device))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    out_max0_argmax, out_argmax, H, W, stride, _like = saved
+    out_argmax, H, W, stride, _like = saved
     _check_grad_out(grad_out, _like)
     C = grad_out.shape[1]
     HO = grad_out.shape[2]
@@ -155,9 +157,9 @@ def backward(grad_out, saved):
     dx.scatter_add_(
         2,
         (
-            ((torch.arange(HO, device=grad_out.device) * stride)[:, None] + out_argmax) * W
+            (torch.arange(HO, device=grad_out.device) * stride * W)[:, None]
             + torch.arange(WO, device=grad_out.device) * stride
-            + out_max0_argmax.gather(4, out_argmax.unsqueeze(4)).squeeze(4)
+            + out_argmax
         ).reshape(N, C, -1),
         grad_out.reshape(N, C, -1),
     )
@@ -165,9 +167,7 @@ def backward(grad_out, saved):
     return (dx,)
 
 
-def _double_forward(
-    x, grad_y, v_x, out_max0_argmax_first, out_argmax_first, *, kernel_size=2, stride=2
-):
+def _double_forward(x, grad_y, v_x, out_argmax_first, *, kernel_size=2, stride=2):
     """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
@@ -182,9 +182,6 @@ def _double_forward(
     _check_size("v_x", 1, v_x.shape[1], "C", C)
     _check_size("v_x", 2, v_x.shape[2], "H", H)
     _check_size("v_x", 3, v_x.shape[3], "W", W)
-    _check_input("out_max0_argmax_first", out_max0_argmax_first, 5, True, False)
-    _check_size("out_max0_argmax_first", 0, out_max0_argmax_first.shape[0], "N", N)
-    _check_size("out_max0_argmax_first", 1, out_max0_argmax_first.shape[1], "C", C)
     _check_input("out_argmax_first", out_argmax_first, 4, True, False)
     _check_size("out_argmax_first", 0, out_argmax_first.shape[0], "N", N)
     _check_size("out_argmax_first", 1, out_argmax_first.shape[1], "C", C)
@@ -203,122 +200,82 @@ def _double_forward(
     _check_positive("WO", WO, "WO = (W - kernel_size) // stride + 1")
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
-    _check_like("out_max0_argmax_first", out_max0_argmax_first, "x", x, False)
     _check_like("out_argmax_first", out_argmax_first, "x", x, False)
     _check_size("grad_y", 2, grad_y.shape[2], "HO = (H - kernel_size) // stride + 1", HO)
     _check_size("grad_y", 3, grad_y.shape[3], "WO = (W - kernel_size) // stride + 1", WO)
-    _check_size(
-        "out_max0_argmax_first",
-        2,
-        out_max0_argmax_first.shape[2],
-        "HO = (H - kernel_size) // stride + 1",
-        HO,
-    )
-    _check_size(
-        "out_max0_argmax_first",
-        3,
-        out_max0_argmax_first.shape[3],
-        "WO = (W - kernel_size) // stride + 1",
-        WO,
-    )
-    _check_size("out_max0_argmax_first", 4, out_max0_argmax_first.shape[4], "K = kernel_size", K)
     _check_size(
         "out_argmax_first", 2, out_argmax_first.shape[2], "HO = (H - kernel_size) // stride + 1", HO
     )
     _check_size(
         "out_argmax_first", 3, out_argmax_first.shape[3], "WO = (W - kernel_size) // stride + 1", WO
     )
+    _check_positive(
+        "-K + W + 1", -K + W + 1, "a Max's argmax counts in W, so its window (K) must fit in it"
+    )
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
-    _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
+    _check_positive("W", W, "it divides")
     b_dx = x.new_zeros((N, C, H * W))
-    shared_out_argmax_first_out_max0_argmax_first = torch.arange(
-        WO, device=x.device
-    ) * stride + out_max0_argmax_first.gather(4, out_argmax_first.unsqueeze(4)).squeeze(4)
     shared_out_argmax_first = (torch.arange(HO, device=x.device) * stride)[
         :, None
-    ] + out_argmax_first
+    ] + out_argmax_first // W
+    shared_out_argmax_first_1 = torch.arange(WO, device=x.device) * stride + out_argmax_first % W
     b_dx.scatter_add_(
         2,
         (
-            shared_out_argmax_first.clamp(0, H - 1) * W
-            + shared_out_argmax_first_out_max0_argmax_first.clamp(0, W - 1)
+            shared_out_argmax_first.clamp(0, H - 1) * W + shared_out_argmax_first_1.clamp(0, W - 1)
         ).reshape(N, C, -1),
         torch.where(
             ((shared_out_argmax_first >= 0) & (shared_out_argmax_first <= (H - 1)))
-            & (
-                (shared_out_argmax_first_out_max0_argmax_first >= 0)
-                & (shared_out_argmax_first_out_max0_argmax_first <= (W - 1))
-            ),
-            torch.where(
-                out_argmax_first >= 0, torch.where(out_argmax_first <= (K - 1), grad_y, 0), 0
-            ),
+            & ((shared_out_argmax_first_1 >= 0) & (shared_out_argmax_first_1 <= (W - 1))),
+            grad_y,
             0,
         ).reshape(N, C, -1),
     )
-    del shared_out_argmax_first_out_max0_argmax_first, shared_out_argmax_first
+    del shared_out_argmax_first, shared_out_argmax_first_1
     b_dx = b_dx.reshape(N, C, H, W)
     pair = (b_dx * v_x).sum((0, 1, 2, 3))
-    return pair, (
-        out_max0_argmax_first,
-        out_argmax_first,
-        b_dx,
-        v_x,
-        stride,
-        (pair.shape, pair.dtype, pair.device),
-    )
+    return pair, (out_argmax_first, b_dx, v_x, stride, (pair.shape, pair.dtype, pair.device))
 
 
 def _double_backward_all(grad_out, saved):
     """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
-    out_max0_argmax_first, out_argmax_first, b_dx, v_x, stride, _like = saved
+    out_argmax_first, b_dx, v_x, stride, _like = saved
     _check_grad_out(grad_out, _like)
-    C = out_max0_argmax_first.shape[1]
+    C = out_argmax_first.shape[1]
     H = b_dx.shape[2]
-    HO = out_max0_argmax_first.shape[2]
-    K = out_max0_argmax_first.shape[4]
-    N = out_max0_argmax_first.shape[0]
+    HO = out_argmax_first.shape[2]
+    N = out_argmax_first.shape[0]
     W = b_dx.shape[3]
-    WO = out_max0_argmax_first.shape[3]
+    WO = out_argmax_first.shape[3]
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((N, C, HO, WO))
-    dout_max0 = grad_out.new_zeros((N, C, HO, WO, K))
     dx = grad_out.new_zeros((N, C, H, W))
-    shared_out_argmax_first_out_max0_argmax_first = torch.arange(
-        WO, device=grad_out.device
-    ) * stride + out_max0_argmax_first.gather(4, out_argmax_first.unsqueeze(4)).squeeze(4)
     shared_out_argmax_first = (torch.arange(HO, device=grad_out.device) * stride)[
         :, None
-    ] + out_argmax_first
+    ] + out_argmax_first // W
+    shared_out_argmax_first_1 = (
+        torch.arange(WO, device=grad_out.device) * stride + out_argmax_first % W
+    )
     dgrad_y = torch.where(
-        out_argmax_first >= 0,
+        (shared_out_argmax_first_1 >= 0) & (shared_out_argmax_first_1 <= (W - 1)),
         torch.where(
-            out_argmax_first <= (K - 1),
-            torch.where(
-                (shared_out_argmax_first_out_max0_argmax_first >= 0)
-                & (shared_out_argmax_first_out_max0_argmax_first <= (W - 1)),
-                torch.where(
-                    (shared_out_argmax_first >= 0) & (shared_out_argmax_first <= (H - 1)),
-                    db_dx[
-                        torch.arange(N, device=grad_out.device)[:, None, None, None],
-                        torch.arange(C, device=grad_out.device)[:, None, None],
-                        shared_out_argmax_first.clamp(0, H - 1),
-                        shared_out_argmax_first_out_max0_argmax_first.clamp(0, W - 1),
-                    ],
-                    0,
-                ),
-                0,
-            ),
+            (shared_out_argmax_first >= 0) & (shared_out_argmax_first <= (H - 1)),
+            db_dx[
+                torch.arange(N, device=grad_out.device)[:, None, None, None],
+                torch.arange(C, device=grad_out.device)[:, None, None],
+                shared_out_argmax_first.clamp(0, H - 1),
+                shared_out_argmax_first_1.clamp(0, W - 1),
+            ],
             0,
         ),
         0,
     )
-    del shared_out_argmax_first_out_max0_argmax_first, shared_out_argmax_first
+    del shared_out_argmax_first, shared_out_argmax_first_1
     dv_x = grad_out * b_dx
     return {
         "b_dx": db_dx,
         "out": dout,
-        "out_max0": dout_max0,
         "x": dx,
         "grad_y": dgrad_y,
         "v_x": dv_x,
@@ -328,10 +285,7 @@ def _double_backward_all(grad_out, saved):
 def _double_backward(grad_out, saved):
     """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
     grads = _double_backward_all(grad_out, saved)
-    return tuple(
-        grads.get(name)
-        for name in ["x", "grad_y", "v_x", "out_max0_argmax_first", "out_argmax_first"]
-    )
+    return tuple(grads.get(name) for name in ["x", "grad_y", "v_x", "out_argmax_first"])
 
 
 def _jvp(x, t_x, *, kernel_size=2, stride=2):
@@ -360,26 +314,26 @@ def _jvp(x, t_x, *, kernel_size=2, stride=2):
     WO = (W - kernel_size) // stride + 1
     _check_positive("WO", WO, "WO = (W - kernel_size) // stride + 1")
     _check_like("t_x", t_x, "x", x, True)
+    _check_positive(
+        "-K + W + 1", -K + W + 1, "a Max's argmax counts in W, so its window (K) must fit in it"
+    )
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
     _check_positive("W", W, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
-    out_max0, out_max0_argmax = (
-        x.narrow(2, 0, K + stride * (HO - 1))
-        .narrow(3, 0, K + stride * (WO - 1))
-        .unfold(2, K, stride)
-        .unfold(3, K, stride)
-        .max(5)
+    out, out_argmax = torch.nn.functional.max_pool2d(
+        x.reshape(-1, 1, H, W), K, stride, return_indices=True
     )
-    out, out_argmax = out_max0.max(4)
-    t_out_max0 = t_x[
-        torch.arange(N, device=x.device)[:, None, None, None, None],
-        torch.arange(C, device=x.device)[:, None, None, None],
-        ((torch.arange(HO, device=x.device) * stride)[:, None] + torch.arange(K, device=x.device))[
-            :, None
-        ],
-        (torch.arange(WO, device=x.device) * stride)[:, None] + out_max0_argmax,
+    out = out.reshape(N, C, HO, WO)
+    out_argmax = out_argmax.reshape(N, C, HO, WO) - (
+        (torch.arange(HO, device=x.device) * stride * W)[:, None]
+        + torch.arange(WO, device=x.device) * stride
+    )
+    t_out = t_x[
+        torch.arange(N, device=x.device)[:, None, None, None],
+        torch.arange(C, device=x.device)[:, None, None],
+        (torch.arange(HO, device=x.device) * stride)[:, None] + out_argmax // W,
+        torch.arange(WO, device=x.device) * stride + out_argmax % W,
     ]
-    t_out = t_out_max0.gather(4, out_argmax.unsqueeze(4)).squeeze(4)
     return t_out
 
 
@@ -427,7 +381,6 @@ class _Backward(torch.autograd.Function):
                 grad_out,
                 *cotangents,
                 ctx.saved[0],
-                ctx.saved[1],
                 kernel_size=ctx.params[0],
                 stride=ctx.params[1],
             )
@@ -466,8 +419,8 @@ class _Node(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, kernel_size=2, stride=2):
         out, saved = forward(x, kernel_size=kernel_size, stride=stride)
-        ctx.save_for_backward(x, *saved[:2])
-        ctx.extra = saved[2:]
+        ctx.save_for_backward(x, *saved[:1])
+        ctx.extra = saved[1:]
         ctx.params = (kernel_size, stride)
         return out
 

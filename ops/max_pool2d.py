@@ -3,10 +3,11 @@ largest entry of each kernel_size x kernel_size window, windows every ``stride``
 
     out[n, c, i, j] = max_{p, q} x[n, c, S i + p, S j + q],
 
-a Max over two indices (lifted into a Max over q, then one over p: the first largest entry in
-row-major order wins a tie, as in torch). The backward is derived: grad_out routed to each
-window's argmax. No window reads past the end (HO = (H - kernel_size) // stride + 1), so no
-read is zero-padded; F.max_pool2d's padding would pad with -inf instead of 0."""
+a Max over two indices, kept whole: its argmax is one int, ``a = p*W + q`` (the first largest
+entry in row-major order wins a tie, and a NaN is a window's largest, as in torch). The
+backward is derived: grad_out routed to each window's argmax, one scatter at S i W + S j + a.
+No window reads past the end (HO = (H - kernel_size) // stride + 1), so no read is
+zero-padded; F.max_pool2d's padding would pad with -inf instead of 0."""
 
 from derive import Op
 

@@ -13,6 +13,7 @@ import random
 import sympy as sp
 
 from derive.language import Definition, Graph, ReduceMax
+from derive.language.argmax import encode
 from derive.symbolic.derivation import derive
 
 FUNCS = {sp.exp: math.exp, sp.log: math.log, sp.tanh: math.tanh}
@@ -49,9 +50,29 @@ def value(e: sp.Expr, env: dict, data: dict) -> float:
             if product == 0.0:
                 return 0.0
         return product
+    if isinstance(e, sp.floor):  # a digit of an argmax over several indices
+        return float(math.floor(value(e.args[0], env, data)))
+    if isinstance(e, sp.Mod):
+        return float(int(value(e.args[0], env, data)) % int(value(e.args[1], env, data)))
     if isinstance(e, sp.Pow):
         return value(e.base, env, data) ** value(e.exp, env, data)
     return FUNCS[e.func](value(e.args[0], env, data))
+
+
+def _argmax(step: Definition, idx: tuple, data: dict) -> int:
+    """The argmax of ``step``'s Max at ``idx``, encoded (derive.language.argmax): the first
+    maximum in row-major order over its indices, as torch's max and max_pool2d pick."""
+    body, env = step.body, dict(zip(step.indices, idx))
+    ranges = [
+        range(int(value(lo, env, data)), int(value(hi, env, data)) + 1) for _, lo, hi in body.limits
+    ]
+    bound = [lim[0] for lim in body.limits]
+    best = max(
+        itertools.product(*ranges),
+        key=lambda combo: value(body.function, {**env, **dict(zip(bound, combo))}, data),
+    )
+    offsets = tuple(c - r.start for c, r in zip(best, ranges))
+    return int(value(encode(body, offsets), env, data))
 
 
 def _tensor(g: Graph, dims, fill, data) -> dict:
@@ -75,15 +96,8 @@ def agree(g: Graph, sizes: int, seed: int, tol: float = 1e-9) -> bool:
             g, t.dims, lambda idx, s=step: value(s.body, dict(zip(s.indices, idx)), data), data
         )
         if step.name in d.adjoints.argmax:
-            (var, _, _), body = step.body.limits[0], step.body.function
             data[d.adjoints.argmax[step.name].name] = _tensor(
-                g,
-                t.dims,
-                lambda idx, s=step: max(
-                    range(sizes),
-                    key=lambda c: value(body, {**dict(zip(s.indices, idx)), var: c}, data),
-                ),
-                data,
+                g, t.dims, lambda idx, s=step: _argmax(s, idx, data), data
             )
     grad = d.adjoints.names[g.output]
     data[grad] = _tensor(g, g.tensors[g.output].dims, lambda _: rng.uniform(-1, 1), data)

@@ -15,6 +15,7 @@ import sympy as sp
 from derive.emit.sizes import floor_parts, size_code
 from derive.emit.window_checks import param_checks, window_sizes
 from derive.language import Definition, Graph, ReduceMax, Tensor
+from derive.language.argmax import radix_checks
 from derive.lower.select import guarded_data
 from derive.names import BATCH_SHAPE
 
@@ -183,6 +184,9 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
         for r in step.body.atoms(ReduceMax):
             for _, lo, hi in r.limits:
                 found.setdefault(hi - lo + 1, "a Max runs over it")
+            for gap, radix, extent in radix_checks(r):  # W - K + 1: two positions, one argmax
+                why = f"a Max's argmax counts in {radix}, so its window ({extent}) must fit in it"
+                found.setdefault(gap, why)
     for size, why in window_sizes(g).items():
         found.setdefault(size, why)
     return sorted(found.items(), key=lambda item: str(item[0]))

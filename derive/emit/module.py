@@ -29,6 +29,7 @@ from derive.emit.precision import INPUT, autocast_policy
 from derive.emit.tangent import JvpData, jvp_data, max_ranges
 from derive.errors import DerivationError
 from derive.language import BATCH_SIZE, Definition, ReduceMax
+from derive.language.argmax import Digits
 from derive.lower.lowerer import Lowerer
 from derive.lower.select import guarded_data
 from derive.names import BATCH_SHAPE
@@ -93,7 +94,7 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
     )
 
 
-def argmax_ranges(d: Derivation) -> dict[str, sp.Expr]:
+def argmax_ranges(d: Derivation) -> dict[str, sp.Expr | Digits]:
     """The saved argmaxes' ranges (:func:`~derive.emit.tangent.max_ranges`) of ``d``'s forward."""
     return max_ranges(d.forward, {t: am.name for t, am in d.adjoints.argmax.items()})
 

@@ -30,6 +30,7 @@ from derive.emit.checks import (
 )
 from derive.errors import DerivationError, EngineBug
 from derive.language import BATCH_SIZE, Definition, ReduceMax
+from derive.language.argmax import Digits
 from derive.lower.lowerer import Lowerer
 from derive.lower.select import guarded_data
 from derive.symbolic.derivation import Derivation
@@ -66,17 +67,23 @@ class JvpData:
         return ", ".join([*self.inputs, *tangents, *params])
 
 
-def max_ranges(steps: list, argmaxes: Mapping[str, str]) -> dict[str, sp.Expr]:
+def max_ranges(steps: list, argmaxes: Mapping[str, str]) -> dict[str, sp.Expr | Digits]:
     """Each saved argmax's largest value: a Max over ``c = 0..hi`` is taken by torch's
     ``.max`` along an axis of hi + 1 entries, whose index lies in ``0..hi`` (a Max from another
     low bound is left out). ``argmaxes``: a Max definition's name -> its argmax tensor's. The
     backward's lowering and the tangent's both read it: a window read at ``S*i + argmax`` is
-    then shown inside x, no clamp, no mask."""
-    ranges = {}
+    then shown inside x, no clamp, no mask. A Max over several indices gives the largest value
+    of each digit of its argmax (:class:`~derive.language.argmax.Digits`)."""
+    ranges: dict[str, sp.Expr | Digits] = {}
     for step in steps:
         if isinstance(step, Definition) and isinstance(step.body, ReduceMax):
+            if step.name not in argmaxes:
+                continue
+            if len(step.body.limits) > 1:  # one int over several indices: each digit's range
+                ranges[argmaxes[step.name]] = Digits.of(step.body)
+                continue
             _var, lo, hi = step.body.limits[0]
-            if lo == 0 and step.name in argmaxes:
+            if lo == 0:
                 ranges[argmaxes[step.name]] = hi
     return ranges
 

@@ -28,6 +28,7 @@ from derive.emit.generate import Emitted
 from derive.emit.statements import Statement
 from derive.explain.excerpt import excerpts
 from derive.language import Definition, Graph, Op
+from derive.language.argmax import encode
 from derive.names import BATCH_SHAPE
 from derive.symbolic.collapse import Lazy
 from derive.symbolic.derivation import Derivation, adjoint_order
@@ -103,12 +104,14 @@ def _forward(g: Graph) -> list[tuple[sp.Expr, sp.Expr]]:
 
 def _argmaxes(d: Derivation) -> list[tuple[sp.Expr, sp.Expr]]:
     """Where each ``<max>_argmax`` a backward reads comes from: the forward saves the index
-    its Max picks, ``logit_maxes_argmax[n] = argmax(logits[n, c], c)``."""
+    its Max picks, ``logit_maxes_argmax[n] = argmax(logits[n, c], c)``; over several indices
+    their encoding at the maximum, ``out_argmax[..] = argmax(x[..], W*p + q)`` (its picks
+    ``floor(a/W)``, ``Mod(a, W)`` in the backward: :mod:`derive.language.argmax`)."""
     steps = {s.name: s for s in d.graph.steps if isinstance(s, Definition)}
     out = []
     for name, am in d.adjoints.argmax.items():
         step = steps[name]
-        ((index, _, _),) = step.body.limits
+        index = encode(step.body, tuple(lim[0] - lim[1] for lim in step.body.limits))
         lhs = am.base[step.indices] if am.dims else sp.Symbol(am.name)
         out.append((lhs, sp.Function("argmax")(step.body.function, index)))
     return out

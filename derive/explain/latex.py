@@ -8,7 +8,8 @@ These subclasses change exactly that; everything else is SymPy's:
     grad_out[n, c]                -> \\mathrm{grad\\_out}_{n,c}   (the names of the code)
     KroneckerDelta(c, targets[n]) -> \\delta_{c,\\mathrm{targets}_{n}}
     Sum(f, (n, 0, N - 1))         -> \\sum_{n} f     (every sum runs over a whole axis)
-    Max(f, c)                     -> \\max_{c} f
+    Max(f, c)                     -> \\max_{c} f   (Max(f, p, q): \\max_{p, q} f)
+    Mod(a, W), floor(a/W)         -> a mod W, SymPy's floor brackets
     -a + b                        -> b - a           (positive terms first)
     a / b                         -> \\dfrac{a}{b}    (display size, as LaTeX sets it)
 
@@ -86,6 +87,12 @@ class Latex(LatexPrinter):
         tex = rf"\delta_{{{a},{b}}}"
         return tex if exp is None else rf"\left({tex}\right)^{{{exp}}}"
 
+    def _print_Mod(self, expr: sp.Mod, exp: str | None = None) -> str:
+        # a digit of an argmax over several indices, a mod W: mathtext has no \bmod
+        a, m = (self.parenthesize(x, PRECEDENCE["Mul"], strict=True) for x in expr.args)
+        tex = rf"{a} \; \mathrm{{mod}} \; {m}"
+        return tex if exp is None else rf"\left({tex}\right)^{{{exp}}}"
+
     def _print_Sum(self, expr: sp.Sum) -> str:
         heads = []
         for var, lo, hi in reversed(expr.limits):  # the outermost sum first
@@ -95,7 +102,8 @@ class Latex(LatexPrinter):
         return " ".join(heads) + r" \; " + self._body(expr.function)
 
     def _print_ReduceMax(self, expr: ReduceMax) -> str:
-        return rf"\max_{{{self._print(expr.limits[0][0])}}} \; {self._body(expr.function)}"
+        indices = ", ".join(self._print(lim[0]) for lim in expr.limits)
+        return rf"\max_{{{indices}}} \; {self._body(expr.function)}"
 
     def _body(self, body: sp.Expr) -> str:
         # a negative body in parentheses: sum_k (-f), not a sum_k - f that reads as a difference
@@ -119,7 +127,8 @@ class Pretty(PrettyPrinter):
 
     def _print_ReduceMax(self, e: ReduceMax) -> prettyForm:
         head = stringPict("max")
-        head = prettyForm(*head.below(self._print(e.limits[0][0])))
+        indices = ", ".join(str(lim[0]) for lim in e.limits)
+        head = prettyForm(*head.below(indices))
         body = self._print(e.function)
         if isinstance(e.function, sp.Add):
             body = prettyForm(*body.parens())

@@ -20,7 +20,8 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
   order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max), :class:`Cumsum`,
   :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``),
-  :class:`ConvWeight` (one read as a weight gradient: ``torch.nn.grad.conv2d_weight``);
+  :class:`ConvWeight` (one read as a weight gradient: ``torch.nn.grad.conv2d_weight``),
+  :class:`MaxPool` (a window maximum and its index: ``max_pool2d``);
 - indexing and construction: :class:`Arange`, :class:`IndexSelect`, :class:`Gather`,
   :class:`Index`, :class:`IndexAdd`, :class:`Zeros`, :class:`Full`, :class:`Stack`,
   :class:`AsTensor`.
@@ -377,6 +378,17 @@ class Conv(Node):
     padding: tuple[Node, ...] = ()
     output_padding: tuple[Node, ...] = ()
     bias: Node | None = None
+
+
+@dataclass(frozen=True)
+class MaxPool(Node):
+    """``torch.nn.functional.max_pool<n>d(input, kernel, stride, return_indices=True)``: the
+    largest entry of each window over the last ``len(kernel)`` axes, no padding, and the index
+    of each in its input's plane (``h*W + w``), assigned to two names."""
+
+    input: Node
+    kernel: tuple[Node, ...]
+    stride: tuple[Node, ...]
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ OPERATORS: dict[str, tuple[int, int, int]] = {
     "-": (_ADD, _ADD, _MUL + 1),
     "*": (_MUL, _MUL, _MUL),
     "/": (_MUL, _MUL, _POW),
+    "//": (_MUL, _MUL, _POW),  # an argmax's digits (int data): floor(a/W), Mod(a, W)
+    "%": (_MUL, _MUL, _POW),
     "**": (_POW, _POW + 1, _POW + 1),
     **{op: (Precedence.COMPARE, _MUL, _MUL) for op in ("==", "!=", "<=", "<", ">=", ">")},
     "&": (Precedence.AND, _ADD, _ADD),  # (a >= 0) & (a < n): its comparisons parenthesized
@@ -253,6 +255,14 @@ class TorchPrinter:
         if not ir.is_number(node.groups, 1):
             args.append(f"groups={self.doprint(node.groups)}")
         return f"torch.{kind}{len(node.stride)}d({', '.join(args)})"
+
+    def _print_MaxPool(self, node: ir.MaxPool) -> str:
+        n = len(node.kernel)
+        args = [self.doprint(node.input)]
+        for values in (node.kernel, node.stride):  # one number for every axis, as torch takes
+            same = all(v == values[0] for v in values)
+            args.append(self.doprint(values[0]) if same else f"({self._args(values)})")
+        return f"torch.nn.functional.max_pool{n}d({', '.join(args)}, return_indices=True)"
 
     def _print_ConvWeight(self, node: ir.ConvWeight) -> str:
         size = self._args(node.size)

@@ -1,6 +1,6 @@
 """Index ranges: each index's range, read off the tensor dimensions it subscripts, which gives
-a ``Sum`` or ``Max`` of a definition its limits; and a ``Max`` inside an expression (or over
-several indices) lifted into a definition of its own, whose shape is its indices' ranges, so
+a ``Sum`` or ``Max`` of a definition its limits; and a ``Max`` inside an expression lifted
+into a definition of its own, whose shape is its indices' ranges, so
 that reverse mode needs one rule for Max.
 
 In: parsed SymPy bodies (and the graph they join); out: ``Sum``/``ReduceMax`` nodes with
@@ -91,11 +91,13 @@ def lang_max(expr: sp.Expr, *indices: sp.Symbol, declared: dict | None = None) -
 
 
 def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition | View]:
-    """A Max inside an expression, or over several indices, becomes a definition of its own.
+    """A Max inside an expression becomes a definition of its own.
 
-    ``h[n] = exp(Max(x[n, c], c))`` -> ``h_max0[n] = Max(x[n, c], c)``, ``h[n] = exp(h_max0[n])``;
-    ``m = Max(x[p, v], p, v)`` -> ``m_max0[p] = Max(x[p, v], v)``, ``m = Max(m_max0[p], p)``.
-    Reverse mode then needs one rule: a definition that is one Max over one index.
+    ``h[n] = exp(Max(x[n, c], c))`` -> ``h_max0[n] = Max(x[n, c], c)``, ``h[n] = exp(h_max0[n])``.
+    Reverse mode then needs one rule: a definition that is one Max. A Max over several indices
+    stays whole (``m = Max(x[p, v], p, v)``), its argmax one int in mixed radix
+    (:mod:`derive.language.argmax`): a pool's forward is then one reduction, not two, and its
+    backward one scatter at ``S*i*W + S*j + a``.
     """
     if not isinstance(step, Definition) or not step.body.has(ReduceMax):
         return [step]
@@ -128,11 +130,8 @@ def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition
     def lift(e: sp.Basic, top: bool) -> sp.Basic:
         if not isinstance(e, sp.Basic) or not e.args:
             return e
-        if isinstance(e, ReduceMax):
-            f = lift(e.function, False)
-            for lim in reversed(e.limits[1:]):  # Max over p, v = Max over p of Max over v
-                f = aux(ReduceMax(f, lim))
-            node = ReduceMax(f, e.limits[0])
+        if isinstance(e, ReduceMax):  # over all its indices at once: one argmax (.argmax)
+            node = ReduceMax(lift(e.function, False), *e.limits)
             return node if top else aux(node)
         return e.func(*[lift(a, False) for a in e.args])
 

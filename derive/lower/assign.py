@@ -23,6 +23,7 @@ from derive.errors import DerivationError
 from derive.functions import where
 from derive.ir import nodes as ir
 from derive.ir.printer import Precedence, precedence
+from derive.language.argmax import fold_digits
 from derive.lower import bounds
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
@@ -272,9 +273,11 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
         return True
     # the solved axes last: one flat index over them, a scatter_add_ along it (the other axes
     # leading, laid out as the target's: no index tensor for them)
-    flat = index[k]
-    for a, at in zip(axes[k + 1 :], index[k + 1 :], strict=True):
-        flat = ir.Binary("+", ir.Binary("*", flat, cx.size(a), axes=source), at, axes=source)
+    flat = _folded_index(cx, solved, axes[k:], source) if not inside else None
+    if flat is None:
+        flat = index[k]
+        for a, at in zip(axes[k + 1 :], index[k + 1 :], strict=True):
+            flat = ir.Binary("+", ir.Binary("*", flat, cx.size(a), axes=source), at, axes=source)
     rows = shape[:k] + (ir.Number(-1),)
     # both laid out over every axis of source at full size, or the flattened index and value
     # would not line up: sum_{t,k,j} delta(g, t + S a[t]) h[t, k, j] has its index over t
@@ -288,6 +291,19 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     cx.emit(ir.ScatterAdd(name, k, flat_index, flat_value))
     cx.emit(ir.Assign((name,), ir.Reshape(ir.Ref(name), shape, axes=axes)))
     return True
+
+
+def _folded_index(cx: Context, solved: dict, axes: tuple, source: tuple) -> ir.Node | None:
+    """The flat index over the solved ``axes`` (the target's last), ``h*W + w``, where it is
+    built from an argmax's digits: ``(S*i + floor(a/W))*W + S*j + Mod(a, W)`` folds
+    (:func:`~derive.language.argmax.fold_digits`) to ``S*i*W + S*j + a``, no division at run
+    time. None where no digit is read (the index is built from the parts as before)."""
+    flat = sp.S.Zero
+    for a in axes:
+        flat = flat * cx.sizes[a] + solved[a]
+    if not flat.has(sp.floor, sp.Mod):
+        return None
+    return align(affine_value(cx, fold_digits(flat), list(source)), source)
 
 
 def _decided(cx: Context, e: sp.Expr, ranges: dict) -> sp.Expr:

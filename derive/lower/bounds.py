@@ -23,6 +23,7 @@ from collections.abc import Collection, Mapping
 import sympy as sp
 
 from derive.functions import clamp
+from derive.language.argmax import Digits, largest_of
 
 
 def at_most(
@@ -103,21 +104,23 @@ def _floor_lower(y: sp.Expr) -> sp.Expr:
 def interval(
     e: sp.Expr,
     ranges: Mapping[sp.Expr, tuple[sp.Expr, sp.Expr]],
-    data: Mapping[str, sp.Expr],
+    data: Mapping[str, sp.Expr | Digits],
     derived: Mapping[sp.Symbol, sp.Expr],
     scalars: Collection[str],
 ) -> tuple[sp.Expr, sp.Expr] | None:
     """Bounds ``(lo, hi)`` of an affine ``e = c_0 + sum_k c_k v_k``: each ``v_k`` an index
     with its range in ``ranges`` or an entry of int data whose values lie in ``0..data[name]``
-    (an argmax: the position of a Max over ``0..hi``) or an index clamped into ``lo..hi``
-    (:class:`derive.functions.clamp`). A term with ``c_k >= 0`` adds
-    ``c_k * lo_k`` below and ``c_k * hi_k`` above, one with ``c_k <= 0`` the other way round;
-    None where a term is neither (a sign not shown, a variable of unknown range); the rest
-    must be sizes and params (``scalars``)."""
+    (an argmax: the position of a Max over ``0..hi``), a digit of one (:func:`_high`), or an
+    index clamped into ``lo..hi`` (:class:`derive.functions.clamp`). A term with ``c_k >= 0``
+    adds ``c_k * lo_k`` below and ``c_k * hi_k`` above, one with ``c_k <= 0`` the other way
+    round; None where a term is neither (a sign not shown, a variable of unknown range); the
+    rest must be sizes and params (``scalars``)."""
     lo, hi = sp.S.Zero, sp.S.Zero
     for term in sp.Add.make_args(sp.expand(e)):
         variables = [
-            f for f in sp.Mul.make_args(term) if f in ranges or _bounded(f, data) or _held(f)
+            f
+            for f in sp.Mul.make_args(term)
+            if f in ranges or _high(f, data) is not None or _held(f)
         ]
         if not variables:
             if term.has(sp.Indexed) or any(s.name not in scalars for s in term.free_symbols):
@@ -133,7 +136,7 @@ def interval(
         if _held(v):
             v_lo, v_hi = v.args[1:]
         else:
-            v_lo, v_hi = ranges[v] if v in ranges else (sp.S.Zero, data[v.base.label.name])
+            v_lo, v_hi = ranges[v] if v in ranges else (sp.S.Zero, _high(v, data))
         if at_most(0, coef, derived, scalars):
             lo, hi = lo + coef * v_lo, hi + coef * v_hi
         elif at_most(coef, 0, derived, scalars):
@@ -143,8 +146,17 @@ def interval(
     return lo, hi
 
 
-def _bounded(f: sp.Expr, data: Mapping[str, sp.Expr]) -> bool:
-    return isinstance(f, sp.Indexed) and f.base.label.name in data
+def _high(f: sp.Expr, data: Mapping[str, sp.Expr | Digits]) -> sp.Expr | None:
+    """The largest value of ``f``, an entry of int data in ``data`` (0 its least) or a digit of
+    one (``floor(a/W)``, ``Mod(a, W)``, an argmax over several indices: each digit lies in its
+    index's range, known from the Max, not from the generic ``0 <= Mod(a, W) <= W - 1``)."""
+    reads = [r for r in f.atoms(sp.Indexed) if r.base.label.name in data]
+    if len(reads) != 1 or not (f == reads[0] or isinstance(f, (sp.floor, sp.Mod))):
+        return None
+    known = data[reads[0].base.label.name]
+    if isinstance(known, Digits):
+        return known.high(f, reads[0]) if f != reads[0] else largest_of(known)
+    return known if f == reads[0] else None
 
 
 def _held(f: sp.Expr) -> bool:

@@ -21,6 +21,7 @@ import sympy as sp
 
 from derive.errors import EngineBug
 from derive.ir import nodes as ir
+from derive.language.argmax import Digits
 from derive.lower.memo import Computed, memo_entry, recall
 from derive.lower.value import Scope, permute, position
 
@@ -79,7 +80,7 @@ class Context:
     derived: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
     # int data whose values are known to lie in 0..hi (an argmax the forward saved: the position
     # of a Max over 0..hi), name -> hi, for proofs that an index built from it stays in range
-    data_ranges: dict[str, sp.Expr] = field(default_factory=dict)
+    data_ranges: dict[str, sp.Expr | Digits] = field(default_factory=dict)
 
     # -- lowering --------------------------------------------------------------------------
     def value(self, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:

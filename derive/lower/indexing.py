@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from derive.errors import DerivationError
 from derive.functions import clamp
 from derive.ir import nodes as ir
 from derive.lower import bounds
@@ -73,6 +74,22 @@ def clamped(cx: Context, e: clamp, order: list[sp.Symbol]) -> ir.Node:
     if within(cx, v, ranges, lo, hi):
         return at
     return ir.ClampTo(at, cx.value(hi, []), lo=cx.value(lo, []), axes=at.axes)
+
+
+def digit(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
+    """A digit of an argmax over several indices, int data: ``floor(a/M) -> a // M``,
+    ``Mod(a, M) -> a % M`` (python's and torch's floor division and remainder agree with
+    SymPy's for a positive M). Only where no fold removed it (a gather at the argmax)."""
+    if isinstance(e, sp.Mod):
+        x, m = e.args
+        op = "%"
+    else:
+        x, m = sp.fraction(sp.together(e.args[0]))
+        op = "//"
+    if not (x.has(sp.Indexed) and x.is_integer and not m.has(sp.Indexed)):
+        raise DerivationError(cx.op, f"cannot lower {e}: a floor or Mod of anything but int data")
+    v = cx.value(x, order)
+    return ir.Binary(op, v, cx.value(m, []), axes=v.axes)
 
 
 def is_affine(x: sp.Expr) -> bool:

@@ -35,10 +35,12 @@ from derive.ir.passes import (
 )
 from derive.ir.printer import TorchPrinter
 from derive.language import ReduceMax
+from derive.language.argmax import Digits
 from derive.lower.arithmetic import add, call, heaviside, mul, power
 from derive.lower.assign import assign
 from derive.lower.context import Context
-from derive.lower.indexing import clamped, indexed, mask
+from derive.lower.indexing import clamped, digit, indexed, mask
+from derive.lower.maxes import reduce_max_many
 from derive.lower.memo import canonical, repeated_sums
 from derive.lower.reductions import sum_value
 from derive.lower.select import relation, safe_indices, slice_constants, where_value
@@ -59,7 +61,7 @@ class Lowerer:
         device_of: str = "grad_out",
         guarded: set[str] | None = None,
         derived: dict[sp.Symbol, sp.Expr] | None = None,
-        data_ranges: dict[str, sp.Expr] | None = None,
+        data_ranges: dict[str, sp.Expr | Digits] | None = None,
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
@@ -142,6 +144,10 @@ class Lowerer:
         cx.learn([(var, hi - lo + 1)])
         # every index's range, for an index compared in a where() (an arange over it)
         cx.learn(zip(axes, dims, strict=True))
+        if len(body.limits) > 1:  # one argmax over several indices (derive/lower/maxes.py)
+            reduce_max_many(cx, name, body, axes, argmax, text)
+            self._rewrite(start)
+            return
         function = safe_indices(cx, slice_constants(cx, body.function))
         value = cx.value(function, list(axes) + [var])
         if var not in value.axes:
@@ -218,6 +224,8 @@ LOWERINGS: dict[type, Callable[[Context, sp.Expr, list[sp.Symbol]], ir.Node]] = 
     sp.Sum: sum_value,
     sp.Heaviside: heaviside,
     sp.KroneckerDelta: mask,
+    sp.floor: digit,
+    sp.Mod: digit,
     sp.core.relational.Relational: relation,
     where: where_value,
     clamp: clamped,

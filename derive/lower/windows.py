@@ -819,3 +819,61 @@ WINDOWS: list[tuple[str, Callable[[Scope, list, list], list[Window]], str]] = [
         "-> conv_transpose(Y, ones(K), stride=s, padding=p)",
     ),
 ]
+
+
+# -- a Max over a window read: torch's max pool ---------------------------------------------
+@dataclass(frozen=True)
+class Pool:
+    """``Max(x[b.., a_1*t_1 + k_1, .., a_n*t_n + k_n], k_1, .., k_n)`` over x's last n axes,
+    every window inside x: ``max_pool<n>d(x, K, a)``, whose index of each maximum in x's plane,
+    less the window's origin ``sum_m a_m t_m R_m`` (R_m the plane's stride of axis m), is the
+    argmax's encoding ``sum_m k_m R_m`` (:mod:`derive.language.argmax`). The leading axes b..
+    are flattened into torch's batch, with one channel: torch refuses an empty channel axis
+    (C = 0), not an empty batch."""
+
+    source: str
+    kernel: tuple[sp.Expr, ...]
+    stride: tuple[sp.Expr, ...]
+    origin: sp.Expr  # the flat position of each window's first entry in x's plane
+    plane: tuple[sp.Expr, ...]  # x's window axes, (H, W)
+
+
+def plan_pool(cx: Context, body: sp.Expr, limits: tuple, axes: tuple) -> Pool | None:
+    """The :class:`Pool` a Max over ``limits`` (two or three indices) of ``body`` (a definition
+    over ``axes``) is, or None: one read of x, its leading subscripts the definition's leading
+    axes, in order; no dilation, no padding, and each window shown inside x
+    (:mod:`derive.lower.bounds`: torch pads with -inf, the language with 0)."""
+    n = len(limits)
+    if not (isinstance(body, sp.Indexed) and n in (2, 3) and len(body.indices) > n):
+        return None
+    lead, shape = len(body.indices) - n, body.base.shape
+    if tuple(body.indices[:lead]) != tuple(axes[:lead]) or len(axes) != lead + n:
+        return None
+    scope = cx.scope([])
+    kernel, stride, origin, plane = [], [], sp.S.Zero, sp.Mul(*shape[lead + 1 :])
+    for m, ((var, lo, hi), sub) in enumerate(zip(limits, body.indices[lead:], strict=True)):
+        found = _unfolded(scope, sub)
+        if found is None or lo != 0:
+            return None
+        t, k, a, d, p = found
+        if k != var or t != axes[lead + m] or d != 1 or p != 0:
+            return None
+        size = shape[lead + m]
+        if not at_most(a * (cx.sizes[t] - 1) + hi, size - 1, cx.derived, cx.scalars):
+            return None
+        kernel.append(hi + 1)
+        stride.append(a)
+        origin += a * t * plane
+        plane = plane / shape[lead + m + 1] if m + 1 < n else 1
+    plane = tuple(shape[lead:])
+    return Pool(body.base.label.name, tuple(kernel), tuple(stride), sp.expand(origin), plane)
+
+
+def pool_value(cx: Context, pool: Pool) -> ir.MaxPool:
+    """The max pool's call on x as a batch of one-channel planes, ``(-1, 1, H, W)``."""
+    shape = (ir.Number(-1), ir.Number(1), *(cx.value(d, []) for d in pool.plane))
+    return ir.MaxPool(
+        ir.Reshape(cx.tensor(pool.source), shape),
+        tuple(cx.value(k, []) for k in pool.kernel),
+        tuple(cx.value(s, []) for s in pool.stride),
+    )

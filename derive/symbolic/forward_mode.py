@@ -10,7 +10,8 @@ body's tangent at the argmax,
 
     t_m[I] = sum_c delta(c, argmax[I]) * t_f(I, c)  ->  t_f(I, argmax[I])
 
-(the simplifier eliminates the delta: a gather), as autograd's max picks one entry; a view's
+(the simplifier eliminates the delta: a gather; over several indices one delta each, against
+the argmax's digits ``floor(a/M)``, ``Mod(a, M)``), as autograd's max picks one entry; a view's
 tangent is the same view of its source's tangent. Each tangent is derived from the forward
 *as the module runs it* (stabilised for range: ``log(probs)`` read as ``norm_logits -
 log(counts_sum)``), simplified by the backward's rules and folded onto the forward's tensors
@@ -27,6 +28,7 @@ import sympy as sp
 
 from derive.errors import DerivationError, EngineBug
 from derive.language import Definition, Graph, ReduceMax, Tensor, View
+from derive.language.argmax import picks
 from derive.symbolic.canon import fold
 from derive.symbolic.collapse import tidy
 from derive.symbolic.derivation import Derivation, local_patterns
@@ -66,8 +68,9 @@ class _Tangent:
         if isinstance(expr, sp.Sum):
             return sp.Sum(self(expr.function), *expr.limits)
         if isinstance(expr, ReduceMax):  # the whole right-hand side (checked by reverse mode)
-            var, lo, hi = expr.limits[0]
-            return sp.Sum(sp.KroneckerDelta(var, self.pick) * self(expr.function), (var, lo, hi))
+            at = picks(expr, self.pick)  # one delta per index: its digit of the argmax
+            deltas = sp.Mul(*[sp.KroneckerDelta(lim[0], c) for lim, c in zip(expr.limits, at)])
+            return sp.Sum(deltas * self(expr.function), *expr.limits)
         reads: list[sp.Expr] = [i for i in top_indexed(expr) if i.base.label.name in self.tangents]
         reads += [s for s in symbol_atoms(expr) if self._whole(s)]
         reads += [r for r in top_reductions(expr) if self._varies(r)]

@@ -99,7 +99,9 @@ def _finite(f: sp.Expr) -> bool:
         for p in f.atoms(sp.Pow)
     ):
         return False
-    return all(isinstance(w, (where, sp.KroneckerDelta, clamp)) for w in f.atoms(sp.Function))
+    # (an argmax's digits, floor(a/W) and Mod(a, W), are ints wherever a is: finite too)
+    finite = (where, sp.KroneckerDelta, clamp, sp.floor, sp.Mod)
+    return all(isinstance(w, finite) for w in f.atoms(sp.Function))
 
 
 def _padded(f: sp.Expr, sol: sp.Expr, size: sp.Expr) -> bool:

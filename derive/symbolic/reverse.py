@@ -5,7 +5,9 @@ For a definition ``u[I] = f(..., v[..], ...)`` the adjoint of ``v`` receives
     dv[J] += sum_I du[I] * d f(I) / d v[J]
 
 and ``d v[K] / d v[J]`` is the product of ``KroneckerDelta(K_p, J_p)``; ``d max_c f / d v`` is
-``sum_c delta(c, argmax) df/dv``. These deltas are left for the simplifier to eliminate.
+``sum_c delta(c, argmax) df/dv`` (over several indices, one delta per index against its
+digit of the one argmax: :mod:`derive.language.argmax`). These deltas are left for the
+simplifier to eliminate.
 The result is one expression per tensor, written in terms of the adjoints of its consumers
 (the seed's step-by-step form); :func:`inline` substitutes them down to ``grad_out``.
 """
@@ -19,6 +21,7 @@ import sympy as sp
 
 from derive.errors import DerivationError
 from derive.language import Definition, Graph, ReduceMax, Tensor, View, tensor_reads
+from derive.language.argmax import picks
 from derive.symbolic.indices import (
     Fresh,
     canonical_bound,
@@ -73,9 +76,10 @@ class _Differentiator:
     def __call__(self, expr: sp.Expr, target: str, J: tuple) -> sp.Expr:
         if isinstance(expr, sp.Sum):
             return sp.Sum(self(expr.function, target, J), *expr.limits)
-        if isinstance(expr, ReduceMax):
-            (var, lo, hi), pick = expr.limits[0], sp.KroneckerDelta(expr.limits[0][0], self.argmax)
-            return sp.Sum(pick * self(expr.function, target, J), (var, lo, hi))
+        if isinstance(expr, ReduceMax):  # sum_{p,q} delta(p, floor(a/M)) delta(q, Mod(a, M)) df
+            at = picks(expr, self.argmax)
+            pick = _deltas(tuple(lim[0] for lim in expr.limits), at)
+            return sp.Sum(pick * self(expr.function, target, J), *expr.limits)
         occurrences: list[sp.Expr] = [i for i in top_indexed(expr) if i.base.label.name == target]
         if not J:  # a 0-d tensor is read whole, as its symbol, at any depth (one slot for all)
             occurrences += [s for s in symbol_atoms(expr) if s.name == target and not s.is_integer]
@@ -127,10 +131,8 @@ def _mentions(expr: sp.Expr, name: str) -> bool:
 def _argmax_tensor(step: Definition, g: Graph) -> Tensor | None:
     if not step.body.has(ReduceMax):
         return None
-    if not isinstance(step.body, ReduceMax) or len(step.body.limits) != 1:
-        raise DerivationError(
-            g.op.name, "Max(f, c) must be the whole right-hand side, over one index", step.text
-        )
+    if not isinstance(step.body, ReduceMax):
+        raise DerivationError(g.op.name, "Max(f, c) must be the whole right-hand side", step.text)
     return Tensor(f"{step.name}_argmax", g.tensors[step.name].dims, integer=True)
 
 

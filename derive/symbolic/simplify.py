@@ -71,8 +71,9 @@ def _sum_of_add(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
 def _delta_eliminate(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     # sum_k f(k) * delta(k, e) -> f(e)                 (e an index or a data read: in k's range)
     # sum_k f(k) * delta(k, e) -> f(e) 1[lo <= e <= hi]  (e = 2 y + S, any other expression)
-    # An index of k's axis or an entry of checked int data lies in k's range by construction;
-    # an affine e may not (x[2 h + S] read past the end of x is zero padding, fuzz 9008).
+    # An index of k's axis or an entry of checked int data lies in k's range by construction,
+    # so does a digit of an argmax (floor(a/M), Mod(a, M): derive.language.argmax); an affine
+    # e may not (x[2 h + S] read past the end of x is zero padding, fuzz 9008).
     k, lo, hi = lim
     for f in _factors(body):
         if isinstance(f, sp.KroneckerDelta):
@@ -80,10 +81,26 @@ def _delta_eliminate(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | No
             other = b if a == k else a if b == k else None
             if other is not None and not other.has(k):
                 rest = sp.Mul(*[g for g in _factors(body) if g is not f])
-                if isinstance(other, (sp.Symbol, sp.Indexed)):
+                if _in_range_by_construction(other):
                     return ctx.simplify(substitute_apart(rest, k, other))
                 return ctx.simplify(solved_in_range(rest, k, other, lo, hi))
     return None
+
+
+def _in_range_by_construction(e: sp.Expr) -> bool:
+    """An index, an entry of int data, or a digit of one (``floor(a/M)``, ``Mod(a, M)``: the
+    position of a Max over several indices, each digit in its index's range)."""
+    if isinstance(e, (sp.Symbol, sp.Indexed)):
+        return True
+    if isinstance(e, sp.floor) and isinstance(e.args[0], sp.Mul):  # floor(a / (M1 M2))
+        data = [f for f in e.args[0].args if f.has(sp.Indexed)]
+        divisors = [f for f in e.args[0].args if f.is_Pow and f.exp.is_negative]
+        return (
+            len(data) == 1
+            and len(data) + len(divisors) == len(e.args[0].args)
+            and (_in_range_by_construction(data[0]))
+        )
+    return isinstance(e, sp.Mod) and _in_range_by_construction(e.args[0])
 
 
 def _constant(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:

@@ -7,7 +7,8 @@ index of a definition, free or bound, gets its own tensor axis; a value is a pai
 
     a + b, a * b        broadcast over the union of the axes
     Sum(f, i)           f.sum over axis i    (times the range of i if f does not depend on i)
-    Max(f, i)           f.amax over axis i   (f unchanged if it does not depend on i)
+    Max(f, i)           f.amax over axis i   (f unchanged if it does not depend on i; over
+                        several indices, one amax over their axes flattened)
     x[i, t[i], j]       advanced indexing with one index tensor per subscript, broadcast
     KroneckerDelta(a,b) the mask a == b
     where(c, a, b)      torch.where over the comparison c of index aranges / int data
@@ -162,18 +163,30 @@ def _reduce(e: sp.Expr, s: _Scope) -> Value:
         s.ranges[new] = (start, s.integer(hi) - start + 1)
         renames[var], lengths[new] = new, s.ranges[new][1]
     t, axes = value(e.function.xreplace(renames), s)
-    is_sum = isinstance(e, sp.Sum)
+    if not isinstance(e, sp.Sum):
+        return _maximum(t, axes, [new for new in lengths if new in axes], s)
     for new, length in lengths.items():
         if new in axes:
             dim = axes.index(new)
-            if not is_sum and t.shape[dim] > 1:  # a tie for the max has no single derivative
-                top2 = t.detach().topk(2, dim).values
-                s.kink(top2.select(dim, 0) - top2.select(dim, 1))
-            t = t.sum(dim) if is_sum else t.amax(dim)
+            t = t.sum(dim)
             axes = axes[:dim] + axes[dim + 1 :]
-        elif is_sum:  # Sum_i f = length * f when f does not depend on i
+        else:  # Sum_i f = length * f when f does not depend on i
             t = t * length
     return t, axes
+
+
+def _maximum(t: torch.Tensor, axes: list, over: list, s: _Scope) -> Value:
+    """Max over the axes ``over`` at once (f unchanged along an index it does not read): a
+    tie of the top two entries of a whole window is a kink, not one along each axis alone."""
+    if not over:
+        return t, axes
+    dims = [axes.index(v) for v in over]
+    kept = [a for a in axes if a not in over]
+    flat = t.permute([axes.index(a) for a in kept] + dims).flatten(len(kept))
+    if flat.shape[-1] > 1:  # a tie for the max has no single derivative
+        top2 = flat.detach().topk(2, -1).values
+        s.kink(top2[..., 0] - top2[..., 1])
+    return flat.amax(-1), type(axes)(kept)
 
 
 def _function(e: sp.Expr, s: _Scope) -> Value:

@@ -1,4 +1,5 @@
-"""A Max inside an expression and a Max over two indices: lifted into definitions of their own."""
+"""A Max inside an expression (lifted into a definition of its own) and a Max over two indices
+(kept whole, its argmax one int: c*D + v, its radix the range of v)."""
 
 from derive import Op
 

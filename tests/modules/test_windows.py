@@ -123,3 +123,30 @@ def test_against_torch_functional(name: str, seed: int, tmp_path: Path) -> None:
     extra = tuple(params[k] for k in sorted(params))
     assert torch.autograd.gradcheck(apply, (*leaves, *extra))
     assert torch.autograd.gradgradcheck(apply, (*leaves, *extra))
+
+
+@pytest.mark.parametrize("case", ["ties", "nan"])
+def test_a_max_pool_breaks_ties_and_keeps_nan_as_torch_does(case: str, tmp_path: Path) -> None:
+    """Windows full of equal entries (a few integer values) route each gradient to the first
+    maximum in row-major order, and a NaN is its window's maximum, exactly as F.max_pool2d's
+    forward and autograd; in the pool's lowering (max_pool2d) and in forward mode's gather at
+    the argmax's digits. The cases' max pool reads a plain x: tests/cases/max_pool2d.py."""
+    module, _ = imported(CASES / "max_pool2d.py", tmp_path)
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randint(0, 3, (2, 3, 7, 8), generator=gen).double()
+    if case == "nan":
+        x[0, 1, 2, 3] = x[1, 2, 5, 0] = float("nan")
+    params = {"kernel": 3, "stride": 2}
+    out, saved = module.forward(x, **params)
+    leaf = x.clone().requires_grad_(True)
+    ref = F.max_pool2d(leaf, 3, 2)
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.nan_to_num(), ref.nan_to_num())
+    grad_out = torch.randn_like(out)
+    (dx,) = module.backward(grad_out, saved)
+    (theirs,) = torch.autograd.grad(ref, leaf, grad_out)
+    assert torch.equal(dx, theirs)
+    tangent = torch.randn_like(x)
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(x, tangent)
+        ref_t = torch.autograd.forward_ad.unpack_dual(F.max_pool2d(dual, 3, 2)).tangent
+    assert torch.equal(module._jvp(x, tangent, **params), ref_t)

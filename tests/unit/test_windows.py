@@ -238,10 +238,10 @@ def test_a_grouped_two_dimensional_window_is_one_grouped_conv2d() -> None:
 
 
 def test_a_max_pool_reads_its_windows_in_place_and_scatters_its_adjoint() -> None:
-    """Max over x[n, c, S*i + p, S*j + q]: the read is a view (unfold, no index grid, no
-    gather), each Max one reduction; the adjoint, routed to the argmaxes by two deltas against
-    data (h = S*i + argmax, w = S*j + argmax'), is one scatter_add_ into zeros, never an
-    H x HO equality mask."""
+    """Max over x[n, c, S*i + p, S*j + q]: one torch max pool, its argmax torch's index less
+    the window's origin (a = p*W + q); the adjoint, routed to the argmax by two deltas against
+    its digits (h = S*i + floor(a/W), w = S*j + Mod(a, W)), is one scatter_add_ into zeros at
+    the folded index S*i*W + S*j + a: no division, never an H x HO equality mask."""
     op = Op(
         "t",
         ["x[N, C, H, W]"],
@@ -253,9 +253,10 @@ def test_a_max_pool_reads_its_windows_in_place_and_scatters_its_adjoint() -> Non
     text = "\n".join(_lines(op))
     forward = text[text.index("def forward") : text.index("def backward")]
     backward = text[text.index("def backward") : text.index("def _double_forward")]
-    assert ".unfold(2, K, S)" in forward and ".unfold(3, K, S)" in forward
-    assert "torch.arange" not in forward and "torch.where" not in forward
+    assert "torch.nn.functional.max_pool2d(" in forward and "return_indices=True" in forward
+    assert ".unfold(" not in forward and "torch.where" not in forward
     assert "dx.scatter_add_(" in backward and "torch.arange(H," not in backward
+    assert " // " not in backward and " % " not in backward and "gather" not in backward
 
 
 def test_a_max_pools_argmax_is_proven_inside_x_so_its_scatter_has_no_clamp_or_mask() -> None:
