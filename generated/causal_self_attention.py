@@ -160,7 +160,11 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     Wh = Wqkv.reshape(C, 3, H, D)
     bh = bqkv.reshape(3, H, D)
     Woh = Wo.reshape(H, D, C)
-    shared_Wh_x = torch.einsum("efbd,ace->fabcd", Wh, x)
+    shared_Wh_x = (
+        (x @ Wh.flatten(1))
+        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+        .permute(2, 0, 3, 1, 4)
+    )
     sum_Wh_at_all_0_x = shared_Wh_x[0]
     q = bh[0][:, None] + sum_Wh_at_all_0_x
     del sum_Wh_at_all_0_x
@@ -185,7 +189,7 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
     del counts, counts_sum
     y = probs @ v
-    sum_Woh_y = torch.einsum("dec,adbe->abc", Woh, y)
+    sum_Woh_y = y.permute(0, 2, 1, 3).flatten(2) @ Woh.flatten(0, 1)
     out = bo + sum_Woh_y
     del sum_Woh_y
     return out, (x, Wh, Woh, q, k, v, probs, y, (out.shape, out.dtype, out.device))
@@ -197,13 +201,16 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     C = grad_out.shape[2]
     D = Wh.shape[3]
-    sum_Woh_grad_out = torch.einsum("dfg,aeg->adef", Woh, grad_out)
-    sum_Woh_grad_out_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_out).permute(0, 2, 1, 3)
-    sum_Wh_at_all_2_Woh_grad_out_probs = torch.einsum(
-        "cdf,abdf->abc", Wh[:, 2], sum_Woh_grad_out_probs
+    sum_Woh_grad_out = (
+        (grad_out @ Woh.permute(2, 0, 1).flatten(1))
+        .unflatten(2, (Woh.shape[0], Woh.shape[1]))
+        .permute(0, 2, 1, 3)
     )
+    sum_Woh_grad_out_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_out).permute(0, 2, 1, 3)
     sum_Woh_grad_out_v = (sum_Woh_grad_out @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
-    sum_Woh_grad_out_probs_v = torch.einsum("adbe,abde->abd", probs, sum_Woh_grad_out_v)
+    sum_Woh_grad_out_probs_v = (
+        (probs * sum_Woh_grad_out_v.permute(0, 2, 1, 3)).sum(3).permute(0, 2, 1)
+    )
     t_Woh_grad_out_probs_v = (
         sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v[:, :, :, None]
     ) * probs.permute(0, 2, 1, 3)
@@ -211,45 +218,31 @@ def backward(grad_out, saved):
     sum_Woh_grad_out_k_probs_v = (t_Woh_grad_out_probs_v.permute(0, 2, 1, 3) @ k).permute(
         0, 2, 1, 3
     )
-    sum_Wh_at_all_0_Woh_grad_out_k_probs_v = torch.einsum(
-        "cdg,abdg->abc", Wh[:, 0], sum_Woh_grad_out_k_probs_v
-    )
     sum_Woh_grad_out_probs_q_v = (t_Woh_grad_out_probs_v.permute(0, 2, 3, 1) @ q).permute(
         0, 2, 1, 3
     )
     del t_Woh_grad_out_probs_v
-    sum_Wh_at_all_1_Woh_grad_out_probs_q_v = torch.einsum(
-        "cdg,abdg->abc", Wh[:, 1], sum_Woh_grad_out_probs_q_v
-    )
-    dx = (
-        sum_Wh_at_all_2_Woh_grad_out_probs
-        + sum_Wh_at_all_0_Woh_grad_out_k_probs_v / math.sqrt(D)
-        + sum_Wh_at_all_1_Woh_grad_out_probs_q_v / math.sqrt(D)
-    )
-    del (
-        sum_Wh_at_all_2_Woh_grad_out_probs,
-        sum_Wh_at_all_0_Woh_grad_out_k_probs_v,
-        sum_Wh_at_all_1_Woh_grad_out_probs_q_v,
-    )
-    sum_Woh_grad_out_k_probs_v_x = torch.einsum(
-        "dga,bcdg->abc", x, sum_Woh_grad_out_k_probs_v.permute(2, 3, 0, 1)
-    )
-    sum_Woh_grad_out_probs_q_v_x = torch.einsum(
-        "dga,bcdg->abc", x, sum_Woh_grad_out_probs_q_v.permute(2, 3, 0, 1)
-    )
-    sum_Woh_grad_out_probs_x = torch.einsum(
-        "dfa,bcdf->abc", x, sum_Woh_grad_out_probs.permute(2, 3, 0, 1)
+    stacked_sum_Woh_grad_out_k_probs_v = torch.stack(
+        [
+            sum_Woh_grad_out_k_probs_v / math.sqrt(D),
+            sum_Woh_grad_out_probs_q_v / math.sqrt(D),
+            sum_Woh_grad_out_probs,
+        ],
+        2,
     )
     del sum_Woh_grad_out_probs
-    dWh = torch.stack(
-        [
-            sum_Woh_grad_out_k_probs_v_x / math.sqrt(D),
-            sum_Woh_grad_out_probs_q_v_x / math.sqrt(D),
-            sum_Woh_grad_out_probs_x,
-        ],
+    dx = stacked_sum_Woh_grad_out_k_probs_v.flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+    dWh = (
+        x.permute(2, 0, 1).flatten(1) @ stacked_sum_Woh_grad_out_k_probs_v.flatten(0, 1).flatten(1)
+    ).unflatten(
         1,
+        (
+            stacked_sum_Woh_grad_out_k_probs_v.shape[2],
+            stacked_sum_Woh_grad_out_k_probs_v.shape[3],
+            stacked_sum_Woh_grad_out_k_probs_v.shape[4],
+        ),
     )
-    del sum_Woh_grad_out_k_probs_v_x, sum_Woh_grad_out_probs_q_v_x, sum_Woh_grad_out_probs_x
+    del stacked_sum_Woh_grad_out_k_probs_v
     dWqkv = dWh.reshape(C, 3 * C)
     del dWh
     sum_Woh_grad_out_k_probs_v_1 = sum_Woh_grad_out_k_probs_v.sum((0, 1))
@@ -269,7 +262,7 @@ def backward(grad_out, saved):
     del sum_Woh_grad_out_k_probs_v_1, sum_Woh_grad_out_probs_q_v_1, sum_Woh_grad_out_1
     dbqkv = dbh.reshape(3 * C)
     del dbh
-    dWoh = torch.einsum("dec,daeb->abc", grad_out, y)
+    dWoh = y.permute(1, 3, 0, 2).flatten(2) @ grad_out.flatten(0, 1)
     dWo = dWoh.reshape(C, C)
     del dWoh
     dbo = grad_out.sum((0, 1))
@@ -328,7 +321,11 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     Wh = Wqkv.reshape(C, 3, H, D)
     bh = bqkv.reshape(3, H, D)
     Woh = Wo.reshape(H, D, C)
-    shared_Wh_x = torch.einsum("efbd,ace->fabcd", Wh, x)
+    shared_Wh_x = (
+        (x @ Wh.flatten(1))
+        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+        .permute(2, 0, 3, 1, 4)
+    )
     sum_Wh_at_all_0_x = shared_Wh_x[0]
     q = bh[0][:, None] + sum_Wh_at_all_0_x
     del sum_Wh_at_all_0_x
@@ -352,53 +349,42 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
     y = probs @ v
-    sum_Woh_grad_y = torch.einsum("dfg,aeg->adef", Woh, grad_y)
+    sum_Woh_grad_y = (
+        (grad_y @ Woh.permute(2, 0, 1).flatten(1))
+        .unflatten(2, (Woh.shape[0], Woh.shape[1]))
+        .permute(0, 2, 1, 3)
+    )
     sum_Woh_grad_y_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_y).permute(0, 2, 1, 3)
-    sum_Wh_at_all_2_Woh_grad_y_probs = torch.einsum("cdf,abdf->abc", Wh[:, 2], sum_Woh_grad_y_probs)
     sum_Woh_grad_y_v = (sum_Woh_grad_y @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
-    sum_Woh_grad_y_probs_v = torch.einsum("adbe,abde->abd", probs, sum_Woh_grad_y_v)
+    sum_Woh_grad_y_probs_v = (probs * sum_Woh_grad_y_v.permute(0, 2, 1, 3)).sum(3).permute(0, 2, 1)
     t_Woh_grad_y_probs_v = (
         sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]
     ) * probs.permute(0, 2, 1, 3)
     del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
     sum_Woh_grad_y_k_probs_v = (t_Woh_grad_y_probs_v.permute(0, 2, 1, 3) @ k).permute(0, 2, 1, 3)
-    sum_Wh_at_all_0_Woh_grad_y_k_probs_v = torch.einsum(
-        "cdg,abdg->abc", Wh[:, 0], sum_Woh_grad_y_k_probs_v
-    )
     sum_Woh_grad_y_probs_q_v = (t_Woh_grad_y_probs_v.permute(0, 2, 3, 1) @ q).permute(0, 2, 1, 3)
     del t_Woh_grad_y_probs_v
-    sum_Wh_at_all_1_Woh_grad_y_probs_q_v = torch.einsum(
-        "cdg,abdg->abc", Wh[:, 1], sum_Woh_grad_y_probs_q_v
-    )
-    b_dx = (
-        sum_Wh_at_all_2_Woh_grad_y_probs
-        + sum_Wh_at_all_0_Woh_grad_y_k_probs_v / math.sqrt(D)
-        + sum_Wh_at_all_1_Woh_grad_y_probs_q_v / math.sqrt(D)
-    )
-    del (
-        sum_Wh_at_all_2_Woh_grad_y_probs,
-        sum_Wh_at_all_0_Woh_grad_y_k_probs_v,
-        sum_Wh_at_all_1_Woh_grad_y_probs_q_v,
-    )
-    sum_Woh_grad_y_k_probs_v_x = torch.einsum(
-        "dga,bcdg->abc", x, sum_Woh_grad_y_k_probs_v.permute(2, 3, 0, 1)
-    )
-    sum_Woh_grad_y_probs_q_v_x = torch.einsum(
-        "dga,bcdg->abc", x, sum_Woh_grad_y_probs_q_v.permute(2, 3, 0, 1)
-    )
-    sum_Woh_grad_y_probs_x = torch.einsum(
-        "dfa,bcdf->abc", x, sum_Woh_grad_y_probs.permute(2, 3, 0, 1)
+    stacked_sum_Woh_grad_y_k_probs_v = torch.stack(
+        [
+            sum_Woh_grad_y_k_probs_v / math.sqrt(D),
+            sum_Woh_grad_y_probs_q_v / math.sqrt(D),
+            sum_Woh_grad_y_probs,
+        ],
+        2,
     )
     del sum_Woh_grad_y_probs
-    b_dWh = torch.stack(
-        [
-            sum_Woh_grad_y_k_probs_v_x / math.sqrt(D),
-            sum_Woh_grad_y_probs_q_v_x / math.sqrt(D),
-            sum_Woh_grad_y_probs_x,
-        ],
+    b_dx = stacked_sum_Woh_grad_y_k_probs_v.flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+    b_dWh = (
+        x.permute(2, 0, 1).flatten(1) @ stacked_sum_Woh_grad_y_k_probs_v.flatten(0, 1).flatten(1)
+    ).unflatten(
         1,
+        (
+            stacked_sum_Woh_grad_y_k_probs_v.shape[2],
+            stacked_sum_Woh_grad_y_k_probs_v.shape[3],
+            stacked_sum_Woh_grad_y_k_probs_v.shape[4],
+        ),
     )
-    del sum_Woh_grad_y_k_probs_v_x, sum_Woh_grad_y_probs_q_v_x, sum_Woh_grad_y_probs_x
+    del stacked_sum_Woh_grad_y_k_probs_v
     b_dWh_as_Wqkv = b_dWh.reshape(C, 3 * C)
     b_dWqkv = b_dWh_as_Wqkv
     del b_dWh_as_Wqkv
@@ -420,7 +406,7 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     b_dbh_as_bqkv = b_dbh.reshape(3 * C)
     b_dbqkv = b_dbh_as_bqkv
     del b_dbh_as_bqkv
-    b_dWoh = torch.einsum("dec,daeb->abc", grad_y, y)
+    b_dWoh = y.permute(1, 3, 0, 2).flatten(2) @ grad_y.flatten(0, 1)
     b_dWoh_as_Wo = b_dWoh.reshape(C, C)
     b_dWo = b_dWoh_as_Wo
     del b_dWoh_as_Wo
@@ -510,22 +496,32 @@ def _double_backward_all(grad_out, saved):
     db_dWh = db_dWh_as_Wqkv.reshape(C, 3, H, D)
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((B, T, C))
-    dy = torch.einsum("bde,ace->abcd", db_dWoh, grad_y)
+    dy = (
+        (grad_y @ db_dWoh.permute(2, 0, 1).flatten(1))
+        .unflatten(2, (db_dWoh.shape[0], db_dWoh.shape[1]))
+        .permute(0, 2, 1, 3)
+    )
     sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
-    sum_Woh_grad_y = torch.einsum("bef,acf->abce", Woh, grad_y)
+    sum_Woh_grad_y = (
+        (grad_y @ Woh.permute(2, 0, 1).flatten(1))
+        .unflatten(2, (Woh.shape[0], Woh.shape[1]))
+        .permute(0, 2, 1, 3)
+    )
     sum_Woh_grad_y_v = sum_Woh_grad_y @ v.permute(0, 1, 3, 2)
     sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
-    sum_Wh_at_all_2_Woh_grad_y = torch.einsum("fbg,abcg->abcf", Wh[:, 2], sum_Woh_grad_y)
-    sum_Wh_at_all_2_Woh_db_dx_grad_y = torch.einsum(
-        "adf,abcf->abcd", db_dx, sum_Wh_at_all_2_Woh_grad_y
+    sum_Wh_at_all_2_Woh_grad_y = (
+        (sum_Woh_grad_y.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 2].permute(1, 2, 0))
+        .unflatten(1, (sum_Woh_grad_y.shape[0], sum_Woh_grad_y.shape[2]))
+        .permute(1, 0, 2, 3)
     )
+    sum_Wh_at_all_2_Woh_db_dx_grad_y = (
+        sum_Wh_at_all_2_Woh_grad_y.flatten(1, 2) @ db_dx.permute(0, 2, 1)
+    ).unflatten(1, (sum_Wh_at_all_2_Woh_grad_y.shape[1], sum_Wh_at_all_2_Woh_grad_y.shape[2]))
     del sum_Wh_at_all_2_Woh_grad_y
     sum_dy_v = dy @ v.permute(0, 1, 3, 2)
     sum_k_probs = probs @ k
-    sum_probs_x = torch.einsum("ach,abfc->abfh", x, probs)
-    sum_Woh_grad_y_probs_v = torch.einsum(
-        "abfc,abcf->abf", probs, sum_Woh_grad_y_v.permute(0, 1, 3, 2)
-    )
+    sum_probs_x = (probs.flatten(1, 2) @ x).unflatten(1, (probs.shape[1], probs.shape[2]))
+    sum_Woh_grad_y_probs_v = (probs * sum_Woh_grad_y_v).sum(3)
     shared_sum_Woh_grad_y_v_1 = sum_Woh_grad_y_v / math.sqrt(D)
     shared_sum_Woh_grad_y_v_x = (
         x[:, None, :, None, :, None]
@@ -670,7 +666,11 @@ def _double_backward_all(grad_out, saved):
     sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
         "fbe,abce,agf,abcg->abc", Wh[:, 1], q, db_dx, probs
     )
-    sum_Wh_at_all_0_k_probs = torch.einsum("fbg,abcg->abcf", Wh[:, 0], sum_k_probs)
+    sum_Wh_at_all_0_k_probs = (
+        (sum_k_probs.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 0].permute(1, 2, 0))
+        .unflatten(1, (sum_k_probs.shape[0], sum_k_probs.shape[2]))
+        .permute(1, 0, 2, 3)
+    )
     sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,abcf->abc", db_dx, sum_Wh_at_all_0_k_probs)
     shared_sum_Woh_grad_y_probs_v_1 = sum_Woh_grad_y_probs_v / math.sqrt(D)
     dprobs = torch.addcmul(
@@ -725,8 +725,17 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_grad_y_probs_q = torch.einsum(
         "abec,abef,abde->abcdf", probs, q, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
-    sum_Wh_at_all_1_Woh_grad_y_probs_q = torch.einsum(
-        "gbf,abcdf->abcdg", Wh[:, 1], sum_Woh_grad_y_probs_q
+    sum_Wh_at_all_1_Woh_grad_y_probs_q = (
+        (sum_Woh_grad_y_probs_q.permute(1, 0, 2, 3, 4).flatten(1, 3) @ Wh[:, 1].permute(1, 2, 0))
+        .unflatten(
+            1,
+            (
+                sum_Woh_grad_y_probs_q.shape[0],
+                sum_Woh_grad_y_probs_q.shape[2],
+                sum_Woh_grad_y_probs_q.shape[3],
+            ),
+        )
+        .permute(1, 0, 2, 3, 4)
     )
     sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q = torch.einsum(
         "acg,abcdg->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q
@@ -735,8 +744,20 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_grad_y_probs_x = torch.einsum(
         "aeg,abec,abde->abcdg", x, probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
-    sum_Woh_db_dWh_at_all_0_grad_y_probs_x = torch.einsum(
-        "gbf,abcdg->abcdf", db_dWh[:, 0], sum_Woh_grad_y_probs_x
+    sum_Woh_db_dWh_at_all_0_grad_y_probs_x = (
+        (
+            sum_Woh_grad_y_probs_x.permute(1, 0, 2, 3, 4).flatten(1, 3)
+            @ db_dWh[:, 0].permute(1, 0, 2)
+        )
+        .unflatten(
+            1,
+            (
+                sum_Woh_grad_y_probs_x.shape[0],
+                sum_Woh_grad_y_probs_x.shape[2],
+                sum_Woh_grad_y_probs_x.shape[3],
+            ),
+        )
+        .permute(1, 0, 2, 3, 4)
     )
     del sum_Woh_grad_y_probs_x
     sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = torch.einsum(
@@ -805,13 +826,31 @@ def _double_backward_all(grad_out, saved):
         torch.einsum("abec,abeh->abceh", probs, probs),
         torch.einsum("abef,abde->abdef", q, sum_Woh_grad_y.permute(0, 1, 3, 2)),
     )
-    sum_Woh_grad_y_probs_q_x = torch.einsum("ahg,abcdfh->abcdfg", x, sum_Woh_grad_y_probs_q_2)
+    sum_Woh_grad_y_probs_q_x = (sum_Woh_grad_y_probs_q_2.flatten(1, 4) @ x).unflatten(
+        1,
+        (
+            sum_Woh_grad_y_probs_q_2.shape[1],
+            sum_Woh_grad_y_probs_q_2.shape[2],
+            sum_Woh_grad_y_probs_q_2.shape[3],
+            sum_Woh_grad_y_probs_q_2.shape[4],
+        ),
+    )
     sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1 = torch.einsum(
         "gbf,abcdfg->abcd", db_dWh[:, 1], sum_Woh_grad_y_probs_q_x
     )
     del sum_Woh_grad_y_probs_q_x
-    sum_Wh_at_all_1_Woh_grad_y_probs_q_1 = torch.einsum(
-        "gbf,abcdfh->abcdgh", Wh[:, 1], sum_Woh_grad_y_probs_q_2
+    sum_Wh_at_all_1_Woh_grad_y_probs_q_1 = (
+        (Wh[:, 1].permute(1, 0, 2) @ sum_Woh_grad_y_probs_q_2.permute(1, 4, 0, 2, 3, 5).flatten(2))
+        .unflatten(
+            2,
+            (
+                sum_Woh_grad_y_probs_q_2.shape[0],
+                sum_Woh_grad_y_probs_q_2.shape[2],
+                sum_Woh_grad_y_probs_q_2.shape[3],
+                sum_Woh_grad_y_probs_q_2.shape[5],
+            ),
+        )
+        .permute(2, 0, 3, 4, 1, 5)
     )
     del sum_Woh_grad_y_probs_q_2
     sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 = torch.einsum(
@@ -870,14 +909,24 @@ def _double_backward_all(grad_out, saved):
         0, 1, 3, 2
     )
     del shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v
-    sum_Woh_db_dx_grad_y_probs_v = torch.einsum("abch,ahg->abcg", t_Woh_grad_y_probs_v, db_dx)
-    sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v = torch.einsum(
-        "gbd,abcg->abcd", Wh[:, 0], sum_Woh_db_dx_grad_y_probs_v
+    sum_Woh_db_dx_grad_y_probs_v = (t_Woh_grad_y_probs_v.flatten(1, 2) @ db_dx).unflatten(
+        1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[2])
+    )
+    sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v = (
+        (sum_Woh_db_dx_grad_y_probs_v.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 0].permute(1, 0, 2))
+        .unflatten(
+            1, (sum_Woh_db_dx_grad_y_probs_v.shape[0], sum_Woh_db_dx_grad_y_probs_v.shape[2])
+        )
+        .permute(1, 0, 2, 3)
     )
     del sum_Woh_db_dx_grad_y_probs_v
-    sum_Woh_grad_y_probs_v_x = torch.einsum("abch,ahg->abcg", t_Woh_grad_y_probs_v, x)
-    sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x = torch.einsum(
-        "gbd,abcg->abcd", db_dWh[:, 0], sum_Woh_grad_y_probs_v_x
+    sum_Woh_grad_y_probs_v_x = (t_Woh_grad_y_probs_v.flatten(1, 2) @ x).unflatten(
+        1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[2])
+    )
+    sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x = (
+        (sum_Woh_grad_y_probs_v_x.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 0].permute(1, 0, 2))
+        .unflatten(1, (sum_Woh_grad_y_probs_v_x.shape[0], sum_Woh_grad_y_probs_v_x.shape[2]))
+        .permute(1, 0, 2, 3)
     )
     del sum_Woh_grad_y_probs_v_x
     dk = (
@@ -907,14 +956,30 @@ def _double_backward_all(grad_out, saved):
         (sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]) * probs
     ).sum(3)
     del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
-    sum_Woh_db_dx_grad_y_probs_v_1 = torch.einsum("abhc,ahg->abcg", t_Woh_grad_y_probs_v, db_dx)
-    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v = torch.einsum(
-        "gbd,abcg->abcd", Wh[:, 1], sum_Woh_db_dx_grad_y_probs_v_1
+    sum_Woh_db_dx_grad_y_probs_v_1 = (
+        t_Woh_grad_y_probs_v.permute(0, 1, 3, 2).flatten(1, 2) @ db_dx
+    ).unflatten(1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[3]))
+    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v = (
+        (
+            sum_Woh_db_dx_grad_y_probs_v_1.permute(1, 0, 2, 3).flatten(1, 2)
+            @ Wh[:, 1].permute(1, 0, 2)
+        )
+        .unflatten(
+            1, (sum_Woh_db_dx_grad_y_probs_v_1.shape[0], sum_Woh_db_dx_grad_y_probs_v_1.shape[2])
+        )
+        .permute(1, 0, 2, 3)
     )
     del sum_Woh_db_dx_grad_y_probs_v_1
-    sum_Woh_grad_y_probs_v_x_1 = torch.einsum("abhc,ahg->abcg", t_Woh_grad_y_probs_v, x)
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x = torch.einsum(
-        "gbd,abcg->abcd", db_dWh[:, 1], sum_Woh_grad_y_probs_v_x_1
+    sum_Woh_grad_y_probs_v_x_1 = (
+        t_Woh_grad_y_probs_v.permute(0, 1, 3, 2).flatten(1, 2) @ x
+    ).unflatten(1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[3]))
+    sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x = (
+        (
+            sum_Woh_grad_y_probs_v_x_1.permute(1, 0, 2, 3).flatten(1, 2)
+            @ db_dWh[:, 1].permute(1, 0, 2)
+        )
+        .unflatten(1, (sum_Woh_grad_y_probs_v_x_1.shape[0], sum_Woh_grad_y_probs_v_x_1.shape[2]))
+        .permute(1, 0, 2, 3)
     )
     del sum_Woh_grad_y_probs_v_x_1
     dq = (
@@ -929,19 +994,44 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v,
         sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x,
     )
-    sum_grad_y_probs = torch.einsum("ahe,abhg->abeg", grad_y, probs)
+    sum_grad_y_probs = (
+        (grad_y.permute(0, 2, 1) @ probs.permute(0, 2, 1, 3).flatten(2))
+        .unflatten(2, (probs.shape[1], probs.shape[3]))
+        .permute(0, 2, 1, 3)
+    )
     sum_k_probs_v = torch.einsum("abhi,abgh,abhd->abdgi", k, probs, v)
-    sum_Wh_at_all_0_k_probs_v = torch.einsum("fbi,abdgi->abdfg", Wh[:, 0], sum_k_probs_v)
+    sum_Wh_at_all_0_k_probs_v = (
+        (Wh[:, 0].permute(1, 0, 2) @ sum_k_probs_v.permute(1, 4, 0, 2, 3).flatten(2))
+        .unflatten(2, (sum_k_probs_v.shape[0], sum_k_probs_v.shape[2], sum_k_probs_v.shape[3]))
+        .permute(2, 0, 3, 1, 4)
+    )
     sum_grad_y_probs_q = torch.einsum("ahe,abhg,abhi->abegi", grad_y, probs, q)
-    sum_Wh_at_all_1_grad_y_probs_q = torch.einsum("fbi,abegi->abefg", Wh[:, 1], sum_grad_y_probs_q)
+    sum_Wh_at_all_1_grad_y_probs_q = (
+        (Wh[:, 1].permute(1, 0, 2) @ sum_grad_y_probs_q.permute(1, 4, 0, 2, 3).flatten(2))
+        .unflatten(
+            2,
+            (sum_grad_y_probs_q.shape[0], sum_grad_y_probs_q.shape[2], sum_grad_y_probs_q.shape[3]),
+        )
+        .permute(2, 0, 3, 1, 4)
+    )
     sum_probs_v = v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     sum_grad_y_probs_q_v = torch.einsum(
         "abegi,abdhi->abdegh",
         torch.einsum("aie,abig->abegi", grad_y, probs),
         torch.einsum("abih,abdi->abdhi", q, sum_probs_v),
     )
-    sum_Wh_at_all_1_grad_y_probs_q_v = torch.einsum(
-        "fbh,abdegh->abdefg", Wh[:, 1], sum_grad_y_probs_q_v
+    sum_Wh_at_all_1_grad_y_probs_q_v = (
+        (Wh[:, 1].permute(1, 0, 2) @ sum_grad_y_probs_q_v.permute(1, 5, 0, 2, 3, 4).flatten(2))
+        .unflatten(
+            2,
+            (
+                sum_grad_y_probs_q_v.shape[0],
+                sum_grad_y_probs_q_v.shape[2],
+                sum_grad_y_probs_q_v.shape[3],
+                sum_grad_y_probs_q_v.shape[4],
+            ),
+        )
+        .permute(2, 0, 3, 4, 1, 5)
     )
     shared_grad_y = grad_y.permute(0, 2, 1) / math.sqrt(D)
     sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v = (
@@ -970,12 +1060,18 @@ def _double_backward_all(grad_out, saved):
         "ajf,abgj,abdj->bdfg", grad_y, sum_k_probs.permute(0, 1, 3, 2), sum_probs_v
     )
     sum_grad_y_probs_q_v_1 = sum_grad_y_probs_q_v.sum((0, 4))
-    sum_grad_y_k_probs_v_1 = torch.einsum(
-        "ajf,abdgj->bdfg", grad_y, sum_k_probs_v.permute(0, 1, 2, 4, 3)
+    sum_grad_y_k_probs_v_1 = (
+        (
+            grad_y.permute(2, 0, 1).flatten(1)
+            @ sum_k_probs_v.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
+        )
+        .unflatten(1, (sum_k_probs_v.shape[1], sum_k_probs_v.shape[2], sum_k_probs_v.shape[4]))
+        .permute(1, 2, 0, 3)
     )
-    sum_grad_y_probs_q_v_2 = torch.einsum(
-        "abid,abfgi->bdfg", v, sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)
-    )
+    sum_grad_y_probs_q_v_2 = (
+        v.permute(1, 3, 0, 2).flatten(2)
+        @ sum_grad_y_probs_q.permute(1, 0, 3, 2, 4).flatten(1, 2).flatten(2)
+    ).unflatten(2, (sum_grad_y_probs_q.shape[2], sum_grad_y_probs_q.shape[4]))
     sum_grad_y = grad_y.sum((1, 0))
     sum_db_dbh_grad_y_k_probs_q_v = torch.where(
         (
@@ -1029,8 +1125,13 @@ def _double_backward_all(grad_out, saved):
         value=-1,
     )
     del sum_k_probs_v, sum_probs_v
-    sum_grad_y_k_probs_v_x = torch.einsum(
-        "abdhk,afgk->bdfgh", t_k_probs_v, torch.einsum("akf,akg->afgk", grad_y, x)
+    sum_grad_y_k_probs_v_x = (
+        (
+            torch.einsum("akf,akg->afgk", grad_y, x).permute(1, 2, 0, 3).flatten(2)
+            @ t_k_probs_v.permute(0, 4, 1, 2, 3).flatten(0, 1).flatten(1)
+        )
+        .unflatten(2, (t_k_probs_v.shape[1], t_k_probs_v.shape[2], t_k_probs_v.shape[3]))
+        .permute(2, 3, 0, 1, 4)
     )
     del t_k_probs_v
     t_grad_y_probs_q_v = torch.addcmul(
@@ -1039,9 +1140,24 @@ def _double_backward_all(grad_out, saved):
         sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)[:, :, None],
     )
     del sum_grad_y_probs_q, sum_grad_y_probs_q_v
-    sum_grad_y_probs_q_v_x = torch.einsum("abdfhj,ajg->bdfgh", t_grad_y_probs_q_v, x)
+    sum_grad_y_probs_q_v_x = (
+        (
+            x.permute(2, 0, 1).flatten(1)
+            @ t_grad_y_probs_q_v.permute(0, 5, 1, 2, 3, 4).flatten(0, 1).flatten(1)
+        )
+        .unflatten(
+            1,
+            (
+                t_grad_y_probs_q_v.shape[1],
+                t_grad_y_probs_q_v.shape[2],
+                t_grad_y_probs_q_v.shape[3],
+                t_grad_y_probs_q_v.shape[4],
+            ),
+        )
+        .permute(1, 2, 3, 0, 4)
+    )
     del t_grad_y_probs_q_v
-    sum_grad_y_probs_x = torch.einsum("akg,abfk->bfg", x, sum_grad_y_probs)
+    sum_grad_y_probs_x = sum_grad_y_probs.permute(1, 2, 0, 3).flatten(2) @ x.flatten(0, 1)
     del sum_grad_y_probs
     sum_db_dWh_grad_y_k_probs_q_v_x = torch.where(
         (
@@ -1083,15 +1199,18 @@ def _double_backward_all(grad_out, saved):
         sum_db_dWh_grad_y_k_probs_q_v_x,
     )
     dWo = dWoh.reshape(C, C)
-    sum_dq = dq.sum((0, 2))
-    sum_dk = dk.sum((0, 2))
-    sum_dv = dv.sum((0, 2))
-    dbh = torch.stack([sum_dq, sum_dk, sum_dv], 0)
-    del sum_dq, sum_dk, sum_dv
+    stacked_dq = torch.stack([dq, dk, dv], 1)
+    dbh = stacked_dq.sum((0, 3))
     dbqkv = dbh.reshape(3 * C)
-    sum_dq_x = torch.einsum("efa,ecfd->acd", x, dq)
-    sum_dk_x = torch.einsum("efa,ecfd->acd", x, dk)
-    sum_dv_x = torch.einsum("efa,ecfd->acd", x, dv)
+    sum_dq_x = (
+        x.permute(2, 0, 1).flatten(1) @ dq.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+    ).unflatten(1, (dq.shape[1], dq.shape[3]))
+    sum_dk_x = (
+        x.permute(2, 0, 1).flatten(1) @ dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+    ).unflatten(1, (dk.shape[1], dk.shape[3]))
+    sum_dv_x = (
+        x.permute(2, 0, 1).flatten(1) @ dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+    ).unflatten(1, (dv.shape[1], dv.shape[3]))
     sum_Woh_grad_y_k_probs_v = k.permute(0, 1, 3, 2) @ t_Woh_grad_y_probs_v
     sum_Woh_grad_y_probs_q_v = q.permute(0, 1, 3, 2) @ t_Woh_grad_y_probs_v.permute(0, 1, 3, 2)
     del t_Woh_grad_y_probs_v
@@ -1136,9 +1255,6 @@ def _double_backward_all(grad_out, saved):
     )
     del sum_dq_x, sum_dk_x, sum_dv_x, sum_Woh_db_dx_grad_y_k_probs_q_v
     dWqkv = dWh.reshape(C, 3 * C)
-    sum_Wh_at_all_0_dq = torch.einsum("cde,adbe->abc", Wh[:, 0], dq)
-    sum_Wh_at_all_1_dk = torch.einsum("cde,adbe->abc", Wh[:, 1], dk)
-    sum_Wh_at_all_2_dv = torch.einsum("cde,adbe->abc", Wh[:, 2], dv)
     sum_Woh_db_dWh_grad_y_k_probs_q_v = torch.where(
         (
             torch.arange(C, device=grad_out.device)[:, None]
@@ -1167,42 +1283,53 @@ def _double_backward_all(grad_out, saved):
     ).sum((4, 6, 1, 5))
     del sum_Woh_grad_y_probs, sum_Woh_grad_y_k_probs_v, sum_Woh_grad_y_probs_q_v
     dx = (
-        sum_Wh_at_all_0_dq
-        + sum_Wh_at_all_1_dk
-        + sum_Wh_at_all_2_dv
+        stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
         + sum_Woh_db_dWh_grad_y_k_probs_q_v
     )
-    del (
-        sum_Wh_at_all_0_dq,
-        sum_Wh_at_all_1_dk,
-        sum_Wh_at_all_2_dv,
-        sum_Woh_db_dWh_grad_y_k_probs_q_v,
-    )
+    del sum_Woh_db_dWh_grad_y_k_probs_q_v
+    del stacked_dq
     dbo = grad_out.new_zeros((C,))
     sum_Woh_db_dbh_at_2 = (db_dbh[2][:, :, None] * Woh).sum((0, 1))
-    sum_db_dWh_at_all_2_probs_x = torch.einsum(
-        "gdf,abdg->abdf", db_dWh[:, 2], sum_probs_x.permute(0, 2, 1, 3)
+    sum_db_dWh_at_all_2_probs_x = (
+        (sum_probs_x.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 2].permute(1, 0, 2))
+        .unflatten(1, (sum_probs_x.shape[0], sum_probs_x.shape[2]))
+        .permute(1, 2, 0, 3)
     )
-    sum_Woh_db_dWh_at_all_2_probs_x = torch.einsum(
-        "dfc,abdf->abc", Woh, sum_db_dWh_at_all_2_probs_x
-    )
+    sum_Woh_db_dWh_at_all_2_probs_x = sum_db_dWh_at_all_2_probs_x.flatten(2) @ Woh.flatten(0, 1)
     del sum_db_dWh_at_all_2_probs_x
-    sum_db_dWoh_y = torch.einsum("dec,adbe->abc", db_dWoh, y)
+    sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
     sum_Wh_at_all_2_Woh_probs = torch.einsum("hbj,bjg,abfi->afghi", Wh[:, 2], Woh, probs)
-    sum_Woh_v = torch.einsum("bdg,abcd->abcg", Woh, v)
+    sum_Woh_v = (
+        (v.permute(1, 0, 2, 3).flatten(1, 2) @ Woh)
+        .unflatten(1, (v.shape[0], v.shape[2]))
+        .permute(1, 0, 2, 3)
+    )
     sum_Woh_k_probs_v = torch.einsum("abcj,abic,abcg->abgij", k, probs, sum_Woh_v)
     sum_Woh_probs_v = sum_Woh_v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     t_Woh_k_probs_v = torch.addcmul(
         sum_Woh_k_probs_v, sum_Woh_probs_v[:, :, :, :, None], sum_k_probs[:, :, None], value=-1
     )
-    sum_Wh_at_all_0_Woh_k_probs_v = torch.einsum("abgij,hbj->aghi", t_Woh_k_probs_v, Wh[:, 0])
+    sum_Wh_at_all_0_Woh_k_probs_v = (
+        (Wh[:, 0].flatten(1) @ t_Woh_k_probs_v.permute(1, 4, 0, 2, 3).flatten(0, 1).flatten(1))
+        .unflatten(
+            1, (t_Woh_k_probs_v.shape[0], t_Woh_k_probs_v.shape[2], t_Woh_k_probs_v.shape[3])
+        )
+        .permute(1, 2, 0, 3)
+    )
     del t_Woh_k_probs_v
     t_Woh_probs_v = probs[:, :, :, None] * (
         sum_Woh_v.permute(0, 1, 3, 2)[:, :, None]
         - sum_Woh_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None]
     )
-    sum_Wh_at_all_1_Woh_probs_q_v = torch.einsum(
-        "abfgi,abfh->afghi", t_Woh_probs_v, torch.einsum("hbj,abfj->abfh", Wh[:, 1], q)
+    sum_Wh_at_all_1_Woh_probs_q_v = (
+        (
+            (q.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 1].permute(1, 2, 0))
+            .unflatten(1, (q.shape[0], q.shape[2]))
+            .permute(1, 2, 3, 0)
+            @ t_Woh_probs_v.permute(0, 2, 1, 3, 4).flatten(3)
+        )
+        .unflatten(3, (t_Woh_probs_v.shape[3], t_Woh_probs_v.shape[4]))
+        .permute(0, 1, 3, 2, 4)
     )
     del t_Woh_probs_v
     sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v = torch.where(
@@ -1228,15 +1355,19 @@ def _double_backward_all(grad_out, saved):
         0,
     ).sum((0, 5, 4))
     del sum_Wh_at_all_2_Woh_probs, sum_Wh_at_all_0_Woh_k_probs_v, sum_Wh_at_all_1_Woh_probs_q_v
-    sum_Woh_db_dbh_at_0_k_probs_v = torch.einsum(
-        "dg,abcdg->abc", db_dbh[0], sum_Woh_k_probs_v.permute(0, 3, 2, 1, 4)
-    )
+    sum_Woh_db_dbh_at_0_k_probs_v = sum_Woh_k_probs_v.permute(0, 3, 2, 1, 4).flatten(3) @ db_dbh[
+        0
+    ].flatten(0)
     sum_Woh_probs_v_x = torch.einsum(
         "aeh,adbe,acde->abcdh", x, probs, sum_Woh_v.permute(0, 3, 1, 2)
     )
     del sum_Woh_v
-    sum_Woh_db_dWh_at_all_1_probs_v_x = torch.einsum(
-        "hdg,abcdh->abcdg", db_dWh[:, 1], sum_Woh_probs_v_x
+    sum_Woh_db_dWh_at_all_1_probs_v_x = (
+        (sum_Woh_probs_v_x.permute(3, 0, 1, 2, 4).flatten(1, 3) @ db_dWh[:, 1].permute(1, 0, 2))
+        .unflatten(
+            1, (sum_Woh_probs_v_x.shape[0], sum_Woh_probs_v_x.shape[1], sum_Woh_probs_v_x.shape[2])
+        )
+        .permute(1, 2, 3, 0, 4)
     )
     del sum_Woh_probs_v_x
     sum_Woh_db_dWh_at_all_1_probs_q_v_x = torch.einsum(
@@ -1256,8 +1387,10 @@ def _double_backward_all(grad_out, saved):
         sum_k_probs.permute(0, 2, 1, 3),
         sum_Woh_probs_v.permute(0, 3, 2, 1),
     )
-    sum_db_dWh_at_all_1_probs_x = torch.einsum(
-        "hdg,abdh->abdg", db_dWh[:, 1], sum_probs_x.permute(0, 2, 1, 3)
+    sum_db_dWh_at_all_1_probs_x = (
+        (sum_probs_x.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 1].permute(1, 0, 2))
+        .unflatten(1, (sum_probs_x.shape[0], sum_probs_x.shape[2]))
+        .permute(1, 2, 0, 3)
     )
     del sum_probs_x
     sum_Woh_db_dWh_at_all_1_probs_q_v_x_1 = torch.einsum(
@@ -1421,7 +1554,11 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     Wh = Wqkv.reshape(C, 3, H, D)
     bh = bqkv.reshape(3, H, D)
     Woh = Wo.reshape(H, D, C)
-    shared_Wh_x = torch.einsum("efbd,ace->fabcd", Wh, x)
+    shared_Wh_x = (
+        (x @ Wh.flatten(1))
+        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+        .permute(2, 0, 3, 1, 4)
+    )
     sum_Wh_at_all_0_x = shared_Wh_x[0]
     q = bh[0][:, None] + sum_Wh_at_all_0_x
     sum_Wh_at_all_1_x = shared_Wh_x[1]
@@ -1443,9 +1580,17 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     t_Wh = t_Wqkv.reshape(C, 3, H, D)
     t_bh = t_bqkv.reshape(3, H, D)
     t_Woh = t_Wo.reshape(H, D, C)
-    shared_Wh_t_x = torch.einsum("efbd,ace->fabcd", Wh, t_x)
+    shared_Wh_t_x = (
+        (t_x @ Wh.flatten(1))
+        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+        .permute(2, 0, 3, 1, 4)
+    )
     sum_Wh_at_all_0_t_x = shared_Wh_t_x[0]
-    shared_t_Wh_x = torch.einsum("efbd,ace->fabcd", t_Wh, x)
+    shared_t_Wh_x = (
+        (x @ t_Wh.flatten(1))
+        .unflatten(2, (t_Wh.shape[1], t_Wh.shape[2], t_Wh.shape[3]))
+        .permute(2, 0, 3, 1, 4)
+    )
     sum_t_Wh_at_all_0_x = shared_t_Wh_x[0]
     t_q = t_bh[0][:, None] + sum_Wh_at_all_0_t_x + sum_t_Wh_at_all_0_x
     sum_Wh_at_all_1_t_x = shared_Wh_t_x[1]
@@ -1472,8 +1617,8 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     sum_probs_t_v = probs @ t_v
     sum_t_probs_v = t_probs @ v
     t_y = sum_probs_t_v + sum_t_probs_v
-    sum_Woh_t_y = torch.einsum("dec,adbe->abc", Woh, t_y)
-    sum_t_Woh_y = torch.einsum("dec,adbe->abc", t_Woh, y)
+    sum_Woh_t_y = t_y.permute(0, 2, 1, 3).flatten(2) @ Woh.flatten(0, 1)
+    sum_t_Woh_y = y.permute(0, 2, 1, 3).flatten(2) @ t_Woh.flatten(0, 1)
     t_out = t_bo + sum_Woh_t_y + sum_t_Woh_y
     return t_out
 

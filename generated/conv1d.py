@@ -401,8 +401,13 @@ def _double_backward_all(grad_out, saved):
         ).to(grad_out.dtype)
         * b_grad_out_as_outg[:, :, :, :, None, None]
     ).sum(3)
-    sum_b_grad_out_as_outg_db_dxg = torch.einsum(
-        "eacf,abdef->abcd", db_dxg, sum_b_grad_out_as_outg.permute(1, 2, 3, 0, 4)
+    sum_b_grad_out_as_outg_db_dxg = (
+        (
+            db_dxg.permute(1, 2, 0, 3).flatten(2)
+            @ sum_b_grad_out_as_outg.permute(1, 0, 4, 2, 3).flatten(1, 2).flatten(2)
+        )
+        .unflatten(2, (sum_b_grad_out_as_outg.shape[2], sum_b_grad_out_as_outg.shape[3]))
+        .permute(0, 2, 1, 3)
     )
     del sum_b_grad_out_as_outg
     dwg = sum_b_grad_out_as_outg_db_dxg

@@ -503,8 +503,20 @@ def _double_backward_all(grad_out, saved):
         0,
     ).sum(3)
     del sum_b_grad_out_as_outg
-    sum_b_grad_out_as_outg_db_dxg = torch.einsum(
-        "facgh,abdefgh->abcde", db_dxg, sum_b_grad_out_as_outg_1.permute(1, 2, 3, 4, 0, 5, 6)
+    sum_b_grad_out_as_outg_db_dxg = (
+        (
+            db_dxg.permute(1, 2, 0, 3, 4).flatten(2)
+            @ sum_b_grad_out_as_outg_1.permute(1, 0, 5, 6, 2, 3, 4).flatten(1, 3).flatten(2)
+        )
+        .unflatten(
+            2,
+            (
+                sum_b_grad_out_as_outg_1.shape[2],
+                sum_b_grad_out_as_outg_1.shape[3],
+                sum_b_grad_out_as_outg_1.shape[4],
+            ),
+        )
+        .permute(0, 2, 1, 3, 4)
     )
     del sum_b_grad_out_as_outg_1
     dwg = sum_b_grad_out_as_outg_db_dxg

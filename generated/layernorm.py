@@ -140,7 +140,7 @@ def backward(grad_out, saved):
     )
     C = grad_out.shape[1]
     sum_gain_grad_out = (gain * grad_out).sum(1)
-    sum_gain_grad_out_xhat = torch.einsum("c,ac,ac->a", gain, grad_out, xhat)
+    sum_gain_grad_out_xhat = (gain * grad_out * xhat).sum(1)
     dx = rstd[:, None] * torch.addcmul(
         torch.addcmul((sum_gain_grad_out * (-1 / C))[:, None], gain, grad_out),
         (sum_gain_grad_out_xhat / C)[:, None],
@@ -195,7 +195,7 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     del var
     xhat = rstd[:, None] * diff
     sum_gain_grad_y = (gain * grad_y).sum(1)
-    sum_gain_grad_y_xhat = torch.einsum("c,ac,ac->a", gain, grad_y, xhat)
+    sum_gain_grad_y_xhat = (gain * grad_y * xhat).sum(1)
     b_dx = rstd[:, None] * torch.addcmul(
         torch.addcmul((sum_gain_grad_y * (-1 / C))[:, None], gain, grad_y),
         (sum_gain_grad_y_xhat / C)[:, None],
@@ -252,7 +252,7 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch, C))
     sum_db_dx_xhat = (db_dx * xhat).sum(1)
-    sum_gain_grad_y_xhat = torch.einsum("c,ac,ac->a", gain, grad_y, xhat)
+    sum_gain_grad_y_xhat = (gain * grad_y * xhat).sum(1)
     dxhat = torch.addcmul(
         torch.addcmul(
             db_dgain * grad_y, gain * rstd[:, None] * sum_db_dx_xhat[:, None] / C, grad_y, value=-1

@@ -11,12 +11,13 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
 - element-wise (:class:`Map`): :class:`Binary` (``a * b``), :class:`Neg`, :class:`Apply` (a
   function of the registry: ``torch.tanh(x)``), :class:`Heaviside`, :class:`Where`,
   :class:`Select` (a python ``a if c else b``), :class:`Indicator` (``c.to(x.dtype) * s``),
-  :class:`Cast`, :class:`Paren` (python numbers multiplied before they meet a tensor);
+  :class:`Cast`, :class:`Paren` (python numbers multiplied before they meet a tensor),
+  :class:`SizeOf` (``x.shape[1]``);
 - layout (:class:`View`): :class:`Permute`, :class:`Broadcast` (``x[:, None]``),
-  :class:`Slice`, :class:`Reshape`, :class:`Expand`, :class:`Unsqueeze`, :class:`Squeeze`,
-  :class:`Clamp` (an index read clamped), :class:`ClampTo` (an affine index held inside its
-  axis), :class:`Pad`, :class:`Narrow`, :class:`Unfold` (windows), :class:`Flip`,
-  :class:`Clone`;
+  :class:`Slice`, :class:`Reshape`, :class:`Flatten`, :class:`Unflatten`, :class:`Expand`,
+  :class:`Unsqueeze`, :class:`Squeeze`, :class:`Clamp` (an index read clamped),
+  :class:`ClampTo` (an affine index held inside its axis), :class:`Pad`, :class:`Narrow`,
+  :class:`Unfold` (windows), :class:`Flip`, :class:`Clone`;
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
   order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max), :class:`Cumsum`,
   :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``),
@@ -201,6 +202,18 @@ class Cast(Node):
 
 
 @dataclass(frozen=True)
+class SizeOf(Node):
+    """``arg.shape[dim]``: the length of an axis of a named tensor, read at run time."""
+
+    arg: Ref
+    dim: int
+
+    @property
+    def scalar(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
 class AsTensor(Node):
     """``torch.tensor(arg, device=like.device)``: a python bool where torch wants a tensor."""
 
@@ -243,6 +256,23 @@ class Slice(View):
 @dataclass(frozen=True)
 class Reshape(View):
     shape: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Flatten(View):
+    """``arg.flatten(start, end)``: the axes ``start`` .. ``end`` as one (a view where their
+    strides allow, else a copy): a group of axes a matmul reads as one."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Unflatten(View):
+    """``arg.unflatten(dim, sizes)``: axis ``dim`` split into axes of ``sizes`` (a view)."""
+
+    dim: int
+    sizes: tuple[Node, ...]
 
 
 @dataclass(frozen=True)

@@ -162,6 +162,9 @@ class TorchPrinter:
     def _print_Cast(self, node: ir.Cast) -> str:
         return self._method(node.arg, f"to({self.doprint(node.like)}.dtype)")
 
+    def _print_SizeOf(self, node: ir.SizeOf) -> str:
+        return f"{node.arg.name}.shape[{node.dim}]"
+
     def _print_AsTensor(self, node: ir.AsTensor) -> str:
         return f"torch.tensor({self.doprint(node.arg)}, device={self.doprint(node.like)}.device)"
 
@@ -181,6 +184,13 @@ class TorchPrinter:
 
     def _print_Reshape(self, node: ir.Reshape) -> str:
         return self._method(node.arg, f"reshape({self._args(node.shape)})")
+
+    def _print_Flatten(self, node: ir.Flatten) -> str:
+        args = str(node.start) if node.end == -1 else f"{node.start}, {node.end}"
+        return self._method(node.arg, f"flatten({args})")
+
+    def _print_Unflatten(self, node: ir.Unflatten) -> str:
+        return self._method(node.arg, f"unflatten({node.dim}, ({self._args(node.sizes)}))")
 
     def _print_Expand(self, node: ir.Expand) -> str:
         return self._method(node.arg, f"expand({self._args(node.shape)})")
@@ -226,7 +236,7 @@ class TorchPrinter:
         return f'torch.einsum("{spec}", {self._args(node.operands)})'
 
     def _print_Matmul(self, node: ir.Matmul) -> str:
-        return f"{self.doprint(node.left)} @ {self.doprint(node.right)}"
+        return f"{self.wrap(node.left, Precedence.MUL)} @ {self.wrap(node.right, Precedence.MUL)}"
 
     def _print_Addmm(self, node: ir.Addmm) -> str:
         return f"torch.addmm({self._args((node.bias, node.left, node.right))})"

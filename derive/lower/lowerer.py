@@ -32,6 +32,7 @@ from derive.ir.passes import (
     common_subexpressions,
     merged_siblings,
     released,
+    stacked_siblings,
 )
 from derive.ir.printer import TorchPrinter
 from derive.language import ReduceMax
@@ -78,7 +79,8 @@ class Lowerer:
         once the lowering is done (no statement is added after)."""
         cx = self.context
         if self._lines is None:
-            cx.statements[:] = batched_matmuls(merged_siblings(cx.statements, cx.fresh))
+            merged = merged_siblings(cx.statements, cx.fresh)
+            cx.statements[:] = batched_matmuls(stacked_siblings(merged, cx.fresh))
             if self._keep is not None:
                 cx.statements[:] = released(cx.statements, self._keep)
             self._lines = [PRINTER.line(s) for s in cx.statements]

@@ -71,11 +71,12 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ["out[i, l] = Sum(a[i, j] * b[j, k] * c[k, l], j, k)"],
             "out = a @ b @ c",
         ),
-        # A B v: B v first (J K + I J), not the I x K product A B that left-to-right builds
+        # A B v: B v first (J K + I J), not the I x K product A B that left-to-right builds;
+        # each pair a matrix-vector product, so a matmul ((v B^T) A^T, python's left to right)
         (
             ["A[I, J]", "B[J, K]", "v[K]"],
             ["out[i] = Sum(A[i, j] * B[j, k] * v[k], j, k)"],
-            'out = torch.einsum("b,ab->a", torch.einsum("c,bc->b", v, B), A)',
+            "out = v @ B.T @ A.T",
         ),
         # the simplifier's nesting sum_l g[i,l] (sum_k b[j,k] c[k,l]) flattened: g c first
         (

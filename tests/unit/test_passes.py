@@ -7,7 +7,13 @@ import itertools
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.passes import batched_matmuls, common_subexpressions, merged_siblings, released
+from derive.ir.passes import (
+    batched_matmuls,
+    common_subexpressions,
+    merged_siblings,
+    released,
+    stacked_siblings,
+)
 from derive.ir.printer import TorchPrinter
 
 i, j = sp.symbols("i j", integer=True)
@@ -147,14 +153,92 @@ def test_a_batch_axis_out_of_place_is_permuted_back() -> None:
     assert _matmuls(tbs) == ["o0 = (q @ k.permute(0, 2, 1)).permute(1, 0, 2)"]
 
 
+def test_summed_axes_are_flattened_into_one() -> None:
+    """sum_{t,d} q[b, t, d] w[t, d]: (t, d) read as one axis, a matrix-vector product."""
+    two = ir.Contract((q, ir.Ref("w", axes=(t, d))), (b, t, d), axes=(b,))
+    assert _matmuls(two) == ["o0 = q.flatten(1) @ w.flatten(0)"]
+
+
+def test_a_group_of_kept_axes_takes_its_lengths_from_the_tensor_it_views() -> None:
+    """sum_c x[b, c] W[c, s, d] over (b, s, d): one mm of x by W with (s, d) flattened, the
+    result unflattened by W's own lengths, read at run time."""
+    c = sp.Symbol("c", integer=True)
+    x_, w_ = ir.Ref("x", axes=(b, c)), ir.Ref("W", axes=(c, s, d))
+    value = ir.Contract((x_, w_), (b, c, s, d), axes=(b, s, d))
+    assert _matmuls(value) == ["o0 = (x @ W.flatten(1)).unflatten(1, (W.shape[1], W.shape[2]))"]
+
+
+def test_a_product_over_the_same_axes_summed_is_a_sum() -> None:
+    """sum_d q[b, t, d] p[b, t, d] g[d]: no outer product, so ``(q * p * g).sum(2)``, not a
+    bmm of 1 x D by D x 1 matrices."""
+    p_, g_ = ir.Ref("p", axes=(b, t, d)), ir.Ref("g", axes=(d,))
+    value = ir.Contract((q, p_, g_), (b, t, d), axes=(b, t))
+    assert _matmuls(value) == ["o0 = (q * p * g).sum(2)"]
+
+
 def test_other_contractions_stay_einsums() -> None:
-    two = ir.Contract((q, ir.Ref("w", axes=(t, d))), (b, t, d), axes=(b,))  # two axes summed
     wide = ir.Broadcast(ir.Ref("u", axes=(b, s)), (True, True, False), axes=(b, s, d))
     stretched = ir.Contract((q, wide), (b, t, s, d), axes=(b, t, s))  # u broadcast over d
-    assert _matmuls(two, stretched) == [
-        'o0 = torch.einsum("abc,bc->a", q, w)',
-        'o1 = torch.einsum("abd,acd->abc", q, u[:, :, None])',
+    assert _matmuls(stretched) == ['o0 = torch.einsum("abd,acd->abc", q, u[:, :, None])']
+
+
+# -- stacks of sibling contractions -------------------------------------------------------------
+def _stacked(block: list[ir.Statement]) -> list[str]:
+    names = (f"t{k}" for k in itertools.count())
+    stacked = stacked_siblings(block, lambda _: next(names))
+    return [TorchPrinter().doprint(st) for st in batched_matmuls(stacked)]
+
+
+def _gradients(k: int) -> ir.Ref:
+    return ir.Ref(f"g{k}", axes=(b, j))  # the gradient of the slice k
+
+
+def test_a_stack_of_contractions_is_a_contraction_of_the_stack() -> None:
+    """stack_k(c_k sum_b x[b, c] g_k[b, j]) = sum_b x[b, c] stack_k(c_k g_k)[b, k, j]: one mm,
+    the scale moved onto g_k."""
+    c_ = ir.Ref("x", axes=(b, c))
+    block = [
+        ir.Assign((f"s{k}",), ir.Contract((c_, _gradients(k)), (c, j, b), axes=(c, j)))
+        for k in range(2)
     ]
+    half = ir.Binary("/", ir.Ref("s0", axes=(c, j)), ir.Number(2), axes=(c, j))
+    block.append(ir.Assign(("dW",), ir.Stack((half, ir.Ref("s1", axes=(c, j))), 1, axes=(c, s, j))))
+    assert _stacked(block) == [
+        "t0 = torch.stack([g0 / 2, g1], 1)",
+        "dW = (x.T @ t0.flatten(1)).unflatten(1, (t0.shape[1], t0.shape[2]))",
+        "del t0",
+    ]
+
+
+def test_a_sum_over_every_slice_is_one_contraction_of_the_stack() -> None:
+    """sum_k sum_j W[c, k, j] g_k[b, j] = sum_{k, j} W[c, k, j] stack_k(g_k)[b, k, j], read by
+    a second family (the stack above) as the same tensor."""
+    terms = [
+        ir.Contract((_slice_of_w(k, 2), _gradients(k)), (b, c, j), axes=(b, c)) for k in range(2)
+    ]
+    block = [ir.Assign((f"s{k}",), v) for k, v in enumerate(terms)]
+    block.append(
+        ir.Assign(
+            ("dx",),
+            ir.Binary("+", ir.Ref("s0", axes=(b, c)), ir.Ref("s1", axes=(b, c)), axes=(b, c)),
+        )
+    )
+    assert _stacked(block) == [
+        "t0 = torch.stack([g0, g1], 1)",
+        "dx = t0.flatten(1) @ W.permute(1, 2, 0).flatten(0, 1)",
+        "del t0",
+    ]
+
+
+def test_a_family_whose_parts_are_read_again_stays() -> None:
+    terms = [
+        ir.Contract((_slice_of_w(k, 2), _gradients(k)), (b, c, j), axes=(b, c)) for k in range(2)
+    ]
+    block = [ir.Assign((f"s{k}",), v) for k, v in enumerate(terms)]
+    s0 = ir.Ref("s0", axes=(b, c))
+    block.append(ir.Assign(("dx",), ir.Binary("+", s0, ir.Ref("s1", axes=(b, c)), axes=(b, c))))
+    block.append(ir.Assign(("again",), ir.Neg(s0, axes=(b, c))))
+    assert len([line for line in _stacked(block) if "stack" in line]) == 0
 
 
 def test_a_temporary_is_freed_after_its_last_read_but_not_what_is_kept() -> None:
