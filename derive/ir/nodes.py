@@ -36,6 +36,7 @@ accumulate=True)``), :class:`Free` (``del t``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -58,10 +59,15 @@ class Node:
         return _fields(self)
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def _fields(obj: object) -> Iterator[Node]:
     """The nodes in ``obj``'s fields (a field may hold one, or a tuple of them)."""
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
+    for name in _field_names(type(obj)):
+        value = getattr(obj, name)
         if isinstance(value, Node):
             yield value
         elif isinstance(value, tuple):
@@ -69,10 +75,25 @@ def _fields(obj: object) -> Iterator[Node]:
 
 
 def walk(node: Node) -> Iterator[Node]:
-    """``node`` and every node below it, depth first."""
-    yield node
-    for child in node.children():
-        yield from walk(child)
+    """``node`` and every node below it, depth first (children in field order)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(tuple(node.children())))
+
+
+def refs(node: Node) -> frozenset[str]:
+    """The variables ``node`` reads. Nodes are immutable, so the answer is kept on the node:
+    the passes ask it of every statement many times (which names a block reads, and where)."""
+    known = node.__dict__.get("_refs")
+    if known is None:
+        if isinstance(node, Ref):
+            known = frozenset({node.name})
+        else:
+            known = frozenset().union(*map(refs, node.children()))
+        object.__setattr__(node, "_refs", known)  # not a field: equality and hash ignore it
+    return known
 
 
 def relabel(node: Node, axes: tuple[sp.Symbol, ...]) -> Node:
@@ -509,7 +530,7 @@ class Statement:
     @property
     def reads(self) -> frozenset[str]:
         """The variables its nodes read (an in-place update reads its target too)."""
-        return frozenset(n.name for root in self.nodes() for n in walk(root) if isinstance(n, Ref))
+        return frozenset().union(*map(refs, self.nodes()))
 
     def nodes(self) -> Iterator[Node]:
         """The nodes the statement computes with, each the root of its own tree."""

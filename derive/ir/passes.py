@@ -84,7 +84,7 @@ def _repeated(block: list[ir.Statement]) -> tuple[ir.Node, int] | None:
 
 def _safe(block: list[ir.Statement], node: ir.Node, at: list[int]) -> bool:
     """Nothing ``node`` reads is written from its first use up to its last."""
-    reads = {n.name for n in ir.walk(node) if isinstance(n, ir.Ref)}
+    reads = ir.refs(node)
     return not any(block[k].writes & reads for k in range(at[0], at[-1]))
 
 
@@ -289,9 +289,9 @@ def stacked_siblings(block: list[ir.Statement], fresh: Callable[[str], str]) -> 
     read written before they are read; a stack is shared only where nothing it reads is
     written between it and the family that reads it again."""
     block, stacks, names = list(block), {}, []
-    k = 0
+    k, parts = 0, _single_use(block)
     while k < len(block):
-        found = _first_family(block, k)
+        found = _first_family(block, k, parts)
         if found is None:
             k += 1
             continue
@@ -309,6 +309,7 @@ def stacked_siblings(block: list[ir.Statement], fresh: Callable[[str], str]) -> 
         dropped = {m.at for m in members}
         block = [s for j, s in enumerate(block) if j not in dropped]
         k -= sum(1 for j in dropped if j < k)
+        parts = _single_use(block)  # positions moved, a stack's name is read
     return _freed(block, names)
 
 
@@ -318,11 +319,12 @@ def _still(block: list[ir.Statement], name: str, value: ir.Node, k: int) -> bool
     return _safe(block, value, [at, k])
 
 
-def _first_family(block: list[ir.Statement], k: int) -> tuple | None:
+def _first_family(
+    block: list[ir.Statement], k: int, parts: dict[str, tuple[int, ir.Node]]
+) -> tuple | None:
     """The first family of siblings statement ``k`` reads whole: (its node, its members, its
     rewrite), where every member's contraction may move to statement ``k`` (nothing it reads
-    is written between)."""
-    parts = _single_use(block)
+    is written between); ``parts`` is ``block``'s :func:`_single_use`."""
     for root in block[k].nodes():
         for node in ir.walk(root):
             rewrite = _family(node, parts)
