@@ -2,17 +2,19 @@
 
 In: the parsed :class:`~derive.language.Graph`; out: the lines forward() runs before any
 kernel (dtype, rank and size checks, each size bound to a name once, positivity of divisors,
-ranges of data indices), and which of them survive: a size binding nothing reads is dropped,
-decided on the statements' syntax trees, never by matching text.
+ranges of data indices), each a :class:`~derive.emit.statements.Code` that says what it
+writes and reads, and which of them survive: a size binding nothing reads is dropped, decided
+on those declared names, never by reading the text back.
 """
 
 from __future__ import annotations
 
-import ast
+from collections.abc import Iterable
 
 import sympy as sp
 
 from derive.emit.sizes import floor_parts, size_code
+from derive.emit.statements import Code, names_read, size_binding
 from derive.emit.window_checks import param_checks, window_sizes
 from derive.language import Definition, Graph, ReduceMax, Tensor
 from derive.language.argmax import radix_checks
@@ -40,11 +42,25 @@ def elementwise(g: Graph) -> bool:
     return True
 
 
-def output_expr(g: Graph, flat: bool) -> str:
+def output_expr(g: Graph, flat: bool) -> Code:
     # the saved tensors stay flat; only the returned output gets the caller's batch shape back
     if g.tensors[g.output].batched and flat:
-        return f"{g.output}.reshape(tuple({BATCH_SHAPE}) + tuple({g.output}.shape[1:]))"
-    return g.output
+        code = f"{g.output}.reshape(tuple({BATCH_SHAPE}) + tuple({g.output}.shape[1:]))"
+        return Code(code, reads={g.output, BATCH_SHAPE})
+    return Code(g.output, reads={g.output})
+
+
+def _sizes(*exprs: sp.Expr | str) -> set[str]:
+    """The names a size expression's code reads: its symbols (a string is one name)."""
+    names: set[str] = set()
+    for e in exprs:
+        names |= {e} if isinstance(e, str) else {s.name for s in sp.sympify(e).free_symbols}
+    return names
+
+
+def _call(helper: str, args: str, *reads: sp.Expr | str) -> Code:
+    """``helper(args)``, a check the module defines, reading ``reads``."""
+    return Code(f"{helper}({args})", reads=_sizes(helper, *reads))
 
 
 def first_float(g: Graph) -> str:
@@ -54,7 +70,7 @@ def first_float(g: Graph) -> str:
 
 def input_checks(
     g: Graph, flat: bool, wrapping: set[str] = frozenset()
-) -> tuple[list[str], dict[sp.Symbol, str]]:
+) -> tuple[list[Code], dict[sp.Symbol, str]]:
     """Type, shape and size checks for the inputs; binds every size symbol to a name.
 
     Int inputs read by advanced indexing (``wrapping``: it wraps negative indices silently)
@@ -65,21 +81,26 @@ def input_checks(
     for name in g.inputs:
         t = g.tensors[name]
         rest = len(rest_dims(t))
-        lines.append(f"_check_input({name!r}, {name}, {rest}, {t.integer}, {t.batched})")
+        args = f"{name!r}, {name}, {rest}, {t.integer}, {t.batched}"
+        lines.append(_call("_check_input", args, name))
         if name != first:  # mixed dtypes or devices: say so here, not in a kernel's words
-            like.append(f"_check_like({name!r}, {name}, {first!r}, {first}, {not t.integer})")
+            args = f"{name!r}, {name}, {first!r}, {first}, {not t.integer}"
+            like.append(_call("_check_like", args, name, first))
         if t.batched:
             shape = f"{name}.shape[: {name}.dim() - {rest}]" if rest else f"{name}.shape"
             if have_batch:
-                lines.append(f"_check_batch({name!r}, {shape}, {BATCH_SHAPE})")
+                lines.append(
+                    _call("_check_batch", f"{name!r}, {shape}, {BATCH_SHAPE}", name, BATCH_SHAPE)
+                )
             else:
-                lines.append(f"{BATCH_SHAPE} = {shape}")
+                lines.append(Code(f"{BATCH_SHAPE} = {shape}", {BATCH_SHAPE}, {name}, binds=True))
                 have_batch = True
             # the batch size by number: (-1, 0) is ambiguous when a size is 0 (softmax's C = 0)
             tail = f"({BATCH_SHAPE}.numel(),) + tuple({name}.shape[{name}.dim() - {rest}:])"
             tail = tail if rest else "-1"
             if flat:
-                lines.append(f"{name} = {name}.reshape({tail})")
+                reads = {name, BATCH_SHAPE} if rest else {name}
+                lines.append(Code(f"{name} = {name}.reshape({tail})", {name}, reads))
         for pos, dim in enumerate(t.dims):
             if not flat and t.batched and pos == 0:
                 continue  # the batch axes stay as they are
@@ -87,44 +108,48 @@ def input_checks(
                 composite.append((name, pos, dim))  # checked once its sizes are bound
                 continue
             if dim in bound:
-                lines.append(
-                    f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {dim.name!r}, {dim})"
-                )
+                args = f"{name!r}, {pos}, {name}.shape[{pos}], {dim.name!r}, {dim}"
+                lines.append(_call("_check_size", args, name, dim))
             else:
-                lines.append(f"{dim} = {name}.shape[{pos}]")
+                lines.append(Code(f"{dim} = {name}.shape[{pos}]", {dim.name}, {name}, binds=True))
                 bound[dim] = dim.name
-    lines += [f"_check_param({p.name!r}, {p.name})" for p in g.params]
+    lines += [_call("_check_param", f"{p.name!r}, {p.name}", p) for p in g.params]
     lines += param_checks(g)
     lines += _solved_sizes(composite, bound)
     lines += _derived_lines(g)
     lines += like
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
         shown = f"{dim} = {size_code(g.derived[dim])}" if dim in g.derived else str(dim)
-        lines.append(
-            f"_check_size({name!r}, {pos}, {name}.shape[{pos}], {shown!r}, {size_code(dim)})"
-        )
+        args = f"{name!r}, {pos}, {name}.shape[{pos}], {shown!r}, {size_code(dim)}"
+        lines.append(_call("_check_size", args, name, dim))
     for size, why in _positive_sizes(g):
-        lines.append(f"_check_positive({str(size)!r}, {size_code(size)}, {why!r})")
+        lines.append(_call("_check_positive", f"{str(size)!r}, {size_code(size)}, {why!r}", size))
     guarded = guarded_data(g)
     for name, size in data_index_ranges(g):
         lines.append(_range_line(name, size, before=name not in wrapping, guarded=name in guarded))
     return lines, bound
 
 
-def _range_line(name: str, size: sp.Expr, before: bool, guarded: bool) -> str:
+def _range_line(name: str, size: sp.Expr, before: bool, guarded: bool) -> Code:
     flags = (", before=True" if before else "") + (", guarded=True" if guarded else "")
-    return f"_check_range({name!r}, {name}, {str(size)!r}, {size_code(size)}{flags})"
-
-
-def _derived_line(size: sp.Symbol, text: str, num, den, num_text: str, den_text: str) -> str:
-    """``size = num / den``, checked a positive whole number by the module's helper."""
-    return (
-        f"{size} = _check_derived({size.name!r}, {text!r}, {size_code(num)}, {size_code(den)}, "
-        f"{num_text!r}, {den_text!r})"
+    return _call(
+        "_check_range", f"{name!r}, {name}, {str(size)!r}, {size_code(size)}{flags}", name, size
     )
 
 
-def _solved_sizes(composite: list, bound: dict) -> list[str]:
+def _derived_line(
+    size: sp.Symbol, text: str, num, den, num_text: str, den_text: str, reads: Iterable[str]
+) -> Code:
+    """``size = num / den`` (``num``, ``den`` reading ``reads``), checked a positive whole
+    number by the module's helper."""
+    code = (
+        f"{size} = _check_derived({size.name!r}, {text!r}, {size_code(num)}, {size_code(den)}, "
+        f"{num_text!r}, {den_text!r})"
+    )
+    return Code(code, {size.name}, {"_check_derived", *reads})
+
+
+def _solved_sizes(composite: list, bound: dict) -> list[Code]:
     """A size seen only inside a product (M of ``x[N, 3*M]``) is the dimension divided by the
     rest of the product, checked whole like a derived size."""
     lines = []
@@ -137,12 +162,13 @@ def _solved_sizes(composite: list, bound: dict) -> list[str]:
         if rest.has(size) or not all(f.is_Integer or f in bound for f in sp.Mul.make_args(rest)):
             continue
         got = f"{name}.shape[{pos}]"
-        lines.append(_derived_line(size, f"{got} / {rest}", got, rest, got, str(rest)))
+        text = f"{got} / {rest}"
+        lines.append(_derived_line(size, text, got, rest, got, str(rest), _sizes(name, rest)))
         bound[size] = size.name
     return lines
 
 
-def _derived_lines(g: Graph) -> list[str]:
+def _derived_lines(g: Graph) -> list[Code]:
     """``D = C / n_head`` bound once the inputs' sizes are: a positive whole number, or one
     line naming the op (``C = 10 is not divisible by n_head = 3``)."""
     lines = []
@@ -153,14 +179,15 @@ def _derived_lines(g: Graph) -> list[str]:
                 den = floor_parts(f)[1]
                 if not den.is_Integer and den not in g.params:  # a param's: param_checks
                     why = f"it divides in {size} = {code}"
-                    lines.append(f"_check_positive({str(den)!r}, {size_code(den)}, {why!r})")
-            lines.append(f"{size} = {code}")
-            lines.append(f"_check_positive({size.name!r}, {size}, {f'{size} = {code}'!r})")
+                    args = f"{str(den)!r}, {size_code(den)}, {why!r}"
+                    lines.append(_call("_check_positive", args, den))
+            lines.append(Code(f"{size} = {code}", {size.name}, _sizes(expr)))
+            args = f"{size.name!r}, {size}, {f'{size} = {code}'!r}"
+            lines.append(_call("_check_positive", args, size))
             continue
         num, den = sp.fraction(expr)
-        lines.append(
-            _derived_line(size, str(expr).replace("/", " / "), num, den, str(num), str(den))
-        )
+        text = str(expr).replace("/", " / ")
+        lines.append(_derived_line(size, text, num, den, str(num), str(den), _sizes(expr)))
     return lines
 
 
@@ -192,7 +219,7 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
     return sorted(found.items(), key=lambda item: str(item[0]))
 
 
-def range_checks(g: Graph) -> list[str]:
+def range_checks(g: Graph) -> list[Code]:
     """The checks forward() runs when an index kernel fails, to name the bad input."""
     guarded = guarded_data(g)
     return [_range_line(n, s, False, n in guarded) for n, s in data_index_ranges(g)]
@@ -214,10 +241,10 @@ def data_index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:
     return found
 
 
-def live_bindings(checks: list[str], later: list[str]) -> list[str]:
+def live_bindings(checks: list[Code], later: list) -> list[Code]:
     """Drop size and batch-shape bindings (``E = C.shape[1]``, ``batch_shape = x.shape``) that
-    no later check, forward line, output or saved name reads: decided on the statements'
-    syntax trees, not by matching text."""
+    no later check, forward line, output or saved name reads: decided on the names each line
+    says it reads, not by matching text."""
     read = [names_read(line) for line in checks + later]
     kept = []
     for k, line in enumerate(checks):
@@ -225,24 +252,3 @@ def live_bindings(checks: list[str], later: list[str]) -> list[str]:
         if bound is None or any(bound in names for names in read[k + 1 :]):
             kept.append(line)
     return kept
-
-
-def names_read(code: str) -> set[str]:
-    tree = ast.parse(code.strip())
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def size_binding(line: str) -> str | None:
-    """The name ``line`` binds when it is ``NAME = tensor.shape[k]`` or ``NAME = tensor.shape``
-    (a size, or the batch shape), else None."""
-    stmt = ast.parse(line.strip()).body[0]
-    if not (
-        isinstance(stmt, ast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Name)
-    ):
-        return None
-    value = stmt.value.value if isinstance(stmt.value, ast.Subscript) else stmt.value
-    if isinstance(value, ast.Attribute) and value.attr == "shape":
-        return stmt.targets[0].id
-    return None

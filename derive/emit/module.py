@@ -18,14 +18,13 @@ from derive.emit.checks import (
     first_float,
     input_checks,
     live_bindings,
-    names_read,
     output_expr,
     range_checks,
     rest_dims,
-    size_binding,
 )
 from derive.emit.double import DoubleData, double_data
 from derive.emit.precision import INPUT, autocast_policy
+from derive.emit.statements import Code, names_read, size_binding
 from derive.emit.tangent import JvpData, jvp_data, max_ranges
 from derive.errors import DerivationError
 from derive.language import BATCH_SIZE, Definition, ReduceMax
@@ -128,7 +127,8 @@ def _backward_bindings(d: Derivation, needed: set[sp.Symbol]) -> tuple[list[tupl
         if sym in g.params or where is None:
             extras.append(sym.name)
         else:
-            lines.append((sym.name, f"{sym} = {where[0]}.shape[{where[1]}]"))
+            code = f"{sym} = {where[0]}.shape[{where[1]}]"
+            lines.append((sym.name, Code(code, {sym.name}, {where[0]}, binds=True)))
     return lines, extras
 
 
@@ -160,13 +160,14 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
         rest = len(rest_dims(out))
         shape = f"{GRAD_OUT}.shape[: {GRAD_OUT}.dim() - {rest}]" if rest else f"{GRAD_OUT}.shape"
         if unflattened or rest:  # rest: (-1, 0) would be ambiguous for an empty grad_out
-            head.append(f"{BATCH_SHAPE} = {shape}")
+            head.append(Code(f"{BATCH_SHAPE} = {shape}", {BATCH_SHAPE}, {GRAD_OUT}, binds=True))
         tail = (
             f"({BATCH_SHAPE}.numel(),) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])"
             if rest
             else "-1"
         )
-        head.append(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})")
+        reads = {GRAD_OUT, BATCH_SHAPE} if rest else {GRAD_OUT}
+        head.append(Code(f"{GRAD_OUT} = {GRAD_OUT}.reshape({tail})", {GRAD_OUT}, reads))
     lw.share([d.final[t] for t in d.order])
     direct = _direct_views(d)
     _emit_views(d, lw, GRAD_OUT, direct)
@@ -178,10 +179,12 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
     kept = d.order if g.op.stepwise else [t for t in g.inputs if t in d.final]
     lw.release({adj.names[t] for t in kept})
     body = lw.lines + [
-        f"{v} = {v}.reshape(tuple({BATCH_SHAPE}) + tuple({v}.shape[1:]))"
+        Code(
+            f"{v} = {v}.reshape(tuple({BATCH_SHAPE}) + tuple({v}.shape[1:]))", {v}, {v, BATCH_SHAPE}
+        )
         for v in (adj.names[t] for t in unflattened)
     ]
-    read = set().union(*map(names_read, body))  # on the statements' syntax trees
+    read = set().union(*map(names_read, body))
     return head + [line for name, line in bind if name in read] + body
 
 
@@ -261,7 +264,8 @@ def module_data(d: Derivation, source: str, command: str, double: bool = True) -
     checks, forward, backward, extras = b.checks, b.forward, b.backward, b.extras
     output = output_expr(g, flat)
     returned = output if output.isidentifier() else "_returned"
-    checks = live_bindings(checks, forward + [output] + d.saved + extras)
+    kept = [Code(name, reads={name}) for name in d.saved + extras]
+    checks = live_bindings(checks, forward + [output] + kept)
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
     call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])

@@ -1,19 +1,40 @@
-"""The generated backward's statements as data: each statement's code and the names it writes
-and reads, taken from the kernel-IR statement the lowering printed it from.
+"""The generated module's statements as data: each statement's code and the names it writes
+and reads, taken from the kernel-IR statement the lowering printed it from, or declared by the
+emission code that wrote it (:class:`Code`), never read back off the text.
 
 In: the lowered lines of one backward (:class:`~derive.ir.printer.Line`, each keeping its
-:class:`~derive.ir.nodes.Statement`); out: :class:`Statement` records, which
-:mod:`derive.explain.excerpt` follows (a gradient's statements and the temporaries they read)
-without reading the module's text back. The few lines emission writes itself (size bindings,
-the batch shape's reshapes) are plain text, read off their syntax tree.
+:class:`~derive.ir.nodes.Statement`) and the lines emission writes itself (size bindings, the
+checks' calls, the batch shape's reshapes: :class:`Code`); out: :class:`Statement` records,
+which :mod:`derive.explain.excerpt` follows (a gradient's statements and the temporaries they
+read), and the names a line reads (:func:`names_read`), from which emission decides which
+size bindings and check helpers a module keeps.
 """
 
 from __future__ import annotations
 
-import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from derive.ir.printer import Line
+
+
+class Code(str):
+    """A line emission writes itself, with what it writes and reads said by the code that
+    builds it (``E = C.shape[1]`` writes E and reads C; ``_check_size(...)`` reads the helper,
+    the tensor and the sizes it compares). ``binds``: the size or batch shape it binds by
+    name, which a module drops when nothing reads it."""
+
+    writes: frozenset[str]
+    reads: frozenset[str]
+    binds: str | None
+
+    def __new__(
+        cls, code: str, writes: Iterable[str] = (), reads: Iterable[str] = (), binds: bool = False
+    ) -> Code:
+        line = super().__new__(cls, code)
+        line.writes, line.reads = frozenset(writes), frozenset(reads)
+        line.binds = next(iter(line.writes)) if binds else None
+        return line
 
 
 @dataclass(frozen=True)
@@ -23,43 +44,23 @@ class Statement:
     reads: frozenset[str]  # every variable it mentions (its targets too)
 
 
-def statement(code: str) -> Statement:
+def statement(code: Line | Code) -> Statement:
     """``code`` (one statement) with what it writes and reads."""
     if isinstance(code, Line):
         s = code.statement
         return Statement(code.strip(), s.writes, s.reads | s.writes)
-    return _parsed(code)
+    return Statement(code.strip(), code.writes, code.reads | code.writes)
 
 
-def _root(node: ast.AST) -> str | None:
-    """The variable an assignment target or in-place call writes: ``x`` of ``x[i].y``."""
-    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
+def names_read(code: Line | Code) -> frozenset[str]:
+    """The variables (and the module's helpers) ``code`` reads."""
+    if isinstance(code, Line):
+        return code.statement.reads
+    if isinstance(code, Code):
+        return code.reads
+    raise TypeError(f"a line of emitted code without its reads: {code!r}")  # an engine bug
 
 
-def _writes(stmt: ast.stmt) -> set[str]:
-    targets: list[ast.AST] = []
-    if isinstance(stmt, ast.Assign):
-        targets = list(stmt.targets)
-    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
-        targets = [stmt.target]
-    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        func = stmt.value.func  # x.index_add_(...): a trailing underscore writes in place
-        if isinstance(func, ast.Attribute) and func.attr.endswith("_"):
-            targets = [func.value]
-    flat: list[ast.AST] = []
-    while targets:
-        node = targets.pop()
-        if isinstance(node, (ast.Tuple, ast.List)):
-            targets.extend(node.elts)
-        else:
-            flat.append(node)
-    return {name for name in map(_root, flat) if name is not None}
-
-
-def _parsed(code: str) -> Statement:
-    """A line emission wrote as text: what it writes and reads, off its syntax tree."""
-    (stmt,) = ast.parse(code.strip()).body
-    reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
-    return Statement(code.strip(), frozenset(_writes(stmt)), frozenset(reads))
+def size_binding(code: Line | Code) -> str | None:
+    """The size or batch shape ``code`` binds by name (``E = C.shape[1]``), else None."""
+    return code.binds if isinstance(code, Code) else None

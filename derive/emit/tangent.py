@@ -25,9 +25,9 @@ from derive.emit.checks import (
     first_float,
     input_checks,
     live_bindings,
-    names_read,
     output_expr,
 )
+from derive.emit.statements import names_read
 from derive.errors import DerivationError, EngineBug
 from derive.language import BATCH_SIZE, Definition, ReduceMax
 from derive.language.argmax import Digits

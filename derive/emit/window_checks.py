@@ -29,10 +29,11 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.emit.sizes import floor_parts, size_code
+from derive.emit.statements import Code
 from derive.language import Definition, Graph, ReduceMax
 
 
-def param_checks(g: Graph) -> list[str]:
+def param_checks(g: Graph) -> list[Code]:
     """``_check_int`` for each param a subscript or a derived size reads, then
     ``_check_positive`` for each param that multiplies an index in a subscript or divides in a
     derived size (once each, before the derived sizes are computed)."""
@@ -54,14 +55,18 @@ def param_checks(g: Graph) -> list[str]:
         for i in sorted(_indices(g, sub), key=str):
             for p in sorted(expanded.coeff(i).free_symbols & set(g.params), key=str):
                 positive.setdefault(p, f"it multiplies {i} in {shown}")
-    lines = [f"_check_int({p.name!r}, {p.name}, {why!r})" for p, why in ints.items()]
-    lines += [f"_check_positive({p.name!r}, {p.name}, {why!r})" for p, why in positive.items()]
+    lines = [_check("_check_int", p, why) for p, why in ints.items()]
+    lines += [_check("_check_positive", p, why) for p, why in positive.items()]
     lines += [  # derive.lower.bounds proves reads in range for int params >= 0: hold it to that
-        f"_check_nonnegative({p.name!r}, {p.name}, {why + '; window reads take it as >= 0'!r})"
+        _check("_check_nonnegative", p, why + "; window reads take it as >= 0")
         for p, why in ints.items()
         if p not in positive
     ]
     return lines
+
+
+def _check(helper: str, p: sp.Symbol, why: str) -> Code:
+    return Code(f"{helper}({p.name!r}, {p.name}, {why!r})", reads={helper, p.name})
 
 
 def window_sizes(g: Graph) -> dict[sp.Expr, str]:
