@@ -125,7 +125,7 @@ class where(sp.Function):  # noqa: N801
             # where(c, f(g), 0). A zero-padded sum masked again inside the branch that already
             # selects it was 0 where c fails, and a quotient of it 0 / 0 there: harmless to a
             # where that selects, NaN to a second order that multiplies (fuzz --affine 1147)
-            kept, other = _decided(a, c, sp.true), _decided(b, c, sp.false)
+            kept, other = decided(a, c, sp.true), decided(b, c, sp.false)
             if kept is not a or other is not b:
                 return cls(c, kept, other)
         return None
@@ -155,7 +155,7 @@ class where(sp.Function):  # noqa: N801
         return tex if exp is None else rf"\left({tex}\right)^{{{exp}}}"
 
 
-def _decided(e: sp.Expr, c: sp.Basic, value: sp.Basic) -> sp.Expr:
+def decided(e: sp.Expr, c: sp.Basic, value: sp.Basic) -> sp.Expr:
     """``e`` with the condition ``c`` taken as ``value`` wherever it means the same: not under
     a Sum or Max that binds one of its indices (there the same name is another index)."""
     if e == c:
@@ -165,7 +165,7 @@ def _decided(e: sp.Expr, c: sp.Basic, value: sp.Basic) -> sp.Expr:
     limits = getattr(e, "limits", ())
     if any(lim[0] in c.free_symbols for lim in limits):
         return e
-    args = tuple(_decided(x, c, value) for x in e.args)
+    args = tuple(decided(x, c, value) for x in e.args)
     return e.func(*args) if any(x is not y for x, y in zip(args, e.args)) else e
 
 

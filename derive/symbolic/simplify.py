@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.functions import where
+from derive.symbolic.cases import zero_by_cases
 from derive.symbolic.cost import cost
 from derive.symbolic.indices import canonical_bound, substitute_apart
 from derive.symbolic.indices import factors as _factors
@@ -208,6 +209,8 @@ class Simplifier:
             e = e.func(*args)  # rebuilt only when an argument changed: sorting is not free
         if isinstance(e, sp.Add):
             e = _merge_renamed(e)
+        if isinstance(e, sp.Mul):  # where(c, 0, 1) where(c, 1, 0) f -> 0: 0 whether c holds or not
+            e = zero_by_cases(e)
         if isinstance(e, sp.Mul):
             e = _cheapest(_drop_masks(e, self.masked), self._walk)
         return e

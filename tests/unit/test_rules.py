@@ -351,3 +351,27 @@ def test_a_where_decides_its_own_condition_inside_its_branches() -> None:
     assert where(c, 0, y[n] * where(c, 1, 0) + 1) == where(c, 0, 1)
     bound = sp.Sum(where(c, x[i], 0), (i, 0, K - 1))  # its i is the sum's, not the branch's
     assert where(c, bound, 0).args[1] == bound
+
+
+def test_a_product_that_is_zero_whether_a_condition_holds_or_not_is_zero() -> None:
+    """where(c, 0, 1) where(c, 1, 0) f -> 0: one of where()'s two masks is 0 at every point (the
+    second order multiplies them: fuzz --windows 9820, whose lowering then dropped the term and
+    took its index for a lost axis). A mask whose condition the other settles counts too."""
+    simplify = Simplifier().simplify
+    cond = x[n] >= 0
+    f = y[n] * sp.Sum(x[k] * t[k], LIM)
+    assert simplify(where(cond, 0, 1) * where(cond, 1, 0) * f) == 0
+    assert simplify(where(x[n] < 0, 1, 0) * where(cond, 1, 0) * f) == 0  # c written as not c
+    # integers: k - n >= 3 and k - n <= 2 (written n - k >= -2; k > n + 2 and k < n + 3) never meet
+    assert simplify(where(k - n >= 3, y[k], 0) * where(n - k >= -2, 1, 0)) == 0
+    assert simplify(where(k > n + 2, 1, 0) * where(k < n + 3, y[k], 0) * f) == 0
+    # kept: reals between 2 and 3; one mask; conditions on other expressions; both masks keep
+    # the same case; an infinity in a case (-oo * 0 is nan there, not 0)
+    for kept in [
+        where(x[n] > 2, 1, 0) * where(x[n] < 3, 1, 0) * y[n],
+        where(cond, 0, 1) * f,
+        where(k - n >= 3, 1, 0) * where(k - n - K <= 2, 1, 0) * f,
+        where(cond, 0, 1) * where(cond, y[n], 1) * f,
+        where(cond, -sp.oo, 0) * where(cond, 0, 1) * y[n],
+    ]:
+        assert simplify(kept) == kept, kept
