@@ -127,6 +127,8 @@ class TorchPrinter:
     # -- element-wise ----------------------------------------------------------------------
     def _print_Binary(self, node: ir.Binary) -> str:
         _, left, right = OPERATORS[node.op]
+        if isinstance(node.right, ir.Matmul):  # python's @ is * 's peer, read left to right:
+            right = max(right, Precedence.MUL + 1)  # a * (b @ c) is not (a * b) @ c
         # python numbers as SymPy writes them (N ** 2); tensors as black hugs them (x**2)
         op = "**" if node.op == "**" and not node.scalar else f" {node.op} "
         return f"{self.wrap(node.left, left)}{op}{self.wrap(node.right, right)}"
@@ -236,7 +238,10 @@ class TorchPrinter:
         return f'torch.einsum("{spec}", {self._args(node.operands)})'
 
     def _print_Matmul(self, node: ir.Matmul) -> str:
-        return f"{self.wrap(node.left, Precedence.MUL)} @ {self.wrap(node.right, Precedence.MUL)}"
+        # left to right, as python reads it: a @ (b @ c) keeps its parentheses (with b a vector
+        # between two matrices, a @ b @ c does not even conform), and so does a @ (b * c)
+        right = self.wrap(node.right, Precedence.MUL + 1)
+        return f"{self.wrap(node.left, Precedence.MUL)} @ {right}"
 
     def _print_Addmm(self, node: ir.Addmm) -> str:
         return f"torch.addmm({self._args((node.bias, node.left, node.right))})"

@@ -50,6 +50,13 @@ def _sub(a, b):
             'torch.einsum("ab,bc->ac", x, w)',
         ),
         (ir.Matmul(x, ir.Ref("w", axes=(j, k)), axes=(i, k)), "x @ w"),
+        # @ is read left to right at *'s precedence: a product on its right keeps parentheses
+        # (fuzz 620155: t @ v @ m read as (t @ v) @ m, a vector between two matrices)
+        (ir.Matmul(x, ir.Matmul(y, z)), "x @ (y @ z)"),
+        (ir.Matmul(ir.Matmul(x, y), z), "x @ y @ z"),
+        (ir.Matmul(x, ir.Binary("*", y, z)), "x @ (y * z)"),
+        (ir.Binary("*", x, ir.Matmul(y, z)), "x * (y @ z)"),
+        (ir.Binary("*", ir.Matmul(x, y), z), "x @ y * z"),
         (ir.Cast(ir.Binary("==", x, y), like), "(x == y).to(grad_out.dtype)"),
         (ir.Indicator(ir.Binary("<=", x, y), None, None, like), "(x <= y).to(grad_out.dtype)"),
         (ir.Zeros((), like), "grad_out.new_zeros(())"),
