@@ -160,6 +160,11 @@ def reference(graph: Graph, seed: int, distinct: bool) -> Reference | None:
     if not tame(grads.values(), GRAD_LIMIT):
         return None
     text = oracle_gradients(graph.op, inputs, grad_out)
+    if not tame(text[1].values(), GRAD_LIMIT):
+        # the text read literally overflows where the parse, rewritten for range, does not
+        # (s / exp(W) with exp(W) = inf: NaN through the quotient, 0 through exp(-W); seed
+        # 620039): the draw is ill-conditioned for the text oracle, as for autograd above
+        return None
     cotangents = {n: torch.randn(t.shape, generator=gen, dtype=t.dtype) for n, t in grads.items()}
     cotangents = {n: cotangents[n] for n in graph.inputs if n in cotangents}
     second = oracle_second_order(graph.op, inputs, grad_out, cotangents)
