@@ -81,6 +81,7 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
     known |= set(d.adjoints.names.values()) | set(d.adjoints.views)
     scalars = {s.name for s in g.sizes} | {p.name for p in g.params}
     guarded = guarded_data(g)
+    argmaxes = d.adjoints.argmax.values()
     return Lowerer(
         g.op.name,
         known,
@@ -90,6 +91,7 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
         guarded=guarded,
         derived=g.derived,
         data_ranges=argmax_ranges(d),
+        integers={n for n, t in g.tensors.items() if t.integer} | {a.name for a in argmaxes},
     )
 
 

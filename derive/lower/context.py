@@ -81,6 +81,9 @@ class Context:
     # int data whose values are known to lie in 0..hi (an argmax the forward saved: the position
     # of a Max over 0..hi), name -> hi, for proofs that an index built from it stays in range
     data_ranges: dict[str, sp.Expr | Digits] = field(default_factory=dict)
+    # the int tensors (inputs, saved argmaxes): a 0-d one is read as a real symbol, as every
+    # 0-d tensor is, and an argmax's digits (floor(a/W), Mod(a, W)) need to know it is whole
+    integers: set[str] = field(default_factory=set)
 
     # -- lowering --------------------------------------------------------------------------
     def value(self, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:

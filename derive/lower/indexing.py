@@ -86,10 +86,25 @@ def digit(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     else:
         x, m = sp.fraction(sp.together(e.args[0]))
         op = "//"
-    if not (x.has(sp.Indexed) and x.is_integer and not m.has(sp.Indexed)):
+    if not (_reads_data(cx, x) and _as_ints(cx, x).is_integer and not _reads_data(cx, m)):
         raise DerivationError(cx.op, f"cannot lower {e}: a floor or Mod of anything but int data")
     v = cx.value(x, order)
     return ir.Binary(op, v, cx.value(m, []), axes=v.axes)
+
+
+def _reads_data(cx: Context, e: sp.Expr) -> bool:
+    """``e`` reads a tensor: an entry of one, or a 0-d one (an argmax over every index of a
+    Max to a number, ``s = Max(f(x[j, u]), j, u)``), not only sizes and params."""
+    zero_d = {s for s in e.free_symbols if s.name in cx.known and s.name not in cx.scalars}
+    return e.has(sp.Indexed) or bool(zero_d - set(cx.sizes))
+
+
+def _as_ints(cx: Context, e: sp.Expr) -> sp.Expr:
+    """``e`` with each 0-d int tensor (an argmax, read as a real symbol as every 0-d tensor
+    is) taken as the integer it holds."""
+    names = cx.integers | cx.data_ranges.keys()
+    ints = {s: sp.Dummy(s.name, integer=True) for s in e.free_symbols if s.name in names}
+    return e.xreplace(ints)
 
 
 def is_affine(x: sp.Expr) -> bool:

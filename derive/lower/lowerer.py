@@ -63,12 +63,14 @@ class Lowerer:
         guarded: set[str] | None = None,
         derived: dict[sp.Symbol, sp.Expr] | None = None,
         data_ranges: dict[str, sp.Expr | Digits] | None = None,
+        integers: set[str] | None = None,
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
         )
         self.context.derived.update(derived or {})
         self.context.data_ranges.update(data_ranges or {})
+        self.context.integers.update(integers or ())
         self._lines: list[str] | None = None  # printed once every statement is in
         self._keep: frozenset[str] | None = None  # names to free after their last use but these
 
