@@ -141,7 +141,7 @@ def backward(grad_out, saved):
         bnvar_inv
         * gain
         * torch.addcmul(
-            grad_out - (sum_grad_out / N), sum_bnraw_grad_out / (N - 1), bnraw, value=-1
+            grad_out - (sum_grad_out / N), sum_bnraw_grad_out, bnraw, value=-1 / (N - 1)
         )
     )
     dgain = sum_bnraw_grad_out
@@ -195,7 +195,7 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     b_dx = (
         bnvar_inv
         * gain
-        * torch.addcmul(grad_y - (sum_grad_y / N), sum_bnraw_grad_y / (N - 1), bnraw, value=-1)
+        * torch.addcmul(grad_y - (sum_grad_y / N), sum_bnraw_grad_y, bnraw, value=-1 / (N - 1))
     )
     b_dgain = sum_bnraw_grad_y
     del sum_bnraw_grad_y
@@ -239,11 +239,11 @@ def _double_backward_all(grad_out, saved):
     shared_bnvar_inv_gain = bnvar_inv * gain
     dbnraw = torch.addcmul(
         torch.addcmul(
-            db_dgain * grad_y, shared_bnvar_inv_gain * sum_bnraw_db_dx / (N - 1), grad_y, value=-1
+            db_dgain * grad_y, shared_bnvar_inv_gain * sum_bnraw_db_dx, grad_y, value=-1 / (N - 1)
         ),
-        shared_bnvar_inv_gain * sum_bnraw_grad_y / (N - 1),
+        shared_bnvar_inv_gain * sum_bnraw_grad_y,
         db_dx,
-        value=-1,
+        value=-1 / (N - 1),
     )
     del shared_bnvar_inv_gain
     sum_bndiff_dbnraw = (bndiff * dbnraw).sum(0)
@@ -251,9 +251,9 @@ def _double_backward_all(grad_out, saved):
     sum_bnraw_db_dx_grad_y = (
         torch.addcmul(
             grad_y.T - (sum_grad_y / N)[:, None],
-            (sum_bnraw_grad_y / (N - 1))[:, None],
+            sum_bnraw_grad_y[:, None],
             bnraw.T,
-            value=-1,
+            value=-1 / (N - 1),
         )
         * db_dx.T
     ).sum(1)
@@ -275,16 +275,16 @@ def _double_backward_all(grad_out, saved):
     dgrad_y = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
-                torch.addcmul(db_dbias, gain * sum_db_dx / N, bnvar_inv, value=-1),
+                torch.addcmul(db_dbias, gain * sum_db_dx, bnvar_inv, value=-1 / N),
                 shared_bnvar_inv_gain_1,
                 db_dx,
             ),
             db_dgain,
             bnraw,
         ),
-        shared_bnvar_inv_gain_1 * sum_bnraw_db_dx / (N - 1),
+        shared_bnvar_inv_gain_1 * sum_bnraw_db_dx,
         bnraw,
-        value=-1,
+        value=-1 / (N - 1),
     )
     del sum_bnraw_db_dx, sum_db_dx
     del shared_bnvar_inv_gain_1

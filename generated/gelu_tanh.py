@@ -92,8 +92,9 @@ def backward(grad_out, saved):
     dx = (
         torch.addcmul(
             out_tanh0 + 1,
-            (x * x * 0.134145 + 1) * x * 0.7978845608028654,
+            (x * x * 0.134145 + 1) * x,
             1 - (out_tanh0 * out_tanh0),
+            value=0.7978845608028654,
         )
         * grad_out
         * 0.5
@@ -121,8 +122,9 @@ def _double_forward(x, grad_y, v_x):
     b_dx = (
         torch.addcmul(
             out_tanh0 + 1,
-            (x * x * 0.134145 + 1) * x * 0.7978845608028654,
+            (x * x * 0.134145 + 1) * x,
             1 - (out_tanh0 * out_tanh0),
+            value=0.7978845608028654,
         )
         * grad_y
         * 0.5
@@ -167,8 +169,9 @@ def _double_backward_all(grad_out, saved):
     dgrad_y = (
         torch.addcmul(
             out_tanh0 + 1,
-            (x * x * 0.134145 + 1) * x * 0.7978845608028654,
+            (x * x * 0.134145 + 1) * x,
             1 - (out_tanh0 * out_tanh0),
+            value=0.7978845608028654,
         )
         * db_dx
         * 0.5
