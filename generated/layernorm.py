@@ -275,12 +275,12 @@ def _double_backward_all(grad_out, saved):
     sum_diff_dxhat = (diff * dxhat).sum(1)
     drstd = sum_db_dx_gain_grad_y_xhat + sum_diff_dxhat
     del sum_db_dx_gain_grad_y_xhat, sum_diff_dxhat
-    dvar = rstd**3 * drstd * (-1 / 2)
+    dvar = torch.pow(rstd, 3) * drstd * (-1 / 2)
     ddiff = torch.addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, value=2 / C)
     sum_ddiff = ddiff.sum(1)
     dmean = -sum_ddiff
     del sum_ddiff
-    dx = ddiff + (dmean / C)[:, None]
+    dx = torch.add(ddiff, dmean[:, None], alpha=1 / C)
     sum_db_dx_grad_y_rstd_xhat = (
         (rstd[:, None] * db_dx)[:, None]
         * torch.addcmul(
@@ -388,7 +388,7 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
     t_diff = t_x - t_mean[:, None]
     sum_diff_t_diff = (diff * t_diff).sum(1)
     t_var = sum_diff_t_diff * (2 / C)
-    t_rstd = rstd**3 * t_var * (-1 / 2)
+    t_rstd = torch.pow(rstd, 3) * t_var * (-1 / 2)
     t_xhat = torch.addcmul(t_rstd[:, None] * diff, rstd[:, None], t_diff)
     t_out = torch.addcmul(torch.addcmul(t_bias, t_gain, xhat), gain, t_xhat)
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
