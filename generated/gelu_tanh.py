@@ -92,7 +92,7 @@ def backward(grad_out, saved):
     dx = (
         torch.addcmul(
             out_tanh0 + 1,
-            (x * x * 0.134145 + 1) * x,
+            torch.addcmul(x, x, x * x, value=0.134145),
             1 - (out_tanh0 * out_tanh0),
             value=0.7978845608028654,
         )
@@ -122,7 +122,7 @@ def _double_forward(x, grad_y, v_x):
     b_dx = (
         torch.addcmul(
             out_tanh0 + 1,
-            (x * x * 0.134145 + 1) * x,
+            torch.addcmul(x, x, x * x, value=0.134145),
             1 - (out_tanh0 * out_tanh0),
             value=0.7978845608028654,
         )
@@ -169,7 +169,7 @@ def _double_backward_all(grad_out, saved):
     dgrad_y = (
         torch.addcmul(
             out_tanh0 + 1,
-            (x * x * 0.134145 + 1) * x,
+            torch.addcmul(x, x, x * x, value=0.134145),
             1 - (out_tanh0 * out_tanh0),
             value=0.7978845608028654,
         )

@@ -165,7 +165,10 @@ def _match_distribute(e: sp.Mul, scope: Scope) -> _Addcmul | None:
         # undistributed, (c - h) multiplies in first, as autograd's chain does
         return None
     c, a = adds[0].args
-    return _match_addcmul(sp.Add(c * other, a * other, evaluate=False), scope)
+    # a * g kept unevaluated: (c*x**2 + 1) * x is x + c * x**2 * x, addcmul(x, x**2, x,
+    # value=c), two passes where x**3 (SymPy's own product) has no two factors to fuse
+    spread = sp.Mul(*sp.Mul.make_args(a), *sp.Mul.make_args(other), evaluate=False)
+    return _match_addcmul(sp.Add(c * other, spread, evaluate=False), scope)
 
 
 # -- Sum(x[n, m], n) / N -> x.mean(0) -------------------------------------------------------
