@@ -141,7 +141,10 @@ def backward(grad_out, saved):
         bnvar_inv
         * gain
         * torch.addcmul(
-            grad_out - (sum_grad_out / N), sum_bnraw_grad_out / (N - 1), bnraw, value=-1
+            torch.add(grad_out, sum_grad_out, alpha=-1 / N),
+            sum_bnraw_grad_out,
+            bnraw,
+            value=-1 / (N - 1),
         )
     )
     dgain = sum_bnraw_grad_out
@@ -195,7 +198,9 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     b_dx = (
         bnvar_inv
         * gain
-        * torch.addcmul(grad_y - (sum_grad_y / N), sum_bnraw_grad_y / (N - 1), bnraw, value=-1)
+        * torch.addcmul(
+            torch.add(grad_y, sum_grad_y, alpha=-1 / N), sum_bnraw_grad_y, bnraw, value=-1 / (N - 1)
+        )
     )
     b_dgain = sum_bnraw_grad_y
     del sum_bnraw_grad_y
@@ -239,34 +244,34 @@ def _double_backward_all(grad_out, saved):
     shared_bnvar_inv_gain = bnvar_inv * gain
     dbnraw = torch.addcmul(
         torch.addcmul(
-            db_dgain * grad_y, shared_bnvar_inv_gain * sum_bnraw_db_dx / (N - 1), grad_y, value=-1
+            db_dgain * grad_y, shared_bnvar_inv_gain * sum_bnraw_db_dx, grad_y, value=-1 / (N - 1)
         ),
-        shared_bnvar_inv_gain * sum_bnraw_grad_y / (N - 1),
+        shared_bnvar_inv_gain * sum_bnraw_grad_y,
         db_dx,
-        value=-1,
+        value=-1 / (N - 1),
     )
     del shared_bnvar_inv_gain
     sum_bndiff_dbnraw = (bndiff * dbnraw).sum(0)
     sum_grad_y = grad_y.sum(0)
     sum_bnraw_db_dx_grad_y = (
         torch.addcmul(
-            grad_y.T - (sum_grad_y / N)[:, None],
-            (sum_bnraw_grad_y / (N - 1))[:, None],
+            torch.add(grad_y.T, sum_grad_y[:, None], alpha=-1 / N),
+            sum_bnraw_grad_y[:, None],
             bnraw.T,
-            value=-1,
+            value=-1 / (N - 1),
         )
         * db_dx.T
     ).sum(1)
     del sum_bnraw_grad_y, sum_grad_y
     dbnvar_inv = torch.addcmul(sum_bndiff_dbnraw, sum_bnraw_db_dx_grad_y, gain)
     del sum_bndiff_dbnraw
-    dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
+    dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
     dbndiff2 = (dbnvar / (N - 1)).expand(N, M).clone()
     dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
     sum_dbndiff = dbndiff.sum(0)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
-    dx = dbndiff + dbnmeani / N
+    dx = torch.add(dbndiff, dbnmeani, alpha=1 / N)
     dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
     del sum_bnraw_db_dx_grad_y
     dbias = grad_out.new_zeros((M,))
@@ -275,16 +280,16 @@ def _double_backward_all(grad_out, saved):
     dgrad_y = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
-                torch.addcmul(db_dbias, gain * sum_db_dx / N, bnvar_inv, value=-1),
+                torch.addcmul(db_dbias, gain * sum_db_dx, bnvar_inv, value=-1 / N),
                 shared_bnvar_inv_gain_1,
                 db_dx,
             ),
             db_dgain,
             bnraw,
         ),
-        shared_bnvar_inv_gain_1 * sum_bnraw_db_dx / (N - 1),
+        shared_bnvar_inv_gain_1 * sum_bnraw_db_dx,
         bnraw,
-        value=-1,
+        value=-1 / (N - 1),
     )
     del sum_bnraw_db_dx, sum_db_dx
     del shared_bnvar_inv_gain_1
@@ -356,7 +361,7 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
     t_bndiff2 = bndiff * t_bndiff * 2
     sum_t_bndiff2 = t_bndiff2.sum(0)
     t_bnvar = sum_t_bndiff2 / (N - 1)
-    t_bnvar_inv = bnvar_inv**3 * t_bnvar * (-1 / 2)
+    t_bnvar_inv = torch.pow(bnvar_inv, 3) * t_bnvar * (-1 / 2)
     t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
     t_out = torch.addcmul(torch.addcmul(t_bias, t_gain, bnraw), gain, t_bnraw)
     return t_out

@@ -502,13 +502,13 @@ def _double_backward_all(grad_out, saved):
         .permute(0, 2, 1, 3)
     )
     sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
+    sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
     sum_Woh_grad_y = (
         (grad_y @ Woh.permute(2, 0, 1).flatten(1))
         .unflatten(2, (Woh.shape[0], Woh.shape[1]))
         .permute(0, 2, 1, 3)
     )
     sum_Woh_grad_y_v = sum_Woh_grad_y @ v.permute(0, 1, 3, 2)
-    sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
     sum_Wh_at_all_2_Woh_grad_y = (
         (sum_Woh_grad_y.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 2].permute(1, 2, 0))
         .unflatten(1, (sum_Woh_grad_y.shape[0], sum_Woh_grad_y.shape[2]))
@@ -522,16 +522,21 @@ def _double_backward_all(grad_out, saved):
     sum_k_probs = probs @ k
     sum_probs_x = (probs.flatten(1, 2) @ x).unflatten(1, (probs.shape[1], probs.shape[2]))
     sum_Woh_grad_y_probs_v = (probs * sum_Woh_grad_y_v).sum(3)
-    shared_sum_Woh_grad_y_v_1 = sum_Woh_grad_y_v / math.sqrt(D)
-    shared_sum_Woh_grad_y_v_x = (
-        x[:, None, :, None, :, None]
-        * torch.where(
-            0 == torch.arange(3, device=grad_out.device),
-            shared_sum_Woh_grad_y_v_1[:, :, :, :, None],
-            0,
-        )[:, :, :, :, None]
+    shared_sum_Woh_grad_y_v = torch.where(
+        0 == torch.arange(3, device=grad_out.device), sum_Woh_grad_y_v[:, :, :, :, None], 0
     )
-    shared_sum_Woh_grad_y_probs_v = sum_Woh_grad_y_probs_v / math.sqrt(D)
+    shared_sum_Woh_grad_y_v_x = (
+        x[:, None, :, None, :, None] * shared_sum_Woh_grad_y_v[:, :, :, :, None]
+    )
+    shared_sum_Woh_grad_y_probs_v = torch.where(
+        1 == torch.arange(3, device=grad_out.device), sum_Woh_grad_y_probs_v[:, :, :, None], 0
+    )
+    shared_sum_Woh_grad_y_probs_v_1 = torch.where(
+        0 == torch.arange(3, device=grad_out.device), sum_Woh_grad_y_probs_v[:, :, :, None], 0
+    )
+    shared_sum_Woh_grad_y_v_1 = torch.where(
+        1 == torch.arange(3, device=grad_out.device), sum_Woh_grad_y_v[:, :, :, :, None], 0
+    )
     sum_Woh_db_dWh_grad_y_k_probs_q_v_x = torch.where(
         (
             torch.arange(H, device=grad_out.device)
@@ -545,71 +550,55 @@ def _double_backward_all(grad_out, saved):
                         torch.addcmul(
                             torch.addcmul(
                                 torch.addcmul(
-                                    (x[:, None, None, :, :, None] * q[:, :, :, None, None])[
-                                        :, :, :, :, :, :, None
-                                    ]
+                                    x[:, None, None, :, :, None, None]
                                     * torch.where(
-                                        1 == torch.arange(3, device=grad_out.device),
-                                        shared_sum_Woh_grad_y_v_1[:, :, :, :, None],
+                                        2 == torch.arange(3, device=grad_out.device),
+                                        sum_Woh_grad_y[:, :, :, :, None],
                                         0,
-                                    )[:, :, :, :, None, None],
-                                    shared_sum_Woh_grad_y_v_x[:, :, :, :, :, None],
-                                    k[:, :, None, :, None, :, None],
+                                    )[:, :, :, None, None],
+                                    torch.where(
+                                        1 == torch.arange(3, device=grad_out.device),
+                                        (
+                                            sum_probs_x[:, :, :, None]
+                                            * sum_Woh_grad_y_v[:, :, :, :, None]
+                                        )[:, :, :, :, :, None],
+                                        0,
+                                    )[:, :, :, :, :, None],
+                                    q[:, :, :, None, None, :, None],
+                                    value=-1 / math.sqrt(D),
                                 ),
                                 (
-                                    (2 == torch.arange(3, device=grad_out.device)).to(
-                                        grad_out.dtype
-                                    )
-                                    * x[:, :, :, None]
-                                )[:, None, None, :, :, None],
-                                sum_Woh_grad_y[:, :, :, None, None, :, None],
-                            ),
-                            torch.where(
-                                1 == torch.arange(3, device=grad_out.device),
-                                (
-                                    sum_probs_x[:, :, :, None]
-                                    * sum_Woh_grad_y_v[:, :, :, :, None]
-                                    / math.sqrt(D)
+                                    x[:, None, None, :, :, None]
+                                    * shared_sum_Woh_grad_y_probs_v[:, :, :, None, None]
                                 )[:, :, :, :, :, None],
-                                0,
-                            )[:, :, :, :, :, None],
-                            q[:, :, :, None, None, :, None],
-                            value=-1,
+                                q[:, :, :, None, None, :, None],
+                                value=-1 / math.sqrt(D),
+                            ),
+                            shared_sum_Woh_grad_y_v_x[:, :, :, :, :, None],
+                            sum_k_probs[:, :, :, None, None, :, None],
+                            value=-1 / math.sqrt(D),
                         ),
-                        (
-                            x[:, None, None, :, :, None]
-                            * torch.where(
-                                1 == torch.arange(3, device=grad_out.device),
-                                shared_sum_Woh_grad_y_probs_v[:, :, :, None],
-                                0,
-                            )[:, :, :, None, None]
-                        )[:, :, :, :, :, None],
-                        q[:, :, :, None, None, :, None],
-                        value=-1,
+                        (x[:, None, :, :, None] * shared_sum_Woh_grad_y_probs_v_1[:, :, :, None])[
+                            :, :, :, None, :, None
+                        ],
+                        k[:, :, None, :, None, :, None],
+                        value=-1 / math.sqrt(D),
                     ),
-                    shared_sum_Woh_grad_y_v_x[:, :, :, :, :, None],
-                    sum_k_probs[:, :, :, None, None, :, None],
-                    value=-1,
+                    (x[:, None, None, :, :, None] * shared_sum_Woh_grad_y_v_1[:, :, :, :, None])[
+                        :, :, :, :, :, None
+                    ],
+                    q[:, :, :, None, None, :, None],
+                    value=1 / math.sqrt(D),
                 ),
-                (
-                    x[:, None, :, :, None]
-                    * torch.where(
-                        0 == torch.arange(3, device=grad_out.device),
-                        shared_sum_Woh_grad_y_probs_v[:, :, :, None],
-                        0,
-                    )[:, :, :, None]
-                )[:, :, :, None, :, None],
+                shared_sum_Woh_grad_y_v_x[:, :, :, :, :, None],
                 k[:, :, None, :, None, :, None],
-                value=-1,
+                value=1 / math.sqrt(D),
             )
         )[:, :, None],
         0,
     ).sum((5, 7, 1, 6))
-    del shared_sum_Woh_grad_y_v_x, shared_sum_Woh_grad_y_v_1, shared_sum_Woh_grad_y_probs_v
+    del shared_sum_Woh_grad_y_v_x
     sum_probs = probs.sum(3)
-    shared_sum_Woh_grad_y_v = torch.where(
-        0 == torch.arange(3, device=grad_out.device), sum_Woh_grad_y_v[:, :, :, :, None], 0
-    )
     sum_Woh_db_dbh_grad_y_k_probs_q_v = torch.where(
         (
             torch.arange(H, device=grad_out.device)
@@ -623,11 +612,7 @@ def _double_backward_all(grad_out, saved):
                         torch.addcmul(
                             torch.addcmul(
                                 q[:, :, :, None, :, None]
-                                * torch.where(
-                                    1 == torch.arange(3, device=grad_out.device),
-                                    sum_Woh_grad_y_v[:, :, :, :, None],
-                                    0,
-                                )[:, :, :, :, None],
+                                * shared_sum_Woh_grad_y_v_1[:, :, :, :, None],
                                 shared_sum_Woh_grad_y_v[:, :, :, :, None],
                                 k[:, :, None, :, :, None],
                             ),
@@ -643,26 +628,23 @@ def _double_backward_all(grad_out, saved):
                         sum_k_probs[:, :, :, None, :, None],
                         value=-1,
                     ),
-                    torch.where(
-                        1 == torch.arange(3, device=grad_out.device),
-                        sum_Woh_grad_y_probs_v[:, :, :, None],
-                        0,
-                    )[:, :, :, None, None],
+                    shared_sum_Woh_grad_y_probs_v[:, :, :, None, None],
                     q[:, :, :, None, :, None],
                     value=-1,
                 ),
-                torch.where(
-                    0 == torch.arange(3, device=grad_out.device),
-                    sum_Woh_grad_y_probs_v[:, :, :, None],
-                    0,
-                )[:, :, :, None, None],
+                shared_sum_Woh_grad_y_probs_v_1[:, :, :, None, None],
                 k[:, :, None, :, :, None],
                 value=-1,
             )
         )[:, :, None],
         0,
     ).sum((6, 1, 5))
-    del shared_sum_Woh_grad_y_v
+    del (
+        shared_sum_Woh_grad_y_v,
+        shared_sum_Woh_grad_y_probs_v,
+        shared_sum_Woh_grad_y_probs_v_1,
+        shared_sum_Woh_grad_y_v_1,
+    )
     sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
         "fbe,abce,agf,abcg->abc", Wh[:, 1], q, db_dx, probs
     )
@@ -672,32 +654,39 @@ def _double_backward_all(grad_out, saved):
         .permute(1, 0, 2, 3)
     )
     sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,abcf->abc", db_dx, sum_Wh_at_all_0_k_probs)
-    shared_sum_Woh_grad_y_probs_v_1 = sum_Woh_grad_y_probs_v / math.sqrt(D)
     dprobs = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
                 torch.addcmul(
-                    sum_Wh_at_all_2_Woh_db_dx_grad_y
-                    + sum_dy_v
-                    + sum_Woh_db_dWh_grad_y_k_probs_q_v_x
-                    + sum_Wh_at_all_0_db_dx_k * sum_Woh_grad_y_v / math.sqrt(D)
-                    + sum_Wh_at_all_1_db_dx_q * sum_Woh_grad_y_v / math.sqrt(D)
-                    + sum_Woh_db_dbh_grad_y_k_probs_q_v / math.sqrt(D),
-                    (sum_Wh_at_all_1_db_dx_probs_q / math.sqrt(D))[:, :, :, None],
+                    torch.addcmul(
+                        torch.addcmul(
+                            sum_Wh_at_all_2_Woh_db_dx_grad_y
+                            + sum_dy_v
+                            + sum_Woh_db_dWh_grad_y_k_probs_q_v_x
+                            + sum_Woh_db_dbh_grad_y_k_probs_q_v / math.sqrt(D),
+                            sum_Wh_at_all_1_db_dx_probs_q[:, :, :, None],
+                            sum_Woh_grad_y_v,
+                            value=-1 / math.sqrt(D),
+                        ),
+                        sum_Woh_grad_y_probs_v[:, :, :, None],
+                        sum_Wh_at_all_1_db_dx_q,
+                        value=-1 / math.sqrt(D),
+                    ),
+                    sum_Wh_at_all_0_db_dx_k_probs[:, :, :, None],
                     sum_Woh_grad_y_v,
-                    value=-1,
+                    value=-1 / math.sqrt(D),
                 ),
-                shared_sum_Woh_grad_y_probs_v_1[:, :, :, None],
-                sum_Wh_at_all_1_db_dx_q,
-                value=-1,
+                sum_Woh_grad_y_probs_v[:, :, :, None],
+                sum_Wh_at_all_0_db_dx_k,
+                value=-1 / math.sqrt(D),
             ),
-            (sum_Wh_at_all_0_db_dx_k_probs / math.sqrt(D))[:, :, :, None],
             sum_Woh_grad_y_v,
-            value=-1,
+            sum_Wh_at_all_1_db_dx_q,
+            value=1 / math.sqrt(D),
         ),
-        shared_sum_Woh_grad_y_probs_v_1[:, :, :, None],
+        sum_Woh_grad_y_v,
         sum_Wh_at_all_0_db_dx_k,
-        value=-1,
+        value=1 / math.sqrt(D),
     )
     del (
         sum_Wh_at_all_0_db_dx_k,
@@ -709,7 +698,6 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_1_db_dx_probs_q,
         sum_Wh_at_all_0_db_dx_k_probs,
     )
-    del shared_sum_Woh_grad_y_probs_v_1
     sum_dprobs_probs = (dprobs * probs).sum(3)
     dcounts_sum = -sum_dprobs_probs / counts_sum
     del sum_dprobs_probs
@@ -888,6 +876,12 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1,
         sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1,
     )
+    shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v = (
+        sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None]
+    )
+    sum_Woh_grad_y_probs_v_1 = (
+        shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * probs.permute(0, 1, 3, 2)
+    ).sum(3)
     sum_dscores_q = (
         (
             (
@@ -899,12 +893,6 @@ def _double_backward_all(grad_out, saved):
         * dscores[:, :, :, None]
         * q[:, :, :, :, None]
     ).sum(2)
-    shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v = (
-        sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None]
-    )
-    sum_Woh_grad_y_probs_v_1 = (
-        shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * probs.permute(0, 1, 3, 2)
-    ).sum(3)
     t_Woh_grad_y_probs_v = shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * probs.permute(
         0, 1, 3, 2
     )
@@ -929,18 +917,24 @@ def _double_backward_all(grad_out, saved):
         .permute(1, 0, 2, 3)
     )
     del sum_Woh_grad_y_probs_v_x
-    dk = (
+    dk = torch.addcmul(
         sum_dscores_q.permute(0, 1, 3, 2)
-        + (db_dbh[0] / math.sqrt(D))[:, None] * sum_Woh_grad_y_probs_v_1[:, :, :, None]
         + sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x / math.sqrt(D),
+        db_dbh[0][:, None],
+        sum_Woh_grad_y_probs_v_1[:, :, :, None],
+        value=1 / math.sqrt(D),
     )
     del (
-        sum_dscores_q,
         sum_Woh_grad_y_probs_v_1,
+        sum_dscores_q,
         sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v,
         sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x,
     )
+    sum_Woh_grad_y_probs_v_2 = (
+        (sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]) * probs
+    ).sum(3)
+    del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
     sum_dscores_k = (
         (
             (
@@ -952,10 +946,6 @@ def _double_backward_all(grad_out, saved):
         * dscores.permute(0, 1, 3, 2)[:, :, :, None]
         * k[:, :, :, :, None]
     ).sum(2)
-    sum_Woh_grad_y_probs_v_2 = (
-        (sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]) * probs
-    ).sum(3)
-    del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
     sum_Woh_db_dx_grad_y_probs_v_1 = (
         t_Woh_grad_y_probs_v.permute(0, 1, 3, 2).flatten(1, 2) @ db_dx
     ).unflatten(1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[3]))
@@ -982,22 +972,19 @@ def _double_backward_all(grad_out, saved):
         .permute(1, 0, 2, 3)
     )
     del sum_Woh_grad_y_probs_v_x_1
-    dq = (
+    dq = torch.addcmul(
         sum_dscores_k.permute(0, 1, 3, 2)
-        + (db_dbh[1] / math.sqrt(D))[:, None] * sum_Woh_grad_y_probs_v_2[:, :, :, None]
         + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x / math.sqrt(D),
+        db_dbh[1][:, None],
+        sum_Woh_grad_y_probs_v_2[:, :, :, None],
+        value=1 / math.sqrt(D),
     )
     del (
-        sum_dscores_k,
         sum_Woh_grad_y_probs_v_2,
+        sum_dscores_k,
         sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v,
         sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x,
-    )
-    sum_grad_y_probs = (
-        (grad_y.permute(0, 2, 1) @ probs.permute(0, 2, 1, 3).flatten(2))
-        .unflatten(2, (probs.shape[1], probs.shape[3]))
-        .permute(0, 2, 1, 3)
     )
     sum_k_probs_v = torch.einsum("abhi,abgh,abhd->abdgi", k, probs, v)
     sum_Wh_at_all_0_k_probs_v = (
@@ -1013,6 +1000,11 @@ def _double_backward_all(grad_out, saved):
             (sum_grad_y_probs_q.shape[0], sum_grad_y_probs_q.shape[2], sum_grad_y_probs_q.shape[3]),
         )
         .permute(2, 0, 3, 1, 4)
+    )
+    sum_grad_y_probs = (
+        (grad_y.permute(0, 2, 1) @ probs.permute(0, 2, 1, 3).flatten(2))
+        .unflatten(2, (probs.shape[1], probs.shape[3]))
+        .permute(0, 2, 1, 3)
     )
     sum_probs_v = v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     sum_grad_y_probs_q_v = torch.einsum(
@@ -1033,20 +1025,29 @@ def _double_backward_all(grad_out, saved):
         )
         .permute(2, 0, 3, 4, 1, 5)
     )
-    shared_grad_y = grad_y.permute(0, 2, 1) / math.sqrt(D)
     sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v = (
         db_dx.permute(0, 2, 1)[:, None, None, None]
-        * (
-            Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None] * sum_grad_y_probs[:, :, None, :, None]
-            + shared_grad_y[:, None, None, :, None] * sum_Wh_at_all_0_k_probs_v[:, :, :, None]
-            + (v.permute(0, 1, 3, 2) / math.sqrt(D))[:, :, :, None, None]
-            * sum_Wh_at_all_1_grad_y_probs_q[:, :, None]
-            - (
-                shared_grad_y[:, None, None, :, None]
-                * sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None, None]
-                * sum_probs_v[:, :, :, None, None]
-            )
-            - (sum_Wh_at_all_1_grad_y_probs_q_v / math.sqrt(D))
+        * torch.addcmul(
+            torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(
+                        sum_Wh_at_all_1_grad_y_probs_q_v * (-1 / math.sqrt(D)),
+                        Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None],
+                        sum_grad_y_probs[:, :, None, :, None],
+                    ),
+                    (grad_y.permute(0, 2, 1)[:, None, None] * sum_probs_v[:, :, :, None])[
+                        :, :, :, :, None
+                    ],
+                    sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None, None],
+                    value=-1 / math.sqrt(D),
+                ),
+                v.permute(0, 1, 3, 2)[:, :, :, None, None],
+                sum_Wh_at_all_1_grad_y_probs_q[:, :, None],
+                value=1 / math.sqrt(D),
+            ),
+            grad_y.permute(0, 2, 1)[:, None, None, :, None],
+            sum_Wh_at_all_0_k_probs_v[:, :, :, None],
+            value=1 / math.sqrt(D),
         )
     ).sum((0, 5, 4))
     del (
@@ -1055,12 +1056,7 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_1_grad_y_probs_q,
         sum_Wh_at_all_1_grad_y_probs_q_v,
     )
-    del shared_grad_y
-    sum_grad_y_k_probs_v = torch.einsum(
-        "ajf,abgj,abdj->bdfg", grad_y, sum_k_probs.permute(0, 1, 3, 2), sum_probs_v
-    )
-    sum_grad_y_probs_q_v_1 = sum_grad_y_probs_q_v.sum((0, 4))
-    sum_grad_y_k_probs_v_1 = (
+    sum_grad_y_k_probs_v = (
         (
             grad_y.permute(2, 0, 1).flatten(1)
             @ sum_k_probs_v.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
@@ -1068,10 +1064,14 @@ def _double_backward_all(grad_out, saved):
         .unflatten(1, (sum_k_probs_v.shape[1], sum_k_probs_v.shape[2], sum_k_probs_v.shape[4]))
         .permute(1, 2, 0, 3)
     )
-    sum_grad_y_probs_q_v_2 = (
+    sum_grad_y_probs_q_v_1 = (
         v.permute(1, 3, 0, 2).flatten(2)
         @ sum_grad_y_probs_q.permute(1, 0, 3, 2, 4).flatten(1, 2).flatten(2)
     ).unflatten(2, (sum_grad_y_probs_q.shape[2], sum_grad_y_probs_q.shape[4]))
+    sum_grad_y_k_probs_v_1 = torch.einsum(
+        "ajf,abgj,abdj->bdfg", grad_y, sum_k_probs.permute(0, 1, 3, 2), sum_probs_v
+    )
+    sum_grad_y_probs_q_v_2 = sum_grad_y_probs_q_v.sum((0, 4))
     sum_grad_y = grad_y.sum((1, 0))
     sum_db_dbh_grad_y_k_probs_q_v = torch.where(
         (
@@ -1091,22 +1091,21 @@ def _double_backward_all(grad_out, saved):
                             * torch.where(
                                 2 == torch.arange(3, device=grad_out.device), sum_grad_y[:, None], 0
                             )[:, None],
-                            (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
-                            / math.sqrt(D),
+                            (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
                             sum_grad_y_probs_q_v_2[:, :, :, :, None],
+                            value=-1 / math.sqrt(D),
                         ),
-                        (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
-                        / math.sqrt(D),
+                        (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
                         sum_grad_y_k_probs_v_1[:, :, :, :, None],
+                        value=-1 / math.sqrt(D),
                     ),
-                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
-                    / math.sqrt(D),
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
                     sum_grad_y_probs_q_v_1[:, :, :, :, None],
-                    value=-1,
+                    value=1 / math.sqrt(D),
                 ),
-                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype) / math.sqrt(D),
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
                 sum_grad_y_k_probs_v[:, :, :, :, None],
-                value=-1,
+                value=1 / math.sqrt(D),
             )
         )[:, :, None],
         0,
@@ -1177,12 +1176,13 @@ def _double_backward_all(grad_out, saved):
                         sum_grad_y_probs_x[:, :, :, None],
                         0,
                     )[:, None, :, :, None],
-                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
-                    / math.sqrt(D),
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
                     sum_grad_y_probs_q_v_x[:, :, :, :, :, None],
+                    value=1 / math.sqrt(D),
                 ),
-                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype) / math.sqrt(D),
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
                 sum_grad_y_k_probs_v_x[:, :, :, :, :, None],
+                value=1 / math.sqrt(D),
             )
         )[:, :, None],
         0,
@@ -1224,18 +1224,19 @@ def _double_backward_all(grad_out, saved):
             * torch.addcmul(
                 torch.addcmul(
                     torch.where(
-                        (1 == torch.arange(3, device=grad_out.device))[:, None, None],
-                        (sum_Woh_grad_y_probs_q_v / math.sqrt(D))[:, :, None],
+                        (2 == torch.arange(3, device=grad_out.device))[:, None, None],
+                        sum_Woh_grad_y_probs.permute(0, 1, 3, 2)[:, :, None],
                         0,
                     ),
-                    (
-                        (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
-                        / math.sqrt(D)
-                    )[:, None, None],
-                    sum_Woh_grad_y_k_probs_v[:, :, None],
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[
+                        :, None, None
+                    ],
+                    sum_Woh_grad_y_probs_q_v[:, :, None],
+                    value=1 / math.sqrt(D),
                 ),
-                (2 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
-                sum_Woh_grad_y_probs.permute(0, 1, 3, 2)[:, :, None],
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)[:, None, None],
+                sum_Woh_grad_y_k_probs_v[:, :, None],
+                value=1 / math.sqrt(D),
             )[:, :, :, :, None]
         )[:, :, None],
         0,
@@ -1265,18 +1266,17 @@ def _double_backward_all(grad_out, saved):
             * torch.addcmul(
                 torch.addcmul(
                     torch.where(
-                        1 == torch.arange(3, device=grad_out.device),
-                        (sum_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2) / math.sqrt(D))[
-                            :, :, :, :, None
-                        ],
+                        2 == torch.arange(3, device=grad_out.device),
+                        sum_Woh_grad_y_probs[:, :, :, :, None],
                         0,
                     ),
-                    (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype)
-                    / math.sqrt(D),
-                    sum_Woh_grad_y_k_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None],
+                    (1 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                    sum_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2)[:, :, :, :, None],
+                    value=1 / math.sqrt(D),
                 ),
-                (2 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
-                sum_Woh_grad_y_probs[:, :, :, :, None],
+                (0 == torch.arange(3, device=grad_out.device)).to(grad_out.dtype),
+                sum_Woh_grad_y_k_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None],
+                value=1 / math.sqrt(D),
             )[:, :, :, None]
         )[:, :, :, None],
         0,
@@ -1298,7 +1298,6 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_db_dWh_at_all_2_probs_x = sum_db_dWh_at_all_2_probs_x.flatten(2) @ Woh.flatten(0, 1)
     del sum_db_dWh_at_all_2_probs_x
     sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
-    sum_Wh_at_all_2_Woh_probs = torch.einsum("hbj,bjg,abfi->afghi", Wh[:, 2], Woh, probs)
     sum_Woh_v = (
         (v.permute(1, 0, 2, 3).flatten(1, 2) @ Woh)
         .unflatten(1, (v.shape[0], v.shape[2]))
@@ -1317,6 +1316,7 @@ def _double_backward_all(grad_out, saved):
         .permute(1, 2, 0, 3)
     )
     del t_Woh_k_probs_v
+    sum_Wh_at_all_2_Woh_probs = torch.einsum("hbj,bjg,abfi->afghi", Wh[:, 2], Woh, probs)
     t_Woh_probs_v = probs[:, :, :, None] * (
         sum_Woh_v.permute(0, 1, 3, 2)[:, :, None]
         - sum_Woh_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None]
@@ -1339,22 +1339,19 @@ def _double_backward_all(grad_out, saved):
         )[:, :, None, None, None, None],
         (
             db_dx.permute(0, 2, 1)[:, None, None]
-            * (
-                sum_Wh_at_all_2_Woh_probs
-                + torch.where(
-                    (
-                        torch.arange(T, device=grad_out.device)[:, None]
-                        == torch.arange(T, device=grad_out.device)
-                    )[:, None, None],
-                    (sum_Wh_at_all_0_Woh_k_probs_v / math.sqrt(D))[:, None],
-                    0,
-                )
-                + sum_Wh_at_all_1_Woh_probs_q_v / math.sqrt(D)
+            * torch.addcmul(
+                sum_Wh_at_all_2_Woh_probs + sum_Wh_at_all_1_Woh_probs_q_v / math.sqrt(D),
+                (
+                    torch.arange(T, device=grad_out.device)[:, None]
+                    == torch.arange(T, device=grad_out.device)
+                ).to(grad_out.dtype)[:, None, None],
+                sum_Wh_at_all_0_Woh_k_probs_v[:, None],
+                value=1 / math.sqrt(D),
             )
         )[:, None],
         0,
     ).sum((0, 5, 4))
-    del sum_Wh_at_all_2_Woh_probs, sum_Wh_at_all_0_Woh_k_probs_v, sum_Wh_at_all_1_Woh_probs_q_v
+    del sum_Wh_at_all_0_Woh_k_probs_v, sum_Wh_at_all_2_Woh_probs, sum_Wh_at_all_1_Woh_probs_q_v
     sum_Woh_db_dbh_at_0_k_probs_v = sum_Woh_k_probs_v.permute(0, 3, 2, 1, 4).flatten(3) @ db_dbh[
         0
     ].flatten(0)

@@ -323,13 +323,13 @@ def backward_all(grad_out, saved):
     dhpreact = torch.addcmul(dh, dh, h * h, value=-1)
     dbnraw = bngain * dhpreact
     dbnvar_inv = (bndiff * dbnraw).sum(0)
-    dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
+    dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
     dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
     dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
     sum_dbndiff = dbndiff.sum(0)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
-    dhprebn = dbndiff + dbnmeani / N
+    dhprebn = torch.add(dbndiff, dbnmeani, alpha=1 / N)
     dembcat = dhprebn @ W1.T
     demb = dembcat.reshape(N, T, E)
     dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), demb.reshape(-1, E))
@@ -515,14 +515,14 @@ def _double_forward(
         b_dhpreact = torch.addcmul(b_dh, b_dh, h * h, value=-1)
         b_dbnraw = bngain * b_dhpreact
         b_dbnvar_inv = (b_dbnraw * bndiff).sum(0)
-        b_dbnvar = bnvar_inv**3 * b_dbnvar_inv * (-1 / 2)
+        b_dbnvar = torch.pow(bnvar_inv, 3) * b_dbnvar_inv * (-1 / 2)
         b_dbndiff2 = (b_dbnvar / (N - 1)).expand(N, H).clone()
         del b_dbnvar
         b_dbndiff = torch.addcmul(bnvar_inv * b_dbnraw, bndiff, b_dbndiff2, value=2)
         sum_b_dbndiff = b_dbndiff.sum(0)
         b_dbnmeani = -sum_b_dbndiff
         del sum_b_dbndiff
-        b_dhprebn = b_dbndiff + b_dbnmeani / N
+        b_dhprebn = torch.add(b_dbndiff, b_dbnmeani, alpha=1 / N)
         del b_dbndiff, b_dbnmeani
         b_dembcat = b_dhprebn @ W1.T
         b_dembcat_as_emb = b_dembcat.reshape(N, T, E)
@@ -683,7 +683,7 @@ def _double_backward_all(grad_out, saved):
     sum_db_dbndiff2 = db_dbndiff2.sum(0)
     db_dbnvar = sum_db_dbndiff2 / (N - 1)
     del sum_db_dbndiff2
-    db_dbnvar_inv = bnvar_inv**3 * db_dbnvar * (-1 / 2)
+    db_dbnvar_inv = torch.pow(bnvar_inv, 3) * db_dbnvar * (-1 / 2)
     db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
     db_dhpreact = torch.addcmul(torch.addcmul(db_dbnbias, db_dbngain, bnraw), bngain, db_dbnraw)
     db_dh = torch.addcmul(db_dhpreact, db_dhpreact, h * h, value=-1)
@@ -743,7 +743,7 @@ def _double_backward_all(grad_out, saved):
         value=-3 / 2,
     )
     del sum_b_dbnraw_db_dbndiff, sum_bndiff_dbnraw
-    dbnvar = bnvar_inv**3 * dbnvar_inv * (-1 / 2)
+    dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
     dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
     dbndiff = torch.addcmul(
         torch.addcmul(
@@ -756,7 +756,7 @@ def _double_backward_all(grad_out, saved):
     sum_dbndiff = dbndiff.sum(0)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
-    dhprebn = dbndiff + dbnmeani / N
+    dhprebn = torch.add(dbndiff, dbnmeani, alpha=1 / N)
     sum_W1_dhprebn = dhprebn @ W1.T
     sum_b_dhprebn_db_dW1 = b_dhprebn @ db_dW1.T
     dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
@@ -993,7 +993,7 @@ def _jvp(
     t_bndiff2 = bndiff * t_bndiff * 2
     sum_t_bndiff2 = t_bndiff2.sum(0)
     t_bnvar = sum_t_bndiff2 / (N - 1)
-    t_bnvar_inv = bnvar_inv**3 * t_bnvar * (-1 / 2)
+    t_bnvar_inv = torch.pow(bnvar_inv, 3) * t_bnvar * (-1 / 2)
     t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
     t_hpreact = torch.addcmul(torch.addcmul(t_bnbias, t_bngain, bnraw), bngain, t_bnraw)
     t_h = torch.addcmul(t_hpreact, t_hpreact, h * h, value=-1)

@@ -90,7 +90,7 @@ def backward(grad_out, saved):
     x, out_erf0, _like = saved
     _check_grad_out(grad_out, _like)
     dx = (
-        torch.addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)) * 0.7978845608028654, x)
+        torch.addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)), x, value=0.7978845608028654)
         * grad_out
         * 0.5
     )
@@ -115,7 +115,7 @@ def _double_forward(x, grad_y, v_x):
     _check_like("v_x", v_x, "x", x, True)
     out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
     b_dx = (
-        torch.addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)) * 0.7978845608028654, x)
+        torch.addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)), x, value=0.7978845608028654)
         * grad_y
         * 0.5
     )
@@ -147,7 +147,7 @@ def _double_backward_all(grad_out, saved):
         * 0.7978845608028654
     )
     del shared_x
-    dgrad_y = torch.addcmul(out_erf0 + 1, exp_x * 0.7978845608028654, x) * db_dx * 0.5
+    dgrad_y = torch.addcmul(out_erf0 + 1, exp_x, x, value=0.7978845608028654) * db_dx * 0.5
     del exp_x
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

@@ -80,7 +80,7 @@ def _check_batch(name, got, want):
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
-    out_tanh0 = torch.tanh((x**3 * 0.044715 + x) * 0.7978845608028654)
+    out_tanh0 = torch.tanh(torch.add(x, torch.pow(x, 3), alpha=0.044715) * 0.7978845608028654)
     out = torch.addcmul(x * 0.5, x, out_tanh0, value=0.5)
     return out, (x, out_tanh0, (out.shape, out.dtype, out.device))
 
@@ -92,8 +92,9 @@ def backward(grad_out, saved):
     dx = (
         torch.addcmul(
             out_tanh0 + 1,
-            (x * x * 0.134145 + 1) * x * 0.7978845608028654,
+            torch.addcmul(x, x, x * x, value=0.134145),
             1 - (out_tanh0 * out_tanh0),
+            value=0.7978845608028654,
         )
         * grad_out
         * 0.5
@@ -117,12 +118,13 @@ def _double_forward(x, grad_y, v_x):
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
-    out_tanh0 = torch.tanh((x**3 * 0.044715 + x) * 0.7978845608028654)
+    out_tanh0 = torch.tanh(torch.add(x, torch.pow(x, 3), alpha=0.044715) * 0.7978845608028654)
     b_dx = (
         torch.addcmul(
             out_tanh0 + 1,
-            (x * x * 0.134145 + 1) * x * 0.7978845608028654,
+            torch.addcmul(x, x, x * x, value=0.134145),
             1 - (out_tanh0 * out_tanh0),
+            value=0.7978845608028654,
         )
         * grad_y
         * 0.5
@@ -167,8 +169,9 @@ def _double_backward_all(grad_out, saved):
     dgrad_y = (
         torch.addcmul(
             out_tanh0 + 1,
-            (x * x * 0.134145 + 1) * x * 0.7978845608028654,
+            torch.addcmul(x, x, x * x, value=0.134145),
             1 - (out_tanh0 * out_tanh0),
+            value=0.7978845608028654,
         )
         * db_dx
         * 0.5
@@ -200,7 +203,7 @@ def _jvp(x, t_x):
     _check_input("t_x", t_x, 0, False, True)
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
-    out_tanh0 = torch.tanh((x**3 * 0.044715 + x) * 0.7978845608028654)
+    out_tanh0 = torch.tanh(torch.add(x, torch.pow(x, 3), alpha=0.044715) * 0.7978845608028654)
     t_out_tanh0 = (1 - (out_tanh0 * out_tanh0)) * (x * x * 0.134145 + 1) * t_x * 0.7978845608028654
     t_out = torch.addcmul(t_out_tanh0 * x, t_x, out_tanh0 + 1) * 0.5
     return t_out

@@ -143,9 +143,9 @@ def backward(grad_out, saved):
     sum_gain_grad_out_xhat = (gain * grad_out * xhat).sum(1)
     dx = rstd[:, None] * torch.addcmul(
         torch.addcmul((sum_gain_grad_out * (-1 / C))[:, None], gain, grad_out),
-        (sum_gain_grad_out_xhat / C)[:, None],
+        sum_gain_grad_out_xhat[:, None],
         xhat,
-        value=-1,
+        value=-1 / C,
     )
     del sum_gain_grad_out, sum_gain_grad_out_xhat
     dgain = (grad_out * xhat).sum(0)
@@ -198,9 +198,9 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     sum_gain_grad_y_xhat = (gain * grad_y * xhat).sum(1)
     b_dx = rstd[:, None] * torch.addcmul(
         torch.addcmul((sum_gain_grad_y * (-1 / C))[:, None], gain, grad_y),
-        (sum_gain_grad_y_xhat / C)[:, None],
+        sum_gain_grad_y_xhat[:, None],
         xhat,
-        value=-1,
+        value=-1 / C,
     )
     del sum_gain_grad_y, sum_gain_grad_y_xhat
     b_dgain = (grad_y * xhat).sum(0)
@@ -255,19 +255,19 @@ def _double_backward_all(grad_out, saved):
     sum_gain_grad_y_xhat = (gain * grad_y * xhat).sum(1)
     dxhat = torch.addcmul(
         torch.addcmul(
-            db_dgain * grad_y, gain * rstd[:, None] * sum_db_dx_xhat[:, None] / C, grad_y, value=-1
+            db_dgain * grad_y, gain * rstd[:, None] * sum_db_dx_xhat[:, None], grad_y, value=-1 / C
         ),
-        (rstd * sum_gain_grad_y_xhat / C)[:, None],
+        (rstd * sum_gain_grad_y_xhat)[:, None],
         db_dx,
-        value=-1,
+        value=-1 / C,
     )
     sum_gain_grad_y = (gain * grad_y).sum(1)
     sum_db_dx_gain_grad_y_xhat = (
         torch.addcmul(
             torch.addcmul((sum_gain_grad_y * (-1 / C))[:, None], gain, grad_y),
-            (sum_gain_grad_y_xhat / C)[:, None],
+            sum_gain_grad_y_xhat[:, None],
             xhat,
-            value=-1,
+            value=-1 / C,
         )
         * db_dx
     ).sum(1)
@@ -275,22 +275,26 @@ def _double_backward_all(grad_out, saved):
     sum_diff_dxhat = (diff * dxhat).sum(1)
     drstd = sum_db_dx_gain_grad_y_xhat + sum_diff_dxhat
     del sum_db_dx_gain_grad_y_xhat, sum_diff_dxhat
-    dvar = rstd**3 * drstd * (-1 / 2)
-    ddiff = torch.addcmul(rstd[:, None] * dxhat, (dvar / C)[:, None], diff, value=2)
+    dvar = torch.pow(rstd, 3) * drstd * (-1 / 2)
+    ddiff = torch.addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, value=2 / C)
     sum_ddiff = ddiff.sum(1)
     dmean = -sum_ddiff
     del sum_ddiff
-    dx = ddiff + (dmean / C)[:, None]
+    dx = torch.add(ddiff, dmean[:, None], alpha=1 / C)
     sum_db_dx_grad_y_rstd_xhat = (
         (rstd[:, None] * db_dx)[:, None]
-        * (
-            grad_y[:, None]
-            * (
-                torch.arange(C, device=grad_out.device)[:, None]
-                == torch.arange(C, device=grad_out.device)
-            ).to(grad_out.dtype)
-            - (grad_y[:, :, None] * xhat[:, :, None] * xhat[:, None] / C)
-            - (grad_y / C)[:, :, None]
+        * torch.addcmul(
+            torch.addcmul(
+                (grad_y * (-1 / C))[:, :, None],
+                (
+                    torch.arange(C, device=grad_out.device)[:, None]
+                    == torch.arange(C, device=grad_out.device)
+                ).to(grad_out.dtype),
+                grad_y[:, None],
+            ),
+            xhat[:, :, None] * xhat[:, None],
+            grad_y[:, :, None],
+            value=-1 / C,
         )
     ).sum((0, 2))
     dgain = sum_db_dx_grad_y_rstd_xhat
@@ -301,16 +305,16 @@ def _double_backward_all(grad_out, saved):
     dgrad_y = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
-                torch.addcmul(db_dbias, (rstd * sum_db_dx / C)[:, None], gain, value=-1),
+                torch.addcmul(db_dbias, (rstd * sum_db_dx)[:, None], gain, value=-1 / C),
                 shared_gain_rstd,
                 db_dx,
             ),
             db_dgain,
             xhat,
         ),
-        shared_gain_rstd * sum_db_dx_xhat[:, None] / C,
+        shared_gain_rstd * sum_db_dx_xhat[:, None],
         xhat,
-        value=-1,
+        value=-1 / C,
     )
     del sum_db_dx_xhat, sum_db_dx
     del shared_gain_rstd
@@ -384,7 +388,7 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
     t_diff = t_x - t_mean[:, None]
     sum_diff_t_diff = (diff * t_diff).sum(1)
     t_var = sum_diff_t_diff * (2 / C)
-    t_rstd = rstd**3 * t_var * (-1 / 2)
+    t_rstd = torch.pow(rstd, 3) * t_var * (-1 / 2)
     t_xhat = torch.addcmul(t_rstd[:, None] * diff, rstd[:, None], t_diff)
     t_out = torch.addcmul(torch.addcmul(t_bias, t_gain, xhat), gain, t_xhat)
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))

@@ -24,15 +24,50 @@ def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
     fused = fuse(cx, e, order)
     if fused is not None:
         return fused
+    scope = cx.scope(order)
     terms = ordered_terms(e)
+    # a scaled first term gives way to an unscaled tensor term: the scaled one rides in its add
+    plain_terms = [t for t in terms if not scope.scalar(t) and _scaled(t, scope) is None]
+    if plain_terms and _scaled(terms[0], scope) is not None:
+        terms = [plain_terms[0]] + [t for t in terms if t is not plain_terms[0]]
     first = [cx.value(t, order) for t in terms]  # every term lowered once, for the axes
+    # sibling sums stay a + b: stacked_siblings reads contractions as one stacked matmul
+    contractions = sum(t.has(sp.Sum) for t in terms) > 1
     axes = union([v.axes for v in first], order)
     acc = align(first[0], axes)
     for term in terms[1:]:  # a - b rather than a + -b: the negated term lowered again
+        scaled = _scaled(term, scope) if not (acc.scalar or contractions) else None
+        if scaled is not None:  # r + c * t -> torch.add(r, t, alpha=c): one kernel, not two
+            coef, rest = scaled
+            alpha = ir.Number(coef) if coef.is_Number else _python_number(cx, coef)
+            value = align(cx.value(rest, order), axes)
+            acc = ir.Apply("torch.add({0}, {1}, alpha={2})", (acc, value, alpha), axes=axes)
+            continue
         minus = term.could_extract_minus_sign()
         value = align(cx.value(-term if minus else term, order), axes)
         acc = ir.Binary("-" if minus else "+", acc, value, axes=axes)
     return acc
+
+
+def _python_number(cx: Context, c: sp.Expr) -> ir.Node:
+    """A python-number expression as written by hand: ``1 / N``, not ``N ** (-1)``."""
+    num, den = sp.fraction(c)
+    if den == 1:
+        return cx.value(c, [])
+    top = cx.value(num, [])
+    return ir.Binary("/", top, cx.value(den, []))
+
+
+def _scaled(term: sp.Expr, scope) -> tuple[sp.Expr, sp.Expr] | None:
+    """``term = c * t``: a python number c other than 1 and -1 (a size or a param in it) times
+    tensors t, or None. Added as ``torch.add(r, t, alpha=c)``, the scale rides in the add."""
+    coef, rest = term.as_coeff_Mul()
+    factors = sp.Mul.make_args(rest)
+    coef *= sp.Mul(*[f for f in factors if scope.scalar(f)])
+    tensors = sp.Mul(*[f for f in factors if not scope.scalar(f)])
+    if coef in (1, -1) or scope.scalar(tensors) or not coef.is_real:
+        return None
+    return coef, tensors
 
 
 def mul(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> ir.Node:
@@ -139,7 +174,11 @@ def power(cx: Context, e: sp.Pow, order: list[sp.Symbol]) -> ir.Node:
         return ir.Binary("*", base, base, axes=base.axes)  # x**2 -> x * x (see SQUARE)
     if not base.scalar and exp in POWERS:
         return ir.Apply(POWERS[exp], (base,), axes=base.axes)
-    return ir.Binary("**", base, cx.value(exp, []), axes=base.axes)
+    if base.scalar:
+        return ir.Binary("**", base, cx.value(exp, []), axes=base.axes)
+    # torch.pow, not ``x**3``: Tensor.__pow__ asks result_type and converts the number to a
+    # tensor first (three calls more); pow(Tensor, Scalar) is one
+    return ir.Apply("torch.pow({0}, {1})", (base, cx.value(exp, [])), axes=base.axes)
 
 
 def product(

@@ -99,27 +99,32 @@ def _build_conv_bias(cx: Context, found: _ConvBias, order: list) -> ir.Node:
 @dataclass(frozen=True)
 class _Addcmul:
     rest: sp.Expr  # r: every other term
-    coef: sp.Expr  # c: a number
-    small: sp.Expr  # a: the other factors
+    coef: sp.Expr  # c: a python number (a size or a param in it: 1/C)
+    small: sp.Expr  # a: the other tensor factors
     big: sp.Expr  # b: the factor over the most axes (the pass addcmul saves)
 
 
 def _match_addcmul(e: sp.Add, scope: Scope) -> _Addcmul | None:
+    """The term whose biggest tensor factor is biggest; every python-number factor of it
+    (``1/C``, ``sqrt(2)/sqrt(pi)``) goes into ``value``: ``r - (s / C)[:, None] * x`` is
+    ``addcmul(r, s[:, None], x, value=-1 / C)``, one kernel where ``s / C`` was one more
+    (a float32 tensor times a python number also converts the number to a tensor first)."""
     best = None
     for term in e.args:
         coef, rest = term.as_coeff_Mul()
-        factors = sp.Mul.make_args(rest)
-        if len(factors) < 2 or scope.scalar(factors[-1]):
+        factors = [f for f in sp.Mul.make_args(rest) if not scope.scalar(f)]
+        if len(factors) < 2:
             continue
-        sizes = [(len(scope.axes(f)), not scope.scalar(f)) for f in factors]
+        coef *= sp.Mul(*[f for f in sp.Mul.make_args(rest) if scope.scalar(f)])
+        sizes = [len(scope.axes(f)) for f in factors]
         big = max(range(len(factors)), key=lambda k: sizes[k])
-        if scope.scalar(factors[big]) or (factors[big].is_Pow and factors[big].exp.is_negative):
+        if factors[big].is_Pow and factors[big].exp.is_negative:
             continue  # addcmul multiplies two tensors
-        key = (sizes[big][0], coef != 1)  # the biggest pass; absorb a coefficient
+        key = (sizes[big], coef != 1)  # the biggest pass; absorb a coefficient
         if best is None or key > best[0]:
             small = sp.Mul(*factors[:big], *factors[big + 1 :])
             best = (key, _Addcmul(e - term, coef, small, factors[big]))
-    if best is None or scope.scalar(best[1].rest) or scope.scalar(best[1].small):
+    if best is None or scope.scalar(best[1].rest):
         return None
     return best[1]
 
@@ -128,10 +133,11 @@ def _build_addcmul(cx: Context, found: _Addcmul, order: list) -> ir.Node:
     big = cx.value(found.big, order)
     r, a = cx.value(found.rest, order), cx.value(found.small, order)
     axes = union([r.axes, a.axes, big.axes], order)
+    coef = ir.Number(found.coef) if found.coef.is_Number else cx.value(found.coef, [])
     if r.scalar:  # the other terms lowered to a number (a zero adjoint): nothing to add into
         factors = [align(a, axes), align(big, axes)]
         if found.coef != 1:
-            factors.insert(0, ir.Number(found.coef))
+            factors.insert(0, coef)
         product = chain("*", factors[0], factors[1:], axes=axes)
         if ir.is_number(r, 0):
             return product
@@ -141,7 +147,7 @@ def _build_addcmul(cx: Context, found: _Addcmul, order: list) -> ir.Node:
     form = "torch.addcmul({0}, {1}, {2})"
     args = tuple(align(v, axes) for v in (r, a, big))
     if found.coef != 1:
-        form, args = "torch.addcmul({0}, {1}, {2}, value={3})", args + (ir.Number(found.coef),)
+        form, args = "torch.addcmul({0}, {1}, {2}, value={3})", args + (coef,)
     return ir.Apply(form, args, axes=axes)
 
 
@@ -159,7 +165,10 @@ def _match_distribute(e: sp.Mul, scope: Scope) -> _Addcmul | None:
         # undistributed, (c - h) multiplies in first, as autograd's chain does
         return None
     c, a = adds[0].args
-    return _match_addcmul(sp.Add(c * other, a * other, evaluate=False), scope)
+    # a * g kept unevaluated: (c*x**2 + 1) * x is x + c * x**2 * x, addcmul(x, x**2, x,
+    # value=c), two passes where x**3 (SymPy's own product) has no two factors to fuse
+    spread = sp.Mul(*sp.Mul.make_args(a), *sp.Mul.make_args(other), evaluate=False)
+    return _match_addcmul(sp.Add(c * other, spread, evaluate=False), scope)
 
 
 # -- Sum(x[n, m], n) / N -> x.mean(0) -------------------------------------------------------

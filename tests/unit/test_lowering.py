@@ -92,6 +92,20 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
         ),
         # r + c a b -> addcmul; a function met twice is computed once
         (["x[N]"], ["out[n] = x[n] * tanh(x[n]) + tanh(x[n])"], "tanh_x = torch.tanh(x)"),
+        # a python-number factor of addcmul's term (1/N, a size) goes into value=
+        (
+            ["x[N, C]", "y[N, C]", "z[N, C]"],
+            ["out[n, c] = z[n, c] - x[n, c] * y[n, c] / N"],
+            "out = torch.addcmul(z, y, x, value=-1 / N)",
+        ),
+        # r + c t -> torch.add(r, t, alpha=c): the scale rides in the add
+        (["x[N]", "y[N]"], ["out[n] = x[n] + y[n] / N"], "out = torch.add(x, y, alpha=1 / N)"),
+        # (c x**2 + 1) x -> addcmul(x, x, x * x, value=c): x**3 kept as two factors
+        (
+            ["x[N]"],
+            ["out[n] = (Rational(1, 3) * x[n]**2 + 1) * x[n]"],
+            "out = torch.addcmul(x, x, x * x, value=1 / 3)",
+        ),
     ],
 )
 def test_emitted_line(inputs: list[str], definitions: list[str], line: str) -> None:

@@ -191,8 +191,8 @@ def generated_step(
 
     # forward, keeping what each op saved for its backward
     tok, tok_saved = embedding.forward(X, params["wte"])  # (B, T, C)
-    positions = torch.arange(T, device=X.device).expand(B, T)
-    pos, pos_saved = embedding.forward(positions, params["wpe"])  # dwpe sums over the batch
+    # one row per position, broadcast over the batch: its backward takes dx summed over it
+    pos, pos_saved = embedding.forward(torch.arange(T, device=X.device), params["wpe"])  # (T, C)
     x, saved = tok + pos, []
     for layer in range(config.n_layer):
         x, block_saved = block_forward(x, block(params, layer), config)
@@ -215,7 +215,7 @@ def generated_step(
     for layer in reversed(range(config.n_layer)):
         dx, block_grads = block_backward(dx, saved.pop(), config)
         grads.update({f"h{layer}.{k}": g for k, g in zip(BLOCK_PARAMS, block_grads, strict=True)})
-    _, grads["wpe"] = embedding.backward(dx, pos_saved)
+    _, grads["wpe"] = embedding.backward(dx.sum(0), pos_saved)
     _, grads["wte"] = embedding.backward(dx, tok_saved)
     return loss.detach() * weight, grads
 
