@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from derive.functions import clamp
 from derive.ir import nodes as ir
 from derive.symbolic.indices import free_indices
 
@@ -204,10 +205,11 @@ class Scope:
 def _affine_parts(e: sp.Expr) -> list[sp.Expr]:
     """The affine subscripts and compared index expressions of ``e`` (t + 2*k - P), a data
     read among their terms included (``v + cls[h]``: v is an axis as much as h is; left out,
-    a contraction planned on these axes summed v away, fuzz 1179)."""
+    a contraction planned on these axes summed v away, fuzz 1179), and subscripts held inside
+    a range (``clamp(l + 1, 0, L - 1)``: l is an axis of the read, fuzz --windows 9918)."""
     found = [i for ind in e.atoms(sp.Indexed) for i in ind.indices]
     found += [a for c in e.atoms(sp.KroneckerDelta, sp.core.relational.Relational) for a in c.args]
-    return [x for x in found if isinstance(x, (sp.Add, sp.Mul))]
+    return [x for x in found if isinstance(x, (sp.Add, sp.Mul, clamp))]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import sympy as sp
 
 from derive.__main__ import main
 from derive.emit.generate import emit, load_op
-from derive.emit.statements import statement
+from derive.emit.statements import Statement
 from derive.explain.catalogue import catalogue
 from derive.explain.excerpt import excerpts
 from derive.explain.explain import Explanation, explain
@@ -147,6 +147,16 @@ def test_user_op_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert err.startswith("error: op 'sigmoid'") and "index q" in err
 
 
+def _recorded(stmt: ast.stmt) -> Statement:
+    """A statement as emission records it (the names it writes and reads), made here from its
+    syntax tree: emission itself never parses code."""
+    target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    return Statement(ast.unparse(stmt), frozenset({target.id}), frozenset(reads))
+
+
 def test_excerpt_follows_temporaries_not_other_gradients() -> None:
     source = '''
 def backward(grad_out, saved):
@@ -161,7 +171,7 @@ def backward(grad_out, saved):
     return (da, dother)
 '''
     body = ast.parse(source).body[0].body[2:-1]  # the statements emission records: no docstring,
-    lowered = [statement(ast.unparse(s)) for s in body]  # unpacking of saved or return
+    lowered = [_recorded(s) for s in body]  # unpacking of saved or return
     got = excerpts(lowered, ["da", "dother"], opaque={"N", "grad_out", "da", "dother"})
     assert got["da"] == "s = (a * grad_out).sum(0)\nt = s / N\nda = t * b + dother\nda[0] += 1"
     assert got["dother"] == "s = (a * grad_out).sum(0)\nt = s / N\ndother = t * 2"
