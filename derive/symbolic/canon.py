@@ -27,7 +27,7 @@ from derive.symbolic.indices import (
     substitute,
     symbol_atoms,
 )
-from derive.symbolic.inversion import keep_padding
+from derive.symbolic.inversion import keep_padding, undecided_bounds
 from derive.symbolic.simplify import Reduction, cost
 
 
@@ -229,6 +229,8 @@ def _same_value(a: sp.Basic, b: sp.Basic) -> bool:
 def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
     for pat in patterns:
         for bind in _bindings(pat, e):
+            if _may_leave(pat, bind):
+                continue
             inst = _instance(pat.body, tuple(bind.items()))
             target = pat.target(bind)
             if (hash(e) == hash(inst) and e == inst) or _same_call(e, inst):
@@ -238,6 +240,19 @@ def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
             elif isinstance(inst, sp.Add) and isinstance(e, sp.Add):
                 e = _fold_terms(inst, target, e)
     return e
+
+
+def _may_leave(pattern: Pattern, bind: dict) -> bool:
+    """An affine subscript of the fold's target that may fall outside its axis: there the
+    instance reads its operands' zero padding (exp(act[.., y + 2]) is exp(0) = 1 past the end)
+    while the named tensor reads 0, so the instance stays as written (fuzz --affine 1973)."""
+    if not bind or not isinstance(pattern.base, sp.IndexedBase) or pattern.base.shape is None:
+        return False
+    dims = dict(zip(pattern.indices, pattern.base.shape, strict=True))
+    return any(
+        isinstance(sub, (sp.Add, sp.Mul)) and undecided_bounds(sub, 0, dims[i] - 1)
+        for i, sub in bind.items()
+    )
 
 
 def fold(expr: sp.Expr, patterns: list[Pattern], memo: dict | None = None) -> sp.Expr:

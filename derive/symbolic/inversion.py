@@ -55,7 +55,7 @@ def in_range(
     ``clamp(value, lo, hi)``: a point of its range, finite where f is, equal to f wherever
     the where keeps it (:class:`derive.functions.clamp`).
     """
-    conds = _conditions(value, lo, hi)
+    conds = undecided_bounds(value, lo, hi)
     if sp.false in conds:
         return sp.S.Zero
     if _finite(f):
@@ -76,7 +76,7 @@ def keep_padding(read: Callable[[tuple], sp.Expr], at: tuple, dims: tuple) -> sp
     outside = [
         (pos, dim)
         for pos, (sub, dim) in enumerate(zip(at, dims, strict=True))
-        if isinstance(sub, (sp.Add, sp.Mul)) and _conditions(sub, 0, dim - 1)
+        if isinstance(sub, (sp.Add, sp.Mul)) and undecided_bounds(sub, 0, dim - 1)
     ]
     if outside and not _finite(value):
         held = {pos: clamp(at[pos], 0, dim - 1) for pos, dim in outside}
@@ -86,7 +86,7 @@ def keep_padding(read: Callable[[tuple], sp.Expr], at: tuple, dims: tuple) -> sp
     return value
 
 
-def _conditions(value: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> list:
+def undecided_bounds(value: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> list:
     """lo <= value and value <= hi, those SymPy cannot decide true."""
     return [c for c in (sp.Ge(value, lo), sp.Le(value, hi)) if c is not sp.true]
 
