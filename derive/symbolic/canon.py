@@ -27,7 +27,8 @@ from derive.symbolic.indices import (
     substitute,
     symbol_atoms,
 )
-from derive.symbolic.inversion import keep_padding, undecided_bounds
+from derive.symbolic.inversion import keep_padding, may_leave_axis
+from derive.symbolic.reverse import live_tensors
 from derive.symbolic.simplify import Reduction, cost
 
 
@@ -72,15 +73,21 @@ def _duplicates(body: sp.Expr) -> bool:
 
 
 class Canon:
-    """Canonical bodies of a graph's definitions (pointwise ones inlined, reductions atomic)."""
+    """Canonical bodies of a graph's definitions (pointwise ones inlined, reductions atomic).
+
+    Only the definitions the output reads: a fold or a named reduction turns an expression into
+    the tensor that holds it, and one the output does not read is never computed (the forward
+    drops it), so an expression folded onto it would read an undefined name (fuzz 700564:
+    ``h[j, a, t]`` in a tangent folded onto an unread transpose ``w[a, t, j] = h[j, a, t]``)."""
 
     def __init__(self, g: Graph, fresh: Fresh) -> None:
         self.graph = g
         self.fresh = fresh
         self.bodies: dict[str, tuple[tuple[sp.Symbol, ...], sp.Expr]] = {}
         self.reductions: list[Reduction] = []
+        live = live_tensors(g)
         for step in g.steps:
-            if isinstance(step, Definition):
+            if isinstance(step, Definition) and step.name in live:
                 body = self.inline(step.body)
                 if step.body.has(sp.Sum) or is_reduction(step.body):
                     self._add_reduction(step, body)
@@ -249,10 +256,7 @@ def _may_leave(pattern: Pattern, bind: dict) -> bool:
     if not bind or not isinstance(pattern.base, sp.IndexedBase) or pattern.base.shape is None:
         return False
     dims = dict(zip(pattern.indices, pattern.base.shape, strict=True))
-    return any(
-        isinstance(sub, (sp.Add, sp.Mul)) and undecided_bounds(sub, 0, dims[i] - 1)
-        for i, sub in bind.items()
-    )
+    return any(may_leave_axis(sub, dims[i]) for i, sub in bind.items())
 
 
 def fold(expr: sp.Expr, patterns: list[Pattern], memo: dict | None = None) -> sp.Expr:

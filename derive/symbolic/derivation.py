@@ -97,10 +97,11 @@ def adjoint_order(g: Graph, adj: Adjoints) -> list[str]:
 
 
 def local_patterns(g: Graph) -> list[Pattern]:
-    """Un-inlined bodies, for the stepwise form: exp(norm_logits) -> counts, tanh(..) -> h."""
-    out = []
+    """Un-inlined bodies, for the stepwise form: exp(norm_logits) -> counts, tanh(..) -> h;
+    of the definitions the output reads, the ones the forward computes (see :class:`Canon`)."""
+    out, live = [], live_tensors(g)
     for step in reversed(g.steps):
-        if isinstance(step, Definition) and not step.body.has(sp.Sum):
+        if isinstance(step, Definition) and step.name in live and not step.body.has(sp.Sum):
             t = g.tensors[step.name]
             base = t.base if t.dims else sp.Symbol(step.name, real=True)
             out.append(Pattern(step.name, base, step.indices, step.body))

@@ -76,7 +76,7 @@ def keep_padding(read: Callable[[tuple], sp.Expr], at: tuple, dims: tuple) -> sp
     outside = [
         (pos, dim)
         for pos, (sub, dim) in enumerate(zip(at, dims, strict=True))
-        if isinstance(sub, (sp.Add, sp.Mul)) and undecided_bounds(sub, 0, dim - 1)
+        if may_leave_axis(sub, dim)
     ]
     if outside and not _finite(value):
         held = {pos: clamp(at[pos], 0, dim - 1) for pos, dim in outside}
@@ -84,6 +84,13 @@ def keep_padding(read: Callable[[tuple], sp.Expr], at: tuple, dims: tuple) -> sp
     for pos, dim in outside:
         value = in_range(at[pos], 0, dim - 1, value)
     return value
+
+
+def may_leave_axis(sub: sp.Expr, dim: sp.Expr) -> bool:
+    """Whether the subscript ``sub`` may fall outside its axis [0, dim): an index alone runs
+    over its own axis, so only an affine sum or product (y + 2, 2*u) can, where SymPy cannot
+    decide 0 <= sub <= dim - 1. There a read is the tensor's zero padding."""
+    return isinstance(sub, (sp.Add, sp.Mul)) and bool(undecided_bounds(sub, 0, dim - 1))
 
 
 def undecided_bounds(value: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> list:

@@ -10,6 +10,7 @@ from derive import Op
 from derive.errors import EngineBug
 from derive.language import parse
 from derive.symbolic.derivation import _checked, derive
+from derive.symbolic.forward_mode import tangent_graph
 from derive.symbolic.reverse import derive_adjoints
 
 
@@ -50,3 +51,29 @@ def test_no_index_reads_as_a_tensor_or_size() -> None:
     for t, e in d.final.items():
         indices = {*d.adjoints.free[t], *(lim[0] for s in e.atoms(sp.Sum) for lim in s.limits)}
         assert not {str(i) for i in indices} & names, (t, e)
+
+
+@pytest.mark.parametrize("stepwise", [False, True])
+def test_nothing_is_folded_onto_a_definition_the_output_does_not_read(stepwise: bool) -> None:
+    # u and w hold sub-expressions of the output's body but are never read: a backward, saved
+    # set or tangent folded onto them would read a name the forward does not compute
+    op = Op(
+        name="t",
+        inputs=["x[K]", "y[J, K]"],
+        definitions=[
+            "u[k] = tanh(x[k])",
+            "w[k, j] = y[j, k]",
+            "out[j, k] = tanh(x[k]) * y[j, k] * Sum(y[i, k], i)",
+        ],
+        stepwise=stepwise,
+    )
+    d = derive(parse(op))
+    computed = {"x", "y", "grad_out"} | {s.name for s in d.forward}
+    assert {"u", "w"}.isdisjoint(computed)
+    assert set(d.saved) <= computed
+    for expr in d.final.values():
+        assert {i.base.label.name for i in expr.atoms(sp.Indexed)} <= computed, expr
+    tangents = tangent_graph(d)
+    computed |= {"t_x", "t_y"} | {s.name for s in tangents.steps}
+    for step in tangents.steps:
+        assert {i.base.label.name for i in step.body.atoms(sp.Indexed)} <= computed, step.text
