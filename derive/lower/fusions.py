@@ -134,7 +134,10 @@ def _build_addcmul(cx: Context, found: _Addcmul, order: list) -> ir.Node:
     r, a = cx.value(found.rest, order), cx.value(found.small, order)
     axes = union([r.axes, a.axes, big.axes], order)
     coef = ir.Number(found.coef) if found.coef.is_Number else cx.value(found.coef, [])
-    if r.scalar:  # the other terms lowered to a number (a zero adjoint): nothing to add into
+    if r.scalar or a.scalar or big.scalar:
+        # addcmul takes three tensors: where the other terms lowered to a number (a zero
+        # adjoint), or a factor did (a product of masks 0 in every case, fuzz 700637), the
+        # product is written out and the rest added
         factors = [align(a, axes), align(big, axes)]
         if found.coef != 1:
             factors.insert(0, coef)

@@ -156,6 +156,11 @@ def relation(cx: Context, e: sp.core.relational.Relational, order: list[sp.Symbo
 def where_value(cx: Context, e: where, order: list[sp.Symbol]) -> ir.Node:
     cond = relation(cx, e.args[0], order)
     a, b = (_branch(cx, x, order) for x in e.args[1:])
+    if isinstance(a, ir.Number) and isinstance(b, ir.Number) and a.value == b.value:
+        # branches SymPy kept apart that lower to one number (where(c, 0, 1) * where(c, 1, 0)
+        # is 0 in each case): the where is that number, and reads neither the condition's axes
+        # nor drops a branch's (fuzz 700637: the indicator kept the mask's axes and lost z)
+        return a
     if cond.scalar:  # params and numbers only (alpha <= 0): a python bool, known per call
         if a.scalar and b.scalar:
             return ir.Select(cond, a, b)

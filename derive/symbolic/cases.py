@@ -27,17 +27,30 @@ _NEGATED = {sp.Ge: sp.Lt, sp.Gt: sp.Le, sp.Le: sp.Gt, sp.Lt: sp.Ge, sp.Eq: sp.Ne
 _MIRRORED = {sp.Ge: sp.Le, sp.Gt: sp.Lt, sp.Le: sp.Ge, sp.Lt: sp.Gt, sp.Eq: sp.Eq, sp.Ne: sp.Ne}
 
 
-def zero_by_cases(e: sp.Mul) -> sp.Expr:
+DEPTH = 3  # conditions split in turn: each level at most doubles the cases tried
+
+
+def zero_by_cases(e: sp.Mul, depth: int = DEPTH) -> sp.Expr:
     """0 when, for the condition ``c`` of one of ``e``'s where() factors, ``e`` is 0 with ``c``
     taken true and 0 with ``c`` taken false; else ``e``. Tried only where two factors are
-    where()s: one mask alone is 0 in one case at most."""
+    where()s: one mask alone is 0 in one case at most.
+
+    A case that is not 0 outright is split again on its own conditions, ``depth`` levels deep:
+    masks nested in masks, ``where(c, 0, where(d, 0, 1)) * where(c, 0, where(d, 1, 0))``, are 0
+    where c holds and, where it fails, 0 whether d holds or not (fuzz 700637)."""
     conds = [f.args[0] for f in e.args if isinstance(f, where)]
     if len(conds) < 2:
         return e
     for c in dict.fromkeys(conds):
-        if all(_case(e, c, value) == 0 for value in (True, False)):
+        if all(_zero(_case(e, c, value), depth - 1) for value in (True, False)):
             return sp.S.Zero
     return e
+
+
+def _zero(e: sp.Expr, depth: int) -> bool:
+    if e == 0:
+        return True
+    return depth > 0 and isinstance(e, sp.Mul) and zero_by_cases(e, depth) == 0
 
 
 def _case(e: sp.Expr, c: sp.Basic, value: bool) -> sp.Expr:

@@ -12,7 +12,7 @@ import sympy as sp
 from derive import Op
 from derive.emit.generate import module_source
 from derive.errors import EngineBug
-from derive.functions import clamp, heaviside_code
+from derive.functions import clamp, heaviside_code, where
 from derive.ir import nodes as ir
 from derive.ir.printer import TorchPrinter
 from derive.lower.assign import delta_form
@@ -478,3 +478,14 @@ def test_a_clamped_index_prints_as_clamp_unless_its_range_keeps_it_inside() -> N
     assert "clamp(0, T - 1)" in code and "torch.where" not in code, code
     inside = lw.context.value(y[clamp(u, 0, U - 1)], [u])
     assert "clamp" not in TorchPrinter().doprint(inside)
+
+
+def test_a_where_whose_branches_lower_to_one_number_is_that_number() -> None:
+    """where(c, 0, f) with f a product of masks 0 in every case: f lowers to 0, and so does the
+    where, without the condition's axes (fuzz 700637: the indicator kept x's axis n and lost m)."""
+    n, m, N, M = sp.symbols("n m N M", integer=True)
+    x, y, g = sp.IndexedBase("x"), sp.IndexedBase("y"), sp.IndexedBase("g")
+    lw = Lowerer("t", {"x", "y", "g", "N", "M"}, {n: N, m: M}, scalars={"N", "M"})
+    c = y[m] >= 0
+    masks = sp.Mul(where(c, 0, 1), where(c, 1, 0), g[n, m], evaluate=False)
+    assert lw.context.value(where(x[n] >= 0, 0, masks), [n, m]) == ir.Number(0)

@@ -365,6 +365,11 @@ def test_a_product_that_is_zero_whether_a_condition_holds_or_not_is_zero() -> No
     # integers: k - n >= 3 and k - n <= 2 (written n - k >= -2; k > n + 2 and k < n + 3) never meet
     assert simplify(where(k - n >= 3, y[k], 0) * where(n - k >= -2, 1, 0)) == 0
     assert simplify(where(k > n + 2, 1, 0) * where(k < n + 3, y[k], 0) * f) == 0
+    # masks in masks: 0 where cond holds; where it fails, 0 whether y[k] >= 0 or not (fuzz 700637)
+    inner = y[k] >= 0
+    assert (
+        simplify(where(cond, 0, where(inner, 0, 1)) * where(cond, 0, where(inner, 1, 0)) * f) == 0
+    )
     # kept: reals between 2 and 3; one mask; conditions on other expressions; both masks keep
     # the same case; an infinity in a case (-oo * 0 is nan there, not 0)
     for kept in [
