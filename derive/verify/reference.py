@@ -252,12 +252,17 @@ def value(e: sp.Expr, s: _Scope) -> Value:
 
 
 def evaluate(
-    graph: Graph, inputs: dict[str, torch.Tensor], kinks: list[float] | None = None
+    graph: Graph,
+    inputs: dict[str, torch.Tensor],
+    kinks: list[float] | None = None,
+    track: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Every input and definition's value, in float (the float inputs' dtype), by brute force.
 
     ``kinks``, if given, collects how far each non-differentiable point was from being hit: the
     smallest |x| under abs/sign/relu, |a - b| under maximum/minimum, the top-2 gap under Max.
+    ``track``: every definition's value is part of autograd's graph, a constant one too
+    (``W = where(c, pi, 0)`` reads no float input), so that its adjoint can be taken.
     """
     floats = [inputs[n] for n in graph.inputs if not graph.tensors[n].integer]
     dtype = floats[0].dtype if floats else torch.float64
@@ -267,6 +272,9 @@ def evaluate(
             values[step.name] = _step(_Scope(graph, sizes, values, dtype, kinks), step)
         except InterpretError as exc:
             raise InterpretError(f"op '{graph.op.name}', definition `{step.text}`: {exc}") from None
+        value = values[step.name]
+        if track and value.is_floating_point() and not value.requires_grad:
+            values[step.name] = value.detach().requires_grad_()
     out = dict(values)
     for name, spec in graph.tensors.items():
         if spec.batched and name in out and name not in graph.inputs:
@@ -310,7 +318,9 @@ def autograd_reference(
         n: t.detach().clone().requires_grad_(not graph.tensors[n].integer)
         for n, t in inputs.items()
     }
-    values = evaluate(graph, leaves)
+    # with intermediates, a constant definition's adjoint is wanted too (fuzz 701525: a mask
+    # W = where(.., pi, 0) that no float input reaches made autograd refuse the whole reference)
+    values = evaluate(graph, leaves, track=intermediates)
     out = values[graph.output]
     wanted = [n for n in graph.inputs if not graph.tensors[n].integer]
     if intermediates:
