@@ -131,3 +131,37 @@ def test_torch_export(name):
 
     program = torch.export.export(Wrapped(), tuple(inputs))
     _close(program.module()(*inputs), module.Function.apply(*inputs))
+
+
+def test_torch_compile_dynamic_shapes():
+    """One dynamic-shape graph serves batches of several sizes, its numbers and gradients the
+    eager module's: the generated checks and reshapes read sizes off tensors (symbolic under
+    ``dynamic=True``), never python ints baked in at trace time."""
+    layernorm = importlib.import_module("generated.layernorm")
+    cross_entropy = importlib.import_module("generated.cross_entropy")
+
+    def loss(x, gain, bias, targets):
+        return cross_entropy.Function.apply(layernorm.Function.apply(x, gain, bias), targets)
+
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(loss, dynamic=True, fullgraph=True, backend=counter)
+    gen = torch.Generator().manual_seed(5)
+    for n in (5, 7, 11):
+        inputs = [
+            torch.randn(n, 6, dtype=torch.float64, generator=gen),
+            1 + 0.1 * torch.randn(6, dtype=torch.float64, generator=gen),
+            0.1 * torch.randn(6, dtype=torch.float64, generator=gen),
+        ]
+        targets = torch.randint(0, 6, (n,), generator=gen)
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        got = compiled(*leaves, targets)
+        grads = torch.autograd.grad(got, leaves)
+        eager = [t.clone().requires_grad_() for t in inputs]
+        want = loss(*eager, targets)
+        _close(got, want)
+        for g, w in zip(grads, torch.autograd.grad(want, eager), strict=True):
+            _close(g, w)
+    assert counter.frame_count == 1, f"{counter.frame_count} graphs for three batch sizes"
