@@ -92,17 +92,8 @@ def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tens
     Sizes are drawn again while a derived one is not positive (``L = T - K + 1``); distinct
     sizes (2 and up) for the first 100 tries, then any: ``J = floor((1 - V)/dil) + 1`` is
     positive only at V = 1 (fuzz --affine 2287 was skipped, never judged)."""
-    rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
-    symbols = sorted((s for s in graph.sizes if s not in graph.derived), key=str)
-    for k in range(200):  # again, from wider ranges, while a window is longer than its axis
-        if distinct and len(symbols) <= 4 and k < 100:
-            values = rng.sample(range(2, 6 + k // 20), len(symbols))
-        else:
-            values = [rng.randint(1, 4 + k // 20) for _ in symbols]
-        sizes = with_derived(graph, dict(zip(symbols, values)))
-        if all(sizes[d] > 0 for d in graph.derived):
-            break
+    sizes = _draw_sizes(graph, seed, distinct)
     bounds = index_limits(graph, sizes)
     guarded = guarded_data(graph)
     inputs = {}
@@ -115,6 +106,27 @@ def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tens
         else:
             inputs[name] = (torch.rand(shape, generator=gen, dtype=torch.float64) - 0.5) * 3
     return inputs
+
+
+def _draw_sizes(graph: Graph, seed: int, distinct: bool) -> dict:
+    rng = random.Random(seed)
+    symbols = sorted((s for s in graph.sizes if s not in graph.derived), key=str)
+    for k in range(200):  # again, from wider ranges, while a window is longer than its axis
+        if distinct and len(symbols) <= 4 and k < 100:
+            values = rng.sample(range(2, 6 + k // 20), len(symbols))
+        else:
+            values = [rng.randint(1, 4 + k // 20) for _ in symbols]
+        sizes = with_derived(graph, dict(zip(symbols, values)))
+        if all(sizes[d] > 0 for d in graph.derived):
+            break
+    return sizes
+
+
+def degenerate_sizes(graph: Graph, seed: int, distinct: bool) -> list[str]:
+    """The derived sizes that :func:`draw_inputs`'s draw leaves at 0 or below: no input sizes
+    make them positive (``D = (1 - step) // step + 1`` with the param step = 2)."""
+    sizes = _draw_sizes(graph, seed, distinct)
+    return [f"{d} = {sizes[d]}" for d in sorted(graph.derived, key=str) if sizes[d] <= 0]
 
 
 def load_module(text: str, name: str, folder: Path):
@@ -289,6 +301,8 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
     refs = references(graph, seed)
     if isinstance(refs, Outcome):
         return refs
+    if isinstance(refs, Degenerate):
+        return judged(op, timeout, source, lambda module: refuses(module, graph, refs))
 
     def judge(module) -> Outcome:
         for ref in refs:
@@ -301,15 +315,49 @@ def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
     return judged(op, timeout, source, judge)
 
 
-def references(graph: Graph, seed: int) -> list[Reference] | Outcome:
-    """The references of the case's well-conditioned input draws, or the skip saying why it
-    has none. Decided before anything is derived: a case's skip is the reference's alone."""
-    try:
-        refs = [reference(graph, seed * 2 + k, distinct=k == 0) for k in range(2)]
-    except Exception as exc:  # the reference's problem, not the engine's: never a verdict
-        return Outcome("skipped", "reference", f"{type(exc).__name__}: {exc}")
+DEGENERATE = "degenerate sizes refused"  # a pass: no draw's sizes could be computed with
+
+
+@dataclass(frozen=True)
+class Degenerate:
+    """A draw whose derived sizes no input sizes make positive: the module has nothing to
+    compute, and must refuse the inputs in one line naming the op and the size."""
+
+    inputs: dict
+    sizes: list[str]
+
+
+def references(graph: Graph, seed: int) -> list[Reference] | Degenerate | Outcome:
+    """The references of the case's well-conditioned input draws; else a degenerate draw to
+    be refused, or the skip saying why there is neither. Decided before anything is derived:
+    a case's skip is the reference's alone."""
+    refs, degenerate = [], None
+    for k in range(2):
+        draw, distinct = seed * 2 + k, k == 0
+        bad = degenerate_sizes(graph, draw, distinct)
+        if bad:  # the reference cannot evaluate it (a size of 0 or below)
+            degenerate = degenerate or Degenerate(draw_inputs(graph, draw, distinct), bad)
+            continue
+        try:
+            refs.append(reference(graph, draw, distinct))
+        except Exception as exc:  # the reference's problem, not the engine's: never a verdict
+            return Outcome("skipped", "reference", f"{type(exc).__name__}: {exc}")
     refs = [r for r in refs if r is not None]
-    return refs or Outcome("skipped", "ill-conditioned", "no input draw is well-conditioned")
+    if refs or degenerate:
+        return refs or degenerate
+    return Outcome("skipped", "ill-conditioned", "no input draw is well-conditioned")
+
+
+def refuses(module, graph: Graph, d: Degenerate) -> Outcome:
+    """The forward given sizes it cannot run must raise one ValueError naming the op."""
+    params = {p.name: v for p, v in graph.params.items()}
+    try:
+        module.forward(*[d.inputs[n] for n in graph.inputs], **params)
+    except ValueError as exc:
+        if str(exc).startswith(f"{graph.op.name}: "):
+            return Outcome("passed", DEGENERATE, str(exc))
+        return Outcome("wrong", "degenerate sizes refused unclearly", raised_at(exc))
+    return Outcome("wrong", "degenerate sizes run", f"{', '.join(d.sizes)}: the forward ran")
 
 
 def judged(

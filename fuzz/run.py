@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fuzz.check import Outcome, run_case
+from fuzz.check import DEGENERATE, Outcome, run_case
 from fuzz.ops import case_op
 from fuzz.range import run_range_case
 from fuzz.regressions import FOLDER, write
@@ -37,6 +37,10 @@ class Summary:
             o.status == "refused" and ", definition `" in o.detail for o in self.outcomes.values()
         )
 
+    def degenerate(self) -> int:
+        """Passes that are a refusal: sizes no draw makes positive, refused in one line."""
+        return sum(o.status == "passed" and o.kind == DEGENERATE for o in self.outcomes.values())
+
     def text(self) -> str:
         n = len(self.seeds)
         refused = self.count("refused")
@@ -47,7 +51,8 @@ class Summary:
             f"cases: {n}  passed: {self.count('passed')}  refused: {refused}"
             f" ({100 * refused / max(n, 1):.1f}%){counts}"
             f"  skipped ({skipped}): {self.count('skipped')}",
-            f"refusals naming a definition: {self.naming()} of {refused}",
+            f"refusals naming a definition: {self.naming()} of {refused}"
+            f"  passed by refusing sizes no draw makes positive: {self.degenerate()}",
             f"seeds: {_span(self.seeds)}",
         ]
         for status in failing:

@@ -20,7 +20,7 @@ from derive import Op
 from derive.emit.generate import module_source
 from derive.errors import DerivationError
 from derive.language import parse
-from fuzz.check import CaseTimeout, Outcome, deadline, references, run_case
+from fuzz.check import DEGENERATE, CaseTimeout, Outcome, deadline, references, run_case
 from fuzz.ops import case_op, op_source
 from fuzz.range import run_range_case
 from fuzz.regressions import FOLDER, load
@@ -393,3 +393,25 @@ def test_windows_ops_widen_group_and_run(capsys: pytest.CaptureFixture[str]) -> 
     # (xg = view(v, R, G, D), G = I / groups, the weight act[R, I, G, I]) of dilation 2
     assert main(["-n", "2", "--seed", "9006", "--windows", "--no-shrink"]) == 0
     assert "cases: 2  passed: 2" in capsys.readouterr().out
+
+
+# D = (1 - step) // step + 1 is 0 at step = 2 whatever the sizes: nothing to compute
+EMPTY = Op(
+    name="empty_windows",
+    inputs=["x[L]"],
+    definitions=["y[q] = x[step*q]"],
+    params={"step": 2},
+    sizes={"D": "(1 - step) // step + 1"},
+    ranges={"q": "D"},
+)
+
+
+def test_control_sizes_no_draw_makes_positive_must_be_refused_in_one_line() -> None:
+    """No reference can be computed for such a draw (the interpreter refuses a size of 0), so
+    the case is judged by the module's refusal: one ValueError naming the op passes, a forward
+    that runs anyway or an unclear error is wrong (fuzz --affine 2373 was skipped, unjudged)."""
+    outcome = run_case(EMPTY, 0)
+    assert (outcome.status, outcome.kind) == ("passed", DEGENERATE), outcome.line()
+    assert outcome.detail.startswith("empty_windows: D is 0"), outcome.detail
+    quiet = _patched('_check_positive("D", D,', '(lambda *checked: None)("D", D,')
+    assert run_case(EMPTY, 0, source=quiet).kind == "degenerate sizes run"
