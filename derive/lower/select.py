@@ -165,6 +165,12 @@ def where_value(cx: Context, e: where, order: list[sp.Symbol]) -> ir.Node:
         if a.scalar and b.scalar:
             return ir.Select(cond, a, b)
         cond = ir.AsTensor(cond, cx.like)  # torch.where takes no python bool
+    if a.scalar and b.scalar and any(_infinite(v) for v in (a, b)):
+        # where(c, inf, 0): the indicator's c * (a - b) + b is 0 * inf = nan where c fails
+        # (fuzz 740143, a silently wrong forward). torch.where selects instead, one branch a
+        # 0-d tensor in the op's dtype and device (two python numbers give torch's default dtype)
+        a = ir.Apply("torch.tensor({0}, dtype={1}.dtype, device={1}.device)", (a, cx.like))
+        return ir.Where(cond, a, b, axes=cond.axes)
     if a.scalar and b.scalar:  # an indicator: the mask as the float dtype, c (a - b) + b
         scale = cx.value(e.args[1] - e.args[2], [])
         scale = None if ir.is_number(scale, 1) else scale
@@ -172,6 +178,10 @@ def where_value(cx: Context, e: where, order: list[sp.Symbol]) -> ir.Node:
         return ir.Indicator(cond, scale, offset, cx.like, axes=cond.axes)
     axes = union([cond.axes, a.axes, b.axes], order)
     return ir.Where(*(align(v, axes) for v in (cond, a, b)), axes=axes)
+
+
+def _infinite(v: ir.Node) -> bool:
+    return isinstance(v, ir.Number) and v.value.is_infinite is True
 
 
 def _branch(cx: Context, x: sp.Expr, order: list[sp.Symbol]) -> ir.Node:

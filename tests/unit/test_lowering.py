@@ -489,3 +489,12 @@ def test_a_where_whose_branches_lower_to_one_number_is_that_number() -> None:
     c = y[m] >= 0
     masks = sp.Mul(where(c, 0, 1), where(c, 1, 0), g[n, m], evaluate=False)
     assert lw.context.value(where(x[n] >= 0, 0, masks), [n, m]) == ir.Number(0)
+
+
+def test_a_where_of_numbers_with_an_infinite_branch_selects_and_never_multiplies() -> None:
+    """where(b <= 0, inf, 0) as a mask times (inf - 0) plus 0 is 0 * inf = nan wherever the
+    condition fails (fuzz 740143: a forward silently all NaN); torch.where selects instead,
+    in the op's dtype."""
+    lines = _lines(["x[N]", "b"], ["y[n] = where(b <= 0, inf, 0) + x[n]"])
+    want = 'torch.where(b <= 0, torch.tensor(float("inf"), dtype=x.dtype, device=x.device), 0)'
+    assert any(want in line for line in lines), "\n".join(lines)
