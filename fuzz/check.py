@@ -343,8 +343,10 @@ def references(graph: Graph, seed: int) -> list[Reference] | Degenerate | Outcom
         except Exception as exc:  # the reference's problem, not the engine's: never a verdict
             return Outcome("skipped", "reference", f"{type(exc).__name__}: {exc}")
     refs = [r for r in refs if r is not None]
-    if refs or degenerate:
-        return refs or degenerate
+    if refs:
+        return refs
+    if degenerate:
+        return degenerate
     return Outcome("skipped", "ill-conditioned", "no input draw is well-conditioned")
 
 
