@@ -164,26 +164,61 @@ def _powers(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Expr, sp.Expr]]:
     return coef, powers
 
 
+BINDINGS = 64  # partial bindings kept while joining a pattern's reads (a bound on the search)
+
+
 def _bindings(pattern: Pattern, expr: sp.Expr) -> list[dict]:
-    """Index bindings under which an instance of the pattern could appear in ``expr``."""
+    """Index bindings under which an instance of the pattern could appear in ``expr``.
+
+    An instance holds every read of the pattern's body, so the bindings are a join: each read
+    ``x[a, labels[n1], h]`` is unified with a read of the same tensor in ``expr``, through
+    data subscripts too (``labels[n1]`` against ``labels[m]`` binds n1 = m), and the partial
+    bindings of all the reads are merged where they agree. One read need not bind every index:
+    ``gain[a, h] = x[a] * y[h]`` is bound by two (fuzz --range 730268: a pattern bound only
+    through a gather's subscript never folded, so the backward recomputed ``exp(gain - max)``
+    by another rounding and overflowed where the forward's ``gain - max <= 0`` held exactly).
+    The caller compares the instance with the expression; a binding here is only a candidate.
+    """
     if not pattern.indices:
         return [{}]
-    found = []
-    present = sorted(indexed_atoms(expr), key=sp.default_sort_key)
-    for p in sorted(indexed_atoms(pattern.body), key=sp.default_sort_key):
-        for actual in present:
-            if actual.base != p.base:
-                continue
-            bind = {}
-            for pi, ai in zip(p.indices, actual.indices, strict=True):
-                if pi in pattern.indices:
-                    if bind.get(pi, ai) != ai:
-                        break
-                    bind[pi] = ai
-            else:
-                if set(bind) == set(pattern.indices) and bind not in found:
-                    found.append(bind)
+    wanted = set(pattern.indices)
+    present: dict[sp.Basic, list[sp.Indexed]] = {}
+    for actual in sorted(indexed_atoms(expr), key=sp.default_sort_key):
+        present.setdefault(actual.base, []).append(actual)
+    reads = [
+        p
+        for p in sorted(indexed_atoms(pattern.body), key=sp.default_sort_key)
+        if p.free_symbols & wanted
+    ]
+    partial: list[dict] = [{}]
+    for p in reads:
+        grown = []
+        for bind in partial:
+            for actual in present.get(p.base, []):
+                more = _unify(p, actual, dict(bind), wanted)
+                if more is not None and more not in grown:
+                    grown.append(more)
+        partial = grown[:BINDINGS]
+        if not partial:
+            return []
+    found = [b for b in partial if set(b) == wanted]
     return sorted(found, key=lambda b: sp.default_sort_key(tuple(b.values())))
+
+
+def _unify(p: sp.Basic, actual: sp.Basic, bind: dict, wanted: set) -> dict | None:
+    """``bind`` extended so that ``p`` (a pattern's read or subscript) may be ``actual``; None
+    where they disagree on an index. A subscript that is neither an index nor a read of data
+    (``t - 1``) binds nothing: the instance comparison decides."""
+    if p in wanted:
+        if bind.get(p, actual) != actual:
+            return None
+        bind[p] = actual
+        return bind
+    if isinstance(p, sp.Indexed) and isinstance(actual, sp.Indexed) and p.base == actual.base:
+        for pi, ai in zip(p.indices, actual.indices, strict=True):
+            if _unify(pi, ai, bind, wanted) is None:
+                return None
+    return bind
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -206,7 +241,9 @@ def _fold_product(pattern: Pattern, bind: dict, e: sp.Expr) -> sp.Expr:
     if not times:
         return e
     rest = sp.Mul(*[b ** (x - times * pp.get(b, 0)) for b, x in ep.items()])
-    return ec / pc**times * rest * target**times
+    coef = ec / pc**times
+    coef = sp.S.One if coef == 1 else coef  # 1.25 / 1.25 is the Float 1.0: no multiply by it
+    return coef * rest * target**times
 
 
 def _fold_terms(inst: sp.Add, target: sp.Expr, e: sp.Add) -> sp.Expr:

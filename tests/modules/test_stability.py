@@ -147,3 +147,32 @@ def test_a_saturated_tanh_of_an_overflowing_product_keeps_range(tmp_path: Path) 
     # as one fused multiply-add on an AVX-512 Xeon: exactly 0 on some CPUs, an ulp (-5.6e-17)
     # on that one
     assert torch.allclose(dw1, want_dw1, rtol=1e-12, atol=1e-15)
+
+
+def test_a_max_shifted_exp_read_through_a_gather_keeps_its_bound(tmp_path: Path) -> None:
+    # fuzz --range 730268: gain = 1.25 exp(s) at s ~ 421 is ~1e183, and out = exp(gain - top)
+    # is <= 1 because the forward rounds gain before its max is taken. The backward once
+    # recomputed gain - top as one fused multiply-add (torch.add(-top, exp(s), alpha=1.25)),
+    # which keeps the product's bits the forward rounded away: +1e167 at the max, exp = inf,
+    # ds NaN (448 of 768 entries on an AVX-512 Xeon). A pattern bound through the gather's
+    # subscript labels[n] now folds, so the backward reads the forward's own out and gain.
+    module, _ = _module("max_shifted_exp_of_a_gather", tmp_path)
+    d = derive(parse(load_op(CASES / "max_shifted_exp_of_a_gather.py")))
+    assert {"gain", "out"} <= set(d.saved) and "s" not in d.saved
+    torch.manual_seed(0)
+    s = 421.0 + torch.rand(4, 3, 64, dtype=torch.float64)
+    labels = torch.tensor([2, 0, 2, 1, 1, 0, 2, 2])
+    grad_out = torch.randn(4, 64, 8, dtype=torch.float64)
+    out, saved = module.forward(s, labels)
+    ds, _ = module.backward(grad_out, saved)
+
+    def reference(s):
+        gain = 1.25 * torch.exp(s[:, labels, :]).permute(0, 2, 1)
+        return torch.exp(gain - gain.amax(1, keepdim=True))
+
+    leaf = s.clone().requires_grad_(True)
+    want = reference(leaf)
+    (want_ds,) = torch.autograd.grad(want, leaf, grad_out)
+    assert torch.isfinite(out).all() and torch.isfinite(ds).all()
+    assert torch.allclose(out, want.detach(), rtol=1e-12)
+    assert torch.allclose(ds, want_ds, rtol=1e-12, atol=1e-300)

@@ -100,3 +100,25 @@ def test_fold_compares_a_where_condition_without_arithmetic() -> None:
     where = FUNCTIONS["where"].make
     assert not _same_call(where(r >= h, a, 0), where(h >= r, a, 0))
     assert _same_call(where(r >= h, a * (1 + a), 0), where(r >= h, a + a**2, 0))
+
+
+def test_a_pattern_whose_indices_no_single_read_binds_folds() -> None:
+    # h[n, c] = tanh(x[n] + y[c]): x binds n, y binds c; the instance needs both (a join)
+    n, c, k, m = sp.symbols("n c k m", integer=True)
+    x, y, h = sp.IndexedBase("x"), sp.IndexedBase("y"), sp.IndexedBase("h")
+    pattern = Pattern("h", h, (n, c), sp.tanh(x[n] + y[c]))
+    assert fold(1 - sp.tanh(x[k] + y[m]) ** 2, [pattern]) == 1 - h[k, m] ** 2
+    # and through a gather's subscript: labels[n] against labels[m] binds n = m
+    labels, s, g = sp.IndexedBase("labels"), sp.IndexedBase("s"), sp.IndexedBase("g")
+    gather = Pattern("g", g, (k, n), sp.exp(s[k, labels[n]]))
+    assert fold(3 * sp.exp(s[c, labels[m]]), [gather]) == 3 * g[c, m]
+
+
+def test_the_backward_reads_an_outer_product_intermediate() -> None:
+    op = Op(
+        name="t",
+        inputs=["x[N]", "y[C]"],
+        definitions=["h[n, c] = tanh(x[n] + y[c])", "out[n] = Sum(h[n, c]**2, c)"],
+    )
+    d = derive(parse(op))
+    assert "h" in d.saved and not any(e.has(sp.tanh) for e in d.final.values())
