@@ -165,23 +165,63 @@ def where_value(cx: Context, e: where, order: list[sp.Symbol]) -> ir.Node:
         if a.scalar and b.scalar:
             return ir.Select(cond, a, b)
         cond = ir.AsTensor(cond, cx.like)  # torch.where takes no python bool
-    if a.scalar and b.scalar and any(_infinite(v) for v in (a, b)):
-        # where(c, inf, 0): the indicator's c * (a - b) + b is 0 * inf = nan where c fails
-        # (fuzz 740143, a silently wrong forward). torch.where selects instead, one branch a
-        # 0-d tensor in the op's dtype and device (two python numbers give torch's default dtype)
-        a = ir.Apply("torch.tensor({0}, dtype={1}.dtype, device={1}.device)", (a, cx.like))
-        return ir.Where(cond, a, b, axes=cond.axes)
-    if a.scalar and b.scalar:  # an indicator: the mask as the float dtype, c (a - b) + b
+    if a.scalar and b.scalar and _exact_indicator(*e.args[1:]):  # the mask as floats
         scale = cx.value(e.args[1] - e.args[2], [])
         scale = None if ir.is_number(scale, 1) else scale
         offset = None if ir.is_number(b, 0) else b
         return ir.Indicator(cond, scale, offset, cx.like, axes=cond.axes)
+    if a.scalar and b.scalar:
+        # torch.where selects, one branch a 0-d tensor in the op's dtype and device (two python
+        # numbers give torch's default dtype): see _exact_indicator for what the mask would lose
+        a = _tensor(a, cx.like)
+        b = _tensor(b, cx.like) if _beyond_float32(b) else b
+        return ir.Where(cond, a, b, axes=cond.axes)
     axes = union([cond.axes, a.axes, b.axes], order)
     return ir.Where(*(align(v, axes) for v in (cond, a, b)), axes=axes)
 
 
-def _infinite(v: ir.Node) -> bool:
-    return isinstance(v, ir.Number) and v.value.is_infinite is True
+# integers this small, and their differences, are exact in every float dtype (bfloat16 has an
+# 8-bit significand: 257 is not a bfloat16)
+EXACT_INTEGER = 256
+
+
+def _exact_indicator(a: sp.Expr, b: sp.Expr) -> bool:
+    """Whether ``c * (a - b) + b`` is exactly ``a`` where c holds and ``b`` where it fails.
+
+    Where one branch is 0 and the other finite whatever the sizes (``c a``, ``b - c b``;
+    ``1/sqrt(D)``), or both are integers as small as :data:`EXACT_INTEGER`. Otherwise the
+    arithmetic rounds: ``(3 - 1e17) + 1e17`` is 0 in float64, not 3 (a silently wrong
+    forward), ``-0.4 + 0.7`` is 0.30000000000000004; an infinite branch gives 0 * inf = nan
+    where c fails (fuzz 740143); a param may be inf, and its value is not known here.
+    """
+
+    def known_finite(v: sp.Expr) -> bool:  # numbers and sizes: a param is a real symbol
+        return v.is_finite is True and all(s.is_integer for s in v.free_symbols)
+
+    if not (known_finite(a) and known_finite(b)):
+        return False
+    if a == 0 or b == 0:
+        return True
+    return all(v.is_Integer and abs(v) <= EXACT_INTEGER for v in (a, b, a - b))
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _beyond_float32(v: ir.Node) -> bool:
+    """A finite number float32 cannot hold: torch.where and torch.tensor raise on it there."""
+    return isinstance(v, ir.Number) and v.value.is_finite and abs(v.value) > FLOAT32_MAX
+
+
+def _tensor(v: ir.Node, like: ir.Node) -> ir.Node:
+    """``v`` as a 0-d tensor in the dtype and on the device of ``like``. A number beyond
+    float32's range is made in float64 and cast, so float32 rounds it to inf as x * 1e308
+    does, instead of raising."""
+    if _beyond_float32(v):
+        return ir.Apply(
+            "torch.tensor({0}, dtype=torch.float64, device={1}.device).to({1}.dtype)", (v, like)
+        )
+    return ir.Apply("torch.tensor({0}, dtype={1}.dtype, device={1}.device)", (v, like))
 
 
 def _branch(cx: Context, x: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
