@@ -133,6 +133,29 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
+def _sum_leading(x, k, mean=False):
+    # x summed (averaged: mean) over its first k axes. A large float tensor on the CPU is
+    # summed 16 rows at a time first: a column sum steps a whole row between reads, which
+    # torch's reduction and torch.compile's loops both do at a fraction of the memory's speed,
+    # while a block's partial sums stay in cache (docs/benchmarks.md, "Column sums in blocks")
+    dims = tuple(range(k))
+    if (
+        x.numel() < 1 << 20
+        or x.shape[k:].numel() < 32
+        or x.device.type != "cpu"
+        or x.dtype not in (torch.float32, torch.float64)
+        or not x.is_contiguous()
+    ):
+        return x.mean(dims) if mean else x.sum(dims)
+    rows = x.flatten(0, k - 1)
+    n = rows.shape[0]
+    head = n - n % 16
+    out = rows[:head].unflatten(0, (head // 16, 16)).sum(1).sum(0)
+    if head < n:
+        out = out + rows[head:].sum(0)
+    return out / n if mean else out
+
+
 def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 3, False, False)
@@ -245,9 +268,9 @@ def backward(grad_out, saved):
     del stacked_sum_Woh_grad_out_k_probs_v
     dWqkv = dWh.reshape(C, 3 * C)
     del dWh
-    sum_Woh_grad_out_k_probs_v_1 = sum_Woh_grad_out_k_probs_v.sum((0, 1))
+    sum_Woh_grad_out_k_probs_v_1 = _sum_leading(sum_Woh_grad_out_k_probs_v, 2)
     del sum_Woh_grad_out_k_probs_v
-    sum_Woh_grad_out_probs_q_v_1 = sum_Woh_grad_out_probs_q_v.sum((0, 1))
+    sum_Woh_grad_out_probs_q_v_1 = _sum_leading(sum_Woh_grad_out_probs_q_v, 2)
     del sum_Woh_grad_out_probs_q_v
     sum_Woh_grad_out_1 = sum_Woh_grad_out.sum((2, 0))
     del sum_Woh_grad_out
@@ -265,7 +288,7 @@ def backward(grad_out, saved):
     dWoh = y.permute(1, 3, 0, 2).flatten(2) @ grad_out.flatten(0, 1)
     dWo = dWoh.reshape(C, C)
     del dWoh
-    dbo = grad_out.sum((0, 1))
+    dbo = _sum_leading(grad_out, 2)
     return (dx, dWqkv, dbqkv, dWo, dbo)
 
 
@@ -388,9 +411,9 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     b_dWh_as_Wqkv = b_dWh.reshape(C, 3 * C)
     b_dWqkv = b_dWh_as_Wqkv
     del b_dWh_as_Wqkv
-    sum_Woh_grad_y_k_probs_v_1 = sum_Woh_grad_y_k_probs_v.sum((0, 1))
+    sum_Woh_grad_y_k_probs_v_1 = _sum_leading(sum_Woh_grad_y_k_probs_v, 2)
     del sum_Woh_grad_y_k_probs_v
-    sum_Woh_grad_y_probs_q_v_1 = sum_Woh_grad_y_probs_q_v.sum((0, 1))
+    sum_Woh_grad_y_probs_q_v_1 = _sum_leading(sum_Woh_grad_y_probs_q_v, 2)
     del sum_Woh_grad_y_probs_q_v
     sum_Woh_grad_y_1 = sum_Woh_grad_y.sum((2, 0))
     del sum_Woh_grad_y
@@ -410,7 +433,7 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     b_dWoh_as_Wo = b_dWoh.reshape(C, C)
     b_dWo = b_dWoh_as_Wo
     del b_dWoh_as_Wo
-    b_dbo = grad_y.sum((0, 1))
+    b_dbo = _sum_leading(grad_y, 2)
     sum_b_dbo_v_bo = (b_dbo * v_bo).sum(0)
     sum_b_dbqkv_v_bqkv = (b_dbqkv * v_bqkv).sum(0)
     sum_b_dWo_v_Wo = (b_dWo * v_Wo).sum((0, 1))
@@ -1289,7 +1312,7 @@ def _double_backward_all(grad_out, saved):
     del sum_Woh_db_dWh_grad_y_k_probs_q_v
     del stacked_dq
     dbo = grad_out.new_zeros((C,))
-    sum_Woh_db_dbh_at_2 = (db_dbh[2][:, :, None] * Woh).sum((0, 1))
+    sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
     sum_db_dWh_at_all_2_probs_x = (
         (sum_probs_x.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 2].permute(1, 0, 2))
         .unflatten(1, (sum_probs_x.shape[0], sum_probs_x.shape[2]))

@@ -27,6 +27,7 @@ from derive.emit.precision import INPUT, autocast_policy
 from derive.emit.statements import Code, names_read, size_binding
 from derive.emit.tangent import JvpData, jvp_data, max_ranges
 from derive.errors import DerivationError
+from derive.ir.printer import called_helpers
 from derive.language import BATCH_SIZE, Definition, ReduceMax
 from derive.language.argmax import Digits
 from derive.lower.lowerer import Lowerer
@@ -276,6 +277,7 @@ def module_data(d: Derivation, source: str, command: str, double: bool = True) -
     grads = [(t, adj.names[t]) for t in d.order] if g.op.stepwise else []
     ranges = range_checks(g)
     helpers = {f for line in checks + ranges for f in names_read(line) if f.startswith("_check_")}
+    helpers |= called_helpers(forward + backward)
     second = tangents = None
     if double:
         second = double_data(d, source, command, lambda d2, s, c: module_data(d2, s, c, False))

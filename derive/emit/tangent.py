@@ -29,6 +29,7 @@ from derive.emit.checks import (
 )
 from derive.emit.statements import names_read
 from derive.errors import DerivationError, EngineBug
+from derive.ir.printer import called_helpers
 from derive.language import BATCH_SIZE, Definition, ReduceMax
 from derive.language.argmax import Digits
 from derive.lower.lowerer import Lowerer
@@ -145,6 +146,7 @@ def jvp_data(d: Derivation) -> JvpData:
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     signature = ", ".join(tg.graph.inputs) + (", *, " + ", ".join(params) if params else "")
     helpers = {f for line in checks for f in names_read(line) if f.startswith("_check_")}
+    helpers |= called_helpers(lines)
     return dataclasses.replace(
         base,
         tangents=[k for k, x in enumerate(g.inputs) if not g.tensors[x].integer],

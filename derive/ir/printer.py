@@ -79,6 +79,35 @@ def precedence(node: ir.Node) -> int:
     return Precedence.ATOM
 
 
+SUM_LEADING = "_sum_leading"  # the module's helper for a sum over leading axes
+
+
+def leading_sum(node: ir.Reduce) -> int | None:
+    """k where ``node`` sums (or averages) its argument over the first k of its axes and keeps
+    the rest: the column sums of a (rows, columns) view, printed as the module's
+    ``_sum_leading(x, k)``, which sums a large tensor's rows in blocks of 16 first. A column
+    sum steps a whole row between reads; torch's CPU reduction and the loops torch.compile
+    writes for it run at a fraction of the memory's speed, and a block's partial sums stay in
+    cache (docs/benchmarks.md, "Column sums in blocks")."""
+    k = len(node.dims)
+    ndim = len(node.arg.axes)
+    if node.kind not in ("sum", "mean") or node.dims != tuple(range(k)) or not 0 < k < ndim:
+        return None
+    return k if ndim == k + len(node.axes) else None
+
+
+def called_helpers(lines: list) -> set[str]:
+    """The module helpers the printed ``lines`` call (a :class:`Line` keeps its statement)."""
+    for line in lines:
+        statement = getattr(line, "statement", None)
+        if statement is None:
+            continue
+        for root in statement.nodes():
+            if any(isinstance(n, ir.Reduce) and leading_sum(n) for n in ir.walk(root)):
+                return {SUM_LEADING}
+    return set()
+
+
 class Line(str):
     """A printed statement that keeps the IR statement it was printed from, so that emission
     reads what it writes and reads off the statement, never off the text."""
@@ -247,6 +276,10 @@ class TorchPrinter:
         return f"torch.addmm({self._args((node.bias, node.left, node.right))})"
 
     def _print_Reduce(self, node: ir.Reduce) -> str:
+        k = leading_sum(node)
+        if k is not None:
+            mean = ", mean=True" if node.kind == "mean" else ""
+            return f"{SUM_LEADING}({self.doprint(node.arg)}, {k}{mean})"
         dims = ", ".join(map(str, node.dims))
         return self._method(node.arg, f"{node.kind}({f'({dims})' if len(node.dims) > 1 else dims})")
 

@@ -124,7 +124,7 @@ def test_control_tiny_forward_error_is_wrong() -> None:
 
 
 def test_control_gradient_error_is_wrong() -> None:
-    source = _patched("db = grad_out.sum(0)", "db = grad_out.sum(0) + 1e-8")
+    source = _patched("db = _sum_leading(grad_out, 1)", "db = _sum_leading(grad_out, 1) + 1e-8")
     outcome = run_case(LINEAR, 0, source=source)
     assert (outcome.status, outcome.kind) == ("wrong", "gradient value"), outcome.line()
 
@@ -163,7 +163,10 @@ def test_range_control_linear_passes_and_a_slice_reports_its_counts() -> None:
 
 def test_range_control_backward_overflow_is_nonfinite() -> None:
     # e^(2 max|x|) is e^90 at inputs x30 and inf at x300, where autograd's db is grad_out.sum(0)
-    source = _patched("db = grad_out.sum(0)", "db = grad_out.sum(0) * torch.exp(2 * x.abs().max())")
+    source = _patched(
+        "db = _sum_leading(grad_out, 1)",
+        "db = _sum_leading(grad_out, 1) * torch.exp(2 * x.abs().max())",
+    )
     outcome = run_range_case(LINEAR, 0, source=source)
     assert outcome.status == "nonfinite", outcome.line()
     assert (outcome.kind, outcome.detail) == (

@@ -40,7 +40,7 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             "out = torch.addmm(b, x, W)",
         ),
         # Sum / extent -> mean
-        (["x[N, M]"], ["out[m] = Sum(x[n, m], n) / N"], "out = x.mean(0)"),
+        (["x[N, M]"], ["out[m] = Sum(x[n, m], n) / N"], "out = _sum_leading(x, 1, mean=True)"),
         # a product over permuted axes: each operand permuted to the target's order
         (
             ["Zz[G, M]", "h[M, T]"],
@@ -315,7 +315,7 @@ FUSION_CASES = {
         ["out[n, m] = x[n, m] - 2 * y[n, m] * z[n, m]"],
         "out = torch.addcmul(x, z, y, value=-2)",
     ),
-    "mean": (["x[N, M]"], ["out[m] = Sum(x[n, m], n) / N"], "out = x.mean(0)"),
+    "mean": (["x[N, M]"], ["out[m] = Sum(x[n, m], n) / N"], "out = _sum_leading(x, 1, mean=True)"),
     "distribute": (
         ["a[N]", "g[N]"],
         ["out[n] = (1 + a[n]) * g[n]"],
