@@ -76,7 +76,7 @@ def mul(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> ir.Node:
         return fused
     gated = _gated(cx, e)
     if gated is not None:
-        return cx.value(gated, order)
+        return cx.spread(e, cx.value(gated, order), order)
     coef, num, den = _factors(cx, e, order)
     if all(v.scalar for v in num + den):
         scale, value = None, product(num, den, order, None)

@@ -23,7 +23,7 @@ from derive.errors import EngineBug
 from derive.ir import nodes as ir
 from derive.language.argmax import Digits
 from derive.lower.memo import Computed, memo_entry, recall
-from derive.lower.value import Scope, permute, position
+from derive.lower.value import Scope, align, permute, position, union
 
 
 def _free_axes(cx: Context, e: sp.Expr) -> list[sp.Symbol]:
@@ -103,6 +103,19 @@ class Context:
         if lost and not v.scalar:
             raise EngineBug(self.op, f"lowering {e} lost its free index {sorted(map(str, lost))}")
         return v
+
+    def spread(self, e: sp.Expr, v: ir.Node, order: list[sp.Symbol]) -> ir.Node:
+        """``v``, lowered from a rewrite of ``e`` equal to it, expanded along the free indices
+        of ``e`` the rewrite no longer reads: the value is constant along them. A gate's
+        branches are simplified under its condition, ``where(c, 1, 0) H(where(c, A + x[b], B)
+        - x[b])`` -> ``where(c, H(A), 0)``, and b is gone from an expression that had it (fuzz
+        810585: refused as an engine bug by :meth:`verified`)."""
+        lost = [s for s in _free_axes(self, e) if s not in v.axes]
+        if not lost or v.scalar:
+            return v
+        axes = union([v.axes, tuple(lost)], order)
+        shape = tuple(self.size(a) for a in axes)
+        return ir.Expand(align(v, axes), shape, axes=axes)
 
     def emit(self, statement: ir.Statement) -> None:
         self.statements.append(statement)
