@@ -265,15 +265,16 @@ def _double_backward_all(grad_out, saved):
     sum_bnraw_db_dx = _sum_leading(bnraw * db_dx, 1)
     sum_bnraw_grad_y = _sum_leading(bnraw * grad_y, 1)
     shared_bnvar_inv_gain = bnvar_inv * gain
+    shared_bnvar_inv_gain_sum_bnraw_db_dx = shared_bnvar_inv_gain * sum_bnraw_db_dx
+    del sum_bnraw_db_dx
     dbnraw = torch.addcmul(
         torch.addcmul(
-            db_dgain * grad_y, shared_bnvar_inv_gain * sum_bnraw_db_dx, grad_y, value=-1 / (N - 1)
+            db_dgain * grad_y, shared_bnvar_inv_gain_sum_bnraw_db_dx, grad_y, value=-1 / (N - 1)
         ),
         shared_bnvar_inv_gain * sum_bnraw_grad_y,
         db_dx,
         value=-1 / (N - 1),
     )
-    del shared_bnvar_inv_gain
     sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
     sum_grad_y = _sum_leading(grad_y, 1)
     sum_bnraw_db_dx_grad_y = (
@@ -299,23 +300,22 @@ def _double_backward_all(grad_out, saved):
     del sum_bnraw_db_dx_grad_y
     dbias = grad_out.new_zeros((M,))
     sum_db_dx = _sum_leading(db_dx, 1)
-    shared_bnvar_inv_gain_1 = bnvar_inv * gain
     dgrad_y = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
                 torch.addcmul(db_dbias, gain * sum_db_dx, bnvar_inv, value=-1 / N),
-                shared_bnvar_inv_gain_1,
+                shared_bnvar_inv_gain,
                 db_dx,
             ),
             db_dgain,
             bnraw,
         ),
-        shared_bnvar_inv_gain_1 * sum_bnraw_db_dx,
+        shared_bnvar_inv_gain_sum_bnraw_db_dx,
         bnraw,
         value=-1 / (N - 1),
     )
-    del sum_bnraw_db_dx, sum_db_dx
-    del shared_bnvar_inv_gain_1
+    del sum_db_dx
+    del shared_bnvar_inv_gain, shared_bnvar_inv_gain_sum_bnraw_db_dx
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain
     dv_bias = grad_out * b_dbias

@@ -205,11 +205,11 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
         float("-inf"),
     )
     del sum_k_q
-    maxes = scores.amax(3)
-    counts = torch.exp(scores - maxes[:, :, :, None])
+    maxes = scores.amax(3, keepdim=True)
+    counts = torch.exp(scores - maxes)
     del scores, maxes
-    counts_sum = counts.sum(3)
-    probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
+    counts_sum = counts.sum(3, keepdim=True)
+    probs = torch.reciprocal(counts_sum) * counts
     del counts, counts_sum
     y = probs @ v
     sum_Woh_y = y.permute(0, 2, 1, 3).flatten(2) @ Woh.flatten(0, 1)
@@ -899,12 +899,10 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1,
         sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1,
     )
-    shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v = (
+    t_Woh_grad_y_probs_v = (
         sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None]
-    )
-    sum_Woh_grad_y_probs_v_1 = (
-        shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * probs.permute(0, 1, 3, 2)
-    ).sum(3)
+    ) * probs.permute(0, 1, 3, 2)
+    sum_Woh_grad_y_probs_v_1 = t_Woh_grad_y_probs_v.sum(3, keepdim=True)
     sum_dscores_q = (
         (
             (
@@ -916,10 +914,6 @@ def _double_backward_all(grad_out, saved):
         * dscores[:, :, :, None]
         * q[:, :, :, :, None]
     ).sum(2)
-    t_Woh_grad_y_probs_v = shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * probs.permute(
-        0, 1, 3, 2
-    )
-    del shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v
     sum_Woh_db_dx_grad_y_probs_v = (t_Woh_grad_y_probs_v.flatten(1, 2) @ db_dx).unflatten(
         1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[2])
     )
@@ -945,7 +939,7 @@ def _double_backward_all(grad_out, saved):
         + sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x / math.sqrt(D),
         db_dbh[0][:, None],
-        sum_Woh_grad_y_probs_v_1[:, :, :, None],
+        sum_Woh_grad_y_probs_v_1,
         value=1 / math.sqrt(D),
     )
     del (
@@ -956,7 +950,7 @@ def _double_backward_all(grad_out, saved):
     )
     sum_Woh_grad_y_probs_v_2 = (
         (sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]) * probs
-    ).sum(3)
+    ).sum(3, keepdim=True)
     del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
     sum_dscores_k = (
         (
@@ -1000,7 +994,7 @@ def _double_backward_all(grad_out, saved):
         + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x / math.sqrt(D),
         db_dbh[1][:, None],
-        sum_Woh_grad_y_probs_v_2[:, :, :, None],
+        sum_Woh_grad_y_probs_v_2,
         value=1 / math.sqrt(D),
     )
     del (
@@ -1595,7 +1589,8 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     maxes, maxes_argmax = scores.max(3)
     counts = torch.exp(scores - maxes[:, :, :, None])
     counts_sum = counts.sum(3)
-    probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
+    shared_counts_sum = torch.reciprocal(counts_sum)
+    probs = shared_counts_sum[:, :, :, None] * counts
     y = probs @ v
     t_Wh = t_Wqkv.reshape(C, 3, H, D)
     t_bh = t_bqkv.reshape(3, H, D)
@@ -1631,9 +1626,10 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     t_maxes = t_scores.gather(3, maxes_argmax.unsqueeze(3)).squeeze(3)
     t_counts = (t_scores - t_maxes[:, :, :, None]) * counts
     t_counts_sum = t_counts.sum(3)
-    t_probs = torch.reciprocal(counts_sum)[:, :, :, None] * torch.addcmul(
+    t_probs = shared_counts_sum[:, :, :, None] * torch.addcmul(
         t_counts, t_counts_sum[:, :, :, None], probs, value=-1
     )
+    del shared_counts_sum
     sum_probs_t_v = probs @ t_v
     sum_t_probs_v = t_probs @ v
     t_y = sum_probs_t_v + sum_t_probs_v

@@ -118,15 +118,15 @@ def forward(logits, targets):
     _check_positive("N", N, "it divides")
     _check_range("targets", targets, "C", C, before=True)
     try:
-        logit_maxes = logits.amax(1)
-        norm_logits = logits - logit_maxes[:, None]
+        logit_maxes = logits.amax(1, keepdim=True)
+        norm_logits = logits - logit_maxes
         del logit_maxes
         counts = torch.exp(norm_logits)
-        counts_sum = counts.sum(1)
+        counts_sum = counts.sum(1, keepdim=True)
         counts_sum_inv = torch.reciprocal(counts_sum)
-        probs = counts_sum_inv[:, None] * counts
+        probs = counts_sum_inv * counts
         del counts, counts_sum_inv
-        logprobs = norm_logits - torch.log(counts_sum)[:, None]
+        logprobs = norm_logits - torch.log(counts_sum)
         del norm_logits, counts_sum
         sum_logprobs_targets = logprobs.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
         del logprobs

@@ -706,10 +706,12 @@ def _double_backward_all(grad_out, saved):
     sum_db_dbndiff2 = _sum_leading(db_dbndiff2, 1)
     db_dbnvar = sum_db_dbndiff2 / (N - 1)
     del sum_db_dbndiff2
-    db_dbnvar_inv = torch.pow(bnvar_inv, 3) * db_dbnvar * (-1 / 2)
+    shared_bnvar_inv = torch.pow(bnvar_inv, 3)
+    db_dbnvar_inv = shared_bnvar_inv * db_dbnvar * (-1 / 2)
     db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
     db_dhpreact = torch.addcmul(torch.addcmul(db_dbnbias, db_dbngain, bnraw), bngain, db_dbnraw)
-    db_dh = torch.addcmul(db_dhpreact, db_dhpreact, h * h, value=-1)
+    shared_h = h * h
+    db_dh = torch.addcmul(db_dhpreact, db_dhpreact, shared_h, value=-1)
     sum_W2_db_dh = db_dh @ W2
     sum_db_dW2_h = h @ db_dW2
     db_dlogits = db_db2 + sum_W2_db_dh + sum_db_dW2_h
@@ -718,7 +720,8 @@ def _double_backward_all(grad_out, saved):
     db_dnorm_logits = db_dlogits - db_dlogit_maxes[:, None]
     db_dcounts = counts * db_dnorm_logits
     db_dcounts_sum = db_dcounts.sum(1)
-    db_dcounts_sum_inv = -counts_sum_inv * counts_sum_inv * db_dcounts_sum
+    shared_counts_sum_inv = counts_sum_inv * counts_sum_inv
+    db_dcounts_sum_inv = -shared_counts_sum_inv * db_dcounts_sum
     db_dprobs = torch.addcmul(
         db_dcounts_sum_inv[:, None] * counts, counts_sum_inv[:, None], db_dcounts
     )
@@ -735,7 +738,8 @@ def _double_backward_all(grad_out, saved):
         value=-2,
     )
     del sum_b_dprobs_db_dcounts, sum_counts_dprobs
-    dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
+    dcounts_sum = -shared_counts_sum_inv * dcounts_sum_inv
+    del shared_counts_sum_inv
     dcounts = torch.addcmul(
         torch.addcmul(
             torch.addcmul(dcounts_sum[:, None], db_dnorm_logits, b_dcounts),
@@ -755,7 +759,8 @@ def _double_backward_all(grad_out, saved):
     sum_b_dlogits_db_dW2 = b_dlogits @ db_dW2.T
     dh = torch.addcmul(sum_W2_dlogits + sum_b_dlogits_db_dW2, db_dhpreact * h, b_dh, value=-2)
     del sum_W2_dlogits, sum_b_dlogits_db_dW2
-    dhpreact = torch.addcmul(dh, dh, h * h, value=-1)
+    dhpreact = torch.addcmul(dh, dh, shared_h, value=-1)
+    del shared_h
     dbnraw = torch.addcmul(db_dbngain * b_dhpreact, bngain, dhpreact)
     sum_b_dbnraw_db_dbndiff = _sum_leading(b_dbnraw * db_dbndiff, 1)
     sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
@@ -766,7 +771,8 @@ def _double_backward_all(grad_out, saved):
         value=-3 / 2,
     )
     del sum_b_dbnraw_db_dbndiff, sum_bndiff_dbnraw
-    dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
+    dbnvar = shared_bnvar_inv * dbnvar_inv * (-1 / 2)
+    del shared_bnvar_inv
     dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
     dbndiff = torch.addcmul(
         torch.addcmul(

@@ -138,14 +138,16 @@ def _double_backward_all(grad_out, saved):
     Batch = x.shape[0]
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch,))
-    dout_erf0 = db_dx * grad_y * 0.5
+    shared_db_dx_grad_y = db_dx * grad_y
+    dout_erf0 = shared_db_dx_grad_y * 0.5
     shared_x = x * x
     exp_x = torch.exp(shared_x * (-1 / 2))
     dx = (
-        torch.addcmul(dout_erf0, db_dx * grad_y, 1 - shared_x, value=0.5)
+        torch.addcmul(dout_erf0, shared_db_dx_grad_y, 1 - shared_x, value=0.5)
         * exp_x
         * 0.7978845608028654
     )
+    del shared_db_dx_grad_y
     del shared_x
     dgrad_y = torch.addcmul(out_erf0 + 1, exp_x, x, value=0.7978845608028654) * db_dx * 0.5
     del exp_x

@@ -148,15 +148,16 @@ def _double_backward_all(grad_out, saved):
     Batch = x.shape[0]
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch,))
+    shared_x = x * x
     dout_tanh0 = (
-        (1 - ((x * x * 0.134145 + 1) * out_tanh0 * x * (2 * 0.7978845608028654)))
+        (1 - ((shared_x * 0.134145 + 1) * out_tanh0 * x * (2 * 0.7978845608028654)))
         * db_dx
         * grad_y
         * 0.5
     )
-    shared_x = x * x
+    shared_out_tanh0 = 1 - (out_tanh0 * out_tanh0)
     dx = (
-        (1 - (out_tanh0 * out_tanh0))
+        shared_out_tanh0
         * torch.addcmul(
             torch.addcmul(dout_tanh0, dout_tanh0, shared_x, value=0.134145),
             db_dx * grad_y,
@@ -165,17 +166,17 @@ def _double_backward_all(grad_out, saved):
         )
         * 0.7978845608028654
     )
-    del shared_x
     dgrad_y = (
         torch.addcmul(
             out_tanh0 + 1,
-            torch.addcmul(x, x, x * x, value=0.134145),
-            1 - (out_tanh0 * out_tanh0),
+            torch.addcmul(x, x, shared_x, value=0.134145),
+            shared_out_tanh0,
             value=0.7978845608028654,
         )
         * db_dx
         * 0.5
     )
+    del shared_out_tanh0, shared_x
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))

@@ -140,8 +140,8 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_like("gain", gain, "x", x, True)
     _check_like("bias", bias, "x", x, True)
     _check_positive("C", C, "it divides")
-    mean = x.mean(1)
-    diff = x - mean[:, None]
+    mean = x.mean(1, keepdim=True)
+    diff = x - mean
     del mean
     var = (diff * diff).mean(1)
     rstd = torch.rsqrt(eps + var)
@@ -162,11 +162,13 @@ def backward(grad_out, saved):
         (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     C = grad_out.shape[1]
-    sum_gain_grad_out = (gain * grad_out).sum(1)
-    sum_gain_grad_out_xhat = (gain * grad_out * xhat).sum(1)
+    shared_gain_grad_out = gain * grad_out
+    sum_gain_grad_out = shared_gain_grad_out.sum(1, keepdim=True)
+    sum_gain_grad_out_xhat = (shared_gain_grad_out * xhat).sum(1, keepdim=True)
+    del shared_gain_grad_out
     dx = rstd[:, None] * torch.addcmul(
-        torch.addcmul((sum_gain_grad_out * (-1 / C))[:, None], gain, grad_out),
-        sum_gain_grad_out_xhat[:, None],
+        torch.addcmul(sum_gain_grad_out * (-1 / C), gain, grad_out),
+        sum_gain_grad_out_xhat,
         xhat,
         value=-1 / C,
     )
@@ -210,18 +212,20 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     _check_like("v_gain", v_gain, "x", x, True)
     _check_like("v_bias", v_bias, "x", x, True)
     _check_positive("C", C, "it divides")
-    mean = x.mean(1)
-    diff = x - mean[:, None]
+    mean = x.mean(1, keepdim=True)
+    diff = x - mean
     del mean
     var = (diff * diff).mean(1)
     rstd = torch.rsqrt(eps + var)
     del var
     xhat = rstd[:, None] * diff
-    sum_gain_grad_y = (gain * grad_y).sum(1)
-    sum_gain_grad_y_xhat = (gain * grad_y * xhat).sum(1)
+    shared_gain_grad_y = gain * grad_y
+    sum_gain_grad_y = shared_gain_grad_y.sum(1, keepdim=True)
+    sum_gain_grad_y_xhat = (shared_gain_grad_y * xhat).sum(1, keepdim=True)
+    del shared_gain_grad_y
     b_dx = rstd[:, None] * torch.addcmul(
-        torch.addcmul((sum_gain_grad_y * (-1 / C))[:, None], gain, grad_y),
-        sum_gain_grad_y_xhat[:, None],
+        torch.addcmul(sum_gain_grad_y * (-1 / C), gain, grad_y),
+        sum_gain_grad_y_xhat,
         xhat,
         value=-1 / C,
     )
@@ -274,20 +278,23 @@ def _double_backward_all(grad_out, saved):
     db_dgain = grad_out * v_gain
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch, C))
-    sum_db_dx_xhat = (db_dx * xhat).sum(1)
-    sum_gain_grad_y_xhat = (gain * grad_y * xhat).sum(1)
+    sum_db_dx_xhat = (db_dx * xhat).sum(1, keepdim=True)
+    shared_gain_grad_y = gain * grad_y
+    sum_gain_grad_y_xhat = (shared_gain_grad_y * xhat).sum(1)
+    shared_gain_rstd = gain * rstd[:, None]
+    shared_gain_rstd_sum_db_dx_xhat = shared_gain_rstd * sum_db_dx_xhat
+    del sum_db_dx_xhat
     dxhat = torch.addcmul(
-        torch.addcmul(
-            db_dgain * grad_y, gain * rstd[:, None] * sum_db_dx_xhat[:, None], grad_y, value=-1 / C
-        ),
+        torch.addcmul(db_dgain * grad_y, shared_gain_rstd_sum_db_dx_xhat, grad_y, value=-1 / C),
         (rstd * sum_gain_grad_y_xhat)[:, None],
         db_dx,
         value=-1 / C,
     )
-    sum_gain_grad_y = (gain * grad_y).sum(1)
+    sum_gain_grad_y = shared_gain_grad_y.sum(1, keepdim=True)
+    del shared_gain_grad_y
     sum_db_dx_gain_grad_y_xhat = (
         torch.addcmul(
-            torch.addcmul((sum_gain_grad_y * (-1 / C))[:, None], gain, grad_y),
+            torch.addcmul(sum_gain_grad_y * (-1 / C), gain, grad_y),
             sum_gain_grad_y_xhat[:, None],
             xhat,
             value=-1 / C,
@@ -324,7 +331,6 @@ def _double_backward_all(grad_out, saved):
     del sum_db_dx_grad_y_rstd_xhat
     dbias = grad_out.new_zeros((C,))
     sum_db_dx = db_dx.sum(1)
-    shared_gain_rstd = gain * rstd[:, None]
     dgrad_y = torch.addcmul(
         torch.addcmul(
             torch.addcmul(
@@ -335,12 +341,12 @@ def _double_backward_all(grad_out, saved):
             db_dgain,
             xhat,
         ),
-        shared_gain_rstd * sum_db_dx_xhat[:, None],
+        shared_gain_rstd_sum_db_dx_xhat,
         xhat,
         value=-1 / C,
     )
-    del sum_db_dx_xhat, sum_db_dx
-    del shared_gain_rstd
+    del sum_db_dx
+    del shared_gain_rstd, shared_gain_rstd_sum_db_dx_xhat
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain
     dv_bias = grad_out * b_dbias

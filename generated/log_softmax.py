@@ -91,9 +91,9 @@ def forward(x):
     x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
     C = x.shape[1]
     _check_positive("C", C, "a Max runs over it")
-    maxes = x.amax(1)
-    counts_sum = torch.exp(x - maxes[:, None]).sum(1)
-    out = x - torch.log(counts_sum)[:, None] - maxes[:, None]
+    maxes = x.amax(1, keepdim=True)
+    counts_sum = torch.exp(x - maxes).sum(1, keepdim=True)
+    out = x - torch.log(counts_sum) - maxes
     del maxes, counts_sum
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, (out, (_returned.shape, _returned.dtype, _returned.device))
@@ -107,8 +107,8 @@ def backward(grad_out, saved):
     grad_out = grad_out.reshape(
         (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
-    sum_grad_out = grad_out.sum(1)
-    dx = torch.addcmul(grad_out, sum_grad_out[:, None], torch.exp(out), value=-1)
+    sum_grad_out = grad_out.sum(1, keepdim=True)
+    dx = torch.addcmul(grad_out, sum_grad_out, torch.exp(out), value=-1)
     del sum_grad_out
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
@@ -137,8 +137,8 @@ def _double_forward(x, grad_y, v_x):
     maxes, maxes_argmax = x.max(1)
     counts_sum = torch.exp(x - maxes[:, None]).sum(1)
     out = x - torch.log(counts_sum)[:, None] - maxes[:, None]
-    sum_grad_y = grad_y.sum(1)
-    b_dx = torch.addcmul(grad_y, sum_grad_y[:, None], torch.exp(out), value=-1)
+    sum_grad_y = grad_y.sum(1, keepdim=True)
+    b_dx = torch.addcmul(grad_y, sum_grad_y, torch.exp(out), value=-1)
     del sum_grad_y
     pair = (b_dx * v_x).sum((0, 1))
     return pair, (
@@ -160,9 +160,9 @@ def _double_backward_all(grad_out, saved):
     x, maxes, counts_sum, out, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
-    sum_grad_y = grad_y.sum(1)
+    sum_grad_y = grad_y.sum(1, keepdim=True)
     exp_out = torch.exp(out)
-    dout = -sum_grad_y[:, None] * db_dx * exp_out
+    dout = -sum_grad_y * db_dx * exp_out
     del sum_grad_y
     sum_dout = dout.sum(1)
     dcounts_sum = -sum_dout / counts_sum
@@ -173,9 +173,9 @@ def _double_backward_all(grad_out, saved):
     dx = torch.addcmul(dout, dcounts_sum[:, None], exp_maxes_x).clone()
     del exp_maxes_x
     dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
-    sum_db_dx_out = (db_dx * exp_out).sum(1)
+    sum_db_dx_out = (db_dx * exp_out).sum(1, keepdim=True)
     del exp_out
-    dgrad_y = db_dx - sum_db_dx_out[:, None]
+    dgrad_y = db_dx - sum_db_dx_out
     del sum_db_dx_out
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

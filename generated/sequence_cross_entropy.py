@@ -118,14 +118,14 @@ def forward(logits, targets):
     _check_positive("V", V, "a Max runs over it")
     _check_range("targets", targets, "V", V, before=True, guarded=True)
     try:
-        logit_maxes = logits.amax(2)
-        norm_logits = logits - logit_maxes[:, :, None]
+        logit_maxes = logits.amax(2, keepdim=True)
+        norm_logits = logits - logit_maxes
         del logit_maxes
         counts = torch.exp(norm_logits)
-        counts_sum = counts.sum(2)
-        probs = torch.reciprocal(counts_sum)[:, :, None] * counts
+        counts_sum = counts.sum(2, keepdim=True)
+        probs = torch.reciprocal(counts_sum) * counts
         del counts
-        logprobs = norm_logits - torch.log(counts_sum)[:, :, None]
+        logprobs = norm_logits - torch.log(counts_sum)
         del norm_logits, counts_sum
         shared_targets = targets >= 0
         sum_targets = (shared_targets.to(logits.dtype)).sum((0, 1))
@@ -146,10 +146,10 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     targets, probs, _like = saved
     _check_grad_out(grad_out, _like)
-    where_targets = (targets >= 0).to(grad_out.dtype)
+    shared_targets = targets >= 0
+    where_targets = shared_targets.to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
     del where_targets
-    shared_targets = targets >= 0
     shared_grad_out_sum_targets = grad_out / sum_targets
     del sum_targets
     dlogits = torch.where(shared_targets, shared_grad_out_sum_targets, 0)[:, :, None] * probs
@@ -189,10 +189,10 @@ def _double_forward(logits, targets, grad_y, v_logits):
         del norm_logits
         counts_sum = counts.sum(2)
         probs = torch.reciprocal(counts_sum)[:, :, None] * counts
-        where_targets = (targets >= 0).to(logits.dtype)
+        shared_targets = targets >= 0
+        where_targets = shared_targets.to(logits.dtype)
         sum_targets = where_targets.sum((0, 1))
         del where_targets
-        shared_targets = targets >= 0
         shared_grad_y_sum_targets = grad_y / sum_targets
         del sum_targets
         b_dlogits = torch.where(shared_targets, shared_grad_y_sum_targets, 0)[:, :, None] * probs
@@ -231,10 +231,11 @@ def _double_backward_all(grad_out, saved):
     db_dlogits = grad_out * v_logits
     dloss = grad_out.new_zeros(())
     dlogprobs = grad_out.new_zeros((B, T, V))
-    where_targets = (targets >= 0).to(grad_out.dtype)
+    shared_targets = targets >= 0
+    where_targets = shared_targets.to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
     del where_targets
-    dprobs = torch.where(targets >= 0, grad_y / sum_targets, 0)[:, :, None] * db_dlogits
+    dprobs = torch.where(shared_targets, grad_y / sum_targets, 0)[:, :, None] * db_dlogits
     sum_dprobs_probs = (dprobs * probs).sum(2)
     dcounts_sum = -sum_dprobs_probs / counts_sum
     del sum_dprobs_probs
@@ -251,7 +252,7 @@ def _double_backward_all(grad_out, saved):
     shared_sum_targets = torch.reciprocal(sum_targets)
     del sum_targets
     dgrad_y = torch.where(
-        targets >= 0,
+        shared_targets,
         torch.addcmul(
             shared_sum_targets * sum_db_dlogits_probs,
             shared_sum_targets,
@@ -261,6 +262,7 @@ def _double_backward_all(grad_out, saved):
         0,
     ).sum((0, 1))
     del sum_db_dlogits_probs
+    del shared_targets
     del shared_sum_targets
     dv_logits = grad_out * b_dlogits
     return {

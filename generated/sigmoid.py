@@ -118,8 +118,10 @@ def _double_backward_all(grad_out, saved):
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
     dout = (1 - (out * 2)) * db_dx * grad_y
-    dx = (1 - out) * dout * out
-    dgrad_y = (1 - out) * db_dx * out
+    shared_out = 1 - out
+    dx = shared_out * dout * out
+    dgrad_y = shared_out * db_dx * out
+    del shared_out
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))

@@ -93,11 +93,11 @@ def forward(x):
     x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
     C = x.shape[1]
     _check_positive("C", C, "a Max runs over it")
-    maxes = x.amax(1)
-    counts = torch.exp(x - maxes[:, None])
+    maxes = x.amax(1, keepdim=True)
+    counts = torch.exp(x - maxes)
     del maxes
-    counts_sum = counts.sum(1)
-    out = torch.reciprocal(counts_sum)[:, None] * counts
+    counts_sum = counts.sum(1, keepdim=True)
+    out = torch.reciprocal(counts_sum) * counts
     del counts, counts_sum
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, (out, (_returned.shape, _returned.dtype, _returned.device))
@@ -111,8 +111,8 @@ def backward(grad_out, saved):
     grad_out = grad_out.reshape(
         (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
-    sum_grad_out_out = (grad_out * out).sum(1)
-    dx = (grad_out - sum_grad_out_out[:, None]) * out
+    sum_grad_out_out = (grad_out * out).sum(1, keepdim=True)
+    dx = (grad_out - sum_grad_out_out) * out
     del sum_grad_out_out
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
@@ -143,8 +143,8 @@ def _double_forward(x, grad_y, v_x):
     del maxes
     counts_sum = counts.sum(1)
     out = torch.reciprocal(counts_sum)[:, None] * counts
-    sum_grad_y_out = (grad_y * out).sum(1)
-    b_dx = (grad_y - sum_grad_y_out[:, None]) * out
+    sum_grad_y_out = (grad_y * out).sum(1, keepdim=True)
+    b_dx = (grad_y - sum_grad_y_out) * out
     del sum_grad_y_out
     pair = (b_dx * v_x).sum((0, 1))
     return pair, (
@@ -165,11 +165,11 @@ def _double_backward_all(grad_out, saved):
     counts, counts_sum, out, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
-    sum_db_dx_out = (db_dx * out).sum(1)
-    sum_grad_y_out = (grad_y * out).sum(1)
+    sum_db_dx_out = (db_dx * out).sum(1, keepdim=True)
+    sum_grad_y_out = (grad_y * out).sum(1, keepdim=True)
     dout = torch.addcmul(
-        torch.addcmul(db_dx * grad_y, sum_db_dx_out[:, None], grad_y, value=-1),
-        sum_grad_y_out[:, None],
+        torch.addcmul(db_dx * grad_y, sum_db_dx_out, grad_y, value=-1),
+        sum_grad_y_out,
         db_dx,
         value=-1,
     )
@@ -183,7 +183,7 @@ def _double_backward_all(grad_out, saved):
     del sum_counts_dcounts
     dx = counts * dcounts
     dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
-    dgrad_y = (db_dx - sum_db_dx_out[:, None]) * out
+    dgrad_y = (db_dx - sum_db_dx_out) * out
     del sum_db_dx_out
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
@@ -224,13 +224,15 @@ def _jvp(x, t_x):
     maxes, maxes_argmax = x.max(1)
     counts = torch.exp(x - maxes[:, None])
     counts_sum = counts.sum(1)
-    out = torch.reciprocal(counts_sum)[:, None] * counts
+    shared_counts_sum = torch.reciprocal(counts_sum)
+    out = shared_counts_sum[:, None] * counts
     t_maxes = t_x.gather(1, maxes_argmax.unsqueeze(1)).squeeze(1)
     t_counts = (t_x - t_maxes[:, None]) * counts
     t_counts_sum = t_counts.sum(1)
-    t_out = torch.reciprocal(counts_sum)[:, None] * torch.addcmul(
+    t_out = shared_counts_sum[:, None] * torch.addcmul(
         t_counts, t_counts_sum[:, None], out, value=-1
     )
+    del shared_counts_sum
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
 
 

@@ -118,8 +118,10 @@ def _double_backward_all(grad_out, saved):
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
     dout = db_dx * grad_y * out * (-2)
-    dx = torch.addcmul(dout, dout, out * out, value=-1)
-    dgrad_y = torch.addcmul(db_dx, db_dx, out * out, value=-1)
+    shared_out = out * out
+    dx = torch.addcmul(dout, dout, shared_out, value=-1)
+    dgrad_y = torch.addcmul(db_dx, db_dx, shared_out, value=-1)
+    del shared_out
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))

@@ -396,11 +396,13 @@ class Addmm(Node):
 
 @dataclass(frozen=True)
 class Reduce(Node):
-    """``arg.sum(dims)`` (or ``mean``, ``amax``, ``max``) over the positions ``dims``."""
+    """``arg.sum(dims)`` (or ``mean``, ``amax``, ``max``) over the positions ``dims``; with
+    ``keepdim``, those axes stay, of length 1 (labelled as in ``arg``)."""
 
     kind: str
     arg: Node
     dims: tuple[int, ...]
+    keepdim: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
 """Passes over the kernel IR: statements in, statements out, nothing else changed.
 
-- :func:`common_subexpressions`: a tensor a block computes twice is computed once, into a name
-  (``t = torch.square(x)``), read where it was computed before, and freed after its last use.
-  Same kernels, same operands, so the same numbers: one pass over the tensor, not two.
+- :func:`~derive.ir.sharing.common_subexpressions` (its own module): a tensor a block computes
+  twice is computed once, into a name, and freed after its last use.
 - :func:`merged_siblings`: contractions that differ only in which slice of one tensor they
   read, ``q = x @ W[:, 0]``, ``k = x @ W[:, 1]``, ``v = x @ W[:, 2]``, are one contraction of
   the whole tensor, ``s = einsum(x, W)`` with the sliced axis kept, each read as its slice
@@ -21,143 +20,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Collection, Iterator
 from typing import NamedTuple
 
 import sympy as sp
 
 from derive.ir import nodes as ir
-
-# new storage, which an update writes in place, or a view: never bound to a shared name
-NOT_SHARED = (ir.View, ir.Zeros, ir.Full, ir.Clone, ir.IndexAdd, ir.Select)
-
-
-def common_subexpressions(
-    block: list[ir.Statement], fresh: Callable[[str], str]
-) -> list[ir.Statement]:
-    """``block`` with each tensor computed more than once bound to a name (``fresh`` gives
-    it) just before its first use, and freed after its last (``del t``: the block's peak
-    memory holds it no longer than it must); the largest such computation first, so a
-    repeated ``a * b + c`` is one temporary, not ``a * b`` and then ``t + c``.
-
-    A computation is shared only where it means the same tensor at each use: no statement
-    between its first and its last use writes what it reads (an in-place update, a name
-    assigned twice)."""
-    block, temps = list(block), []
-    while (found := _repeated(block)) is not None:
-        node, first = found
-        name = ir.Ref(fresh(_stem(node)), axes=node.axes)
-        rest = [_replaced(s, node, name) for s in block[first:]]
-        block = block[:first] + [ir.Assign((name.name,), node)] + rest
-        temps.append(name.name)
-    return _freed(block, temps)
-
-
-def _freed(block: list[ir.Statement], temps: list[str]) -> list[ir.Statement]:
-    """``block`` with ``del`` after the last statement that reads each of ``temps``."""
-    last: dict[int, list[str]] = {}
-    for name in temps:
-        k = max(k for k, s in enumerate(block) if name in s.reads)
-        last.setdefault(k, []).append(name)
-    out = []
-    for k, s in enumerate(block):
-        out.append(s)
-        if k in last:
-            out.append(ir.Free(tuple(last[k])))
-    return out
-
-
-def _repeated(block: list[ir.Statement]) -> tuple[ir.Node, int] | None:
-    """The largest computation used at least twice where sharing it is safe, and the index of
-    the statement that first uses it; None when there is none."""
-    uses: dict[ir.Node, list[int]] = {}
-    for k, s in enumerate(block):
-        for node in _candidates(s):
-            uses.setdefault(node, []).append(k)
-    found = [(node, at) for node, at in uses.items() if len(at) > 1 and _safe(block, node, at)]
-    if not found:
-        return None
-    node, at = max(found, key=lambda f: (_size(f[0]), -f[1][0]))
-    return node, at[0]
-
-
-def _safe(block: list[ir.Statement], node: ir.Node, at: list[int]) -> bool:
-    """Nothing ``node`` reads is written from its first use up to its last."""
-    reads = ir.refs(node)
-    return not any(block[k].writes & reads for k in range(at[0], at[-1]))
-
-
-def _candidates(s: ir.Statement) -> Iterator[ir.Node]:
-    """The tensor computations ``s`` makes below its own value: an assignment's whole value
-    (or a view of it) is its target's storage, which an update may write, so never shared."""
-    roots = list(s.nodes())
-    if isinstance(s, ir.Assign):
-        (value,) = roots
-        while isinstance(value, ir.View):
-            value = value.arg
-        roots = list(_operands(value))
-    for root in roots:
-        yield from _below(root)
-
-
-def _below(node: ir.Node) -> Iterator[ir.Node]:
-    """``node`` and the computations under it worth a name: on tensor data (an index built
-    from sizes alone, ``torch.arange(N)``, is cheaper to make again than to keep)."""
-    if isinstance(node, ir.Ref) or node.scalar or not any(_data(node)):
-        return
-    if not isinstance(node, NOT_SHARED):
-        yield node
-    for child in _operands(node):
-        yield from _below(child)
-
-
-def _operands(node: ir.Node) -> Iterator[ir.Node]:
-    """The nodes in ``node``'s fields (a Heaviside's dtype tensor included)."""
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        if isinstance(value, ir.Node):
-            yield value
-        elif isinstance(value, tuple):
-            yield from (v for v in value if isinstance(v, ir.Node))
-
-
-def _size(node: ir.Node) -> int:
-    return 1 + sum(_size(c) for c in _operands(node))
-
-
-def _stem(node: ir.Node) -> str:
-    """A temporary's name: the tensors it computes from, ``shared_gain_rstd`` (not ``t_``,
-    which names a tangent in ``_jvp``)."""
-    return "_".join(["shared", *sorted(set(_data(node)))])
-
-
-def _data(node: ir.Node) -> Iterator[str]:
-    """The tensors ``node`` reads entries of (not those it takes a dtype or device from)."""
-    if isinstance(node, ir.Ref):
-        yield from () if node.scalar else (node.name,)
-        return
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        if f.name != "like":
-            for v in value if isinstance(value, tuple) else (value,):
-                yield from _data(v) if isinstance(v, ir.Node) else ()
-
-
-def _replaced(x, old: ir.Node, new: ir.Node):
-    """``x`` (a statement or a node) with every ``old`` read as ``new``."""
-    if x == old:
-        return new
-    changes = {}
-    for f in dataclasses.fields(x):
-        value = getattr(x, f.name)
-        if isinstance(value, ir.Node):
-            changes[f.name] = _replaced(value, old, new)
-        elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
-            changes[f.name] = tuple(
-                _replaced(v, old, new) if isinstance(v, ir.Node) else v for v in value
-            )
-    return dataclasses.replace(x, **changes) if changes else x
+from derive.ir.rewrite import data, freed, rebuilt, replaced, safe, stem
 
 
 # -- sibling contractions ----------------------------------------------------------------------
@@ -190,13 +59,13 @@ def merged_siblings(block: list[ir.Statement], fresh: Callable[[str], str]) -> l
     for key, family in _families(block):
         at = [k for k, s in enumerate(block) if any(_holds(s, n) for n in family.values())]
         merged = _merged(key)
-        if not at or not _safe(block, merged, at):
+        if not at or not safe(block, merged, at):
             continue
-        whole = ir.Ref(fresh(_stem(merged)), axes=merged.axes)
+        whole = ir.Ref(fresh(stem(merged)), axes=merged.axes)
         rest = block[at[0] :]
         for k, node in family.items():
-            rest = [_replaced(s, node, ir.Slice(whole, (k,), axes=node.axes)) for s in rest]
-        block = _freed(block[: at[0]] + [ir.Assign((whole.name,), merged)] + rest, [whole.name])
+            rest = [replaced(s, node, ir.Slice(whole, (k,), axes=node.axes)) for s in rest]
+        block = freed(block[: at[0]] + [ir.Assign((whole.name,), merged)] + rest, [whole.name])
     return block
 
 
@@ -299,24 +168,24 @@ def stacked_siblings(block: list[ir.Statement], fresh: Callable[[str], str]) -> 
         if rewrite.key in stacks and not _still(block, stacks[rewrite.key], rewrite.value, k):
             del stacks[rewrite.key]  # what it stacked was written since: a stack of its own
         if rewrite.key not in stacks:
-            name = fresh("stacked_" + next(_data(rewrite.value)))  # its first tensor
+            name = fresh("stacked_" + next(data(rewrite.value)))  # its first tensor
             stacks[rewrite.key] = name
             names.append(name)
             block.insert(k, ir.Assign((name,), rewrite.value))
             k += 1
         whole = rewrite.over(ir.Ref(stacks[rewrite.key], axes=rewrite.value.axes))
-        block[k] = _replaced(block[k], node, whole)
+        block[k] = replaced(block[k], node, whole)
         dropped = {m.at for m in members}
         block = [s for j, s in enumerate(block) if j not in dropped]
         k -= sum(1 for j in dropped if j < k)
         parts = _single_use(block)  # positions moved, a stack's name is read
-    return _freed(block, names)
+    return freed(block, names)
 
 
 def _still(block: list[ir.Statement], name: str, value: ir.Node, k: int) -> bool:
     """The stack bound to ``name`` still holds ``value`` at statement ``k``."""
     at = next(j for j, s in enumerate(block) if isinstance(s, ir.Assign) and s.targets == (name,))
-    return _safe(block, value, [at, k])
+    return safe(block, value, [at, k])
 
 
 def _first_family(
@@ -331,7 +200,7 @@ def _first_family(
             if rewrite is None:
                 continue
             members = _members(node, parts)
-            if all(_safe(block, m.value, [m.at, k]) for m in members):
+            if all(safe(block, m.value, [m.at, k]) for m in members):
                 return node, members, rewrite
     return None
 
@@ -554,7 +423,7 @@ def batched_matmuls(block: list[ir.Statement]) -> list[ir.Statement]:
     them as that product summed (:func:`_as_dot`): torch.einsum reaches the same kernels
     through twice to four times the calls (it permutes, unsqueezes and views each operand and
     its result in python-visible aten calls; at makemore's sizes those calls are the time)."""
-    return [_rebuilt(s, _as_product) for s in block]
+    return [rebuilt(s, _as_product) for s in block]
 
 
 def _as_product(node: ir.Node) -> ir.Node:
@@ -712,22 +581,6 @@ def _permuted(v: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node:
     return ir.Permute(v, tuple(v.axes.index(x) for x in axes), axes=axes)
 
 
-def _rebuilt(x, rule: Callable[[ir.Node], ir.Node]):
-    """``x`` (a statement or a node) with ``rule`` applied to every node, children first."""
-    changes = {}
-    for f in dataclasses.fields(x):
-        value = getattr(x, f.name)
-        if isinstance(value, ir.Node):
-            changes[f.name] = _rebuilt(value, rule)
-        elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
-            changes[f.name] = tuple(
-                _rebuilt(v, rule) if isinstance(v, ir.Node) else v for v in value
-            )
-    changed = any(changes[name] is not getattr(x, name) for name in changes)
-    x = dataclasses.replace(x, **changes) if changed else x
-    return rule(x) if isinstance(x, ir.Node) else x
-
-
 def released(block: list[ir.Statement], keep: Collection[str]) -> list[ir.Statement]:
     """``block`` with ``del`` after the last statement that reads each name it assigns,
     except the names in ``keep`` (what the function returns or saves, what code after the
@@ -736,7 +589,7 @@ def released(block: list[ir.Statement], keep: Collection[str]) -> list[ir.Statem
     (``Wh = Wqkv.reshape(..)``: its storage is the caller's, freed by no ``del`` here). Only
     a name is dropped: a view of it, or a saved tuple holding it, keeps its storage alive, so
     freeing early never frees what is used."""
-    freed = {n for s in block if isinstance(s, ir.Free) for n in s.names}
+    dels = {n for s in block if isinstance(s, ir.Free) for n in s.names}
     made = {n for s in block for n in s.writes}
     assigned = dict.fromkeys(
         n
@@ -744,8 +597,8 @@ def released(block: list[ir.Statement], keep: Collection[str]) -> list[ir.Statem
         if isinstance(s, ir.Assign) and not _views_outside(s.value, made)
         for n in s.targets
     )
-    names = [n for n in assigned if n not in keep and n not in freed]
-    return _freed(block, [n for n in names if any(n in s.reads for s in block)])
+    names = [n for n in assigned if n not in keep and n not in dels]
+    return freed(block, [n for n in names if any(n in s.reads for s in block)])
 
 
 # the nodes that print as a view of their argument: no new storage

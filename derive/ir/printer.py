@@ -91,7 +91,9 @@ def leading_sum(node: ir.Reduce) -> int | None:
     cache (docs/benchmarks.md, "Column sums in blocks")."""
     k = len(node.dims)
     ndim = len(node.arg.axes)
-    if node.kind not in ("sum", "mean") or node.dims != tuple(range(k)) or not 0 < k < ndim:
+    if node.keepdim or node.kind not in ("sum", "mean") or node.dims != tuple(range(k)):
+        return None
+    if not 0 < k < ndim:
         return None
     return k if ndim == k + len(node.axes) else None
 
@@ -281,7 +283,9 @@ class TorchPrinter:
             mean = ", mean=True" if node.kind == "mean" else ""
             return f"{SUM_LEADING}({self.doprint(node.arg)}, {k}{mean})"
         dims = ", ".join(map(str, node.dims))
-        return self._method(node.arg, f"{node.kind}({f'({dims})' if len(node.dims) > 1 else dims})")
+        dims = f"({dims})" if len(node.dims) > 1 else dims
+        keepdim = ", keepdim=True" if node.keepdim else ""
+        return self._method(node.arg, f"{node.kind}({dims}{keepdim})")
 
     def _print_Cumsum(self, node: ir.Cumsum) -> str:
         if not node.reverse:

@@ -9,7 +9,8 @@ Unsupported shapes of expression raise at generation time, naming the op.
 
 In: SymPy index expressions with the axes they are wanted over; out: IR statements
 (:mod:`derive.ir.nodes`) in the :class:`~derive.lower.context.Context`, rewritten by the IR's
-passes (:mod:`derive.ir.passes`: each definition's own, then the whole function's) and printed
+passes (:mod:`derive.ir.sharing`, :mod:`derive.ir.passes`, :mod:`derive.ir.keepdim`: each
+definition's own, then the whole function's) and printed
 (:mod:`derive.ir.printer`) as :attr:`Lowerer.lines`, each a :class:`~derive.ir.printer.Line`
 that keeps its statement. :data:`LOWERINGS` says which rule lowers which node class;
 arithmetic lives in :mod:`derive.lower.arithmetic`, sums in :mod:`derive.lower.reductions`,
@@ -27,14 +28,10 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, clamp, where
 from derive.ir import nodes as ir
-from derive.ir.passes import (
-    batched_matmuls,
-    common_subexpressions,
-    merged_siblings,
-    released,
-    stacked_siblings,
-)
+from derive.ir.keepdim import kept_dims
+from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
+from derive.ir.sharing import common_subexpressions
 from derive.language import ReduceMax
 from derive.language.argmax import Digits
 from derive.lower.arithmetic import add, call, heaviside, mul, power
@@ -82,9 +79,10 @@ class Lowerer:
         cx = self.context
         if self._lines is None:
             merged = merged_siblings(cx.statements, cx.fresh)
-            cx.statements[:] = batched_matmuls(stacked_siblings(merged, cx.fresh))
-            if self._keep is not None:
-                cx.statements[:] = released(cx.statements, self._keep)
+            products = batched_matmuls(stacked_siblings(merged, cx.fresh))
+            cx.statements[:] = common_subexpressions(products, cx.fresh)
+            if self._keep is not None:  # what the function hands on keeps its shape
+                cx.statements[:] = released(kept_dims(cx.statements, self._keep), self._keep)
             self._lines = [PRINTER.line(s) for s in cx.statements]
         return list(self._lines)
 

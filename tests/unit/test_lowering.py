@@ -136,11 +136,12 @@ def test_delta_without_a_scatter_form_is_an_equality_selection() -> None:
             "dx = torch.where(",
         ),
         # ... and leaves a plain read over a further axis outside: the gate is taken on the
-        # small tensor, the full-size product stays one pass (sequence cross-entropy's dlogits)
+        # small tensor, the full-size product stays one pass (sequence cross-entropy's dlogits;
+        # the condition, which dg reads too, computed once)
         (
             ["z[N, C]", "t[N]: int64", "g[N]"],
             ["out = Sum(where(t[n] >= 0, g[n], 0) * z[n, c] ** 2, n, c)"],
-            "dz = (grad_out * 2 * torch.where(t >= 0, g, 0))[:, None] * z",
+            "dz = (grad_out * 2 * torch.where(shared_t, g, 0))[:, None] * z",
         ),
     ],
 )

@@ -7,14 +7,9 @@ import itertools
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.passes import (
-    batched_matmuls,
-    common_subexpressions,
-    merged_siblings,
-    released,
-    stacked_siblings,
-)
+from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
+from derive.ir.sharing import common_subexpressions
 
 i, j = sp.symbols("i j", integer=True)
 x, y, g = (ir.Ref(n, axes=(i, j)) for n in "xyg")
@@ -45,10 +40,21 @@ def test_the_largest_repeat_first_and_across_statements() -> None:
     assert _printed(block) == ["t0 = torch.square(x) * g", "a = t0 + y", "b = t0 - x", "del t0"]
 
 
-def test_an_assignment_s_whole_value_is_never_shared() -> None:
-    """``a = x * g`` then ``a[...] += ...``: a name bound to it would see the update."""
+def test_an_assignment_updated_in_place_never_holds_a_shared_value() -> None:
+    """``a = x * g`` then ``a[t] += v``: a name bound to x * g would see the update."""
+    update = ir.Update("a", (ir.Ref("t", axes=(i,)),), "+", ir.Ref("v", axes=(i,)))
+    block = [
+        ir.Assign(("a",), _mul(x, g)),
+        update,
+        ir.Assign(("b",), ir.Neg(_mul(x, g), axes=(i, j))),
+    ]
+    assert _printed(block) == ["a = x * g", "a[t] += v", "b = -x * g"]
+
+
+def test_a_name_assigned_once_holds_its_value_for_later_reads() -> None:
+    """Not freed here (the function may return it): no ``del`` is added for it."""
     block = [ir.Assign(("a",), _mul(x, g)), ir.Assign(("b",), ir.Neg(_mul(x, g), axes=(i, j)))]
-    assert _printed(block) == ["a = x * g", "b = -x * g"]
+    assert _printed(block) == ["a = x * g", "b = -a"]
 
 
 def test_nothing_is_shared_across_a_write_of_what_it_reads() -> None:
@@ -62,6 +68,58 @@ def test_views_and_python_numbers_stay_inline() -> None:
     n = ir.Binary("*", ir.Ref("N", scalar=True), ir.Number(2))
     block = [ir.Assign(("a",), ir.Binary("*", view, n)), ir.Assign(("b",), ir.Binary("/", view, n))]
     assert _printed(block) == ["a = x.T * N * 2", "b = x.T / (N * 2)"]
+
+
+def test_a_name_that_holds_the_value_already_is_read_and_lives_longer() -> None:
+    """One definition made ``s = torch.square(x)`` and freed it; a later one computes it
+    again: the later reads read s, and s is freed after them (the function's whole block is
+    shared over, not one definition's)."""
+    block = [
+        ir.Assign(("s",), square),
+        ir.Assign(("a",), _mul(ir.Ref("s", axes=(i, j)), g)),
+        ir.Free(("s",)),
+        ir.Assign(("b",), _mul(square, y)),
+    ]
+    assert _printed(block) == ["s = torch.square(x)", "a = s * g", "b = s * y", "del s"]
+
+
+def test_a_later_name_for_the_value_is_computed_where_it_is_first_used() -> None:
+    block = [ir.Assign(("a",), _mul(square, g)), ir.Assign(("s",), square), ir.Free(("s",))]
+    assert _printed(block) == ["s = torch.square(x)", "a = s * g", "del s"]
+
+
+def test_a_temporary_computed_twice_under_other_index_names_is_one() -> None:
+    """``t1 = x[m] >= 0`` after ``t0 = x[n] >= 0``: the same tensor (index names label axes,
+    and the printed code is alike), so t1's reads read t0; and ``u = t0``, another name of
+    a temporary, is t0."""
+    m = sp.Symbol("m", integer=True)
+    cond = {k: ir.Binary(">=", ir.Ref("x", axes=(k,)), ir.Number(0), axes=(k,)) for k in (i, m)}
+    block = [
+        ir.Assign(("t0",), cond[i]),
+        ir.Assign(("a",), ir.Where(ir.Ref("t0", axes=(i,)), g, y, axes=(i,))),
+        ir.Free(("t0",)),
+        ir.Assign(("t1",), cond[m]),
+        ir.Assign(("u",), ir.Ref("t1", axes=(m,))),
+        ir.Assign(("b",), ir.Where(ir.Ref("u", axes=(m,)), y, g, axes=(m,))),
+        ir.Free(("t1", "u")),
+    ]
+    assert _printed(block) == [
+        "t0 = x >= 0",
+        "a = torch.where(t0, g, y)",
+        "b = torch.where(t0, y, g)",
+        "del t0",
+    ]
+
+
+def test_no_name_holds_a_value_across_a_write_of_what_it_reads() -> None:
+    update = ir.Update("x", (ir.Ref("k", axes=(i,)),), "+", ir.Ref("v", axes=(i,)))
+    block = [ir.Assign(("s",), square), ir.Free(("s",)), update, ir.Assign(("b",), _mul(square, y))]
+    assert _printed(block) == [
+        "s = torch.square(x)",
+        "del s",
+        "x[k] += v",
+        "b = torch.square(x) * y",
+    ]
 
 
 # -- sibling contractions: q, k, v from slices of one weight -----------------------------------

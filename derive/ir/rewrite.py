@@ -1,0 +1,108 @@
+"""Tools the IR's passes share: rebuild a tree by a rule, replace a node, place ``del``s.
+
+Nodes are immutable values (:mod:`derive.ir.nodes`): a pass rewrites by building new ones,
+with :func:`rebuilt` (a rule applied to every node, children first) or :func:`replaced` (one
+node read as another). Statements say what they write and read, which is all :func:`safe`
+needs to know that a value means the same tensor at each of its uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+
+from derive.ir import nodes as ir
+
+# new storage, which an update writes in place, or a view: never bound to a shared name
+NOT_SHARED = (ir.View, ir.Zeros, ir.Full, ir.Clone, ir.IndexAdd, ir.Select)
+
+
+def unfreed(block: list[ir.Statement], name: str) -> list[ir.Statement]:
+    """``block`` with ``name`` taken out of its ``del`` statements (an empty one dropped)."""
+    out = []
+    for s in block:
+        if isinstance(s, ir.Free) and name in s.names:
+            s = ir.Free(tuple(n for n in s.names if n != name))
+        if not (isinstance(s, ir.Free) and not s.names):
+            out.append(s)
+    return out
+
+
+def freed(block: list[ir.Statement], temps: list[str]) -> list[ir.Statement]:
+    """``block`` with ``del`` after the last statement that reads each of ``temps``."""
+    last: dict[int, list[str]] = {}
+    for name in temps:
+        k = max(k for k, s in enumerate(block) if name in s.reads)
+        last.setdefault(k, []).append(name)
+    out = []
+    for k, s in enumerate(block):
+        out.append(s)
+        if k in last:
+            out.append(ir.Free(tuple(last[k])))
+    return out
+
+
+def safe(block: list[ir.Statement], node: ir.Node, at: list[int]) -> bool:
+    """Nothing ``node`` reads is written from its first use up to its last."""
+    reads = ir.refs(node)
+    return not any(block[k].writes & reads for k in range(at[0], at[-1]))
+
+
+def operands(node: ir.Node) -> Iterator[ir.Node]:
+    """The nodes in ``node``'s fields (a Heaviside's dtype tensor included)."""
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, ir.Node):
+            yield value
+        elif isinstance(value, tuple):
+            yield from (v for v in value if isinstance(v, ir.Node))
+
+
+def stem(node: ir.Node) -> str:
+    """A temporary's name: the tensors it computes from, ``shared_gain_rstd`` (not ``t_``,
+    which names a tangent in ``_jvp``)."""
+    return "_".join(["shared", *sorted({n.removeprefix("shared_") for n in data(node)})])
+
+
+def data(node: ir.Node) -> Iterator[str]:
+    """The tensors ``node`` reads entries of (not those it takes a dtype or device from)."""
+    if isinstance(node, ir.Ref):
+        yield from () if node.scalar else (node.name,)
+        return
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if f.name != "like":
+            for v in value if isinstance(value, tuple) else (value,):
+                yield from data(v) if isinstance(v, ir.Node) else ()
+
+
+def replaced(x, old: ir.Node, new: ir.Node):
+    """``x`` (a statement or a node) with every ``old`` read as ``new``."""
+    if x == old:
+        return new
+    changes = {}
+    for f in dataclasses.fields(x):
+        value = getattr(x, f.name)
+        if isinstance(value, ir.Node):
+            changes[f.name] = replaced(value, old, new)
+        elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
+            changes[f.name] = tuple(
+                replaced(v, old, new) if isinstance(v, ir.Node) else v for v in value
+            )
+    return dataclasses.replace(x, **changes) if changes else x
+
+
+def rebuilt(x, rule: Callable[[ir.Node], ir.Node]):
+    """``x`` (a statement or a node) with ``rule`` applied to every node, children first."""
+    changes = {}
+    for f in dataclasses.fields(x):
+        value = getattr(x, f.name)
+        if isinstance(value, ir.Node):
+            changes[f.name] = rebuilt(value, rule)
+        elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
+            changes[f.name] = tuple(
+                rebuilt(v, rule) if isinstance(v, ir.Node) else v for v in value
+            )
+    changed = any(changes[name] is not getattr(x, name) for name in changes)
+    x = dataclasses.replace(x, **changes) if changed else x
+    return rule(x) if isinstance(x, ir.Node) else x

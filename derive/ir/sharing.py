@@ -1,0 +1,221 @@
+"""Common subexpressions: a tensor a function computes twice is computed once.
+
+``torch.square(x) * g + torch.square(x) * y`` becomes ``t = torch.square(x)``, read twice, and
+``del t`` after its last read: same kernels, same operands, so the same numbers, one pass over
+the tensor instead of two. The pass runs over each definition's statements as it is lowered,
+then over the whole function's (a backward's definitions share factors: layernorm's
+``gain * grad_out`` is in two of its sums), where a name may hold the value already:
+
+- ``s = v`` earlier (one definition's temporary, freed after its own last read): later reads
+  of v read s, and s is freed after them;
+- ``s = v`` later: s is computed where v is first read, and read there;
+- ``b = v`` after ``a = v``, or ``b = a``, b a temporary: b's reads read a.
+
+Values alike but for the names of their indices (``t[n] >= 0``, ``t[m] >= 0``) print alike:
+they are the same tensor. A value is shared only where it means the same tensor at each use:
+nothing it reads is written between its first and last use (an in-place update, a name
+assigned twice), and a name that holds it is assigned once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from derive.ir import nodes as ir
+from derive.ir.rewrite import NOT_SHARED, data, freed, operands, rebuilt, safe, stem, unfreed
+
+
+def common_subexpressions(
+    block: list[ir.Statement], fresh: Callable[[str], str]
+) -> list[ir.Statement]:
+    """``block`` with each tensor computed more than once bound to one name (one it has
+    already, or ``fresh``'s) where it is first used, and freed after its last use (``del t``:
+    the block's peak memory holds it no longer than it must); the largest such computation
+    first, so a repeated ``a * b + c`` is one temporary, not ``a * b`` and then ``t + c``."""
+    block, temps = _one_name_per_value(list(block))
+    while (found := _repeated(block)) is not None:
+        if found.holder is None:
+            name = fresh(stem(found.node))
+            block.insert(found.first, ir.Assign((name,), found.node))
+            start = found.first + 1
+        else:
+            name = block[found.holder].targets[0]
+            if found.holder > found.first:  # computed where it is first read
+                block.insert(found.first, block.pop(found.holder))
+            start = min(found.holder, found.first) + 1
+        key, writes = _unlabelled(found.node), Counter(n for s in block for n in s.writes)
+        block[start:] = [_read_as(s, key, name, writes) for s in block[start:]]
+        if found.holder is not None and any(
+            isinstance(s, ir.Free) and name in s.names for s in block
+        ):  # a temporary read later now: freed after its last read
+            block = unfreed(block, name)
+            temps += [] if name in temps else [name]
+        elif found.holder is None:
+            temps.append(name)
+    return freed(block, temps)
+
+
+class _Found(NamedTuple):
+    """A value to share: where it is first read, and the statement whose name holds it."""
+
+    node: ir.Node
+    first: int
+    holder: int | None
+
+
+def _repeated(block: list[ir.Statement]) -> _Found | None:
+    """The largest computation read twice or more, or read once where a name holds it, that
+    can be shared safely; None when there is none."""
+    writes = Counter(n for s in block for n in s.writes)
+    uses: dict[ir.Node, list[int]] = {}
+    example: dict[ir.Node, ir.Node] = {}
+    holders: dict[ir.Node, int] = {}
+    for k, s in enumerate(block):
+        for node in _candidates(s):
+            key = _unlabelled(node)
+            uses.setdefault(key, []).append(k)
+            example.setdefault(key, node)
+        a = _single(s)
+        if a is not None and writes[a] == 1 and _worth_a_name(s.value):
+            holders.setdefault(_unlabelled(s.value), k)
+    found = []
+    for key, at in uses.items():
+        if not safe(block, example[key], at):
+            continue
+        holder = holders.get(key)
+        if holder is not None and not _can_hold(block, holder, at, example[key]):
+            holder = None
+        if len(at) > 1 or holder is not None:
+            found.append(_Found(example[key], at[0], holder))
+    if not found:
+        return None
+    return max(found, key=lambda f: (_size(f.node), -f.first))
+
+
+def _can_hold(block: list[ir.Statement], k: int, at: list[int], node: ir.Node) -> bool:
+    """Whether ``block[k]``'s name (assigned once, to ``node``) can hold it for the reads
+    ``at``: nothing ``node`` reads written between them, and, where the name comes after the
+    first read (its statement moves up to it), the name read nowhere before its statement
+    (an input it rebinds)."""
+    if not safe(block, node, sorted({k, at[0], at[-1]})):
+        return False
+    a = block[k].targets[0]
+    return k < at[0] or not any(a in s.reads for s in block[:k])
+
+
+def _one_name_per_value(block: list[ir.Statement]) -> tuple[list[ir.Statement], list[str]]:
+    """``block`` with each temporary ``b = v`` whose value an earlier ``a = v`` holds already,
+    or ``b = a``, dropped and read as ``a``; and the names whose ``del`` must be placed again
+    (after their new last read)."""
+    temps: list[str] = []
+    writes = Counter(n for s in block for n in s.writes)
+    dels = {n for s in block if isinstance(s, ir.Free) for n in s.names}
+    k = 0
+    while k < len(block):
+        a = _holder(block, k, writes) if _single(block[k]) in dels else None
+        if a is None:
+            k += 1
+            continue
+        b = block[k].targets[0]
+        block = block[:k] + [_renamed(s, b, a) for s in unfreed(block[k + 1 :], b)]
+        if a in dels:  # read later now: its del goes after its last read
+            block = unfreed(block, a)
+            temps += [] if a in temps else [a]
+        k = 0  # a del dropped before k moves what follows: look again from the start
+    return block, temps
+
+
+def _holder(block: list[ir.Statement], k: int, writes: Counter) -> str | None:
+    """An earlier name assigned once to the value ``block[k]`` assigns, nothing it reads
+    written since, or the tensor it names again (``b = a``, a not written after); None when
+    there is none."""
+    value = block[k].value
+    if writes[block[k].targets[0]] != 1:
+        return None
+    if isinstance(value, ir.Ref) and not value.scalar:  # b = a: b is another name for a
+        return None if any(value.name in s.writes for s in block[k:]) else value.name
+    if not _worth_a_name(value):
+        return None
+    bare = _unlabelled(value)
+    for i in range(k - 1, -1, -1):
+        s = block[i]
+        if s.writes & ir.refs(value):
+            return None
+        a = _single(s)
+        if a is not None and writes[a] == 1 and _unlabelled(s.value) == bare:
+            return a
+    return None
+
+
+def _single(s: ir.Statement) -> str | None:
+    """The name ``s`` assigns, where it is an assignment of one name."""
+    return s.targets[0] if isinstance(s, ir.Assign) and len(s.targets) == 1 else None
+
+
+def _worth_a_name(value: ir.Node) -> bool:
+    """A computation on tensor data, not new storage an update writes nor a view."""
+    return not (isinstance(value, ir.Ref) or value.scalar or isinstance(value, NOT_SHARED))
+
+
+def _unlabelled(node: ir.Node) -> ir.Node:
+    """``node`` with no axis labels: two values alike but for the names of their indices
+    print alike, and are the same tensor (kept on the node: asked of it many times)."""
+    known = node.__dict__.get("_unlabelled")
+    if known is None:
+        known = rebuilt(node, lambda n: dataclasses.replace(n, axes=()) if n.axes else n)
+        object.__setattr__(node, "_unlabelled", known)  # not a field: equality ignores it
+    return known
+
+
+def _read_as(s: ir.Statement, key: ir.Node, name: str, writes: Counter) -> ir.Statement:
+    """``s`` reading ``name`` (over each read's own axes) wherever it computed ``key``; an
+    assignment's whole value too (``b = name``: another name for the tensor), unless b is
+    written again (updated in place: it must stay storage of its own)."""
+
+    def rule(n: ir.Node) -> ir.Node:
+        return ir.Ref(name, axes=n.axes) if _unlabelled(n) == key else n
+
+    if isinstance(s, ir.Assign) and _unlabelled(s.value) == key:
+        own = any(writes[t] != 1 for t in s.targets)
+        return s if own else dataclasses.replace(s, value=ir.Ref(name, axes=s.value.axes))
+    return rebuilt(s, rule)
+
+
+def _renamed(s: ir.Statement, old: str, new: str) -> ir.Statement:
+    """``s`` reading ``new`` wherever it read ``old``."""
+
+    def rule(n: ir.Node) -> ir.Node:
+        return dataclasses.replace(n, name=new) if isinstance(n, ir.Ref) and n.name == old else n
+
+    return rebuilt(s, rule)
+
+
+def _candidates(s: ir.Statement) -> Iterator[ir.Node]:
+    """The tensor computations ``s`` makes below its own value: an assignment's whole value
+    (or a view of it) is its target's storage, which an update may write, so never shared."""
+    roots = list(s.nodes())
+    if isinstance(s, ir.Assign):
+        (value,) = roots
+        while isinstance(value, ir.View):
+            value = value.arg
+        roots = list(operands(value))
+    for root in roots:
+        yield from _below(root)
+
+
+def _below(node: ir.Node) -> Iterator[ir.Node]:
+    """``node`` and the computations under it worth a name: on tensor data (an index built
+    from sizes alone, ``torch.arange(N)``, is cheaper to make again than to keep)."""
+    if isinstance(node, ir.Ref) or node.scalar or not any(data(node)):
+        return
+    if not isinstance(node, NOT_SHARED):
+        yield node
+    for child in operands(node):
+        yield from _below(child)
+
+
+def _size(node: ir.Node) -> int:
+    return 1 + sum(_size(c) for c in operands(node))
