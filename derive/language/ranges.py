@@ -73,6 +73,12 @@ def _limits(expr: sp.Expr, indices: tuple, declared: dict) -> list[tuple]:
     for i in indices:
         if not isinstance(i, sp.Symbol):
             raise LangError(f"Sum/Max reduce over indices, not '{i}'")
+        if i.is_positive or not i.is_integer:  # a size, or a param: Max(a, eps) meant maximum
+            kind = "a size" if i.is_integer else "a param"
+            raise LangError(
+                f"Sum/Max reduce over an index, and '{i}' is {kind}: for the larger of two "
+                f"values write maximum(a, {i}), for the smaller minimum(a, {i})"
+            )
         if i not in expr.free_symbols and subscript_ranges(expr).get(i):
             # Sum(Sum(x[n, m], m), m): the inner sum binds m, so the outer one multiplied by M
             raise LangError(

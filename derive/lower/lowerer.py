@@ -37,7 +37,7 @@ from derive.language.argmax import Digits
 from derive.lower.arithmetic import add, call, heaviside, mul, power
 from derive.lower.assign import assign
 from derive.lower.context import Context
-from derive.lower.indexing import clamped, digit, indexed, mask
+from derive.lower.indexing import arange, clamped, digit, indexed, mask
 from derive.lower.maxes import reduce_max_many
 from derive.lower.memo import canonical, repeated_sums
 from derive.lower.reductions import sum_value
@@ -211,6 +211,8 @@ def _lowered(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
 def _symbol(cx: Context, s: sp.Symbol, order: list[sp.Symbol]) -> ir.Node:
     if s.name in cx.aliases:  # one entry of a tensor, W[1, 2]: a 0-d tensor
         return ir.relabel(cx.aliases[s.name], ())
+    if cx.is_axis(s) and s in cx.sizes:  # an index as a number: slope * (i - j)
+        return ir.Cast(arange(cx, s, cx.sizes[s]), cx.like, axes=(s,))
     if s.name not in cx.known:
         raise DerivationError(cx.op, f"'{s}' has no value in the generated function")
     return ir.Ref(s.name, scalar=s.name in cx.scalars)

@@ -152,9 +152,12 @@ def _contribution(step: Definition, g: Graph, adj: Adjoints, v: str, fresh: Fres
 def derive_adjoints(g: Graph) -> Adjoints:
     """Reverse mode over ``g``: the adjoint of every float tensor, step by step."""
     names = {t: (GRAD_OUT if t == g.output else f"d{t}") for t in g.tensors}
-    clash = sorted(set(names.values()) & set(g.tensors))
+    clash = sorted((t, a) for t, a in names.items() if a in g.tensors)
     if clash:
-        raise DerivationError(g.op.name, f"tensor name(s) {clash} collide with adjoint names")
+        said = ", ".join(f"'{a}' is the gradient of '{t}'" for t, a in clash)
+        raise DerivationError(
+            g.op.name, f"tensor names collide with gradient names ({said}): rename the tensor"
+        )
     # an index never reads like a tensor (h[n, h] in exercise's docstring): names are avoided
     taken = frozenset({*g.tensors, *names.values(), *(str(s) for s in [*g.sizes, *g.params])})
     free = {t: nice_indices(info.dims, taken) for t, info in g.tensors.items()}

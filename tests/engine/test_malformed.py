@@ -69,6 +69,10 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("Sum over a number", X, ["out[n] = Sum(x[n, m], 2)"], {}, "indices"),
     ("Sum over an unused index", X, ["out[n] = Sum(x[n, m], k)"], {}, "range of index 'k'"),
     ("Max over an expression", X, ["out[n] = Max(x[n, m], m + 1)"], {}, "indices"),
+    # Max(a, eps) meant the larger of two values: a reduction over a param or a size
+    ("Max over a param", X, ["out[n, m] = Max(x[n, m], e)"], {"e": 1e-8}, "maximum(a, e)"),
+    ("Max over a size", X, ["out[n, m] = Max(x[n, m], M)"], {}, "'M' is a size"),
+    ("a tensor named as a gradient", X, ["dx[n, m] = x[n, m]"], {}, "'dx' is the gradient of 'x'"),
     ("view of an unknown tensor", X, ["v = view(y, N*M)"], {}, "unknown tensor 'y'"),
     ("maximum with one argument", X, ["out[n, m] = maximum(x[n, m])"], {}, "2 argument"),
     ("sigmoid with two", X, ["out[n, m] = sigmoid(x[n, m], 1)"], {}, "1 argument"),
