@@ -7,7 +7,8 @@ seed draws the op it drew before affine subscripts existed (recorded regressions
 A subscript of a named axis may become an affine read of the indices in scope: a shift
 (``x[n, t - 1]``, zero past the edge), a stride or dilation (``2*t``, ``stride*t``), a flip
 (``-t + T - 1``), a sum of two indices (``x[i + j]``), an offset by a size or an int param, or
-the read of a window being drawn (``fuzz.windows``). An index whose only reads are affine
+the read of a window being drawn (``fuzz.windows``); with ``--windows``, an index read as a
+number (``0.5*(i - j)``, from a stream of its own). An index whose only reads are affine
 gets its range declared (``ranges={"t": "T"}``), so in this mode each index name is used over
 one size in the whole op.
 """
@@ -29,12 +30,33 @@ WINDOW_READ = 0.8  # while a window is drawn, its axis is read at the window's s
 DECLARED_ANYWAY = 0.3  # a range declared though a plain read gives it (they must agree)
 AFFINE_PARAM_NAMES = "stride pad dil step off".split()
 WIDER = 0.4  # --windows: a number the affine draw chose made wider (an offset 3, a stride 3)
+INDEX_NUMBER = 0.06  # --windows: a leaf that is an index read as a number, 0.5 * (i - j)
 
 
 class Affine(Leaves):
     """The leaves, with affine subscripts and slid sizes when ``self.affine`` is set."""
 
     # --- overrides of the plain leaves: the same draws when self.affine is None ---------------
+    def leaf(self, scope: dict, need: set) -> Expr:
+        """A leaf; with --windows now and then an index in scope read as a number."""
+        if self.numbers is not None and scope and self.numbers.random() < INDEX_NUMBER:
+            return self.index_number(scope)
+        return super().leaf(scope, need)
+
+    def index_number(self, scope: dict) -> Expr:
+        """An index read as a number, ALiBi's ``slope * (i - j)``: one index, or the difference
+        of two over one size, times a number; their ranges declared where no read gives them."""
+        names = sorted(scope)
+        i = self.numbers.choice(names)
+        alike = [j for j in names if j != i and scope[j] == scope[i]]
+        used = [i]
+        if alike and self.numbers.random() < 0.5:
+            used.append(self.numbers.choice(alike))
+        for k in used:
+            self.ranged[k] = scope[k]
+        scale = self.numbers.choice(["0.5", "0.25", "1.5"])
+        return Expr(f"{scale}*({' - '.join(used)})", frozenset(used), atom=False)
+
     def index(self, scope: dict) -> str:
         """A fresh index; with --affine never one used before in the op (ranges are per op)."""
         if self.affine is None:

@@ -79,6 +79,8 @@ class Leaves:
     # wider windows, grouped convolutions and derived sizes as input dims (--windows), a fifth
     # stream: None unless --windows, so that no --affine seed's op changes without it
     wide: random.Random | None = None
+    # indices read as numbers (slope * (i - j)), a sixth stream: None unless --windows
+    numbers: random.Random | None = None
     parents: dict = field(default_factory=dict)  # a window's derived size -> its axis: L -> T
     forms: dict = field(default_factory=dict)  # size -> the subscript of a window being drawn
     ranged: dict = field(default_factory=dict)  # index -> size, each index an affine read uses

@@ -237,6 +237,7 @@ def random_op(
     b.equality = random.Random(f"{seed}/{attempt}/==")
     b.affine = random.Random(f"{seed}/{attempt}/affine") if affine else None
     b.wide = random.Random(f"{seed}/{attempt}/windows") if windows else None
+    b.numbers = random.Random(f"{seed}/{attempt}/numbers") if windows else None
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:

@@ -115,7 +115,7 @@ def _condition(e: sp.Expr, s: _Scope) -> Value:
         raise InterpretError(f"cannot evaluate the condition '{e}'")
     ints = {p: v for p, v in s.params.items() if isinstance(v, int)}  # t + P >= 0: indices
     e = e.func(*(x.xreplace(ints) for x in e.args), evaluate=False) if ints else e
-    if all(x.is_integer and not _reads_floats(x, s) for x in e.args):  # indices, int data
+    if all(_subscript_like(x) and not _reads_floats(x, s) for x in e.args):  # indices, int data
         (a, b), axes = _align([_index_value(x, s) for x in e.args])
         return compare(a, b), axes
     # float values (x[n] > threshold, alpha <= 0.5, sign(x[n]) >= 0, integer-valued but of
@@ -123,6 +123,16 @@ def _condition(e: sp.Expr, s: _Scope) -> Value:
     (a, b), axes = _align([value(x, s) for x in e.args])
     s.kink(a - b)
     return compare(a, b), axes
+
+
+def _subscript_like(e: sp.Expr) -> bool:
+    """An integer that a subscript could be: indices, sizes, int params, integers and int
+    data, added and multiplied (not sign(i - j), integer-valued but a function's value)."""
+    if e.is_Integer or isinstance(e, sp.Symbol):
+        return bool(e.is_integer)
+    if isinstance(e, sp.Indexed):
+        return bool(e.base.is_integer)
+    return isinstance(e, (sp.Add, sp.Mul)) and all(map(_subscript_like, e.args))
 
 
 def _reads_floats(e: sp.Expr, s: _Scope) -> bool:
