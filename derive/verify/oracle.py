@@ -116,6 +116,11 @@ class _Grid:
         return floats[0].dtype if floats else torch.float64
 
 
+def _floating(v) -> bool:
+    """A python float or a float tensor (not an int, an index's arange or int data)."""
+    return isinstance(v, float) or (isinstance(v, torch.Tensor) and v.is_floating_point())
+
+
 def _names(node: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
 
@@ -193,6 +198,8 @@ class _Evaluator:
         a, b = self(node.left), self(node.right)
         if isinstance(node.op, (ast.Div, ast.Pow)):  # 1/2 is a half, as in SymPy; c/C a float
             a = self.g.real(a)
+        if _floating(a) or _floating(b):  # 0.25*t: the index in the data's dtype, as torch's
+            a, b = self.g.real(a), self.g.real(b)  # int64 * 0.25 would be float32's
         return op(a, b)
 
     def _UnaryOp(self, node):
