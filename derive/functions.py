@@ -44,6 +44,44 @@ def _cache_min_max() -> None:
 _cache_min_max()
 
 
+def finite_real(a: sp.Expr) -> bool | None:
+    """True for a finite real ``a``, False for +-oo, None for an extended-real value that may be
+    either: an entry of a tensor that may hold -inf (a masked score, ``where(c, s, -inf)``)."""
+    if a.is_extended_real is not True:
+        return None
+    return a.is_finite
+
+
+def _correct_exp() -> None:
+    """exp(a) is positive and nonzero for a finite a only: exp(-oo) = 0.
+
+    SymPy answers exp(a) > 0 and exp(a) != 0 for every extended-real a, so with a tensor that
+    may hold -inf (``v = where(j <= i, x, -inf)``) it folded ``sign(exp(v))`` to 1 and
+    ``where(exp(v) > 0, a, b)`` to a: 0 and b where v is -inf (fuzz 841046, silently wrong in
+    the forward and the backward). Here an extended-real a of unknown finiteness answers
+    neither; a finite one, and every other, as SymPy does."""
+    handlers = sp.exp._prop_handler
+    if getattr(handlers["extended_positive"], "corrected", False):
+        return  # once, however often this module is reloaded
+    positive, zero = handlers["extended_positive"], handlers["zero"]
+
+    def extended_positive(self):
+        finite = finite_real(self.exp)
+        if self.exp.is_extended_real and not finite and self.exp is not sp.S.Infinity:
+            return None if finite is None else False  # -oo: exp is 0
+        return positive(self)
+
+    def is_zero(self):
+        finite = finite_real(self.exp)
+        return None if self.exp.is_extended_real and finite is None else zero(self)
+
+    extended_positive.corrected = True
+    handlers["extended_positive"], handlers["zero"] = extended_positive, is_zero
+
+
+_correct_exp()
+
+
 class _RealFunction(sp.Function):
     """A function SymPy lacks, real wherever its argument is (SymPy then writes no re()/im()).
 
@@ -73,11 +111,12 @@ class _RealFunction(sp.Function):
 
 
 class _PositiveFunction(_RealFunction):
-    """Positive wherever its argument is real (sigmoid, softplus): SymPy may then divide by it
-    and take its log knowing the result is real."""
+    """Positive wherever its argument is finite (sigmoid, softplus): SymPy may then divide by
+    it and take its log knowing the result is real."""
 
     def _eval_is_positive(self):
-        return True if self.args[0].is_extended_real else None
+        finite = finite_real(self.args[0])  # sigmoid(-oo) = softplus(-oo) = 0
+        return True if finite else None
 
     def _eval_is_extended_positive(self):
         return self._eval_is_positive()

@@ -669,7 +669,7 @@ def _double_backward_all(grad_out, saved):
         shared_sum_Woh_grad_y_v_1,
     )
     sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
-        "fbe,abce,agf,abcg->abc", Wh[:, 1], q, db_dx, probs
+        "abcg,agf,fbe,abce->abc", probs, db_dx, Wh[:, 1], q
     )
     sum_Wh_at_all_0_k_probs = (
         (sum_k_probs.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 0].permute(1, 2, 0))
@@ -691,12 +691,12 @@ def _double_backward_all(grad_out, saved):
                             sum_Woh_grad_y_v,
                             value=-1 / math.sqrt(D),
                         ),
-                        sum_Woh_grad_y_probs_v[:, :, :, None],
-                        sum_Wh_at_all_1_db_dx_q,
+                        sum_Wh_at_all_0_db_dx_k_probs[:, :, :, None],
+                        sum_Woh_grad_y_v,
                         value=-1 / math.sqrt(D),
                     ),
-                    sum_Wh_at_all_0_db_dx_k_probs[:, :, :, None],
-                    sum_Woh_grad_y_v,
+                    sum_Woh_grad_y_probs_v[:, :, :, None],
+                    sum_Wh_at_all_1_db_dx_q,
                     value=-1 / math.sqrt(D),
                 ),
                 sum_Woh_grad_y_probs_v[:, :, :, None],
@@ -721,7 +721,7 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_1_db_dx_probs_q,
         sum_Wh_at_all_0_db_dx_k_probs,
     )
-    sum_dprobs_probs = (dprobs * probs).sum(3)
+    sum_dprobs_probs = (probs * dprobs).sum(3)
     dcounts_sum = -sum_dprobs_probs / counts_sum
     del sum_dprobs_probs
     dcounts = torch.addcmul(
@@ -753,7 +753,7 @@ def _double_backward_all(grad_out, saved):
     )
     del sum_Wh_at_all_1_Woh_grad_y_probs_q
     sum_Woh_grad_y_probs_x = torch.einsum(
-        "aeg,abec,abde->abcdg", x, probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
+        "abec,aeg,abde->abcdg", probs, x, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
     sum_Woh_db_dWh_at_all_0_grad_y_probs_x = (
         (
@@ -776,7 +776,7 @@ def _double_backward_all(grad_out, saved):
     )
     del sum_Woh_db_dWh_at_all_0_grad_y_probs_x
     sum_Woh_db_dx_grad_y_probs = torch.einsum(
-        "aef,abec,abde->abcdf", db_dx, probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
+        "abec,aef,abde->abcdf", probs, db_dx, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
     sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs = torch.einsum(
         "fbg,abcg,abcdf->abcd", Wh[:, 0], k, sum_Woh_db_dx_grad_y_probs
@@ -786,7 +786,7 @@ def _double_backward_all(grad_out, saved):
         "gbf,acg,abcdf->abcd", db_dWh[:, 1], x, sum_Woh_grad_y_probs_q
     )
     sum_Woh_grad_y_k_probs = torch.einsum(
-        "abcf,abcg,abcd->abdfg", probs, sum_Woh_grad_y, sum_k_probs
+        "abcf,abcd,abcg->abdfg", probs, sum_k_probs, sum_Woh_grad_y
     )
     sum_Woh_grad_y_probs_q_1 = torch.einsum(
         "abcf,abci,abcd,abcg->abdfg", probs, probs, q, sum_Woh_grad_y
@@ -825,8 +825,8 @@ def _double_backward_all(grad_out, saved):
     del sum_Woh_grad_y_probs_q, sum_Woh_grad_y_k_probs, sum_Woh_grad_y_probs_q_1
     sum_Woh_grad_y_k_probs_x = torch.einsum(
         "abcef,abdeg->abcdfg",
-        torch.einsum("aef,abec->abcef", x, probs),
-        torch.einsum("abde,abeg->abdeg", sum_Woh_grad_y.permute(0, 1, 3, 2), sum_k_probs),
+        torch.einsum("abec,aef->abcef", probs, x),
+        torch.einsum("abeg,abde->abdeg", sum_k_probs, sum_Woh_grad_y.permute(0, 1, 3, 2)),
     )
     sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1 = torch.einsum(
         "fbg,abcdfg->abcd", db_dWh[:, 0], sum_Woh_grad_y_k_probs_x
@@ -870,7 +870,7 @@ def _double_backward_all(grad_out, saved):
     del sum_Wh_at_all_1_Woh_grad_y_probs_q_1
     sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 = (
         torch.einsum(
-            "abe,abec->abce", torch.einsum("aef,abef->abe", db_dx, sum_Wh_at_all_0_k_probs), probs
+            "abec,abe->abce", probs, torch.einsum("aef,abef->abe", db_dx, sum_Wh_at_all_0_k_probs)
         )
         @ sum_Woh_grad_y
     )
@@ -1003,13 +1003,13 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v,
         sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x,
     )
-    sum_k_probs_v = torch.einsum("abhi,abgh,abhd->abdgi", k, probs, v)
+    sum_k_probs_v = torch.einsum("abgh,abhi,abhd->abdgi", probs, k, v)
     sum_Wh_at_all_0_k_probs_v = (
         (Wh[:, 0].permute(1, 0, 2) @ sum_k_probs_v.permute(1, 4, 0, 2, 3).flatten(2))
         .unflatten(2, (sum_k_probs_v.shape[0], sum_k_probs_v.shape[2], sum_k_probs_v.shape[3]))
         .permute(2, 0, 3, 1, 4)
     )
-    sum_grad_y_probs_q = torch.einsum("ahe,abhg,abhi->abegi", grad_y, probs, q)
+    sum_grad_y_probs_q = torch.einsum("abhg,ahe,abhi->abegi", probs, grad_y, q)
     sum_Wh_at_all_1_grad_y_probs_q = (
         (Wh[:, 1].permute(1, 0, 2) @ sum_grad_y_probs_q.permute(1, 4, 0, 2, 3).flatten(2))
         .unflatten(
@@ -1018,15 +1018,15 @@ def _double_backward_all(grad_out, saved):
         )
         .permute(2, 0, 3, 1, 4)
     )
+    sum_probs_v = v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     sum_grad_y_probs = (
         (grad_y.permute(0, 2, 1) @ probs.permute(0, 2, 1, 3).flatten(2))
         .unflatten(2, (probs.shape[1], probs.shape[3]))
         .permute(0, 2, 1, 3)
     )
-    sum_probs_v = v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     sum_grad_y_probs_q_v = torch.einsum(
         "abegi,abdhi->abdegh",
-        torch.einsum("aie,abig->abegi", grad_y, probs),
+        torch.einsum("abig,aie->abegi", probs, grad_y),
         torch.einsum("abih,abdi->abdhi", q, sum_probs_v),
     )
     sum_Wh_at_all_1_grad_y_probs_q_v = (
@@ -1052,10 +1052,11 @@ def _double_backward_all(grad_out, saved):
                         Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None],
                         sum_grad_y_probs[:, :, None, :, None],
                     ),
-                    (grad_y.permute(0, 2, 1)[:, None, None] * sum_probs_v[:, :, :, None])[
-                        :, :, :, :, None
-                    ],
-                    sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None, None],
+                    (
+                        grad_y.permute(0, 2, 1)[:, None, :, None]
+                        * sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None]
+                    )[:, :, None],
+                    sum_probs_v[:, :, :, None, None],
                     value=-1 / math.sqrt(D),
                 ),
                 v.permute(0, 1, 3, 2)[:, :, :, None, None],
@@ -1320,7 +1321,7 @@ def _double_backward_all(grad_out, saved):
         .unflatten(1, (v.shape[0], v.shape[2]))
         .permute(1, 0, 2, 3)
     )
-    sum_Woh_k_probs_v = torch.einsum("abcj,abic,abcg->abgij", k, probs, sum_Woh_v)
+    sum_Woh_k_probs_v = torch.einsum("abic,abcj,abcg->abgij", probs, k, sum_Woh_v)
     sum_Woh_probs_v = sum_Woh_v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     t_Woh_k_probs_v = torch.addcmul(
         sum_Woh_k_probs_v, sum_Woh_probs_v[:, :, :, :, None], sum_k_probs[:, :, None], value=-1
@@ -1333,7 +1334,14 @@ def _double_backward_all(grad_out, saved):
         .permute(1, 2, 0, 3)
     )
     del t_Woh_k_probs_v
-    sum_Wh_at_all_2_Woh_probs = torch.einsum("hbj,bjg,abfi->afghi", Wh[:, 2], Woh, probs)
+    sum_Wh_at_all_2_Woh_probs = (
+        (
+            (Woh.permute(0, 2, 1) @ Wh[:, 2].permute(1, 2, 0)).permute(1, 2, 0)
+            @ probs.permute(1, 0, 2, 3).flatten(1)
+        )
+        .unflatten(2, (probs.shape[0], probs.shape[2], probs.shape[3]))
+        .permute(2, 3, 0, 1, 4)
+    )
     t_Woh_probs_v = probs[:, :, :, None] * (
         sum_Woh_v.permute(0, 1, 3, 2)[:, :, None]
         - sum_Woh_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None]
@@ -1373,7 +1381,7 @@ def _double_backward_all(grad_out, saved):
         0
     ].flatten(0)
     sum_Woh_probs_v_x = torch.einsum(
-        "aeh,adbe,acde->abcdh", x, probs, sum_Woh_v.permute(0, 3, 1, 2)
+        "adbe,aeh,acde->abcdh", probs, x, sum_Woh_v.permute(0, 3, 1, 2)
     )
     del sum_Woh_v
     sum_Woh_db_dWh_at_all_1_probs_v_x = (
@@ -1408,14 +1416,20 @@ def _double_backward_all(grad_out, saved):
     )
     del sum_probs_x
     sum_Woh_db_dWh_at_all_1_probs_q_v_x_1 = torch.einsum(
-        "adbg,abdg,abcd->abc", q, sum_db_dWh_at_all_1_probs_x, sum_Woh_probs_v.permute(0, 3, 2, 1)
+        "abd,abcd->abc",
+        (q * sum_db_dWh_at_all_1_probs_x.permute(0, 2, 1, 3)).sum(3).permute(0, 2, 1),
+        sum_Woh_probs_v.permute(0, 3, 2, 1),
     )
     del sum_db_dWh_at_all_1_probs_x
     sum_Woh_db_dWh_at_all_0_k_probs_v_x_1 = torch.einsum(
-        "hdg,abh,abdg,abcd->abc",
-        db_dWh[:, 0],
-        x,
-        sum_k_probs.permute(0, 2, 1, 3),
+        "abd,abcd->abc",
+        torch.einsum(
+            "abdh,abh->abd",
+            (sum_k_probs.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 0].permute(1, 2, 0))
+            .unflatten(1, (sum_k_probs.shape[0], sum_k_probs.shape[2]))
+            .permute(1, 2, 0, 3),
+            x,
+        ),
         sum_Woh_probs_v.permute(0, 3, 2, 1),
     )
     del sum_k_probs

@@ -94,7 +94,7 @@ def _forward(g: Graph) -> list[tuple[sp.Expr, sp.Expr]]:
     for step in g.steps:
         t = g.tensors[step.name]
         if isinstance(step, Definition):
-            lhs = t.base[step.indices] if t.dims else sp.Symbol(step.name, real=True)
+            lhs = t.base[step.indices] if t.dims else t.whole
             out.append((lhs, step.body))
         else:  # a view: the same data under another shape
             view = sp.Function("view")(sp.Symbol(step.source), *t.dims)

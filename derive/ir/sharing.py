@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+import sympy as sp
+
 from derive.ir import nodes as ir
 from derive.ir.rewrite import NOT_SHARED, data, freed, operands, rebuilt, safe, stem, unfreed
 
@@ -161,11 +163,26 @@ def _worth_a_name(value: ir.Node) -> bool:
 
 
 def _unlabelled(node: ir.Node) -> ir.Node:
-    """``node`` with no axis labels: two values alike but for the names of their indices
-    print alike, and are the same tensor (kept on the node: asked of it many times)."""
+    """``node`` with its index labels renamed in order of first appearance (``_a0``, ``_a1``,
+    ..., a contraction's ``letters`` too): two values alike but for the names of their indices
+    (``t[n] >= 0``, ``t[m] >= 0``) are one key, and so the same tensor. Renamed, not dropped:
+    an einsum's subscripts are the relation between its operands' axes and its own, which a
+    consistent renaming keeps (two contractions of the same operands onto other axes are other
+    tensors). Kept on the node: asked of it many times."""
     known = node.__dict__.get("_unlabelled")
     if known is None:
-        known = rebuilt(node, lambda n: dataclasses.replace(n, axes=()) if n.axes else n)
+        names: dict[sp.Symbol, sp.Symbol] = {}
+        for n in ir.walk(node):
+            for a in (*n.axes, *getattr(n, "letters", ())):
+                names.setdefault(a, sp.Symbol(f"_a{len(names)}", integer=True))
+
+        def rule(n: ir.Node) -> ir.Node:
+            changes = {"axes": tuple(names[a] for a in n.axes)} if n.axes else {}
+            if isinstance(n, ir.Contract):
+                changes["letters"] = tuple(names[a] for a in n.letters)
+            return dataclasses.replace(n, **changes) if changes else n
+
+        known = rebuilt(node, rule)
         object.__setattr__(node, "_unlabelled", known)  # not a field: equality ignores it
     return known
 

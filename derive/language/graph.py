@@ -130,17 +130,37 @@ class Tensor:
     dims: tuple[sp.Expr, ...]
     integer: bool = False
     batched: bool = False  # leading ``...`` flattened into one Batch axis
+    # may hold -inf (a where() branch, a Max of one, arithmetic on one): its entries are
+    # extended reals, so SymPy takes exp of one for no positive number (exp(-oo) = 0)
+    unbounded: bool = False
+
+    @property
+    def _kind(self) -> dict[str, bool]:
+        if self.integer:
+            return {"integer": True}
+        return {"extended_real": True} if self.unbounded else {"real": True}
 
     @functools.cached_property
     def base(self) -> sp.IndexedBase:  # made once: SymPy builds an IndexedBase slowly
-        kind = {"integer": True} if self.integer else {"real": True}
-        return sp.IndexedBase(self.name, shape=self.dims or None, **kind)
+        return sp.IndexedBase(self.name, shape=self.dims or None, **self._kind)
 
     @functools.cached_property
     def whole(self) -> sp.Symbol:
         """A 0-d tensor as a definition reads it: a real symbol of its name (the adjoints and
-        the forward's left-hand sides name 0-d tensors so too)."""
-        return sp.Symbol(self.name, real=True)
+        the forward's left-hand sides name 0-d tensors so too); extended real if unbounded."""
+        return sp.Symbol(
+            self.name, **({"extended_real": True} if self.unbounded else {"real": True})
+        )
+
+
+def may_be_infinite(body: sp.Expr, tensors: Mapping[str, Tensor]) -> bool:
+    """Whether a definition may hold +-inf: its body has an infinity (``where(c, s, -inf)``)
+    or reads a tensor that may (an input is finite: what a caller passes is its own)."""
+    if body.has(sp.oo, -sp.oo, sp.zoo):
+        return True
+    read = {i.base.label.name for i in body.atoms(sp.Indexed)}
+    read |= {s.name for s in body.free_symbols if isinstance(s, sp.Symbol)}
+    return any(tensors[n].unbounded for n in read if n in tensors)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from derive.language.graph import (
     Tensor,
     View,
     field_problem,
+    may_be_infinite,
     name_problem,
     tensor_reads,
 )
@@ -367,7 +368,7 @@ def _parse_definition(
             raise LangError(f"view of a 0-d tensor '{source}': read it whole instead")
         dims = tuple(_parse_rhs(d, ns) for d in view.group(2).split(","))
         _check_view(source, dims, g, sizes)
-        g.tensors[name] = Tensor(name, dims)
+        g.tensors[name] = Tensor(name, dims, unbounded=g.tensors[source].unbounded)
         return View(name, source, text.strip())
     lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
@@ -387,7 +388,8 @@ def _parse_definition(
     _check_data_use(body, g)
     check_affine_params(body, g.params)
     dims = tuple(range_of(i, body, g.ranges) for i in lhs)
-    g.tensors[name] = Tensor(name, dims, batched=bool(lhs) and lhs[0] == BATCH_INDEX)
+    batched, unbounded = bool(lhs) and lhs[0] == BATCH_INDEX, may_be_infinite(body, g.tensors)
+    g.tensors[name] = Tensor(name, dims, batched=batched, unbounded=unbounded)
     return Definition(name, lhs, body, text.strip())
 
 

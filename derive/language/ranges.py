@@ -12,7 +12,15 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.language.affine import affine_problem, declared_range, is_affine
-from derive.language.graph import Definition, Graph, LangError, ReduceMax, Tensor, View
+from derive.language.graph import (
+    Definition,
+    Graph,
+    LangError,
+    ReduceMax,
+    Tensor,
+    View,
+    may_be_infinite,
+)
 
 
 def subscript_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
@@ -129,7 +137,8 @@ def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition
                 "a Max over every index inside an expression: write it as its own definition"
             )
         name = f"{step.name}_max{len(lifted)}"
-        g.tensors[name] = Tensor(name, tuple(range_of(i, node, g.ranges) for i in free))
+        dims = tuple(range_of(i, node, g.ranges) for i in free)
+        g.tensors[name] = Tensor(name, dims, unbounded=may_be_infinite(node, g.tensors))
         lifted.append(Definition(name, free, node, f"{name}[...] = {node}  (from `{step.text}`)"))
         return g.tensors[name].base[free]
 

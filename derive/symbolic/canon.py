@@ -122,7 +122,7 @@ class Canon:
             return
         coef = sp.Mul(*[f for f in sp.Mul.make_args(body) if not isinstance(f, sp.Sum)])
         name = self.graph.tensors[step.name]
-        base = name.base if name.dims else sp.Symbol(step.name, real=True)
+        base = name.base if name.dims else name.whole
         self.reductions.append(
             Reduction(base, step.indices, coef, sums[0].function, sums[0].limits[0])
         )
@@ -133,7 +133,7 @@ class Canon:
         for name in reversed(list(self.bodies)):
             idx, body = self.bodies[name]
             t = self.graph.tensors[name]
-            base = t.base if t.dims else sp.Symbol(name, real=True)
+            base = t.base if t.dims else t.whole
             out.append(Pattern(name, base, idx, body))
             exp_body = _exp_of_logs(body)
             if exp_body is not None:

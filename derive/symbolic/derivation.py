@@ -103,7 +103,7 @@ def local_patterns(g: Graph) -> list[Pattern]:
     for step in reversed(g.steps):
         if isinstance(step, Definition) and step.name in live and not step.body.has(sp.Sum):
             t = g.tensors[step.name]
-            base = t.base if t.dims else sp.Symbol(step.name, real=True)
+            base = t.base if t.dims else t.whole
             out.append(Pattern(step.name, base, step.indices, step.body))
     return out
 

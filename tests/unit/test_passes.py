@@ -111,6 +111,24 @@ def test_a_temporary_computed_twice_under_other_index_names_is_one() -> None:
     ]
 
 
+def test_contractions_of_the_same_operands_onto_other_axes_are_other_tensors() -> None:
+    """einsum("ij,jk->ik") and einsum("ij,jk->ikj"), alike but for their axes: an einsum's
+    subscripts are its axes, so the two are not one (the first keying on values without
+    their labels shared them: fuzz 1162, a masked softmax's second order, crashed)."""
+    k = sp.Symbol("k", integer=True)
+    a, b = ir.Ref("a", axes=(i, j)), ir.Ref("b", axes=(j, k))
+    two = ir.Contract((a, b), (i, j, k), axes=(i, k))
+    three = ir.Contract((a, b), (i, j, k), axes=(i, k, j))
+    block = [
+        ir.Assign(("p",), ir.Neg(two, axes=(i, k))),
+        ir.Assign(("q",), ir.Neg(three, axes=(i, k, j))),
+        ir.Assign(("r",), ir.Neg(two, axes=(i, k))),
+    ]
+    got = _printed(block)
+    assert got[0] == "t0 = torch.einsum(\"ab,bc->ac\", a, b)", got
+    assert got[1:4] == ["p = -t0", "q = -torch.einsum(\"ab,bc->acb\", a, b)", "r = -t0"], got
+
+
 def test_no_name_holds_a_value_across_a_write_of_what_it_reads() -> None:
     update = ir.Update("x", (ir.Ref("k", axes=(i,)),), "+", ir.Ref("v", axes=(i,)))
     block = [ir.Assign(("s",), square), ir.Free(("s",)), update, ir.Assign(("b",), _mul(square, y))]
