@@ -67,3 +67,28 @@ def test_a_masked_exp_is_zero_not_positive(name: str, tmp_path) -> None:
     out.backward(grad)
     want.backward(grad)
     torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_which_tensors_may_hold_minus_inf() -> None:
+    """An infinite branch, what reads it (through a view or a lifted Max too) may hold -inf;
+    inputs and what reads none of these are finite reals."""
+    from derive.language import parse
+
+    op = Op(
+        name="flags",
+        inputs=["x[N, N]", "y[N]"],
+        definitions=[
+            *MASK,
+            "w = view(v, N*N)",
+            "h[i] = exp(Max(v[i, j], j)) + y[i]",
+            "f[i] = y[i] * 2",
+            "out[i] = h[i] + f[i] + Sum(e[i, j], j) + Sum(w[k], k)",
+        ],
+        stepwise=True,
+    )
+    g = parse(op)
+    flags = {name: t.unbounded for name, t in g.tensors.items()}
+    assert not flags["x"] and not flags["y"] and not flags["f"]
+    assert flags["v"] and flags["e"] and flags["w"] and flags["h"] and flags["out"]
+    assert flags["h_max0"]  # the Max lifted out of h into a definition of its own
+    assert g.tensors["v"].base.is_real is None and g.tensors["f"].base.is_real
