@@ -174,7 +174,7 @@ def _rewritten(s: ir.Statement, patterns: dict[str, Pattern], full: dict) -> ir.
     def rule(n: ir.Node) -> ir.Node:
         if isinstance(n, ir.Broadcast) and _restores(n, patterns):
             read = next(r for r in ir.walk(n.arg) if isinstance(r, ir.Ref) and r.name in full)
-            return _widened(n.arg, patterns, full[read.name])
+            return _widened(n.arg, full[read.name])
         return n
 
     if isinstance(s, ir.Assign) and len(s.targets) == 1 and s.targets[0] in patterns:
@@ -183,13 +183,15 @@ def _rewritten(s: ir.Statement, patterns: dict[str, Pattern], full: dict) -> ir.
             value = rebuilt(s.value, rule)
             value = dataclasses.replace(value, keepdim=True, axes=value.arg.axes)
         else:
-            value = _widened(s.value, patterns, full[name])
+            value = _widened(s.value, full[name])
         return dataclasses.replace(s, value=value)
     return rebuilt(s, rule)
 
 
-def _widened(node: ir.Node, patterns: dict[str, Pattern], axes: tuple[sp.Symbol, ...]) -> ir.Node:
-    """An element-wise expression over kept names, relabelled over the unreduced ``axes``."""
+def _widened(node: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node:
+    """An element-wise expression over kept names, relabelled over the unreduced ``axes``
+    (not :func:`~derive.ir.rewrite.rebuilt`: a python number or a 0-d tensor inside, a sum
+    over every axis, keeps its own labels, which an einsum below it prints from)."""
     if node.scalar or not node.axes:
         return node
     if isinstance(node, ir.Ref):
@@ -198,9 +200,9 @@ def _widened(node: ir.Node, patterns: dict[str, Pattern], axes: tuple[sp.Symbol,
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
         if isinstance(value, ir.Node):
-            changes[f.name] = _widened(value, patterns, axes)
+            changes[f.name] = _widened(value, axes)
         elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
             changes[f.name] = tuple(
-                _widened(v, patterns, axes) if isinstance(v, ir.Node) else v for v in value
+                _widened(v, axes) if isinstance(v, ir.Node) else v for v in value
             )
     return dataclasses.replace(node, **changes, axes=axes)
