@@ -165,14 +165,9 @@ def _double_backward_all(grad_out, saved):
     counts, counts_sum, out, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
-    sum_db_dx_out = (db_dx * out).sum(1, keepdim=True)
     sum_grad_y_out = (grad_y * out).sum(1, keepdim=True)
-    dout = torch.addcmul(
-        torch.addcmul(db_dx * grad_y, sum_db_dx_out, grad_y, value=-1),
-        sum_grad_y_out,
-        db_dx,
-        value=-1,
-    )
+    sum_db_dx_out = (db_dx * out).sum(1, keepdim=True)
+    dout = torch.addcmul((grad_y - sum_grad_y_out) * db_dx, sum_db_dx_out, grad_y, value=-1)
     del sum_grad_y_out
     sum_dout_out = (dout * out).sum(1)
     dcounts_sum = -sum_dout_out / counts_sum

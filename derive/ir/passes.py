@@ -565,8 +565,10 @@ def _length(v: ir.Node, dim: int) -> ir.Node | None:
     if isinstance(v, ir.Permute):
         return _length(v.arg, v.perm[dim])
     if isinstance(v, ir.Slice):
+        # the slice's axes are the ones ``at`` leaves (None) and the arg's past ``at``
+        # (counted off the slice's own axes: a view's alias reads its arg unlabelled)
         kept = [k for k, at in enumerate(v.at) if at is None]
-        kept += list(range(len(v.at), len(v.arg.axes)))
+        kept += list(range(len(v.at), len(v.at) + len(v.axes) - len(kept)))
         return _length(v.arg, kept[dim])
     return None
 

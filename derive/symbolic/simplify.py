@@ -117,7 +117,8 @@ def _factor_out(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     if not outside or len(outside) == len(_factors(body)):
         return None
     inside = [f for f in _factors(body) if f.has(k)]
-    return sp.Mul(*outside) * ctx.sum(sp.Mul(*inside), (lim,))
+    out = sp.Mul(*outside) * ctx.sum(sp.Mul(*inside), (lim,))
+    return _merge_renamed_factors(out) if isinstance(out, sp.Mul) else out
 
 
 def _fold_reduction(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
@@ -129,6 +130,30 @@ def _fold_reduction(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | Non
     return None
 
 
+def _fold_through_sum(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k f(k) sum_d g(d) h(k, d) -> sum_d g(d) name[..] / coef
+    #     when name[I] = coef * sum_k f(k) h(k, d) is a definition (the sums interchanged: both
+    #     run over fixed ranges, so the order is free; kept only where the inner one folds)
+    k = lim[0]
+    if not ctx.reductions:
+        return None
+    for s in _factors(body):
+        if not isinstance(s, sp.Sum) or not s.function.has(k):
+            continue
+        bound = [v for v, *_ in s.limits]
+        outside = [g for g in _factors(body) if g is not s]
+        if any(v == k or any(g.has(v) for g in outside) for v in bound):
+            continue  # bound names clash
+        if any(lo.has(k) or hi.has(k) for _, lo, hi in s.limits):
+            continue
+        inner = outside + list(_factors(s.function))
+        folded = _fold_reduction(sp.Mul(*[g for g in inner if g.has(k)]), lim, ctx)
+        if folded is not None:
+            rest = sp.Mul(*[g for g in inner if not g.has(k)])
+            return ctx.sum(ctx.simplify(rest * folded), tuple(s.limits))
+    return None
+
+
 def _expand_if_cheaper(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     # sum_k f * (a + b) -> sum_k f*a + sum_k f*b     kept only if the pieces simplify further
     k = lim[0]
@@ -136,11 +161,24 @@ def _expand_if_cheaper(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | 
         return None
     if expanded_terms(body) > EXPAND_TERMS:
         return None
-    expanded = sp.expand_mul(body)
-    if not isinstance(expanded, sp.Add):
+    terms = _distributed(body)
+    if len(terms) < 2:
         return None
-    candidate = sp.Add(*[ctx.sum(ctx.simplify(t), (lim,)) for t in expanded.args])
+    candidate = sp.Add(*[ctx.sum(ctx.simplify(t), (lim,)) for t in terms])
+    if isinstance(candidate, sp.Add):  # sum_k e g / S - (sum_j g e) / S: one term, cancelled
+        candidate = _merge_renamed(candidate)
     return candidate if cost(candidate) < cost(sp.Sum(body, lim)) else None
+
+
+def _distributed(body: sp.Expr) -> list[sp.Expr]:
+    """The terms of ``body`` with its top-level sums multiplied out, every other factor as it
+    stands: ``f / ((p + 1) S)`` keeps its denominator, where ``expand_mul`` writes it as
+    ``p S + S`` and ``S`` no longer cancels."""
+    terms = [sp.S.One]
+    for f in _factors(body):
+        parts = f.args if isinstance(f, sp.Add) else (f,)
+        terms = [t * p for t in terms for p in parts]
+    return terms
 
 
 SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
@@ -152,6 +190,7 @@ SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
     _constant,  # sum_k c -> K c
     _factor_out,  # sum_k c f(k) -> c sum_k f(k)
     _fold_reduction,  # sum_n x[n, m] -> N mu[m]  (from mu[m] = 1/N sum_n x[n, m])
+    _fold_through_sum,  # sum_k f(k) sum_d g h(k, d) -> sum_d g mu[d] (sums interchanged)
     _expand_if_cheaper,  # sum_k f (a + b) -> sum_k f a + sum_k f b, if that simplifies
 ]
 
@@ -209,6 +248,8 @@ class Simplifier:
             e = e.func(*args)  # rebuilt only when an argument changed: sorting is not free
         if isinstance(e, sp.Add):
             e = _merge_renamed(e)
+        if isinstance(e, sp.Mul):
+            e = _merge_renamed_factors(e)
         if isinstance(e, sp.Mul):  # where(c, 0, 1) where(c, 1, 0) f -> 0: 0 whether c holds or not
             e = zero_by_cases(e)
         if isinstance(e, sp.Mul):
@@ -289,6 +330,21 @@ def _merge_renamed(e: sp.Add) -> sp.Expr:
         rest = first.setdefault(canonical_bound(rest, rest.free_symbols), rest)
         terms.append(coef * rest)
     return sp.Add(*terms)
+
+
+def _merge_renamed_factors(e: sp.Mul) -> sp.Expr:
+    # sum_i f(i) / sum_j f(j) -> 1: factors whose bases are equal up to the names of their
+    # bound indices are written with one base's names, so SymPy's own Mul combines the powers
+    first: dict[sp.Expr, sp.Expr] = {}
+    factors, changed = [], False
+    for f in e.args:
+        base, power = f.as_base_exp()
+        if isinstance(base, sp.Sum):
+            same = first.setdefault(canonical_bound(base, base.free_symbols), base)
+            changed |= same is not base
+            base = same
+        factors.append(base**power)
+    return sp.Mul(*factors) if changed else e
 
 
 def _cancels(combined: sp.Expr, e: sp.Expr) -> bool:

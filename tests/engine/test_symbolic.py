@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,34 @@ def test_log_softmax_backward_reads_exp_of_the_saved_output() -> None:
         "-exp(out[batch, c])*Sum(grad_out[batch, c1], (c1, 0, C - 1)) + grad_out[batch, c]"
     )
     assert d.saved == ["out"]
+
+
+CASES = OPS.parent / "tests" / "cases"
+SHIFTED = {  # softmaxes written the ways people write them: d/dm of each is exactly 0
+    "named": [
+        "S[b, t] = Sum(e[b, t, u], u)",
+        "out[b, t, d] = Sum(e[b, t, u] * v[b, u, d], u) / S[b, t]",
+    ],
+    "inline": None,  # tests/cases/softmax_weighted_sum.py as it stands: Sum(e v) / Sum(e)
+    "temperature": [
+        "e[b, t, u] = exp((masked[b, t, u] - m[b, t]) / 2)",
+        "p[b, t, u] = e[b, t, u] / Sum(e[b, t, u2], u2)",
+        "out[b, t, d] = Sum(p[b, t, u] * v[b, u, d], u)",
+    ],
+}
+
+
+@pytest.mark.parametrize("form", SHIFTED)
+def test_max_adjoint_of_a_shifted_softmax_is_exactly_zero(form: str) -> None:
+    """out = sum_u e v / S with e = exp(s - m): d out / d m = -out + out = 0, once
+    sum_u e sum_d g v is read as sum_d g (S out) (the sums interchanged), and sums equal up to
+    the names of their bound indices are one sum (S written inline twice, or beside sum_u e)."""
+    op = load_op(CASES / "softmax_weighted_sum.py")
+    if SHIFTED[form] is not None:
+        kept = 2 if SHIFTED[form][0].startswith("e[") else 3  # masked, m (and e)
+        op = dataclasses.replace(op, definitions=list(op.definitions[:kept]) + SHIFTED[form])
+    g = parse(op)
+    collapser = Collapser(g, derive_adjoints(g))
+    assert collapser.raw("m") != 0
+    assert collapser.simplified("m") == 0
+    assert not any(name.endswith("_argmax") for name in derive(g).saved)

@@ -125,8 +125,8 @@ def test_contractions_of_the_same_operands_onto_other_axes_are_other_tensors() -
         ir.Assign(("r",), ir.Neg(two, axes=(i, k))),
     ]
     got = _printed(block)
-    assert got[0] == "t0 = torch.einsum(\"ab,bc->ac\", a, b)", got
-    assert got[1:4] == ["p = -t0", "q = -torch.einsum(\"ab,bc->acb\", a, b)", "r = -t0"], got
+    assert got[0] == 't0 = torch.einsum("ab,bc->ac", a, b)', got
+    assert got[1:4] == ["p = -t0", 'q = -torch.einsum("ab,bc->acb", a, b)', "r = -t0"], got
 
 
 def test_no_name_holds_a_value_across_a_write_of_what_it_reads() -> None:

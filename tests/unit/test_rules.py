@@ -84,10 +84,36 @@ def test_fold_reduction_reads_the_definition_back() -> None:
     assert _apply("_fold_reduction", x2[k, m], Simplifier([red])) == K * mu[m]
 
 
+def test_fold_through_sum_interchanges_where_the_inner_sum_folds() -> None:
+    # out[n, m] = 1/S[n] sum_k x[n, k] y[k, m]  =>  sum_k x[n, k] sum_m g[m] y[k, m]
+    #   = sum_m g[m] sum_k x[n, k] y[k, m] = sum_m g[m] S[n] out[n, m]
+    out, S, g = (sp.IndexedBase(s, real=True) for s in ("out", "S", "g"))
+    red = Reduction(out, (n, m), 1 / S[n], x[n, k] * y[k, m], LIM)
+    inner = sp.Sum(g[m] * y[k, m], (m, 0, M - 1))
+    got = _apply("_fold_through_sum", x[n, k] * inner, Simplifier([red]))
+    assert got == S[n] * sp.Sum(g[m] * out[n, m], (m, 0, M - 1))
+    # no definition reads it back: the sums stay in their order
+    assert _apply("_fold_through_sum", x[n, k] * inner, Simplifier()) is None
+
+
 def test_alpha_equal_sums_cancel() -> None:
     j = sp.Symbol("j", integer=True)
     expr = sp.Sum(x[k], LIM) - sp.Sum(x[j], (j, 0, K - 1))
     assert Simplifier().simplify(expr) == 0
+    # as factors too: sum_k x[k] / sum_j x[j] = 1
+    assert Simplifier().simplify(sp.Sum(x[k], LIM) / sp.Sum(x[j], (j, 0, K - 1))) == 1
+
+
+def test_expanding_keeps_a_denominator_whole() -> None:
+    # sum_k x[k] (y[k] / ((y[k] + 1) s) - z / s**2), s = sum_j x[j],
+    # z = sum_j x[j] y[j] / (y[j] + 1):
+    # z / s - z s / s**2 = 0 once each term keeps s a factor (expand_mul wrote the first
+    # denominator y[k] s + s, and s no longer cancelled)
+    j = sp.Symbol("j", integer=True)
+    s = sp.Sum(x[j], (j, 0, K - 1))
+    z = sp.Sum(x[j] * y[j] / (y[j] + 1), (j, 0, K - 1))
+    body = x[k] * (y[k] / ((y[k] + 1) * s) - z / s**2)
+    assert Simplifier().simplify(sp.Sum(body, LIM)) == 0
 
 
 def test_exponentials_combine_only_where_something_cancels() -> None:
@@ -263,8 +289,9 @@ def test_canonical_key_ignores_index_names() -> None:
 
 
 def test_every_sum_rule_has_its_case() -> None:
-    # _fold_reduction needs a definition to read back: its two tests above
-    assert {case[0] for case in SUM_RULE_CASES} | {"_fold_reduction"} == set(RULES)
+    # _fold_reduction and _fold_through_sum need a definition to read back: their tests above
+    folds = {"_fold_reduction", "_fold_through_sum"}
+    assert {case[0] for case in SUM_RULE_CASES} | folds == set(RULES)
 
 
 @pytest.mark.parametrize("row", DEFINITION_RULES + FORWARD_RULES, ids=lambda row: row[0])
