@@ -136,3 +136,45 @@ def rewrite(expr: sp.Expr, rules: list[Rule], memo: dict | None = None) -> sp.Ex
         out = _apply(rules, node)
         memo[expr] = rewrite(out, rules, memo) if out != node else node
     return memo[expr]
+
+
+def split_logs(expr: sp.Expr) -> sp.Expr:
+    """Each ``log`` of a product in ``expr`` written as a sum of logs, where that holds for every
+    real value of the factors (SymPy's ``expand_log(force=True)`` splits ``log(x y)`` into
+    ``log(x) + log(y)``, NaN where x and y are both negative and the product is not):
+
+        log(exp(a) r)       -> a + log(r)          exp(a) > 0 for real a
+        log(c r), c > 0     -> log(c) + log(r)     likewise a factor SymPy knows positive
+        log(b**k)           -> k log(b)            the one factor left, k odd or not whole:
+                                                   NaN on both sides where b < 0
+
+    ``log(probs)`` of a softmax is ``(logits - maxes) - log(counts_sum)``, finite where probs
+    rounds to 0; ``log(x y)`` stays as it is."""
+    if not isinstance(expr, sp.Basic) or not expr.has(sp.log):
+        return expr
+    return expr.replace(lambda e: isinstance(e, sp.log), _split_log)
+
+
+def _split_log(e: sp.log) -> sp.Expr:
+    coef, rest = e.args[0].as_coeff_Mul()
+    terms, left = [], []
+    if coef.is_positive and coef != 1:
+        terms.append(sp.log(coef))
+    elif coef != 1:
+        left.append(coef)
+    for f in sp.Mul.make_args(rest):
+        base, power = f.as_base_exp()
+        if isinstance(base, sp.exp) and base.args[0].is_extended_real:
+            terms.append(power * base.args[0])
+        elif base.is_positive and power.is_extended_real:
+            terms.append(power * sp.log(base))
+        else:
+            left.append(f)
+    if len(left) == 1:
+        base, power = left[0].as_base_exp()
+        if power.is_rational and not power.is_even and base.is_extended_real:
+            terms.append(power * sp.log(base))  # odd, or not whole (sqrt: NaN below 0 too)
+            left = []
+    if not terms:
+        return e
+    return sp.Add(*terms) + (sp.log(sp.Mul(*left)) if left else 0)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.identities import FORWARD_RULES, rewrite
+from derive.identities import FORWARD_RULES, rewrite, split_logs
 from derive.language import Definition, Graph
 from derive.symbolic.indices import (
     Fresh,
@@ -351,7 +351,7 @@ def stabilise(body: sp.Expr, canon: Canon, earlier: set[str]) -> sp.Expr:
         return fold(ruled, patterns)
     if not body.has(sp.log):
         return body
-    rewritten = sp.expand_log(inlined, force=True)
+    rewritten = split_logs(inlined)
     if any(a.has(sp.exp) for a in rewritten.atoms(sp.log)):
         return body
     return fold(rewritten, patterns)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.identities import FORWARD_RULES, rewrite
+from derive.identities import FORWARD_RULES, rewrite, split_logs
 from derive.language import Graph, View
 from derive.symbolic.canon import Canon, fold
 from derive.symbolic.reverse import Adjoints, inline
@@ -88,6 +88,7 @@ class Collapser:
         stepped = inline(self.adj, tensor, {} if stop else self.stepped, self.step, stop)
         simplified = self.simplifier.simplify(self.canon.inline(stepped))
         simplified = rewrite(simplified, FORWARD_RULES)  # log(sigma(z)) in a backward too
+        simplified = split_logs(simplified)  # log(probs) as z - m - log(S), as the forward's
         # common factors out first: exp(a)/S inside (g/S - h/S**2) exp(a) folds to probs only
         # once 1/S stands beside exp(a)
         return tidy(fold(tidy(simplified), self.patterns, self.folded))

@@ -176,3 +176,36 @@ def test_a_max_shifted_exp_read_through_a_gather_keeps_its_bound(tmp_path: Path)
     assert torch.isfinite(out).all() and torch.isfinite(ds).all()
     assert torch.allclose(out, want.detach(), rtol=1e-12)
     assert torch.allclose(ds, want_ds, rtol=1e-12, atol=1e-300)
+
+
+def test_softmax_entropy_is_finite_at_saturated_logits(tmp_path: Path) -> None:
+    module, _ = _module("softmax_entropy", tmp_path)
+    x = torch.tensor(
+        [[1e4, -1e4, 0.0], [1.0, 2.0, 3.0], [-800.0, 800.0, 800.0]], dtype=torch.float64
+    )
+    out, saved = module.forward(x)
+    (dx,) = module.backward(torch.ones_like(out), saved)
+
+    def reference(v):  # log_softmax is range-safe where log(softmax) is not
+        return -(torch.softmax(v, 1) * torch.log_softmax(v, 1)).sum(1)
+
+    want, (want_dx,) = _reference_grad(reference, x)
+    assert torch.isfinite(out).all() and torch.isfinite(dx).all()
+    assert torch.allclose(out, want, rtol=1e-12, atol=1e-300)
+    assert torch.allclose(dx, want_dx, rtol=1e-12, atol=GRAD_ATOL)
+
+
+def test_log_of_a_product_of_two_negatives_is_finite(tmp_path: Path) -> None:
+    module, _ = _module("log_of_a_product", tmp_path)
+    x = torch.tensor([-2.0, 2.0, -0.5], dtype=torch.float64)
+    y = torch.tensor([-3.0, 3.0, -4.0], dtype=torch.float64)
+    z = torch.tensor([-1.0, 5.0, -2.0], dtype=torch.float64)
+    out, saved = module.forward(x, y, z)
+    grads = module.backward(torch.ones_like(out), saved)
+    want, want_grads = _reference_grad(
+        lambda a, b, c: torch.log(a * b) + torch.log(torch.exp(a) * b * c), x, y, z
+    )
+    assert torch.isfinite(out).all()
+    assert torch.allclose(out, want, rtol=1e-14)
+    for got, ref in zip(grads, want_grads, strict=True):
+        assert torch.allclose(got, ref, rtol=1e-14)

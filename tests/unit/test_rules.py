@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 from derive.functions import FUNCTIONS, clamp, relu, sigmoid, softplus, where
-from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite
+from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite, split_logs
 from derive.symbolic.canon import Pattern, fold
 from derive.symbolic.simplify import SUM_RULES, Reduction, Simplifier, powsimp_exp
 
@@ -429,3 +429,22 @@ def test_a_case_analysis_asks_each_condition_once() -> None:
     before = implied.cache_info().hits
     assert implied(d, c, True) is False
     assert implied.cache_info().hits == before + 1
+
+
+SPLIT_LOG_CASES = [
+    # the exp's log splits off (exp(a) > 0), and the one factor left by an odd power
+    (sp.log(sp.exp(x[n] - mu[n]) / y[n]), x[n] - mu[n] - sp.log(y[n])),
+    (sp.log(2 * sp.exp(x[n]) * y[n]), x[n] + sp.log(2) + sp.log(y[n])),
+    (sp.log(sp.sqrt(x[n])), sp.log(x[n]) / 2),
+    # two factors of unknown sign, an even power, a negative number: as they stand
+    (sp.log(x[n] * y[n]), sp.log(x[n] * y[n])),
+    (sp.log(sp.exp(x[n]) * x[n] * y[n]), x[n] + sp.log(x[n] * y[n])),
+    (sp.log(y[n] ** 2), sp.log(y[n] ** 2)),
+    (sp.log(-2 * sp.exp(x[n]) / y[n]), x[n] + sp.log(-2 / y[n])),
+    (sp.log(sp.exp(x[n]) + 1), sp.log(sp.exp(x[n]) + 1)),
+]
+
+
+@pytest.mark.parametrize(("expr", "expected"), SPLIT_LOG_CASES)
+def test_split_logs_only_where_it_holds_for_every_real(expr: sp.Expr, expected: sp.Expr) -> None:
+    assert split_logs(expr) == expected
