@@ -530,9 +530,8 @@ def _double_backward_all(grad_out, saved):
         .permute(0, 2, 1, 3)
     )
     sum_Woh_grad_y_v = sum_Woh_grad_y @ v.permute(0, 1, 3, 2)
-    sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
-    sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
     sum_Woh_grad_y_probs_v = (probs * sum_Woh_grad_y_v).sum(3)
+    sum_probs = probs.sum(3)
     sum_Wh_at_all_2_Woh_grad_y = (
         (sum_Woh_grad_y.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 2].permute(1, 2, 0))
         .unflatten(1, (sum_Woh_grad_y.shape[0], sum_Woh_grad_y.shape[2]))
@@ -546,153 +545,100 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_db_dWh_at_all_2_grad_y_x = torch.einsum(
         "abcf,ebf,ade->abcd", sum_Woh_grad_y, db_dWh[:, 2], x
     )
-    sum_k_probs = (probs @ k).permute(0, 2, 1, 3)
-    t_Woh_grad_y_k_probs_v = torch.where(
-        (
-            torch.arange(H, device=grad_out.device)[:, None]
-            == torch.arange(H, device=grad_out.device)
-        )[:, None, None, :, None],
-        torch.addcmul(
-            torch.addcmul(
-                k.permute(0, 2, 1, 3)[:, None]
-                * sum_Woh_grad_y_v.permute(0, 2, 3, 1)[:, :, :, :, None],
-                sum_Woh_grad_y_v.permute(0, 2, 3, 1)[:, :, :, :, None],
-                sum_k_probs[:, :, None],
-                value=-1,
-            ),
-            sum_Woh_grad_y_probs_v.permute(0, 2, 1)[:, :, None, :, None],
-            k.permute(0, 2, 1, 3)[:, None],
-            value=-1,
-        )[:, None],
-        0,
-    )
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v_x = torch.einsum(
-        "abcdei,acei->abcd",
-        t_Woh_grad_y_k_probs_v,
-        (x @ db_dWh[:, 0].flatten(1)).unflatten(2, (db_dWh.shape[2], db_dWh.shape[3])),
-    )
-    del t_Woh_grad_y_k_probs_v
-    sum_probs_x = (probs.permute(0, 2, 1, 3).flatten(1, 2) @ x).unflatten(
-        1, (probs.shape[2], probs.shape[1])
-    )
-    t_Woh_grad_y_probs_v_x = torch.where(
-        (
-            torch.arange(H, device=grad_out.device)[:, None]
-            == torch.arange(H, device=grad_out.device)
-        )[:, None, None, :, None],
-        torch.addcmul(
-            torch.addcmul(
-                -x[:, None, :, None] * sum_Woh_grad_y_probs_v.permute(0, 2, 1)[:, :, None, :, None],
-                x[:, None, :, None],
-                sum_Woh_grad_y_v.permute(0, 2, 3, 1)[:, :, :, :, None],
-            ),
-            sum_Woh_grad_y_v.permute(0, 2, 3, 1)[:, :, :, :, None],
-            sum_probs_x[:, :, None],
-            value=-1,
-        )[:, None],
-        0,
-    )
-    shared_db_dWh_q = q.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 1].permute(1, 2, 0)
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v_x = torch.einsum(
-        "abcdeh,aceh->abcd",
-        t_Woh_grad_y_probs_v_x,
-        shared_db_dWh_q.unflatten(1, (q.shape[0], q.shape[2])).permute(1, 2, 0, 3),
-    )
-    del t_Woh_grad_y_probs_v_x
-    sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3)
     sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
-    sum_probs = probs.sum(3)
-    sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
-        "abcg,agf,fbe,abce->abc", probs, db_dx, Wh[:, 1], q
-    )
+    sum_k_probs = probs @ k
+    sum_db_dbh_at_0_k_probs = torch.einsum("bf,abcf->abc", db_dbh[0], sum_k_probs)
+    sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
     sum_Wh_at_all_0_k_probs = (
-        (sum_k_probs.permute(2, 0, 1, 3).flatten(1, 2) @ Wh[:, 0].permute(1, 2, 0))
-        .unflatten(1, (sum_k_probs.shape[0], sum_k_probs.shape[1]))
+        (sum_k_probs.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 0].permute(1, 2, 0))
+        .unflatten(1, (sum_k_probs.shape[0], sum_k_probs.shape[2]))
         .permute(1, 0, 2, 3)
     )
     sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,abcf->abc", db_dx, sum_Wh_at_all_0_k_probs)
-    sum_db_dbh_at_0_k_probs = torch.einsum(
-        "bf,abcf->abc", db_dbh[0], sum_k_probs.permute(0, 2, 1, 3)
+    sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
+    sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
+        "abcg,agf,fbe,abce->abc", probs, db_dx, Wh[:, 1], q
     )
+    shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v = (
+        sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]
+    )
+    t_Woh_grad_y_k_probs_v = torch.addcmul(
+        shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v[:, :, :, :, None] * k[:, :, None],
+        sum_Woh_grad_y_v[:, :, :, :, None],
+        sum_k_probs[:, :, :, None],
+        value=-1,
+    )
+    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v_x = torch.einsum(
+        "abcdh,abch->abcd",
+        t_Woh_grad_y_k_probs_v,
+        (x @ db_dWh[:, 0].flatten(1))
+        .unflatten(2, (db_dWh.shape[2], db_dWh.shape[3]))
+        .permute(0, 2, 1, 3),
+    )
+    del t_Woh_grad_y_k_probs_v
+    sum_probs_x = (probs.flatten(1, 2) @ x).unflatten(1, (probs.shape[1], probs.shape[2]))
+    t_Woh_grad_y_probs_v_x = torch.addcmul(
+        x[:, None, None] * shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v[:, :, :, :, None],
+        sum_Woh_grad_y_v[:, :, :, :, None],
+        sum_probs_x[:, :, :, None],
+        value=-1,
+    )
+    shared_db_dWh_q = q.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 1].permute(1, 2, 0)
+    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v_x = torch.einsum(
+        "abcdg,abcg->abcd",
+        t_Woh_grad_y_probs_v_x,
+        shared_db_dWh_q.unflatten(1, (q.shape[0], q.shape[2])).permute(1, 0, 2, 3),
+    )
+    del t_Woh_grad_y_probs_v_x
+    sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3, keepdim=True)
     dprobs = torch.addcmul(
-        torch.addcmul(
-            torch.addcmul(
-                torch.addcmul(
-                    torch.addcmul(
-                        torch.addcmul(
-                            torch.addcmul(
-                                torch.addcmul(
-                                    torch.addcmul(
-                                        torch.addcmul(
-                                            torch.addcmul(
-                                                torch.addcmul(
-                                                    sum_Wh_at_all_2_Woh_db_dx_grad_y
-                                                    + sum_dy_v
-                                                    + sum_Woh_db_dWh_at_all_2_grad_y_x
-                                                    + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v_x
-                                                    / math.sqrt(D)
-                                                    + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v_x
-                                                    / math.sqrt(D),
-                                                    sum_db_dbh_at_1_q[:, :, :, None],
-                                                    sum_Woh_grad_y_probs_v[:, :, :, None],
-                                                    value=-1 / math.sqrt(D),
-                                                ),
-                                                sum_db_dbh_at_0_k[:, :, None],
-                                                sum_Woh_grad_y_probs_v[:, :, :, None],
-                                                value=-1 / math.sqrt(D),
-                                            ),
-                                            (sum_db_dbh_at_1_q * sum_probs)[:, :, :, None],
-                                            sum_Woh_grad_y_v,
-                                            value=-1 / math.sqrt(D),
-                                        ),
-                                        sum_Wh_at_all_1_db_dx_probs_q[:, :, :, None],
-                                        sum_Woh_grad_y_v,
-                                        value=-1 / math.sqrt(D),
-                                    ),
-                                    sum_Wh_at_all_0_db_dx_k_probs[:, :, :, None],
-                                    sum_Woh_grad_y_v,
-                                    value=-1 / math.sqrt(D),
-                                ),
-                                sum_db_dbh_at_0_k_probs[:, :, :, None],
-                                sum_Woh_grad_y_v,
-                                value=-1 / math.sqrt(D),
-                            ),
-                            sum_Woh_grad_y_probs_v[:, :, :, None],
-                            sum_Wh_at_all_1_db_dx_q,
-                            value=-1 / math.sqrt(D),
-                        ),
-                        sum_Woh_grad_y_probs_v[:, :, :, None],
-                        sum_Wh_at_all_0_db_dx_k,
-                        value=-1 / math.sqrt(D),
-                    ),
-                    sum_Woh_grad_y_v,
-                    sum_Wh_at_all_1_db_dx_q,
-                    value=1 / math.sqrt(D),
-                ),
-                sum_Woh_grad_y_v,
-                sum_Wh_at_all_0_db_dx_k,
-                value=1 / math.sqrt(D),
-            ),
-            sum_db_dbh_at_1_q[:, :, :, None],
+        sum_Wh_at_all_2_Woh_db_dx_grad_y
+        + sum_dy_v
+        + sum_Woh_db_dWh_at_all_2_grad_y_x
+        + torch.addcmul(
+            sum_db_dbh_at_0_k[:, :, None] * shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v,
+            sum_db_dbh_at_0_k_probs[:, :, :, None],
             sum_Woh_grad_y_v,
-            value=1 / math.sqrt(D),
+            value=-1,
+        )
+        / math.sqrt(D)
+        + torch.addcmul(
+            shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * sum_Wh_at_all_0_db_dx_k,
+            sum_Wh_at_all_0_db_dx_k_probs[:, :, :, None],
+            sum_Woh_grad_y_v,
+            value=-1,
+        )
+        / math.sqrt(D)
+        + torch.addcmul(
+            shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * sum_Wh_at_all_1_db_dx_q,
+            sum_Wh_at_all_1_db_dx_probs_q[:, :, :, None],
+            sum_Woh_grad_y_v,
+            value=-1,
+        )
+        / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v_x / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v_x / math.sqrt(D),
+        sum_db_dbh_at_1_q,
+        torch.addcmul(
+            shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v,
+            sum_probs[:, :, :, None],
+            sum_Woh_grad_y_v,
+            value=-1,
         ),
-        sum_db_dbh_at_0_k[:, :, None],
-        sum_Woh_grad_y_v,
         value=1 / math.sqrt(D),
     )
     del (
-        sum_Wh_at_all_0_db_dx_k,
-        sum_Wh_at_all_1_db_dx_q,
         sum_Wh_at_all_2_Woh_db_dx_grad_y,
         sum_dy_v,
         sum_Woh_db_dWh_at_all_2_grad_y_x,
+        sum_db_dbh_at_0_k_probs,
+        sum_Wh_at_all_0_db_dx_k,
+        sum_Wh_at_all_0_db_dx_k_probs,
+        sum_Wh_at_all_1_db_dx_q,
+        sum_Wh_at_all_1_db_dx_probs_q,
         sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v_x,
         sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v_x,
         sum_db_dbh_at_1_q,
-        sum_Wh_at_all_1_db_dx_probs_q,
-        sum_Wh_at_all_0_db_dx_k_probs,
-        sum_db_dbh_at_0_k_probs,
     )
     sum_dprobs_probs = (probs * dprobs).sum(3)
     dcounts_sum = -sum_dprobs_probs / counts_sum
@@ -705,14 +651,30 @@ def _double_backward_all(grad_out, saved):
     del sum_counts_dcounts
     dscores = counts * dcounts
     dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
-    sum_Woh_grad_y_probs = probs.permute(0, 1, 3, 2) @ sum_Woh_grad_y
     sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
+    sum_Woh_grad_y_probs = probs.permute(0, 1, 3, 2) @ sum_Woh_grad_y
+    sum_Woh_grad_y_k_probs = torch.einsum(
+        "abec,abef,abde->abcdf", probs, sum_k_probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
+    )
+    sum_Woh_db_dbh_at_0_grad_y_k_probs = torch.einsum(
+        "bf,abcdf->abcd", db_dbh[0], sum_Woh_grad_y_k_probs
+    )
+    del sum_Woh_grad_y_k_probs
     sum_Woh_grad_y_probs_q = torch.einsum(
         "abec,abef,abde->abcdf", probs, q, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
     sum_Woh_db_dbh_at_1_grad_y_probs_q = torch.einsum(
         "bf,abcdf->abcd", db_dbh[1], sum_Woh_grad_y_probs_q
     )
+    sum_Woh_grad_y_probs_q_1 = torch.einsum(
+        "abcef,abde->abcdf",
+        torch.einsum("abce,abef->abcef", torch.einsum("abec,abe->abce", probs, sum_probs), q),
+        sum_Woh_grad_y.permute(0, 1, 3, 2),
+    )
+    sum_Woh_db_dbh_at_1_grad_y_probs_q_1 = torch.einsum(
+        "bf,abcdf->abcd", db_dbh[1], sum_Woh_grad_y_probs_q_1
+    )
+    del sum_Woh_grad_y_probs_q_1
     sum_Wh_at_all_1_Woh_grad_y_probs_q = (
         (sum_Woh_grad_y_probs_q.permute(1, 0, 2, 3, 4).flatten(1, 3) @ Wh[:, 1].permute(1, 2, 0))
         .unflatten(
@@ -729,6 +691,28 @@ def _double_backward_all(grad_out, saved):
         "acg,abcdg->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q
     )
     del sum_Wh_at_all_1_Woh_grad_y_probs_q
+    sum_Woh_grad_y_probs_q_2 = torch.einsum(
+        "abceh,abdef->abcdfh",
+        torch.einsum("abec,abeh->abceh", probs, probs),
+        torch.einsum("abef,abde->abdef", q, sum_Woh_grad_y.permute(0, 1, 3, 2)),
+    )
+    sum_Wh_at_all_1_Woh_grad_y_probs_q_1 = (
+        (Wh[:, 1].permute(1, 0, 2) @ sum_Woh_grad_y_probs_q_2.permute(1, 4, 0, 2, 3, 5).flatten(2))
+        .unflatten(
+            2,
+            (
+                sum_Woh_grad_y_probs_q_2.shape[0],
+                sum_Woh_grad_y_probs_q_2.shape[2],
+                sum_Woh_grad_y_probs_q_2.shape[3],
+                sum_Woh_grad_y_probs_q_2.shape[5],
+            ),
+        )
+        .permute(2, 0, 3, 4, 1, 5)
+    )
+    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 = torch.einsum(
+        "ahg,abcdgh->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q_1
+    )
+    del sum_Wh_at_all_1_Woh_grad_y_probs_q_1
     sum_Woh_db_dx_grad_y_probs = torch.einsum(
         "abec,aef,abde->abcdf", probs, db_dx, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
@@ -736,133 +720,82 @@ def _double_backward_all(grad_out, saved):
         "fbg,abcg,abcdf->abcd", Wh[:, 0], k, sum_Woh_db_dx_grad_y_probs
     )
     del sum_Woh_db_dx_grad_y_probs
-    sum_Woh_grad_y_probs_x = torch.einsum("abcd,acg,abcf->abdfg", probs, x, sum_Woh_grad_y)
-    sum_Woh_grad_y_k_probs_x = torch.einsum(
-        "abcdg,abcfh->abdfgh",
-        torch.einsum("abcd,acg->abcdg", probs, x),
-        torch.einsum("abch,abcf->abcfh", sum_k_probs.permute(0, 2, 1, 3), sum_Woh_grad_y),
-    )
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = torch.where(
-        (
-            torch.arange(H, device=grad_out.device)
-            == torch.arange(H, device=grad_out.device)[:, None]
-        )[:, None, :, None, None, None],
-        (
-            db_dWh[:, 0].permute(1, 0, 2)[:, None, None]
-            * torch.addcmul(
-                -sum_Woh_grad_y_k_probs_x,
-                k[:, :, :, None, None],
-                sum_Woh_grad_y_probs_x[:, :, :, :, :, None],
-            )
-        )[:, :, :, None],
-        0,
-    ).sum((5, 1, 6))
-    del sum_Woh_grad_y_probs_x, sum_Woh_grad_y_k_probs_x
-    sum_Woh_grad_y_probs_q_1 = torch.einsum(
-        "abcfi,abcdg->abdfgi",
-        torch.einsum("abcf,abci->abcfi", probs, probs),
-        torch.einsum("abcd,abcg->abcdg", q, sum_Woh_grad_y),
-    )
-    sum_Woh_grad_y_probs_q_x = (sum_Woh_grad_y_probs_q_1.flatten(1, 4) @ x).unflatten(
-        1,
-        (
-            sum_Woh_grad_y_probs_q_1.shape[1],
-            sum_Woh_grad_y_probs_q_1.shape[2],
-            sum_Woh_grad_y_probs_q_1.shape[3],
-            sum_Woh_grad_y_probs_q_1.shape[4],
-        ),
-    )
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x = torch.where(
-        (
-            torch.arange(H, device=grad_out.device)
-            == torch.arange(H, device=grad_out.device)[:, None]
-        )[:, None, :, None, None, None],
-        (
-            db_dWh[:, 1].permute(1, 2, 0)[:, :, None, None]
-            * torch.addcmul(
-                -sum_Woh_grad_y_probs_q_x,
-                x[:, None, None, :, None],
-                sum_Woh_grad_y_probs_q.permute(0, 1, 4, 2, 3)[:, :, :, :, :, None],
-            )
-        )[:, :, :, None],
-        0,
-    ).sum((6, 1, 2))
-    del sum_Woh_grad_y_probs_q, sum_Woh_grad_y_probs_q_x
-    sum_Woh_grad_y_k_probs = torch.einsum(
-        "abec,abef,abde->abcdf",
-        probs,
-        sum_k_probs.permute(0, 2, 1, 3),
-        sum_Woh_grad_y.permute(0, 1, 3, 2),
-    )
-    sum_Woh_db_dbh_at_0_grad_y_k_probs = torch.einsum(
-        "bf,abcdf->abcd", db_dbh[0], sum_Woh_grad_y_k_probs
-    )
-    del sum_Woh_grad_y_k_probs
-    sum_Woh_grad_y_probs_q_2 = torch.einsum(
-        "abcef,abde->abcdf",
-        torch.einsum("abce,abef->abcef", torch.einsum("abec,abe->abce", probs, sum_probs), q),
-        sum_Woh_grad_y.permute(0, 1, 3, 2),
-    )
-    sum_Woh_db_dbh_at_1_grad_y_probs_q_1 = torch.einsum(
-        "bf,abcdf->abcd", db_dbh[1], sum_Woh_grad_y_probs_q_2
-    )
-    del sum_Woh_grad_y_probs_q_2
-    sum_Wh_at_all_1_Woh_grad_y_probs_q_1 = (
-        (Wh[:, 1].permute(1, 0, 2) @ sum_Woh_grad_y_probs_q_1.permute(1, 2, 0, 3, 4, 5).flatten(2))
-        .unflatten(
-            2,
-            (
-                sum_Woh_grad_y_probs_q_1.shape[0],
-                sum_Woh_grad_y_probs_q_1.shape[3],
-                sum_Woh_grad_y_probs_q_1.shape[4],
-                sum_Woh_grad_y_probs_q_1.shape[5],
-            ),
-        )
-        .permute(2, 0, 3, 4, 1, 5)
-    )
-    del sum_Woh_grad_y_probs_q_1
-    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 = torch.einsum(
-        "ahg,abcdgh->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q_1
-    )
-    del sum_Wh_at_all_1_Woh_grad_y_probs_q_1
     sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 = (
         torch.einsum(
             "abec,abe->abce", probs, torch.einsum("aef,abef->abe", db_dx, sum_Wh_at_all_0_k_probs)
         )
         @ sum_Woh_grad_y
     )
+    sum_Woh_grad_y_probs_x = torch.einsum("abcd,acf,abce->abdef", probs, x, sum_Woh_grad_y)
+    sum_Woh_grad_y_k_probs_x = torch.einsum(
+        "abcdf,abceg->abdefg",
+        torch.einsum("abcd,acf->abcdf", probs, x),
+        torch.einsum("abcg,abce->abceg", sum_k_probs, sum_Woh_grad_y),
+    )
     del sum_Woh_grad_y
-    dv = torch.addcmul(
+    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = (
+        db_dWh[:, 0].permute(1, 0, 2)[:, None, None]
+        * torch.addcmul(
+            -sum_Woh_grad_y_k_probs_x,
+            k[:, :, :, None, None],
+            sum_Woh_grad_y_probs_x[:, :, :, :, :, None],
+        )
+    ).sum((4, 5))
+    del sum_Woh_grad_y_probs_x, sum_Woh_grad_y_k_probs_x
+    sum_Woh_grad_y_probs_q_x = (
+        sum_Woh_grad_y_probs_q_2.permute(0, 1, 4, 2, 3, 5).flatten(1, 4) @ x
+    ).unflatten(
+        1,
+        (
+            sum_Woh_grad_y_probs_q_2.shape[1],
+            sum_Woh_grad_y_probs_q_2.shape[4],
+            sum_Woh_grad_y_probs_q_2.shape[2],
+            sum_Woh_grad_y_probs_q_2.shape[3],
+        ),
+    )
+    del sum_Woh_grad_y_probs_q_2
+    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x = (
+        db_dWh[:, 1].permute(1, 2, 0)[:, :, None, None]
+        * torch.addcmul(
+            -sum_Woh_grad_y_probs_q_x,
+            x[:, None, None, :, None],
+            sum_Woh_grad_y_probs_q.permute(0, 1, 4, 2, 3)[:, :, :, :, :, None],
+        )
+    ).sum((5, 2))
+    del sum_Woh_grad_y_probs_q, sum_Woh_grad_y_probs_q_x
+    dv = (
         sum_dy_probs
-        + sum_Woh_db_dbh_at_1_grad_y_probs_q / math.sqrt(D)
-        + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q / math.sqrt(D)
-        + sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x.permute(0, 2, 1, 3) / math.sqrt(D)
+        + torch.addcmul(
+            -sum_Woh_db_dbh_at_0_grad_y_k_probs,
+            sum_db_dbh_at_0_k[:, :, :, None],
+            sum_Woh_grad_y_probs,
+        )
+        / math.sqrt(D)
+        + (sum_Woh_db_dbh_at_1_grad_y_probs_q - sum_Woh_db_dbh_at_1_grad_y_probs_q_1) / math.sqrt(D)
+        + (sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q - sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1)
+        / math.sqrt(D)
+        + (sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs - sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1)
+        / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x / math.sqrt(D)
-        - (sum_Woh_db_dbh_at_0_grad_y_k_probs / math.sqrt(D))
-        - (sum_Woh_db_dbh_at_1_grad_y_probs_q_1 / math.sqrt(D))
-        - (sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 / math.sqrt(D))
-        - (sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 / math.sqrt(D)),
-        sum_db_dbh_at_0_k[:, :, :, None],
-        sum_Woh_grad_y_probs,
-        value=1 / math.sqrt(D),
     )
     del (
         sum_db_dbh_at_0_k,
         sum_dy_probs,
+        sum_Woh_db_dbh_at_0_grad_y_k_probs,
         sum_Woh_db_dbh_at_1_grad_y_probs_q,
+        sum_Woh_db_dbh_at_1_grad_y_probs_q_1,
         sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q,
+        sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1,
         sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs,
+        sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1,
         sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x,
         sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x,
-        sum_Woh_db_dbh_at_0_grad_y_k_probs,
-        sum_Woh_db_dbh_at_1_grad_y_probs_q_1,
-        sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1,
-        sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1,
     )
     t_Woh_grad_y_probs_v = (
         sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None]
     ) * probs.permute(0, 1, 3, 2)
+    del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
     sum_Woh_grad_y_probs_v_1 = t_Woh_grad_y_probs_v.sum(3, keepdim=True)
     sum_dscores_q = (
         (
@@ -909,10 +842,10 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v,
         sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x,
     )
-    sum_Woh_grad_y_probs_v_2 = (
-        (sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]) * probs
-    ).sum(3, keepdim=True)
-    del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
+    sum_Woh_grad_y_probs_v_2 = (shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * probs).sum(
+        3, keepdim=True
+    )
+    del shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v
     sum_dscores_k = (
         (
             (
@@ -974,6 +907,7 @@ def _double_backward_all(grad_out, saved):
         0, 2, 1
     )
     del sum_grad_y_probs_x
+    sum_probs_v = v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     sum_k_probs_v = torch.einsum("abgh,abhi,abhd->abdgi", probs, k, v)
     sum_Wh_at_all_0_k_probs_v = (
         (Wh[:, 0].permute(1, 0, 2) @ sum_k_probs_v.permute(1, 4, 0, 2, 3).flatten(2))
@@ -989,7 +923,6 @@ def _double_backward_all(grad_out, saved):
         )
         .permute(2, 0, 3, 1, 4)
     )
-    sum_probs_v = v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
     sum_grad_y_probs_q_v = torch.einsum(
         "abegi,abdhi->abdegh",
         torch.einsum("abig,aie->abegi", probs, grad_y),
@@ -1013,24 +946,21 @@ def _double_backward_all(grad_out, saved):
         * torch.addcmul(
             torch.addcmul(
                 torch.addcmul(
-                    torch.addcmul(
-                        sum_Wh_at_all_1_grad_y_probs_q_v * (-1 / math.sqrt(D)),
-                        Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None],
-                        sum_grad_y_probs.permute(2, 0, 1, 3)[:, :, None, :, None],
-                    ),
-                    (
-                        grad_y.permute(0, 2, 1)[:, None, :, None]
-                        * sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None]
-                    )[:, :, None],
-                    sum_probs_v[:, :, :, None, None],
-                    value=-1 / math.sqrt(D),
-                ),
-                v.permute(0, 1, 3, 2)[:, :, :, None, None],
-                sum_Wh_at_all_1_grad_y_probs_q[:, :, None],
-                value=1 / math.sqrt(D),
+                    -sum_Wh_at_all_1_grad_y_probs_q_v,
+                    v.permute(0, 1, 3, 2)[:, :, :, None, None],
+                    sum_Wh_at_all_1_grad_y_probs_q[:, :, None],
+                )
+                / math.sqrt(D),
+                Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None],
+                sum_grad_y_probs.permute(2, 0, 1, 3)[:, :, None, :, None],
             ),
             grad_y.permute(0, 2, 1)[:, None, None, :, None],
-            sum_Wh_at_all_0_k_probs_v[:, :, :, None],
+            torch.addcmul(
+                sum_Wh_at_all_0_k_probs_v,
+                sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None],
+                sum_probs_v[:, :, :, None],
+                value=-1,
+            )[:, :, :, None],
             value=1 / math.sqrt(D),
         )
     ).sum((0, 5, 4))
@@ -1051,6 +981,16 @@ def _double_backward_all(grad_out, saved):
     )
     sum_db_dbh_at_0_grad_y_k_probs_v = torch.einsum("af,abcf->abc", db_dbh[0], sum_grad_y_k_probs_v)
     del sum_grad_y_k_probs_v
+    sum_grad_y_k_probs_v_1 = torch.einsum(
+        "dgc,adfg,abdg->abcf",
+        grad_y,
+        sum_k_probs.permute(1, 0, 3, 2),
+        sum_probs_v.permute(1, 2, 0, 3),
+    )
+    sum_db_dbh_at_0_grad_y_k_probs_v_1 = torch.einsum(
+        "af,abcf->abc", db_dbh[0], sum_grad_y_k_probs_v_1
+    )
+    del sum_grad_y_k_probs_v_1
     sum_grad_y_probs_q_v_1 = (
         v.permute(1, 3, 0, 2).flatten(2)
         @ sum_grad_y_probs_q.permute(1, 0, 3, 2, 4).flatten(1, 2).flatten(2)
@@ -1059,73 +999,6 @@ def _double_backward_all(grad_out, saved):
         "af,abcf->abc", db_dbh[1], sum_grad_y_probs_q_v_1
     )
     del sum_grad_y_probs_q_v_1
-    t_k_probs_v = torch.addcmul(
-        sum_k_probs_v.permute(0, 1, 2, 4, 3),
-        sum_probs_v[:, :, :, None],
-        sum_k_probs.permute(0, 2, 3, 1)[:, :, None],
-        value=-1,
-    )
-    del sum_k_probs_v
-    sum_grad_y_k_probs_v_x = (
-        (
-            torch.einsum("aif,aig->afgi", grad_y, x).permute(1, 2, 0, 3).flatten(2)
-            @ t_k_probs_v.permute(0, 4, 1, 2, 3).flatten(0, 1).flatten(1)
-        )
-        .unflatten(2, (t_k_probs_v.shape[1], t_k_probs_v.shape[2], t_k_probs_v.shape[3]))
-        .permute(2, 3, 0, 1, 4)
-    )
-    del t_k_probs_v
-    sum_db_dWh_at_all_0_grad_y_k_probs_v_x = torch.where(
-        (
-            torch.arange(H, device=grad_out.device)
-            == torch.arange(H, device=grad_out.device)[:, None]
-        )[:, None, :, None, None, None],
-        (db_dWh[:, 0].permute(1, 0, 2)[:, None, None] * sum_grad_y_k_probs_v_x)[:, :, None],
-        0,
-    ).sum((4, 0, 5))
-    del sum_grad_y_k_probs_v_x
-    t_grad_y_probs_q_v = torch.addcmul(
-        -sum_grad_y_probs_q_v.permute(0, 1, 2, 3, 5, 4),
-        v.permute(0, 1, 3, 2)[:, :, :, None, None],
-        sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)[:, :, None],
-    )
-    del sum_grad_y_probs_q, sum_grad_y_probs_q_v
-    sum_grad_y_probs_q_v_x = (
-        (
-            x.permute(2, 0, 1).flatten(1)
-            @ t_grad_y_probs_q_v.permute(0, 5, 1, 2, 3, 4).flatten(0, 1).flatten(1)
-        )
-        .unflatten(
-            1,
-            (
-                t_grad_y_probs_q_v.shape[1],
-                t_grad_y_probs_q_v.shape[2],
-                t_grad_y_probs_q_v.shape[3],
-                t_grad_y_probs_q_v.shape[4],
-            ),
-        )
-        .permute(1, 2, 3, 0, 4)
-    )
-    del t_grad_y_probs_q_v
-    sum_db_dWh_at_all_1_grad_y_probs_q_v_x = torch.where(
-        (
-            torch.arange(H, device=grad_out.device)
-            == torch.arange(H, device=grad_out.device)[:, None]
-        )[:, None, :, None, None, None],
-        (db_dWh[:, 1].permute(1, 0, 2)[:, None, None] * sum_grad_y_probs_q_v_x)[:, :, None],
-        0,
-    ).sum((4, 0, 5))
-    del sum_grad_y_probs_q_v_x
-    sum_grad_y_k_probs_v_1 = torch.einsum(
-        "dgc,adfg,abdg->abcf",
-        grad_y,
-        sum_k_probs.permute(2, 0, 3, 1),
-        sum_probs_v.permute(1, 2, 0, 3),
-    )
-    sum_db_dbh_at_0_grad_y_k_probs_v_1 = torch.einsum(
-        "af,abcf->abc", db_dbh[0], sum_grad_y_k_probs_v_1
-    )
-    del sum_grad_y_k_probs_v_1
     sum_grad_y_probs_q_v_2 = torch.einsum(
         "acdfg,abdg->abcf",
         torch.einsum(
@@ -1133,21 +1006,65 @@ def _double_backward_all(grad_out, saved):
         ),
         sum_probs_v.permute(1, 2, 0, 3),
     )
-    del sum_probs_v
     sum_db_dbh_at_1_grad_y_probs_q_v_1 = torch.einsum(
         "af,abcf->abc", db_dbh[1], sum_grad_y_probs_q_v_2
     )
     del sum_grad_y_probs_q_v_2
+    t_k_probs_v = torch.addcmul(
+        sum_k_probs_v.permute(1, 2, 0, 4, 3),
+        sum_probs_v.permute(1, 2, 0, 3)[:, :, :, None],
+        sum_k_probs.permute(1, 0, 3, 2)[:, None],
+        value=-1,
+    )
+    del sum_probs_v, sum_k_probs_v
+    sum_grad_y_k_probs_v_x = (
+        (
+            torch.einsum("dhc,dhf->cdfh", grad_y, x).permute(0, 2, 1, 3).flatten(2)
+            @ t_k_probs_v.permute(2, 4, 0, 1, 3).flatten(0, 1).flatten(1)
+        )
+        .unflatten(2, (t_k_probs_v.shape[0], t_k_probs_v.shape[1], t_k_probs_v.shape[3]))
+        .permute(2, 3, 0, 1, 4)
+    )
+    del t_k_probs_v
+    sum_db_dWh_at_all_0_grad_y_k_probs_v_x = torch.einsum(
+        "fag,abcfg->abc", db_dWh[:, 0], sum_grad_y_k_probs_v_x
+    )
+    del sum_grad_y_k_probs_v_x
+    t_grad_y_probs_q_v = torch.addcmul(
+        -sum_grad_y_probs_q_v.permute(1, 2, 3, 0, 5, 4),
+        v.permute(1, 3, 0, 2)[:, :, None, :, None],
+        sum_grad_y_probs_q.permute(1, 2, 0, 4, 3)[:, None],
+    )
+    del sum_grad_y_probs_q, sum_grad_y_probs_q_v
+    sum_grad_y_probs_q_v_x = (
+        (
+            x.permute(2, 0, 1).flatten(1)
+            @ t_grad_y_probs_q_v.permute(3, 5, 0, 1, 2, 4).flatten(0, 1).flatten(1)
+        )
+        .unflatten(
+            1,
+            (
+                t_grad_y_probs_q_v.shape[0],
+                t_grad_y_probs_q_v.shape[1],
+                t_grad_y_probs_q_v.shape[2],
+                t_grad_y_probs_q_v.shape[4],
+            ),
+        )
+        .permute(1, 2, 3, 0, 4)
+    )
+    del t_grad_y_probs_q_v
+    sum_db_dWh_at_all_1_grad_y_probs_q_v_x = torch.einsum(
+        "fag,abcfg->abc", db_dWh[:, 1], sum_grad_y_probs_q_v_x
+    )
+    del sum_grad_y_probs_q_v_x
     sum_grad_y = grad_y.sum((1, 0))
     dWoh = torch.addcmul(
         sum_db_dWh_at_all_2_grad_y_probs_x
         + sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v
-        + sum_db_dbh_at_0_grad_y_k_probs_v / math.sqrt(D)
-        + sum_db_dbh_at_1_grad_y_probs_q_v / math.sqrt(D)
-        + sum_db_dWh_at_all_0_grad_y_k_probs_v_x.permute(1, 0, 2) / math.sqrt(D)
-        + sum_db_dWh_at_all_1_grad_y_probs_q_v_x.permute(1, 0, 2) / math.sqrt(D)
-        - (sum_db_dbh_at_0_grad_y_k_probs_v_1 / math.sqrt(D))
-        - (sum_db_dbh_at_1_grad_y_probs_q_v_1 / math.sqrt(D)),
+        + (sum_db_dbh_at_0_grad_y_k_probs_v - sum_db_dbh_at_0_grad_y_k_probs_v_1) / math.sqrt(D)
+        + (sum_db_dbh_at_1_grad_y_probs_q_v - sum_db_dbh_at_1_grad_y_probs_q_v_1) / math.sqrt(D)
+        + sum_db_dWh_at_all_0_grad_y_k_probs_v_x / math.sqrt(D)
+        + sum_db_dWh_at_all_1_grad_y_probs_q_v_x / math.sqrt(D),
         sum_grad_y,
         db_dbh[2][:, :, None],
     )
@@ -1155,11 +1072,11 @@ def _double_backward_all(grad_out, saved):
         sum_db_dWh_at_all_2_grad_y_probs_x,
         sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v,
         sum_db_dbh_at_0_grad_y_k_probs_v,
+        sum_db_dbh_at_0_grad_y_k_probs_v_1,
         sum_db_dbh_at_1_grad_y_probs_q_v,
+        sum_db_dbh_at_1_grad_y_probs_q_v_1,
         sum_db_dWh_at_all_0_grad_y_k_probs_v_x,
         sum_db_dWh_at_all_1_grad_y_probs_q_v_x,
-        sum_db_dbh_at_0_grad_y_k_probs_v_1,
-        sum_db_dbh_at_1_grad_y_probs_q_v_1,
         sum_grad_y,
     )
     dWo = dWoh.reshape(C, C)
@@ -1238,106 +1155,93 @@ def _double_backward_all(grad_out, saved):
     dbo = grad_out.new_zeros((C,))
     sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
     sum_db_dWh_at_all_2_probs_x = (
-        (sum_probs_x.permute(2, 0, 1, 3).flatten(1, 2) @ db_dWh[:, 2].permute(1, 0, 2))
-        .unflatten(1, (sum_probs_x.shape[0], sum_probs_x.shape[1]))
+        (sum_probs_x.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 2].permute(1, 0, 2))
+        .unflatten(1, (sum_probs_x.shape[0], sum_probs_x.shape[2]))
         .permute(1, 2, 0, 3)
     )
     sum_Woh_db_dWh_at_all_2_probs_x = sum_db_dWh_at_all_2_probs_x.flatten(2) @ Woh.flatten(0, 1)
     del sum_db_dWh_at_all_2_probs_x
     sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
-    sum_Woh_v = (
-        (v.permute(1, 0, 2, 3).flatten(1, 2) @ Woh)
-        .unflatten(1, (v.shape[0], v.shape[2]))
-        .permute(1, 0, 2, 3)
-    )
-    sum_Woh_k_probs_v = torch.einsum("abic,abcj,abcg->abgij", probs, k, sum_Woh_v)
-    sum_Woh_probs_v = sum_Woh_v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
-    t_Woh_k_probs_v = torch.addcmul(
-        sum_Woh_k_probs_v,
-        sum_Woh_probs_v[:, :, :, :, None],
-        sum_k_probs.permute(0, 2, 1, 3)[:, :, None],
-        value=-1,
-    )
-    sum_Wh_at_all_0_Woh_k_probs_v = (
-        (Wh[:, 0].flatten(1) @ t_Woh_k_probs_v.permute(1, 4, 0, 2, 3).flatten(0, 1).flatten(1))
-        .unflatten(
-            1, (t_Woh_k_probs_v.shape[0], t_Woh_k_probs_v.shape[2], t_Woh_k_probs_v.shape[3])
-        )
-        .permute(1, 2, 0, 3)
-    )
     sum_Wh_at_all_2_Woh_probs = (
         (
             (Woh.permute(0, 2, 1) @ Wh[:, 2].permute(1, 2, 0)).permute(1, 2, 0)
             @ probs.permute(1, 0, 2, 3).flatten(1)
         )
         .unflatten(2, (probs.shape[0], probs.shape[2], probs.shape[3]))
-        .permute(2, 3, 0, 1, 4)
+        .permute(2, 3, 0, 4, 1)
     )
-    t_Woh_probs_v = probs[:, :, :, None] * (
-        sum_Woh_v.permute(0, 1, 3, 2)[:, :, None]
-        - sum_Woh_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None]
+    sum_Wh_at_all_2_Woh_db_dx_probs = torch.einsum(
+        "aef,abcef->abc", db_dx, sum_Wh_at_all_2_Woh_probs
+    )
+    del sum_Wh_at_all_2_Woh_probs
+    sum_Woh_v = (
+        (Woh.permute(0, 2, 1) @ v.permute(1, 3, 0, 2).flatten(2))
+        .unflatten(2, (v.shape[0], v.shape[2]))
+        .permute(2, 1, 0, 3)
+    )
+    sum_Woh_k_probs_v = torch.einsum("adbe,adeh,acde->abcdh", probs, k, sum_Woh_v)
+    sum_Woh_probs_v = (sum_Woh_v.permute(0, 2, 1, 3) @ probs.permute(0, 1, 3, 2)).permute(
+        0, 3, 2, 1
+    )
+    t_Woh_k_probs_v = torch.addcmul(
+        sum_Woh_k_probs_v,
+        sum_Woh_probs_v[:, :, :, :, None],
+        sum_k_probs.permute(0, 2, 1, 3)[:, :, None],
+        value=-1,
+    )
+    sum_Wh_at_all_0_Woh_k_probs_v = t_Woh_k_probs_v.flatten(3) @ Wh[:, 0].permute(1, 2, 0).flatten(
+        0, 1
+    )
+    sum_Wh_at_all_0_Woh_db_dx_k_probs_v = torch.einsum(
+        "abg,abcg->abc", db_dx, sum_Wh_at_all_0_Woh_k_probs_v
+    )
+    del sum_Wh_at_all_0_Woh_k_probs_v
+    sum_Woh_db_dbh_at_0_k_probs_v = (
+        db_dbh[0][:, None, None]
+        * torch.addcmul(
+            sum_Woh_k_probs_v.permute(0, 3, 1, 2, 4),
+            sum_Woh_probs_v.permute(0, 3, 1, 2)[:, :, :, :, None],
+            sum_k_probs[:, :, :, None],
+            value=-1,
+        )
+    ).sum((1, 4))
+    del sum_k_probs, sum_Woh_k_probs_v
+    t_Woh_probs_v = probs.permute(0, 2, 1, 3)[:, :, None] * (
+        sum_Woh_v[:, None] - sum_Woh_probs_v[:, :, :, :, None]
     )
     sum_Wh_at_all_1_Woh_probs_q_v = (
         (
             (q.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 1].permute(1, 2, 0))
             .unflatten(1, (q.shape[0], q.shape[2]))
             .permute(1, 2, 3, 0)
-            @ t_Woh_probs_v.permute(0, 2, 1, 3, 4).flatten(3)
+            @ t_Woh_probs_v.permute(0, 1, 3, 2, 4).flatten(3)
         )
-        .unflatten(3, (t_Woh_probs_v.shape[3], t_Woh_probs_v.shape[4]))
+        .unflatten(3, (t_Woh_probs_v.shape[2], t_Woh_probs_v.shape[4]))
         .permute(0, 1, 3, 2, 4)
     )
     del t_Woh_probs_v
-    sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v = torch.where(
-        (
-            torch.arange(B, device=grad_out.device)
-            == torch.arange(B, device=grad_out.device)[:, None]
-        )[:, :, None, None, None, None],
-        (
-            db_dx.permute(0, 2, 1)[:, None, None]
-            * torch.addcmul(
-                sum_Wh_at_all_2_Woh_probs + sum_Wh_at_all_1_Woh_probs_q_v / math.sqrt(D),
-                (
-                    torch.arange(T, device=grad_out.device)[:, None]
-                    == torch.arange(T, device=grad_out.device)
-                ).to(grad_out.dtype)[:, None, None],
-                sum_Wh_at_all_0_Woh_k_probs_v[:, None],
-                value=1 / math.sqrt(D),
-            )
-        )[:, None],
-        0,
-    ).sum((0, 5, 4))
-    del sum_Wh_at_all_0_Woh_k_probs_v, sum_Wh_at_all_2_Woh_probs, sum_Wh_at_all_1_Woh_probs_q_v
-    sum_Woh_db_dbh_at_0_k_probs_v = (
-        db_dbh[0][:, None, None]
-        * torch.addcmul(
-            sum_Woh_k_probs_v.permute(0, 1, 3, 2, 4),
-            sum_Woh_probs_v.permute(0, 1, 3, 2)[:, :, :, :, None],
-            sum_k_probs.permute(0, 2, 1, 3)[:, :, :, None],
-            value=-1,
-        )
-    ).sum((1, 4))
-    del sum_k_probs, sum_Woh_k_probs_v
-    t_probs = 1 - sum_probs.permute(0, 2, 1)
+    sum_Wh_at_all_1_Woh_db_dx_probs_q_v = torch.einsum(
+        "ahg,abcgh->abc", db_dx, sum_Wh_at_all_1_Woh_probs_q_v
+    )
+    del sum_Wh_at_all_1_Woh_probs_q_v
+    t_Woh_probs_v_1 = torch.addcmul(
+        sum_Woh_probs_v, sum_probs.permute(0, 2, 1)[:, :, None], sum_Woh_probs_v, value=-1
+    )
     del sum_probs
     sum_Woh_db_dbh_at_1_probs_q_v = torch.einsum(
-        "abd,abcd->abc",
-        torch.einsum("abd,abd->abd", t_probs, torch.einsum("dg,adbg->abd", db_dbh[1], q)),
-        sum_Woh_probs_v.permute(0, 3, 2, 1),
+        "abcd,abd->abc", t_Woh_probs_v_1, torch.einsum("dg,adbg->abd", db_dbh[1], q)
     )
-    del t_probs
+    del t_Woh_probs_v_1
     sum_Woh_db_dWh_at_all_0_k_probs_v_x = torch.einsum(
-        "adcbh,gdh,abg->abc", t_Woh_k_probs_v, db_dWh[:, 0], x
+        "abcdh,gdh,abg->abc", t_Woh_k_probs_v, db_dWh[:, 0], x
     )
     del t_Woh_k_probs_v
-    sum_Woh_probs_v_x = torch.einsum(
-        "adbe,aeg,acde->abcdg", probs, x, sum_Woh_v.permute(0, 3, 1, 2)
-    )
+    sum_Woh_probs_v_x = torch.einsum("adbe,aeg,acde->abcdg", probs, x, sum_Woh_v)
     del sum_Woh_v
     t_Woh_probs_v_x = torch.addcmul(
         sum_Woh_probs_v_x,
-        sum_Woh_probs_v.permute(0, 3, 2, 1)[:, :, :, :, None],
-        sum_probs_x[:, :, None],
+        sum_Woh_probs_v[:, :, :, :, None],
+        sum_probs_x.permute(0, 2, 1, 3)[:, :, None],
         value=-1,
     )
     del sum_probs_x, sum_Woh_probs_v, sum_Woh_probs_v_x
@@ -1353,8 +1257,10 @@ def _double_backward_all(grad_out, saved):
         + sum_Woh_db_dbh_at_2
         + sum_Woh_db_dWh_at_all_2_probs_x
         + sum_db_dWoh_y
-        + sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v
+        + sum_Wh_at_all_2_Woh_db_dx_probs
+        + sum_Wh_at_all_0_Woh_db_dx_k_probs_v / math.sqrt(D)
         + sum_Woh_db_dbh_at_0_k_probs_v / math.sqrt(D)
+        + sum_Wh_at_all_1_Woh_db_dx_probs_q_v / math.sqrt(D)
         + sum_Woh_db_dbh_at_1_probs_q_v / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_0_k_probs_v_x / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_1_probs_q_v_x / math.sqrt(D)
@@ -1363,8 +1269,10 @@ def _double_backward_all(grad_out, saved):
         sum_Woh_db_dbh_at_2,
         sum_Woh_db_dWh_at_all_2_probs_x,
         sum_db_dWoh_y,
-        sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_Woh_db_dx_k_probs_q_v,
+        sum_Wh_at_all_2_Woh_db_dx_probs,
+        sum_Wh_at_all_0_Woh_db_dx_k_probs_v,
         sum_Woh_db_dbh_at_0_k_probs_v,
+        sum_Wh_at_all_1_Woh_db_dx_probs_q_v,
         sum_Woh_db_dbh_at_1_probs_q_v,
         sum_Woh_db_dWh_at_all_0_k_probs_v_x,
         sum_Woh_db_dWh_at_all_1_probs_q_v_x,

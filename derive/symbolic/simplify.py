@@ -121,6 +121,35 @@ def _factor_out(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     return _merge_renamed_factors(out) if isinstance(out, sp.Mul) else out
 
 
+def _common_deltas_out(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k (d a(k) + d b(k)) g(k) -> d sum_k (a(k) + b(k)) g(k)    (a delta d in every term,
+    #     free of k: the sum over d's index then solves it; one of LAST_RULES)
+    k = lim[0]
+    factors = [f for g in _factors(body) for f in _common_pulled(g, k)]
+    if len(factors) == len(_factors(body)):
+        return None
+    return _factor_out(sp.Mul(*factors), lim, ctx)
+
+
+def _common_pulled(f: sp.Expr, k: sp.Symbol) -> list[sp.Expr]:
+    """``f`` as factors, the Kronecker deltas free of ``k`` that every term of a sum has pulled
+    out of it: ``d(a, b) x[k] - d(a, b) y[k]`` is ``[d(a, b), x[k] - y[k]]``, a delta the sum
+    over ``a`` then solves, where it would sit in each term of an expression summed whole.
+    Deltas only: another common factor pulled out leaves a sum the expansion no longer splits
+    (batchnorm's double backward kept ``delta(n, n1) - 1/N`` whole: an N x N x M tensor)."""
+    if not isinstance(f, sp.Add) or not f.has(k):
+        return [f]
+    terms = [list(sp.Mul.make_args(t)) for t in f.args]
+    common = [c for c in terms[0] if isinstance(c, sp.KroneckerDelta) and not c.has(k)]
+    common = [c for c in dict.fromkeys(common) if all(c in t for t in terms[1:])]
+    if not common:
+        return [f]
+    for t in terms:
+        for c in common:
+            t.remove(c)
+    return common + [sp.Add(*[sp.Mul(*t) for t in terms])]
+
+
 def _fold_reduction(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     # sum_k body(k) -> name[I] / coef      when name[I] = coef * sum_k body(k) is a definition
     for red in ctx.reductions:
@@ -193,6 +222,11 @@ SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
     _fold_through_sum,  # sum_k f(k) sum_d g h(k, d) -> sum_d g mu[d] (sums interchanged)
     _expand_if_cheaper,  # sum_k f (a + b) -> sum_k f a + sum_k f b, if that simplifies
 ]
+# tried only where no rule above fires for any limit of the sum: pulling a delta out first
+# would stop the expansion that solves it with the sum's other index (batchnorm's second order)
+LAST_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
+    _common_deltas_out,  # sum_k (d a + d b) -> d sum_k (a + b): a delta common to every term
+]
 
 
 def _match_reduction(red: Reduction, body: sp.Expr, lim: Limit) -> sp.Expr | None:
@@ -226,11 +260,12 @@ class Simplifier:
 
     def sum(self, body: sp.Expr, limits: tuple[Limit, ...]) -> sp.Expr:
         """Simplify ``sum_limits body``; a rule fires for one limit, the rest stay outside."""
-        for i, lim in enumerate(limits):
-            for rule in SUM_RULES:
-                out = rule(body, lim, self)
-                if out is not None:
-                    return self.sum(out, limits[:i] + limits[i + 1 :])
+        for rules in (SUM_RULES, LAST_RULES):  # a last resort once every limit is tried
+            for i, lim in enumerate(limits):
+                for rule in rules:
+                    out = rule(body, lim, self)
+                    if out is not None:
+                        return self.sum(out, limits[:i] + limits[i + 1 :])
         return sp.Sum(body, *limits) if limits else body
 
     def _walk(self, e: sp.Expr) -> sp.Expr:

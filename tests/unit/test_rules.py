@@ -9,7 +9,7 @@ import sympy as sp
 from derive.functions import FUNCTIONS, clamp, relu, sigmoid, softplus, where
 from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite, split_logs
 from derive.symbolic.canon import Pattern, fold
-from derive.symbolic.simplify import SUM_RULES, Reduction, Simplifier, powsimp_exp
+from derive.symbolic.simplify import LAST_RULES, SUM_RULES, Reduction, Simplifier, powsimp_exp
 
 n, m, k, c = sp.symbols("n m k c", integer=True)
 N, M, K = sp.symbols("N M K", integer=True, positive=True)
@@ -94,6 +94,29 @@ def test_fold_through_sum_interchanges_where_the_inner_sum_folds() -> None:
     assert got == S[n] * sp.Sum(g[m] * out[n, m], (m, 0, M - 1))
     # no definition reads it back: the sums stay in their order
     assert _apply("_fold_through_sum", x[n, k] * inner, Simplifier()) is None
+
+
+def test_a_delta_in_every_term_is_pulled_out_last() -> None:
+    # sum_k (d(n, c) x[k] - d(n, c) y[k]) -> d(n, c) (sum_k x[k] - sum_k y[k]): the sum over n
+    # around it then solves the delta (attention's second order: a B x B mask it summed over)
+    (rule,) = LAST_RULES
+    d = sp.KroneckerDelta(n, c)
+    got = rule(d * x[k] - d * y[k], LIM, Simplifier())
+    assert got == d * (sp.Sum(x[k], LIM) - sp.Sum(y[k], LIM))
+    assert rule(d * x[k] - y[k], LIM, Simplifier()) is None  # not in every term
+
+
+def test_a_delta_the_sum_solves_is_not_pulled_out_first() -> None:
+    # batchnorm's second order: sum_{k, j} (d(k, n) d(j, m) c[j] - d(j, m) c[j] x[k, j] y[n, j]
+    # / (N - 1) - d(j, m) c[j] / N) g[k, j]. Pulling d(j, m) out for k first leaves
+    # (d(k, n) c - c x y / (N - 1) - c / N) g whole, its delta an N x N mask; expanded for j
+    # first, every delta is solved
+    j = sp.Symbol("j", integer=True)
+    g2, x2, cj = (sp.IndexedBase(s, real=True) for s in ("g", "x", "c"))
+    dk, dj = sp.KroneckerDelta(k, n), sp.KroneckerDelta(j, m)
+    body = dk * dj * cj[j] - x2[k, j] * cj[j] * dj * y[j] / (K - 1) - cj[j] * dj / K
+    got = Simplifier().simplify(sp.Sum(body * g2[k, j], LIM, (j, 0, M - 1)))
+    assert not got.has(sp.KroneckerDelta)
 
 
 def test_alpha_equal_sums_cancel() -> None:
