@@ -314,13 +314,14 @@ def _double_backward_all(grad_out, saved):
     sum_db_dx_grad_y_rstd_xhat = (
         (rstd[:, None] * db_dx)[:, None]
         * torch.addcmul(
-            torch.addcmul(
-                (grad_y * (-1 / C))[:, :, None],
-                (
+            torch.add(
+                grad_y[:, None]
+                * (
                     torch.arange(C, device=grad_out.device)[:, None]
                     == torch.arange(C, device=grad_out.device)
                 ).to(grad_out.dtype),
-                grad_y[:, None],
+                grad_y[:, :, None],
+                alpha=-1 / C,
             ),
             xhat[:, :, None] * xhat[:, None],
             grad_y[:, :, None],

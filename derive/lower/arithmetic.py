@@ -17,7 +17,7 @@ from derive.functions import Function, heaviside_code, where
 from derive.ir import nodes as ir
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
-from derive.lower.value import align, chain, number_scale, ordered_terms, plain, union
+from derive.lower.value import align, chain, is_gate, number_scale, ordered_terms, plain, union
 
 
 def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
@@ -129,12 +129,12 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     python numbers alone stays the float mask.
     """
     factors = sp.Mul.make_args(e)
-    gate = next((f for f in factors if _is_gate(f)), None)
+    gate = next((f for f in factors if is_gate(f)), None)
     if gate is None:
         return None
     axes = cx.scope([]).axes
     rest = [f for f in factors if f is not gate]
-    inside = [f for f in rest if not (plain(f) or _is_gate(f)) or axes(f) <= axes(gate)]
+    inside = [f for f in rest if not (plain(f) or is_gate(f)) or axes(f) <= axes(gate)]
     if not any(f.atoms(sp.Indexed) for f in inside):
         return None
     x = sp.Mul(*inside)
@@ -143,10 +143,6 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
         return where(sp.Eq(*gate.args, evaluate=False), x, 0) * outside
     c, a, b = gate.args
     return where(c, a * x, b * x) * outside
-
-
-def _is_gate(f: sp.Expr) -> bool:
-    return isinstance(f, sp.KroneckerDelta) or (isinstance(f, where) and 0 in f.args[1:])
 
 
 # x**(1/2), x**(-1/2), 1/x, x**2 on tensors: torch.reciprocal and torch.square skip the

@@ -26,7 +26,7 @@ from derive.ir import nodes as ir
 from derive.ir.printer import Precedence, precedence
 from derive.lower.context import Context
 from derive.lower.reductions import Contraction, contract, plan_contraction, reduce
-from derive.lower.value import PickUpdate, Scope, align, chain, natural_order, plain, union
+from derive.lower.value import PickUpdate, Scope, align, chain, is_gate, natural_order, plain, union
 from derive.lower.windows import Window, plan_window, window_value
 
 
@@ -113,8 +113,8 @@ def _match_addcmul(e: sp.Add, scope: Scope) -> _Addcmul | None:
     for term in e.args:
         coef, rest = term.as_coeff_Mul()
         factors = [f for f in sp.Mul.make_args(rest) if not scope.scalar(f)]
-        if len(factors) < 2:
-            continue
+        if len(factors) < 2 or any(is_gate(f) for f in factors):
+            continue  # a gate selects (arithmetic's _gated): 0 * exp(1e4) is nan, not 0
         coef *= sp.Mul(*[f for f in sp.Mul.make_args(rest) if scope.scalar(f)])
         sizes = [len(scope.axes(f)) for f in factors]
         big = max(range(len(factors)), key=lambda k: sizes[k])

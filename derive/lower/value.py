@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from derive.functions import clamp
+from derive.functions import clamp, where
 from derive.ir import nodes as ir
 from derive.symbolic.indices import free_indices
 
@@ -221,3 +221,9 @@ class PickUpdate:
     axis: sp.Symbol
     data: sp.Indexed
     axes: tuple[sp.Symbol, ...]
+
+
+def is_gate(f: sp.Expr) -> bool:
+    """A factor that selects: a delta, or a where() with a 0 branch (lowered as a selection,
+    never as a 0/1 mask multiplied in: 0 * inf is nan)."""
+    return isinstance(f, sp.KroneckerDelta) or (isinstance(f, where) and 0 in f.args[1:])

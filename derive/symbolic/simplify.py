@@ -388,8 +388,8 @@ def _cancels(combined: sp.Expr, e: sp.Expr) -> bool:
 
 def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     # exp(a) exp(-a) -> 1 and f (a + b) -> f a + f b, whichever leaves the fewest operations
-    best = e
-    combined = powsimp_exp(e)
+    best = _delta_substituted(e)
+    combined = powsimp_exp(best)
     # only where something cancels: exp(a(k)) exp(b) kept apart lets sum_k pull exp(b) out
     if combined != e and cost(combined) < cost(best) and _cancels(combined, best):
         best = combined
@@ -414,6 +414,25 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
             if cost(expanded) < cost(best):
                 best = expanded
     return best
+
+
+def _delta_substituted(e: sp.Mul) -> sp.Expr:
+    """``delta(c, a) f(c) -> delta(c, a) f(a)`` where that lets factors cancel: the product is
+    0 wherever c is not a, so f is read at a alone (a scatter of f(a), once lowered).
+    ``delta(c, y[n]) e[n, c] exp(m[n] - x[n, y[n]])`` is ``delta(c, y[n])``: the picked
+    probability's ``1 / p`` against its own ``e``, which kept apart are 0 * inf at logits of
+    +-1e4 (a cross-entropy written as ``-log(p[n, y[n]])`` with ``p = e / Sum(e)``)."""
+    for d in sp.Mul.make_args(e):
+        if not isinstance(d, sp.KroneckerDelta):
+            continue
+        for c, a in (d.args, d.args[::-1]):
+            if not (c.is_Symbol and c.is_integer) or a.has(c):
+                continue
+            rest = sp.Mul(*[f for f in sp.Mul.make_args(e) if f is not d])
+            moved = powsimp_exp(rest.xreplace({c: a}))
+            if cost(moved) < cost(rest) and _cancels(moved, rest):
+                return d * moved
+    return e
 
 
 def powsimp_exp(e: sp.Expr) -> sp.Expr:

@@ -209,3 +209,48 @@ def test_log_of_a_product_of_two_negatives_is_finite(tmp_path: Path) -> None:
     assert torch.allclose(out, want, rtol=1e-14)
     for got, ref in zip(grads, want_grads, strict=True):
         assert torch.allclose(got, ref, rtol=1e-14)
+
+
+def test_a_gated_exp_in_the_backward_is_selected_not_multiplied(tmp_path: Path) -> None:
+    module, _ = _module("elu_by_hand", tmp_path)
+    out, saved = module.forward(EXTREMES)
+    (dx,) = module.backward(torch.ones_like(out), saved)
+    want, (want_dx,) = _reference_grad(torch.nn.functional.elu, EXTREMES)
+    assert torch.isfinite(out).all() and torch.isfinite(dx).all()
+    assert torch.allclose(out, want, rtol=1e-14) and torch.allclose(dx, want_dx, rtol=1e-14)
+
+
+SATURATED = torch.tensor(
+    [[1e4, -1e4, 0.0, 3.0], [1.0, 2.0, 3.0, 4.0], [-800.0, 800.0, 800.0, -1e4]],
+    dtype=torch.float64,
+)
+
+
+def test_cross_entropy_by_hand_collapses_and_stays_finite(tmp_path: Path) -> None:
+    d = derive(parse(load_op(CASES / "cross_entropy_by_hand.py")))
+    assert d.saved == ["y", "e"]  # no log(p), no 1 / p: (e / S - onehot) / N
+    module, _ = _module("cross_entropy_by_hand", tmp_path)
+    y = torch.tensor([1, 0, 3])
+    loss, saved = module.forward(SATURATED, y)
+    dx, _ = module.backward(torch.tensor(1.0, dtype=torch.float64), saved)
+    want, (want_dx,) = _reference_grad(lambda v: torch.nn.functional.cross_entropy(v, y), SATURATED)
+    assert torch.isfinite(loss) and torch.isfinite(dx).all()
+    assert torch.allclose(loss, want, rtol=1e-14)
+    assert torch.allclose(dx, want_dx, rtol=1e-12, atol=GRAD_ATOL)
+
+
+def test_kl_to_a_softmax_written_inline_stays_finite(tmp_path: Path) -> None:
+    module, _ = _module("kl_to_a_softmax", tmp_path)
+    q = torch.softmax(torch.linspace(-1, 1, 12, dtype=torch.float64).reshape(3, 4), 1)
+    out, saved = module.forward(SATURATED, q)
+    dx, dq = module.backward(torch.tensor(1.0, dtype=torch.float64), saved)
+
+    def reference(v, w):
+        lsm = torch.log_softmax(v, 1)
+        return (w * (torch.log(w) - lsm)).sum() + lsm.sum() / v.shape[0]
+
+    want, (want_dx, want_dq) = _reference_grad(reference, SATURATED, q)
+    assert torch.isfinite(out) and torch.isfinite(dx).all() and torch.isfinite(dq).all()
+    assert torch.allclose(out, want, rtol=1e-12)
+    assert torch.allclose(dx, want_dx, rtol=1e-12, atol=GRAD_ATOL)
+    assert torch.allclose(dq, want_dq, rtol=1e-12)
