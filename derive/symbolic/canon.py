@@ -389,11 +389,10 @@ def stabilise(body: sp.Expr, canon: Canon, earlier: set[str]) -> sp.Expr:
     patterns = [p for p in canon.patterns() if p.name in earlier]
     inlined = canon.inline_logs(canon.inline(body))
     ruled = rewrite(inlined, FORWARD_RULES)
-    if ruled != inlined:
-        return fold(ruled, patterns)
-    if not body.has(sp.log):
-        return body
-    rewritten = split_logs(inlined)
+    if not body.has(sp.log):  # a log read through an earlier definition was stabilised there
+        return fold(ruled, patterns) if ruled != inlined else body
+    # the rows again after a split: log(sigma(x) sigma(z)) -> log(sigma(x)) + log(sigma(z))
+    rewritten = rewrite(split_logs(ruled), FORWARD_RULES)
     if rewritten == inlined:
         return body
     return fold(rewritten, patterns)

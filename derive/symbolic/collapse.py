@@ -89,6 +89,7 @@ class Collapser:
         simplified = self.simplifier.simplify(self.canon.inline(stepped))
         simplified = rewrite(simplified, FORWARD_RULES)  # log(sigma(z)) in a backward too
         simplified = split_logs(simplified)  # log(probs) as z - m - log(S), as the forward's
+        simplified = rewrite(simplified, FORWARD_RULES)  # and the rows on what the split left
         # common factors out first: exp(a)/S inside (g/S - h/S**2) exp(a) folds to probs only
         # once 1/S stands beside exp(a)
         return tidy(fold(tidy(simplified), self.patterns, self.folded))

@@ -254,3 +254,16 @@ def test_kl_to_a_softmax_written_inline_stays_finite(tmp_path: Path) -> None:
     assert torch.allclose(out, want, rtol=1e-12)
     assert torch.allclose(dx, want_dx, rtol=1e-12, atol=GRAD_ATOL)
     assert torch.allclose(dq, want_dq, rtol=1e-12)
+
+
+def test_log_of_two_sigmoids_splits_then_reads_each_as_a_softplus(tmp_path: Path) -> None:
+    module, _ = _module("log_of_two_sigmoids", tmp_path)
+    z = EXTREMES.flip(0)
+    out, saved = module.forward(EXTREMES, z)
+    dx, dz = module.backward(torch.ones_like(out), saved)
+    logsig = torch.nn.functional.logsigmoid
+    want, (want_dx, want_dz) = _reference_grad(lambda a, b: logsig(a) + logsig(b), EXTREMES, z)
+    assert torch.isfinite(out).all() and torch.isfinite(dx).all() and torch.isfinite(dz).all()
+    assert torch.allclose(out, want, rtol=1e-14)
+    assert torch.allclose(dx, want_dx, rtol=1e-12, atol=GRAD_ATOL)
+    assert torch.allclose(dz, want_dz, rtol=1e-12, atol=GRAD_ATOL)
