@@ -429,6 +429,9 @@ def _delta_substituted(e: sp.Mul) -> sp.Expr:
             if not (c.is_Symbol and c.is_integer) or a.has(c):
                 continue
             rest = sp.Mul(*[f for f in sp.Mul.make_args(e) if f is not d])
+            bound = {v for s in rest.atoms(sp.Sum) for v, *_ in s.limits}
+            if c in bound or a.free_symbols & bound:
+                continue  # c rebound inside, or a's indices captured by a sum of the rest
             moved = powsimp_exp(rest.xreplace({c: a}))
             if cost(moved) < cost(rest) and _cancels(moved, rest):
                 return d * moved

@@ -471,3 +471,17 @@ SPLIT_LOG_CASES = [
 @pytest.mark.parametrize(("expr", "expected"), SPLIT_LOG_CASES)
 def test_split_logs_only_where_it_holds_for_every_real(expr: sp.Expr, expected: sp.Expr) -> None:
     assert split_logs(expr) == expected
+
+
+def test_a_delta_moves_its_index_where_factors_then_cancel() -> None:
+    from derive.symbolic.simplify import _delta_substituted
+
+    # delta(c, t[n]) exp(x[n, c]) exp(-x[n, t[n]]) = delta(c, t[n]): 1 / p against its own e
+    d = sp.KroneckerDelta(c, t[n])
+    assert _delta_substituted(d * sp.exp(x[n, c]) * sp.exp(-x[n, t[n]])) == d
+    # nothing cancels: left as it is
+    kept = d * sp.exp(x[n, c]) * y[n]
+    assert _delta_substituted(kept) == kept
+    # c rebound by a sum inside: not substituted (it would rename the sum's own index)
+    inner = sp.Sum(sp.exp(x[n, c]) * sp.exp(-x[n, t[n]]), (c, 0, K - 1))
+    assert _delta_substituted(d * inner) == d * inner
