@@ -370,6 +370,8 @@ def _merge_renamed(e: sp.Add) -> sp.Expr:
 def _merge_renamed_factors(e: sp.Mul) -> sp.Expr:
     # sum_i f(i) / sum_j f(j) -> 1: factors whose bases are equal up to the names of their
     # bound indices are written with one base's names, so SymPy's own Mul combines the powers
+    if sum(1 for f in e.args if isinstance(f.as_base_exp()[0], sp.Sum)) < 2:
+        return e  # one sum or none: nothing to merge (and canonical_bound is not free)
     first: dict[sp.Expr, sp.Expr] = {}
     factors, changed = [], False
     for f in e.args:
@@ -422,19 +424,23 @@ def _delta_substituted(e: sp.Mul) -> sp.Expr:
     ``delta(c, y[n]) e[n, c] exp(m[n] - x[n, y[n]])`` is ``delta(c, y[n])``: the picked
     probability's ``1 / p`` against its own ``e``, which kept apart are 0 * inf at logits of
     +-1e4 (a cross-entropy written as ``-log(p[n, y[n]])`` with ``p = e / Sum(e)``)."""
-    for d in sp.Mul.make_args(e):
+    factors = sp.Mul.make_args(e)
+    if not any(isinstance(f, sp.KroneckerDelta) for f in factors) or not e.has(sp.exp):
+        return e  # what cancels here is exp(a) exp(-a)
+    for d in factors:
         if not isinstance(d, sp.KroneckerDelta):
             continue
         for c, a in (d.args, d.args[::-1]):
             if not (c.is_Symbol and c.is_integer) or a.has(c):
                 continue
-            rest = sp.Mul(*[f for f in sp.Mul.make_args(e) if f is not d])
-            bound = {v for s in rest.atoms(sp.Sum) for v, *_ in s.limits}
-            if c in bound or a.free_symbols & bound:
-                continue  # c rebound inside, or a's indices captured by a sum of the rest
+            # factors with a sum stay as they are: no index of theirs is renamed or captured
+            rest = sp.Mul(*[f for f in factors if f is not d and not f.has(sp.Sum)])
+            sums = sp.Mul(*[f for f in factors if f is not d and f.has(sp.Sum)])
+            if not rest.has(c):
+                continue
             moved = powsimp_exp(rest.xreplace({c: a}))
             if cost(moved) < cost(rest) and _cancels(moved, rest):
-                return d * moved
+                return d * moved * sums
     return e
 
 
