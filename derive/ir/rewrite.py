@@ -92,16 +92,20 @@ def replaced(x, old: ir.Node, new: ir.Node):
     return dataclasses.replace(x, **changes) if changes else x
 
 
-def rebuilt(x, rule: Callable[[ir.Node], ir.Node]):
-    """``x`` (a statement or a node) with ``rule`` applied to every node, children first."""
+def rebuilt(x, rule: Callable[[ir.Node], ir.Node], enter: Callable[[ir.Node], bool] | None = None):
+    """``x`` (a statement or a node) with ``rule`` applied to every node, children first;
+    a node ``enter`` rejects is left whole, unwalked (where the caller knows the rule changes
+    nothing in it)."""
+    if enter is not None and isinstance(x, ir.Node) and not enter(x):
+        return x
     changes = {}
     for f in dataclasses.fields(x):
         value = getattr(x, f.name)
         if isinstance(value, ir.Node):
-            changes[f.name] = rebuilt(value, rule)
+            changes[f.name] = rebuilt(value, rule, enter)
         elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
             changes[f.name] = tuple(
-                rebuilt(v, rule) if isinstance(v, ir.Node) else v for v in value
+                rebuilt(v, rule, enter) if isinstance(v, ir.Node) else v for v in value
             )
     changed = any(changes[name] is not getattr(x, name) for name in changes)
     x = dataclasses.replace(x, **changes) if changed else x

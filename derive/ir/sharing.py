@@ -191,34 +191,17 @@ def _read_as(s: ir.Statement, key: ir.Node, name: str, writes: Counter) -> ir.St
     """``s`` reading ``name`` (over each read's own axes) wherever it computed ``key``; an
     assignment's whole value too (``b = name``: another name for the tensor), unless b is
     written again (updated in place: it must stay storage of its own)."""
-
     if isinstance(s, ir.Assign) and _unlabelled(s.value) == key:
         own = any(writes[t] != 1 for t in s.targets)
         return s if own else dataclasses.replace(s, value=ir.Ref(name, axes=s.value.axes))
-    return _swapped(s, key, ir.refs(key), name)
+    needs = ir.refs(key)
 
+    def rule(n: ir.Node) -> ir.Node:  # the kind and rank first: a key is not free to ask
+        same = type(n) is type(key) and len(n.axes) == len(key.axes) and _unlabelled(n) == key
+        return ir.Ref(name, axes=n.axes) if same else n
 
-def _swapped(x, key: ir.Node, needs: frozenset[str], name: str):
-    """``x`` (a statement or a node) with every node that computes ``key`` read as ``name``.
-    What :func:`~derive.ir.rewrite.rebuilt` with that rule gives (a node that is ``key`` has
-    no part that is: its parts are smaller), without walking a subtree that does not read
-    every variable ``key`` reads, nor asking the key of a node of another kind or rank."""
-    if isinstance(x, ir.Node):
-        if not needs <= ir.refs(x):
-            return x
-        if type(x) is type(key) and len(x.axes) == len(key.axes) and _unlabelled(x) == key:
-            return ir.Ref(name, axes=x.axes)
-    changes = {}
-    for f in dataclasses.fields(x):
-        value = getattr(x, f.name)
-        if isinstance(value, ir.Node):
-            changes[f.name] = _swapped(value, key, needs, name)
-        elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
-            changes[f.name] = tuple(
-                _swapped(v, key, needs, name) if isinstance(v, ir.Node) else v for v in value
-            )
-    changed = any(changes[k] is not getattr(x, k) for k in changes)
-    return dataclasses.replace(x, **changes) if changed else x
+    # a subtree that does not read every variable the key reads cannot compute it
+    return rebuilt(s, rule, enter=lambda n: needs <= ir.refs(n))
 
 
 def _renamed(s: ir.Statement, old: str, new: str) -> ir.Statement:

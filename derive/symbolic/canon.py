@@ -47,9 +47,6 @@ class Pattern:
         return sp.exp(at) if self.of_exp else at
 
 
-# subscripts that lie in their axis by construction: an index, an entry of checked int data
-_IN_RANGE = (sp.Symbol, sp.Indexed)
-
 # A canonical body whose tree is this many times its distinct sub-expressions copies subtrees
 # (a2 = a1 tanh(a1) inlined twice over is 4 copies of x): inlining it everywhere grows as 2**n
 # along a chain, so such an intermediate stays atomic, like a reduction.
@@ -101,7 +98,6 @@ class Canon:
         self.fresh = fresh
         self.bodies: dict[str, tuple[tuple[sp.Symbol, ...], sp.Expr]] = {}
         self.reductions: list[Reduction] = []
-        self._reductions: dict[str, Definition] = {}  # the definitions with a sum inside
         live = live_tensors(g)
         for step in g.steps:
             if isinstance(step, Definition) and step.name in live:
@@ -110,7 +106,6 @@ class Canon:
                     self.bodies[step.name] = (step.indices, body)  # probs = e / Sum(e): inlined
                 elif step.body.has(sp.Sum) or is_reduction(step.body):
                     self._add_reduction(step, body)
-                    self._reductions[step.name] = step
                 elif _duplicates(body):
                     continue  # stays a named tensor: inlined, it would copy a subtree each use
                 else:
@@ -135,27 +130,6 @@ class Canon:
             if entry is not None and not entry[0]:
                 replace[sym] = entry[1]
         return substitute(expr, replace)
-
-    def inline_logs(self, expr: sp.Expr) -> sp.Expr:
-        """Each ``log(t[..])`` in ``expr`` of a definition with a sum inside whose body has an
-        exp factor (``p[n, c] = e[n, c] / Sum(e[n, c2], c2)``, a reduction, never inlined by
-        :meth:`inline`) read through its canonical body, so the log can split:
-        ``log(p[n, c]) = x[n, c] - m[n] - log(Sum(exp(x[n, c2] - m[n]), c2))``."""
-        replace = {}
-        for f in expr.atoms(sp.log):
-            arg = f.args[0]
-            name = arg.base.label.name if isinstance(arg, sp.Indexed) else str(arg)
-            step = self._reductions.get(name)
-            if step is None or not isinstance(arg, (sp.Indexed, sp.Symbol)):
-                continue
-            body = freshen_bound(self.inline(step.body), self.fresh)
-            if not any(isinstance(g, sp.exp) for g in sp.Mul.make_args(body)):
-                continue
-            at = arg.indices if isinstance(arg, sp.Indexed) else ()
-            if len(at) != len(step.indices) or not all(isinstance(i, _IN_RANGE) for i in at):
-                continue  # an affine or constant subscript (zero padding past the end): as is
-            replace[f] = sp.log(body.xreplace(dict(zip(step.indices, at, strict=True))))
-        return expr.xreplace(replace) if replace else expr
 
     def _add_reduction(self, step: Definition, body: sp.Expr) -> None:
         sums = [f for f in sp.Mul.make_args(body) if isinstance(f, sp.Sum)]
@@ -387,7 +361,7 @@ def stabilise(body: sp.Expr, canon: Canon, earlier: set[str]) -> sp.Expr:
     holds for every real value), ``log(exp(a) / Sum(exp(b)))`` too: ``a - log(Sum(exp(b)))``.
     """
     patterns = [p for p in canon.patterns() if p.name in earlier]
-    inlined = canon.inline_logs(canon.inline(body))
+    inlined = canon.inline(body)
     ruled = rewrite(inlined, FORWARD_RULES)
     if not body.has(sp.log):  # a log read through an earlier definition was stabilised there
         return fold(ruled, patterns) if ruled != inlined else body
