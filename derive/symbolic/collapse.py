@@ -20,7 +20,7 @@ from derive.identities import FORWARD_RULES, rewrite, split_logs
 from derive.language import Graph, View
 from derive.symbolic.canon import Canon, fold
 from derive.symbolic.reverse import Adjoints, inline
-from derive.symbolic.simplify import Simplifier, cost, masked_tensors
+from derive.symbolic.simplify import Simplifier, cancel_exps, cost, masked_tensors
 
 # A stepwise op's intermediates are collapsed only while the inlined chain stays small (the
 # loss head of the exercise): SymPy needs seconds per tensor beyond ~30 nested sums.
@@ -87,6 +87,7 @@ class Collapser:
         # Kronecker deltas, and SymPy rebuilds each Sum in time linear in its body
         stepped = inline(self.adj, tensor, {} if stop else self.stepped, self.step, stop)
         simplified = self.simplifier.simplify(self.canon.inline(stepped))
+        simplified = cancel_exps(simplified, self.simplifier.simplify)  # 0 * inf multiplied out
         simplified = rewrite(simplified, FORWARD_RULES)  # log(sigma(z)) in a backward too
         simplified = split_logs(simplified)  # log(probs) as z - m - log(S), as the forward's
         simplified = rewrite(simplified, FORWARD_RULES)  # and the rows on what the split left

@@ -418,6 +418,63 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     return best
 
 
+def cancel_exps(expr: sp.Expr, simplify: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
+    """Every product of ``expr``, bottom-up, through :func:`_cancelling_distributed`.
+
+    A pass over a collapsed adjoint, not a rule of the simplifier: inside it, a product
+    multiplied out early would hide the cancellations of the chain it is inlined into (the
+    max-shift's adjoint of a focal loss stayed a sum equal to 0 and saved the argmax)."""
+    memo: dict[sp.Basic, sp.Basic] = {}
+
+    def walk(e: sp.Basic) -> sp.Basic:
+        if not e.args or len(e.atoms(sp.exp)) < 2:
+            return e
+        if e not in memo:
+            args = [walk(a) for a in e.args]
+            new = e.func(*args) if any(n is not o for n, o in zip(args, e.args)) else e
+            memo[e] = _cancelling_distributed(new, simplify) if isinstance(new, sp.Mul) else new
+        return memo[e]
+
+    return walk(expr)
+
+
+def _cancelling_distributed(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
+    """``f (a + b) -> f a + (f b)`` where ``f b`` simplifies to fewer exps: range before cost.
+
+    An exp the product cancels only once multiplied out is ``0 * inf`` kept apart: a focal
+    loss by hand, ``-(1 - p[y])**2 log p[y]`` with ``p = e / Sum(e)``, differentiates ``log p``
+    to ``1/p = S exp(m - x[y])`` (inf where p[y] underflows) in one term of a sum the rest of
+    the product, ``(delta(c, y) - p[c]) p[y]``, would cancel it in. Expanding the whole product
+    costs more operations than it saves, so the cost model keeps it; here only the terms whose
+    exps cancel are multiplied out, the rest keep the product's shape."""
+    if len(e.atoms(sp.exp)) < 2:
+        return e
+    factors = sp.Mul.make_args(e)
+    for i, a in enumerate(factors):
+        if not isinstance(a, sp.Add):
+            continue
+        rest = sp.Mul(*factors[:i], *factors[i + 1 :])
+        kept, moved = [], []
+        for t in a.args:
+            out = _multiplied_out(rest * t, walk)  # Mul may combine exps already: count apart
+            if out is not None and len(out.atoms(sp.exp)) < len(
+                rest.atoms(sp.exp) | t.atoms(sp.exp)
+            ):
+                moved.append(out)
+            else:
+                kept.append(t)
+        if moved:
+            return rest * sp.Add(*kept) + sp.Add(*moved)
+    return e
+
+
+def _multiplied_out(e: sp.Expr, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr | None:
+    """``e`` expanded, exps combined in each term, then simplified (None when too many terms)."""
+    if expanded_terms(e) > EXPAND_TERMS:
+        return None
+    return walk(sp.Add(*[powsimp_exp(t) for t in sp.Add.make_args(sp.expand_mul(e))]))
+
+
 def _delta_substituted(e: sp.Mul) -> sp.Expr:
     """``delta(c, a) f(c) -> delta(c, a) f(a)`` where that lets factors cancel: the product is
     0 wherever c is not a, so f is read at a alone (a scatter of f(a), once lowered).

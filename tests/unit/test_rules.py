@@ -485,3 +485,16 @@ def test_a_delta_moves_its_index_where_factors_then_cancel() -> None:
     # c rebound by a sum inside: not substituted (it would rename the sum's own index)
     inner = sp.Sum(sp.exp(x[n, c]) * sp.exp(-x[n, t[n]]), (c, 0, K - 1))
     assert _delta_substituted(d * inner) == d * inner
+
+
+def test_only_the_terms_whose_exps_cancel_are_multiplied_out() -> None:
+    from derive.symbolic.simplify import cancel_exps
+
+    u, a, b = sp.symbols("u a b")
+    # exp(u) (a + b exp(-u)) = a exp(u) + b: the exp(-u) (inf where exp(u) underflows) goes
+    assert cancel_exps(sp.exp(u) * (a + b * sp.exp(-u)), Simplifier().simplify) == (
+        a * sp.exp(u) + b
+    )
+    # no term has fewer exps multiplied out: the product keeps its shape
+    kept = (sp.exp(u) + a) * (sp.exp(2 * u) + b)
+    assert cancel_exps(kept, Simplifier().simplify) == kept
