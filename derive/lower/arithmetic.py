@@ -101,7 +101,7 @@ def _factors(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> tuple[sp.Expr, l
         if f.is_number:
             continue
         if isinstance(f, sp.Pow) and f.exp.is_number and f.exp < 0:
-            den.append(cx.value(f.base ** (-f.exp), order))
+            den.extend(_divisors(cx, f.base, -f.exp, order))
         else:
             num.append(cx.value(f, order))
     if coef.is_Rational and coef.q != 1:
@@ -110,6 +110,24 @@ def _factors(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> tuple[sp.Expr, l
     if abs(coef) != 1:
         num.insert(0, ir.Number(abs(coef)))
     return coef, num, den
+
+
+# RANGE: a / b**k is divided by b k times, b**k never formed: b**2 underflows (or overflows)
+# where a / b / b does not (d(a / (S softplus(w))) / dw divides by softplus(w)**2, 0 in
+# float64 at w = -400 where the gradient is 1e172). Each quotient is within range wherever the
+# true one is and a / b is: |b| < 1 only grows a, |b| > 1 only shrinks it. As many passes as
+# b * b then a division, and no pass at all where b is a python number (folded).
+DIVIDE_TIMES = 3
+
+
+def _divisors(cx: Context, base: sp.Expr, k: sp.Expr, order: list[sp.Symbol]) -> list[ir.Node]:
+    """What ``/ base**k`` divides by: ``base`` k times for a small whole k on a tensor, else
+    the power itself."""
+    if k.is_Integer and 1 < k <= DIVIDE_TIMES:
+        b = cx.value(base, order)
+        if not b.scalar:
+            return [b] * int(k)
+    return [cx.value(base**k, order)]
 
 
 def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:

@@ -298,3 +298,49 @@ def test_a_log_softmax_times_a_function_of_p_stays_finite(
     assert torch.isfinite(out) and torch.isfinite(dx).all()
     assert torch.allclose(out, want, rtol=1e-12)
     assert torch.allclose(dx, want_dx, rtol=1e-12, atol=GRAD_ATOL)
+
+
+def _quotients(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x / (x.exp().sum() * _softplus(w)) + 1 / (x.exp().sum() * torch.cosh(w))
+
+
+@pytest.mark.parametrize(("xs", "w"), [([0.5, -1.0, 2.0], -400.0), ([400.0, 399.0, -1.0], 300.0)])
+def test_a_quotient_is_divided_twice_not_by_a_square(xs: list, w: float, tmp_path: Path) -> None:
+    """d(a / D) = -a dD / D**2: D = S softplus(w) is 1e-174 at w = -400, its square 0 in
+    float64; S = e**400 and cosh(300) squared are inf, where the gradient and tangent are
+    finite. The references: the same function differentiated in mpmath at 60 digits, read
+    from the definition's text, not from either generated path."""
+    import mpmath
+
+    module, _ = _module("quotient_by_a_product", tmp_path)
+    x = torch.tensor(xs, dtype=torch.float64)
+    wt = torch.tensor(w, dtype=torch.float64)
+    out, saved = module.forward(x, wt)
+    dx, dw = module.backward(torch.ones_like(out), saved)
+    tangent = [0.3, -0.7, 1.1, 1.0]  # not all ones: sum_j d out / d x_j cancels d out / d w
+    _, t_out = torch.func.jvp(
+        module.Function.apply, (x, wt), (x.new_tensor(tangent[:3]), x.new_tensor(tangent[3]))
+    )
+
+    mpmath.mp.dps = 60
+    xs = [mpmath.mpf(float(v)) for v in x]
+
+    def f(*a):  # sum of out over g, the definition's text with mpmath functions
+        *xx, ww = a
+        s = sum(mpmath.exp(v) for v in xx)
+        return [v / (s * mpmath.log1p(mpmath.exp(ww))) + 1 / (s * mpmath.cosh(ww)) for v in xx]
+
+    point = [*xs, mpmath.mpf(w)]
+    jac = [
+        [
+            mpmath.diff(lambda *a, i=i: f(*a)[i], point, tuple(int(j == k) for k in range(4)))
+            for j in range(4)
+        ]
+        for i in range(3)
+    ]
+    want_grad = [float(sum(jac[i][j] for i in range(3))) for j in range(4)]
+    want_t = [float(sum(jac[i][j] * tangent[j] for j in range(4))) for i in range(3)]
+    got = [*dx.tolist(), dw.item()]
+    assert all(torch.isfinite(t).all() for t in (out, dx, dw, t_out))
+    assert got == pytest.approx(want_grad, rel=1e-12, abs=0)
+    assert t_out.tolist() == pytest.approx(want_t, rel=1e-12, abs=0)
