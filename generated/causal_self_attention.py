@@ -726,43 +726,49 @@ def _double_backward_all(grad_out, saved):
         )
         @ sum_Woh_grad_y
     )
-    sum_Woh_grad_y_probs_x = torch.einsum("abcd,acf,abce->abdef", probs, x, sum_Woh_grad_y)
+    sum_Woh_grad_y_probs_x = torch.einsum(
+        "abec,aef,abde->abcdf", probs, x, sum_Woh_grad_y.permute(0, 1, 3, 2)
+    )
+    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = torch.einsum(
+        "fbg,abcg,abcdf->abcd", db_dWh[:, 0], k, sum_Woh_grad_y_probs_x
+    )
+    del sum_Woh_grad_y_probs_x
     sum_Woh_grad_y_k_probs_x = torch.einsum(
-        "abcdf,abceg->abdefg",
-        torch.einsum("abcd,acf->abcdf", probs, x),
-        torch.einsum("abcg,abce->abceg", sum_k_probs, sum_Woh_grad_y),
+        "abcef,abdeg->abcdfg",
+        torch.einsum("abec,aef->abcef", probs, x),
+        torch.einsum("abeg,abde->abdeg", sum_k_probs, sum_Woh_grad_y.permute(0, 1, 3, 2)),
     )
     del sum_Woh_grad_y
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = (
-        db_dWh[:, 0].permute(1, 0, 2)[:, None, None]
-        * torch.addcmul(
-            -sum_Woh_grad_y_k_probs_x,
-            k[:, :, :, None, None],
-            sum_Woh_grad_y_probs_x[:, :, :, :, :, None],
-        )
-    ).sum((4, 5))
-    del sum_Woh_grad_y_probs_x, sum_Woh_grad_y_k_probs_x
-    sum_Woh_grad_y_probs_q_x = (
-        sum_Woh_grad_y_probs_q_2.permute(0, 1, 4, 2, 3, 5).flatten(1, 4) @ x
-    ).unflatten(
+    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1 = torch.einsum(
+        "fbg,abcdfg->abcd", db_dWh[:, 0], sum_Woh_grad_y_k_probs_x
+    )
+    del sum_Woh_grad_y_k_probs_x
+    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_2 = (
+        sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x - sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1
+    )
+    del sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x, sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1
+    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x = torch.einsum(
+        "gbf,acg,abcdf->abcd", db_dWh[:, 1], x, sum_Woh_grad_y_probs_q
+    )
+    del sum_Woh_grad_y_probs_q
+    sum_Woh_grad_y_probs_q_x = (sum_Woh_grad_y_probs_q_2.flatten(1, 4) @ x).unflatten(
         1,
         (
             sum_Woh_grad_y_probs_q_2.shape[1],
-            sum_Woh_grad_y_probs_q_2.shape[4],
             sum_Woh_grad_y_probs_q_2.shape[2],
             sum_Woh_grad_y_probs_q_2.shape[3],
+            sum_Woh_grad_y_probs_q_2.shape[4],
         ),
     )
     del sum_Woh_grad_y_probs_q_2
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x = (
-        db_dWh[:, 1].permute(1, 2, 0)[:, :, None, None]
-        * torch.addcmul(
-            -sum_Woh_grad_y_probs_q_x,
-            x[:, None, None, :, None],
-            sum_Woh_grad_y_probs_q.permute(0, 1, 4, 2, 3)[:, :, :, :, :, None],
-        )
-    ).sum((5, 2))
-    del sum_Woh_grad_y_probs_q, sum_Woh_grad_y_probs_q_x
+    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1 = torch.einsum(
+        "gbf,abcdfg->abcd", db_dWh[:, 1], sum_Woh_grad_y_probs_q_x
+    )
+    del sum_Woh_grad_y_probs_q_x
+    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_2 = (
+        sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x - sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1
+    )
+    del sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x, sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1
     dv = (
         sum_dy_probs
         + torch.addcmul(
@@ -776,8 +782,8 @@ def _double_backward_all(grad_out, saved):
         / math.sqrt(D)
         + (sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs - sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1)
         / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_2 / math.sqrt(D)
+        + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_2 / math.sqrt(D)
     )
     del (
         sum_db_dbh_at_0_k,
@@ -789,8 +795,8 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1,
         sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs,
         sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1,
-        sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x,
-        sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x,
+        sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_2,
+        sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_2,
     )
     t_Woh_grad_y_probs_v = (
         sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None]
@@ -907,85 +913,88 @@ def _double_backward_all(grad_out, saved):
         0, 2, 1
     )
     del sum_grad_y_probs_x
-    sum_probs_v = v.permute(0, 1, 3, 2) @ probs.permute(0, 1, 3, 2)
-    sum_k_probs_v = torch.einsum("abgh,abhi,abhd->abdgi", probs, k, v)
+    sum_Wh_at_all_2_db_dx_grad_y_probs = Wh[:, 2].permute(1, 2, 0) @ (
+        sum_grad_y_probs.flatten(2) @ db_dx.flatten(0, 1)
+    ).permute(0, 2, 1)
+    del sum_grad_y_probs
+    sum_k_probs_v = torch.einsum("dagh,dahi,dahb->abdgi", probs, k, v)
     sum_Wh_at_all_0_k_probs_v = (
-        (Wh[:, 0].permute(1, 0, 2) @ sum_k_probs_v.permute(1, 4, 0, 2, 3).flatten(2))
-        .unflatten(2, (sum_k_probs_v.shape[0], sum_k_probs_v.shape[2], sum_k_probs_v.shape[3]))
-        .permute(2, 0, 3, 1, 4)
+        (Wh[:, 0].permute(1, 0, 2) @ sum_k_probs_v.permute(0, 4, 1, 2, 3).flatten(2))
+        .unflatten(2, (sum_k_probs_v.shape[1], sum_k_probs_v.shape[2], sum_k_probs_v.shape[3]))
+        .permute(0, 2, 3, 1, 4)
     )
-    sum_grad_y_probs_q = torch.einsum("abhg,ahe,abhi->abegi", probs, grad_y, q)
+    sum_Wh_at_all_0_db_dx_grad_y_k_probs_v = torch.einsum(
+        "dgf,dgc,abdfg->abc", db_dx, grad_y, sum_Wh_at_all_0_k_probs_v
+    )
+    del sum_Wh_at_all_0_k_probs_v
+    sum_grad_y_probs_q = torch.einsum("dahg,dhc,dahi->acdgi", probs, grad_y, q)
     sum_Wh_at_all_1_grad_y_probs_q = (
-        (Wh[:, 1].permute(1, 0, 2) @ sum_grad_y_probs_q.permute(1, 4, 0, 2, 3).flatten(2))
+        (Wh[:, 1].permute(1, 0, 2) @ sum_grad_y_probs_q.permute(0, 4, 1, 2, 3).flatten(2))
         .unflatten(
             2,
-            (sum_grad_y_probs_q.shape[0], sum_grad_y_probs_q.shape[2], sum_grad_y_probs_q.shape[3]),
+            (sum_grad_y_probs_q.shape[1], sum_grad_y_probs_q.shape[2], sum_grad_y_probs_q.shape[3]),
         )
-        .permute(2, 0, 3, 1, 4)
+        .permute(0, 2, 3, 1, 4)
     )
+    sum_Wh_at_all_1_db_dx_grad_y_probs_q_v = v.permute(1, 3, 0, 2).flatten(2) @ torch.einsum(
+        "dgf,acdfg->acdg", db_dx, sum_Wh_at_all_1_grad_y_probs_q
+    ).permute(0, 2, 3, 1).flatten(1, 2)
+    del sum_Wh_at_all_1_grad_y_probs_q
+    sum_probs_v = (v.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2)).permute(0, 2, 1, 3)
     sum_grad_y_probs_q_v = torch.einsum(
-        "abegi,abdhi->abdegh",
-        torch.einsum("abig,aie->abegi", probs, grad_y),
-        torch.einsum("abih,abdi->abdhi", q, sum_probs_v),
+        "acdgi,abdhi->abcdgh",
+        torch.einsum("daig,dic->acdgi", probs, grad_y),
+        torch.einsum("daih,abdi->abdhi", q, sum_probs_v),
     )
     sum_Wh_at_all_1_grad_y_probs_q_v = (
-        (Wh[:, 1].permute(1, 0, 2) @ sum_grad_y_probs_q_v.permute(1, 5, 0, 2, 3, 4).flatten(2))
+        (Wh[:, 1].permute(1, 0, 2) @ sum_grad_y_probs_q_v.permute(0, 5, 1, 2, 3, 4).flatten(2))
         .unflatten(
             2,
             (
-                sum_grad_y_probs_q_v.shape[0],
+                sum_grad_y_probs_q_v.shape[1],
                 sum_grad_y_probs_q_v.shape[2],
                 sum_grad_y_probs_q_v.shape[3],
                 sum_grad_y_probs_q_v.shape[4],
             ),
         )
-        .permute(2, 0, 3, 4, 1, 5)
+        .permute(0, 2, 3, 4, 1, 5)
     )
+    sum_Wh_at_all_1_db_dx_grad_y_probs_q_v_1 = sum_Wh_at_all_1_grad_y_probs_q_v.permute(
+        0, 1, 2, 3, 5, 4
+    ).flatten(3) @ db_dx.flatten(0)
+    del sum_Wh_at_all_1_grad_y_probs_q_v
+    sum_Wh_at_all_0_db_dx_grad_y_k_probs_v_1 = sum_probs_v.flatten(2) @ torch.einsum(
+        "adg,dgc->acdg",
+        torch.einsum("dgf,adfg->adg", db_dx, sum_Wh_at_all_0_k_probs.permute(1, 0, 3, 2)),
+        grad_y,
+    ).permute(0, 2, 3, 1).flatten(1, 2)
+    del sum_Wh_at_all_0_k_probs
     sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v = (
-        db_dx.permute(0, 2, 1)[:, None, None, None]
-        * torch.addcmul(
-            torch.addcmul(
-                torch.addcmul(
-                    -sum_Wh_at_all_1_grad_y_probs_q_v,
-                    v.permute(0, 1, 3, 2)[:, :, :, None, None],
-                    sum_Wh_at_all_1_grad_y_probs_q[:, :, None],
-                )
-                / math.sqrt(D),
-                Wh[:, 2].permute(1, 2, 0)[:, :, None, :, None],
-                sum_grad_y_probs.permute(2, 0, 1, 3)[:, :, None, :, None],
-            ),
-            grad_y.permute(0, 2, 1)[:, None, None, :, None],
-            torch.addcmul(
-                sum_Wh_at_all_0_k_probs_v,
-                sum_Wh_at_all_0_k_probs.permute(0, 1, 3, 2)[:, :, None],
-                sum_probs_v[:, :, :, None],
-                value=-1,
-            )[:, :, :, None],
-            value=1 / math.sqrt(D),
-        )
-    ).sum((0, 5, 4))
+        sum_Wh_at_all_2_db_dx_grad_y_probs
+        + sum_Wh_at_all_0_db_dx_grad_y_k_probs_v / math.sqrt(D)
+        + sum_Wh_at_all_1_db_dx_grad_y_probs_q_v / math.sqrt(D)
+        - (sum_Wh_at_all_1_db_dx_grad_y_probs_q_v_1 / math.sqrt(D))
+        - (sum_Wh_at_all_0_db_dx_grad_y_k_probs_v_1 / math.sqrt(D))
+    )
     del (
-        sum_Wh_at_all_0_k_probs,
-        sum_grad_y_probs,
-        sum_Wh_at_all_0_k_probs_v,
-        sum_Wh_at_all_1_grad_y_probs_q,
-        sum_Wh_at_all_1_grad_y_probs_q_v,
+        sum_Wh_at_all_2_db_dx_grad_y_probs,
+        sum_Wh_at_all_0_db_dx_grad_y_k_probs_v,
+        sum_Wh_at_all_1_db_dx_grad_y_probs_q_v,
+        sum_Wh_at_all_1_db_dx_grad_y_probs_q_v_1,
+        sum_Wh_at_all_0_db_dx_grad_y_k_probs_v_1,
     )
     sum_grad_y_k_probs_v = (
         (
             grad_y.permute(2, 0, 1).flatten(1)
-            @ sum_k_probs_v.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
+            @ sum_k_probs_v.permute(2, 3, 0, 1, 4).flatten(0, 1).flatten(1)
         )
-        .unflatten(1, (sum_k_probs_v.shape[1], sum_k_probs_v.shape[2], sum_k_probs_v.shape[4]))
+        .unflatten(1, (sum_k_probs_v.shape[0], sum_k_probs_v.shape[1], sum_k_probs_v.shape[4]))
         .permute(1, 2, 0, 3)
     )
     sum_db_dbh_at_0_grad_y_k_probs_v = torch.einsum("af,abcf->abc", db_dbh[0], sum_grad_y_k_probs_v)
     del sum_grad_y_k_probs_v
     sum_grad_y_k_probs_v_1 = torch.einsum(
-        "dgc,adfg,abdg->abcf",
-        grad_y,
-        sum_k_probs.permute(1, 0, 3, 2),
-        sum_probs_v.permute(1, 2, 0, 3),
+        "dgc,adfg,abdg->abcf", grad_y, sum_k_probs.permute(1, 0, 3, 2), sum_probs_v
     )
     sum_db_dbh_at_0_grad_y_k_probs_v_1 = torch.einsum(
         "af,abcf->abc", db_dbh[0], sum_grad_y_k_probs_v_1
@@ -993,8 +1002,8 @@ def _double_backward_all(grad_out, saved):
     del sum_grad_y_k_probs_v_1
     sum_grad_y_probs_q_v_1 = (
         v.permute(1, 3, 0, 2).flatten(2)
-        @ sum_grad_y_probs_q.permute(1, 0, 3, 2, 4).flatten(1, 2).flatten(2)
-    ).unflatten(2, (sum_grad_y_probs_q.shape[2], sum_grad_y_probs_q.shape[4]))
+        @ sum_grad_y_probs_q.permute(0, 2, 3, 1, 4).flatten(1, 2).flatten(2)
+    ).unflatten(2, (sum_grad_y_probs_q.shape[1], sum_grad_y_probs_q.shape[4]))
     sum_db_dbh_at_1_grad_y_probs_q_v = torch.einsum(
         "af,abcf->abc", db_dbh[1], sum_grad_y_probs_q_v_1
     )
@@ -1004,19 +1013,19 @@ def _double_backward_all(grad_out, saved):
         torch.einsum(
             "acdg,dagf->acdfg", torch.einsum("dgc,adg->acdg", grad_y, sum_probs.permute(1, 0, 2)), q
         ),
-        sum_probs_v.permute(1, 2, 0, 3),
+        sum_probs_v,
     )
     sum_db_dbh_at_1_grad_y_probs_q_v_1 = torch.einsum(
         "af,abcf->abc", db_dbh[1], sum_grad_y_probs_q_v_2
     )
     del sum_grad_y_probs_q_v_2
     t_k_probs_v = torch.addcmul(
-        sum_k_probs_v.permute(1, 2, 0, 4, 3),
-        sum_probs_v.permute(1, 2, 0, 3)[:, :, :, None],
+        sum_k_probs_v.permute(0, 1, 2, 4, 3),
+        sum_probs_v[:, :, :, None],
         sum_k_probs.permute(1, 0, 3, 2)[:, None],
         value=-1,
     )
-    del sum_probs_v, sum_k_probs_v
+    del sum_k_probs_v, sum_probs_v
     sum_grad_y_k_probs_v_x = (
         (
             torch.einsum("dhc,dhf->cdfh", grad_y, x).permute(0, 2, 1, 3).flatten(2)
@@ -1031,9 +1040,9 @@ def _double_backward_all(grad_out, saved):
     )
     del sum_grad_y_k_probs_v_x
     t_grad_y_probs_q_v = torch.addcmul(
-        -sum_grad_y_probs_q_v.permute(1, 2, 3, 0, 5, 4),
+        -sum_grad_y_probs_q_v.permute(0, 1, 2, 3, 5, 4),
         v.permute(1, 3, 0, 2)[:, :, None, :, None],
-        sum_grad_y_probs_q.permute(1, 2, 0, 4, 3)[:, None],
+        sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)[:, None],
     )
     del sum_grad_y_probs_q, sum_grad_y_probs_q_v
     sum_grad_y_probs_q_v_x = (
@@ -1196,16 +1205,16 @@ def _double_backward_all(grad_out, saved):
         "abg,abcg->abc", db_dx, sum_Wh_at_all_0_Woh_k_probs_v
     )
     del sum_Wh_at_all_0_Woh_k_probs_v
-    sum_Woh_db_dbh_at_0_k_probs_v = (
-        db_dbh[0][:, None, None]
-        * torch.addcmul(
-            sum_Woh_k_probs_v.permute(0, 3, 1, 2, 4),
-            sum_Woh_probs_v.permute(0, 3, 1, 2)[:, :, :, :, None],
-            sum_k_probs[:, :, :, None],
-            value=-1,
-        )
-    ).sum((1, 4))
-    del sum_k_probs, sum_Woh_k_probs_v
+    sum_Woh_db_dbh_at_0_k_probs_v = sum_Woh_k_probs_v.flatten(3) @ db_dbh[0].flatten(0)
+    del sum_Woh_k_probs_v
+    sum_Woh_db_dbh_at_0_k_probs_v_1 = torch.einsum(
+        "dg,abdg,abcd->abc", db_dbh[0], sum_k_probs.permute(0, 2, 1, 3), sum_Woh_probs_v
+    )
+    del sum_k_probs
+    sum_Woh_db_dbh_at_0_k_probs_v_2 = (
+        sum_Woh_db_dbh_at_0_k_probs_v - sum_Woh_db_dbh_at_0_k_probs_v_1
+    )
+    del sum_Woh_db_dbh_at_0_k_probs_v, sum_Woh_db_dbh_at_0_k_probs_v_1
     t_Woh_probs_v = probs.permute(0, 2, 1, 3)[:, :, None] * (
         sum_Woh_v[:, None] - sum_Woh_probs_v[:, :, :, :, None]
     )
@@ -1259,7 +1268,7 @@ def _double_backward_all(grad_out, saved):
         + sum_db_dWoh_y
         + sum_Wh_at_all_2_Woh_db_dx_probs
         + sum_Wh_at_all_0_Woh_db_dx_k_probs_v / math.sqrt(D)
-        + sum_Woh_db_dbh_at_0_k_probs_v / math.sqrt(D)
+        + sum_Woh_db_dbh_at_0_k_probs_v_2 / math.sqrt(D)
         + sum_Wh_at_all_1_Woh_db_dx_probs_q_v / math.sqrt(D)
         + sum_Woh_db_dbh_at_1_probs_q_v / math.sqrt(D)
         + sum_Woh_db_dWh_at_all_0_k_probs_v_x / math.sqrt(D)
@@ -1271,7 +1280,7 @@ def _double_backward_all(grad_out, saved):
         sum_db_dWoh_y,
         sum_Wh_at_all_2_Woh_db_dx_probs,
         sum_Wh_at_all_0_Woh_db_dx_k_probs_v,
-        sum_Woh_db_dbh_at_0_k_probs_v,
+        sum_Woh_db_dbh_at_0_k_probs_v_2,
         sum_Wh_at_all_1_Woh_db_dx_probs_q_v,
         sum_Woh_db_dbh_at_1_probs_q_v,
         sum_Woh_db_dWh_at_all_0_k_probs_v_x,

@@ -23,6 +23,7 @@ from derive.lower.memo import canonical
 from derive.lower.scans import plan_scan, scan_value
 from derive.lower.value import Scope, matmul, natural_order, plain, stem
 from derive.lower.windows import plan_window, window_value
+from derive.symbolic.simplify import EXPAND_TERMS, expanded_terms
 
 
 def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
@@ -48,8 +49,11 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
         value = window_value(cx, window)
     if value is None:
         plan = plan_contraction(cx.scope(order_in), e.function, bound, order_in)
+        split = None if plan is not None else _split_for_width(cx.scope(order_in), e)
         if plan is not None:
             value = contract(cx, plan, order_in)
+        elif split is not None:
+            value = cx.value(split, order_in)
         else:
             value = _summed(cx, e.function, bound, inner, e)
     name = name or cx.fresh("sum_" + stem(e))
@@ -65,6 +69,52 @@ def _summed(cx: Context, body: sp.Expr, bound: list, inner: list, e: sp.Expr) ->
     if missing:
         raise DerivationError(cx.op, f"sum over unused index {missing} in {e}")
     return reduce("sum", value, bound)
+
+
+def _split_for_width(scope: Scope, e: sp.Sum) -> sp.Expr | None:
+    """``sum_k f (a + g h) -> sum_k f a + sum_k f g h`` where the element-wise body would be a
+    tensor wider than any it reads, and each term is a product of tensors: contractions then
+    (pairwise, by matmul or einsum), where the body is a broadcast product over every index.
+
+    Attention's second order sums ``db_dx[b, t, c] (A + B C + ..)`` with terms over six
+    indices (b, h, t, t2, c, d), each a product of tensors of at most four: computed whole it
+    is a six-axis temporary per term. Only reads of tensors (and sums of products of them)
+    are split, no function of one: ``f (a + b)`` is then finite only where ``f a + f b`` is
+    (an inf or nan among f, a, b makes both non-finite; a split of ``exp(s) / cosh(s)`` at
+    s = -inf is ``0 * inf`` where the quotient is 0, regression 160920). The simplifier's cost
+    model decides everything else; this is the lowering's width, which it does not see."""
+    body = e.function
+    if not any(isinstance(f, sp.Add) for f in sp.Mul.make_args(body)):
+        return None
+    if expanded_terms(body) > EXPAND_TERMS:
+        return None
+    terms = sp.Add.make_args(sp.expand_mul(body))
+    factors = [f for t in terms for f in sp.Mul.make_args(t) if not scope.scalar(f)]
+    if not all(_reads_only(f) for f in factors):
+        return None
+    reads = [r for f in factors for r in f.atoms(sp.Indexed)]
+    adds = sp.Mul(*[f for f in sp.Mul.make_args(body) if isinstance(f, sp.Add)])
+    if len(scope.axes(adds)) <= max(len(set(r.indices)) for r in reads):
+        return None  # no wider than a tensor it reads: one element-wise pass is fine
+    return sp.Add(*[_summed_apart(t, e.limits) for t in terms])
+
+
+def _summed_apart(term: sp.Expr, limits: tuple) -> sp.Expr:
+    """``sum_k c f(k) = c sum_k f(k)``: what does not depend on the summed indices (numbers,
+    sizes, tensors over other indices) stands outside, so the sum is a pure contraction."""
+    bound = {lim[0] for lim in limits}
+    factors = sp.Mul.make_args(term)
+    outside = [f for f in factors if not f.free_symbols & bound]
+    inside = [f for f in factors if f.free_symbols & bound]
+    return sp.Mul(*outside) * sp.Sum(sp.Mul(*inside), *limits)
+
+
+def _reads_only(f: sp.Expr) -> bool:
+    """A read of a tensor at its indices, or a sum of products of such reads."""
+    if isinstance(f, sp.Sum):
+        parts = [g for t in sp.Add.make_args(f.function) for g in sp.Mul.make_args(t)]
+        return all(g.is_number or _reads_only(g) for g in parts)
+    return plain(f)
 
 
 def reduce(kind: str, value: ir.Node, bound: list) -> ir.Reduce:

@@ -499,3 +499,30 @@ def test_a_where_of_numbers_with_an_infinite_branch_selects_and_never_multiplies
     lines = _lines(["x[N]", "b"], ["y[n] = where(b <= 0, inf, 0) + x[n]"])
     want = 'torch.where(b <= 0, torch.tensor(float("inf"), dtype=x.dtype, device=x.device), 0)'
     assert any(want in line for line in lines), "\n".join(lines)
+
+
+def test_a_sum_over_a_wide_sum_of_products_is_split_into_contractions() -> None:
+    # x[j, k] (A[i, j] + B[j, l] C[k, l]) is over four indices, each tensor over two: summed
+    # whole it is an I x J x K x L temporary; split, two einsums (attention's second order)
+    import torch
+
+    op = Op(
+        "t",
+        ["x[J, K]", "A[I, J]", "B[J, L]", "C[K, L]"],
+        ["out[i] = Sum(x[j, k] * (A[i, j] + B[j, l] * C[k, l]), j, k, l)"],
+    )
+    namespace: dict = {}
+    source = module_source(op, "out")
+    exec(compile(source, "t", "exec"), namespace)
+    start = source.index("\ndef forward(")
+    forward = source[start : source.index("\ndef ", start + 1)]
+    assert forward.count("torch.einsum(") == 2 and ".sum(" not in forward
+    g = torch.Generator().manual_seed(0)
+    x, A, B, C = (
+        torch.randn(*s, generator=g, dtype=torch.float64) for s in [(3, 4), (2, 3), (3, 5), (4, 5)]
+    )
+    want = (x[None, :, :, None] * (A[:, :, None, None] + B[None, :, None, :] * C[None, None])).sum(
+        (1, 2, 3)
+    )
+    out, _ = namespace["forward"](x, A, B, C)
+    torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
