@@ -532,15 +532,9 @@ def _double_backward_all(grad_out, saved):
     sum_Woh_grad_y_v = sum_Woh_grad_y @ v.permute(0, 1, 3, 2)
     sum_Woh_grad_y_probs_v = (probs * sum_Woh_grad_y_v).sum(3)
     sum_probs = probs.sum(3)
-    sum_Wh_at_all_2_Woh_grad_y = (
-        (sum_Woh_grad_y.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 2].permute(1, 2, 0))
-        .unflatten(1, (sum_Woh_grad_y.shape[0], sum_Woh_grad_y.shape[2]))
-        .permute(1, 0, 2, 3)
+    sum_Wh_at_all_2_Woh_db_dx_grad_y = torch.einsum(
+        "adf,fbg,abcg->abcd", db_dx, Wh[:, 2], sum_Woh_grad_y
     )
-    sum_Wh_at_all_2_Woh_db_dx_grad_y = (
-        sum_Wh_at_all_2_Woh_grad_y.flatten(1, 2) @ db_dx.permute(0, 2, 1)
-    ).unflatten(1, (sum_Wh_at_all_2_Woh_grad_y.shape[1], sum_Wh_at_all_2_Woh_grad_y.shape[2]))
-    del sum_Wh_at_all_2_Woh_grad_y
     sum_dy_v = dy @ v.permute(0, 1, 3, 2)
     sum_Woh_db_dWh_at_all_2_grad_y_x = torch.einsum(
         "abcf,ebf,ade->abcd", sum_Woh_grad_y, db_dWh[:, 2], x
@@ -549,12 +543,7 @@ def _double_backward_all(grad_out, saved):
     sum_k_probs = probs @ k
     sum_db_dbh_at_0_k_probs = torch.einsum("bf,abcf->abc", db_dbh[0], sum_k_probs)
     sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
-    sum_Wh_at_all_0_k_probs = (
-        (sum_k_probs.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 0].permute(1, 2, 0))
-        .unflatten(1, (sum_k_probs.shape[0], sum_k_probs.shape[2]))
-        .permute(1, 0, 2, 3)
-    )
-    sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,abcf->abc", db_dx, sum_Wh_at_all_0_k_probs)
+    sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,fbg,abcg->abc", db_dx, Wh[:, 0], sum_k_probs)
     sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
     sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
         "abcg,agf,fbe,abce->abc", probs, db_dx, Wh[:, 1], q
@@ -568,12 +557,11 @@ def _double_backward_all(grad_out, saved):
         sum_k_probs[:, :, :, None],
         value=-1,
     )
+    shared_db_dWh_x = x @ db_dWh[:, 0].flatten(1)
     sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v_x = torch.einsum(
         "abcdh,abch->abcd",
         t_Woh_grad_y_k_probs_v,
-        (x @ db_dWh[:, 0].flatten(1))
-        .unflatten(2, (db_dWh.shape[2], db_dWh.shape[3]))
-        .permute(0, 2, 1, 3),
+        shared_db_dWh_x.unflatten(2, (db_dWh.shape[2], db_dWh.shape[3])).permute(0, 2, 1, 3),
     )
     del t_Woh_grad_y_k_probs_v
     sum_probs_x = (probs.flatten(1, 2) @ x).unflatten(1, (probs.shape[1], probs.shape[2]))
@@ -653,96 +641,89 @@ def _double_backward_all(grad_out, saved):
     dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
     sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
     sum_Woh_grad_y_probs = probs.permute(0, 1, 3, 2) @ sum_Woh_grad_y
-    sum_Woh_grad_y_k_probs = torch.einsum(
-        "abec,abef,abde->abcdf", probs, sum_k_probs, sum_Woh_grad_y.permute(0, 1, 3, 2)
+    sum_Woh_db_dbh_at_0_grad_y_k_probs = (
+        torch.einsum("abe,abec->abce", torch.einsum("bf,abef->abe", db_dbh[0], sum_k_probs), probs)
+        @ sum_Woh_grad_y
     )
-    sum_Woh_db_dbh_at_0_grad_y_k_probs = torch.einsum(
-        "bf,abcdf->abcd", db_dbh[0], sum_Woh_grad_y_k_probs
-    )
-    del sum_Woh_grad_y_k_probs
     sum_Woh_grad_y_probs_q = torch.einsum(
         "abec,abef,abde->abcdf", probs, q, sum_Woh_grad_y.permute(0, 1, 3, 2)
     )
     sum_Woh_db_dbh_at_1_grad_y_probs_q = torch.einsum(
         "bf,abcdf->abcd", db_dbh[1], sum_Woh_grad_y_probs_q
     )
-    sum_Woh_grad_y_probs_q_1 = torch.einsum(
-        "abcef,abde->abcdf",
-        torch.einsum("abce,abef->abcef", torch.einsum("abec,abe->abce", probs, sum_probs), q),
-        sum_Woh_grad_y.permute(0, 1, 3, 2),
-    )
-    sum_Woh_db_dbh_at_1_grad_y_probs_q_1 = torch.einsum(
-        "bf,abcdf->abcd", db_dbh[1], sum_Woh_grad_y_probs_q_1
-    )
-    del sum_Woh_grad_y_probs_q_1
-    sum_Wh_at_all_1_Woh_grad_y_probs_q = (
-        (sum_Woh_grad_y_probs_q.permute(1, 0, 2, 3, 4).flatten(1, 3) @ Wh[:, 1].permute(1, 2, 0))
-        .unflatten(
-            1,
-            (
-                sum_Woh_grad_y_probs_q.shape[0],
-                sum_Woh_grad_y_probs_q.shape[2],
-                sum_Woh_grad_y_probs_q.shape[3],
-            ),
+    sum_Woh_db_dbh_at_1_grad_y_probs_q_1 = (
+        torch.einsum(
+            "abe,abec->abce",
+            torch.einsum("abe,abe->abe", torch.einsum("bf,abef->abe", db_dbh[1], q), sum_probs),
+            probs,
         )
-        .permute(1, 0, 2, 3, 4)
+        @ sum_Woh_grad_y
     )
     sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q = torch.einsum(
-        "acg,abcdg->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q
+        "acg,gbf,abcdf->abcd", db_dx, Wh[:, 1], sum_Woh_grad_y_probs_q
     )
-    del sum_Wh_at_all_1_Woh_grad_y_probs_q
-    sum_Woh_grad_y_probs_q_2 = torch.einsum(
+    sum_Woh_grad_y_probs_q_1 = torch.einsum(
         "abceh,abdef->abcdfh",
         torch.einsum("abec,abeh->abceh", probs, probs),
         torch.einsum("abef,abde->abdef", q, sum_Woh_grad_y.permute(0, 1, 3, 2)),
     )
-    sum_Wh_at_all_1_Woh_grad_y_probs_q_1 = (
-        (Wh[:, 1].permute(1, 0, 2) @ sum_Woh_grad_y_probs_q_2.permute(1, 4, 0, 2, 3, 5).flatten(2))
-        .unflatten(
-            2,
-            (
-                sum_Woh_grad_y_probs_q_2.shape[0],
-                sum_Woh_grad_y_probs_q_2.shape[2],
-                sum_Woh_grad_y_probs_q_2.shape[3],
-                sum_Woh_grad_y_probs_q_2.shape[5],
-            ),
-        )
-        .permute(2, 0, 3, 4, 1, 5)
-    )
     sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 = torch.einsum(
-        "ahg,abcdgh->abcd", db_dx, sum_Wh_at_all_1_Woh_grad_y_probs_q_1
+        "ahg,gbf,abcdfh->abcd", db_dx, Wh[:, 1], sum_Woh_grad_y_probs_q_1
     )
-    del sum_Wh_at_all_1_Woh_grad_y_probs_q_1
-    sum_Woh_db_dx_grad_y_probs = torch.einsum(
-        "abec,aef,abde->abcdf", probs, db_dx, sum_Woh_grad_y.permute(0, 1, 3, 2)
-    )
-    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs = torch.einsum(
-        "fbg,abcg,abcdf->abcd", Wh[:, 0], k, sum_Woh_db_dx_grad_y_probs
-    )
-    del sum_Woh_db_dx_grad_y_probs
-    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 = (
+    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs = (
         torch.einsum(
-            "abec,abe->abce", probs, torch.einsum("aef,abef->abe", db_dx, sum_Wh_at_all_0_k_probs)
+            "abce,abec->abce",
+            torch.einsum(
+                "abcf,aef->abce",
+                (k.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 0].permute(1, 2, 0))
+                .unflatten(1, (k.shape[0], k.shape[2]))
+                .permute(1, 0, 2, 3),
+                db_dx,
+            ),
+            probs,
         )
         @ sum_Woh_grad_y
     )
-    sum_Woh_grad_y_probs_x = torch.einsum(
-        "abec,aef,abde->abcdf", probs, x, sum_Woh_grad_y.permute(0, 1, 3, 2)
+    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 = (
+        torch.einsum(
+            "abec,abe->abce",
+            probs,
+            (
+                (db_dx @ Wh[:, 0].flatten(1))
+                .unflatten(2, (Wh.shape[2], Wh.shape[3]))
+                .permute(0, 2, 1, 3)
+                * sum_k_probs
+            ).sum(3),
+        )
+        @ sum_Woh_grad_y
     )
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = torch.einsum(
-        "fbg,abcg,abcdf->abcd", db_dWh[:, 0], k, sum_Woh_grad_y_probs_x
+    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = (
+        torch.einsum(
+            "abce,abec->abce",
+            torch.einsum(
+                "abcf,aef->abce",
+                (k.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 0].permute(1, 2, 0))
+                .unflatten(1, (k.shape[0], k.shape[2]))
+                .permute(1, 0, 2, 3),
+                x,
+            ),
+            probs,
+        )
+        @ sum_Woh_grad_y
     )
-    del sum_Woh_grad_y_probs_x
-    sum_Woh_grad_y_k_probs_x = torch.einsum(
-        "abcef,abdeg->abcdfg",
-        torch.einsum("abec,aef->abcef", probs, x),
-        torch.einsum("abeg,abde->abdeg", sum_k_probs, sum_Woh_grad_y.permute(0, 1, 3, 2)),
+    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1 = (
+        torch.einsum(
+            "abe,abec->abce",
+            (
+                shared_db_dWh_x.unflatten(2, (db_dWh.shape[2], db_dWh.shape[3])).permute(0, 2, 1, 3)
+                * sum_k_probs
+            ).sum(3),
+            probs,
+        )
+        @ sum_Woh_grad_y
     )
     del sum_Woh_grad_y
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1 = torch.einsum(
-        "fbg,abcdfg->abcd", db_dWh[:, 0], sum_Woh_grad_y_k_probs_x
-    )
-    del sum_Woh_grad_y_k_probs_x
+    del shared_db_dWh_x
     sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_2 = (
         sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x - sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1
     )
@@ -751,20 +732,10 @@ def _double_backward_all(grad_out, saved):
         "gbf,acg,abcdf->abcd", db_dWh[:, 1], x, sum_Woh_grad_y_probs_q
     )
     del sum_Woh_grad_y_probs_q
-    sum_Woh_grad_y_probs_q_x = (sum_Woh_grad_y_probs_q_2.flatten(1, 4) @ x).unflatten(
-        1,
-        (
-            sum_Woh_grad_y_probs_q_2.shape[1],
-            sum_Woh_grad_y_probs_q_2.shape[2],
-            sum_Woh_grad_y_probs_q_2.shape[3],
-            sum_Woh_grad_y_probs_q_2.shape[4],
-        ),
-    )
-    del sum_Woh_grad_y_probs_q_2
     sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1 = torch.einsum(
-        "gbf,abcdfg->abcd", db_dWh[:, 1], sum_Woh_grad_y_probs_q_x
+        "gbf,ahg,abcdfh->abcd", db_dWh[:, 1], x, sum_Woh_grad_y_probs_q_1
     )
-    del sum_Woh_grad_y_probs_q_x
+    del sum_Woh_grad_y_probs_q_1
     sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_2 = (
         sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x - sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1
     )
@@ -908,67 +879,38 @@ def _double_backward_all(grad_out, saved):
         .unflatten(2, (probs.shape[1], probs.shape[3]))
         .permute(2, 1, 0, 3)
     )
-    sum_grad_y_probs_x = sum_grad_y_probs.flatten(2) @ x.flatten(0, 1)
-    sum_db_dWh_at_all_2_grad_y_probs_x = db_dWh[:, 2].permute(1, 2, 0) @ sum_grad_y_probs_x.permute(
-        0, 2, 1
-    )
-    del sum_grad_y_probs_x
+    sum_db_dWh_at_all_2_grad_y_probs_x = db_dWh[:, 2].permute(1, 2, 0) @ (
+        sum_grad_y_probs.flatten(2) @ x.flatten(0, 1)
+    ).permute(0, 2, 1)
     sum_Wh_at_all_2_db_dx_grad_y_probs = Wh[:, 2].permute(1, 2, 0) @ (
         sum_grad_y_probs.flatten(2) @ db_dx.flatten(0, 1)
     ).permute(0, 2, 1)
     del sum_grad_y_probs
     sum_k_probs_v = torch.einsum("dagh,dahi,dahb->abdgi", probs, k, v)
-    sum_Wh_at_all_0_k_probs_v = (
-        (Wh[:, 0].permute(1, 0, 2) @ sum_k_probs_v.permute(0, 4, 1, 2, 3).flatten(2))
-        .unflatten(2, (sum_k_probs_v.shape[1], sum_k_probs_v.shape[2], sum_k_probs_v.shape[3]))
-        .permute(0, 2, 3, 1, 4)
-    )
     sum_Wh_at_all_0_db_dx_grad_y_k_probs_v = torch.einsum(
-        "dgf,dgc,abdfg->abc", db_dx, grad_y, sum_Wh_at_all_0_k_probs_v
+        "dgf,dgc,fai,abdgi->abc", db_dx, grad_y, Wh[:, 0], sum_k_probs_v
     )
-    del sum_Wh_at_all_0_k_probs_v
     sum_grad_y_probs_q = torch.einsum("dahg,dhc,dahi->acdgi", probs, grad_y, q)
-    sum_Wh_at_all_1_grad_y_probs_q = (
-        (Wh[:, 1].permute(1, 0, 2) @ sum_grad_y_probs_q.permute(0, 4, 1, 2, 3).flatten(2))
-        .unflatten(
-            2,
-            (sum_grad_y_probs_q.shape[1], sum_grad_y_probs_q.shape[2], sum_grad_y_probs_q.shape[3]),
-        )
-        .permute(0, 2, 3, 1, 4)
-    )
     sum_Wh_at_all_1_db_dx_grad_y_probs_q_v = v.permute(1, 3, 0, 2).flatten(2) @ torch.einsum(
-        "dgf,acdfg->acdg", db_dx, sum_Wh_at_all_1_grad_y_probs_q
+        "adgh,acdgh->acdg",
+        (db_dx @ Wh[:, 1].flatten(1)).unflatten(2, (Wh.shape[2], Wh.shape[3])).permute(2, 0, 1, 3),
+        sum_grad_y_probs_q,
     ).permute(0, 2, 3, 1).flatten(1, 2)
-    del sum_Wh_at_all_1_grad_y_probs_q
     sum_probs_v = (v.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2)).permute(0, 2, 1, 3)
     sum_grad_y_probs_q_v = torch.einsum(
         "acdgi,abdhi->abcdgh",
         torch.einsum("daig,dic->acdgi", probs, grad_y),
         torch.einsum("daih,abdi->abdhi", q, sum_probs_v),
     )
-    sum_Wh_at_all_1_grad_y_probs_q_v = (
-        (Wh[:, 1].permute(1, 0, 2) @ sum_grad_y_probs_q_v.permute(0, 5, 1, 2, 3, 4).flatten(2))
-        .unflatten(
-            2,
-            (
-                sum_grad_y_probs_q_v.shape[1],
-                sum_grad_y_probs_q_v.shape[2],
-                sum_grad_y_probs_q_v.shape[3],
-                sum_grad_y_probs_q_v.shape[4],
-            ),
-        )
-        .permute(0, 2, 3, 4, 1, 5)
+    sum_Wh_at_all_1_db_dx_grad_y_probs_q_v_1 = torch.einsum(
+        "dgf,fah,abcdgh->abc", db_dx, Wh[:, 1], sum_grad_y_probs_q_v
     )
-    sum_Wh_at_all_1_db_dx_grad_y_probs_q_v_1 = sum_Wh_at_all_1_grad_y_probs_q_v.permute(
-        0, 1, 2, 3, 5, 4
-    ).flatten(3) @ db_dx.flatten(0)
-    del sum_Wh_at_all_1_grad_y_probs_q_v
-    sum_Wh_at_all_0_db_dx_grad_y_k_probs_v_1 = sum_probs_v.flatten(2) @ torch.einsum(
-        "adg,dgc->acdg",
-        torch.einsum("dgf,adfg->adg", db_dx, sum_Wh_at_all_0_k_probs.permute(1, 0, 3, 2)),
-        grad_y,
-    ).permute(0, 2, 3, 1).flatten(1, 2)
-    del sum_Wh_at_all_0_k_probs
+    sum_Wh_at_all_0_db_dx_grad_y_k_probs_v_1 = sum_probs_v.flatten(2) @ (
+        torch.einsum("dgf,dgc->cdfg", db_dx, grad_y).permute(1, 3, 0, 2)
+        @ (Wh[:, 0].permute(1, 0, 2) @ sum_k_probs.permute(1, 3, 0, 2).flatten(2))
+        .unflatten(2, (sum_k_probs.shape[0], sum_k_probs.shape[2]))
+        .permute(2, 3, 1, 0)
+    ).permute(3, 0, 1, 2).flatten(1, 2)
     sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v = (
         sum_Wh_at_all_2_db_dx_grad_y_probs
         + sum_Wh_at_all_0_db_dx_grad_y_k_probs_v / math.sqrt(D)
@@ -983,42 +925,24 @@ def _double_backward_all(grad_out, saved):
         sum_Wh_at_all_1_db_dx_grad_y_probs_q_v_1,
         sum_Wh_at_all_0_db_dx_grad_y_k_probs_v_1,
     )
-    sum_grad_y_k_probs_v = (
-        (
-            grad_y.permute(2, 0, 1).flatten(1)
-            @ sum_k_probs_v.permute(2, 3, 0, 1, 4).flatten(0, 1).flatten(1)
-        )
-        .unflatten(1, (sum_k_probs_v.shape[0], sum_k_probs_v.shape[1], sum_k_probs_v.shape[4]))
-        .permute(1, 2, 0, 3)
-    )
-    sum_db_dbh_at_0_grad_y_k_probs_v = torch.einsum("af,abcf->abc", db_dbh[0], sum_grad_y_k_probs_v)
-    del sum_grad_y_k_probs_v
-    sum_grad_y_k_probs_v_1 = torch.einsum(
-        "dgc,adfg,abdg->abcf", grad_y, sum_k_probs.permute(1, 0, 3, 2), sum_probs_v
-    )
-    sum_db_dbh_at_0_grad_y_k_probs_v_1 = torch.einsum(
-        "af,abcf->abc", db_dbh[0], sum_grad_y_k_probs_v_1
-    )
-    del sum_grad_y_k_probs_v_1
-    sum_grad_y_probs_q_v_1 = (
-        v.permute(1, 3, 0, 2).flatten(2)
-        @ sum_grad_y_probs_q.permute(0, 2, 3, 1, 4).flatten(1, 2).flatten(2)
-    ).unflatten(2, (sum_grad_y_probs_q.shape[1], sum_grad_y_probs_q.shape[4]))
-    sum_db_dbh_at_1_grad_y_probs_q_v = torch.einsum(
-        "af,abcf->abc", db_dbh[1], sum_grad_y_probs_q_v_1
-    )
-    del sum_grad_y_probs_q_v_1
-    sum_grad_y_probs_q_v_2 = torch.einsum(
-        "acdfg,abdg->abcf",
+    sum_db_dbh_at_0_grad_y_k_probs_v = torch.einsum(
+        "af,abdfg->abdg", db_dbh[0], sum_k_probs_v.permute(0, 1, 2, 4, 3)
+    ).flatten(2) @ grad_y.flatten(0, 1)
+    sum_db_dbh_at_0_grad_y_k_probs_v_1 = sum_probs_v.flatten(2) @ torch.einsum(
+        "adg,dgc->acdg",
+        torch.einsum("af,adfg->adg", db_dbh[0], sum_k_probs.permute(1, 0, 3, 2)),
+        grad_y,
+    ).permute(0, 2, 3, 1).flatten(1, 2)
+    sum_db_dbh_at_1_grad_y_probs_q_v = v.permute(1, 3, 0, 2).flatten(2) @ torch.einsum(
+        "af,acdef->acde", db_dbh[1], sum_grad_y_probs_q
+    ).permute(0, 2, 3, 1).flatten(1, 2)
+    sum_db_dbh_at_1_grad_y_probs_q_v_1 = sum_probs_v.flatten(2) @ torch.einsum(
+        "adg,dgc->acdg",
         torch.einsum(
-            "acdg,dagf->acdfg", torch.einsum("dgc,adg->acdg", grad_y, sum_probs.permute(1, 0, 2)), q
+            "adg,adg->adg", torch.einsum("af,dagf->adg", db_dbh[1], q), sum_probs.permute(1, 0, 2)
         ),
-        sum_probs_v,
-    )
-    sum_db_dbh_at_1_grad_y_probs_q_v_1 = torch.einsum(
-        "af,abcf->abc", db_dbh[1], sum_grad_y_probs_q_v_2
-    )
-    del sum_grad_y_probs_q_v_2
+        grad_y,
+    ).permute(0, 2, 3, 1).flatten(1, 2)
     t_k_probs_v = torch.addcmul(
         sum_k_probs_v.permute(0, 1, 2, 4, 3),
         sum_probs_v[:, :, :, None],
@@ -1113,7 +1037,7 @@ def _double_backward_all(grad_out, saved):
         db_dx.permute(2, 0, 1).flatten(1)
         @ sum_Woh_grad_y_probs_q_v.permute(2, 3, 0, 1).flatten(0, 1).flatten(1)
     ).unflatten(1, (sum_Woh_grad_y_probs_q_v.shape[0], sum_Woh_grad_y_probs_q_v.shape[1]))
-    sum_Woh_db_dx_grad_y_probs_1 = (
+    sum_Woh_db_dx_grad_y_probs = (
         db_dx.permute(2, 0, 1).flatten(1)
         @ sum_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
     ).unflatten(1, (sum_Woh_grad_y_probs.shape[1], sum_Woh_grad_y_probs.shape[3]))
@@ -1124,7 +1048,7 @@ def _double_backward_all(grad_out, saved):
         [
             sum_dq_x + sum_Woh_db_dx_grad_y_k_probs_v / math.sqrt(D),
             sum_dk_x + sum_Woh_db_dx_grad_y_probs_q_v / math.sqrt(D),
-            sum_Woh_db_dx_grad_y_probs_1 + sum_dv_x,
+            sum_Woh_db_dx_grad_y_probs + sum_dv_x,
         ],
         1,
     )
@@ -1133,7 +1057,7 @@ def _double_backward_all(grad_out, saved):
         sum_Woh_db_dx_grad_y_k_probs_v,
         sum_dk_x,
         sum_Woh_db_dx_grad_y_probs_q_v,
-        sum_Woh_db_dx_grad_y_probs_1,
+        sum_Woh_db_dx_grad_y_probs,
         sum_dv_x,
     )
     dWqkv = dWh.reshape(C, 3 * C)
@@ -1163,26 +1087,15 @@ def _double_backward_all(grad_out, saved):
     del stacked_dq
     dbo = grad_out.new_zeros((C,))
     sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
-    sum_db_dWh_at_all_2_probs_x = (
-        (sum_probs_x.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 2].permute(1, 0, 2))
-        .unflatten(1, (sum_probs_x.shape[0], sum_probs_x.shape[2]))
-        .permute(1, 2, 0, 3)
+    sum_Woh_db_dWh_at_all_2_probs_x = torch.einsum(
+        "dfc,gdf,abdg->abc", Woh, db_dWh[:, 2], sum_probs_x.permute(0, 2, 1, 3)
     )
-    sum_Woh_db_dWh_at_all_2_probs_x = sum_db_dWh_at_all_2_probs_x.flatten(2) @ Woh.flatten(0, 1)
-    del sum_db_dWh_at_all_2_probs_x
     sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
-    sum_Wh_at_all_2_Woh_probs = (
-        (
-            (Woh.permute(0, 2, 1) @ Wh[:, 2].permute(1, 2, 0)).permute(1, 2, 0)
-            @ probs.permute(1, 0, 2, 3).flatten(1)
-        )
-        .unflatten(2, (probs.shape[0], probs.shape[2], probs.shape[3]))
-        .permute(2, 3, 0, 4, 1)
-    )
+    sum_Wh_at_all_2_Woh = (Woh.permute(0, 2, 1) @ Wh[:, 2].permute(1, 2, 0)).permute(1, 0, 2)
     sum_Wh_at_all_2_Woh_db_dx_probs = torch.einsum(
-        "aef,abcef->abc", db_dx, sum_Wh_at_all_2_Woh_probs
+        "aef,adbe,cdf->abc", db_dx, probs, sum_Wh_at_all_2_Woh
     )
-    del sum_Wh_at_all_2_Woh_probs
+    del sum_Wh_at_all_2_Woh
     sum_Woh_v = (
         (Woh.permute(0, 2, 1) @ v.permute(1, 3, 0, 2).flatten(2))
         .unflatten(2, (v.shape[0], v.shape[2]))

@@ -268,7 +268,10 @@ def _flattened(scope: Scope, factors: tuple, bound: list) -> tuple[tuple, list, 
             inner
             and f not in scope.computed
             and canonical(f)[0] not in scope.shared
-            and all(plain(p) and all(scope.is_axis(i) for i in p.indices) for p in parts)
+            and all(
+                isinstance(p, sp.Sum) or (plain(p) and all(scope.is_axis(i) for i in p.indices))
+                for p in parts
+            )
             and not set(inner) & (others | set(bound))
         ):
             ranges += [(var, hi - lo + 1) for var, lo, hi in f.limits]

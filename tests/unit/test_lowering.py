@@ -526,3 +526,24 @@ def test_a_sum_over_a_wide_sum_of_products_is_split_into_contractions() -> None:
     )
     out, _ = namespace["forward"](x, A, B, C)
     torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_sum_inside_a_nested_sum_is_an_operand_of_one_contraction() -> None:
+    # sum_{b,c} g[b, c] sum_d W[e, d] S[b, c, d] with S a sum itself: one contraction of g, S
+    # and W (g with S first, over b and c), never the E x B x C temporary sum_d W S
+    import torch
+
+    op = Op(
+        "t",
+        ["g[B, C]", "W[E, D]", "P[B, C, D, T]"],
+        ["out[e] = Sum(g[b, c] * Sum(W[e, d] * Sum(P[b, c, d, t] * P[b, c, d, t], t), d), b, c)"],
+    )
+    namespace: dict = {}
+    source = module_source(op, "out")
+    exec(compile(source, "t", "exec"), namespace)
+    assert "out = g.flatten(0) @ sum_P.flatten(0, 1) @ W.T" in source
+    g = torch.Generator().manual_seed(0)
+    shapes = [(2, 3), (4, 5), (2, 3, 5, 6)]
+    gg, W, P = (torch.randn(*s, generator=g, dtype=torch.float64) for s in shapes)
+    out, _ = namespace["forward"](gg, W, P)
+    torch.testing.assert_close(out, torch.einsum("bc,ed,bcdt->e", gg, W, P * P))
