@@ -728,7 +728,7 @@ def _double_backward_all(grad_out, saved):
     db_dlogprobs = db_dprobs / probs
     dloss = grad_out.new_zeros(())
     dlogprobs = grad_out.new_zeros((N, V))
-    dprobs = -b_dprobs * db_dprobs / probs
+    dprobs = -b_dprobs / probs * db_dprobs
     sum_b_dprobs_db_dcounts = (b_dprobs * db_dcounts).sum(1)
     sum_counts_dprobs = (counts * dprobs).sum(1)
     dcounts_sum_inv = torch.addcmul(

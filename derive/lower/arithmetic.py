@@ -17,7 +17,7 @@ from derive.functions import Function, heaviside_code, where
 from derive.ir import nodes as ir
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
-from derive.lower.value import align, chain, is_gate, number_scale, ordered_terms, plain, union
+from derive.lower.value import align, is_gate, number_scale, ordered_terms, plain, union
 
 
 def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
@@ -217,16 +217,27 @@ def product(
             acc = ir.Apply("torch.reciprocal({0})", (below[0],), axes=below[0].axes)
             continue
         factors = [align(v, axes) for v in parts] or [ir.Number(1)]
-        node = chain(
-            "/",
-            chain("*", factors[0], factors[1:], axes=axes),
-            [align(d, axes) for d in below],
-            axes=axes,
-        )
+        node = _interleaved(factors, [align(d, axes) for d in below], axes)
         if scale is not None and acc is None:
             node = ir.Binary(scale[0], node, scale[1], axes=axes)
         acc = node
     return acc if acc else ir.Number(1)
+
+
+def _interleaved(num: list[ir.Node], den: list[ir.Node], axes: tuple) -> ir.Node:
+    """``a / c * b / d``, not ``a * b / c / d``: the same passes, in an order that keeps the
+    running product near the result's magnitude where numerator and denominator factors come
+    in pairs of like size, as the quotient rule makes them: ``S1 T / S2**2`` (S1, S2 and T near
+    1e306, fuzz --range 930115) is ``S1 / S2 * T / S2`` and never forms ``S1 T`` (inf). A
+    heuristic, not a guarantee: no fixed order is safe for every magnitude."""
+    node = num[0]
+    rest_num, rest_den = list(num[1:]), list(den)
+    while rest_num or rest_den:
+        if rest_den:
+            node = ir.Binary("/", node, rest_den.pop(0), axes=axes)
+        if rest_num:
+            node = ir.Binary("*", node, rest_num.pop(0), axes=axes)
+    return node
 
 
 def call(cx: Context, f: Function, args: tuple, order: list[sp.Symbol]) -> ir.Node:

@@ -344,3 +344,33 @@ def test_a_quotient_is_divided_twice_not_by_a_square(xs: list, w: float, tmp_pat
     assert all(torch.isfinite(t).all() for t in (out, dx, dw, t_out))
     assert got == pytest.approx(want_grad, rel=1e-12, abs=0)
     assert t_out.tolist() == pytest.approx(want_t, rel=1e-12, abs=0)
+
+
+def test_a_ratio_of_exp_sums_near_overflow_has_a_finite_tangent(tmp_path: Path) -> None:
+    """S1 / S2 with both sums near 1e306: the tangent's S1 T / S2**2 must not form S1 T (inf).
+    Reference: the definition's text differentiated in mpmath at 60 digits."""
+    import mpmath
+
+    module, _ = _module("ratio_of_exp_sums", tmp_path)
+    a = torch.tensor([[700.0, -3.0], [703.0, 1.0]], dtype=torch.float64)  # a[i, d]
+    w = torch.tensor([[704.0, 702.0, 690.0], [0.5, 2.0, -1.0]], dtype=torch.float64)  # w[d, g]
+    t_a = torch.tensor([[0.3, -0.7], [1.1, 0.2]], dtype=torch.float64)
+    t_w = torch.tensor([[-0.4, 0.9, 0.6], [0.8, -0.5, 0.1]], dtype=torch.float64)
+    out, t_out = torch.func.jvp(module.Function.apply, (a, w), (t_a, t_w))
+
+    mpmath.mp.dps = 60
+    want = []
+    for d in range(2):
+
+        def f(h, d=d):  # out[d] at (a, w) + h (t_a, t_w), from the definition's text
+            s1 = sum(
+                mpmath.exp(mpmath.mpf(float(a[i, d])) + h * float(t_a[i, d])) for i in range(2)
+            )
+            s2 = sum(
+                mpmath.exp(mpmath.mpf(float(w[d, g])) + h * float(t_w[d, g])) for g in range(3)
+            )
+            return s1 / s2
+
+        want.append(float(mpmath.diff(f, 0)))
+    assert torch.isfinite(out).all() and torch.isfinite(t_out).all()
+    assert t_out.tolist() == pytest.approx(want, rel=1e-12, abs=0)
