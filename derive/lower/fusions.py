@@ -146,7 +146,7 @@ def _build_addcmul(cx: Context, found: _Addcmul, order: list) -> ir.Node:
             return product
         # the other terms summed first, then added: (a + b) kept as a group, aligned to the
         # product's axes as the three-tensor form aligns it (W[t] * S beside N * u[o, m])
-        r = ir.Paren(r) if precedence(r) <= Precedence.ADD else r
+        r = ir.Paren(r, axes=r.axes) if precedence(r) <= Precedence.ADD else r
         return ir.Binary("+", product, align(r, axes), axes=axes)
     form = "torch.addcmul({0}, {1}, {2})"
     args = tuple(align(v, axes) for v in (r, a, big))
