@@ -322,22 +322,20 @@ def test_a_quotient_is_divided_twice_not_by_a_square(xs: list, w: float, tmp_pat
         module.Function.apply, (x, wt), (x.new_tensor(tangent[:3]), x.new_tensor(tangent[3]))
     )
 
-    mpmath.mp.dps = 60
-    xs = [mpmath.mpf(float(v)) for v in x]
-
-    def f(*a):  # sum of out over g, the definition's text with mpmath functions
+    def f(*a):  # out over g, the definition's text with mpmath functions
         *xx, ww = a
         s = sum(mpmath.exp(v) for v in xx)
         return [v / (s * mpmath.log1p(mpmath.exp(ww))) + 1 / (s * mpmath.cosh(ww)) for v in xx]
 
-    point = [*xs, mpmath.mpf(w)]
-    jac = [
-        [
-            mpmath.diff(lambda *a, i=i: f(*a)[i], point, tuple(int(j == k) for k in range(4)))
-            for j in range(4)
+    with mpmath.workdps(60):  # the precision set for this block only
+        point = [*[mpmath.mpf(float(v)) for v in x], mpmath.mpf(w)]
+        jac = [
+            [
+                mpmath.diff(lambda *a, i=i: f(*a)[i], point, tuple(int(j == k) for k in range(4)))
+                for j in range(4)
+            ]
+            for i in range(3)
         ]
-        for i in range(3)
-    ]
     want_grad = [float(sum(jac[i][j] for i in range(3))) for j in range(4)]
     want_t = [float(sum(jac[i][j] * tangent[j] for j in range(4))) for i in range(3)]
     got = [*dx.tolist(), dw.item()]
@@ -358,19 +356,12 @@ def test_a_ratio_of_exp_sums_near_overflow_has_a_finite_tangent(tmp_path: Path) 
     t_w = torch.tensor([[-0.4, 0.9, 0.6], [0.8, -0.5, 0.1]], dtype=torch.float64)
     out, t_out = torch.func.jvp(module.Function.apply, (a, w), (t_a, t_w))
 
-    mpmath.mp.dps = 60
-    want = []
-    for d in range(2):
+    def f(h, d):  # out[d] at (a, w) + h (t_a, t_w), from the definition's text
+        s1 = sum(mpmath.exp(mpmath.mpf(float(a[i, d])) + h * float(t_a[i, d])) for i in range(2))
+        s2 = sum(mpmath.exp(mpmath.mpf(float(w[d, g])) + h * float(t_w[d, g])) for g in range(3))
+        return s1 / s2
 
-        def f(h, d=d):  # out[d] at (a, w) + h (t_a, t_w), from the definition's text
-            s1 = sum(
-                mpmath.exp(mpmath.mpf(float(a[i, d])) + h * float(t_a[i, d])) for i in range(2)
-            )
-            s2 = sum(
-                mpmath.exp(mpmath.mpf(float(w[d, g])) + h * float(t_w[d, g])) for g in range(3)
-            )
-            return s1 / s2
-
-        want.append(float(mpmath.diff(f, 0)))
+    with mpmath.workdps(60):  # the precision set for this block only
+        want = [float(mpmath.diff(lambda h, d=d: f(h, d), 0)) for d in range(2)]
     assert torch.isfinite(out).all() and torch.isfinite(t_out).all()
     assert t_out.tolist() == pytest.approx(want, rel=1e-12, abs=0)
