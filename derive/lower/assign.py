@@ -28,7 +28,7 @@ from derive.lower import bounds
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
 from derive.lower.indexing import affine_value, padded_part, within
-from derive.lower.reductions import sum_value
+from derive.lower.reductions import counted, sum_value
 from derive.lower.select import safe_indices, slice_constants
 from derive.lower.value import (
     AxisError,
@@ -90,7 +90,7 @@ def delta_form(cx: Context, expr: sp.Expr, axes: tuple) -> str | tuple | None:
 
 
 def _assign_plain(cx: Context, name: str, expr: sp.Expr, axes: tuple) -> None:
-    if isinstance(expr, sp.Sum) and cx.recall(expr) is None:
+    if isinstance(expr, sp.Sum) and counted(expr) is expr and cx.recall(expr) is None:
         # a sum that reads every axis is bound to ``name`` (then permuted in place, its memo
         # entry with it); one broadcast over axes it does not read keeps a name of its own,
         # which the memo holds: dZz = sum(g) expanded to Y is not the sum a later dW1 reads

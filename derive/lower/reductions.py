@@ -26,13 +26,22 @@ from derive.lower.windows import plan_window, window_value
 from derive.symbolic.simplify import EXPAND_TERMS, expanded_terms
 
 
-def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
+def counted(e: sp.Sum) -> sp.Expr:
+    """``e`` with the limits its body does not read counted out: sum_k c = K c, the
+    simplifier's own rule (a fold may write back a definition's unsimplified sum:
+    Sum(a1[w, s] + 1, s) lowers as Sum(a1) + Sum(1, s); a parse may cancel the terms that
+    read k: Sum(W[s] - W[s] + c[g], s) is Sum(c[g], s))."""
     constant = [lim for lim in e.limits if not e.function.has(lim[0])]
-    if constant:  # sum_k c = K c, the simplifier's own rule (a fold may write back a
-        # definition's unsimplified sum: Sum(a1[w, s] + 1, s) lowers as Sum(a1) + Sum(1, s))
-        rest = [lim for lim in e.limits if lim not in constant]
-        extent = sp.Mul(*[hi - lo + 1 for _, lo, hi in constant])
-        return cx.value(extent * (sp.Sum(e.function, *rest) if rest else e.function), order)
+    if not constant:
+        return e
+    rest = [lim for lim in e.limits if lim not in constant]
+    extent = sp.Mul(*[hi - lo + 1 for _, lo, hi in constant])
+    return extent * (sp.Sum(e.function, *rest) if rest else e.function)
+
+
+def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
+    if counted(e) is not e:
+        return cx.value(counted(e), order)
     known = cx.recall(e)
     if known is not None:
         return cx.permuted(known, order)
