@@ -136,7 +136,11 @@ class Map(Node):
 
     @property
     def scalar(self) -> bool:
-        return all(c.scalar for c in self.children())
+        known = self.__dict__.get("_scalar")  # kept on the node, as refs(): asked many times
+        if known is None:
+            known = all(c.scalar for c in self.children())
+            object.__setattr__(self, "_scalar", known)
+        return known
 
 
 @dataclass(frozen=True)

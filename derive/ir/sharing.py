@@ -48,8 +48,8 @@ def common_subexpressions(
             if found.holder > found.first:  # computed where it is first read
                 block.insert(found.first, block.pop(found.holder))
             start = min(found.holder, found.first) + 1
-        key, writes = _unlabelled(found.node), Counter(n for s in block for n in s.writes)
-        block[start:] = [_read_as(s, key, name, writes) for s in block[start:]]
+        writes = Counter(n for s in block for n in s.writes)
+        block[start:] = [_read_as(s, found.node, name, writes) for s in block[start:]]
         if found.holder is not None and any(
             isinstance(s, ir.Free) and name in s.names for s in block
         ):  # a temporary read later now: freed after its last read
@@ -72,9 +72,9 @@ def _repeated(block: list[ir.Statement]) -> _Found | None:
     """The largest computation read twice or more, or read once where a name holds it, that
     can be shared safely; None when there is none."""
     writes = Counter(n for s in block for n in s.writes)
-    uses: dict[ir.Node, list[int]] = {}
-    example: dict[ir.Node, ir.Node] = {}
-    holders: dict[ir.Node, int] = {}
+    uses: dict[_Key, list[int]] = {}
+    example: dict[_Key, ir.Node] = {}
+    holders: dict[_Key, int] = {}
     for k, s in enumerate(block):
         for node in _candidates(s):
             key = _unlabelled(node)
@@ -162,42 +162,76 @@ def _worth_a_name(value: ir.Node) -> bool:
     return not (isinstance(value, ir.Ref) or value.scalar or isinstance(value, NOT_SHARED))
 
 
-def _unlabelled(node: ir.Node) -> ir.Node:
-    """``node`` with its index labels renamed in order of first appearance (``_a0``, ``_a1``,
-    ..., a contraction's ``letters`` too): two values alike but for the names of their indices
-    (``t[n] >= 0``, ``t[m] >= 0``) are one key, and so the same tensor. Renamed, not dropped:
-    an einsum's subscripts are the relation between its operands' axes and its own, which a
-    consistent renaming keeps (two contractions of the same operands onto other axes are other
-    tensors). Kept on the node: asked of it many times."""
-    known = node.__dict__.get("_unlabelled")
+class _Key:
+    """A value's shape with its index labels numbered in order of first appearance, depth
+    first (``t[n] >= 0`` and ``t[m] >= 0`` are one key): hashed once, its children's keys
+    held, not copied, so two keys compare in the size of what differs."""
+
+    __slots__ = ("parts", "hash")
+
+    def __init__(self, parts: tuple) -> None:
+        self.parts = parts
+        self.hash = hash(parts)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            isinstance(other, _Key) and self.hash == other.hash and self.parts == other.parts
+        )
+
+
+def _unlabelled(node: ir.Node) -> _Key:
+    """The key of ``node`` alike but for the names of its indices: two values with one key are
+    the same tensor. Labels are renumbered, not dropped: an einsum's subscripts are the
+    relation between its operands' axes and its own, which a consistent renaming keeps (two
+    contractions of the same operands onto other axes are other tensors). Built from its
+    children's keys and kept on the node (asked of it many times; nodes are immutable)."""
+    return _labelled(node)[0]
+
+
+def _labelled(node: ir.Node) -> tuple[_Key, tuple[sp.Symbol, ...]]:
+    """``node``'s key and its labels in order of first appearance (its own axes, a
+    contraction's letters, then each child's labels in field order)."""
+    known = node.__dict__.get("_key")
     if known is None:
-        names: dict[sp.Symbol, sp.Symbol] = {}
-        for n in ir.walk(node):
-            for a in (*n.axes, *getattr(n, "letters", ())):
-                names.setdefault(a, sp.Symbol(f"_a{len(names)}", integer=True))
+        order: dict[sp.Symbol, int] = {}
 
-        def rule(n: ir.Node) -> ir.Node:
-            changes = {"axes": tuple(names[a] for a in n.axes)} if n.axes else {}
-            if isinstance(n, ir.Contract):
-                changes["letters"] = tuple(names[a] for a in n.letters)
-            return dataclasses.replace(n, **changes) if changes else n
+        def numbered(labels: tuple[sp.Symbol, ...]) -> tuple[int, ...]:
+            return tuple(order.setdefault(a, len(order)) for a in labels)
 
-        known = rebuilt(node, rule)
-        object.__setattr__(node, "_unlabelled", known)  # not a field: equality ignores it
+        def part(value: object) -> object:
+            if not isinstance(value, ir.Node):
+                return value
+            key, labels = _labelled(value)
+            return key, numbered(labels)
+
+        parts: list[object] = [type(node), numbered(node.axes)]
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if f.name == "letters":
+                parts.append(numbered(value))
+            elif f.name != "axes":
+                parts.append(tuple(map(part, value)) if isinstance(value, tuple) else part(value))
+        known = (_Key(tuple(parts)), tuple(order))
+        object.__setattr__(node, "_key", known)  # not a field: equality ignores it
     return known
 
 
-def _read_as(s: ir.Statement, key: ir.Node, name: str, writes: Counter) -> ir.Statement:
-    """``s`` reading ``name`` (over each read's own axes) wherever it computed ``key``; an
+def _read_as(s: ir.Statement, node: ir.Node, name: str, writes: Counter) -> ir.Statement:
+    """``s`` reading ``name`` (over each read's own axes) wherever it computes ``node``'s
+    value under any labels; an
     assignment's whole value too (``b = name``: another name for the tensor), unless b is
     written again (updated in place: it must stay storage of its own)."""
+    key = _unlabelled(node)
     if isinstance(s, ir.Assign) and _unlabelled(s.value) == key:
         own = any(writes[t] != 1 for t in s.targets)
         return s if own else dataclasses.replace(s, value=ir.Ref(name, axes=s.value.axes))
-    needs = ir.refs(key)
+    needs = ir.refs(node)
 
-    def rule(n: ir.Node) -> ir.Node:  # the kind and rank first: a key is not free to ask
-        same = type(n) is type(key) and len(n.axes) == len(key.axes) and _unlabelled(n) == key
+    def rule(n: ir.Node) -> ir.Node:
+        same = type(n) is type(node) and _unlabelled(n) == key
         return ir.Ref(name, axes=n.axes) if same else n
 
     # a subtree that does not read every variable the key reads cannot compute it
@@ -229,13 +263,27 @@ def _candidates(s: ir.Statement) -> Iterator[ir.Node]:
 def _below(node: ir.Node) -> Iterator[ir.Node]:
     """``node`` and the computations under it worth a name: on tensor data (an index built
     from sizes alone, ``torch.arange(N)``, is cheaper to make again than to keep)."""
-    if isinstance(node, ir.Ref) or node.scalar or not any(data(node)):
+    if isinstance(node, ir.Ref) or node.scalar or not _on_data(node):
         return
     if not isinstance(node, NOT_SHARED):
         yield node
-    for child in operands(node):
+    for child in node.children():
         yield from _below(child)
 
 
+def _on_data(node: ir.Node) -> bool:
+    """Whether ``node`` reads entries of a tensor (kept on it, as :func:`_size`)."""
+    known = node.__dict__.get("_on_data")
+    if known is None:
+        known = any(data(node))
+        object.__setattr__(node, "_on_data", known)
+    return known
+
+
 def _size(node: ir.Node) -> int:
-    return 1 + sum(_size(c) for c in operands(node))
+    """How many nodes ``node`` is (kept on it: asked of every candidate each round)."""
+    known = node.__dict__.get("_size")
+    if known is None:
+        known = 1 + sum(_size(c) for c in operands(node))
+        object.__setattr__(node, "_size", known)
+    return known
