@@ -372,60 +372,60 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
     y = probs @ v
-    sum_Woh_grad_y = (
-        (grad_y @ Woh.permute(2, 0, 1).flatten(1))
-        .unflatten(2, (Woh.shape[0], Woh.shape[1]))
-        .permute(0, 2, 1, 3)
+    c_Woh_grad_y = (Woh @ grad_y.permute(2, 0, 1).flatten(1)).unflatten(
+        2, (grad_y.shape[0], grad_y.shape[1])
     )
-    sum_Woh_grad_y_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_y).permute(0, 2, 1, 3)
-    sum_Woh_grad_y_v = (sum_Woh_grad_y @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
-    sum_Woh_grad_y_probs_v = (probs * sum_Woh_grad_y_v.permute(0, 2, 1, 3)).sum(3).permute(0, 2, 1)
-    t_Woh_grad_y_probs_v = (
-        sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]
-    ) * probs.permute(0, 2, 1, 3)
-    del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
-    sum_Woh_grad_y_k_probs_v = (t_Woh_grad_y_probs_v.permute(0, 2, 1, 3) @ k).permute(0, 2, 1, 3)
-    sum_Woh_grad_y_probs_q_v = (t_Woh_grad_y_probs_v.permute(0, 2, 3, 1) @ q).permute(0, 2, 1, 3)
-    del t_Woh_grad_y_probs_v
-    stacked_sum_Woh_grad_y_k_probs_v = torch.stack(
+    c_Woh_grad_y_v = c_Woh_grad_y.permute(0, 2, 3, 1) @ v.permute(1, 0, 3, 2)
+    c_Woh_grad_y_probs_v = (probs * c_Woh_grad_y_v.permute(1, 0, 2, 3)).sum(3)
+    t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+        c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
+    ) * probs
+    c_Woh_grad_y_k_probs_v = t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ k
+    c_Woh_grad_y_probs_q_v = t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2) @ q
+    del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+    c_Woh_grad_y_probs = probs.permute(0, 1, 3, 2) @ c_Woh_grad_y.permute(2, 0, 3, 1)
+    stacked_c_Woh_grad_y_k_probs_v = torch.stack(
         [
-            sum_Woh_grad_y_k_probs_v / math.sqrt(D),
-            sum_Woh_grad_y_probs_q_v / math.sqrt(D),
-            sum_Woh_grad_y_probs,
+            c_Woh_grad_y_k_probs_v / math.sqrt(D),
+            c_Woh_grad_y_probs_q_v / math.sqrt(D),
+            c_Woh_grad_y_probs,
         ],
-        2,
+        1,
     )
-    del sum_Woh_grad_y_probs
-    b_dx = stacked_sum_Woh_grad_y_k_probs_v.flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+    b_dx = stacked_c_Woh_grad_y_k_probs_v.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(
+        1, 2, 3, 0
+    ).flatten(0, 2)
     b_dWh = (
-        x.permute(2, 0, 1).flatten(1) @ stacked_sum_Woh_grad_y_k_probs_v.flatten(0, 1).flatten(1)
+        x.permute(2, 0, 1).flatten(1)
+        @ stacked_c_Woh_grad_y_k_probs_v.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
     ).unflatten(
         1,
         (
-            stacked_sum_Woh_grad_y_k_probs_v.shape[2],
-            stacked_sum_Woh_grad_y_k_probs_v.shape[3],
-            stacked_sum_Woh_grad_y_k_probs_v.shape[4],
+            stacked_c_Woh_grad_y_k_probs_v.shape[1],
+            stacked_c_Woh_grad_y_k_probs_v.shape[2],
+            stacked_c_Woh_grad_y_k_probs_v.shape[4],
         ),
     )
-    del stacked_sum_Woh_grad_y_k_probs_v
+    del stacked_c_Woh_grad_y_k_probs_v
     b_dWh_as_Wqkv = b_dWh.reshape(C, 3 * C)
     b_dWqkv = b_dWh_as_Wqkv
     del b_dWh_as_Wqkv
-    sum_Woh_grad_y_k_probs_v_1 = _sum_leading(sum_Woh_grad_y_k_probs_v, 2)
-    del sum_Woh_grad_y_k_probs_v
-    sum_Woh_grad_y_probs_q_v_1 = _sum_leading(sum_Woh_grad_y_probs_q_v, 2)
-    del sum_Woh_grad_y_probs_q_v
-    sum_Woh_grad_y_1 = sum_Woh_grad_y.sum((2, 0))
-    del sum_Woh_grad_y
+    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_k_probs = c_Woh_grad_y_k_probs_v.sum((0, 2))
+    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_q = c_Woh_grad_y_probs_q_v.sum((0, 2))
+    sum_Woh_grad_y = c_Woh_grad_y.sum((3, 2))
     b_dbh = torch.stack(
         [
-            sum_Woh_grad_y_k_probs_v_1 / math.sqrt(D),
-            sum_Woh_grad_y_probs_q_v_1 / math.sqrt(D),
-            sum_Woh_grad_y_1,
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_k_probs / math.sqrt(D),
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_q / math.sqrt(D),
+            sum_Woh_grad_y,
         ],
         0,
     )
-    del sum_Woh_grad_y_k_probs_v_1, sum_Woh_grad_y_probs_q_v_1, sum_Woh_grad_y_1
+    del (
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_k_probs,
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_q,
+        sum_Woh_grad_y,
+    )
     b_dbh_as_bqkv = b_dbh.reshape(3 * C)
     b_dbqkv = b_dbh_as_bqkv
     del b_dbh_as_bqkv
@@ -461,6 +461,12 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
         b_dWoh,
         b_dWo,
         b_dbo,
+        c_Woh_grad_y,
+        c_Woh_grad_y_v,
+        c_Woh_grad_y_probs_v,
+        c_Woh_grad_y_k_probs_v,
+        c_Woh_grad_y_probs_q_v,
+        c_Woh_grad_y_probs,
         v_x,
         v_Wqkv,
         v_bqkv,
@@ -493,6 +499,12 @@ def _double_backward_all(grad_out, saved):
         b_dWoh,
         b_dWo,
         b_dbo,
+        c_Woh_grad_y,
+        c_Woh_grad_y_v,
+        c_Woh_grad_y_probs_v,
+        c_Woh_grad_y_k_probs_v,
+        c_Woh_grad_y_probs_q_v,
+        c_Woh_grad_y_probs,
         v_x,
         v_Wqkv,
         v_bqkv,
@@ -518,115 +530,118 @@ def _double_backward_all(grad_out, saved):
     db_dWh_as_Wqkv = db_dWqkv
     db_dWh = db_dWh_as_Wqkv.reshape(C, 3, H, D)
     db_dx = grad_out * v_x
+    shared_Wh_db_dx = (
+        (db_dx @ Wh.flatten(1))
+        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+        .permute(2, 0, 3, 1, 4)
+    )
+    sum_Wh_at_all_2_db_dx = shared_Wh_db_dx[2]
+    shared_db_dWh_x = (
+        (x @ db_dWh.flatten(1))
+        .unflatten(2, (db_dWh.shape[1], db_dWh.shape[2], db_dWh.shape[3]))
+        .permute(2, 0, 3, 1, 4)
+    )
+    sum_db_dWh_at_all_2_x = shared_db_dWh_x[2]
+    dc_Woh_grad_y_probs = sum_Wh_at_all_2_db_dx + sum_db_dWh_at_all_2_x
+    del sum_Wh_at_all_2_db_dx, sum_db_dWh_at_all_2_x
+    sum_Wh_at_all_1_db_dx = shared_Wh_db_dx[1]
+    sum_db_dWh_at_all_1_x = shared_db_dWh_x[1]
+    dc_Woh_grad_y_probs_q_v = (sum_Wh_at_all_1_db_dx + sum_db_dWh_at_all_1_x) / math.sqrt(D)
+    del sum_Wh_at_all_1_db_dx, sum_db_dWh_at_all_1_x
+    sum_Wh_at_all_0_db_dx = shared_Wh_db_dx[0]
+    del shared_Wh_db_dx
+    sum_db_dWh_at_all_0_x = shared_db_dWh_x[0]
+    del shared_db_dWh_x
+    dc_Woh_grad_y_k_probs_v = (sum_Wh_at_all_0_db_dx + sum_db_dWh_at_all_0_x) / math.sqrt(D)
+    del sum_Wh_at_all_0_db_dx, sum_db_dWh_at_all_0_x
+    sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3)
+    sum_k_probs = probs @ k
+    sum_dc_Woh_grad_y_k_probs_v_k_probs = (dc_Woh_grad_y_k_probs_v * sum_k_probs).sum(3)
+    sum_dc_Woh_grad_y_probs_q_v_probs_q = (
+        q @ dc_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2) * probs
+    ).sum(3)
+    sum_db_dbh_at_0_k_probs = torch.einsum("be,abce->abc", db_dbh[0], sum_k_probs)
+    del sum_k_probs
+    sum_probs = probs.sum(3)
+    dc_Woh_grad_y_probs_v = torch.addcmul(
+        -sum_dc_Woh_grad_y_k_probs_v_k_probs
+        - sum_dc_Woh_grad_y_probs_q_v_probs_q
+        - (sum_db_dbh_at_0_k_probs / math.sqrt(D)),
+        sum_probs,
+        sum_db_dbh_at_1_q,
+        value=-1 / math.sqrt(D),
+    )
+    del (
+        sum_dc_Woh_grad_y_k_probs_v_k_probs,
+        sum_dc_Woh_grad_y_probs_q_v_probs_q,
+        sum_db_dbh_at_0_k_probs,
+        sum_probs,
+    )
+    sum_dc_Woh_grad_y_k_probs_v_k = dc_Woh_grad_y_k_probs_v.permute(1, 0, 2, 3) @ k.permute(
+        1, 0, 3, 2
+    )
+    sum_dc_Woh_grad_y_probs_q_v_q = q.permute(1, 0, 2, 3) @ dc_Woh_grad_y_probs_q_v.permute(
+        1, 0, 3, 2
+    )
+    sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
+    dc_Woh_grad_y_v = (
+        dc_Woh_grad_y_probs_v.permute(1, 0, 2)[:, :, :, None]
+        + sum_dc_Woh_grad_y_k_probs_v_k
+        + sum_dc_Woh_grad_y_probs_q_v_q
+        + (sum_db_dbh_at_0_k.permute(1, 0, 2) / math.sqrt(D))[:, :, None]
+        + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
+    ) * probs.permute(1, 0, 2, 3)
+    sum_dc_Woh_grad_y_probs_probs = (
+        dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2)
+    ).permute(0, 2, 1, 3)
+    sum_dc_Woh_grad_y_v_v = (v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2)).permute(
+        0, 2, 1, 3
+    )
+    dc_Woh_grad_y = sum_dc_Woh_grad_y_probs_probs + sum_dc_Woh_grad_y_v_v
+    del sum_dc_Woh_grad_y_probs_probs, sum_dc_Woh_grad_y_v_v
     dout = grad_out.new_zeros((B, T, C))
     dy = (
         (grad_y @ db_dWoh.permute(2, 0, 1).flatten(1))
         .unflatten(2, (db_dWoh.shape[0], db_dWoh.shape[1]))
         .permute(0, 2, 1, 3)
     )
-    sum_Woh_grad_y = (
-        (grad_y @ Woh.permute(2, 0, 1).flatten(1))
-        .unflatten(2, (Woh.shape[0], Woh.shape[1]))
-        .permute(0, 2, 1, 3)
-    )
-    sum_Woh_grad_y_v = sum_Woh_grad_y @ v.permute(0, 1, 3, 2)
-    sum_Woh_grad_y_probs_v = (probs * sum_Woh_grad_y_v).sum(3)
-    sum_probs = probs.sum(3)
-    sum_Wh_at_all_2_Woh_db_dx_grad_y = torch.einsum(
-        "adf,fbg,abcg->abcd", db_dx, Wh[:, 2], sum_Woh_grad_y
-    )
+    sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
+        2, 0, 3, 1
+    ) @ dc_Woh_grad_y_probs.permute(0, 1, 3, 2)
     sum_dy_v = dy @ v.permute(0, 1, 3, 2)
-    sum_Woh_db_dWh_at_all_2_grad_y_x = torch.einsum(
-        "abcf,ebf,ade->abcd", sum_Woh_grad_y, db_dWh[:, 2], x
+    shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
+        c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
     )
-    sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
-    sum_k_probs = probs @ k
-    sum_db_dbh_at_0_k_probs = torch.einsum("bf,abcf->abc", db_dbh[0], sum_k_probs)
-    sum_Wh_at_all_0_db_dx_k = torch.einsum("acf,fbe,abde->abcd", db_dx, Wh[:, 0], k)
-    sum_Wh_at_all_0_db_dx_k_probs = torch.einsum("acf,fbg,abcg->abc", db_dx, Wh[:, 0], sum_k_probs)
-    sum_Wh_at_all_1_db_dx_q = torch.einsum("adf,fbe,abce->abcd", db_dx, Wh[:, 1], q)
-    sum_Wh_at_all_1_db_dx_probs_q = torch.einsum(
-        "abcg,agf,fbe,abce->abc", probs, db_dx, Wh[:, 1], q
-    )
-    shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v = (
-        sum_Woh_grad_y_v - sum_Woh_grad_y_probs_v[:, :, :, None]
-    )
-    t_Woh_grad_y_k_probs_v = torch.addcmul(
-        shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v[:, :, :, :, None] * k[:, :, None],
-        sum_Woh_grad_y_v[:, :, :, :, None],
-        sum_k_probs[:, :, :, None],
-        value=-1,
-    )
-    shared_db_dWh_x = x @ db_dWh[:, 0].flatten(1)
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v_x = torch.einsum(
-        "abcdh,abch->abcd",
-        t_Woh_grad_y_k_probs_v,
-        shared_db_dWh_x.unflatten(2, (db_dWh.shape[2], db_dWh.shape[3])).permute(0, 2, 1, 3),
-    )
-    del t_Woh_grad_y_k_probs_v
-    sum_probs_x = (probs.flatten(1, 2) @ x).unflatten(1, (probs.shape[1], probs.shape[2]))
-    t_Woh_grad_y_probs_v_x = torch.addcmul(
-        x[:, None, None] * shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v[:, :, :, :, None],
-        sum_Woh_grad_y_v[:, :, :, :, None],
-        sum_probs_x[:, :, :, None],
-        value=-1,
-    )
-    shared_db_dWh_q = q.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 1].permute(1, 2, 0)
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v_x = torch.einsum(
-        "abcdg,abcg->abcd",
-        t_Woh_grad_y_probs_v_x,
-        shared_db_dWh_q.unflatten(1, (q.shape[0], q.shape[2])).permute(1, 0, 2, 3),
-    )
-    del t_Woh_grad_y_probs_v_x
-    sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3, keepdim=True)
     dprobs = torch.addcmul(
-        sum_Wh_at_all_2_Woh_db_dx_grad_y
-        + sum_dy_v
-        + sum_Woh_db_dWh_at_all_2_grad_y_x
-        + torch.addcmul(
-            sum_db_dbh_at_0_k[:, :, None] * shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v,
-            sum_db_dbh_at_0_k_probs[:, :, :, None],
-            sum_Woh_grad_y_v,
-            value=-1,
-        )
-        / math.sqrt(D)
-        + torch.addcmul(
-            shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * sum_Wh_at_all_0_db_dx_k,
-            sum_Wh_at_all_0_db_dx_k_probs[:, :, :, None],
-            sum_Woh_grad_y_v,
-            value=-1,
-        )
-        / math.sqrt(D)
-        + torch.addcmul(
-            shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * sum_Wh_at_all_1_db_dx_q,
-            sum_Wh_at_all_1_db_dx_probs_q[:, :, :, None],
-            sum_Woh_grad_y_v,
-            value=-1,
-        )
-        / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v_x / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v_x / math.sqrt(D),
-        sum_db_dbh_at_1_q,
         torch.addcmul(
-            shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v,
-            sum_probs[:, :, :, None],
-            sum_Woh_grad_y_v,
-            value=-1,
+            torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(
+                        sum_c_Woh_grad_y_dc_Woh_grad_y_probs + sum_dy_v,
+                        dc_Woh_grad_y_probs_v[:, :, :, None],
+                        c_Woh_grad_y_v.permute(1, 0, 2, 3),
+                    ),
+                    sum_dc_Woh_grad_y_probs_q_v_q.permute(1, 0, 2, 3),
+                    shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
+                ),
+                sum_dc_Woh_grad_y_k_probs_v_k.permute(1, 0, 2, 3),
+                shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
+            ),
+            sum_db_dbh_at_1_q[:, :, :, None],
+            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
+            value=1 / math.sqrt(D),
         ),
+        sum_db_dbh_at_0_k[:, :, None],
+        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
         value=1 / math.sqrt(D),
     )
     del (
-        sum_Wh_at_all_2_Woh_db_dx_grad_y,
-        sum_dy_v,
-        sum_Woh_db_dWh_at_all_2_grad_y_x,
-        sum_db_dbh_at_0_k_probs,
-        sum_Wh_at_all_0_db_dx_k,
-        sum_Wh_at_all_0_db_dx_k_probs,
-        sum_Wh_at_all_1_db_dx_q,
-        sum_Wh_at_all_1_db_dx_probs_q,
-        sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v_x,
-        sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v_x,
         sum_db_dbh_at_1_q,
+        sum_dc_Woh_grad_y_k_probs_v_k,
+        sum_dc_Woh_grad_y_probs_q_v_q,
+        sum_db_dbh_at_0_k,
+        sum_c_Woh_grad_y_dc_Woh_grad_y_probs,
+        sum_dy_v,
     )
     sum_dprobs_probs = (probs * dprobs).sum(3)
     dcounts_sum = -sum_dprobs_probs / counts_sum
@@ -639,141 +654,25 @@ def _double_backward_all(grad_out, saved):
     del sum_counts_dcounts
     dscores = counts * dcounts
     dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
+    sum_c_Woh_grad_y_dc_Woh_grad_y_v = dc_Woh_grad_y_v.permute(1, 0, 3, 2) @ c_Woh_grad_y.permute(
+        2, 0, 3, 1
+    )
     sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
-    sum_Woh_grad_y_probs = probs.permute(0, 1, 3, 2) @ sum_Woh_grad_y
-    sum_Woh_db_dbh_at_0_grad_y_k_probs = (
-        torch.einsum("abe,abec->abce", torch.einsum("bf,abef->abe", db_dbh[0], sum_k_probs), probs)
-        @ sum_Woh_grad_y
+    dv = sum_c_Woh_grad_y_dc_Woh_grad_y_v + sum_dy_probs
+    del sum_c_Woh_grad_y_dc_Woh_grad_y_v, sum_dy_probs
+    shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v * probs
     )
-    sum_Woh_grad_y_probs_q = torch.einsum(
-        "abec,abef,abde->abcdf", probs, q, sum_Woh_grad_y.permute(0, 1, 3, 2)
+    del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v
+    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(2)
     )
-    sum_Woh_db_dbh_at_1_grad_y_probs_q = torch.einsum(
-        "bf,abcdf->abcd", db_dbh[1], sum_Woh_grad_y_probs_q
-    )
-    sum_Woh_db_dbh_at_1_grad_y_probs_q_1 = (
-        torch.einsum(
-            "abe,abec->abce",
-            torch.einsum("abe,abe->abe", torch.einsum("bf,abef->abe", db_dbh[1], q), sum_probs),
-            probs,
-        )
-        @ sum_Woh_grad_y
-    )
-    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q = torch.einsum(
-        "acg,gbf,abcdf->abcd", db_dx, Wh[:, 1], sum_Woh_grad_y_probs_q
-    )
-    sum_Woh_grad_y_probs_q_1 = torch.einsum(
-        "abceh,abdef->abcdfh",
-        torch.einsum("abec,abeh->abceh", probs, probs),
-        torch.einsum("abef,abde->abdef", q, sum_Woh_grad_y.permute(0, 1, 3, 2)),
-    )
-    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1 = torch.einsum(
-        "ahg,gbf,abcdfh->abcd", db_dx, Wh[:, 1], sum_Woh_grad_y_probs_q_1
-    )
-    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs = (
-        torch.einsum(
-            "abce,abec->abce",
-            torch.einsum(
-                "abcf,aef->abce",
-                (k.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 0].permute(1, 2, 0))
-                .unflatten(1, (k.shape[0], k.shape[2]))
-                .permute(1, 0, 2, 3),
-                db_dx,
-            ),
-            probs,
-        )
-        @ sum_Woh_grad_y
-    )
-    sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1 = (
-        torch.einsum(
-            "abec,abe->abce",
-            probs,
-            (
-                (db_dx @ Wh[:, 0].flatten(1))
-                .unflatten(2, (Wh.shape[2], Wh.shape[3]))
-                .permute(0, 2, 1, 3)
-                * sum_k_probs
-            ).sum(3),
-        )
-        @ sum_Woh_grad_y
-    )
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x = (
-        torch.einsum(
-            "abce,abec->abce",
-            torch.einsum(
-                "abcf,aef->abce",
-                (k.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 0].permute(1, 2, 0))
-                .unflatten(1, (k.shape[0], k.shape[2]))
-                .permute(1, 0, 2, 3),
-                x,
-            ),
-            probs,
-        )
-        @ sum_Woh_grad_y
-    )
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1 = (
-        torch.einsum(
-            "abe,abec->abce",
-            (
-                shared_db_dWh_x.unflatten(2, (db_dWh.shape[2], db_dWh.shape[3])).permute(0, 2, 1, 3)
-                * sum_k_probs
-            ).sum(3),
-            probs,
-        )
-        @ sum_Woh_grad_y
-    )
-    del sum_Woh_grad_y
-    del shared_db_dWh_x
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_2 = (
-        sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x - sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1
-    )
-    del sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x, sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_1
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x = torch.einsum(
-        "gbf,acg,abcdf->abcd", db_dWh[:, 1], x, sum_Woh_grad_y_probs_q
-    )
-    del sum_Woh_grad_y_probs_q
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1 = torch.einsum(
-        "gbf,ahg,abcdfh->abcd", db_dWh[:, 1], x, sum_Woh_grad_y_probs_q_1
-    )
-    del sum_Woh_grad_y_probs_q_1
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_2 = (
-        sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x - sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1
-    )
-    del sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x, sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_1
-    dv = (
-        sum_dy_probs
-        + torch.addcmul(
-            -sum_Woh_db_dbh_at_0_grad_y_k_probs,
-            sum_db_dbh_at_0_k[:, :, :, None],
-            sum_Woh_grad_y_probs,
-        )
-        / math.sqrt(D)
-        + (sum_Woh_db_dbh_at_1_grad_y_probs_q - sum_Woh_db_dbh_at_1_grad_y_probs_q_1) / math.sqrt(D)
-        + (sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q - sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1)
-        / math.sqrt(D)
-        + (sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs - sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1)
-        / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_2 / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_2 / math.sqrt(D)
-    )
-    del (
-        sum_db_dbh_at_0_k,
-        sum_dy_probs,
-        sum_Woh_db_dbh_at_0_grad_y_k_probs,
-        sum_Woh_db_dbh_at_1_grad_y_probs_q,
-        sum_Woh_db_dbh_at_1_grad_y_probs_q_1,
-        sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q,
-        sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_q_1,
-        sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs,
-        sum_Wh_at_all_0_Woh_db_dx_grad_y_k_probs_1,
-        sum_Woh_db_dWh_at_all_0_grad_y_k_probs_x_2,
-        sum_Woh_db_dWh_at_all_1_grad_y_probs_q_x_2,
-    )
-    t_Woh_grad_y_probs_v = (
-        sum_Woh_grad_y_v.permute(0, 1, 3, 2) - sum_Woh_grad_y_probs_v[:, :, None]
+    t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+        c_Woh_grad_y_v.permute(1, 0, 3, 2) - c_Woh_grad_y_probs_v[:, :, None]
     ) * probs.permute(0, 1, 3, 2)
-    del sum_Woh_grad_y_v, sum_Woh_grad_y_probs_v
-    sum_Woh_grad_y_probs_v_1 = t_Woh_grad_y_probs_v.sum(3, keepdim=True)
+    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
+        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
+    )
     sum_dscores_q = (
         (
             (
@@ -785,44 +684,26 @@ def _double_backward_all(grad_out, saved):
         * dscores[:, :, :, None]
         * q[:, :, :, :, None]
     ).sum(2)
-    sum_Woh_db_dx_grad_y_probs_v = (t_Woh_grad_y_probs_v.flatten(1, 2) @ db_dx).unflatten(
-        1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[2])
-    )
-    sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v = (
-        (sum_Woh_db_dx_grad_y_probs_v.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 0].permute(1, 0, 2))
-        .unflatten(
-            1, (sum_Woh_db_dx_grad_y_probs_v.shape[0], sum_Woh_db_dx_grad_y_probs_v.shape[2])
-        )
-        .permute(1, 0, 2, 3)
-    )
-    del sum_Woh_db_dx_grad_y_probs_v
-    sum_Woh_grad_y_probs_v_x = (t_Woh_grad_y_probs_v.flatten(1, 2) @ x).unflatten(
-        1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[2])
-    )
-    sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x = (
-        (sum_Woh_grad_y_probs_v_x.permute(1, 0, 2, 3).flatten(1, 2) @ db_dWh[:, 0].permute(1, 0, 2))
-        .unflatten(1, (sum_Woh_grad_y_probs_v_x.shape[0], sum_Woh_grad_y_probs_v_x.shape[2]))
-        .permute(1, 0, 2, 3)
-    )
-    del sum_Woh_grad_y_probs_v_x
     dk = torch.addcmul(
-        sum_dscores_q.permute(0, 1, 3, 2)
-        + sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x / math.sqrt(D),
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
+        + sum_dscores_q.permute(0, 1, 3, 2),
         db_dbh[0][:, None],
-        sum_Woh_grad_y_probs_v_1,
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs[:, :, :, None],
         value=1 / math.sqrt(D),
     )
     del (
-        sum_Woh_grad_y_probs_v_1,
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs,
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs,
         sum_dscores_q,
-        sum_Wh_at_all_0_Woh_db_dx_grad_y_probs_v,
-        sum_Woh_db_dWh_at_all_0_grad_y_probs_v_x,
     )
-    sum_Woh_grad_y_probs_v_2 = (shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v * probs).sum(
-        3, keepdim=True
+    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1 = (
+        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(3, keepdim=True)
     )
-    del shared_sum_Woh_grad_y_probs_v_sum_Woh_grad_y_v
+    del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs = (
+        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2) @ dc_Woh_grad_y_probs_q_v
+    )
+    del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
     sum_dscores_k = (
         (
             (
@@ -834,184 +715,22 @@ def _double_backward_all(grad_out, saved):
         * dscores.permute(0, 1, 3, 2)[:, :, :, None]
         * k[:, :, :, :, None]
     ).sum(2)
-    sum_Woh_db_dx_grad_y_probs_v_1 = (
-        t_Woh_grad_y_probs_v.permute(0, 1, 3, 2).flatten(1, 2) @ db_dx
-    ).unflatten(1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[3]))
-    sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v = (
-        (
-            sum_Woh_db_dx_grad_y_probs_v_1.permute(1, 0, 2, 3).flatten(1, 2)
-            @ Wh[:, 1].permute(1, 0, 2)
-        )
-        .unflatten(
-            1, (sum_Woh_db_dx_grad_y_probs_v_1.shape[0], sum_Woh_db_dx_grad_y_probs_v_1.shape[2])
-        )
-        .permute(1, 0, 2, 3)
-    )
-    del sum_Woh_db_dx_grad_y_probs_v_1
-    sum_Woh_grad_y_probs_v_x_1 = (
-        t_Woh_grad_y_probs_v.permute(0, 1, 3, 2).flatten(1, 2) @ x
-    ).unflatten(1, (t_Woh_grad_y_probs_v.shape[1], t_Woh_grad_y_probs_v.shape[3]))
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x = (
-        (
-            sum_Woh_grad_y_probs_v_x_1.permute(1, 0, 2, 3).flatten(1, 2)
-            @ db_dWh[:, 1].permute(1, 0, 2)
-        )
-        .unflatten(1, (sum_Woh_grad_y_probs_v_x_1.shape[0], sum_Woh_grad_y_probs_v_x_1.shape[2]))
-        .permute(1, 0, 2, 3)
-    )
-    del sum_Woh_grad_y_probs_v_x_1
     dq = torch.addcmul(
-        sum_dscores_k.permute(0, 1, 3, 2)
-        + sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x / math.sqrt(D),
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
+        + sum_dscores_k.permute(0, 1, 3, 2),
         db_dbh[1][:, None],
-        sum_Woh_grad_y_probs_v_2,
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
         value=1 / math.sqrt(D),
     )
     del (
-        sum_Woh_grad_y_probs_v_2,
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs,
         sum_dscores_k,
-        sum_Wh_at_all_1_Woh_db_dx_grad_y_probs_v,
-        sum_Woh_db_dWh_at_all_1_grad_y_probs_v_x,
     )
-    sum_grad_y_probs = (
-        (grad_y.permute(0, 2, 1) @ probs.permute(0, 2, 1, 3).flatten(2))
-        .unflatten(2, (probs.shape[1], probs.shape[3]))
-        .permute(2, 1, 0, 3)
-    )
-    sum_db_dWh_at_all_2_grad_y_probs_x = db_dWh[:, 2].permute(1, 2, 0) @ (
-        sum_grad_y_probs.flatten(2) @ x.flatten(0, 1)
-    ).permute(0, 2, 1)
-    sum_Wh_at_all_2_db_dx_grad_y_probs = Wh[:, 2].permute(1, 2, 0) @ (
-        sum_grad_y_probs.flatten(2) @ db_dx.flatten(0, 1)
-    ).permute(0, 2, 1)
-    del sum_grad_y_probs
-    sum_k_probs_v = torch.einsum("dagh,dahi,dahb->abdgi", probs, k, v)
-    sum_Wh_at_all_0_db_dx_grad_y_k_probs_v = torch.einsum(
-        "dgf,dgc,fai,abdgi->abc", db_dx, grad_y, Wh[:, 0], sum_k_probs_v
-    )
-    sum_grad_y_probs_q = torch.einsum("dahg,dhc,dahi->acdgi", probs, grad_y, q)
-    sum_Wh_at_all_1_db_dx_grad_y_probs_q_v = v.permute(1, 3, 0, 2).flatten(2) @ torch.einsum(
-        "adgh,acdgh->acdg",
-        (db_dx @ Wh[:, 1].flatten(1)).unflatten(2, (Wh.shape[2], Wh.shape[3])).permute(2, 0, 1, 3),
-        sum_grad_y_probs_q,
-    ).permute(0, 2, 3, 1).flatten(1, 2)
-    sum_probs_v = (v.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2)).permute(0, 2, 1, 3)
-    sum_grad_y_probs_q_v = torch.einsum(
-        "acdgi,abdhi->abcdgh",
-        torch.einsum("daig,dic->acdgi", probs, grad_y),
-        torch.einsum("daih,abdi->abdhi", q, sum_probs_v),
-    )
-    sum_Wh_at_all_1_db_dx_grad_y_probs_q_v_1 = torch.einsum(
-        "dgf,fah,abcdgh->abc", db_dx, Wh[:, 1], sum_grad_y_probs_q_v
-    )
-    sum_Wh_at_all_0_db_dx_grad_y_k_probs_v_1 = sum_probs_v.flatten(2) @ (
-        torch.einsum("dgf,dgc->cdfg", db_dx, grad_y).permute(1, 3, 0, 2)
-        @ (Wh[:, 0].permute(1, 0, 2) @ sum_k_probs.permute(1, 3, 0, 2).flatten(2))
-        .unflatten(2, (sum_k_probs.shape[0], sum_k_probs.shape[2]))
-        .permute(2, 3, 1, 0)
-    ).permute(3, 0, 1, 2).flatten(1, 2)
-    sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v = (
-        sum_Wh_at_all_2_db_dx_grad_y_probs
-        + sum_Wh_at_all_0_db_dx_grad_y_k_probs_v / math.sqrt(D)
-        + sum_Wh_at_all_1_db_dx_grad_y_probs_q_v / math.sqrt(D)
-        - (sum_Wh_at_all_1_db_dx_grad_y_probs_q_v_1 / math.sqrt(D))
-        - (sum_Wh_at_all_0_db_dx_grad_y_k_probs_v_1 / math.sqrt(D))
-    )
-    del (
-        sum_Wh_at_all_2_db_dx_grad_y_probs,
-        sum_Wh_at_all_0_db_dx_grad_y_k_probs_v,
-        sum_Wh_at_all_1_db_dx_grad_y_probs_q_v,
-        sum_Wh_at_all_1_db_dx_grad_y_probs_q_v_1,
-        sum_Wh_at_all_0_db_dx_grad_y_k_probs_v_1,
-    )
-    sum_db_dbh_at_0_grad_y_k_probs_v = torch.einsum(
-        "af,abdfg->abdg", db_dbh[0], sum_k_probs_v.permute(0, 1, 2, 4, 3)
-    ).flatten(2) @ grad_y.flatten(0, 1)
-    sum_db_dbh_at_0_grad_y_k_probs_v_1 = sum_probs_v.flatten(2) @ torch.einsum(
-        "adg,dgc->acdg",
-        torch.einsum("af,adfg->adg", db_dbh[0], sum_k_probs.permute(1, 0, 3, 2)),
-        grad_y,
-    ).permute(0, 2, 3, 1).flatten(1, 2)
-    sum_db_dbh_at_1_grad_y_probs_q_v = v.permute(1, 3, 0, 2).flatten(2) @ torch.einsum(
-        "af,acdef->acde", db_dbh[1], sum_grad_y_probs_q
-    ).permute(0, 2, 3, 1).flatten(1, 2)
-    sum_db_dbh_at_1_grad_y_probs_q_v_1 = sum_probs_v.flatten(2) @ torch.einsum(
-        "adg,dgc->acdg",
-        torch.einsum(
-            "adg,adg->adg", torch.einsum("af,dagf->adg", db_dbh[1], q), sum_probs.permute(1, 0, 2)
-        ),
-        grad_y,
-    ).permute(0, 2, 3, 1).flatten(1, 2)
-    t_k_probs_v = torch.addcmul(
-        sum_k_probs_v.permute(0, 1, 2, 4, 3),
-        sum_probs_v[:, :, :, None],
-        sum_k_probs.permute(1, 0, 3, 2)[:, None],
-        value=-1,
-    )
-    del sum_k_probs_v, sum_probs_v
-    sum_grad_y_k_probs_v_x = (
-        (
-            torch.einsum("dhc,dhf->cdfh", grad_y, x).permute(0, 2, 1, 3).flatten(2)
-            @ t_k_probs_v.permute(2, 4, 0, 1, 3).flatten(0, 1).flatten(1)
-        )
-        .unflatten(2, (t_k_probs_v.shape[0], t_k_probs_v.shape[1], t_k_probs_v.shape[3]))
-        .permute(2, 3, 0, 1, 4)
-    )
-    del t_k_probs_v
-    sum_db_dWh_at_all_0_grad_y_k_probs_v_x = torch.einsum(
-        "fag,abcfg->abc", db_dWh[:, 0], sum_grad_y_k_probs_v_x
-    )
-    del sum_grad_y_k_probs_v_x
-    t_grad_y_probs_q_v = torch.addcmul(
-        -sum_grad_y_probs_q_v.permute(0, 1, 2, 3, 5, 4),
-        v.permute(1, 3, 0, 2)[:, :, None, :, None],
-        sum_grad_y_probs_q.permute(0, 1, 2, 4, 3)[:, None],
-    )
-    del sum_grad_y_probs_q, sum_grad_y_probs_q_v
-    sum_grad_y_probs_q_v_x = (
-        (
-            x.permute(2, 0, 1).flatten(1)
-            @ t_grad_y_probs_q_v.permute(3, 5, 0, 1, 2, 4).flatten(0, 1).flatten(1)
-        )
-        .unflatten(
-            1,
-            (
-                t_grad_y_probs_q_v.shape[0],
-                t_grad_y_probs_q_v.shape[1],
-                t_grad_y_probs_q_v.shape[2],
-                t_grad_y_probs_q_v.shape[4],
-            ),
-        )
-        .permute(1, 2, 3, 0, 4)
-    )
-    del t_grad_y_probs_q_v
-    sum_db_dWh_at_all_1_grad_y_probs_q_v_x = torch.einsum(
-        "fag,abcfg->abc", db_dWh[:, 1], sum_grad_y_probs_q_v_x
-    )
-    del sum_grad_y_probs_q_v_x
+    sum_dc_Woh_grad_y_grad_y = dc_Woh_grad_y.flatten(2) @ grad_y.flatten(0, 1)
     sum_grad_y = grad_y.sum((1, 0))
-    dWoh = torch.addcmul(
-        sum_db_dWh_at_all_2_grad_y_probs_x
-        + sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v
-        + (sum_db_dbh_at_0_grad_y_k_probs_v - sum_db_dbh_at_0_grad_y_k_probs_v_1) / math.sqrt(D)
-        + (sum_db_dbh_at_1_grad_y_probs_q_v - sum_db_dbh_at_1_grad_y_probs_q_v_1) / math.sqrt(D)
-        + sum_db_dWh_at_all_0_grad_y_k_probs_v_x / math.sqrt(D)
-        + sum_db_dWh_at_all_1_grad_y_probs_q_v_x / math.sqrt(D),
-        sum_grad_y,
-        db_dbh[2][:, :, None],
-    )
-    del (
-        sum_db_dWh_at_all_2_grad_y_probs_x,
-        sum_Wh_at_all_0_Wh_at_all_1_Wh_at_all_2_db_dx_grad_y_k_probs_q_v,
-        sum_db_dbh_at_0_grad_y_k_probs_v,
-        sum_db_dbh_at_0_grad_y_k_probs_v_1,
-        sum_db_dbh_at_1_grad_y_probs_q_v,
-        sum_db_dbh_at_1_grad_y_probs_q_v_1,
-        sum_db_dWh_at_all_0_grad_y_k_probs_v_x,
-        sum_db_dWh_at_all_1_grad_y_probs_q_v_x,
-        sum_grad_y,
-    )
+    dWoh = torch.addcmul(sum_dc_Woh_grad_y_grad_y, sum_grad_y, db_dbh[2][:, :, None])
+    del sum_dc_Woh_grad_y_grad_y, sum_grad_y
     dWo = dWoh.reshape(C, C)
     stacked_dq = torch.stack([dq, dk, dv], 1)
     dbh = stacked_dq.sum((0, 3))
@@ -1019,186 +738,68 @@ def _double_backward_all(grad_out, saved):
     sum_dq_x = (
         x.permute(2, 0, 1).flatten(1) @ dq.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
     ).unflatten(1, (dq.shape[1], dq.shape[3]))
-    sum_Woh_grad_y_k_probs_v = (
-        k.permute(1, 0, 3, 2) @ t_Woh_grad_y_probs_v.permute(1, 0, 2, 3)
-    ).permute(0, 2, 1, 3)
-    sum_Woh_db_dx_grad_y_k_probs_v = (
+    sum_c_Woh_grad_y_k_probs_v_db_dx = (
         db_dx.permute(2, 0, 1).flatten(1)
-        @ sum_Woh_grad_y_k_probs_v.permute(2, 3, 0, 1).flatten(0, 1).flatten(1)
-    ).unflatten(1, (sum_Woh_grad_y_k_probs_v.shape[0], sum_Woh_grad_y_k_probs_v.shape[1]))
+        @ c_Woh_grad_y_k_probs_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+    ).unflatten(1, (c_Woh_grad_y_k_probs_v.shape[1], c_Woh_grad_y_k_probs_v.shape[3]))
     sum_dk_x = (
         x.permute(2, 0, 1).flatten(1) @ dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
     ).unflatten(1, (dk.shape[1], dk.shape[3]))
-    sum_Woh_grad_y_probs_q_v = (
-        q.permute(1, 0, 3, 2) @ t_Woh_grad_y_probs_v.permute(1, 0, 3, 2)
-    ).permute(0, 2, 1, 3)
-    del t_Woh_grad_y_probs_v
-    sum_Woh_db_dx_grad_y_probs_q_v = (
+    sum_c_Woh_grad_y_probs_q_v_db_dx = (
         db_dx.permute(2, 0, 1).flatten(1)
-        @ sum_Woh_grad_y_probs_q_v.permute(2, 3, 0, 1).flatten(0, 1).flatten(1)
-    ).unflatten(1, (sum_Woh_grad_y_probs_q_v.shape[0], sum_Woh_grad_y_probs_q_v.shape[1]))
-    sum_Woh_db_dx_grad_y_probs = (
+        @ c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+    ).unflatten(1, (c_Woh_grad_y_probs_q_v.shape[1], c_Woh_grad_y_probs_q_v.shape[3]))
+    sum_c_Woh_grad_y_probs_db_dx = (
         db_dx.permute(2, 0, 1).flatten(1)
-        @ sum_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-    ).unflatten(1, (sum_Woh_grad_y_probs.shape[1], sum_Woh_grad_y_probs.shape[3]))
+        @ c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+    ).unflatten(1, (c_Woh_grad_y_probs.shape[1], c_Woh_grad_y_probs.shape[3]))
     sum_dv_x = (
         x.permute(2, 0, 1).flatten(1) @ dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
     ).unflatten(1, (dv.shape[1], dv.shape[3]))
     dWh = torch.stack(
         [
-            sum_dq_x + sum_Woh_db_dx_grad_y_k_probs_v / math.sqrt(D),
-            sum_dk_x + sum_Woh_db_dx_grad_y_probs_q_v / math.sqrt(D),
-            sum_Woh_db_dx_grad_y_probs + sum_dv_x,
+            sum_dq_x + sum_c_Woh_grad_y_k_probs_v_db_dx / math.sqrt(D),
+            sum_dk_x + sum_c_Woh_grad_y_probs_q_v_db_dx / math.sqrt(D),
+            sum_c_Woh_grad_y_probs_db_dx + sum_dv_x,
         ],
         1,
     )
     del (
         sum_dq_x,
-        sum_Woh_db_dx_grad_y_k_probs_v,
+        sum_c_Woh_grad_y_k_probs_v_db_dx,
         sum_dk_x,
-        sum_Woh_db_dx_grad_y_probs_q_v,
-        sum_Woh_db_dx_grad_y_probs,
+        sum_c_Woh_grad_y_probs_q_v_db_dx,
+        sum_c_Woh_grad_y_probs_db_dx,
         sum_dv_x,
     )
     dWqkv = dWh.reshape(C, 3 * C)
-    sum_Woh_db_dWh_at_all_2_grad_y_probs = sum_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(
+    sum_c_Woh_grad_y_probs_db_dWh_at_all_2 = c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(
         2
     ) @ db_dWh[:, 2].permute(1, 2, 0).flatten(0, 1)
-    del sum_Woh_grad_y_probs
-    sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v = sum_Woh_grad_y_k_probs_v.permute(2, 3, 0, 1).flatten(
+    sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 = c_Woh_grad_y_k_probs_v.permute(0, 2, 1, 3).flatten(
         2
     ) @ db_dWh[:, 0].permute(1, 2, 0).flatten(0, 1)
-    del sum_Woh_grad_y_k_probs_v
-    sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v = sum_Woh_grad_y_probs_q_v.permute(2, 3, 0, 1).flatten(
+    sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 = c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(
         2
     ) @ db_dWh[:, 1].permute(1, 2, 0).flatten(0, 1)
-    del sum_Woh_grad_y_probs_q_v
     dx = (
         stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
-        + sum_Woh_db_dWh_at_all_2_grad_y_probs
-        + sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v / math.sqrt(D)
+        + sum_c_Woh_grad_y_probs_db_dWh_at_all_2
+        + sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 / math.sqrt(D)
+        + sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 / math.sqrt(D)
     )
     del (
-        sum_Woh_db_dWh_at_all_2_grad_y_probs,
-        sum_Woh_db_dWh_at_all_0_grad_y_k_probs_v,
-        sum_Woh_db_dWh_at_all_1_grad_y_probs_q_v,
+        sum_c_Woh_grad_y_probs_db_dWh_at_all_2,
+        sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0,
+        sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1,
     )
     del stacked_dq
     dbo = grad_out.new_zeros((C,))
     sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
-    sum_Woh_db_dWh_at_all_2_probs_x = torch.einsum(
-        "dfc,gdf,abdg->abc", Woh, db_dWh[:, 2], sum_probs_x.permute(0, 2, 1, 3)
-    )
+    sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)
     sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
-    sum_Wh_at_all_2_Woh = (Woh.permute(0, 2, 1) @ Wh[:, 2].permute(1, 2, 0)).permute(1, 0, 2)
-    sum_Wh_at_all_2_Woh_db_dx_probs = torch.einsum(
-        "aef,adbe,cdf->abc", db_dx, probs, sum_Wh_at_all_2_Woh
-    )
-    del sum_Wh_at_all_2_Woh
-    sum_Woh_v = (
-        (Woh.permute(0, 2, 1) @ v.permute(1, 3, 0, 2).flatten(2))
-        .unflatten(2, (v.shape[0], v.shape[2]))
-        .permute(2, 1, 0, 3)
-    )
-    sum_Woh_k_probs_v = torch.einsum("adbe,adeh,acde->abcdh", probs, k, sum_Woh_v)
-    sum_Woh_probs_v = (sum_Woh_v.permute(0, 2, 1, 3) @ probs.permute(0, 1, 3, 2)).permute(
-        0, 3, 2, 1
-    )
-    t_Woh_k_probs_v = torch.addcmul(
-        sum_Woh_k_probs_v,
-        sum_Woh_probs_v[:, :, :, :, None],
-        sum_k_probs.permute(0, 2, 1, 3)[:, :, None],
-        value=-1,
-    )
-    sum_Wh_at_all_0_Woh_k_probs_v = t_Woh_k_probs_v.flatten(3) @ Wh[:, 0].permute(1, 2, 0).flatten(
-        0, 1
-    )
-    sum_Wh_at_all_0_Woh_db_dx_k_probs_v = torch.einsum(
-        "abg,abcg->abc", db_dx, sum_Wh_at_all_0_Woh_k_probs_v
-    )
-    del sum_Wh_at_all_0_Woh_k_probs_v
-    sum_Woh_db_dbh_at_0_k_probs_v = sum_Woh_k_probs_v.flatten(3) @ db_dbh[0].flatten(0)
-    del sum_Woh_k_probs_v
-    sum_Woh_db_dbh_at_0_k_probs_v_1 = torch.einsum(
-        "dg,abdg,abcd->abc", db_dbh[0], sum_k_probs.permute(0, 2, 1, 3), sum_Woh_probs_v
-    )
-    del sum_k_probs
-    sum_Woh_db_dbh_at_0_k_probs_v_2 = (
-        sum_Woh_db_dbh_at_0_k_probs_v - sum_Woh_db_dbh_at_0_k_probs_v_1
-    )
-    del sum_Woh_db_dbh_at_0_k_probs_v, sum_Woh_db_dbh_at_0_k_probs_v_1
-    t_Woh_probs_v = probs.permute(0, 2, 1, 3)[:, :, None] * (
-        sum_Woh_v[:, None] - sum_Woh_probs_v[:, :, :, :, None]
-    )
-    sum_Wh_at_all_1_Woh_probs_q_v = (
-        (
-            (q.permute(1, 0, 2, 3).flatten(1, 2) @ Wh[:, 1].permute(1, 2, 0))
-            .unflatten(1, (q.shape[0], q.shape[2]))
-            .permute(1, 2, 3, 0)
-            @ t_Woh_probs_v.permute(0, 1, 3, 2, 4).flatten(3)
-        )
-        .unflatten(3, (t_Woh_probs_v.shape[2], t_Woh_probs_v.shape[4]))
-        .permute(0, 1, 3, 2, 4)
-    )
-    del t_Woh_probs_v
-    sum_Wh_at_all_1_Woh_db_dx_probs_q_v = torch.einsum(
-        "ahg,abcgh->abc", db_dx, sum_Wh_at_all_1_Woh_probs_q_v
-    )
-    del sum_Wh_at_all_1_Woh_probs_q_v
-    t_Woh_probs_v_1 = torch.addcmul(
-        sum_Woh_probs_v, sum_probs.permute(0, 2, 1)[:, :, None], sum_Woh_probs_v, value=-1
-    )
-    del sum_probs
-    sum_Woh_db_dbh_at_1_probs_q_v = torch.einsum(
-        "abcd,abd->abc", t_Woh_probs_v_1, torch.einsum("dg,adbg->abd", db_dbh[1], q)
-    )
-    del t_Woh_probs_v_1
-    sum_Woh_db_dWh_at_all_0_k_probs_v_x = torch.einsum(
-        "abcdh,gdh,abg->abc", t_Woh_k_probs_v, db_dWh[:, 0], x
-    )
-    del t_Woh_k_probs_v
-    sum_Woh_probs_v_x = torch.einsum("adbe,aeg,acde->abcdg", probs, x, sum_Woh_v)
-    del sum_Woh_v
-    t_Woh_probs_v_x = torch.addcmul(
-        sum_Woh_probs_v_x,
-        sum_Woh_probs_v[:, :, :, :, None],
-        sum_probs_x.permute(0, 2, 1, 3)[:, :, None],
-        value=-1,
-    )
-    del sum_probs_x, sum_Woh_probs_v, sum_Woh_probs_v_x
-    sum_Woh_db_dWh_at_all_1_probs_q_v_x = torch.einsum(
-        "abcdg,abdg->abc",
-        t_Woh_probs_v_x,
-        shared_db_dWh_q.unflatten(1, (q.shape[0], q.shape[2])).permute(1, 2, 0, 3),
-    )
-    del t_Woh_probs_v_x
-    del shared_db_dWh_q
-    dgrad_y = (
-        db_dbo
-        + sum_Woh_db_dbh_at_2
-        + sum_Woh_db_dWh_at_all_2_probs_x
-        + sum_db_dWoh_y
-        + sum_Wh_at_all_2_Woh_db_dx_probs
-        + sum_Wh_at_all_0_Woh_db_dx_k_probs_v / math.sqrt(D)
-        + sum_Woh_db_dbh_at_0_k_probs_v_2 / math.sqrt(D)
-        + sum_Wh_at_all_1_Woh_db_dx_probs_q_v / math.sqrt(D)
-        + sum_Woh_db_dbh_at_1_probs_q_v / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_0_k_probs_v_x / math.sqrt(D)
-        + sum_Woh_db_dWh_at_all_1_probs_q_v_x / math.sqrt(D)
-    )
-    del (
-        sum_Woh_db_dbh_at_2,
-        sum_Woh_db_dWh_at_all_2_probs_x,
-        sum_db_dWoh_y,
-        sum_Wh_at_all_2_Woh_db_dx_probs,
-        sum_Wh_at_all_0_Woh_db_dx_k_probs_v,
-        sum_Woh_db_dbh_at_0_k_probs_v_2,
-        sum_Wh_at_all_1_Woh_db_dx_probs_q_v,
-        sum_Woh_db_dbh_at_1_probs_q_v,
-        sum_Woh_db_dWh_at_all_0_k_probs_v_x,
-        sum_Woh_db_dWh_at_all_1_probs_q_v_x,
-    )
+    dgrad_y = db_dbo + sum_Woh_db_dbh_at_2 + sum_Woh_dc_Woh_grad_y + sum_db_dWoh_y
+    del sum_Woh_db_dbh_at_2, sum_Woh_dc_Woh_grad_y, sum_db_dWoh_y
     dv_x = grad_out * b_dx
     dv_Wqkv = grad_out * b_dWqkv
     dv_bqkv = grad_out * b_dbqkv
@@ -1216,6 +817,12 @@ def _double_backward_all(grad_out, saved):
         "b_dWh_as_Wqkv": db_dWh_as_Wqkv,
         "b_dWh": db_dWh,
         "b_dx": db_dx,
+        "c_Woh_grad_y_probs": dc_Woh_grad_y_probs,
+        "c_Woh_grad_y_probs_q_v": dc_Woh_grad_y_probs_q_v,
+        "c_Woh_grad_y_k_probs_v": dc_Woh_grad_y_k_probs_v,
+        "c_Woh_grad_y_probs_v": dc_Woh_grad_y_probs_v,
+        "c_Woh_grad_y_v": dc_Woh_grad_y_v,
+        "c_Woh_grad_y": dc_Woh_grad_y,
         "out": dout,
         "y": dy,
         "probs": dprobs,

@@ -20,12 +20,15 @@ inputs: it enters as an int64 input, its derivative zero wherever it is defined.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import sympy as sp
 
 from derive.language import Definition, Graph, Op, Tensor, View
+from derive.language.graph import may_be_infinite
 from derive.symbolic.derivation import Derivation
+from derive.symbolic.indices import bound_by_depth, free_indices, has_reduction
 from derive.symbolic.reverse import GRAD_OUT
 
 
@@ -58,6 +61,28 @@ class TensorNames:
             or (name.startswith("d") and name[1:] in self.taken)
             or name == GRAD_OUT
         )
+
+
+def _polynomial(e: sp.Expr, tensors: Mapping[str, Tensor]) -> bool:
+    """A sum and product of tensor reads, sums of such, numbers, sizes and params (no function
+    of a tensor, no division by one)."""
+    if isinstance(e, (sp.Indexed, sp.Symbol)) or not e.free_symbols:
+        return True  # a read (a 0-d tensor's whole), a size, a param, a number
+    if isinstance(e, (sp.Add, sp.Mul)):
+        return all(_polynomial(a, tensors) for a in e.args)
+    if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
+        return _polynomial(e.base, tensors)
+    if isinstance(e, sp.Pow):  # sqrt(D), 1/alpha: of sizes and params only
+        return not e.base.atoms(sp.Indexed) and all(str(s) not in tensors for s in e.free_symbols)
+    if isinstance(e, sp.Sum):
+        return _polynomial(e.function, tensors)
+    return False
+
+
+def _first_read(e: sp.Expr) -> list[sp.Symbol]:
+    """The symbols of ``e`` in the order a walk of it meets them (SymPy's order of a product's
+    factors: by the tensors' names, not the indices')."""
+    return list(dict.fromkeys(s for s in sp.preorder_traversal(e) if isinstance(s, sp.Symbol)))
 
 
 def _read(t: Tensor) -> sp.Basic:
@@ -126,6 +151,8 @@ class _Builder:
         self.steps: list[Definition | View] = list(d.graph.steps)  # the forward, as derived
         self.rename: dict[sp.Basic, sp.Basic] = {}
         self.firsts: dict[str, Tensor] = {}  # the first backward's adjoint name -> its tensor
+        self.contractions: dict[sp.Expr, str] = {}  # a named sum, its free indices slotted
+        self.reads: dict[str, set[str]] = {}  # a named sum's name -> the tensors it reads
 
     def add(self, t: Tensor, replaces: sp.Basic | None = None) -> Tensor:
         self.tensors[t.name] = t
@@ -144,10 +171,55 @@ class _Builder:
             self.firsts[adj.names[t]] = self.add(first, _read(Tensor(adj.names[t], dims)))
         for t in d.order:
             first = self.firsts[adj.names[t]]
-            body = d.final[t].xreplace(self.rename)
+            scope = {i: (0, n - 1) for i, n in zip(adj.free[t], first.dims, strict=True)}
+            body = self._named(d.final[t].xreplace(self.rename), scope, top=True)
             text = f"{first.name}[{', '.join(map(str, adj.free[t]))}] = {body}"
             self.steps.append(Definition(first.name, adj.free[t], body, text))
             self._views(adj.names[t], first.name)
+
+    def _named(self, e: sp.Expr, scope: dict[sp.Symbol, tuple], top: bool) -> sp.Expr:
+        """``e`` with each contraction nested in a sum (a Sum of a polynomial in tensor reads)
+        read from a definition of its own, the same one wherever it recurs.
+
+        The first backward's adjoints nest contractions (attention's dx sums Wh against a sum
+        over t1 of probs against a sum over c1 of Woh grad_out): as one definition, the second
+        order's adjoint of probs through it is a product over every index of the nest, summed
+        last (six-axis temporaries); through named steps each adjoint is one contraction, as
+        autograd's through the torch lines. Only polynomials in reads are named: the step
+        computes the very sum the nest computes, no function's range is split across it."""
+        if not isinstance(e, sp.Basic) or not e.args or not has_reduction(e):
+            return e
+        if not isinstance(e, sp.Sum):
+            return e.func(*[self._named(a, scope, top) for a in e.args])
+        inner = {**scope, **{v: (lo, hi) for v, lo, hi in e.limits}}
+        e = e.func(self._named(e.function, inner, top=False), *e.limits)
+        if top or not _polynomial(e.function, self.tensors):
+            return e
+        # its axes in the order the sum reads them (so the same sum in another nest is the
+        # same tensor), each from 0 to a size: no triangular sum's (t2 <= t1), no offset one's
+        free = [i for i in _first_read(bound_by_depth(e)) if i in free_indices(e)]
+        if not free or any(scope[i][0] != 0 or free_indices(scope[i][1]) for i in free):
+            return e
+        return self._contraction(e, tuple(free), tuple(scope[i][1] + 1 for i in free))
+
+    def _contraction(self, e: sp.Sum, free: tuple, dims: tuple) -> sp.Expr:
+        """The read of the definition ``name[free] = e`` (one per sum, up to index names),
+        named after the tensors it reads, through the contractions it reads."""
+        slots = tuple(sp.Symbol(f"_slot{k}", integer=True) for k in range(len(free)))
+        key = bound_by_depth(e).xreplace(dict(zip(free, slots, strict=True)))
+        name = self.contractions.get(key)
+        if name is None:
+            read = set()
+            for i in e.atoms(sp.Indexed):
+                read |= self.reads.get(i.base.label.name, {i.base.label.name})
+            unbounded = may_be_infinite(e, self.tensors)
+            stem = "_".join(["c", *sorted(read)])
+            t = self.add(Tensor(self.fresh(stem), dims, unbounded=unbounded))
+            text = f"{t.name}[{', '.join(map(str, free))}] = {e}"
+            self.steps.append(Definition(t.name, free, e, text))
+            name = self.contractions[key] = t.name
+            self.reads[name] = read
+        return self.tensors[name].base[free]
 
     def _views(self, dname: str, name: str) -> None:
         """dW_as_Wqkv, the reverse view of dW (named ``name`` here): a reshape of it."""

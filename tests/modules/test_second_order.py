@@ -115,3 +115,34 @@ def test_a_gradient_penalty_through_layernorm():
     mine = penalty(lambda t: layernorm.Function.apply(t, w, b))
     want = penalty(lambda t: torch.nn.functional.layer_norm(t, (6,), w, b))
     assert torch.allclose(mine, want, rtol=0, atol=1e-10)
+
+
+def test_attention_second_order_makes_no_temporary_wider_than_a_layer_of_its_nest():
+    """The first backward's nested contractions are definitions of their own in the second
+    order (``second_order._Builder._named``): read through one definition, attention's
+    second-order adjoint of probs was a product over every index of dx's nest, a (32, 1024,
+    256) temporary here (8.4M entries, where probs has 8,192 and Wqkv 12,288) and an HVP
+    ~175x autograd's. Through named steps each adjoint is one contraction of tensors of the
+    nest, as autograd's is through the torch lines."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    module = _generated("ops/causal_self_attention.py")
+    B, T, C = 8, 16, 64  # four heads: the module's default n_head
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(B, T, C), (C, 3 * C), (3 * C,), (C, C), (C,)]
+    args = [torch.randn(*s, generator=gen, dtype=torch.float64, requires_grad=True) for s in shapes]
+    out = module.Function.apply(*args)
+    grads = torch.autograd.grad((out * out).sum(), args, create_graph=True)
+    widest = []
+
+    class Widest(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
+            if isinstance(result, torch.Tensor):
+                widest.append((result.numel(), tuple(result.shape), str(func)))
+            return result
+
+    with Widest():
+        torch.autograd.grad(sum(g.sum() for g in grads), args)
+    largest = max(a.numel() for a in args)  # Wqkv, 12,288
+    assert max(widest)[0] <= 16 * largest, max(widest)
