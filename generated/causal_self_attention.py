@@ -673,20 +673,17 @@ def _double_backward_all(grad_out, saved):
     sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
         t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
     )
-    sum_dscores_q = (
+    t_dscores = (
         (
-            (
-                torch.arange(T, device=grad_out.device)
-                <= torch.arange(T, device=grad_out.device)[:, None]
-            ).to(grad_out.dtype)
-            * (1 / math.sqrt(D))
-        )[:, None]
-        * dscores[:, :, :, None]
-        * q[:, :, :, :, None]
-    ).sum(2)
+            torch.arange(T, device=grad_out.device)[:, None]
+            <= torch.arange(T, device=grad_out.device)
+        ).to(grad_out.dtype)
+        * (1 / math.sqrt(D))
+        * dscores.permute(0, 1, 3, 2)
+    )
+    sum_dscores_q = t_dscores @ q
     dk = torch.addcmul(
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
-        + sum_dscores_q.permute(0, 1, 3, 2),
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs + sum_dscores_q,
         db_dbh[0][:, None],
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs[:, :, :, None],
         value=1 / math.sqrt(D),
@@ -704,20 +701,10 @@ def _double_backward_all(grad_out, saved):
         t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2) @ dc_Woh_grad_y_probs_q_v
     )
     del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-    sum_dscores_k = (
-        (
-            (
-                torch.arange(T, device=grad_out.device)[:, None]
-                <= torch.arange(T, device=grad_out.device)
-            ).to(grad_out.dtype)
-            * (1 / math.sqrt(D))
-        )[:, None]
-        * dscores.permute(0, 1, 3, 2)[:, :, :, None]
-        * k[:, :, :, :, None]
-    ).sum(2)
+    sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
+    del t_dscores
     dq = torch.addcmul(
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
-        + sum_dscores_k.permute(0, 1, 3, 2),
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs + sum_dscores_k,
         db_dbh[1][:, None],
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
         value=1 / math.sqrt(D),

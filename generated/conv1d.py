@@ -390,23 +390,26 @@ def _double_backward_all(grad_out, saved):
     dout = grad_out.new_zeros((N, O, L))
     doutg = grad_out.new_zeros((N, groups, OG, L))
     dbg = grad_out.new_zeros((groups, OG))
+    t_indices = (
+        torch.arange(T, device=grad_out.device)[:, None]
+        == (
+            (torch.arange(K, device=grad_out.device) * dilation)[:, None]
+            + torch.arange(L, device=grad_out.device) * stride
+            - padding
+        )[:, None]
+    ).to(grad_out.dtype)
     sum_b_grad_out_as_outg = (
-        (
-            torch.arange(T, device=grad_out.device)
-            == (
-                (torch.arange(L, device=grad_out.device) * stride)[:, None]
-                + torch.arange(K, device=grad_out.device) * dilation
-                - padding
-            )[:, :, None]
-        ).to(grad_out.dtype)
-        * b_grad_out_as_outg[:, :, :, :, None, None]
-    ).sum(3)
+        (b_grad_out_as_outg.permute(1, 2, 0, 3) @ t_indices.permute(2, 0, 1).flatten(1))
+        .unflatten(3, (t_indices.shape[0], t_indices.shape[1]))
+        .permute(0, 1, 3, 2, 4)
+    )
+    del t_indices
     sum_b_grad_out_as_outg_db_dxg = (
         (
             db_dxg.permute(1, 2, 0, 3).flatten(2)
-            @ sum_b_grad_out_as_outg.permute(1, 0, 4, 2, 3).flatten(1, 2).flatten(2)
+            @ sum_b_grad_out_as_outg.permute(0, 3, 4, 1, 2).flatten(1, 2).flatten(2)
         )
-        .unflatten(2, (sum_b_grad_out_as_outg.shape[2], sum_b_grad_out_as_outg.shape[3]))
+        .unflatten(2, (sum_b_grad_out_as_outg.shape[1], sum_b_grad_out_as_outg.shape[2]))
         .permute(0, 2, 1, 3)
     )
     del sum_b_grad_out_as_outg

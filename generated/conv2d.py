@@ -449,17 +449,17 @@ def _double_backward_all(grad_out, saved):
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)
-    sum_wg = (
-        (
-            torch.arange(H, device=grad_out.device)
-            == (
-                (torch.arange(KH, device=grad_out.device) * dilation)[:, None]
-                + torch.arange(HO, device=grad_out.device) * stride
-                - padding
-            )[:, :, None]
-        ).to(grad_out.dtype)[:, None]
-        * wg[:, :, :, :, :, None, None]
-    ).sum(3)
+    t_indices = (
+        torch.arange(H, device=grad_out.device)
+        == (
+            (torch.arange(KH, device=grad_out.device) * dilation)[:, None]
+            + torch.arange(HO, device=grad_out.device) * stride
+            - padding
+        )[:, :, None]
+    ).to(grad_out.dtype)
+    sum_wg = (wg.permute(0, 1, 2, 4, 3) @ t_indices.flatten(1)).unflatten(
+        4, (t_indices.shape[1], t_indices.shape[2])
+    )
     sum_db_dxg_wg = (
         torch.nn.functional.pad(
             db_dxg,
@@ -479,41 +479,45 @@ def _double_backward_all(grad_out, saved):
     dout = grad_out.new_zeros((N, O, HO, WO))
     doutg = grad_out.new_zeros((N, groups, OG, HO, WO))
     dbg = grad_out.new_zeros((groups, OG))
+    t_indices_1 = (
+        torch.arange(W, device=grad_out.device)[:, None]
+        == (
+            (torch.arange(KW, device=grad_out.device) * dilation)[:, None]
+            + torch.arange(WO, device=grad_out.device) * stride
+            - padding
+        )[:, None]
+    ).to(grad_out.dtype)
     sum_b_grad_out_as_outg = (
-        (
-            torch.arange(H, device=grad_out.device)
-            == (
-                (torch.arange(HO, device=grad_out.device) * stride)[:, None]
-                + torch.arange(KH, device=grad_out.device) * dilation
-                - padding
-            )[:, :, None]
-        ).to(grad_out.dtype)[:, None]
-        * b_grad_out_as_outg[:, :, :, :, :, None, None]
-    ).sum(3)
-    sum_b_grad_out_as_outg_1 = torch.where(
-        (
-            torch.arange(W, device=grad_out.device)
-            == (
-                (torch.arange(WO, device=grad_out.device) * stride)[:, None]
-                + torch.arange(KW, device=grad_out.device) * dilation
-                - padding
-            )[:, :, None]
-        )[:, None, :, None],
-        sum_b_grad_out_as_outg[:, :, :, :, :, None, :, None],
-        0,
-    ).sum(3)
-    del sum_b_grad_out_as_outg
+        (t_indices.permute(0, 2, 1) @ b_grad_out_as_outg.permute(3, 1, 2, 0, 4).flatten(1))
+        .unflatten(
+            2,
+            (
+                b_grad_out_as_outg.shape[1],
+                b_grad_out_as_outg.shape[2],
+                b_grad_out_as_outg.shape[0],
+                b_grad_out_as_outg.shape[4],
+            ),
+        )
+        .permute(2, 3, 0, 4, 1, 5)
+    )
+    del t_indices
+    sum_b_grad_out_as_outg_1 = (
+        (sum_b_grad_out_as_outg @ t_indices_1.permute(2, 0, 1).flatten(1))
+        .unflatten(5, (t_indices_1.shape[0], t_indices_1.shape[1]))
+        .permute(0, 1, 2, 5, 3, 4, 6)
+    )
+    del t_indices_1, sum_b_grad_out_as_outg
     sum_b_grad_out_as_outg_db_dxg = (
         (
             db_dxg.permute(1, 2, 0, 3, 4).flatten(2)
-            @ sum_b_grad_out_as_outg_1.permute(1, 0, 5, 6, 2, 3, 4).flatten(1, 3).flatten(2)
+            @ sum_b_grad_out_as_outg_1.permute(0, 4, 5, 6, 1, 2, 3).flatten(1, 3).flatten(2)
         )
         .unflatten(
             2,
             (
+                sum_b_grad_out_as_outg_1.shape[1],
                 sum_b_grad_out_as_outg_1.shape[2],
                 sum_b_grad_out_as_outg_1.shape[3],
-                sum_b_grad_out_as_outg_1.shape[4],
             ),
         )
         .permute(0, 2, 1, 3, 4)

@@ -174,20 +174,20 @@ class Context:
     # -- what is computed ------------------------------------------------------------------
     def recall(self, e: sp.Expr) -> ir.Node | None:
         """The tensor computed for ``e`` (under any names of its indices), on e's axes."""
-        return recall(self.memo, e)
+        return recall(self.memo, e, self.sizes)
 
     def remember(self, e: sp.Expr, v: ir.Node) -> None:
         """Remember ``v`` as the value of ``e``: under any index names when its axes are
         exactly e's free indices, else (broadcast, or axes labelled by data) under e's own."""
-        key, value = memo_entry(e, v)
+        key, value = memo_entry(e, v, self.sizes)
         self.memo[key] = value
 
     def recall_call(self, e: sp.Expr) -> ir.Node | None:
         """The value bound for a call met more than once (``tanh_h``), if computed."""
-        return recall(self.bound, e)
+        return recall(self.bound, e, self.sizes)
 
     def remember_call(self, e: sp.Expr, v: ir.Node) -> None:
-        key, value = memo_entry(e, v)
+        key, value = memo_entry(e, v, self.sizes)
         self.bound[key] = value
 
     def is_axis(self, i: sp.Expr) -> bool:
@@ -195,7 +195,7 @@ class Context:
 
     def scope(self, order: list[sp.Symbol]) -> Scope:
         """What a fusion's match may read: the names, the sums computed, the order wanted."""
-        computed = Computed(self.memo)
+        computed = Computed(self.memo, self.sizes)
         return Scope(
             self.scalars,
             computed,

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator, Mapping
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.symbolic.indices import bound_by_depth, free_indices
+from derive.symbolic.indices import bound_by_depth, free_indices, indexed_atoms
 
 
 def memo_key(e: sp.Expr) -> sp.Expr:
@@ -96,28 +96,40 @@ def canonical(e: sp.Expr) -> tuple[sp.Expr, dict[sp.Symbol, sp.Symbol]]:
     return min(candidates, key=lambda c: str(c[0]))
 
 
-def recall(memo: Mapping[tuple, ir.Node], e: sp.Expr) -> ir.Node | None:
+def recall(memo: Mapping[tuple, ir.Node], e: sp.Expr, sizes: Mapping) -> ir.Node | None:
     """The tensor ``memo`` holds for ``e`` (under any names of its indices), on e's axes.
 
-    A memo maps ``("renamed", key)`` (:func:`canonical`: a value whose axes are exactly e's
-    free indices, stored on the placeholders) or ``("named", memo_key(e))`` (broadcast, or
-    axes labelled by data: e's own names) to the value bound for it.
+    A memo maps ``("renamed", key, ranges)`` (:func:`canonical`: a value whose axes are
+    exactly e's free indices, stored on the placeholders) or ``("named", memo_key(e),
+    ranges)`` (broadcast, or axes labelled by data: e's own names) to the value bound for it;
+    ``ranges`` are those of the free indices no subscript pins (:func:`_unpinned`).
     """
     key, rename = canonical(e)
-    v = memo.get(("renamed", key))
-    if v is None:
-        return memo.get(("named", memo_key(e)))  # remembered under its own names
+    v = memo.get(("renamed", key, _unpinned(e, rename, sizes)))
+    if v is None:  # remembered under its own names
+        return memo.get(("named", memo_key(e), _unpinned(e, {}, sizes)))
     back = {p: a for a, p in rename.items()}
     return ir.relabel(v, tuple(back[a] for a in v.axes))
 
 
-def memo_entry(e: sp.Expr, v: ir.Node) -> tuple[tuple, ir.Node]:
+def memo_entry(e: sp.Expr, v: ir.Node, sizes: Mapping) -> tuple[tuple, ir.Node]:
     """The ``(key, value)`` under which a memo remembers ``v`` as the value of ``e``."""
     key, rename = canonical(e)
     if set(v.axes) == set(rename):
         axes = tuple(rename[a] for a in v.axes)
-        return ("renamed", key), ir.relabel(v, axes)
-    return ("named", memo_key(e)), v
+        return ("renamed", key, _unpinned(e, rename, sizes)), ir.relabel(v, axes)
+    return ("named", memo_key(e), _unpinned(e, {}, sizes)), v
+
+
+def _unpinned(e: sp.Expr, rename: Mapping, sizes: Mapping) -> tuple:
+    """The range of each free index of ``e`` that no tensor subscript pins, by its name in
+    the key: ``where(j <= k, exp(x[n]), 0)`` over J x K and ``where(a <= b, exp(x[n]), 0)``
+    over A x B are one expression up to index names but two tensors (a range pinned by a
+    subscript, x's n, is the tensor's own; tests/cases/one_mask_over_two_ranges.py)."""
+    pinned = {i for x in indexed_atoms(e) for i in x.indices if isinstance(i, sp.Symbol)}
+    return tuple(
+        sorted((str(rename.get(s, s)), str(sizes.get(s))) for s in free_indices(e) - pinned)
+    )
 
 
 def repeated_sums(exprs: list[sp.Expr]) -> set[sp.Expr]:
@@ -146,11 +158,11 @@ class Computed(Collection):
     them: ``e in computed`` holds when ``e``, under any names of its indices, has a tensor
     (:func:`recall`). A read-only view of the lowerer's memo."""
 
-    def __init__(self, memo: Mapping[tuple, ir.Node]) -> None:
-        self._memo = memo
+    def __init__(self, memo: Mapping[tuple, ir.Node], sizes: Mapping) -> None:
+        self._memo, self._sizes = memo, sizes
 
     def __contains__(self, e: object) -> bool:
-        return isinstance(e, sp.Basic) and recall(self._memo, e) is not None
+        return isinstance(e, sp.Basic) and recall(self._memo, e, self._sizes) is not None
 
     def __iter__(self) -> Iterator[tuple]:
         return iter(self._memo)

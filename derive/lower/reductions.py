@@ -164,7 +164,7 @@ def plan_contraction(scope: Scope, body: sp.Expr, bound: list, order: list) -> C
     Pure: decided on the factors' indices, nothing lowered."""
     coef, rest = body.as_coeff_Mul()
     factors = sp.Mul.make_args(rest)
-    if any(_composite(f) for f in factors):
+    if any(_composite(f) or _of_indices(scope, f) for f in factors):
         return _grouped(scope, body, bound, order)
     if coef != 1 or len(factors) < 2:
         return None
@@ -214,6 +214,11 @@ def _composite(f: sp.Expr) -> bool:
     return not plain(f) and not isinstance(f, sp.Sum) and bool(f.atoms(sp.Indexed))
 
 
+def _of_indices(scope: Scope, f: sp.Expr) -> bool:
+    """A factor of indices alone, no tensor's entries: a mask ``where(t2 <= t1, 1, 0)``."""
+    return not f.atoms(sp.Indexed) and any(scope.is_axis(i) for i in f.free_symbols)
+
+
 def _grouped(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contraction | None:
     """sum_k E(..k..) A[k, ..] with E element-wise (a product with sums, differences):
     E is computed once into a tensor of its own axes, then contracted by matmul/einsum.
@@ -221,12 +226,17 @@ def _grouped(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contracti
     The softmax backward inside attention, ``sum_t2 P (dP - rowsum(dP P)) k``, becomes
     ``dS = P * (dP - rowsum)`` and ``dS @ k``: never the broadcast product over all the
     indices at once. E takes the factors that live on its axes (P beside dP - rowsum) and
-    the numbers; :func:`contract` remembers it, so dq's and dk's sums share one dS.
+    the numbers; :func:`contract` remembers it, so dq's and dk's sums share one dS. A factor
+    of indices alone (a mask) is applied to the narrowest tensor over its axes: ``sum_t1
+    mask[t1, t2] dS[b, h, t1, t2] q[b, h, t1, d]`` is ``(mask * dS)`` contracted with q.
     """
     factors = sp.Mul.make_args(body)
     grouped = [f for f in factors if _composite(f) or not f.atoms(sp.Indexed)]
     axes = {i for f in grouped for i in f.free_symbols if scope.is_axis(i)}
     grouped += [f for f in factors if plain(f) and set(f.indices) <= axes]
+    if not any(f.atoms(sp.Indexed) for f in grouped):  # indices alone: onto a tensor
+        hosts = [f for f in factors if plain(f) and axes <= set(f.indices)]
+        grouped += [min(hosts, key=lambda f: len(set(f.indices)))] if hosts else []
     if len(grouped) == len(factors):
         return None  # nothing to contract with: an element-wise body summed
     product = sp.Mul(*grouped)
@@ -257,7 +267,7 @@ def _operand(cx: Context, f: sp.Expr, plan: Contraction, order: list) -> ir.Node
     known = cx.recall(f)  # the grouped factor: one temporary, shared by every sum reading it
     if known is None:
         value = cx.value(f, order)
-        known = ir.Ref(cx.fresh("t_" + stem(f)), axes=value.axes)
+        known = ir.Ref(cx.fresh("t_" + (stem(f) or "indices")), axes=value.axes)
         cx.emit(ir.Assign((known.name,), value))
         cx.remember(f, known)
     return known

@@ -11,8 +11,9 @@ first backward ``b(x, g)`` (its adjoints, as the derivation simplified them) and
 is a function of the inputs, ``g`` (grad_out) and the ``v``; its gradient with respect to the
 inputs and ``g`` is reverse over reverse, ``d<v, b(x, g)>/d(x, g)``, exactly what autograd asks
 of a double backward. Its graph is the forward's definitions (so saved intermediates are
-functions of the inputs again), then the first backward's adjoints as definitions, then
-``pair``; :func:`~derive.symbolic.derivation.derive` derives and simplifies it as any op.
+functions of the inputs again), then the first backward's adjoints as definitions (each
+contraction nested in one of their sums a definition of its own: :meth:`_Builder._named`),
+then ``pair``; :func:`~derive.symbolic.derivation.derive` derives and simplifies it as any op.
 
 An argmax the first backward reads (a Max's adjoint routes to it) is piecewise constant in the
 inputs: it enters as an int64 input, its derivative zero wherever it is defined.

@@ -123,7 +123,8 @@ def test_attention_second_order_makes_no_temporary_wider_than_a_layer_of_its_nes
     second-order adjoint of probs was a product over every index of dx's nest, a (32, 1024,
     256) temporary here (8.4M entries, where probs has 8,192 and Wqkv 12,288) and an HVP
     ~175x autograd's. Through named steps each adjoint is one contraction of tensors of the
-    nest, as autograd's is through the torch lines."""
+    nest, as autograd's is through the torch lines (and dk's mask goes onto dscores before its
+    matmul with q, not into a (B, H, T, T, D) product: 131,072 entries before that)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     module = _generated("ops/causal_self_attention.py")
@@ -145,4 +146,4 @@ def test_attention_second_order_makes_no_temporary_wider_than_a_layer_of_its_nes
     with Widest():
         torch.autograd.grad(sum(g.sum() for g in grads), args)
     largest = max(a.numel() for a in args)  # Wqkv, 12,288
-    assert max(widest)[0] <= 16 * largest, max(widest)
+    assert max(widest)[0] <= 4 * largest, max(widest)

@@ -547,3 +547,26 @@ def test_a_sum_inside_a_nested_sum_is_an_operand_of_one_contraction() -> None:
     gg, W, P = (torch.randn(*s, generator=g, dtype=torch.float64) for s in shapes)
     out, _ = namespace["forward"](gg, W, P)
     torch.testing.assert_close(out, torch.einsum("bc,ed,bcdt->e", gg, W, P * P))
+
+
+def test_a_mask_beside_tensors_is_applied_to_one_and_then_contracted() -> None:
+    # sum_t1 where(t2 <= t1, 1, 0) s[t1, t2] q[t1, d]: the mask (indices alone) goes onto s,
+    # the narrowest tensor over its axes, and the product is one matmul with q; before, the
+    # three were a T x T x D broadcast product summed (attention's second order, dk)
+    import torch
+
+    op = Op(
+        "t",
+        ["s[T, T]", "q[T, D]"],
+        ["out[t2, d] = Sum(where(t2 <= t1, 1, 0) * s[t1, t2] * q[t1, d], t1)"],
+    )
+    namespace: dict = {}
+    source = module_source(op, "out")
+    exec(compile(source, "t", "exec"), namespace)
+    start = source.index("\ndef forward(")
+    forward = source[start : source.index("\ndef ", start + 1)]
+    assert " @ q" in forward and ".sum(" not in forward, forward
+    g = torch.Generator().manual_seed(0)
+    s, q = (torch.randn(*n, generator=g, dtype=torch.float64) for n in [(5, 5), (5, 3)])
+    out, _ = namespace["forward"](s, q)
+    torch.testing.assert_close(out, (s * torch.ones(5, 5).tril().double()).T @ q)
