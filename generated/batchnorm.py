@@ -265,11 +265,9 @@ def _double_backward_all(grad_out, saved):
     sum_bnraw_db_dx = _sum_leading(bnraw * db_dx, 1)
     sum_bnraw_grad_y = _sum_leading(bnraw * grad_y, 1)
     shared_bnvar_inv_gain = bnvar_inv * gain
-    shared_bnvar_inv_gain_sum_bnraw_db_dx = shared_bnvar_inv_gain * sum_bnraw_db_dx
-    del sum_bnraw_db_dx
     dbnraw = torch.addcmul(
         torch.addcmul(
-            db_dgain * grad_y, shared_bnvar_inv_gain_sum_bnraw_db_dx, grad_y, value=-1 / (N - 1)
+            db_dgain * grad_y, shared_bnvar_inv_gain * sum_bnraw_db_dx, grad_y, value=-1 / (N - 1)
         ),
         shared_bnvar_inv_gain * sum_bnraw_grad_y,
         db_dx,
@@ -299,23 +297,18 @@ def _double_backward_all(grad_out, saved):
     dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
     del sum_bnraw_db_dx_grad_y
     dbias = grad_out.new_zeros((M,))
-    sum_db_dx = _sum_leading(db_dx, 1)
-    dgrad_y = torch.addcmul(
-        torch.addcmul(
-            torch.addcmul(
-                torch.addcmul(db_dbias, gain * sum_db_dx, bnvar_inv, value=-1 / N),
-                shared_bnvar_inv_gain,
-                db_dx,
-            ),
-            db_dgain,
-            bnraw,
-        ),
-        shared_bnvar_inv_gain_sum_bnraw_db_dx,
-        bnraw,
-        value=-1 / (N - 1),
+    sum_bnraw_db_dx_1 = torch.addcmul(
+        _sum_leading(db_dx, 1, mean=True), sum_bnraw_db_dx, bnraw, value=(N - 1) ** (-1)
     )
-    del sum_db_dx
-    del shared_bnvar_inv_gain, shared_bnvar_inv_gain_sum_bnraw_db_dx
+    del sum_bnraw_db_dx
+    dgrad_y = torch.addcmul(
+        torch.addcmul(torch.addcmul(db_dbias, shared_bnvar_inv_gain, db_dx), db_dgain, bnraw),
+        shared_bnvar_inv_gain,
+        sum_bnraw_db_dx_1,
+        value=-1,
+    )
+    del sum_bnraw_db_dx_1
+    del shared_bnvar_inv_gain
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain
     dv_bias = grad_out * b_dbias

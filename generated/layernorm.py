@@ -278,12 +278,11 @@ def _double_backward_all(grad_out, saved):
     db_dgain = grad_out * v_gain
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch, C))
-    sum_db_dx_xhat = (db_dx * xhat).sum(1, keepdim=True)
+    sum_db_dx_xhat = (db_dx * xhat).sum(1)
     shared_gain_grad_y = gain * grad_y
     sum_gain_grad_y_xhat = (shared_gain_grad_y * xhat).sum(1)
     shared_gain_rstd = gain * rstd[:, None]
-    shared_gain_rstd_sum_db_dx_xhat = shared_gain_rstd * sum_db_dx_xhat
-    del sum_db_dx_xhat
+    shared_gain_rstd_sum_db_dx_xhat = shared_gain_rstd * sum_db_dx_xhat[:, None]
     dxhat = torch.addcmul(
         torch.addcmul(db_dgain * grad_y, shared_gain_rstd_sum_db_dx_xhat, grad_y, value=-1 / C),
         (rstd * sum_gain_grad_y_xhat)[:, None],
@@ -311,25 +310,16 @@ def _double_backward_all(grad_out, saved):
     dmean = -sum_ddiff
     del sum_ddiff
     dx = torch.add(ddiff, dmean[:, None], alpha=1 / C)
+    sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
+    sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, db_dx, grad_y)
     sum_db_dx_grad_y_rstd_xhat = (
-        (rstd[:, None] * db_dx)[:, None]
-        * torch.addcmul(
-            torch.add(
-                grad_y[:, None]
-                * (
-                    torch.arange(C, device=grad_out.device)[:, None]
-                    == torch.arange(C, device=grad_out.device)
-                ).to(grad_out.dtype),
-                grad_y[:, :, None],
-                alpha=-1 / C,
-            ),
-            xhat[:, :, None] * xhat[:, None],
-            grad_y[:, :, None],
-            value=-1 / C,
-        )
-    ).sum((0, 2))
-    dgain = sum_db_dx_grad_y_rstd_xhat
-    del sum_db_dx_grad_y_rstd_xhat
+        torch.einsum("b,ba->ab", torch.einsum("b,b->b", rstd, sum_db_dx_xhat), grad_y) * xhat.T
+    ).sum(1)
+    del sum_db_dx_xhat
+    sum_db_dx_grad_y_rstd_xhat_1 = sum_db_dx_grad_y_rstd_1 + sum_db_dx_grad_y_rstd_xhat
+    del sum_db_dx_grad_y_rstd_1, sum_db_dx_grad_y_rstd_xhat
+    dgain = sum_db_dx_grad_y_rstd - (sum_db_dx_grad_y_rstd_xhat_1 / C)
+    del sum_db_dx_grad_y_rstd, sum_db_dx_grad_y_rstd_xhat_1
     dbias = grad_out.new_zeros((C,))
     sum_db_dx = db_dx.sum(1)
     dgrad_y = torch.addcmul(

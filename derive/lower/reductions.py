@@ -87,10 +87,12 @@ def _split_for_width(scope: Scope, e: sp.Sum) -> sp.Expr | None:
 
     Attention's second order sums ``db_dx[b, t, c] (A + B C + ..)`` with terms over six
     indices (b, h, t, t2, c, d), each a product of tensors of at most four: computed whole it
-    is a six-axis temporary per term. Only reads of tensors (and sums of products of them)
-    are split, no function of one: ``f (a + b)`` is then finite only where ``f a + f b`` is
-    (an inf or nan among f, a, b makes both non-finite; a split of ``exp(s) / cosh(s)`` at
-    s = -inf is ``0 * inf`` where the quotient is 0, regression 160920). The simplifier's cost
+    is a six-axis temporary per term. Only reads of tensors (and sums of polynomials in them)
+    are split, no function of one over the summed indices (one free of them, a function of a
+    0-d tensor, stands outside the term's sum): ``f (a + b)`` is then finite only where
+    ``f a + f b`` is (an inf or nan among f, a, b makes both non-finite; a split of
+    ``exp(s) / cosh(s)`` at s = -inf is ``0 * inf`` where the quotient is 0, regression
+    160920). The simplifier's cost
     model decides everything else; this is the lowering's width, which it does not see."""
     body = e.function
     if not any(isinstance(f, sp.Add) for f in sp.Mul.make_args(body)):
@@ -98,8 +100,10 @@ def _split_for_width(scope: Scope, e: sp.Sum) -> sp.Expr | None:
     if expanded_terms(body) > EXPAND_TERMS:
         return None
     terms = sp.Add.make_args(sp.expand_mul(body))
+    bound = {lim[0] for lim in e.limits}
     factors = [f for t in terms for f in sp.Mul.make_args(t) if not scope.scalar(f)]
-    if not all(_reads_only(f) for f in factors):
+    # a factor free of the summed indices stands outside its term's sum: any function of it
+    if not all(_reads_only(f) for f in factors if f.free_symbols & bound):
         return None
     reads = [r for f in factors for r in f.atoms(sp.Indexed)]
     adds = sp.Mul(*[f for f in sp.Mul.make_args(body) if isinstance(f, sp.Add)])
@@ -119,11 +123,19 @@ def _summed_apart(term: sp.Expr, limits: tuple) -> sp.Expr:
 
 
 def _reads_only(f: sp.Expr) -> bool:
-    """A read of a tensor at its indices, or a sum of products of such reads."""
+    """A read of a tensor at its indices (a 0-d tensor's whole: a real symbol), or a sum of a
+    polynomial in such reads (``sum_n (x[n] - mean) g[n]``: no function of one)."""
     if isinstance(f, sp.Sum):
-        parts = [g for t in sp.Add.make_args(f.function) for g in sp.Mul.make_args(t)]
-        return all(g.is_number or _reads_only(g) for g in parts)
-    return plain(f)
+        return _polynomial_in_reads(f.function)
+    return plain(f) or (isinstance(f, sp.Symbol) and not f.is_integer)
+
+
+def _polynomial_in_reads(e: sp.Expr) -> bool:
+    if isinstance(e, (sp.Add, sp.Mul)):
+        return all(_polynomial_in_reads(a) for a in e.args)
+    if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
+        return _polynomial_in_reads(e.base)
+    return e.is_number or _reads_only(e)
 
 
 def reduce(kind: str, value: ir.Node, bound: list) -> ir.Reduce:

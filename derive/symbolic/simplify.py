@@ -199,6 +199,29 @@ def _expand_if_cheaper(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | 
     return candidate if cost(candidate) < cost(sp.Sum(body, lim)) else None
 
 
+def _delta_terms_apart(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k f(k) (d(k, e) a + b(k)) -> sum_k f d a + sum_k f b: the terms of a factor that hold
+    # a delta over k summed apart, where _delta_eliminate solves them. Kept whole, the sum is
+    # lowered as written: the delta an identity matrix over (k, e), every term a K-wide
+    # product per entry of e (layernorm's second order, dgain: an N x C x C temporary).
+    k = lim[0]
+    factors = _factors(body)
+    for i, f in enumerate(factors):
+        if not isinstance(f, sp.Add):
+            continue
+        held = [t for t in f.args if any(_delta_over(g, k) for g in _factors(t))]
+        if held and len(held) < len(f.args):
+            others = sp.Mul(*factors[:i], *factors[i + 1 :])
+            rest = sp.Add(*[t for t in f.args if t not in held])
+            return ctx.sum(others * sp.Add(*held), (lim,)) + ctx.sum(others * rest, (lim,))
+    return None
+
+
+def _delta_over(f: sp.Expr, k: sp.Symbol) -> bool:
+    """``f`` is a Kronecker delta that solves for ``k``: ``d(k, e)`` with e free of k."""
+    return isinstance(f, sp.KroneckerDelta) and k in f.args and not all(a.has(k) for a in f.args)
+
+
 def _distributed(body: sp.Expr) -> list[sp.Expr]:
     """The terms of ``body`` with its top-level sums multiplied out, every other factor as it
     stands: ``f / ((p + 1) S)`` keeps its denominator, where ``expand_mul`` writes it as
@@ -220,6 +243,7 @@ SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
     _factor_out,  # sum_k c f(k) -> c sum_k f(k)
     _fold_reduction,  # sum_n x[n, m] -> N mu[m]  (from mu[m] = 1/N sum_n x[n, m])
     _fold_through_sum,  # sum_k f(k) sum_d g h(k, d) -> sum_d g mu[d] (sums interchanged)
+    _delta_terms_apart,  # sum_k f (d(k, e) a + b) -> sum_k f d a + sum_k f b
     _expand_if_cheaper,  # sum_k f (a + b) -> sum_k f a + sum_k f b, if that simplifies
 ]
 # tried only where no rule above fires for any limit of the sum: pulling a delta out first

@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob
 import importlib
 import importlib.util
+import math
 import runpy
 
 import pytest
@@ -117,21 +118,13 @@ def test_a_gradient_penalty_through_layernorm():
     assert torch.allclose(mine, want, rtol=0, atol=1e-10)
 
 
-def test_attention_second_order_makes_no_temporary_wider_than_a_layer_of_its_nest():
-    """The first backward's nested contractions are definitions of their own in the second
-    order (``second_order._Builder._named``): read through one definition, attention's
-    second-order adjoint of probs was a product over every index of dx's nest, a (32, 1024,
-    256) temporary here (8.4M entries, where probs has 8,192 and Wqkv 12,288) and an HVP
-    ~175x autograd's. Through named steps each adjoint is one contraction of tensors of the
-    nest, as autograd's is through the torch lines (and dk's mask goes onto dscores before its
-    matmul with q, not into a (B, H, T, T, D) product: 131,072 entries before that)."""
+def _widest_in_double_backward(module, shapes: list[tuple]) -> tuple:
+    """The most entries of a tensor the double backward makes (reverse over reverse of
+    ``(out * out).sum()`` at inputs of ``shapes``), with its shape and the aten call."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    module = _generated("ops/causal_self_attention.py")
-    B, T, C = 8, 16, 64  # four heads: the module's default n_head
     gen = torch.Generator().manual_seed(0)
-    shapes = [(B, T, C), (C, 3 * C), (3 * C,), (C, C), (C,)]
-    args = [torch.randn(*s, generator=gen, dtype=torch.float64, requires_grad=True) for s in shapes]
+    args = [torch.randn(s, generator=gen, dtype=torch.float64, requires_grad=True) for s in shapes]
     out = module.Function.apply(*args)
     grads = torch.autograd.grad((out * out).sum(), args, create_graph=True)
     widest = []
@@ -145,5 +138,34 @@ def test_attention_second_order_makes_no_temporary_wider_than_a_layer_of_its_nes
 
     with Widest():
         torch.autograd.grad(sum(g.sum() for g in grads), args)
-    largest = max(a.numel() for a in args)  # Wqkv, 12,288
-    assert max(widest)[0] <= 4 * largest, max(widest)
+    return max(widest)
+
+
+@pytest.mark.parametrize(
+    ("path", "shapes"),
+    [
+        # B8 T16 C64, four heads (the default n_head): the largest input is Wqkv, 12,288
+        ("ops/causal_self_attention.py", [(8, 16, 64), (64, 192), (192,), (64, 64), (64,)]),
+        # N64 C128: the largest input is x, 8,192
+        ("ops/layernorm.py", [(64, 128), (128,), (128,)]),
+        # N16 M16 and a 0-d gain: x, 256 entries
+        ("tests/cases/scalar_reads.py", [(16, 16), ()]),
+    ],
+)
+def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, shapes, tmp_path):
+    """Attention: the first backward's nested contractions are definitions of their own in
+    the second order (``second_order._Builder._named``); read through one definition, the
+    second-order adjoint of probs through dx's nest was a product over all its indices, a
+    (32, 1024, 256) temporary here (8.4M entries) and an HVP ~175x autograd's; then dk's mask
+    went onto dscores before its matmul with q, not into a (B, H, T, T, D) product (131,072).
+    Layernorm: dgain's sum over c1 held ``delta(c, c1) g + ..`` whole, an identity matrix in a
+    (N, C, C) product (1M entries here, 17 GB in float32 at (4096, 1024)); the delta's terms
+    are summed apart and solved now (``simplify._delta_terms_apart``). A standardisation by
+    two 0-d statistics (scalar_reads): dx and dgrad_y summed a product of sums over (n, m,
+    n1, m1) whole, (N, M, N, M) (65,536 entries here); the lowering's width split now takes
+    sums of polynomials in reads and factors free of the summed indices."""
+    op = runpy.run_path(path)["OP"]
+    module = _generated(path) if path.startswith("ops/") else _emitted(op, tmp_path)
+    found = _widest_in_double_backward(module, shapes)
+    largest = max(math.prod(s) for s in shapes)
+    assert found[0] <= 4 * largest, found

@@ -48,6 +48,13 @@ SUM_RULE_CASES = [
     ("_constant", y[n], K * y[n]),
     ("_factor_out", y[n] * x[k], y[n] * sp.Sum(x[k], LIM)),
     ("_expand_if_cheaper", sp.KroneckerDelta(k, c) * (x[k] + 1), x[c] + 1),
+    # sum_k y[k] (d(k, c) x[n] + x[k]) -> y[c] x[n] + sum_k y[k] x[k]: the delta's term apart,
+    # solved; kept whole it is lowered as a K x C identity matrix (layernorm's second order)
+    (
+        "_delta_terms_apart",
+        y[k] * (sp.KroneckerDelta(k, c) * x[n] + x[k]),
+        x[n] * y[c] + sp.Sum(x[k] * y[k], LIM),
+    ),
     # sum_k x[k] delta(n, k + c) -> x[n - c] 1[0 <= n - c <= K - 1]
     (
         "delta_invert",
