@@ -23,7 +23,7 @@ from derive.lower.memo import canonical
 from derive.lower.scans import plan_scan, scan_value
 from derive.lower.value import Scope, matmul, natural_order, plain, stem
 from derive.lower.windows import plan_window, window_value
-from derive.symbolic.simplify import EXPAND_TERMS, expanded_terms
+from derive.symbolic.simplify import EXPAND_TERMS, expanded_terms, polynomial
 
 
 def counted(e: sp.Sum) -> sp.Expr:
@@ -126,16 +126,8 @@ def _reads_only(f: sp.Expr) -> bool:
     """A read of a tensor at its indices (a 0-d tensor's whole: a real symbol), or a sum of a
     polynomial in such reads (``sum_n (x[n] - mean) g[n]``: no function of one)."""
     if isinstance(f, sp.Sum):
-        return _polynomial_in_reads(f.function)
+        return polynomial(f.function, lambda g: g.is_number or _reads_only(g))
     return plain(f) or (isinstance(f, sp.Symbol) and not f.is_integer)
-
-
-def _polynomial_in_reads(e: sp.Expr) -> bool:
-    if isinstance(e, (sp.Add, sp.Mul)):
-        return all(_polynomial_in_reads(a) for a in e.args)
-    if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
-        return _polynomial_in_reads(e.base)
-    return e.is_number or _reads_only(e)
 
 
 def reduce(kind: str, value: ir.Node, bound: list) -> ir.Reduce:

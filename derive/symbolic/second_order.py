@@ -31,6 +31,7 @@ from derive.language.graph import may_be_infinite
 from derive.symbolic.derivation import Derivation
 from derive.symbolic.indices import bound_by_depth, free_indices, has_reduction
 from derive.symbolic.reverse import GRAD_OUT
+from derive.symbolic.simplify import polynomial
 
 
 @dataclass(frozen=True)
@@ -64,19 +65,13 @@ class TensorNames:
         )
 
 
-def _polynomial(e: sp.Expr, tensors: Mapping[str, Tensor]) -> bool:
-    """A sum and product of tensor reads, sums of such, numbers, sizes and params (no function
-    of a tensor, no division by one)."""
+def _constant_or_read(e: sp.Expr, tensors: Mapping[str, Tensor]) -> bool:
+    """A tensor read (a 0-d tensor's whole), a number, size or param, or a power of sizes and
+    params (``sqrt(D)``, ``1/alpha``): what a named contraction's polynomial is made of."""
     if isinstance(e, (sp.Indexed, sp.Symbol)) or not e.free_symbols:
-        return True  # a read (a 0-d tensor's whole), a size, a param, a number
-    if isinstance(e, (sp.Add, sp.Mul)):
-        return all(_polynomial(a, tensors) for a in e.args)
-    if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
-        return _polynomial(e.base, tensors)
-    if isinstance(e, sp.Pow):  # sqrt(D), 1/alpha: of sizes and params only
+        return True
+    if isinstance(e, sp.Pow):
         return not e.base.atoms(sp.Indexed) and all(str(s) not in tensors for s in e.free_symbols)
-    if isinstance(e, sp.Sum):
-        return _polynomial(e.function, tensors)
     return False
 
 
@@ -194,7 +189,7 @@ class _Builder:
             return e.func(*[self._named(a, scope, top) for a in e.args])
         inner = {**scope, **{v: (lo, hi) for v, lo, hi in e.limits}}
         e = e.func(self._named(e.function, inner, top=False), *e.limits)
-        if top or not _polynomial(e.function, self.tensors):
+        if top or not polynomial(e.function, lambda f: _constant_or_read(f, self.tensors)):
             return e
         # its axes in the order the sum reads them (so the same sum in another nest is the
         # same tensor), each from 0 to a size: no triangular sum's (t2 <= t1), no offset one's

@@ -222,6 +222,19 @@ def _delta_over(f: sp.Expr, k: sp.Symbol) -> bool:
     return isinstance(f, sp.KroneckerDelta) and k in f.args and not all(a.has(k) for a in f.args)
 
 
+def polynomial(e: sp.Expr, leaf: Callable[[sp.Expr], bool]) -> bool:
+    """``e`` a sum and product (positive integer powers, sums over indices) of ``leaf``s: no
+    function and no division above them. Computed whole or a part at a time, such an
+    expression meets the same values: a step or a split of it moves no function's range."""
+    if isinstance(e, (sp.Add, sp.Mul)):
+        return all(polynomial(a, leaf) for a in e.args)
+    if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
+        return polynomial(e.base, leaf)
+    if isinstance(e, sp.Sum):
+        return polynomial(e.function, leaf)
+    return leaf(e)
+
+
 def _distributed(body: sp.Expr) -> list[sp.Expr]:
     """The terms of ``body`` with its top-level sums multiplied out, every other factor as it
     stands: ``f / ((p + 1) S)`` keeps its denominator, where ``expand_mul`` writes it as
