@@ -10,12 +10,12 @@ apply. A rule that *rewrites* (rather than reduces) is accepted only when it low
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.functions import where
+from derive.functions import clamp, where
 from derive.symbolic.cases import zero_by_cases
 from derive.symbolic.cost import cost
 from derive.symbolic.indices import canonical_bound, substitute_apart
@@ -86,6 +86,40 @@ def _delta_eliminate(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | No
                     return ctx.simplify(substitute_apart(rest, k, other))
                 return ctx.simplify(solved_in_range(rest, k, other, lo, hi))
     return None
+
+
+def _unclamped_under_guard(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi)) -> .. delta(u, a): where the
+    # guard holds, the clamp is a, and elsewhere the product is 0 whatever the delta reads.
+    # The first order reads a body at clamp(e, lo, hi) for range (solved_in_range); its second
+    # order meets that clamp inside a delta no rule solves, a K-wide product per entry
+    # (a shift x[n, t - 1]: an N x T x T temporary); unclamped, delta_invert solves it.
+    held = {c for f in _factors(body) for c in _guards(f)}
+    if not held:
+        return None
+
+    def within(e: sp.Expr) -> bool:
+        a, lo, hi = e.args
+        return (a >= lo) in held and (a <= hi) in held
+
+    factors = [
+        (
+            f.replace(lambda e: isinstance(e, clamp) and within(e), lambda e: e.args[0])
+            if isinstance(f, sp.KroneckerDelta) and f.has(lim[0])
+            else f
+        )
+        for f in _factors(body)
+    ]
+    if all(f is g for f, g in zip(factors, _factors(body), strict=True)):
+        return None
+    return ctx.sum(sp.Mul(*factors), (lim,))
+
+
+def _guards(f: sp.Expr) -> Iterator[sp.Expr]:
+    """The conditions that hold wherever ``f`` is not 0: ``where(c, where(d, x, 0), 0)``'s c, d."""
+    while isinstance(f, where) and f.args[2] == 0:
+        yield f.args[0]
+        f = f.args[1]
 
 
 def _in_range_by_construction(e: sp.Expr) -> bool:
@@ -252,6 +286,7 @@ SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
     _delta_eliminate,  # sum_k f(k) delta(k, e) -> f(e)
     delta_invert,  # sum_t f(t) delta(u, t + r) -> f(u - r) 1[lo <= u - r <= hi]
     delta_through_sum,  # sum_t f(t) sum_k g delta(u, t + r(k)) -> sum_k sum_t f g delta(..)
+    _unclamped_under_guard,  # sum_k where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi))
     _constant,  # sum_k c -> K c
     _factor_out,  # sum_k c f(k) -> c sum_k f(k)
     _fold_reduction,  # sum_n x[n, m] -> N mu[m]  (from mu[m] = 1/N sum_n x[n, m])

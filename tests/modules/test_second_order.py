@@ -150,6 +150,8 @@ def _widest_in_double_backward(module, shapes: list[tuple]) -> tuple:
         ("ops/layernorm.py", [(64, 128), (128,), (128,)]),
         # N16 M16 and a 0-d gain: x, 256 entries
         ("tests/cases/scalar_reads.py", [(16, 16), ()]),
+        # N8 T64: x and y, 512 entries each
+        ("tests/cases/shift.py", [(8, 64), (8, 64)]),
     ],
 )
 def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, shapes, tmp_path):
@@ -163,7 +165,10 @@ def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, s
     are summed apart and solved now (``simplify._delta_terms_apart``). A standardisation by
     two 0-d statistics (scalar_reads): dx and dgrad_y summed a product of sums over (n, m,
     n1, m1) whole, (N, M, N, M) (65,536 entries here); the lowering's width split now takes
-    sums of polynomials in reads and factors free of the summed indices."""
+    sums of polynomials in reads and factors free of the summed indices. A shift x[n, t - 1]:
+    its second order summed a delta of a clamped index, (N, T, T) (32,768 entries here); the
+    clamp is dropped under the where() that guards it (``simplify._unclamped_under_guard``)
+    and the delta solved."""
     op = runpy.run_path(path)["OP"]
     module = _generated(path) if path.startswith("ops/") else _emitted(op, tmp_path)
     found = _widest_in_double_backward(module, shapes)

@@ -48,6 +48,17 @@ SUM_RULE_CASES = [
     ("_constant", y[n], K * y[n]),
     ("_factor_out", y[n] * x[k], y[n] * sp.Sum(x[k], LIM)),
     ("_expand_if_cheaper", sp.KroneckerDelta(k, c) * (x[k] + 1), x[c] + 1),
+    # sum_k where(0 <= k + 1 <= K - 1, x[k], 0) d(n, clamp(k + 1, 0, K - 1)): under the guard
+    # the clamp is k + 1, and the delta is solved as d(n, k + 1) is (a shift's second order)
+    (
+        "_unclamped_under_guard",
+        where(k + 1 >= 0, where(k + 1 <= K - 1, x[k], 0), 0)
+        * sp.KroneckerDelta(n, clamp(k + 1, 0, K - 1)),
+        Simplifier().sum(
+            where(k + 1 >= 0, where(k + 1 <= K - 1, x[k], 0), 0) * sp.KroneckerDelta(n, k + 1),
+            (LIM,),
+        ),
+    ),
     # sum_k y[k] (d(k, c) x[n] + x[k]) -> y[c] x[n] + sum_k y[k] x[k]: the delta's term apart,
     # solved; kept whole it is lowered as a K x C identity matrix (layernorm's second order)
     (
