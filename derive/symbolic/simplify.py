@@ -235,7 +235,8 @@ def _expand_if_cheaper(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | 
 
 def _delta_terms_apart(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     # sum_k f(k) (d(k, e) a + b(k)) -> sum_k f d a + sum_k f b: the terms of a factor that hold
-    # a delta over k summed apart, where _delta_eliminate solves them. Kept whole, the sum is
+    # a delta over k summed apart, each alone, where _delta_eliminate solves them (every term
+    # may hold one: a focal loss's second order). Kept whole, the sum is
     # lowered as written: the delta an identity matrix over (k, e), every term a K-wide
     # product per entry of e (layernorm's second order, dgain: an N x C x C temporary).
     k = lim[0]
@@ -244,10 +245,11 @@ def _delta_terms_apart(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | 
         if not isinstance(f, sp.Add):
             continue
         held = [t for t in f.args if any(_delta_over(g, k) for g in _factors(t))]
-        if held and len(held) < len(f.args):
+        if held:
             others = sp.Mul(*factors[:i], *factors[i + 1 :])
-            rest = sp.Add(*[t for t in f.args if t not in held])
-            return ctx.sum(others * sp.Add(*held), (lim,)) + ctx.sum(others * rest, (lim,))
+            rest = [t for t in f.args if t not in held]
+            parts = [others * t for t in held] + ([others * sp.Add(*rest)] if rest else [])
+            return sp.Add(*[ctx.sum(p, (lim,)) for p in parts])
     return None
 
 

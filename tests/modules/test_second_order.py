@@ -118,15 +118,29 @@ def test_a_gradient_penalty_through_layernorm():
     assert torch.allclose(mine, want, rtol=0, atol=1e-10)
 
 
-def _widest_in_double_backward(module, shapes: list[tuple]) -> tuple:
+def _int(shape: tuple) -> bool:
+    """``(shape, high)``: an int64 input, not a float one of that shape."""
+    return len(shape) == 2 and isinstance(shape[0], tuple)
+
+
+def _widest_in_double_backward(module, shapes: list) -> tuple:
     """The most entries of a tensor the double backward makes (reverse over reverse of
-    ``(out * out).sum()`` at inputs of ``shapes``), with its shape and the aten call."""
+    ``(out * out).sum()`` at inputs of ``shapes``; ``(shape, high)``: int64 in [0, high)),
+    with its shape and the aten call."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     gen = torch.Generator().manual_seed(0)
-    args = [torch.randn(s, generator=gen, dtype=torch.float64, requires_grad=True) for s in shapes]
+    args = [
+        (
+            torch.randint(0, s[1], s[0], generator=gen)
+            if len(s) == 2 and isinstance(s[0], tuple)
+            else torch.randn(s, generator=gen, dtype=torch.float64, requires_grad=True)
+        )
+        for s in shapes
+    ]
+    floats = [a for a in args if a.is_floating_point()]
     out = module.Function.apply(*args)
-    grads = torch.autograd.grad((out * out).sum(), args, create_graph=True)
+    grads = torch.autograd.grad((out * out).sum(), floats, create_graph=True)
     widest = []
 
     class Widest(TorchDispatchMode):
@@ -137,7 +151,7 @@ def _widest_in_double_backward(module, shapes: list[tuple]) -> tuple:
             return result
 
     with Widest():
-        torch.autograd.grad(sum(g.sum() for g in grads), args)
+        torch.autograd.grad(sum(g.sum() for g in grads), floats)
     return max(widest)
 
 
@@ -152,6 +166,8 @@ def _widest_in_double_backward(module, shapes: list[tuple]) -> tuple:
         ("tests/cases/scalar_reads.py", [(16, 16), ()]),
         # N8 T64: x and y, 512 entries each
         ("tests/cases/shift.py", [(8, 64), (8, 64)]),
+        # N16 C32 logits and N labels: x, 512 entries
+        ("tests/cases/focal_loss_by_hand.py", [(16, 32), ((16,), 32)]),
     ],
 )
 def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, shapes, tmp_path):
@@ -168,9 +184,10 @@ def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, s
     sums of polynomials in reads and factors free of the summed indices. A shift x[n, t - 1]:
     its second order summed a delta of a clamped index, (N, T, T) (32,768 entries here); the
     clamp is dropped under the where() that guards it (``simplify._unclamped_under_guard``)
-    and the delta solved."""
+    and the delta solved. A focal loss by hand: a sum of terms that each hold a delta,
+    (N, C, C) (16,384 entries here); each term is summed apart and solved."""
     op = runpy.run_path(path)["OP"]
     module = _generated(path) if path.startswith("ops/") else _emitted(op, tmp_path)
     found = _widest_in_double_backward(module, shapes)
-    largest = max(math.prod(s) for s in shapes)
+    largest = max(math.prod(s) for s in shapes if not _int(s))
     assert found[0] <= 4 * largest, found

@@ -66,6 +66,12 @@ SUM_RULE_CASES = [
         y[k] * (sp.KroneckerDelta(k, c) * x[n] + x[k]),
         x[n] * y[c] + sp.Sum(x[k] * y[k], LIM),
     ),
+    # ... and every term apart where each holds one (a focal loss's second order)
+    (
+        "_delta_terms_apart",
+        y[k] * (sp.KroneckerDelta(k, c) * x[n] + sp.KroneckerDelta(k, m) * x[m]),
+        x[n] * y[c] + x[m] * y[m],
+    ),
     # sum_k x[k] delta(n, k + c) -> x[n - c] 1[0 <= n - c <= K - 1]
     (
         "delta_invert",
