@@ -501,6 +501,15 @@ def test_a_where_of_numbers_with_an_infinite_branch_selects_and_never_multiplies
     assert any(want in line for line in lines), "\n".join(lines)
 
 
+def _compiled(op: Op) -> tuple[str, str, dict]:
+    """``op``'s module: its forward's text, the whole source, and the namespace it ran in."""
+    namespace: dict = {}
+    source = module_source(op, "out")
+    exec(compile(source, "t", "exec"), namespace)
+    start = source.index("\ndef forward(")
+    return source[start : source.index("\ndef ", start + 1)], source, namespace
+
+
 def test_a_sum_over_a_wide_sum_of_products_is_split_into_contractions() -> None:
     # x[j, k] (A[i, j] + B[j, l] C[k, l]) is over four indices, each tensor over two: summed
     # whole it is an I x J x K x L temporary; split, two einsums (attention's second order)
@@ -511,11 +520,7 @@ def test_a_sum_over_a_wide_sum_of_products_is_split_into_contractions() -> None:
         ["x[J, K]", "A[I, J]", "B[J, L]", "C[K, L]"],
         ["out[i] = Sum(x[j, k] * (A[i, j] + B[j, l] * C[k, l]), j, k, l)"],
     )
-    namespace: dict = {}
-    source = module_source(op, "out")
-    exec(compile(source, "t", "exec"), namespace)
-    start = source.index("\ndef forward(")
-    forward = source[start : source.index("\ndef ", start + 1)]
+    forward, source, namespace = _compiled(op)
     assert forward.count("torch.einsum(") == 2 and ".sum(" not in forward
     g = torch.Generator().manual_seed(0)
     x, A, B, C = (
@@ -538,9 +543,7 @@ def test_a_sum_inside_a_nested_sum_is_an_operand_of_one_contraction() -> None:
         ["g[B, C]", "W[E, D]", "P[B, C, D, T]"],
         ["out[e] = Sum(g[b, c] * Sum(W[e, d] * Sum(P[b, c, d, t] * P[b, c, d, t], t), d), b, c)"],
     )
-    namespace: dict = {}
-    source = module_source(op, "out")
-    exec(compile(source, "t", "exec"), namespace)
+    _, source, namespace = _compiled(op)
     assert "out = g.flatten(0) @ sum_P.flatten(0, 1) @ W.T" in source
     g = torch.Generator().manual_seed(0)
     shapes = [(2, 3), (4, 5), (2, 3, 5, 6)]
@@ -560,11 +563,7 @@ def test_a_mask_beside_tensors_is_applied_to_one_and_then_contracted() -> None:
         ["s[T, T]", "q[T, D]"],
         ["out[t2, d] = Sum(where(t2 <= t1, 1, 0) * s[t1, t2] * q[t1, d], t1)"],
     )
-    namespace: dict = {}
-    source = module_source(op, "out")
-    exec(compile(source, "t", "exec"), namespace)
-    start = source.index("\ndef forward(")
-    forward = source[start : source.index("\ndef ", start + 1)]
+    forward, _, namespace = _compiled(op)
     assert " @ q" in forward and ".sum(" not in forward, forward
     g = torch.Generator().manual_seed(0)
     s, q = (torch.randn(*n, generator=g, dtype=torch.float64) for n in [(5, 5), (5, 3)])
