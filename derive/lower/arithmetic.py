@@ -18,6 +18,7 @@ from derive.ir import nodes as ir
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
 from derive.lower.value import align, is_gate, number_scale, ordered_terms, plain, union
+from derive.symbolic.indices import without
 
 
 def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
@@ -151,7 +152,7 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     if gate is None:
         return None
     axes = cx.scope([]).axes
-    rest = [f for f in factors if f is not gate]
+    rest = without(factors, gate)
     inside = [f for f in rest if not (plain(f) or is_gate(f)) or axes(f) <= axes(gate)]
     if not any(f.atoms(sp.Indexed) for f in inside):
         return None

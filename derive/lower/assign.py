@@ -39,7 +39,7 @@ from derive.lower.value import (
     scatter_delta,
     split_deltas,
 )
-from derive.symbolic.indices import free_indices
+from derive.symbolic.indices import free_indices, without
 from derive.symbolic.simplify import expanded_terms
 
 
@@ -74,7 +74,7 @@ def delta_form(cx: Context, expr: sp.Expr, axes: tuple) -> str | tuple | None:
     found = scatter_delta(expr, axes) if isinstance(expr, sp.Sum) else None
     if found is not None:
         delta, axis, _ = found
-        rest = sp.Mul(*[f for f in sp.Mul.make_args(expr.function) if f is not delta])
+        rest = sp.Mul(*without(sp.Mul.make_args(expr.function), delta))
         source = [a for a in axes if a != axis] + [lim[0] for lim in expr.limits]
         # the source is read over exactly the other axes and the summed ones, in any order
         return "scatter" if cx.scope(source).axes(rest) == set(source) else None
@@ -202,7 +202,7 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     delta, axis, data = scatter_delta(e, axes)
     bound = [lim[0] for lim in e.limits]
     cx.learn_limits(e.limits)
-    rest = sp.Mul(*[f for f in sp.Mul.make_args(e.function) if f is not delta])
+    rest = sp.Mul(*without(sp.Mul.make_args(e.function), delta))
     others = [a for a in axes if a != axis]
     pos = axes.index(axis)
     src_order = others[:pos] + bound + others[pos:]

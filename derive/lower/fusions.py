@@ -28,6 +28,7 @@ from derive.lower.context import Context
 from derive.lower.reductions import Contraction, contract, plan_contraction, reduce
 from derive.lower.value import PickUpdate, Scope, align, chain, is_gate, natural_order, plain, union
 from derive.lower.windows import Window, plan_window, window_value
+from derive.symbolic.indices import without
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def _match_mean(e: sp.Mul, scope: Scope) -> _Mean | None:
         return None  # a sum computed already is reused, not recomputed as a mean
     (total,) = sums
     extent = sp.Mul(*[hi - lo + 1 for _, lo, hi in total.limits])
-    rest = sp.Mul(*[f for f in e.args if f is not total])
+    rest = sp.Mul(*without(e.args, total))
     if sp.expand(rest * extent) != 1:  # the factor beside the sum is 1/extent
         return None
     bound = [lim[0] for lim in total.limits]

@@ -23,6 +23,7 @@ from derive.lower.memo import canonical
 from derive.lower.scans import plan_scan, scan_value
 from derive.lower.value import Scope, matmul, natural_order, plain, stem
 from derive.lower.windows import plan_window, window_value
+from derive.symbolic.indices import without
 from derive.symbolic.simplify import EXPAND_TERMS, expanded_terms, polynomial
 
 
@@ -286,7 +287,7 @@ def _flattened(scope: Scope, factors: tuple, bound: list) -> tuple[tuple, list, 
     for f in factors:
         inner = [lim[0] for lim in f.limits] if isinstance(f, sp.Sum) else []
         parts = sp.Mul.make_args(f.function) if inner else ()
-        others = set().union(*(g.free_symbols for g in factors if g is not f))
+        others = set().union(*(g.free_symbols for g in without(factors, f)))
         if (
             inner
             and f not in scope.computed

@@ -26,6 +26,7 @@ from derive.symbolic.indices import (
     is_reduction,
     substitute,
     symbol_atoms,
+    without,
 )
 from derive.symbolic.inversion import keep_padding, may_leave_axis
 from derive.symbolic.reverse import live_tensors
@@ -342,7 +343,7 @@ def _fold(expr: sp.Expr, patterns: list[Pattern], memo: dict) -> sp.Expr:
     # inside, fuzz 96606); nothing moves in when c names one of them (it would be captured).
     (s,) = sums
     bound = {lim[0] for lim in s.limits}
-    others = sp.Mul(*[f for f in expr.args if f is not s])
+    others = sp.Mul(*without(expr.args, s))
     if others.free_symbols & bound:
         return plain
     inner = fold(others * s.function, patterns, memo)

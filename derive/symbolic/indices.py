@@ -74,6 +74,15 @@ def factors(e: sp.Expr) -> list[sp.Expr]:
     return list(e.args) if isinstance(e, sp.Mul) else [e]
 
 
+def without(items: Iterable, item: object) -> list:
+    """``items`` less one occurrence of ``item`` (the very object): a product built
+    unevaluated may hold a factor twice, ``w * w``, and filtering by identity dropped both
+    (fuzz 991108: a where() factor squared lost in the second order, silently)."""
+    items = list(items)
+    k = next(i for i, x in enumerate(items) if x is item)
+    return items[:k] + items[k + 1 :]
+
+
 def substitute_apart(expr: sp.Expr, k: sp.Symbol, value: sp.Expr) -> sp.Expr:
     """``expr`` with the free index k replaced by ``value``, no index of ``value`` captured.
 

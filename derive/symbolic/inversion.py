@@ -18,7 +18,7 @@ import sympy as sp
 
 from derive.functions import clamp, where
 from derive.symbolic.indices import factors as _factors
-from derive.symbolic.indices import substitute_apart
+from derive.symbolic.indices import substitute_apart, without
 
 
 def solve_for(delta: sp.KroneckerDelta, k: sp.Symbol) -> sp.Expr | None:
@@ -127,7 +127,7 @@ def delta_invert(body: sp.Expr, lim, ctx) -> sp.Expr | None:
     k, lo, hi = lim
     for f in _factors(body):
         if isinstance(f, sp.KroneckerDelta) and (sol := solve_for(f, k)) is not None:
-            rest = sp.Mul(*[g for g in _factors(body) if g is not f])
+            rest = sp.Mul(*without(_factors(body), f))
             return ctx.simplify(solved_in_range(rest, k, sol, lo, hi))
     return None
 
@@ -151,7 +151,7 @@ def delta_through_sum(body: sp.Expr, lim, ctx) -> sp.Expr | None:
     for s in _factors(body):
         if not isinstance(s, sp.Sum):
             continue
-        outside = sp.Mul(*[g for g in _factors(body) if g is not s])
+        outside = sp.Mul(*without(_factors(body), s))
         if any(v in outside.free_symbols or v == t for v, *_ in s.limits):  # bound names clash
             continue
         inverted = delta_invert(outside * s.function, lim, ctx)

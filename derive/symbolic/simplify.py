@@ -18,7 +18,7 @@ import sympy as sp
 from derive.functions import clamp, where
 from derive.symbolic.cases import zero_by_cases
 from derive.symbolic.cost import cost
-from derive.symbolic.indices import canonical_bound, substitute_apart
+from derive.symbolic.indices import canonical_bound, substitute_apart, without
 from derive.symbolic.indices import factors as _factors
 from derive.symbolic.inversion import delta_invert, delta_through_sum, solved_in_range
 
@@ -81,7 +81,7 @@ def _delta_eliminate(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | No
             a, b = f.args
             other = b if a == k else a if b == k else None
             if other is not None and not other.has(k):
-                rest = sp.Mul(*[g for g in _factors(body) if g is not f])
+                rest = sp.Mul(*without(_factors(body), f))
                 if _in_range_by_construction(other):
                     return ctx.simplify(substitute_apart(rest, k, other))
                 return ctx.simplify(solved_in_range(rest, k, other, lo, hi))
@@ -204,7 +204,7 @@ def _fold_through_sum(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | N
         if not isinstance(s, sp.Sum) or not s.function.has(k):
             continue
         bound = [v for v, *_ in s.limits]
-        outside = [g for g in _factors(body) if g is not s]
+        outside = without(_factors(body), s)
         if any(v == k or any(g.has(v) for g in outside) for v in bound):
             continue  # bound names clash
         if any(lo.has(k) or hi.has(k) for _, lo, hi in s.limits):
@@ -565,8 +565,8 @@ def _delta_substituted(e: sp.Mul) -> sp.Expr:
             if not (c.is_Symbol and c.is_integer) or a.has(c):
                 continue
             # factors with a sum stay as they are: no index of theirs is renamed or captured
-            rest = sp.Mul(*[f for f in factors if f is not d and not f.has(sp.Sum)])
-            sums = sp.Mul(*[f for f in factors if f is not d and f.has(sp.Sum)])
+            rest = sp.Mul(*[f for f in without(factors, d) if not f.has(sp.Sum)])
+            sums = sp.Mul(*[f for f in without(factors, d) if f.has(sp.Sum)])
             if not rest.has(c):
                 continue
             moved = powsimp_exp(rest.xreplace({c: a}))
