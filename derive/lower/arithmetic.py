@@ -153,11 +153,12 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
         return None
     axes = cx.scope([]).axes
     rest = without(factors, gate)
-    inside = [f for f in rest if not (plain(f) or is_gate(f)) or axes(f) <= axes(gate)]
+    selected = [not (plain(f) or is_gate(f)) or axes(f) <= axes(gate) for f in rest]
+    inside = [f for f, s in zip(rest, selected, strict=True) if s]
     if not any(f.atoms(sp.Indexed) for f in inside):
         return None
     x = sp.Mul(*inside)
-    outside = sp.Mul(*[f for f in rest if f not in inside])
+    outside = sp.Mul(*[f for f, s in zip(rest, selected, strict=True) if not s])
     if isinstance(gate, sp.KroneckerDelta):
         return where(sp.Eq(*gate.args, evaluate=False), x, 0) * outside
     c, a, b = gate.args

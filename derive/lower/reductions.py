@@ -41,8 +41,8 @@ def counted(e: sp.Sum) -> sp.Expr:
 
 
 def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
-    if counted(e) is not e:
-        return cx.value(counted(e), order)
+    if (whole := counted(e)) is not e:
+        return cx.value(whole, order)
     known = cx.recall(e)
     if known is not None:
         return cx.permuted(known, order)
