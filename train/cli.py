@@ -214,6 +214,7 @@ def cmd_train(spec: ModelSpec, job: Job) -> int:
         preflight.command(job.args, "--resume", spec, launcher(spec, job.world)),
         spec.advice,
         speak=main,
+        meet=job.world.meet,
     )
 
 

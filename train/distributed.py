@@ -49,6 +49,11 @@ class World:
             out[k], at = flat[at : at + n].view_as(grads[k]), at + n
         return out, flat[at], bool(flat[at + 1] > 0)
 
+    def meet(self) -> None:
+        """Wait until every process gets here (a barrier; nothing on one process)."""
+        if self.size > 1:
+            dist.barrier()
+
 
 def init_world(device: str) -> World:
     """The world ``torchrun`` describes in the environment (WORLD_SIZE, RANK), joined with gloo

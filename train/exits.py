@@ -41,6 +41,7 @@ def session(
     resume_hint: str,
     advice: str = "Try a smaller --lr.",
     speak: bool = True,
+    meet: Callable[[], None] = lambda: None,
 ) -> int:
     """Train, then finish; the exit code and one-line messages of every way a run ends.
 
@@ -48,11 +49,24 @@ def session(
     first Ctrl-C saves at the step boundary and says how to resume, a second stops at once
     without saving. ``speak`` False (ranks other than 0) keeps quiet about all of it. The
     ``progress`` line is closed before any message.
+
+    ``meet`` (on several processes, a barrier) runs last when the step loop ended the same
+    way on every process: at the last step, at the step after a Ctrl-C, or at the step
+    whose all-reduced loss diverged. It lets no process exit while rank 0 still writes its
+    report or checkpoint: a rank that left early was seen to die in gloo's teardown
+    (SIGABRT) after a finished run, and torchrun then called the run failed. A loop left
+    on one process alone (rank 0 unable to write a periodic checkpoint) does not meet: the
+    others are in a step's all-reduce, which a barrier would not match.
     """
     say = (lambda text: print(text, file=sys.stderr)) if speak else (lambda text: None)
+    together = False  # the step loop ended at the same step on every process
     try:
         try:
             train()
+            together = True
+        except (Interrupted, Diverged):
+            together = True
+            raise
         finally:
             progress.close()
         return 0 if finish() else EXIT_DIVERGED
@@ -78,6 +92,9 @@ def session(
     except OSError as exc:  # a full disk or a folder gone read-only mid-run
         say(f"error: {cannot_write(exc)}. {last_good(run, ckpt)}")
         return EXIT_DIVERGED
+    finally:
+        if together:
+            meet()
 
 
 def cannot_write(exc: OSError) -> str:
