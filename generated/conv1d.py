@@ -405,9 +405,9 @@ def _double_backward_all(grad_out, saved):
     )
     del t_indices
     sum_b_grad_out_as_outg_db_dxg = (
-        (
-            db_dxg.permute(1, 2, 0, 3).flatten(2)
-            @ sum_b_grad_out_as_outg.permute(0, 3, 4, 1, 2).flatten(1, 2).flatten(2)
+        torch.bmm(
+            db_dxg.permute(1, 2, 0, 3).flatten(2),
+            sum_b_grad_out_as_outg.permute(0, 3, 4, 1, 2).flatten(1, 2).flatten(2),
         )
         .unflatten(2, (sum_b_grad_out_as_outg.shape[1], sum_b_grad_out_as_outg.shape[2]))
         .permute(0, 2, 1, 3)

@@ -508,9 +508,9 @@ def _double_backward_all(grad_out, saved):
     )
     del t_indices_1, sum_b_grad_out_as_outg
     sum_b_grad_out_as_outg_db_dxg = (
-        (
-            db_dxg.permute(1, 2, 0, 3, 4).flatten(2)
-            @ sum_b_grad_out_as_outg_1.permute(0, 4, 5, 6, 1, 2, 3).flatten(1, 3).flatten(2)
+        torch.bmm(
+            db_dxg.permute(1, 2, 0, 3, 4).flatten(2),
+            sum_b_grad_out_as_outg_1.permute(0, 4, 5, 6, 1, 2, 3).flatten(1, 3).flatten(2),
         )
         .unflatten(
             2,

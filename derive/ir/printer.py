@@ -75,8 +75,14 @@ def precedence(node: ir.Node) -> int:
     if isinstance(node, ir.Indicator):
         return Precedence.MUL if node.offset is None else Precedence.ADD
     if isinstance(node, ir.Matmul):
-        return Precedence.MUL
+        return Precedence.ATOM if batched(node) else Precedence.MUL
     return Precedence.ATOM
+
+
+def batched(node: ir.Matmul) -> bool:
+    """Whether the product is printed ``torch.bmm(a, b)``: both sides 3-D (one batch axis,
+    the passes flatten several into one), which torch.matmul would expand and reshape."""
+    return len(node.left.axes) == len(node.right.axes) == 3
 
 
 SUM_LEADING = "_sum_leading"  # the module's helper for a sum over leading axes
@@ -269,6 +275,8 @@ class TorchPrinter:
         return f'torch.einsum("{spec}", {self._args(node.operands)})'
 
     def _print_Matmul(self, node: ir.Matmul) -> str:
+        if batched(node):
+            return f"torch.bmm({self._args((node.left, node.right))})"
         # left to right, as python reads it: a @ (b @ c) keeps its parentheses (with b a vector
         # between two matrices, a @ b @ c does not even conform), and so does a @ (b * c)
         right = self.wrap(node.right, Precedence.MUL + 1)
