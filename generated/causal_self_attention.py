@@ -198,9 +198,7 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     del shared_Wh_x
     v = bh[2][:, None] + sum_Wh_at_all_2_x
     del sum_Wh_at_all_2_x
-    sum_k_q = torch.bmm(q.flatten(0, 1), k.permute(0, 1, 3, 2).flatten(0, 1)).unflatten(
-        0, (q.shape[0], q.shape[1])
-    )
+    sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         sum_k_q / math.sqrt(D),
@@ -213,9 +211,7 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     counts_sum = counts.sum(3, keepdim=True)
     probs = torch.reciprocal(counts_sum) * counts
     del counts, counts_sum
-    y = torch.bmm(probs.flatten(0, 1), v.flatten(0, 1)).unflatten(
-        0, (probs.shape[0], probs.shape[1])
-    )
+    y = probs @ v
     sum_Woh_y = y.permute(0, 2, 1, 3).flatten(2) @ Woh.flatten(0, 1)
     out = bo + sum_Woh_y
     del sum_Woh_y
@@ -233,16 +229,8 @@ def backward(grad_out, saved):
         .unflatten(2, (Woh.shape[0], Woh.shape[1]))
         .permute(0, 2, 1, 3)
     )
-    sum_Woh_grad_out_probs = (
-        torch.bmm(probs.permute(0, 1, 3, 2).flatten(0, 1), sum_Woh_grad_out.flatten(0, 1))
-        .unflatten(0, (probs.shape[0], probs.shape[1]))
-        .permute(0, 2, 1, 3)
-    )
-    sum_Woh_grad_out_v = (
-        torch.bmm(sum_Woh_grad_out.flatten(0, 1), v.permute(0, 1, 3, 2).flatten(0, 1))
-        .unflatten(0, (sum_Woh_grad_out.shape[0], sum_Woh_grad_out.shape[1]))
-        .permute(0, 2, 1, 3)
-    )
+    sum_Woh_grad_out_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_out).permute(0, 2, 1, 3)
+    sum_Woh_grad_out_v = (sum_Woh_grad_out @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
     sum_Woh_grad_out_probs_v = (
         (probs * sum_Woh_grad_out_v.permute(0, 2, 1, 3)).sum(3).permute(0, 2, 1)
     )
@@ -250,15 +238,11 @@ def backward(grad_out, saved):
         sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v[:, :, :, None]
     ) * probs.permute(0, 2, 1, 3)
     del sum_Woh_grad_out_v, sum_Woh_grad_out_probs_v
-    sum_Woh_grad_out_k_probs_v = (
-        torch.bmm(t_Woh_grad_out_probs_v.permute(0, 2, 1, 3).flatten(0, 1), k.flatten(0, 1))
-        .unflatten(0, (t_Woh_grad_out_probs_v.shape[0], t_Woh_grad_out_probs_v.shape[2]))
-        .permute(0, 2, 1, 3)
+    sum_Woh_grad_out_k_probs_v = (t_Woh_grad_out_probs_v.permute(0, 2, 1, 3) @ k).permute(
+        0, 2, 1, 3
     )
-    sum_Woh_grad_out_probs_q_v = (
-        torch.bmm(t_Woh_grad_out_probs_v.permute(0, 2, 3, 1).flatten(0, 1), q.flatten(0, 1))
-        .unflatten(0, (t_Woh_grad_out_probs_v.shape[0], t_Woh_grad_out_probs_v.shape[2]))
-        .permute(0, 2, 1, 3)
+    sum_Woh_grad_out_probs_q_v = (t_Woh_grad_out_probs_v.permute(0, 2, 3, 1) @ q).permute(
+        0, 2, 1, 3
     )
     del t_Woh_grad_out_probs_v
     stacked_sum_Woh_grad_out_k_probs_v = torch.stack(
@@ -375,9 +359,7 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     del shared_Wh_x
     v = bh[2][:, None] + sum_Wh_at_all_2_x
     del sum_Wh_at_all_2_x
-    sum_k_q = torch.bmm(q.flatten(0, 1), k.permute(0, 1, 3, 2).flatten(0, 1)).unflatten(
-        0, (q.shape[0], q.shape[1])
-    )
+    sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         sum_k_q / math.sqrt(D),
@@ -389,42 +371,19 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     del scores, maxes
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
-    y = torch.bmm(probs.flatten(0, 1), v.flatten(0, 1)).unflatten(
-        0, (probs.shape[0], probs.shape[1])
-    )
+    y = probs @ v
     c_Woh_grad_y = (Woh @ grad_y.permute(2, 0, 1).flatten(1)).unflatten(
         2, (grad_y.shape[0], grad_y.shape[1])
     )
-    c_Woh_grad_y_v = torch.bmm(
-        c_Woh_grad_y.permute(0, 2, 3, 1).flatten(0, 1), v.permute(1, 0, 3, 2).flatten(0, 1)
-    ).unflatten(0, (c_Woh_grad_y.shape[0], c_Woh_grad_y.shape[2]))
+    c_Woh_grad_y_v = c_Woh_grad_y.permute(0, 2, 3, 1) @ v.permute(1, 0, 3, 2)
     c_Woh_grad_y_probs_v = (probs * c_Woh_grad_y_v.permute(1, 0, 2, 3)).sum(3)
     t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
         c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
     ) * probs
-    c_Woh_grad_y_k_probs_v = torch.bmm(
-        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.flatten(0, 1), k.flatten(0, 1)
-    ).unflatten(
-        0,
-        (
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.shape[0],
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.shape[1],
-        ),
-    )
-    c_Woh_grad_y_probs_q_v = torch.bmm(
-        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2).flatten(0, 1),
-        q.flatten(0, 1),
-    ).unflatten(
-        0,
-        (
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.shape[0],
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.shape[1],
-        ),
-    )
+    c_Woh_grad_y_k_probs_v = t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ k
+    c_Woh_grad_y_probs_q_v = t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2) @ q
     del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-    c_Woh_grad_y_probs = torch.bmm(
-        probs.permute(0, 1, 3, 2).flatten(0, 1), c_Woh_grad_y.permute(2, 0, 3, 1).flatten(0, 1)
-    ).unflatten(0, (probs.shape[0], probs.shape[1]))
+    c_Woh_grad_y_probs = probs.permute(0, 1, 3, 2) @ c_Woh_grad_y.permute(2, 0, 3, 1)
     stacked_c_Woh_grad_y_k_probs_v = torch.stack(
         [
             c_Woh_grad_y_k_probs_v / math.sqrt(D),
@@ -596,15 +555,10 @@ def _double_backward_all(grad_out, saved):
     dc_Woh_grad_y_k_probs_v = (sum_Wh_at_all_0_db_dx + sum_db_dWh_at_all_0_x) / math.sqrt(D)
     del sum_Wh_at_all_0_db_dx, sum_db_dWh_at_all_0_x
     sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3)
-    sum_k_probs = torch.bmm(probs.flatten(0, 1), k.flatten(0, 1)).unflatten(
-        0, (probs.shape[0], probs.shape[1])
-    )
+    sum_k_probs = probs @ k
     sum_dc_Woh_grad_y_k_probs_v_k_probs = (dc_Woh_grad_y_k_probs_v * sum_k_probs).sum(3)
     sum_dc_Woh_grad_y_probs_q_v_probs_q = (
-        torch.bmm(
-            q.flatten(0, 1), dc_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2).flatten(0, 1)
-        ).unflatten(0, (q.shape[0], q.shape[1]))
-        * probs
+        q @ dc_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2) * probs
     ).sum(3)
     sum_db_dbh_at_0_k_probs = torch.einsum("be,abce->abc", db_dbh[0], sum_k_probs)
     del sum_k_probs
@@ -623,14 +577,12 @@ def _double_backward_all(grad_out, saved):
         sum_db_dbh_at_0_k_probs,
         sum_probs,
     )
-    sum_dc_Woh_grad_y_k_probs_v_k = torch.bmm(
-        dc_Woh_grad_y_k_probs_v.permute(1, 0, 2, 3).flatten(0, 1),
-        k.permute(1, 0, 3, 2).flatten(0, 1),
-    ).unflatten(0, (dc_Woh_grad_y_k_probs_v.shape[1], dc_Woh_grad_y_k_probs_v.shape[0]))
-    sum_dc_Woh_grad_y_probs_q_v_q = torch.bmm(
-        q.permute(1, 0, 2, 3).flatten(0, 1),
-        dc_Woh_grad_y_probs_q_v.permute(1, 0, 3, 2).flatten(0, 1),
-    ).unflatten(0, (q.shape[1], q.shape[0]))
+    sum_dc_Woh_grad_y_k_probs_v_k = dc_Woh_grad_y_k_probs_v.permute(1, 0, 2, 3) @ k.permute(
+        1, 0, 3, 2
+    )
+    sum_dc_Woh_grad_y_probs_q_v_q = q.permute(1, 0, 2, 3) @ dc_Woh_grad_y_probs_q_v.permute(
+        1, 0, 3, 2
+    )
     sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
     dc_Woh_grad_y_v = (
         dc_Woh_grad_y_probs_v.permute(1, 0, 2)[:, :, :, None]
@@ -640,19 +592,10 @@ def _double_backward_all(grad_out, saved):
         + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
     ) * probs.permute(1, 0, 2, 3)
     sum_dc_Woh_grad_y_probs_probs = (
-        torch.bmm(
-            dc_Woh_grad_y_probs.permute(1, 0, 3, 2).flatten(0, 1),
-            probs.permute(1, 0, 3, 2).flatten(0, 1),
-        )
-        .unflatten(0, (dc_Woh_grad_y_probs.shape[1], dc_Woh_grad_y_probs.shape[0]))
-        .permute(0, 2, 1, 3)
-    )
-    sum_dc_Woh_grad_y_v_v = (
-        torch.bmm(
-            v.permute(1, 0, 3, 2).flatten(0, 1), dc_Woh_grad_y_v.permute(0, 1, 3, 2).flatten(0, 1)
-        )
-        .unflatten(0, (v.shape[1], v.shape[0]))
-        .permute(0, 2, 1, 3)
+        dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2)
+    ).permute(0, 2, 1, 3)
+    sum_dc_Woh_grad_y_v_v = (v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2)).permute(
+        0, 2, 1, 3
     )
     dc_Woh_grad_y = sum_dc_Woh_grad_y_probs_probs + sum_dc_Woh_grad_y_v_v
     del sum_dc_Woh_grad_y_probs_probs, sum_dc_Woh_grad_y_v_v
@@ -662,13 +605,10 @@ def _double_backward_all(grad_out, saved):
         .unflatten(2, (db_dWoh.shape[0], db_dWoh.shape[1]))
         .permute(0, 2, 1, 3)
     )
-    sum_c_Woh_grad_y_dc_Woh_grad_y_probs = torch.bmm(
-        c_Woh_grad_y.permute(2, 0, 3, 1).flatten(0, 1),
-        dc_Woh_grad_y_probs.permute(0, 1, 3, 2).flatten(0, 1),
-    ).unflatten(0, (c_Woh_grad_y.shape[2], c_Woh_grad_y.shape[0]))
-    sum_dy_v = torch.bmm(dy.flatten(0, 1), v.permute(0, 1, 3, 2).flatten(0, 1)).unflatten(
-        0, (dy.shape[0], dy.shape[1])
-    )
+    sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
+        2, 0, 3, 1
+    ) @ dc_Woh_grad_y_probs.permute(0, 1, 3, 2)
+    sum_dy_v = dy @ v.permute(0, 1, 3, 2)
     shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
         c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
     )
@@ -714,13 +654,10 @@ def _double_backward_all(grad_out, saved):
     del sum_counts_dcounts
     dscores = counts * dcounts
     dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
-    sum_c_Woh_grad_y_dc_Woh_grad_y_v = torch.bmm(
-        dc_Woh_grad_y_v.permute(1, 0, 3, 2).flatten(0, 1),
-        c_Woh_grad_y.permute(2, 0, 3, 1).flatten(0, 1),
-    ).unflatten(0, (dc_Woh_grad_y_v.shape[1], dc_Woh_grad_y_v.shape[0]))
-    sum_dy_probs = torch.bmm(probs.permute(0, 1, 3, 2).flatten(0, 1), dy.flatten(0, 1)).unflatten(
-        0, (probs.shape[0], probs.shape[1])
+    sum_c_Woh_grad_y_dc_Woh_grad_y_v = dc_Woh_grad_y_v.permute(1, 0, 3, 2) @ c_Woh_grad_y.permute(
+        2, 0, 3, 1
     )
+    sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
     dv = sum_c_Woh_grad_y_dc_Woh_grad_y_v + sum_dy_probs
     del sum_c_Woh_grad_y_dc_Woh_grad_y_v, sum_dy_probs
     shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
@@ -733,15 +670,8 @@ def _double_backward_all(grad_out, saved):
     t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
         c_Woh_grad_y_v.permute(1, 0, 3, 2) - c_Woh_grad_y_probs_v[:, :, None]
     ) * probs.permute(0, 1, 3, 2)
-    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = torch.bmm(
-        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.flatten(0, 1),
-        dc_Woh_grad_y_k_probs_v.flatten(0, 1),
-    ).unflatten(
-        0,
-        (
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.shape[0],
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.shape[1],
-        ),
+    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
+        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
     )
     t_dscores = (
         (
@@ -751,9 +681,7 @@ def _double_backward_all(grad_out, saved):
         * (1 / math.sqrt(D))
         * dscores.permute(0, 1, 3, 2)
     )
-    sum_dscores_q = torch.bmm(t_dscores.flatten(0, 1), q.flatten(0, 1)).unflatten(
-        0, (t_dscores.shape[0], t_dscores.shape[1])
-    )
+    sum_dscores_q = t_dscores @ q
     dk = torch.addcmul(
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs + sum_dscores_q,
         db_dbh[0][:, None],
@@ -769,20 +697,11 @@ def _double_backward_all(grad_out, saved):
         shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(3, keepdim=True)
     )
     del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs = torch.bmm(
-        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2).flatten(0, 1),
-        dc_Woh_grad_y_probs_q_v.flatten(0, 1),
-    ).unflatten(
-        0,
-        (
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.shape[0],
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.shape[1],
-        ),
+    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs = (
+        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2) @ dc_Woh_grad_y_probs_q_v
     )
     del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-    sum_dscores_k = torch.bmm(
-        t_dscores.permute(0, 1, 3, 2).flatten(0, 1), k.flatten(0, 1)
-    ).unflatten(0, (t_dscores.shape[0], t_dscores.shape[1]))
+    sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
     del t_dscores
     dq = torch.addcmul(
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs + sum_dscores_k,
@@ -998,9 +917,7 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     sum_Wh_at_all_2_x = shared_Wh_x[2]
     del shared_Wh_x
     v = bh[2][:, None] + sum_Wh_at_all_2_x
-    sum_k_q = torch.bmm(q.flatten(0, 1), k.permute(0, 1, 3, 2).flatten(0, 1)).unflatten(
-        0, (q.shape[0], q.shape[1])
-    )
+    sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         sum_k_q / math.sqrt(D),
@@ -1011,9 +928,7 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     counts_sum = counts.sum(3)
     shared_counts_sum = torch.reciprocal(counts_sum)
     probs = shared_counts_sum[:, :, :, None] * counts
-    y = torch.bmm(probs.flatten(0, 1), v.flatten(0, 1)).unflatten(
-        0, (probs.shape[0], probs.shape[1])
-    )
+    y = probs @ v
     t_Wh = t_Wqkv.reshape(C, 3, H, D)
     t_bh = t_bqkv.reshape(3, H, D)
     t_Woh = t_Wo.reshape(H, D, C)
@@ -1038,12 +953,8 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     sum_t_Wh_at_all_2_x = shared_t_Wh_x[2]
     del shared_t_Wh_x
     t_v = t_bh[2][:, None] + sum_Wh_at_all_2_t_x + sum_t_Wh_at_all_2_x
-    sum_k_t_q = torch.bmm(t_q.flatten(0, 1), k.permute(0, 1, 3, 2).flatten(0, 1)).unflatten(
-        0, (t_q.shape[0], t_q.shape[1])
-    )
-    sum_q_t_k = torch.bmm(q.flatten(0, 1), t_k.permute(0, 1, 3, 2).flatten(0, 1)).unflatten(
-        0, (q.shape[0], q.shape[1])
-    )
+    sum_k_t_q = t_q @ k.permute(0, 1, 3, 2)
+    sum_q_t_k = q @ t_k.permute(0, 1, 3, 2)
     t_scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
         (sum_k_t_q + sum_q_t_k) / math.sqrt(D),
@@ -1056,12 +967,8 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
         t_counts, t_counts_sum[:, :, :, None], probs, value=-1
     )
     del shared_counts_sum
-    sum_probs_t_v = torch.bmm(probs.flatten(0, 1), t_v.flatten(0, 1)).unflatten(
-        0, (probs.shape[0], probs.shape[1])
-    )
-    sum_t_probs_v = torch.bmm(t_probs.flatten(0, 1), v.flatten(0, 1)).unflatten(
-        0, (t_probs.shape[0], t_probs.shape[1])
-    )
+    sum_probs_t_v = probs @ t_v
+    sum_t_probs_v = t_probs @ v
     t_y = sum_probs_t_v + sum_t_probs_v
     sum_Woh_t_y = t_y.permute(0, 2, 1, 3).flatten(2) @ Woh.flatten(0, 1)
     sum_t_Woh_y = y.permute(0, 2, 1, 3).flatten(2) @ t_Woh.flatten(0, 1)

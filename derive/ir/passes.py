@@ -520,9 +520,9 @@ def _cost(v: ir.Node, axes: tuple[sp.Symbol, ...]) -> tuple[int, int, int]:
 def _matmul(s: _Sides, batch: tuple, bound: tuple) -> ir.Node | None:
     """``s.a @ s.b`` with its groups flattened and unflattened (None: a length unknown).
 
-    Batch axes are flattened into one too where their lengths are known, so the product is
-    one ``torch.bmm`` of 3-D operands: a 4-D ``@`` is torch.matmul's expand, reshape, bmm and
-    view of each side (6 dispatched calls where the flattened bmm is 4, a 3-D ``@`` 8)."""
+    Several batch axes stay as they are (a 4-D ``@``): flattening them into one for a
+    ``torch.bmm`` saves torch.matmul's internal expands and reshapes but adds python calls
+    (flatten, unflatten, shape reads), which cost more (docs/benchmarks.md, issue 27)."""
     nb = len(batch)
     left = _permuted(s.a, batch + s.i + bound)
     right = _permuted(s.b, batch + bound + s.j)
@@ -530,29 +530,12 @@ def _matmul(s: _Sides, batch: tuple, bound: tuple) -> ir.Node | None:
         left = _flattened(left, nb, len(s.i))
     left = _flattened(left, len(left.axes) - len(bound), len(bound))
     right = _flattened(_flattened(right, nb, len(bound)), nb + 1, len(s.j))
-    shows = _batch_lengths(s, batch)
-    if shows is not None:
-        left, right = _flattened(left, 0, nb), _flattened(right, 0, nb)
-    b1 = batch[:1] if shows is not None else batch
     i = s.i[:1] if batch else s.i
-    out: ir.Node | None = ir.Matmul(left, right, axes=b1 + i + s.j[:1])
-    out = _unflattened(out, len(b1 + i), s.b, s.j)
-    if batch:
-        out = _unflattened(out, len(b1), s.a, s.i)
-    if shows is not None:
-        out = _unflattened(out, 0, shows, batch)
+    out: ir.Node = ir.Matmul(left, right, axes=batch + i + s.j[:1])
+    out = _unflattened(out, len(batch + i), s.b, s.j)
+    if out is not None and batch:
+        out = _unflattened(out, nb, s.a, s.i)
     return out
-
-
-def _batch_lengths(s: _Sides, batch: tuple) -> ir.Node | None:
-    """The side whose tensor shows the batch axes' lengths (all but at most one), or None:
-    no flattening is needed (at most one batch axis) or none shows them."""
-    if len(batch) < 2:
-        return None
-    for v in (s.a, s.b):
-        if sum(_length(v, v.axes.index(x)) is None for x in batch) <= 1:
-            return v
-    return None
 
 
 def _flattened(v: ir.Node, start: int, n: int) -> ir.Node:
