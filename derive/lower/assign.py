@@ -52,6 +52,7 @@ def assign(cx: Context, name: str, expr: sp.Expr, axes: tuple, dims: tuple) -> N
         return _assign_plain(cx, name, expr, axes)
     if stack(cx, name, expr, axes):
         return None
+    expr = _coefficient_inside(cx, expr, axes)
     if solved_scatter(cx, name, expr, axes):
         return None
     form = delta_form(cx, expr, axes)
@@ -65,6 +66,27 @@ def assign(cx: Context, name: str, expr: sp.Expr, axes: tuple, dims: tuple) -> N
     for coef, axis, data in picks:
         pick_update(cx, name, coef, axis, data, axes)
     return None
+
+
+def _coefficient_inside(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Expr:
+    """``c * sum_n delta(v, t[n]) g`` -> ``sum_n c delta(v, t[n]) g`` where that makes it a
+    scatter (one ``index_add_``, or a solved scatter's): the forms below match a sum, and a
+    coefficient outside it (``sqrt(C) * E[X[n], c]``'s, or a 1.25 from a fold) left the
+    adjoint to the equality masks, a (V, N) one-hot matmul for an embedding where the
+    scatter is O(N). Factors reading the sum's indices stay (none can: they are bound)."""
+    factors = sp.Mul.make_args(expr)
+    sums = [f for f in factors if isinstance(f, sp.Sum)]
+    if len(sums) != 1 or len(factors) == 1:
+        return expr
+    (summed,) = sums
+    bound = {lim[0] for lim in summed.limits}
+    coef = sp.Mul(*without(factors, summed))
+    if coef.free_symbols & bound:
+        return expr
+    inside = sp.Sum(coef * summed.function, *summed.limits)
+    if _solved_deltas(cx, inside, axes) is not None or delta_form(cx, inside, axes) == "scatter":
+        return inside
+    return expr
 
 
 def delta_form(cx: Context, expr: sp.Expr, axes: tuple) -> str | tuple | None:

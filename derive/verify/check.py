@@ -79,12 +79,12 @@ def index_limits(g: Graph, sizes: dict) -> dict[str, int]:
     return limits
 
 
-def _draw_sizes(g: Graph, rng: random.Random) -> dict[sp.Symbol, int]:
-    """Random sizes in [2, 5], made whole for the derived ones (:func:`with_derived`); drawn
-    again (from a range growing by one every 20 draws) until every derived size is positive
-    (a convolution's L = T - K + 1)."""
+def _draw_sizes(g: Graph, rng: random.Random, scale: int = 1) -> dict[sp.Symbol, int]:
+    """Random sizes in [2, 5] (times ``scale``), made whole for the derived ones
+    (:func:`with_derived`); drawn again (from a range growing by one every 20 draws) until
+    every derived size is positive (a convolution's L = T - K + 1)."""
     for k in range(200):
-        drawn = {s: rng.randint(2, 5 + k // 20) for s in g.sizes if s not in g.derived}
+        drawn = {s: scale * rng.randint(2, 5 + k // 20) for s in g.sizes if s not in g.derived}
         sizes = with_derived(g, drawn)
         if all(sizes[d] > 0 for d in g.derived):
             return sizes
@@ -115,14 +115,19 @@ def _draw(shape: tuple, how: str, gen: torch.Generator, dtype: torch.dtype) -> t
 
 
 def random_inputs(
-    op: Op | Graph, seed: int = 0, dtype: torch.dtype = torch.float64, how: str = "normal"
+    op: Op | Graph,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+    how: str = "normal",
+    scale: int = 1,
 ) -> list[torch.Tensor]:
-    """Inputs of the declared shapes with random sizes in [2, 5]; int64 inputs index in range."""
+    """Inputs of the declared shapes with random sizes in [2, 5] (each times ``scale``: the
+    same draw, larger, for how a cost grows); int64 inputs index in range."""
     g = op if isinstance(op, Graph) else parse(op)
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
-    sizes = _draw_sizes(g, rng)
-    lead = tuple(rng.randint(1, 3) for _ in range(rng.randint(1, 2)))
+    sizes = _draw_sizes(g, rng, scale)
+    lead = tuple(scale * rng.randint(1, 3) for _ in range(rng.randint(1, 2)))
     if lead and any(t.batched for t in g.tensors.values()):
         sizes = {s: v for s, v in sizes.items() if s.name != "Batch"}
         sizes[sp.Symbol("Batch", integer=True, positive=True)] = int(torch.tensor(lead).prod())
@@ -146,10 +151,10 @@ def _finite(values) -> bool:
     return all(bool(torch.isfinite(v).all()) for v in values if v.is_floating_point())
 
 
-def defined_inputs(g: Graph, seed: int) -> tuple[list[torch.Tensor], str]:
+def defined_inputs(g: Graph, seed: int, scale: int = 1) -> tuple[list[torch.Tensor], str]:
     """The first draw of :data:`DRAWS` where the definitions and their gradients are finite."""
     for how in DRAWS:
-        inputs = random_inputs(g, seed, how=how)
+        inputs = random_inputs(g, seed, how=how, scale=scale)
         named = dict(zip(g.inputs, inputs, strict=True))
         values = evaluate(g, named)
         grad_out = torch.ones_like(values[g.output])

@@ -15,7 +15,7 @@ from derive.errors import EngineBug
 from derive.functions import clamp, heaviside_code, where
 from derive.ir import nodes as ir
 from derive.ir.printer import TorchPrinter
-from derive.lower.assign import delta_form
+from derive.lower.assign import assign, delta_form
 from derive.lower.context import Context
 from derive.lower.fusions import FUSIONS
 from derive.lower.lowerer import Lowerer
@@ -433,6 +433,34 @@ def test_delta_form_is_decided_before_anything_is_lowered(build, axes: str, form
     found = delta_form(cx, build(s), tuple(s[a] for a in axes))
     assert (found if not isinstance(found, tuple) else "picks") == form
     assert cx.statements == [] and cx.memo == {} and cx.taken == set(), "deciding lowers nothing"
+
+
+@pytest.mark.parametrize("coef", [sp.sqrt(2), sp.Float(1.25)])
+def test_a_coefficient_outside_a_scatter_sum_still_scatters(coef) -> None:
+    """``c * sum_n delta(v, t[n]) g[n, e]`` (a scaled embedding's adjoint, ``sqrt(C) *
+    E[X[n], c]``, or a fold's 1.25) is one index_add_ of ``c g``'s rows: the coefficient
+    outside the sum left it to the equality masks, a (V, N) one-hot times (N, E)."""
+    lw, s = _delta_case()
+    summed = sp.Sum(
+        sp.KroneckerDelta(s["v"], s["t"][s["n"]]) * s["g"][s["n"], s["e"]],
+        (s["n"], 0, s["N"] - 1),
+    )
+    assign(lw.context, "dW", coef * summed, (s["v"], s["e"]), (sp.Symbol("V"), sp.Symbol("E")))
+    (statement,) = lw.context.statements
+    assert isinstance(statement.value, ir.IndexAdd), TorchPrinter().doprint(statement)
+
+
+def test_a_scaled_embedding_backward_is_one_index_add() -> None:
+    """``tests/cases/scaled_embedding.py`` end to end: no one-hot (an arange compared with X)
+    in its backward, one ``index_add_``."""
+    import runpy
+    from pathlib import Path
+
+    case = Path(__file__).parents[1] / "cases" / "scaled_embedding.py"
+    source = module_source(runpy.run_path(str(case))["OP"], "out")
+    start = source.index("\ndef backward(")
+    backward = source[start : source.index("\ndef ", start + 1)]
+    assert backward.count("index_add_(") == 1 and "torch.arange" not in backward, backward
 
 
 def test_an_index_beside_a_data_read_in_a_subscript_is_an_axis() -> None:

@@ -1,0 +1,152 @@
+"""``python -m bench.widest [OP_FILE ...]``: the widest tensor each derived double backward
+makes, against autograd's through the definitions, and how each grows with the sizes.
+
+A double backward that builds an (N, C, C) temporary where autograd's widest is (N, C) is
+correct and passes every value check, but is quadratic in C: layernorm's was, 17 GB in float32
+at (4096, 1024), found by a survey like this one. For each op (every file of ``ops/`` and
+``tests/cases/`` by default), reverse over reverse (``derive.verify.oracle.second_order``:
+the gradient of ``<v, d<grad_out, out>/dx>``) runs once through the generated
+``Function.apply`` and once through torch autograd over the text oracle
+(``derive.verify.oracle.oracle_output``), on the same inputs, recording the most entries of
+any tensor an aten call returns (a ``TorchDispatchMode``, below autograd). It does so at the
+checker's random sizes (each in [2, 5]) and at the same draw with every size doubled: the
+growth ``log2(widest at 2x / widest at 1x)`` is the widest tensor's degree in the sizes, and
+a generated degree above autograd's is a temporary that outgrows the problem.
+
+Counts are deterministic (no timing, so no load to state). Rows are sorted by the degree
+over autograd's, then by the ratio of the widest tensors at 2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import math
+import runpy
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from derive.emit.generate import module_source
+from derive.language import Op, parse
+from derive.verify.check import defined_inputs
+from derive.verify.oracle import oracle_output, second_order
+from fuzz.check import load_module
+
+REPO = Path(__file__).resolve().parent.parent
+SCALES = (1, 2)
+
+
+class _Widest(TorchDispatchMode):
+    """The most entries of any tensor an aten call returns while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor):
+            self.entries = max(self.entries, out.numel())
+        return out
+
+
+@dataclass(frozen=True)
+class Row:
+    """One op: the widest tensor of its double backward at each scale, generated and autograd."""
+
+    name: str
+    generated: tuple[int, ...]
+    autograd: tuple[int, ...]
+
+    @staticmethod
+    def _degree(widest: tuple[int, ...]) -> float:
+        return math.log2(max(widest[-1], 1) / max(widest[0], 1)) / math.log2(SCALES[-1])
+
+    @property
+    def excess_degree(self) -> float:
+        """How much faster than autograd's the generated widest tensor grows (0: alike)."""
+        return self._degree(self.generated) - self._degree(self.autograd)
+
+    @property
+    def ratio(self) -> float:
+        return self.generated[-1] / max(self.autograd[-1], 1)
+
+
+def _widest(apply, inputs: dict, grad_out: torch.Tensor, v: dict) -> int:
+    with _Widest() as w:
+        second_order(apply, inputs, grad_out, v)
+    return w.entries
+
+
+def _oracle(op: Op, names: list[str]):
+    """The op's output as its text defines it, a function of the inputs in order."""
+    return lambda *tensors: oracle_output(op, dict(zip(names, tensors, strict=True)))
+
+
+def measure(op: Op, folder: Path, seed: int = 0) -> Row | None:
+    """The op's row (None: its module derives no second order)."""
+    graph = parse(op)
+    module = load_module(module_source(op, folder), op.name, folder)
+    if getattr(module, "NOT_DERIVED", None):
+        return None
+    generated, autograd = [], []
+    for scale in SCALES:
+        inputs, _ = defined_inputs(graph, seed, scale=scale)
+        named = dict(zip(graph.inputs, inputs, strict=True))
+        gen = torch.Generator().manual_seed(seed + 7)
+        out, _ = module.forward(*inputs)
+        grad_out = torch.randn(out.shape, generator=gen, dtype=out.dtype)
+        v = {
+            n: torch.randn(t.shape, generator=gen, dtype=t.dtype)
+            for n, t in named.items()
+            if t.is_floating_point()
+        }
+
+        generated.append(_widest(module.Function.apply, named, grad_out, v))
+        autograd.append(_widest(_oracle(op, list(named)), named, grad_out, v))
+    return Row(op.name, tuple(generated), tuple(autograd))
+
+
+def table(rows: list[Row]) -> str:
+    """A markdown table, the rows that outgrow autograd's first."""
+    head = "| op | generated widest (1x, 2x) | autograd widest (1x, 2x) | 2x ratio | degree over"
+    lines = [head + " autograd |", "|---|---:|---:|---:|---:|"]
+    for r in sorted(rows, key=lambda r: (-round(r.excess_degree, 2), -r.ratio, r.name)):
+        gen, ag = (", ".join(f"{n:,}" for n in w) for w in (r.generated, r.autograd))
+        lines.append(f"| {r.name} | {gen} | {ag} | {r.ratio:.1f} | {r.excess_degree:+.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.widest", description=__doc__)
+    parser.add_argument("paths", nargs="*", help="op files (default: ops/ and tests/cases/)")
+    parser.add_argument("--seed", type=int, default=0, help="the size and input draw")
+    args = parser.parse_args(argv)
+    paths = args.paths or sorted(glob.glob(str(REPO / "ops" / "*.py"))) + sorted(
+        glob.glob(str(REPO / "tests" / "cases" / "*.py"))
+    )
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, path in enumerate(paths, 1):
+            op = runpy.run_path(path).get("OP")
+            if not isinstance(op, Op):
+                continue
+            print(f"[{k}/{len(paths)}] {op.name}", file=sys.stderr, flush=True)
+            try:
+                row = measure(op, Path(tmp), args.seed)
+            except Exception as exc:  # a survey: one op's trouble is a line, not the end
+                print(f"  {op.name}: not measured ({type(exc).__name__}: {exc})", file=sys.stderr)
+                continue
+            if row is not None:
+                rows.append(row)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
