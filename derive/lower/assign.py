@@ -220,7 +220,10 @@ def pick_update(cx: Context, name: str, coef: sp.Expr, axis, data: sp.Indexed, a
 
 
 def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
-    """``name = sum_n delta(v, t[n]) g[n, e]``: ``g``'s rows added at ``t`` into zeros."""
+    """``name = sum_n delta(v, t[n]) g[n, e]``: ``g``'s rows added at ``t`` into zeros, one
+    ``index_add_``. Where t reads other target axes too (``sum_b delta(v, t[m, b]) g[m, b,
+    e]``: several picks a row), the index varies along them: one ``scatter_add_`` of g with t
+    expanded to g's shape, O(M B E) where the equality masks were an (M, B, V, E) product."""
     delta, axis, data = scatter_delta(e, axes)
     bound = [lim[0] for lim in e.limits]
     cx.learn_limits(e.limits)
@@ -232,12 +235,21 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     source = permute(cx.value(rest, src_order), tuple(src_order))
     flat = [cx.size(a) for a in others[:pos]] + [ir.Number(-1)]
     flat += [cx.size(a) for a in others[pos:]]
-    index = cx.value(data, bound)
     shape = tuple(cx.size(a) for a in axes)
     src = source if len(bound) == 1 else ir.Reshape(source, tuple(flat))
-    idx = index if len(bound) == 1 else ir.Reshape(index, (ir.Number(-1),))
     zeros = ir.Zeros(shape, cx.like, axes=axes)
-    cx.emit(ir.Assign((name,), ir.IndexAdd(zeros, pos, idx, src, axes=axes)))
+    if set(data.indices) == set(bound):
+        index = cx.value(data, bound)
+        idx = index if len(bound) == 1 else ir.Reshape(index, (ir.Number(-1),))
+        cx.emit(ir.Assign((name,), ir.IndexAdd(zeros, pos, idx, src, axes=axes)))
+        return
+    order = tuple(src_order)
+    index = ir.Expand(
+        align(cx.value(data, src_order), order), tuple(map(cx.size, order)), axes=order
+    )
+    idx = index if len(bound) == 1 else ir.Reshape(index, tuple(flat))
+    cx.emit(ir.Assign((name,), zeros))
+    cx.emit(ir.ScatterAdd(name, pos, idx, src))
 
 
 def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:

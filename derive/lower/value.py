@@ -153,12 +153,19 @@ def split_deltas(expr: sp.Expr, axes: tuple) -> tuple[sp.Expr, list]:
 
 
 def scatter_delta(e: sp.Sum, axes: tuple):
+    """``(delta, axis, data)`` of ``sum_B delta(v, t[..]) g``: v a target axis, t subscripted
+    by every summed index and, beside them, by other target axes alone (``t[m, b]`` summed
+    over b: each row m scattered along v, a ``scatter_add_``); None for any other sum."""
     bound = {lim[0] for lim in e.limits}
     for f in sp.Mul.make_args(e.function):
         if isinstance(f, sp.KroneckerDelta):
             axis = next((x for x in f.args if x in axes and x not in bound), None)
             data = next((x for x in f.args if isinstance(x, sp.Indexed)), None)
-            if axis is not None and data is not None and set(data.indices) == bound:
+            if axis is None or data is None:
+                continue
+            subs = set(data.indices)
+            rows = set(axes) - {axis}
+            if bound <= subs and subs - bound <= rows and all(i.is_Symbol for i in subs):
                 return f, axis, data
     return None
 

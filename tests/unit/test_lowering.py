@@ -399,6 +399,16 @@ def _delta_case() -> tuple[Lowerer, dict]:
             "ve",
             "scatter",
         ),
+        # sum_e delta(v, a[n, e]) g[n, e]: a row's picks, an index reading the row n too (a
+        # target axis): one scatter_add_ of g at a
+        (
+            lambda s: sp.Sum(
+                sp.KroneckerDelta(s["v"], s["a"][s["n"], s["e"]]) * s["g"][s["n"], s["e"]],
+                (s["e"], 0, sp.Symbol("E", integer=True, positive=True) - 1),
+            ),
+            "nv",
+            "scatter",
+        ),
         # ...but a source that reads v itself is no single index_add_: masks
         (
             lambda s: sp.Sum(
@@ -450,17 +460,22 @@ def test_a_coefficient_outside_a_scatter_sum_still_scatters(coef) -> None:
     assert isinstance(statement.value, ir.IndexAdd), TorchPrinter().doprint(statement)
 
 
-def test_a_scaled_embedding_backward_is_one_index_add() -> None:
-    """``tests/cases/scaled_embedding.py`` end to end: no one-hot (an arange compared with X)
-    in its backward, one ``index_add_``."""
+@pytest.mark.parametrize(
+    ("case", "scatter"),
+    [("scaled_embedding", "index_add_("), ("several_picks_a_row", "scatter_add_(")],
+)
+def test_a_gathers_backward_is_one_scatter(case: str, scatter: str) -> None:
+    """``sqrt(C) * E[X[n], c]`` (a coefficient outside the sum) and ``logits[n, labels[n,
+    o]]`` (an index reading the row too) end to end: no one-hot (an arange compared with the
+    labels) in the backward, one scatter."""
     import runpy
     from pathlib import Path
 
-    case = Path(__file__).parents[1] / "cases" / "scaled_embedding.py"
-    source = module_source(runpy.run_path(str(case))["OP"], "out")
+    path = Path(__file__).parents[1] / "cases" / f"{case}.py"
+    source = module_source(runpy.run_path(str(path))["OP"], "out")
     start = source.index("\ndef backward(")
     backward = source[start : source.index("\ndef ", start + 1)]
-    assert backward.count("index_add_(") == 1 and "torch.arange" not in backward, backward
+    assert backward.count(scatter) == 1 and "torch.arange" not in backward, backward
 
 
 def test_an_index_beside_a_data_read_in_a_subscript_is_an_axis() -> None:
