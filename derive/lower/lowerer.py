@@ -35,14 +35,15 @@ from derive.ir.sharing import common_subexpressions
 from derive.language import ReduceMax
 from derive.language.argmax import Digits
 from derive.lower.arithmetic import add, call, heaviside, mul, power
-from derive.lower.assign import assign
+from derive.lower.assign import assign, delta_form, scatter
 from derive.lower.context import Context
 from derive.lower.indexing import arange, clamped, digit, indexed, mask
 from derive.lower.maxes import reduce_max_many
 from derive.lower.memo import canonical, repeated_sums
 from derive.lower.reductions import sum_value
 from derive.lower.select import relation, safe_indices, slice_constants, where_value
-from derive.lower.value import AxisError, stem
+from derive.lower.value import AxisError, scatter_delta, stem
+from derive.symbolic.indices import free_indices
 
 PRINTER = TorchPrinter()
 
@@ -208,6 +209,27 @@ def _lowered(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     raise DerivationError(cx.op, f"cannot lower {e} ({type(e).__name__}) to torch")
 
 
+def _sum(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node:
+    """A sum that is a scatter, ``sum_n delta(v, t[n]) g`` among other terms (a tied
+    embedding's adjoint: the output projection's ``g^T h`` plus the lookup's scatter), is one
+    ``index_add_`` (or ``scatter_add_``) into a name of its own, as a whole assignment of one
+    is (:func:`derive.lower.assign.scatter`); the masks made a (V, C, N) product there. Any
+    other sum: :func:`derive.lower.reductions.sum_value`."""
+    free = free_indices(e)
+    axes = tuple(a for a in order if a in free)
+    if (
+        len(axes) == len(free)
+        and cx.recall(e) is None
+        and scatter_delta(e, axes) is not None
+        and delta_form(cx, e, axes) == "scatter"
+    ):
+        name = cx.fresh("sum_" + stem(e))
+        scatter(cx, name, e, axes)
+        cx.remember(e, ir.Ref(name, axes=axes))
+        return cx.permuted(ir.Ref(name, axes=axes), order)
+    return sum_value(cx, e, order)
+
+
 def _symbol(cx: Context, s: sp.Symbol, order: list[sp.Symbol]) -> ir.Node:
     if s.name in cx.aliases:  # one entry of a tensor, W[1, 2]: a 0-d tensor
         return ir.relabel(cx.aliases[s.name], ())
@@ -225,7 +247,7 @@ LOWERINGS: dict[type, Callable[[Context, sp.Expr, list[sp.Symbol]], ir.Node]] = 
     sp.Add: add,
     sp.Mul: mul,
     sp.Pow: power,
-    sp.Sum: sum_value,
+    sp.Sum: _sum,
     sp.Heaviside: heaviside,
     sp.KroneckerDelta: mask,
     sp.floor: digit,

@@ -462,12 +462,17 @@ def test_a_coefficient_outside_a_scatter_sum_still_scatters(coef) -> None:
 
 @pytest.mark.parametrize(
     ("case", "scatter"),
-    [("scaled_embedding", "index_add_("), ("several_picks_a_row", "scatter_add_(")],
+    [
+        ("scaled_embedding", "index_add_("),
+        ("several_picks_a_row", "scatter_add_("),
+        ("tied_embedding", "index_add_("),
+    ],
 )
 def test_a_gathers_backward_is_one_scatter(case: str, scatter: str) -> None:
-    """``sqrt(C) * E[X[n], c]`` (a coefficient outside the sum) and ``logits[n, labels[n,
-    o]]`` (an index reading the row too) end to end: no one-hot (an arange compared with the
-    labels) in the backward, one scatter."""
+    """``sqrt(C) * E[X[n], c]`` (a coefficient outside the sum), ``logits[n, labels[n, o]]``
+    (an index reading the row too) and a tied embedding (the scatter a term beside the
+    projection's gradient) end to end: no one-hot (an arange compared with the labels) in the
+    backward, one scatter."""
     import runpy
     from pathlib import Path
 
