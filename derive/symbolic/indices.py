@@ -93,7 +93,7 @@ def substitute_apart(expr: sp.Expr, k: sp.Symbol, value: sp.Expr) -> sp.Expr:
     """
     clash = value.free_symbols
     if not clash & _bound(expr):
-        return expr.xreplace({k: value})
+        return _subscripts_expanded(expr.xreplace({k: value}), value)
     taken = {str(a) for a in (expr.atoms(sp.Symbol) | value.atoms(sp.Symbol))}
 
     def apart(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
@@ -108,7 +108,22 @@ def substitute_apart(expr: sp.Expr, k: sp.Symbol, value: sp.Expr) -> sp.Expr:
             names.append(sp.Symbol(f"{v}{n}", **v.assumptions0))
         return names
 
-    return rename_bound(expr, apart).xreplace({k: value})
+    return _subscripts_expanded(rename_bound(expr, apart).xreplace({k: value}), value)
+
+
+def _subscripts_expanded(expr: sp.Expr, value: sp.Expr) -> sp.Expr:
+    """``expr`` with each subscript that ``value`` went into expanded: k = g - dil put into
+    ``x[h + step*g - step*dil - step*k]`` reads ``x[h - step*(g - dil) + step*g - step*dil]``,
+    which is ``x[h]``, but holds g until expanded; the lowering then finds no axis for g
+    (fuzz --affine 3337: a second order refused with an engine error). Only an affine value
+    of indices is expanded (a data read in it stays as it is)."""
+    if not isinstance(value, (sp.Add, sp.Mul)) or value.atoms(sp.Indexed):
+        return expr
+    reads = {
+        x: x.func(x.base, *[sp.expand(i) if i.has(*value.free_symbols) else i for i in x.indices])
+        for x in expr.atoms(sp.Indexed)
+    }
+    return expr.xreplace({x: y for x, y in reads.items() if x != y})
 
 
 def _bound(expr: sp.Basic) -> set[sp.Symbol]:
