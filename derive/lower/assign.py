@@ -6,7 +6,11 @@ anything is lowered (:func:`delta_form`):
 
 - no delta: one statement, the value materialised over exactly the target's axes;
 - ``sum_k delta(i, k) A_k`` over constants k: one ``torch.stack`` (:func:`stack`);
-- ``sum_n delta(v, t[n]) g[n, e]``: one ``index_add_`` into zeros (:func:`scatter`);
+- ``sum_n delta(v, t[n]) g[n, e]``: one ``index_add_`` into zeros (:func:`scatter`); where
+  t reads other target axes too (``t[m, n]``: several picks a row) one ``scatter_add_``; a
+  coefficient outside the sum is moved into it first (:func:`_coefficient_inside`), and the
+  same sum met inside a larger expression is scattered into a name of its own
+  (:func:`derive.lower.lowerer._sum`);
 - ``sum_{i,j} delta(h, S*i + A[i, j]) delta(w, S*j + B[i, j]) g[i, j]``, each target axis
   solved from a delta against data: one ``index_put_`` into zeros (:func:`solved_scatter`,
   a max pool's adjoint routed to its argmaxes);
