@@ -169,7 +169,7 @@ RAISED_BY_THE_LOOP = {
 def test_ranks_meet_before_leaving_only_where_the_loop_ended_on_every_rank(
     ending, meets, exit_code, tmp_path
 ):
-    """A rank that exited while rank 0 still wrote its report was seen (once in ~30 CI runs)
+    """A rank that exited while rank 0 still wrote its report was seen (in a CI run)
     to die in gloo's teardown, and torchrun then failed a finished run; a barrier where the
     loop did not end on every rank would meet another rank's all-reduce and hang."""
 
