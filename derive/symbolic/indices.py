@@ -115,8 +115,9 @@ def _subscripts_expanded(expr: sp.Expr, value: sp.Expr) -> sp.Expr:
     """``expr`` with each subscript that ``value`` went into expanded: k = g - dil put into
     ``x[h + step*g - step*dil - step*k]`` reads ``x[h - step*(g - dil) + step*g - step*dil]``,
     which is ``x[h]``, but holds g until expanded; the lowering then finds no axis for g
-    (fuzz --affine 3337: a second order refused with an engine error). Only an affine value
-    of indices is expanded (a data read in it stays as it is)."""
+    (fuzz --affine 3337: a second order refused with an engine error). Only where the value
+    is an expression of indices alone; one holding a data read (k = t[n] - dil) is left as
+    it was, untried."""
     if not isinstance(value, (sp.Add, sp.Mul)) or value.atoms(sp.Indexed):
         return expr
     reads = {
