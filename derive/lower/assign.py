@@ -88,9 +88,16 @@ def _coefficient_inside(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Expr:
     if coef.free_symbols & bound:
         return expr
     inside = sp.Sum(coef * summed.function, *summed.limits)
-    if _solved_deltas(cx, inside, axes) is not None or delta_form(cx, inside, axes) == "scatter":
+    if _solved_deltas(cx, inside, axes) is not None or is_scatter(cx, inside, axes):
         return inside
     return expr
+
+
+def is_scatter(cx: Context, expr: sp.Expr, axes: tuple) -> bool:
+    """Whether ``expr`` over ``axes`` is written by :func:`scatter` (one ``index_add_`` or
+    ``scatter_add_``): the one question the assignment, a coefficient moved inside and a
+    sum met inside an expression all ask."""
+    return isinstance(expr, sp.Sum) and delta_form(cx, expr, axes) == "scatter"
 
 
 def delta_form(cx: Context, expr: sp.Expr, axes: tuple) -> str | tuple | None:

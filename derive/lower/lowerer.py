@@ -35,14 +35,14 @@ from derive.ir.sharing import common_subexpressions
 from derive.language import ReduceMax
 from derive.language.argmax import Digits
 from derive.lower.arithmetic import add, call, heaviside, mul, power
-from derive.lower.assign import assign, delta_form, scatter
+from derive.lower.assign import assign, is_scatter, scatter
 from derive.lower.context import Context
 from derive.lower.indexing import arange, clamped, digit, indexed, mask
 from derive.lower.maxes import reduce_max_many
 from derive.lower.memo import canonical, repeated_sums
 from derive.lower.reductions import sum_value
 from derive.lower.select import relation, safe_indices, slice_constants, where_value
-from derive.lower.value import AxisError, scatter_delta, stem
+from derive.lower.value import AxisError, stem
 from derive.symbolic.indices import free_indices
 
 PRINTER = TorchPrinter()
@@ -217,12 +217,7 @@ def _sum(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node:
     other sum: :func:`derive.lower.reductions.sum_value`."""
     free = free_indices(e)
     axes = tuple(a for a in order if a in free)
-    if (
-        len(axes) == len(free)
-        and cx.recall(e) is None
-        and scatter_delta(e, axes) is not None
-        and delta_form(cx, e, axes) == "scatter"
-    ):
+    if len(axes) == len(free) and cx.recall(e) is None and is_scatter(cx, e, axes):
         name = cx.fresh("sum_" + stem(e))
         scatter(cx, name, e, axes)
         cx.remember(e, ir.Ref(name, axes=axes))
