@@ -183,21 +183,17 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     Wh = Wqkv.reshape(C, 3, H, D)
     bh = bqkv.reshape(3, H, D)
     Woh = Wo.reshape(H, D, C)
-    shared_Wh_x = (
-        (x @ Wh.flatten(1))
-        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+    shared_Wh_x_bh = (
+        torch.addmm(bh.flatten(0), x.flatten(0, 1), Wh.flatten(1))
+        .unflatten(1, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+        .unflatten(0, (x.shape[0], x.shape[1]))
         .permute(2, 0, 3, 1, 4)
+        .contiguous()
     )
-    sum_Wh_at_all_0_x = shared_Wh_x[0]
-    q = bh[0][:, None] + sum_Wh_at_all_0_x
-    del sum_Wh_at_all_0_x
-    sum_Wh_at_all_1_x = shared_Wh_x[1]
-    k = bh[1][:, None] + sum_Wh_at_all_1_x
-    del sum_Wh_at_all_1_x
-    sum_Wh_at_all_2_x = shared_Wh_x[2]
-    del shared_Wh_x
-    v = bh[2][:, None] + sum_Wh_at_all_2_x
-    del sum_Wh_at_all_2_x
+    q = shared_Wh_x_bh[0]
+    k = shared_Wh_x_bh[1]
+    v = shared_Wh_x_bh[2]
+    del shared_Wh_x_bh
     sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
@@ -212,9 +208,9 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     probs = torch.reciprocal(counts_sum) * counts
     del counts, counts_sum
     y = probs @ v
-    sum_Woh_y = y.permute(0, 2, 1, 3).flatten(2) @ Woh.flatten(0, 1)
-    out = bo + sum_Woh_y
-    del sum_Woh_y
+    out = torch.addmm(
+        bo, y.permute(0, 2, 1, 3).flatten(2).flatten(0, 1), Woh.flatten(0, 1)
+    ).unflatten(0, (y.shape[0], y.shape[2]))
     return out, (x, Wh, Woh, q, k, v, probs, y, (out.shape, out.dtype, out.device))
 
 
@@ -228,6 +224,7 @@ def backward(grad_out, saved):
         (grad_out @ Woh.permute(2, 0, 1).flatten(1))
         .unflatten(2, (Woh.shape[0], Woh.shape[1]))
         .permute(0, 2, 1, 3)
+        .contiguous()
     )
     sum_Woh_grad_out_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_out).permute(0, 2, 1, 3)
     sum_Woh_grad_out_v = (sum_Woh_grad_out @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
@@ -344,21 +341,17 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     Wh = Wqkv.reshape(C, 3, H, D)
     bh = bqkv.reshape(3, H, D)
     Woh = Wo.reshape(H, D, C)
-    shared_Wh_x = (
-        (x @ Wh.flatten(1))
-        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+    shared_Wh_x_bh = (
+        torch.addmm(bh.flatten(0), x.flatten(0, 1), Wh.flatten(1))
+        .unflatten(1, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+        .unflatten(0, (x.shape[0], x.shape[1]))
         .permute(2, 0, 3, 1, 4)
+        .contiguous()
     )
-    sum_Wh_at_all_0_x = shared_Wh_x[0]
-    q = bh[0][:, None] + sum_Wh_at_all_0_x
-    del sum_Wh_at_all_0_x
-    sum_Wh_at_all_1_x = shared_Wh_x[1]
-    k = bh[1][:, None] + sum_Wh_at_all_1_x
-    del sum_Wh_at_all_1_x
-    sum_Wh_at_all_2_x = shared_Wh_x[2]
-    del shared_Wh_x
-    v = bh[2][:, None] + sum_Wh_at_all_2_x
-    del sum_Wh_at_all_2_x
+    q = shared_Wh_x_bh[0]
+    k = shared_Wh_x_bh[1]
+    v = shared_Wh_x_bh[2]
+    del shared_Wh_x_bh
     sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
@@ -534,6 +527,7 @@ def _double_backward_all(grad_out, saved):
         (db_dx @ Wh.flatten(1))
         .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
         .permute(2, 0, 3, 1, 4)
+        .contiguous()
     )
     sum_Wh_at_all_2_db_dx = shared_Wh_db_dx[2]
     shared_db_dWh_x = (
@@ -592,8 +586,10 @@ def _double_backward_all(grad_out, saved):
         + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
     ) * probs.permute(1, 0, 2, 3)
     sum_dc_Woh_grad_y_probs_probs = (
-        dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2)
-    ).permute(0, 2, 1, 3)
+        (dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2))
+        .permute(0, 2, 1, 3)
+        .contiguous()
+    )
     sum_dc_Woh_grad_y_v_v = (v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2)).permute(
         0, 2, 1, 3
     )
@@ -604,6 +600,7 @@ def _double_backward_all(grad_out, saved):
         (grad_y @ db_dWoh.permute(2, 0, 1).flatten(1))
         .unflatten(2, (db_dWoh.shape[0], db_dWoh.shape[1]))
         .permute(0, 2, 1, 3)
+        .contiguous()
     )
     sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
         2, 0, 3, 1
@@ -905,18 +902,17 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     Wh = Wqkv.reshape(C, 3, H, D)
     bh = bqkv.reshape(3, H, D)
     Woh = Wo.reshape(H, D, C)
-    shared_Wh_x = (
-        (x @ Wh.flatten(1))
-        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+    shared_Wh_x_bh = (
+        torch.addmm(bh.flatten(0), x.flatten(0, 1), Wh.flatten(1))
+        .unflatten(1, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+        .unflatten(0, (x.shape[0], x.shape[1]))
         .permute(2, 0, 3, 1, 4)
+        .contiguous()
     )
-    sum_Wh_at_all_0_x = shared_Wh_x[0]
-    q = bh[0][:, None] + sum_Wh_at_all_0_x
-    sum_Wh_at_all_1_x = shared_Wh_x[1]
-    k = bh[1][:, None] + sum_Wh_at_all_1_x
-    sum_Wh_at_all_2_x = shared_Wh_x[2]
-    del shared_Wh_x
-    v = bh[2][:, None] + sum_Wh_at_all_2_x
+    q = shared_Wh_x_bh[0]
+    k = shared_Wh_x_bh[1]
+    v = shared_Wh_x_bh[2]
+    del shared_Wh_x_bh
     sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
         torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
@@ -932,27 +928,23 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     t_Wh = t_Wqkv.reshape(C, 3, H, D)
     t_bh = t_bqkv.reshape(3, H, D)
     t_Woh = t_Wo.reshape(H, D, C)
-    shared_Wh_t_x = (
-        (t_x @ Wh.flatten(1))
-        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
-        .permute(2, 0, 3, 1, 4)
-    )
-    sum_Wh_at_all_0_t_x = shared_Wh_t_x[0]
     shared_t_Wh_x = (
         (x @ t_Wh.flatten(1))
         .unflatten(2, (t_Wh.shape[1], t_Wh.shape[2], t_Wh.shape[3]))
         .permute(2, 0, 3, 1, 4)
     )
-    sum_t_Wh_at_all_0_x = shared_t_Wh_x[0]
-    t_q = t_bh[0][:, None] + sum_Wh_at_all_0_t_x + sum_t_Wh_at_all_0_x
-    sum_Wh_at_all_1_t_x = shared_Wh_t_x[1]
-    sum_t_Wh_at_all_1_x = shared_t_Wh_x[1]
-    t_k = t_bh[1][:, None] + sum_Wh_at_all_1_t_x + sum_t_Wh_at_all_1_x
-    sum_Wh_at_all_2_t_x = shared_Wh_t_x[2]
-    del shared_Wh_t_x
-    sum_t_Wh_at_all_2_x = shared_t_Wh_x[2]
+    shared_Wh_t_x_t_Wh_x_t_bh = (
+        torch.addmm(t_bh.flatten(0), t_x.flatten(0, 1), Wh.flatten(1))
+        .unflatten(1, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+        .unflatten(0, (t_x.shape[0], t_x.shape[1]))
+        .permute(2, 0, 3, 1, 4)
+        + shared_t_Wh_x
+    )
+    t_q = shared_Wh_t_x_t_Wh_x_t_bh[0]
+    t_k = shared_Wh_t_x_t_Wh_x_t_bh[1]
     del shared_t_Wh_x
-    t_v = t_bh[2][:, None] + sum_Wh_at_all_2_t_x + sum_t_Wh_at_all_2_x
+    t_v = shared_Wh_t_x_t_Wh_x_t_bh[2]
+    del shared_Wh_t_x_t_Wh_x_t_bh
     sum_k_t_q = t_q @ k.permute(0, 1, 3, 2)
     sum_q_t_k = q @ t_k.permute(0, 1, 3, 2)
     t_scores = torch.where(
@@ -970,9 +962,13 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     sum_probs_t_v = probs @ t_v
     sum_t_probs_v = t_probs @ v
     t_y = sum_probs_t_v + sum_t_probs_v
-    sum_Woh_t_y = t_y.permute(0, 2, 1, 3).flatten(2) @ Woh.flatten(0, 1)
     sum_t_Woh_y = y.permute(0, 2, 1, 3).flatten(2) @ t_Woh.flatten(0, 1)
-    t_out = t_bo + sum_Woh_t_y + sum_t_Woh_y
+    t_out = (
+        torch.addmm(
+            t_bo, t_y.permute(0, 2, 1, 3).flatten(2).flatten(0, 1), Woh.flatten(0, 1)
+        ).unflatten(0, (t_y.shape[0], t_y.shape[2]))
+        + sum_t_Woh_y
+    )
     return t_out
 
 

@@ -17,7 +17,7 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
   :class:`Slice`, :class:`Reshape`, :class:`Flatten`, :class:`Unflatten`, :class:`Expand`,
   :class:`Unsqueeze`, :class:`Squeeze`, :class:`Clamp` (an index read clamped),
   :class:`ClampTo` (an affine index held inside its axis), :class:`Pad`, :class:`Narrow`,
-  :class:`Unfold` (windows), :class:`Flip`, :class:`Clone`;
+  :class:`Unfold` (windows), :class:`Flip`, :class:`Clone`, :class:`Contiguous`;
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
   order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max), :class:`Cumsum`,
   :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``),
@@ -367,6 +367,12 @@ class Flip(View):
 @dataclass(frozen=True)
 class Clone(View):
     """A copy: the tensor will be updated in place and must not be a view of another."""
+
+
+@dataclass(frozen=True)
+class Contiguous(View):
+    """``arg.contiguous()``: stored in its axes' order (a copy where it is a permuted view),
+    so that the matmuls that read it need not copy it each (:mod:`derive.ir.layout`)."""
 
 
 # -- contractions and reductions ---------------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.rewrite import data, freed, rebuilt, replaced, safe, stem
+from derive.ir.rewrite import data, freed, rebuilt, replaced, safe, stem, unfreed
 
 
 # -- sibling contractions ----------------------------------------------------------------------
@@ -63,8 +63,9 @@ def merged_siblings(block: list[ir.Statement], fresh: Callable[[str], str]) -> l
             continue
         whole = ir.Ref(fresh(stem(merged)), axes=merged.axes)
         rest = block[at[0] :]
+        n = (key.sizes[key.p],)  # the sliced axis's length: merged_maps reads every slice
         for k, node in family.items():
-            rest = [replaced(s, node, ir.Slice(whole, (k,), axes=node.axes)) for s in rest]
+            rest = [replaced(s, node, ir.Slice(whole, (k,), n, axes=node.axes)) for s in rest]
         block = freed(block[: at[0]] + [ir.Assign((whole.name,), merged)] + rest, [whole.name])
     return block
 
@@ -210,15 +211,23 @@ def _members(node: ir.Node, parts: dict) -> list[_Part]:
     return [_part(p, parts) for p in nodes]
 
 
-def _single_use(block: list[ir.Statement]) -> dict[str, tuple[int, ir.Node]]:
-    """Names bound to a contraction or a sum and read exactly once, never freed or updated."""
+def _single_use(block: list[ir.Statement], frees: bool = False) -> dict[str, tuple[int, ir.Node]]:
+    """Names bound to a contraction or a sum and read exactly once, never updated, and never
+    freed (with ``frees``: freed, or not)."""
     reads: dict[str, int] = {}
     for s in block:
+        if frees and isinstance(s, ir.Free):
+            continue
         for root in s.nodes():
             for n in ir.walk(root):
                 if isinstance(n, ir.Ref):
                     reads[n.name] = reads.get(n.name, 0) + 1
-    other = {n for s in block if not isinstance(s, ir.Assign) for n in s.reads | s.writes}
+    other = {
+        n
+        for s in block
+        if not isinstance(s, ir.Assign) and not (frees and isinstance(s, ir.Free))
+        for n in s.reads | s.writes
+    }
     return {
         s.targets[0]: (k, s.value)
         for k, s in enumerate(block)
@@ -423,7 +432,110 @@ def batched_matmuls(block: list[ir.Statement]) -> list[ir.Statement]:
     them as that product summed (:func:`_as_dot`): torch.einsum reaches the same kernels
     through twice to four times the calls (it permutes, unsqueezes and views each operand and
     its result in python-visible aten calls; at makemore's sizes those calls are the time)."""
-    return [rebuilt(s, _as_product) for s in block]
+    block = _biases_inlined(block)
+    return [rebuilt(rebuilt(s, _as_addmm), _as_product) for s in block]
+
+
+def _biases_inlined(block: list[ir.Statement]) -> list[ir.Statement]:
+    """``block`` with each contraction bound to a name read once, as a term of a sum that
+    :func:`_as_addmm` makes one addmm, read in place (its statement dropped): the lowering
+    names a sum inside an expression (so that siblings can be stacked), which would hide the
+    bias from the product it rides in."""
+    block = list(block)
+    k = 0
+    while k < len(block):
+        parts = _single_use(block, frees=True)
+        found = None
+        for root in block[k].nodes():
+            for node in ir.walk(root):
+                if isinstance(node, ir.Binary) and node.op == "+":
+                    found = found or _inlined_bias(block, k, node, parts)
+        if found is None:
+            k += 1
+            continue
+        node, new, at = found
+        block[k] = statement = replaced(block[k], node, new)
+        name = block[at].targets[0]
+        del block[at]
+        block = unfreed(block, name)
+        k = next(j for j, s in enumerate(block) if s is statement)
+    return block
+
+
+def _inlined_bias(
+    block: list[ir.Statement], k: int, node: ir.Binary, parts: dict[str, tuple[int, ir.Node]]
+) -> tuple[ir.Node, ir.Node, int] | None:
+    """(``node``, its addmm, the statement to drop) where a side of ``node`` names a
+    single-use contraction that may move to statement ``k``; None otherwise."""
+    for side in (node.left, node.right):
+        if not isinstance(side, ir.Ref) or side.name not in parts:
+            continue
+        at, value = parts[side.name]
+        if not isinstance(value, ir.Contract) or value.axes != side.axes:
+            continue
+        if not safe(block, value, [at, k]):
+            continue
+        inlined = replaced(node, side, value)
+        new = _as_addmm(inlined)
+        if new is not inlined:
+            return node, new, at
+    return None
+
+
+def _plain(node: ir.Contract) -> bool:
+    """Operands einsum would read as they are: no axis twice in one, none broadcast (a size-1
+    axis einsum would stretch), no python number."""
+    return not any(
+        isinstance(v, ir.Broadcast) or v.scalar or len(set(v.axes)) != len(v.axes)
+        for v in node.operands
+    )
+
+
+def _as_addmm(node: ir.Node) -> ir.Node:
+    """r[J..] + sum_K A[I.., K..] B[K.., J..] -> ``torch.addmm(r, A, B)``, each group of axes
+    flattened into one and the result's unflattened (views): the bias is added in the
+    matmul's own pass over its output (the GEMM's beta = 1) instead of a pass of its own.
+    Only a product with no batch axis (addmm's operands are matrices) and a bias over exactly
+    the kept axes of one side (a vector along the result's columns, however the contraction's
+    axes are ordered: a merged q/k/v projection's bias over (slice, head, d))."""
+    if not (isinstance(node, ir.Binary) and node.op == "+"):
+        return node
+    for c, r in ((node.right, node.left), (node.left, node.right)):
+        if not isinstance(c, ir.Contract) or c.axes != node.axes or r.scalar:
+            continue
+        if len(c.operands) != 2 or not _plain(c):
+            continue
+        bias = r.arg if isinstance(r, ir.Broadcast) else r
+        value = _addmm(c, bias)
+        if value is not None:
+            return value
+    return node
+
+
+def _addmm(c: ir.Contract, bias: ir.Node) -> ir.Node | None:
+    """``c`` plus ``bias`` as one addmm (see :func:`_as_addmm`); None where it is none."""
+    a, b = c.operands
+    bound = tuple(x for x in dict.fromkeys(a.axes + b.axes) if x not in c.axes)
+    if not bound or any(x not in a.axes or x not in b.axes for x in bound):
+        return None
+    if any(x in a.axes and x in b.axes for x in c.axes):
+        return None  # a batch axis: addmm's operands are matrices
+    for s in (_Sides(a, tuple(x for x in c.axes if x in a.axes), b, ()), None):
+        if s is None:
+            s = _Sides(b, tuple(x for x in c.axes if x in b.axes), a, ())
+        s = s._replace(j=tuple(x for x in c.axes if x in s.b.axes))
+        if not s.i or not s.j or set(bias.axes) != set(s.j) or len(bias.axes) != len(s.j):
+            continue
+        left = _permuted(s.a, s.i + bound)
+        left = _flattened(_flattened(left, len(s.i), len(bound)), 0, len(s.i))
+        right = _permuted(s.b, bound + s.j)
+        right = _flattened(_flattened(right, 0, len(bound)), 1, len(s.j))
+        vector = _flattened(_permuted(bias, s.j), 0, len(s.j))
+        out: ir.Node | None = ir.Addmm(vector, left, right, axes=s.i[:1] + s.j[:1])
+        out = _unflattened(_unflattened(out, 1, s.b, s.j), 0, s.a, s.i)
+        if out is not None:
+            return _permuted(out, c.axes)
+    return None
 
 
 def _as_product(node: ir.Node) -> ir.Node:

@@ -267,6 +267,9 @@ class TorchPrinter:
     def _print_Clone(self, node: ir.Clone) -> str:
         return self._method(node.arg, "clone()")
 
+    def _print_Contiguous(self, node: ir.Contiguous) -> str:
+        return self._method(node.arg, "contiguous()")
+
     # -- contractions and reductions -------------------------------------------------------
     def _print_Contract(self, node: ir.Contract) -> str:
         every = dict.fromkeys(list(node.letters) + [a for v in node.operands for a in v.axes])

@@ -29,9 +29,11 @@ from derive.errors import DerivationError
 from derive.functions import BY_NODE, clamp, where
 from derive.ir import nodes as ir
 from derive.ir.keepdim import kept_dims
+from derive.ir.layout import contiguous_layouts
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
 from derive.ir.sharing import common_subexpressions
+from derive.ir.slices import merged_maps
 from derive.language import ReduceMax
 from derive.language.argmax import Digits
 from derive.lower.arithmetic import add, call, heaviside, mul, power
@@ -79,9 +81,12 @@ class Lowerer:
         once the lowering is done (no statement is added after)."""
         cx = self.context
         if self._lines is None:
-            merged = merged_siblings(cx.statements, cx.fresh)
+            # without a release (a tangent map), every tensor of the definitions is kept
+            keep = cx.known if self._keep is None else self._keep
+            merged = merged_maps(merged_siblings(cx.statements, cx.fresh), cx.fresh, keep)
             products = batched_matmuls(stacked_siblings(merged, cx.fresh))
-            cx.statements[:] = common_subexpressions(products, cx.fresh)
+            shared = common_subexpressions(products, cx.fresh)
+            cx.statements[:] = contiguous_layouts(shared, self._keep)
             if self._keep is not None:  # what the function hands on keeps its shape
                 cx.statements[:] = released(kept_dims(cx.statements, self._keep), self._keep)
             self._lines = [PRINTER.line(s) for s in cx.statements]

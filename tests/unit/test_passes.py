@@ -8,9 +8,11 @@ import sympy as sp
 
 from derive.ir import nodes as ir
 from derive.ir import sharing
+from derive.ir.layout import contiguous_layouts
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
 from derive.ir.sharing import common_subexpressions
+from derive.ir.slices import merged_maps
 
 i, j = sp.symbols("i j", integer=True)
 x, y, g = (ir.Ref(n, axes=(i, j)) for n in "xyg")
@@ -389,3 +391,94 @@ def test_a_temporary_is_freed_after_its_last_read_but_not_what_is_kept() -> None
 def test_a_name_freed_already_is_not_freed_twice() -> None:
     block = [ir.Assign(("t",), _mul(x, g)), ir.Assign(("d",), _mul(x, x)), ir.Free(("t",))]
     assert released(block, keep={"d"}) == block
+
+
+# -- a bias in the matmul, element-wise siblings over slices, layouts ------------------------------
+def test_a_bias_over_one_sides_kept_axes_rides_in_an_addmm() -> None:
+    """b[s, d] + sum_c x[n, t, c] W[c, s, d], the contraction named once (as the lowering
+    names a sum inside an expression): one addmm, each group of axes flattened."""
+    c = sp.Symbol("c", integer=True)
+    n = sp.Symbol("n", integer=True)
+    x_, w_ = ir.Ref("x", axes=(n, t, c)), ir.Ref("W", axes=(c, s, d))
+    bias = ir.Broadcast(ir.Ref("b", axes=(s, d)), (), axes=(n, t, s, d))
+    block = [
+        ir.Assign(("m",), ir.Contract((x_, w_), (n, t, s, d, c), axes=(n, t, s, d))),
+        ir.Assign(("o",), ir.Binary("+", bias, ir.Ref("m", axes=(n, t, s, d)), axes=(n, t, s, d))),
+    ]
+    printed = [TorchPrinter().doprint(st) for st in batched_matmuls(block)]
+    assert printed == [
+        "o = torch.addmm(b.flatten(0), x.flatten(0, 1), W.flatten(1))"
+        ".unflatten(1, (W.shape[1], W.shape[2])).unflatten(0, (x.shape[0], x.shape[1]))"
+    ]
+
+
+def test_a_bias_beside_a_batched_product_stays_an_add() -> None:
+    """addmm's operands are matrices: under a batch axis the bias is added after."""
+    value = ir.Binary(
+        "+",
+        ir.Ref("u", axes=(b, t, s)),
+        ir.Contract((q, kk), (b, t, s, d), axes=(b, t, s)),
+        axes=(b, t, s),
+    )
+    assert _matmuls(value) == ["o0 = u + torch.bmm(q, k.permute(0, 2, 1))"]
+
+
+def _maps(block: list[ir.Statement], keep=("q", "k", "v")) -> list[str]:
+    names = (f"t{k}" for k in itertools.count())
+    return [TorchPrinter().doprint(st) for st in merged_maps(block, lambda _: next(names), keep)]
+
+
+def _sliced(name: str, k: int, axes: tuple, size: int = 3) -> ir.Slice:
+    arg = ir.Ref(name, axes=(sp.Symbol("slice0", integer=True),) + axes)
+    return ir.Slice(arg, (k,), (sp.Integer(size),), axes=axes)
+
+
+def test_element_wise_siblings_over_every_slice_are_one_map() -> None:
+    """q = b[0] + S[0], k = b[1] + S[1], v = b[2] + S[2] is (b + S)[k]: one kernel."""
+    block = []
+    for k, name in enumerate("qkv"):
+        bias = ir.Broadcast(_sliced("b", k, (j,)), (), axes=(i, j))
+        block.append(ir.Assign((name,), ir.Binary("+", bias, _sliced("S", k, (i, j)), axes=(i, j))))
+    assert _maps(block) == ["t0 = b[:, None] + S", "q = t0[0]", "k = t0[1]", "v = t0[2]", "del t0"]
+
+
+def test_siblings_updated_in_place_or_of_other_forms_stay_apart() -> None:
+    """A slice is a view: a member written in place later would write its neighbours' entries
+    too; and q = S[0] * 2 beside k = S[1] + 2 are no family."""
+    scaled = [
+        ir.Binary("*", _sliced("S", k, (i, j), size=2), ir.Number(2), axes=(i, j)) for k in (0, 1)
+    ]
+    update = ir.Update("k", (ir.Ref("t", axes=(i,)),), "+", ir.Ref("u", axes=(i,)))
+    block = [ir.Assign(("q",), scaled[0]), ir.Assign(("k",), scaled[1]), update]
+    assert _maps(block) == ["q = S[0] * 2", "k = S[1] * 2", "k[t] += u"]
+    other = ir.Binary("+", _sliced("S", 1, (i, j), size=2), ir.Number(2), axes=(i, j))
+    assert _maps([ir.Assign(("q",), scaled[0]), ir.Assign(("k",), other)]) == [
+        "q = S[0] * 2",
+        "k = S[1] + 2",
+    ]
+
+
+def test_a_permuted_view_read_by_two_batched_matmuls_is_stored_contiguous() -> None:
+    """p = (x @ W).permute(..): each batched matmul that reads p over (b, h) would copy it;
+    stored contiguous once, neither does. Read by one, it stays a view (the copy moves)."""
+    h = sp.Symbol("h", integer=True)
+    mm = ir.Matmul(ir.Ref("x", axes=(b, t, d)), ir.Ref("W", axes=(d, h)), axes=(b, t, h))
+    view = ir.Unflatten(mm, 2, (ir.Number(2), ir.Number(4)), axes=(b, t, h, s))
+    p = ir.Permute(view, (0, 2, 1, 3), axes=(b, h, t, s))
+    pr = ir.Ref("p", axes=(b, h, t, s))
+    pt = ir.Permute(pr, (0, 1, 3, 2), axes=(b, h, s, t))
+    two = [
+        ir.Assign(("p",), p),
+        ir.Assign(("a",), ir.Matmul(pr, pt, axes=(b, h, t, t))),
+        ir.Assign(("c",), ir.Matmul(pt, pr, axes=(b, h, s, s))),
+    ]
+    printed = [TorchPrinter().doprint(st) for st in contiguous_layouts(two, ())]
+    assert printed[0].endswith(".permute(0, 2, 1, 3).contiguous()")
+    one = two[:1] + [
+        ir.Assign(("a",), ir.Matmul(pr, ir.Ref("y", axes=(b, h, s, t)), axes=(b, h, t, t)))
+    ]
+    printed = [TorchPrinter().doprint(st) for st in contiguous_layouts(one, ())]
+    assert printed[0].endswith(".permute(0, 2, 1, 3)")
+    assert [TorchPrinter().doprint(st) for st in contiguous_layouts(one, ("p",))][0].endswith(
+        ".contiguous()"
+    )  # handed on: the next function's matmuls read it too
