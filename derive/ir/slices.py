@@ -95,7 +95,14 @@ def _first_family(block: list[ir.Statement]) -> tuple[ir.Node, list[_Member]] | 
             continue
         first, last = members[0].at, members[-1].at
         reads = ir.refs(template)  # what the merged value reads
-        if not any(block[k].writes & reads for k in range(first, last)):
+        if any(block[k].writes & reads for k in range(first, last)):
+            continue
+        # a slice a member reads through a name: its tensor unwritten from there to the first
+        named = set().union(*(ir.refs(block[m.at].value) for m in members)) & set(views)
+        bound = [k for k, s in enumerate(block) if s.writes & named]
+        if not any(
+            block[j].writes & ir.refs(block[k].value) for k in bound for j in range(k + 1, first)
+        ):
             return template, members
     return None
 

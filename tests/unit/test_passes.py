@@ -482,3 +482,17 @@ def test_a_permuted_view_read_by_two_batched_matmuls_is_stored_contiguous() -> N
     assert [TorchPrinter().doprint(st) for st in contiguous_layouts(one, ("p",))][0].endswith(
         ".contiguous()"
     )  # handed on: the next function's matmuls read it too
+
+
+def test_slices_read_through_names_merge_only_while_their_tensor_holds() -> None:
+    """a = S[0], b = S[1], then S bound anew: q = a + 1, k = b + 1 read the old S's slices,
+    which (S + 1)[k] at q's place would not."""
+    one = ir.Number(1)
+    views = [ir.Assign((n,), _sliced("S", k, (i, j), size=2)) for k, n in enumerate("ab")]
+    members = [
+        ir.Assign((m,), ir.Binary("+", ir.Ref(n, axes=(i, j)), one, axes=(i, j)))
+        for m, n in zip("qk", "ab", strict=True)
+    ]
+    rebound = ir.Assign(("S",), ir.Ref("T", axes=(sp.Symbol("slice0", integer=True), i, j)))
+    assert _maps(views + members) == ["t0 = S + 1", "q = t0[0]", "k = t0[1]", "del t0"]
+    assert _maps(views + [rebound] + members)[-2:] == ["q = a + 1", "k = b + 1"]
