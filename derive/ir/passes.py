@@ -564,15 +564,15 @@ def _as_dot(node: ir.Contract) -> ir.Node | None:
     if len(full) < 2 or not bound:
         return None
     axes = full[0].axes
-    product = node.operands[0] if node.operands[0] is full[0] else _aligned(node.operands[0], axes)
+    product = node.operands[0] if node.operands[0] is full[0] else aligned(node.operands[0], axes)
     for v in node.operands[1:]:
-        product = ir.Binary("*", product, v if v is full[0] else _aligned(v, axes), axes=axes)
+        product = ir.Binary("*", product, v if v is full[0] else aligned(v, axes), axes=axes)
     dims = tuple(axes.index(a) for a in bound)
     summed = ir.Reduce("sum", product, dims, axes=tuple(a for a in axes if a not in bound))
     return _permuted(summed, node.axes)
 
 
-def _aligned(v: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node:
+def aligned(v: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node:
     """``v`` permuted to ``axes``'s order, size-1 axes where it has none of them (leading
     ones left to broadcasting), so that it broadcasts against a tensor over ``axes``."""
     v = _permuted(v, tuple(a for a in axes if a in v.axes))

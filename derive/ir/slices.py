@@ -21,7 +21,7 @@ from typing import NamedTuple
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.passes import _aligned
+from derive.ir.passes import aligned
 from derive.ir.rewrite import freed, rebuilt, stem
 
 _VARYING = -(2**62)  # the constant of a varying slice, in a family's template: no subscript
@@ -52,8 +52,6 @@ def merged_maps(
     while (found := _first_family(block)) is not None:
         template, members = found
         whole = _whole(template)
-        if whole is None:
-            break
         name = fresh(stem(whole))
         ref = ir.Ref(name, axes=whole.axes)
         n = len(members)
@@ -197,7 +195,7 @@ def _constants(v: ir.Slice) -> int:
     return sum(1 for k in v.at if k is not None)
 
 
-def _whole(template: ir.Node) -> ir.Node | None:
+def _whole(template: ir.Node) -> ir.Node:
     """The family's value over the whole sliced axis, kept as its first axis."""
     new = _new_axis(template)
 
@@ -214,9 +212,9 @@ def _whole(template: ir.Node) -> ir.Node | None:
                 if at
                 else ir.relabel(v.arg, axes)
             )
-            return _aligned(whole, (new,) + tuple(a for a in axes if a != new))
+            return aligned(whole, (new,) + tuple(a for a in axes if a != new))
         if isinstance(v, ir.Broadcast) and new in v.arg.axes:
-            return _aligned(v.arg, (new,) + v.axes)
+            return aligned(v.arg, (new,) + v.axes)
         if isinstance(v, ir.Map) and any(new in c.axes for c in v.children()):
             axes = (new,) + v.axes
             return _realigned(v, axes, new)
@@ -231,7 +229,7 @@ def _realigned(v: ir.Map, axes: tuple[sp.Symbol, ...], new: sp.Symbol) -> ir.Nod
 
     def fixed(c):
         if isinstance(c, ir.Node) and new in c.axes and c.axes != axes:
-            return _aligned(c, axes)
+            return aligned(c, axes)
         return c
 
     changes = {}
