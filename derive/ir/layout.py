@@ -27,18 +27,9 @@ from derive.ir import nodes as ir
 
 Order = tuple[int, ...]  # the positions of a tensor's axes, outermost first in memory
 
-# nodes whose result is new storage in their own axes' order
-_FRESH = (
-    ir.Matmul,
-    ir.Addmm,
-    ir.Contract,
-    ir.Reduce,
-    ir.Stack,
-    ir.Cumsum,
-    ir.Conv,
-    ir.ConvWeight,
-    ir.Contiguous,
-)
+# nodes whose result is new storage in their own axes' order (not a reduction or a cumsum:
+# torch lays their results out as their argument is)
+_FRESH = (ir.Matmul, ir.Addmm, ir.Contract, ir.Stack, ir.Conv, ir.ConvWeight, ir.Contiguous)
 
 
 def contiguous_layouts(
@@ -49,13 +40,15 @@ def contiguous_layouts(
     unknown, none counted)."""
     kept = frozenset(keep or ())
     block = list(block)
+    copies = _copies(block, kept)
     for k, s in enumerate(block):
         if not _candidate(s):
             continue
         trial = list(block)
         trial[k] = ir.Assign(s.targets, ir.Contiguous(s.value, axes=s.value.axes))
-        if _copies(block, kept) - _copies(trial, kept) >= 2:
-            block = trial
+        fewer = _copies(trial, kept)
+        if copies - fewer >= 2:
+            block, copies = trial, fewer
     return block
 
 

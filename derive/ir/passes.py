@@ -26,7 +26,7 @@ from typing import NamedTuple
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.rewrite import data, freed, rebuilt, replaced, safe, stem, unfreed
+from derive.ir.rewrite import data, freed, rebuilt, replaced, safe, stem, unfreed, unused_axis
 
 
 # -- sibling contractions ----------------------------------------------------------------------
@@ -123,7 +123,7 @@ def _new_axis(key: _Sibling) -> sp.Symbol:
     """An index no axis of the contraction uses: it labels the sliced axis."""
     taken = {a for op in key.before + key.after for a in op.axes}
     taken |= set(key.axes) | set(key.letters) | set(key.operand_axes)
-    return next(s for k in range(len(taken) + 1) if (s := sp.Symbol(f"slice{k}")) not in taken)
+    return unused_axis(taken)
 
 
 def _holds(s: ir.Statement, node: ir.Node) -> bool:

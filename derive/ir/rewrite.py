@@ -11,10 +11,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 
+import sympy as sp
+
 from derive.ir import nodes as ir
 
 # new storage, which an update writes in place, or a view: never bound to a shared name
 NOT_SHARED = (ir.View, ir.Zeros, ir.Full, ir.Clone, ir.IndexAdd, ir.Select)
+
+
+def unused_axis(taken: set) -> sp.Symbol:
+    """``slice0``, ``slice1``, ...: the first such index not in ``taken`` (a new axis's label,
+    as a merged sliced axis gets)."""
+    return next(s for k in range(len(taken) + 1) if (s := sp.Symbol(f"slice{k}")) not in taken)
 
 
 def unfreed(block: list[ir.Statement], name: str) -> list[ir.Statement]:

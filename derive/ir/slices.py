@@ -22,7 +22,7 @@ import sympy as sp
 
 from derive.ir import nodes as ir
 from derive.ir.passes import aligned
-from derive.ir.rewrite import freed, rebuilt, stem
+from derive.ir.rewrite import freed, rebuilt, stem, unused_axis
 
 _VARYING = -(2**62)  # the constant of a varying slice, in a family's template: no subscript
 
@@ -187,8 +187,7 @@ def _new_axis(template: ir.Node) -> sp.Symbol:
     taken |= {a for v in ir.walk(template) if _varying(v) for a in v.axes}
     if len(labels) == 1 and not labels & taken:
         return labels.pop()
-    taken |= inside
-    return next(s for k in range(len(taken) + 1) if (s := sp.Symbol(f"slice{k}")) not in taken)
+    return unused_axis(taken | inside)
 
 
 def _constants(v: ir.Slice) -> int:
