@@ -38,6 +38,7 @@ from derive.lower.value import (
     AxisError,
     PickUpdate,
     align,
+    delta_terms,
     dense_axes,
     permute,
     scatter_delta,
@@ -192,7 +193,7 @@ def _stacked(cx: Context, expr: sp.Expr, axes: tuple) -> tuple | None:
     axis = None
     terms = sp.Add.make_args(expr)
     if any(len(t.atoms(sp.KroneckerDelta)) > 1 for t in terms) and expanded_terms(expr) <= 16:
-        terms = sp.Add.make_args(sp.expand_mul(expr))  # g (delta(i, 1) a + delta(i, 2) b)
+        terms = delta_terms(expr)  # g (delta(i, 1) a + delta(i, 2) b)
     for term in terms:
         deltas = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.KroneckerDelta)]
         if len(deltas) != 1:

@@ -132,12 +132,39 @@ def ordered_terms(e: sp.Add) -> list[sp.Expr]:
     return sorted(terms, key=lambda t: t.could_extract_minus_sign())
 
 
+def delta_terms(e: sp.Expr) -> list[sp.Expr]:
+    """``e`` as a sum of terms, each with its Kronecker deltas as factors: products are
+    multiplied out over the sums that hold a delta, and only those.
+
+    ``g (delta(i, 1) a + delta(i, 2) b)`` is ``[g delta(i, 1) a, g delta(i, 2) b]``, while a
+    factor free of deltas keeps the shape the simplifier gave it: ``(1 - s) q`` multiplied out
+    is ``q - s q``, which at a saturated s = 1.0 is a difference of large terms rounded, where
+    the product is 0 exactly (fuzz ``--windows`` 12538, a second derivative of
+    ``sigmoid(cosh(u))`` off by 1e-8 where the truth is 0). Equal terms are collected, as
+    ``expand_mul`` collects them: ``a delta - a delta`` is no update at all."""
+    return list(sp.Add.make_args(sp.Add(*_delta_products(e))))
+
+
+def _delta_products(e: sp.Expr) -> list[sp.Expr]:
+    if isinstance(e, sp.Add):
+        return [t for a in e.args for t in _delta_products(a)]
+    if not isinstance(e, sp.Mul) or not e.has(sp.KroneckerDelta):
+        return [e]
+    terms = [sp.S.One]
+    for f in e.args:
+        if isinstance(f, sp.Add) and f.has(sp.KroneckerDelta):
+            terms = [t * u for t in terms for u in _delta_products(f)]
+        else:
+            terms = [t * f for t in terms]
+    return terms
+
+
 def split_deltas(expr: sp.Expr, axes: tuple) -> tuple[sp.Expr, list]:
     """expr = plain + sum_t coef_t * delta(axis_t, data_t): the one-hot terms, split off."""
     if not expr.has(sp.KroneckerDelta):
         return expr, []
     plain, picks = sp.S.Zero, []
-    for term in sp.Add.make_args(sp.expand_mul(expr)):
+    for term in delta_terms(expr):
         deltas = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.KroneckerDelta)]
         if not deltas:
             plain += term

@@ -19,7 +19,7 @@ from derive.lower.assign import assign, delta_form
 from derive.lower.context import Context
 from derive.lower.fusions import FUSIONS
 from derive.lower.lowerer import Lowerer
-from derive.lower.value import align, dense_axes
+from derive.lower.value import align, delta_terms, dense_axes
 
 
 def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
@@ -115,6 +115,16 @@ def test_emitted_line(inputs: list[str], definitions: list[str], line: str) -> N
 def test_pick_update_is_one_scatter_add() -> None:
     lines = _lines(["z[N, C]", "t[N]: int64"], ["out[n] = z[n, t[n]]"])
     assert "dz.scatter_add_(1, t.unsqueeze(1), grad_out.unsqueeze(1))" in lines
+
+
+def test_one_hot_terms_split_off_without_multiplying_out_the_rest() -> None:
+    # (1 - s) q delta: multiplied out, q - s q is a rounded difference where s saturates at
+    # 1.0 and the product is 0 (fuzz --windows 12538); only sums holding a delta are split
+    i, s, q, a, b = sp.symbols("i s q a b")
+    d1, d2 = sp.KroneckerDelta(i, 1), sp.KroneckerDelta(i, 2)
+    assert delta_terms((1 - s) * q * d1) == [(1 - s) * q * d1]
+    assert set(delta_terms((1 - s) * (d1 * a + d2 * b))) == {(1 - s) * a * d1, (1 - s) * b * d2}
+    assert delta_terms((1 - s) * q * d1 + a * d2 - a * d2) == [(1 - s) * q * d1]  # collected
 
 
 def test_delta_without_a_scatter_form_is_an_equality_selection() -> None:
