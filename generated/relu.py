@@ -86,7 +86,7 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     x, _like = saved
     _check_grad_out(grad_out, _like)
-    dx = (x > 0).to(grad_out.dtype) * grad_out
+    dx = torch.where(x > 0, grad_out, 0)
     return (dx,)
 
 
@@ -106,7 +106,7 @@ def _double_forward(x, grad_y, v_x):
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
-    b_dx = (x > 0).to(x.dtype) * grad_y
+    b_dx = torch.where(x > 0, grad_y, 0)
     pair = (b_dx * v_x).sum(0)
     return pair, (x, b_dx, v_x, batch_shape, (pair.shape, pair.dtype, pair.device))
 
@@ -119,7 +119,7 @@ def _double_backward_all(grad_out, saved):
     db_dx = grad_out * v_x
     dout = grad_out.new_zeros((Batch,))
     dx = grad_out.new_zeros((Batch,))
-    dgrad_y = (x > 0).to(grad_out.dtype) * db_dx
+    dgrad_y = torch.where(x > 0, db_dx, 0)
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
@@ -146,7 +146,7 @@ def _jvp(x, t_x):
     _check_input("t_x", t_x, 0, False, True)
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
-    t_out = (x > 0).to(x.dtype) * t_x
+    t_out = torch.where(x > 0, t_x, 0)
     return t_out
 
 

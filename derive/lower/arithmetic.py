@@ -161,8 +161,20 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     outside = sp.Mul(*[f for f, s in zip(rest, selected, strict=True) if not s])
     if isinstance(gate, sp.KroneckerDelta):
         return where(sp.Eq(*gate.args, evaluate=False), x, 0) * outside
+    if isinstance(gate, sp.Heaviside):
+        return _stepped(*gate.args, x) * outside
     c, a, b = gate.args
     return where(c, a * x, b * x) * outside
+
+
+def _stepped(arg: sp.Expr, at_zero: sp.Expr, x: sp.Expr) -> sp.Expr:
+    """Heaviside(arg, h) x as a selection: x where arg > 0, h x where arg = 0, else 0 (relu's
+    h = 0 is torch's threshold backward; maximum's h = 1/2 splits a tie as torch.maximum's)."""
+    if at_zero == 0:
+        return where(arg > 0, x, 0)
+    if at_zero == 1:
+        return where(arg >= 0, x, 0)
+    return where(arg > 0, x, where(arg < 0, 0, at_zero * x))
 
 
 # x**(1/2), x**(-1/2), 1/x, x**2 on tensors: torch.reciprocal and torch.square skip the

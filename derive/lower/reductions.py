@@ -21,7 +21,7 @@ from derive.lower.context import Context
 from derive.lower.indexing import indexed
 from derive.lower.memo import canonical
 from derive.lower.scans import plan_scan, scan_value
-from derive.lower.value import Scope, matmul, natural_order, plain, stem
+from derive.lower.value import Scope, is_gate, matmul, natural_order, plain, stem
 from derive.lower.windows import plan_window, window_value
 from derive.symbolic.indices import without
 from derive.symbolic.simplify import EXPAND_TERMS, expanded_terms, polynomial
@@ -239,6 +239,11 @@ def _grouped(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contracti
     grouped = [f for f in factors if _composite(f) or not f.atoms(sp.Indexed)]
     axes = {i for f in grouped for i in f.free_symbols if scope.is_axis(i)}
     grouped += [f for f in factors if plain(f) and set(f.indices) <= axes]
+    if any(is_gate(f) for f in grouped):
+        # a gate selects what stands on its axes, a sum too: contracted as a 0/1 mask, it
+        # multiplies an inf or nan the gate drops (fuzz --range 891045: maximum's derivative
+        # beside a sum that overflowed where the other argument was the larger one)
+        grouped += [f for f in factors if isinstance(f, sp.Sum) and scope.axes(f) <= axes]
     if not any(f.atoms(sp.Indexed) for f in grouped):  # indices alone: onto a tensor
         hosts = [f for f in factors if plain(f) and axes <= set(f.indices)]
         grouped += [min(hosts, key=lambda f: len(set(f.indices)))] if hosts else []

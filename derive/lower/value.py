@@ -258,6 +258,10 @@ class PickUpdate:
 
 
 def is_gate(f: sp.Expr) -> bool:
-    """A factor that selects: a delta, or a where() with a 0 branch (lowered as a selection,
-    never as a 0/1 mask multiplied in: 0 * inf is nan)."""
+    """A factor that selects: a delta, a where() with a 0 branch, or a kink's derivative on
+    tensors (Heaviside: relu's, maximum's), lowered as a selection, never as a 0/1 mask
+    multiplied in: 0 * inf is nan, where autograd's where, threshold and maximum backwards
+    select."""
+    if isinstance(f, sp.Heaviside):
+        return bool(f.atoms(sp.Indexed))
     return isinstance(f, sp.KroneckerDelta) or (isinstance(f, where) and 0 in f.args[1:])

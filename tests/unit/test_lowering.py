@@ -181,7 +181,32 @@ def test_a_gated_nan_is_dropped_as_autograd_drops_it() -> None:
 
 
 def test_relu_derivative_is_the_step() -> None:
-    assert "dx = (x > 0).to(grad_out.dtype) * grad_out" in _lines(["x[N]"], ["out[n] = relu(x[n])"])
+    # a selection, as torch's threshold backward: never a 0/1 mask multiplied in
+    assert "dx = torch.where(x > 0, grad_out, 0)" in _lines(["x[N]"], ["out[n] = relu(x[n])"])
+
+
+def test_a_kinks_derivative_drops_what_the_other_branch_overflows_as_autograd_does() -> None:
+    # W = maximum(a, s): where s is the larger, a gets nothing of dW, even an inf or nan; the
+    # 0/1 step contracted with the sum beside it made da nan (fuzz --range 891045)
+    import torch
+
+    namespace: dict = {}
+    op = Op(
+        "t",
+        ["a[M]", "s[C, M]", "u[N]"],
+        ["W[m, c] = maximum(a[m], s[c, m])", "out[n] = u[n] / Sum(exp(W[m, c]), m, c)"],
+    )
+    exec(compile(module_source(op, "out"), "t", "exec"), namespace)
+    a = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+    s = torch.tensor([[800.0, 0.0], [0.0, 0.0]], dtype=torch.float64, requires_grad=True)
+    u = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    W = torch.maximum(a, s)
+    (u / torch.exp(W).sum()).sum().backward()
+    out, saved = namespace["forward"](a.detach(), s.detach(), u.detach())
+    da, ds, du = namespace["backward"](torch.ones_like(out), saved)
+    assert torch.isfinite(a.grad).all() and torch.isfinite(out).all()
+    torch.testing.assert_close(da, a.grad, equal_nan=True)
+    torch.testing.assert_close(ds, s.grad, equal_nan=True)
 
 
 @pytest.mark.parametrize("at_zero", [sp.S.Zero, sp.S.One, sp.S.Half])
