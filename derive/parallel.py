@@ -31,6 +31,7 @@ from derive.emit.generate import (
     write_package_init,
 )
 from derive.errors import DerivationError, OutputError
+from derive.progress import Stages
 
 # formulas laid out per task: the long ones (attention's) take ~0.3 s each, the short ~20 ms
 LAYOUT_CHUNK = 12
@@ -57,7 +58,7 @@ def _derive(path: str, out_dir: str, formulas: bool) -> tuple[str, object]:
     try:
         op = load_op(path)
         print(f"deriving {op.name} ({op.source})", file=sys.stderr, flush=True)
-        emitted = emit(op, out_dir)
+        emitted = emit(op, out_dir, Stages(op.name))
         module = emitted.module
         sec = None
         if formulas:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from derive.errors import DerivationError, EngineBug
 from derive.lower.select import guarded_data
+from derive.progress import Stage, silent
 from derive.symbolic.derivation import Derivation, derive
 from derive.symbolic.second_order import second_order_graph
 
@@ -61,8 +62,11 @@ def _tuple(items: list[str]) -> str:
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
-def double_data(d: Derivation, source: str, command: str, lower) -> DoubleData:
-    """Derive the second order of ``d`` and lower it with ``lower`` (``module_data``)."""
+def double_data(
+    d: Derivation, source: str, command: str, lower, stage: Stage = silent
+) -> DoubleData:
+    """Derive the second order of ``d`` and lower it with ``lower`` (``module_data``);
+    ``stage`` hears when the lowering starts."""
     g = d.graph
     differentiable = [k for k, t in enumerate(g.inputs) if t in d.final]
     base = DoubleData(
@@ -76,7 +80,8 @@ def double_data(d: Derivation, source: str, command: str, lower) -> DoubleData:
     try:
         so = second_order_graph(d)
         so.graph.guarded = frozenset(guarded_data(g))  # the data's guards are the forward's
-        second = derive(so.graph)
+        second = derive(so.graph, lambda what: stage(f"the double backward, {what}"))
+        stage("the double backward, lowering")
         data = lower(second, source, command)
     except (DerivationError, EngineBug) as exc:
         reason = str(exc).split(": ", 1)[-1] if str(exc).startswith("op '") else str(exc)

@@ -28,6 +28,7 @@ from derive.emit.statements import Statement, statement
 from derive.errors import DerivationError, OutputError
 from derive.language import Op, parse
 from derive.names import identifier_problem
+from derive.progress import Stage, Stages, silent
 from derive.symbolic.derivation import Derivation, derive
 
 MARKER_LINES = 2  # the header line is the first (the second after <!DOCTYPE html>)
@@ -86,11 +87,13 @@ class Emitted:
         return render(self.data)
 
 
-def emit(op: Op, out_dir: str | Path) -> Emitted:
-    """Derive ``op`` and emit its module (the text ``--out out_dir`` writes)."""
+def emit(op: Op, out_dir: str | Path, stage: Stage = silent) -> Emitted:
+    """Derive ``op`` and emit its module (the text ``--out out_dir`` writes); ``stage`` hears
+    each stage as it starts (:mod:`derive.progress`)."""
     command = f"python -m derive generate {op.source} --out {Path(out_dir).as_posix()}"
-    d = derive(parse(op))
-    data = module_data(d, op.source, command)
+    d = derive(parse(op), stage)
+    stage("the backward, lowering")
+    data = module_data(d, op.source, command, stage=stage)
     return Emitted(op, d, data, [statement(line) for line in data.backward_lines])
 
 
@@ -207,7 +210,7 @@ def generate(
     written = []
     for op, path in zip(ops, targets(ops, out)):
         print(f"deriving {op.name} ({op.source})", file=sys.stderr, flush=True)
-        emitted = emit(op, out_dir)
+        emitted = emit(op, out_dir, Stages(op.name))
         if made is not None:
             made.append(emitted)
         if check:

@@ -33,6 +33,7 @@ from derive.language.argmax import Digits
 from derive.lower.lowerer import Lowerer
 from derive.lower.select import guarded_data
 from derive.names import BATCH_SHAPE
+from derive.progress import Stage, silent
 from derive.symbolic.derivation import Derivation
 from derive.symbolic.reverse import GRAD_OUT
 
@@ -255,9 +256,12 @@ def _tuple(names: list[str]) -> str:
     return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
 
 
-def module_data(d: Derivation, source: str, command: str, double: bool = True) -> ModuleData:
+def module_data(
+    d: Derivation, source: str, command: str, double: bool = True, stage: Stage = silent
+) -> ModuleData:
     """Lower forward and backward of ``d`` into the strings of one generated module; with
-    ``double``, the derived second order too (:mod:`derive.emit.double`)."""
+    ``double``, the derived second order too (:mod:`derive.emit.double`). ``stage`` hears the
+    stages that follow the first lowering (:mod:`derive.progress`)."""
     g, adj = d.graph, d.adjoints
     flat = not elementwise(g)
     b = _bodies(d, flat)
@@ -280,9 +284,12 @@ def module_data(d: Derivation, source: str, command: str, double: bool = True) -
     helpers |= called_helpers(forward + backward)
     second = tangents = None
     if double:
-        second = double_data(d, source, command, lambda d2, s, c: module_data(d2, s, c, False))
+        stage("the double backward, deriving")
+        lower = lambda d2, s, c: module_data(d2, s, c, False)  # noqa: E731
+        second = double_data(d, source, command, lower, stage)
         if second.module is not None:
             helpers |= set(second.module.helpers)
+        stage("the tangents")
         tangents = jvp_data(d)
         helpers |= tangents.helpers
     modules = b.modules | (tangents.modules if tangents else set())

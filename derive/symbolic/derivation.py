@@ -19,6 +19,7 @@ import sympy as sp
 
 from derive.errors import DerivationError, EngineBug
 from derive.language import Definition, Graph, ReduceMax, View
+from derive.progress import Stage, silent
 from derive.symbolic.canon import Canon, Pattern, fold, stabilise
 from derive.symbolic.collapse import (
     Collapser,
@@ -108,7 +109,9 @@ def local_patterns(g: Graph) -> list[Pattern]:
     return out
 
 
-def _collapsed_inputs(collapser: Collapser) -> tuple[list[str], Mapping, dict]:
+def _collapsed_inputs(
+    collapser: Collapser, stage: Stage = silent
+) -> tuple[list[str], Mapping, dict]:
     g = collapser.canon.graph
     # a view of an input (Wh = view(Wqkv, C, 3, H, D)) is collapsed like an input; the input's
     # own adjoint is then the reverse view, a reshape (emitted right after the view's adjoint)
@@ -120,16 +123,22 @@ def _collapsed_inputs(collapser: Collapser) -> tuple[list[str], Mapping, dict]:
         for t in [v.name for v in views if v.source == i] + [i]
         if t in collapser.adj.exprs  # a view that is the output has grad_out as its adjoint
     ]
-    final = {t: collapser.simplified(t) for t in order}
+    final = {}
+    for k, t in enumerate(order):
+        stage(f"simplifying the adjoint of {t} ({k + 1} of {len(order)})")
+        final[t] = collapser.simplified(t)
     raw = Lazy(order, collapser.raw)
     return order, raw, final
 
 
-def _stepwise(g: Graph, adj: Adjoints) -> tuple[list[str], dict, dict]:
+def _stepwise(g: Graph, adj: Adjoints, stage: Stage = silent) -> tuple[list[str], dict, dict]:
     simplifier, patterns, folded = Simplifier(), local_patterns(g), {}
     order = adjoint_order(g, adj)
     raw = {t: adj.exprs[t] for t in order}
-    final = {t: tidy(fold(simplifier.simplify(raw[t]), patterns, folded)) for t in order}
+    final = {}
+    for k, t in enumerate(order):
+        stage(f"simplifying the adjoint of {t} ({k + 1} of {len(order)})")
+        final[t] = tidy(fold(simplifier.simplify(raw[t]), patterns, folded))
     return order, raw, final
 
 
@@ -160,18 +169,19 @@ def _checked(g: Graph, adj: Adjoints, final: dict, raise_error: bool = True) -> 
     return final
 
 
-def derive(g: Graph) -> Derivation:
+def derive(g: Graph, stage: Stage = silent) -> Derivation:
     """Derive, simplify and fold the backward of ``g``.
 
     Costly calls inside definitions are lifted first, so the fold can read them from the
     forward; those the backward does not read go back into their definitions (see
     :mod:`derive.symbolic.saving`). ``Derivation.graph`` is the graph the forward runs.
+    ``stage`` hears each adjoint's simplification start (:mod:`derive.progress`).
     """
     lifted = lift_saved_calls(g)
     adj = derive_adjoints(lifted)
     collapser = None if g.op.stepwise else Collapser(lifted, adj)
     order, raw, final = (
-        _stepwise(lifted, adj) if collapser is None else _collapsed_inputs(collapser)
+        _stepwise(lifted, adj, stage) if collapser is None else _collapsed_inputs(collapser, stage)
     )
     final = _checked(lifted, adj, final)
     saved = _saved(lifted, adj, final)
