@@ -479,7 +479,7 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
         )
     ):
         # (1 - s)(y/s - (1 - y)/(1 - s)) s -> y - s: rational cancellation
-        cancelled = sp.cancel(best)
+        cancelled = _cancelled(best)
         if cost(cancelled) < cost(best):
             best = cancelled
     adds = any(isinstance(f, sp.Add) for f in _factors(best))
@@ -490,6 +490,18 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
             if cost(expanded) < cost(best):
                 best = expanded
     return best
+
+
+def _cancelled(e: sp.Expr) -> sp.Expr:
+    """``sp.cancel(e)`` with each where() standing as one symbol: SymPy's polynomials refuse a
+    condition (``G - m - 1 >= 0`` is not commutative to them: fuzz --windows 12999 stopped on
+    that PolynomialError); ``e`` itself where cancel still cannot take it."""
+    hidden = {w: sp.Dummy() for w in e.atoms(where)}
+    try:
+        out = sp.cancel(e.xreplace(hidden))
+    except sp.PolynomialError:
+        return e
+    return out.xreplace({d: w for w, d in hidden.items()})
 
 
 def cancel_exps(expr: sp.Expr, simplify: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
