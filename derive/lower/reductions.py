@@ -34,10 +34,24 @@ def counted(e: sp.Sum) -> sp.Expr:
     read k: Sum(W[s] - W[s] + c[g], s) is Sum(c[g], s))."""
     constant = [lim for lim in e.limits if not e.function.has(lim[0])]
     if not constant:
-        return e
+        return _factored_out(e)
     rest = [lim for lim in e.limits if lim not in constant]
     extent = sp.Mul(*[hi - lo + 1 for _, lo, hi in constant])
     return extent * (sp.Sum(e.function, *rest) if rest else e.function)
+
+
+def _factored_out(e: sp.Sum) -> sp.Expr:
+    """``sum_k c f(k) = c sum_k f(k)`` for a factor c free of the summed indices (the
+    simplifier's own rule, which a forward as written never went through): an index read
+    as a number beside the sum's tensors, ``sum_m o prob[m]``, is no axis of any tensor the
+    sum reads, and the sum's value lost it (fuzz --windows 13072, an engine error)."""
+    bound = {lim[0] for lim in e.limits}
+    factors = sp.Mul.make_args(e.function)
+    outside = [f for f in factors if not f.is_number and not f.free_symbols & bound]
+    if not outside:
+        return e
+    inside = [f for f in factors if f.is_number or f.free_symbols & bound]
+    return sp.Mul(*outside) * sp.Sum(sp.Mul(*inside), *e.limits)
 
 
 def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
