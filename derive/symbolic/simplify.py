@@ -495,8 +495,11 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
 def _cancelled(e: sp.Expr) -> sp.Expr:
     """``sp.cancel(e)`` with each where() standing as one symbol: SymPy's polynomials refuse a
     condition (``G - m - 1 >= 0`` is not commutative to them: fuzz --windows 12999 stopped on
-    that PolynomialError); ``e`` itself where cancel still cannot take it."""
-    hidden = {w: sp.Dummy() for w in e.atoms(where)}
+    that PolynomialError); ``e`` itself where cancel still cannot take it. The stand-ins are
+    named by the wheres' sorted order, never ``Dummy``s, whose numbering depends on what the
+    process derived before (the output must not depend on ``--jobs``)."""
+    wheres = sorted(e.atoms(where), key=sp.default_sort_key)
+    hidden = {w: sp.Symbol(f"_where{k}") for k, w in enumerate(wheres)}
     try:
         out = sp.cancel(e.xreplace(hidden))
     except sp.PolynomialError:
