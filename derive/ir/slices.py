@@ -125,8 +125,8 @@ def _template(value: ir.Map, views: dict[str, ir.Node]) -> tuple[ir.Node, int] |
     constants: set[int] = set()
 
     def rule(v: ir.Node) -> ir.Node:
-        if _single_constant(v) is not None:
-            p, k = _single_constant(v)
+        if (found := _single_constant(v)) is not None:
+            p, k = found
             constants.add(k)
             at = v.at[:p] + (_VARYING,) + v.at[p + 1 :]
             return ir.Slice(v.arg, at, v.sizes, axes=v.axes)
@@ -177,10 +177,9 @@ def _new_axis(template: ir.Node) -> sp.Symbol:
     else an index no axis of the template uses."""
     args = [v.arg for v in ir.walk(template) if _varying(v)]
     labels = {
-        a.axes[v.at.index(_VARYING)]
+        v.arg.axes[v.at.index(_VARYING)]
         for v in ir.walk(template)
         if _varying(v) and len(v.arg.axes) == len(v.axes) + _constants(v)
-        for a in (v.arg,)
     }
     inside = {a for x in args for v in ir.walk(x) for a in v.axes}
     taken = {a for v in ir.walk(template) for a in v.axes} - inside

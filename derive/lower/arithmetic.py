@@ -17,6 +17,7 @@ from derive.functions import Function, clamp, heaviside_code, where
 from derive.ir import nodes as ir
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
+from derive.lower.indexing import as_ints
 from derive.lower.value import align, is_gate, number_scale, ordered_terms, plain, union
 from derive.symbolic.indices import without
 
@@ -276,21 +277,9 @@ def _as_float(cx: Context, e: sp.Expr, v: ir.Node) -> ir.Node:
     (a clamped index, int data, an argmax's digit): torch's float functions of an int64 tensor
     return the default dtype, float32, where the op runs in float64 (``expm1`` of a clamped
     ``r + 3 t``: fuzz --windows 13340, 5e-9 off). A plain index is cast where it is read."""
-    if v.scalar or not e.has(clamp, sp.floor, sp.Mod, sp.Indexed) or not _int_valued(cx, e):
+    if v.scalar or not e.has(clamp, sp.floor, sp.Mod, sp.Indexed) or not as_ints(cx, e).is_integer:
         return v
     return ir.Cast(v, cx.like, axes=v.axes)
-
-
-def _int_valued(cx: Context, e: sp.Expr) -> bool:
-    if isinstance(e, sp.Indexed):
-        return e.base.label.name in cx.integers
-    if isinstance(e, sp.Symbol):
-        return bool(e.is_integer)
-    if e.is_Number:
-        return bool(e.is_Integer)
-    if isinstance(e, (sp.Add, sp.Mul, clamp, sp.floor, sp.Mod, sp.Max, sp.Min)):
-        return all(_int_valued(cx, a) for a in e.args)
-    return False
 
 
 def heaviside(cx: Context, e: sp.Heaviside, order: list[sp.Symbol]) -> ir.Node:

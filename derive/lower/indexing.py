@@ -86,7 +86,7 @@ def digit(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     else:
         x, m = sp.fraction(sp.together(e.args[0]))
         op = "//"
-    if not (_reads_data(cx, x) and _as_ints(cx, x).is_integer and not _reads_data(cx, m)):
+    if not (_reads_data(cx, x) and as_ints(cx, x).is_integer and not _reads_data(cx, m)):
         raise DerivationError(cx.op, f"cannot lower {e}: a floor or Mod of anything but int data")
     v = cx.value(x, order)
     return ir.Binary(op, v, cx.value(m, []), axes=v.axes)
@@ -99,7 +99,7 @@ def _reads_data(cx: Context, e: sp.Expr) -> bool:
     return e.has(sp.Indexed) or bool(zero_d - set(cx.sizes))
 
 
-def _as_ints(cx: Context, e: sp.Expr) -> sp.Expr:
+def as_ints(cx: Context, e: sp.Expr) -> sp.Expr:
     """``e`` with each 0-d int tensor (an argmax, read as a real symbol as every 0-d tensor
     is) taken as the integer it holds."""
     names = cx.integers | cx.data_ranges.keys()

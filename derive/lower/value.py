@@ -6,7 +6,6 @@ into one, how delta terms split off, and the :class:`Scope` a fusion's match rea
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -219,18 +218,18 @@ class Scope:
 
     def axes(self, e: sp.Expr) -> set[sp.Symbol]:
         """The indices the lowered ``e`` has axes for: the free index symbols its tensors are
-        subscripted with, and those a delta or a where() condition compares (an arange over a
-        known range). Told apart by the symbol, not its name: an index may share a tensor's
-        name (fuzz 1168)."""
+        subscripted with, and those a delta or a where() condition compares or it reads as a
+        number (an arange over a known range). Told apart by the symbol, not its name: an
+        index may share a tensor's name (fuzz 1168)."""
         found = {i for ind in e.atoms(sp.Indexed) for i in ind.indices if self.is_axis(i)}
         for cmp in e.atoms(sp.KroneckerDelta, sp.core.relational.Relational):
             found |= {a for a in cmp.args if self.is_axis(a) and a in self.ranged}
         labels = {x.base.label for x in e.atoms(sp.Indexed)}
         for x in _affine_parts(e):  # x[n, t + 2*k - P], where(t - k >= 0, ..): t and k
             found |= {a for a in x.free_symbols - labels if self.is_axis(a) and a in self.ranged}
-        # an index read as a number, (q + q1) beside a sum over q1: an arange over its range
-        # (fuzz --windows 13174: a contraction planned without q lost it)
-        found |= {a for a in _value_indices(e) - labels if self.is_axis(a) and a in self.ranged}
+        # an index read as a number, (q + q1) beside a sum over q1 (fuzz --windows 13174: a
+        # contraction planned without q lost it)
+        found |= {a for a in free_indices(e) if self.is_axis(a) and a in self.ranged}
         return found & e.free_symbols
 
     def scalar(self, e: sp.Expr) -> bool:
@@ -238,19 +237,6 @@ class Scope:
         if e.has(sp.Indexed, sp.Sum, sp.KroneckerDelta):
             return False
         return all(s.name in self.scalars for s in e.free_symbols if isinstance(s, sp.Symbol))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _value_indices(e: sp.Expr) -> frozenset[sp.Symbol]:
-    """The symbols ``e`` reads as numbers: outside every subscript and every Sum's limits
-    (once per distinct sub-expression: a scope asks it of every factor it plans)."""
-    if isinstance(e, sp.Symbol):
-        return frozenset({e})
-    if isinstance(e, sp.Indexed) or not e.args:
-        return frozenset()
-    if isinstance(e, sp.Sum):
-        return _value_indices(e.function) - {lim[0] for lim in e.limits}
-    return frozenset().union(*(_value_indices(a) for a in e.args))
 
 
 def _affine_parts(e: sp.Expr) -> list[sp.Expr]:
