@@ -13,11 +13,10 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.functions import Function, clamp, heaviside_code, where
+from derive.functions import Function, heaviside_code, where
 from derive.ir import nodes as ir
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
-from derive.lower.indexing import as_ints
 from derive.lower.value import align, is_gate, number_scale, ordered_terms, plain, union
 from derive.symbolic.indices import without
 
@@ -259,7 +258,7 @@ def call(cx: Context, f: Function, args: tuple, order: list[sp.Symbol]) -> ir.No
     """A row of the function registry; Max/Min of many arguments nest pairwise."""
     if f.arity == 2 and len(args) > 2:
         return call(cx, f, (args[0], f.make(*args[1:])), order)
-    values = [_as_float(cx, a, cx.value(a, order)) for a in args]
+    values = [cx.value(a, order) for a in args]  # an int argument is cast (Context.value)
     if all(v.scalar for v in values):
         if f.python is None:
             raise DerivationError(cx.op, f"{f.name}() of a number is not supported")
@@ -270,16 +269,6 @@ def call(cx: Context, f: Function, args: tuple, order: list[sp.Symbol]) -> ir.No
         return ir.Apply(f"torch.clamp({{0}}, {bound}={{1}})", (t, c), axes=t.axes)
     axes = union([v.axes for v in values], order)
     return ir.Apply(f.torch, tuple(align(v, axes) for v in values), axes=axes)
-
-
-def _as_float(cx: Context, e: sp.Expr, v: ir.Node) -> ir.Node:
-    """``v`` cast to the inputs' dtype where ``e`` is whole-valued and lowers to an int tensor
-    (a clamped index, int data, an argmax's digit): torch's float functions of an int64 tensor
-    return the default dtype, float32, where the op runs in float64 (``expm1`` of a clamped
-    ``r + 3 t``: fuzz --windows 13340, 5e-9 off). A plain index is cast where it is read."""
-    if v.scalar or not e.has(clamp, sp.floor, sp.Mod, sp.Indexed) or not as_ints(cx, e).is_integer:
-        return v
-    return ir.Cast(v, cx.like, axes=v.axes)
 
 
 def heaviside(cx: Context, e: sp.Heaviside, order: list[sp.Symbol]) -> ir.Node:

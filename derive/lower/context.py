@@ -13,14 +13,17 @@ handed in as ``dispatch``: this module imports no rule, every rule imports this 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import sympy as sp
 
 from derive.errors import EngineBug
+from derive.functions import BY_NODE, clamp, where
 from derive.ir import nodes as ir
+from derive.language import ReduceMax
 from derive.language.argmax import Digits
 from derive.lower.memo import Computed, memo_entry, recall
 from derive.lower.value import Scope, align, permute, position, union
@@ -54,6 +57,59 @@ def _expanded_indices(e: sp.Expr) -> sp.Expr:
 Dispatch = Callable[["Context", sp.Expr, list], ir.Node]
 
 
+def as_ints(cx: Context, e: sp.Expr) -> sp.Expr:
+    """``e`` with each 0-d int tensor (an argmax, read as a real symbol as every 0-d tensor
+    is) taken as the integer it holds."""
+    names = cx.integers | cx.data_ranges.keys()
+    ints = {s: sp.Dummy(s.name, integer=True) for s in e.free_symbols if s.name in names}
+    return e.xreplace(ints)
+
+
+def lowers_to_int(cx: Context, e: sp.Expr) -> bool:
+    """Whether ``e`` lowers to an int64 tensor: a clamped index, a digit of an argmax, int data
+    or a 0-d argmax, and sums, products, powers, maxima and selections of these with whole
+    python numbers. A plain index is no such thing: it is cast where it is read."""
+    if isinstance(e, (clamp, sp.floor, sp.Mod)):
+        return True
+    if isinstance(e, sp.Indexed):
+        return e.base.label.name in cx.integers or bool(e.base.is_integer)
+    if isinstance(e, sp.Symbol):
+        return e.name in cx.integers
+    if isinstance(e, sp.Pow):
+        return lowers_to_int(cx, e.base) and e.exp.is_Integer and e.exp >= 0
+    if isinstance(e, (sp.Sum, ReduceMax)):
+        return lowers_to_int(cx, e.function)
+    parts = e.args[1:] if isinstance(e, where) else e.args
+    if not isinstance(e, (sp.Add, sp.Mul, where)):
+        return False
+    ints = [lowers_to_int(cx, a) for a in parts]
+    whole = [
+        i or (cx.scope([]).scalar(a) and as_ints(cx, a).is_integer is True)
+        for i, a in zip(ints, parts, strict=True)
+    ]
+    return any(ints) and all(whole)
+
+
+def computes(e: sp.Expr) -> bool:
+    """Whether ``e``'s operands are numbers it computes with (a sum, product, power, function
+    or selection of them)."""
+    return isinstance(e, (sp.Add, sp.Mul, sp.Pow, where)) or type(e) in BY_NODE
+
+
+# what stands on :attr:`Context.within` while an index is built outside any expression's rule
+# (a scatter's target positions, a window's origin)
+INDEXING = sp.Symbol("_indexing")
+# the expressions whose operands are indices (subscripts, comparisons, deltas, clamps, digits)
+READS_INDICES = (
+    sp.Indexed,
+    sp.KroneckerDelta,
+    sp.core.relational.Relational,
+    clamp,
+    sp.floor,
+    sp.Mod,
+)
+
+
 @dataclass
 class Context:
     """What one function's lowering has produced so far, and what it may read."""
@@ -84,6 +140,8 @@ class Context:
     # the int tensors (inputs, saved argmaxes): a 0-d one is read as a real symbol, as every
     # 0-d tensor is, and an argmax's digits (floor(a/W), Mod(a, W)) need to know it is whole
     integers: set[str] = field(default_factory=set)
+    # the expressions whose lowering is under way, innermost last (see :meth:`value`)
+    within: list[sp.Expr] = field(default_factory=list, repr=False)
 
     # -- lowering --------------------------------------------------------------------------
     def value(self, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
@@ -91,9 +149,40 @@ class Context:
 
         Every free index of ``e`` is an axis of the result: a rule that dropped one would sum
         or broadcast over it silently (fuzz 1179: ``v`` of ``db[v + cls[h], d]`` lost), so a
-        lost axis stops the lowering as an engine bug instead."""
+        lost axis stops the lowering as an engine bug instead.
+
+        An int tensor (:func:`lowers_to_int`) lowered as an operand of arithmetic whose value
+        is not whole is cast to the op's dtype first: torch computes ``int64 / 3``, ``int64 *
+        0.1``, ``exp(int64)`` and ``where(c, int64, 0.5)`` in its default dtype, float32,
+        where the op runs in float64 (``exp(clamp(r + 3 t, 0, I - 1) / 3)``, a position a
+        delta solved, was 1e-8 off). An int tensor meeting a float tensor is promoted exactly;
+        an index, a subscript or a comparison keeps its ints (their rules are the innermost
+        lowering there)."""
         e = sp.sympify(e)
-        return self.verified(e, self.dispatch(self, e, order))
+        self.within.append(e)
+        try:
+            v = self.verified(e, self.dispatch(self, e, order))
+        finally:
+            self.within.pop()
+        if v.scalar or not self.within or not lowers_to_int(self, e):
+            return v
+        parent = self.within[-1]
+        if not computes(parent) or lowers_to_int(self, parent) or self.in_index():
+            return v
+        return ir.Cast(v, self.like, axes=v.axes)
+
+    def in_index(self) -> bool:
+        """Whether what is lowered now is (part of) an index: it keeps its ints."""
+        return any(f is INDEXING or isinstance(f, READS_INDICES) for f in self.within)
+
+    @contextlib.contextmanager
+    def indexing(self) -> Iterator[None]:
+        """Lower an index (ints kept, nothing cast) outside the rule of what reads it."""
+        self.within.append(INDEXING)
+        try:
+            yield
+        finally:
+            self.within.pop()
 
     def verified(self, e: sp.Expr, v: ir.Node) -> ir.Node:
         """``v``, the lowered ``e``, once checked to have an axis for each free index of ``e``."""

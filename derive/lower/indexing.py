@@ -15,7 +15,7 @@ from derive.errors import DerivationError
 from derive.functions import clamp
 from derive.ir import nodes as ir
 from derive.lower import bounds
-from derive.lower.context import Context
+from derive.lower.context import Context, as_ints
 from derive.lower.value import align, position, union
 from derive.lower.windows import window_read
 
@@ -35,12 +35,18 @@ def index_value(cx: Context, x: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
         return arange(cx, x, cx.sizes[x])
     if is_affine(x) and not isinstance(x, clamp):
         return affine_value(cx, x, order)
-    return cx.value(x, order)
+    with cx.indexing():
+        return cx.value(x, order)
 
 
 def affine_value(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     """sum_i c_i i + c_0 -> c_i * arange(I)[..] + ... + c_0, broadcast over the indices; a
     term of int data (the adjoint of a window's Max reads t - argmax[t]) is added as read."""
+    with cx.indexing():
+        return _affine(cx, e, order)
+
+
+def _affine(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     e = sp.expand(e)
     data = sp.Add(*[t for t in sp.Add.make_args(e) if t.has(sp.Indexed, clamp)])
     e -= data
@@ -97,14 +103,6 @@ def _reads_data(cx: Context, e: sp.Expr) -> bool:
     Max to a number, ``s = Max(f(x[j, u]), j, u)``), not only sizes and params."""
     zero_d = {s for s in e.free_symbols if s.name in cx.known and s.name not in cx.scalars}
     return e.has(sp.Indexed) or bool(zero_d - set(cx.sizes))
-
-
-def as_ints(cx: Context, e: sp.Expr) -> sp.Expr:
-    """``e`` with each 0-d int tensor (an argmax, read as a real symbol as every 0-d tensor
-    is) taken as the integer it holds."""
-    names = cx.integers | cx.data_ranges.keys()
-    ints = {s: sp.Dummy(s.name, integer=True) for s in e.free_symbols if s.name in names}
-    return e.xreplace(ints)
 
 
 def is_affine(x: sp.Expr) -> bool:

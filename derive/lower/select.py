@@ -154,7 +154,7 @@ def relation(cx: Context, e: sp.core.relational.Relational, order: list[sp.Symbo
 
 
 def where_value(cx: Context, e: where, order: list[sp.Symbol]) -> ir.Node:
-    cond = relation(cx, e.args[0], order)
+    cond = cx.value(e.args[0], order)  # a comparison of its own: its ints stay ints
     a, b = (_branch(cx, x, order) for x in e.args[1:])
     if isinstance(a, ir.Number) and isinstance(b, ir.Number) and a.value == b.value:
         # branches SymPy kept apart that lower to one number (where(c, 0, 1) * where(c, 1, 0)

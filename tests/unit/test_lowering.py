@@ -564,6 +564,44 @@ def test_a_clamped_index_prints_as_clamp_unless_its_range_keeps_it_inside() -> N
     assert "clamp" not in TorchPrinter().doprint(inside)
 
 
+def test_an_int_tensor_is_cast_before_it_meets_a_python_float() -> None:
+    """A clamped index is an int64 tensor; where its value is computed with (divided by 3, an
+    exp's argument, a where's branch beside 0.5), it is cast to the op's dtype first: torch
+    would compute ``int64 / 3`` in float32 inside a float64 backward (1e-8 off). Where the
+    result is whole (``clamp + 1``, a subscript) it stays int."""
+    u, U, T = sp.symbols("u U T", integer=True)
+    y = sp.IndexedBase("y", shape=(T,), real=True)
+    lw = Lowerer("t", {"y", "U", "T"}, {u: U}, scalars={"U", "T"})
+    at = clamp(u - 1, 0, T - 1)
+    printed = lambda e: TorchPrinter().doprint(lw.context.value(e, [u]))  # noqa: E731
+    for e in (sp.exp(at / 3) * y[u], at * sp.Float(0.5) + y[u], where(u > 2, at, sp.Float(0.5))):
+        code = printed(e)
+        assert ".clamp(0, T - 1).to(grad_out.dtype)" in code, code
+    assert ".to(" not in printed(at + 1) and ".to(" not in printed(y[at + 1])
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        "out[r] = Sum(W[r - 3*t]*exp(r/3), t)",
+        "out[r] = Sum(W[r - 3*t]*sin(0.5*r), t)",
+        "out[r] = Sum(W[r - 3*t]*log(r + 1.5), t)",
+        "out[r] = Sum(W[r - 3*t]*sigmoid(r/7), t)",
+    ],
+)
+def test_a_function_of_a_solved_position_is_computed_in_the_ops_dtype(definition: str) -> None:
+    """dW[i] sums over t with r = i + 3 t solved by a delta and clamped into r's range: the
+    fuzzer's oracle (the definition evaluated by torch's autograd) agrees to float64 (each
+    of these was 2e-9 to 2e-8 off while the clamp's int64 met the python number)."""
+    from fuzz.check import run_case
+
+    op = Op(
+        name="t", doc="t", inputs=["W[I]"], definitions=[definition], ranges={"r": "I", "t": "I"}
+    )
+    outcome = run_case(op, 1)
+    assert outcome.status == "passed", outcome.detail
+
+
 def test_a_where_whose_branches_lower_to_one_number_is_that_number() -> None:
     """where(c, 0, f) with f a product of masks 0 in every case: f lowers to 0, and so does the
     where, without the condition's axes (fuzz 700637: the indicator kept x's axis n and lost m)."""
