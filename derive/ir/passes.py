@@ -442,9 +442,9 @@ def _biases_inlined(block: list[ir.Statement]) -> list[ir.Statement]:
     names a sum inside an expression (so that siblings can be stacked), which would hide the
     bias from the product it rides in."""
     block = list(block)
+    parts = _single_use(block, frees=True)  # anew only when a statement was dropped
     k = 0
     while k < len(block):
-        parts = _single_use(block, frees=True)
         found = None
         for root in block[k].nodes():
             for node in ir.walk(root):
@@ -458,6 +458,7 @@ def _biases_inlined(block: list[ir.Statement]) -> list[ir.Statement]:
         name = block[at].targets[0]
         del block[at]
         block = unfreed(block, name)
+        parts = _single_use(block, frees=True)
         k = next(j for j, s in enumerate(block) if s is statement)
     return block
 

@@ -50,7 +50,8 @@ def _affine(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     e = sp.expand(e)
     data = sp.Add(*[t for t in sp.Add.make_args(e) if t.has(sp.Indexed, clamp)])
     e -= data
-    indices = sorted((s for s in e.free_symbols if cx.is_axis(s)), key=position(order))
+    at = position(order)
+    indices = sorted((s for s in e.free_symbols if cx.is_axis(s)), key=lambda s: (at(s), s.name))
     terms, rest = [], e  # (sign, value)
     for i in indices:
         coef = e.coeff(i)

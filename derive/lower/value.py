@@ -57,7 +57,9 @@ def position(order: list[sp.Symbol]):
 
 
 def union(groups: list[tuple], order: list[sp.Symbol]) -> tuple:
-    return tuple(sorted({a for g in groups for a in g}, key=position(order)))
+    """Every axis of ``groups`` once, in ``order``'s order; the axes ``order`` lacks after
+    them as they first come (a set's order would follow the hash seed)."""
+    return tuple(sorted(dict.fromkeys(a for g in groups for a in g), key=position(order)))
 
 
 def permute(v: ir.Node, axes: tuple) -> ir.Node:
