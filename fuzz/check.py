@@ -99,7 +99,9 @@ def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tens
     inputs = {}
     for name in graph.inputs:
         t = graph.tensors[name]
-        shape = tuple(int(sp.sympify(d).subs(sizes)) for d in t.dims)
+        # a derived size may be negative in a degenerate draw (R = (K - U) // stride + 1 over
+        # an input idx[R]): no such tensor exists, an empty one stands in (--windows 13834)
+        shape = tuple(max(0, int(sp.sympify(d).subs(sizes))) for d in t.dims)
         if t.integer:
             low = -1 if name in guarded else 0
             inputs[name] = torch.randint(low, max(1, bounds.get(name, 3)), shape, generator=gen)
