@@ -79,15 +79,15 @@ def lowers_to_int(cx: Context, e: sp.Expr) -> bool:
         return lowers_to_int(cx, e.base) and e.exp.is_Integer and e.exp >= 0
     if isinstance(e, (sp.Sum, ReduceMax)):
         return lowers_to_int(cx, e.function)
-    parts = e.args[1:] if isinstance(e, where) else e.args
     if not isinstance(e, (sp.Add, sp.Mul, where)):
         return False
-    ints = [lowers_to_int(cx, a) for a in parts]
-    whole = [
-        i or (cx.scope([]).scalar(a) and as_ints(cx, a).is_integer is True)
-        for i, a in zip(ints, parts, strict=True)
-    ]
-    return any(ints) and all(whole)
+    found = False
+    for a in e.args[1:] if isinstance(e, where) else e.args:
+        if lowers_to_int(cx, a):
+            found = True
+        elif not (cx.scope([]).scalar(a) and as_ints(cx, a).is_integer is True):
+            return False  # a float tensor or a python float: the result is not an int tensor
+    return found
 
 
 def computes(e: sp.Expr) -> bool:
@@ -164,10 +164,9 @@ class Context:
             v = self.verified(e, self.dispatch(self, e, order))
         finally:
             self.within.pop()
-        if v.scalar or not self.within or not lowers_to_int(self, e):
+        if v.scalar or not self.within or not computes(parent := self.within[-1]):
             return v
-        parent = self.within[-1]
-        if not computes(parent) or lowers_to_int(self, parent) or self.in_index():
+        if not lowers_to_int(self, e) or lowers_to_int(self, parent) or self.in_index():
             return v
         return ir.Cast(v, self.like, axes=v.axes)
 
