@@ -7,6 +7,7 @@ deterministic (counters, never hashes), so regeneration is byte-identical.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 from collections.abc import Callable, Iterable
@@ -238,6 +239,62 @@ def nice_indices(dims: Iterable[sp.Expr], taken: set[str] = frozenset()) -> tupl
         used.add(name)
         out.append(sp.Symbol(name, integer=True))
     return tuple(out)
+
+
+# the arguments whose order a rebuild may change (SymPy sorts them by their names)
+UNORDERED = (sp.KroneckerDelta, sp.Max, sp.Min, sp.Eq, sp.Ne, sp.And, sp.Or)
+
+
+def bound_shape(expr: sp.Basic, free: frozenset[sp.Symbol]) -> object:
+    """A key that expressions equal up to the names of their bound indices share, built
+    without renaming them: :func:`canonical_bound` rebuilds every node under a reduction (half
+    of a large second order's derivation, fuzz --windows 12551), where most terms it is asked
+    to compare have no equal. Two expressions with other keys are never equal up to renaming.
+
+    A name not in ``free`` (a bound index) is one token; a sum's and a product's arguments are
+    a multiset, with coefficients and powers merged as SymPy merges them once names agree
+    (``sum_i x[i] sum_j x[j]`` is ``(sum_n x[n])**2`` renamed); so are the arguments of a
+    symmetric node (a delta, a Max). Coarser than equality up to renaming, never finer.
+    """
+    return _shape(expr, free)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _shape(e: sp.Basic, free: frozenset[sp.Symbol]) -> object:
+    if isinstance(e, sp.Symbol):
+        return e if e in free else "_bound"
+    if not e.args:
+        return e
+    if is_reduction(e):  # its own indices are bound inside it, whatever is free outside
+        inner = free - {lim[0] for lim in e.limits}
+        ranges = tuple((_shape(lo, free), _shape(hi, free)) for _, lo, hi in e.limits)
+        return (type(e).__name__, _shape(e.function, inner), ranges)
+    if isinstance(e, sp.Add):
+        terms: dict[object, sp.Expr] = {}
+        for a in e.args:
+            c, rest = a.as_coeff_Mul()
+            key = _shape(rest, free)
+            terms[key] = terms.get(key, sp.S.Zero) + c
+        return ("+", frozenset((k, c) for k, c in terms.items() if c != 0))
+    if isinstance(e, (sp.Mul, sp.Pow, sp.exp)):
+        coef, powers = sp.S.One, {}
+        for a in sp.Mul.make_args(e):
+            if a.is_Number:
+                coef *= a
+                continue
+            base, exp = a.as_base_exp()  # exp(u) is E**u: exp(u) exp(u) is exp(2 u)
+            c, rest = exp.as_coeff_Mul()
+            key = (_shape(base, free), _shape(rest, free))
+            powers[key] = powers.get(key, sp.S.Zero) + c
+        if coef == 1 and len(powers) == 1:
+            (((base, rest), c),) = powers.items()
+            if c == 1 and rest == 1:  # a power of one: the base itself, as SymPy writes it
+                return base
+        return ("*", coef, frozenset((k, c) for k, c in powers.items() if c != 0))
+    args = tuple(_shape(a, free) for a in e.args)
+    if isinstance(e, UNORDERED):
+        return (type(e).__name__, frozenset(collections.Counter(args).items()))
+    return (type(e).__name__, args)
 
 
 def canonical_bound(expr: sp.Expr, free: Iterable[sp.Symbol], taken: Iterable[str] = ()) -> sp.Expr:

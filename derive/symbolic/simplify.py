@@ -9,6 +9,7 @@ apply. A rule that *rewrites* (rather than reduces) is accepted only when it low
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import sympy as sp
 from derive.functions import clamp, where
 from derive.symbolic.cases import zero_by_cases
 from derive.symbolic.cost import cost
-from derive.symbolic.indices import canonical_bound, substitute_apart, without
+from derive.symbolic.indices import bound_shape, canonical_bound, substitute_apart, without
 from derive.symbolic.indices import factors as _factors
 from derive.symbolic.inversion import delta_invert, delta_through_sum, solved_in_range
 
@@ -428,17 +429,26 @@ def _merge_renamed(e: sp.Add) -> sp.Expr:
     # sum_i f(i) - sum_j f(j) -> 0: terms equal up to the names of their bound indices are
     # written with one term's names, so SymPy's own Add combines (and cancels) them
     first: dict[sp.Expr, sp.Expr] = {}
+    split = [t.as_coeff_Mul() if t.has(sp.Sum) else (None, t) for t in e.args]
+    alike = _alike([rest for coef, rest in split if coef is not None])
     terms = []
-    for t in e.args:
-        if not t.has(sp.Sum):
-            terms.append(t)
+    for coef, rest in split:
+        if coef is None or id(rest) not in alike:
+            terms.append(rest if coef is None else coef * rest)
             continue
-        coef, rest = t.as_coeff_Mul()
         # the key renames bound indices apart from the free ones (no capture: sum_k g[k, y]
         # and sum_k g[y, k] must keep different keys)
         rest = first.setdefault(canonical_bound(rest, rest.free_symbols), rest)
         terms.append(coef * rest)
     return sp.Add(*terms)
+
+
+def _alike(parts: list[sp.Expr]) -> set[int]:
+    """The ids of ``parts`` whose :func:`bound_shape` another part shares: only these can be
+    equal to another up to bound names, and only these are renamed to compare."""
+    shapes = [bound_shape(p, frozenset(p.free_symbols)) for p in parts]
+    seen = collections.Counter(shapes)
+    return {id(p) for p, shape in zip(parts, shapes, strict=True) if seen[shape] > 1}
 
 
 def _merge_renamed_factors(e: sp.Mul) -> sp.Expr:
@@ -448,9 +458,10 @@ def _merge_renamed_factors(e: sp.Mul) -> sp.Expr:
         return e  # one sum or none: nothing to merge (and canonical_bound is not free)
     first: dict[sp.Expr, sp.Expr] = {}
     factors, changed = [], False
+    alike = _alike([f.as_base_exp()[0] for f in e.args if isinstance(f.as_base_exp()[0], sp.Sum)])
     for f in e.args:
         base, power = f.as_base_exp()
-        if isinstance(base, sp.Sum):
+        if isinstance(base, sp.Sum) and id(base) in alike:
             same = first.setdefault(canonical_bound(base, base.free_symbols), base)
             changed |= same is not base
             base = same

@@ -8,7 +8,13 @@ from sympy.concrete import expr_with_limits
 from derive.language import ReduceMax
 from derive.lower.memo import memo_key
 from derive.sums import has_piecewise
-from derive.symbolic.indices import Fresh, canonical_bound, freshen_bound, has_reduction
+from derive.symbolic.indices import (
+    Fresh,
+    bound_shape,
+    canonical_bound,
+    freshen_bound,
+    has_reduction,
+)
 
 N = sp.Symbol("N", integer=True, positive=True)
 a, b, n, c = sp.symbols("a b n c", integer=True)
@@ -88,3 +94,66 @@ def test_a_sum_is_built_as_sympy_builds_it() -> None:
         built = sp.Sum(body, (k, 0, 3))
         function, limits, _ = sympy_common_new(sp.Sum, body, (k, 0, 3), discrete=True)
         assert built.args == (function, *limits)
+
+
+def _shape(e: sp.Expr) -> object:
+    return bound_shape(e, frozenset(e.free_symbols))
+
+
+def test_expressions_equal_up_to_bound_names_share_a_shape() -> None:
+    """bound_shape is a pre-filter for canonical_bound: whatever the renaming makes equal
+    must share a shape, including what SymPy merges once the names agree (a product of two
+    equal sums is a square, exp(u) exp(u) is exp(2 u)) and a name bound inside a sum that is
+    free outside it."""
+    i, j, k = sp.symbols("i j k", integer=True)
+    N = sp.Symbol("N", integer=True, positive=True)
+    x, y = sp.IndexedBase("x"), sp.IndexedBase("y")
+    pairs = [
+        (x[i] * sp.Sum(y[i], (i, 0, N - 1)), x[i] * sp.Sum(y[k], (k, 0, N - 1))),
+        (
+            sp.Sum(x[i], (i, 0, N - 1)) * sp.Sum(x[j], (j, 0, N - 1)),
+            sp.Sum(x[k], (k, 0, N - 1)) ** 2,
+        ),
+        (
+            sp.exp(sp.Sum(x[i], (i, 0, N - 1))) * sp.exp(sp.Sum(x[j], (j, 0, N - 1))),
+            sp.exp(2 * sp.Sum(x[k], (k, 0, N - 1))),
+        ),
+        (
+            sp.KroneckerDelta(j, i) * sp.Sum(y[k, i], (k, 0, N - 1)),
+            sp.KroneckerDelta(i, j) * sp.Sum(y[j, i], (j, 0, N - 1)),
+        ),
+    ]
+    for a, b in pairs:
+        if canonical_bound(a, a.free_symbols) == canonical_bound(b, b.free_symbols):
+            assert _shape(a) == _shape(b), (a, b)
+    # and what no renaming makes equal is told apart where it can be: another tensor, a free
+    # index in another place
+    assert _shape(sp.Sum(x[i, j], (i, 0, N - 1))) != _shape(sp.Sum(x[j, i], (i, 0, N - 1)))
+    assert _shape(sp.Sum(x[i], (i, 0, N - 1))) != _shape(sp.Sum(y[i], (i, 0, N - 1)))
+
+
+def test_the_shape_filter_misses_no_merge_the_renaming_makes(monkeypatch) -> None:
+    """Derive ops whose simplification merges renamed sums (softmax's counts / counts_sum
+    folds back to out only so), every call of the filter checked against the full renaming
+    of every part: a part another part equals up to bound names is never skipped."""
+    from collections import Counter
+    from pathlib import Path
+
+    from derive.emit.generate import load_op, module_source
+    from derive.symbolic import simplify
+
+    alike, calls = simplify._alike, []
+
+    def checked(parts: list[sp.Expr]) -> set[int]:
+        got = alike(parts)
+        keys = [canonical_bound(p, p.free_symbols) for p in parts]
+        seen = Counter(keys)
+        calls.append(parts)
+        assert {id(p) for p, key in zip(parts, keys) if seen[key] > 1} <= got, parts
+        return got
+
+    monkeypatch.setattr(simplify, "_alike", checked)
+    root = Path(__file__).resolve().parents[2]
+    for name in ("softmax", "layernorm"):
+        module_source(load_op(root / "ops" / f"{name}.py"), "out")
+    assert calls
