@@ -41,8 +41,8 @@ def number_scale(num: list[ir.Node], den: list[ir.Node], negative: bool) -> tupl
 def natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
     """Axes in the order the body's largest tensor stores them, so sums need no transpose."""
     leaves = [i for i in body.atoms(sp.Indexed) if plain(i)]
-    if not leaves:
-        return list(order)
+    if not leaves:  # every read shifted (x[t - k]) or gathered: the body's indices after order
+        return list(order) + sorted(free_indices(body) - set(order), key=str)
     widest = max(leaves, key=lambda i: (len(i.indices), sp.default_sort_key(i)))
     natural = list(dict.fromkeys(widest.indices))  # a diagonal x[n, n] gives n once
     return (
