@@ -156,8 +156,7 @@ class Context:
         0.1``, ``exp(int64)`` and ``where(c, int64, 0.5)`` in its default dtype, float32,
         where the op runs in float64 (``exp(clamp(r + 3 t, 0, I - 1) / 3)``, a position a
         delta solved, was 1e-8 off). An int tensor meeting a float tensor is promoted exactly;
-        an index, a subscript or a comparison keeps its ints (their rules are the innermost
-        lowering there)."""
+        whatever is lowered inside an index, a subscript or a comparison keeps its ints."""
         e = sp.sympify(e)
         self.within.append(e)
         try:

@@ -249,12 +249,17 @@ def bound_shape(expr: sp.Basic, free: frozenset[sp.Symbol]) -> object:
     """A key that expressions equal up to the names of their bound indices share, built
     without renaming them: :func:`canonical_bound` rebuilds every node under a reduction (half
     of a large second order's derivation, fuzz --windows 12551), where most terms it is asked
-    to compare have no equal. Two expressions with other keys are never equal up to renaming.
+    to compare have no equal. Only expressions with one key are renamed and compared.
 
     A name not in ``free`` (a bound index) is one token; a sum's and a product's arguments are
     a multiset, with coefficients and powers merged as SymPy merges them once names agree
     (``sum_i x[i] sum_j x[j]`` is ``(sum_n x[n])**2`` renamed); so are the arguments of a
-    symmetric node (a delta, a Max). Coarser than equality up to renaming, never finer.
+    symmetric node (a delta, a Max). Meant to be coarser than equality up to renaming; where
+    SymPy's rebuild would do more than these merges (a difference inside a factor that
+    cancels to 0 once renamed), two equal expressions may get two keys: a merge missed, an
+    expression left correct but less simplified, never a wrong merge (equal keys are only
+    a reason to compare). ``tests/unit/test_indices.py`` checks the filter against the full
+    renaming on real derivations.
     """
     return _shape(expr, free)
 
