@@ -40,6 +40,7 @@ from derive.lower.value import (
     align,
     delta_terms,
     dense_axes,
+    filled,
     permute,
     scatter_delta,
     split_deltas,
@@ -158,10 +159,8 @@ def exact(cx: Context, v: ir.Node, axes: tuple, name: str) -> ir.Node:
 def materialise(cx: Context, v: ir.Node, axes: tuple, fresh: bool) -> ir.Node:
     """A new tensor with exactly ``axes``; fresh when it will be updated in place."""
     shape = tuple(cx.size(a) for a in axes)  # (): a 0-d tensor, W[1, 2]'s
-    if v.scalar and ir.is_number(v, 0):
-        return ir.Zeros(shape, cx.like, axes=axes)
     if v.scalar:  # a python number as a tensor of the target's shape (a 0-d one too)
-        return ir.Full(shape, v, cx.like, axes=axes)
+        return filled(v, shape, cx.like, axes)
     if v.axes != axes:
         return ir.Clone(ir.Expand(align(v, axes), shape, axes=axes), axes=axes)
     # a name or a call may be another tensor's storage

@@ -21,7 +21,7 @@ from derive.lower.context import Context
 from derive.lower.indexing import indexed
 from derive.lower.memo import canonical
 from derive.lower.scans import plan_scan, scan_value
-from derive.lower.value import Scope, is_gate, matmul, natural_order, plain, stem
+from derive.lower.value import Scope, filled, is_gate, matmul, natural_order, plain, stem
 from derive.lower.windows import plan_window, window_value
 from derive.symbolic.indices import free_indices, without
 from derive.symbolic.simplify import EXPAND_TERMS, expanded_terms, polynomial
@@ -94,11 +94,11 @@ def _summed(cx: Context, body: sp.Expr, bound: list, inner: list, e: sp.Expr) ->
     if value.scalar:  # the same number at every index: a tensor of it over the sum's axes
         axes = tuple(a for a in inner if a in free_indices(e))
         shape = tuple(cx.size(a) for a in axes)
-        if ir.is_number(value, 0):
-            return ir.Zeros(shape, cx.like, axes=axes)
-        limits = [lim for lim in e.limits if lim[0] in bound]
-        count = cx.value(sp.Mul(*[hi - lo + 1 for _, lo, hi in limits]), [])
-        return ir.Full(shape, ir.Binary("*", value, count), cx.like, axes=axes)
+        if not ir.is_number(value, 0):
+            limits = [lim for lim in e.limits if lim[0] in bound]
+            count = cx.value(sp.Mul(*[hi - lo + 1 for _, lo, hi in limits]), [])
+            value = ir.Binary("*", value, count)
+        return filled(value, shape, cx.like, axes)
     missing = [b for b in bound if b not in value.axes]
     if missing:
         raise DerivationError(cx.op, f"sum over unused index {missing} in {e}")

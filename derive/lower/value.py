@@ -73,6 +73,13 @@ def permute(v: ir.Node, axes: tuple) -> ir.Node:
     return ir.Permute(v, tuple(v.axes.index(a) for a in want), axes=want)
 
 
+def filled(v: ir.Node, shape: tuple, like: ir.Ref, axes: tuple) -> ir.Node:
+    """A python number ``v`` as a new tensor of ``shape`` over ``axes`` in ``like``'s dtype."""
+    if ir.is_number(v, 0):
+        return ir.Zeros(shape, like, axes=axes)
+    return ir.Full(shape, v, like, axes=axes)
+
+
 def align(v: ir.Node, axes: tuple) -> ir.Node:
     """``v`` permuted to the order of ``axes``, with size-1 axes for those it lacks, so it
     broadcasts against a tensor over ``axes``. Axis order is data: never assumed."""
