@@ -390,31 +390,15 @@ def _double_backward_all(grad_out, saved):
     dout = grad_out.new_zeros((N, O, L))
     doutg = grad_out.new_zeros((N, groups, OG, L))
     dbg = grad_out.new_zeros((groups, OG))
-    t_indices = (
-        torch.arange(T, device=grad_out.device)[:, None]
-        == (
-            (torch.arange(K, device=grad_out.device) * dilation)[:, None]
-            + torch.arange(L, device=grad_out.device) * stride
-            - padding
-        )[:, None]
-    ).to(grad_out.dtype)
-    sum_b_grad_out_as_outg = (
-        (b_grad_out_as_outg.permute(1, 2, 0, 3) @ t_indices.permute(2, 0, 1).flatten(1))
-        .unflatten(3, (t_indices.shape[0], t_indices.shape[1]))
-        .permute(0, 1, 3, 2, 4)
-    )
-    del t_indices
-    sum_b_grad_out_as_outg_db_dxg = (
-        torch.bmm(
-            db_dxg.permute(1, 2, 0, 3).flatten(2),
-            sum_b_grad_out_as_outg.permute(0, 3, 4, 1, 2).flatten(1, 2).flatten(2),
-        )
-        .unflatten(2, (sum_b_grad_out_as_outg.shape[1], sum_b_grad_out_as_outg.shape[2]))
-        .permute(0, 2, 1, 3)
-    )
-    del sum_b_grad_out_as_outg
-    dwg = sum_b_grad_out_as_outg_db_dxg
-    del sum_b_grad_out_as_outg_db_dxg
+    dwg = torch.nn.grad.conv1d_weight(
+        db_dxg.reshape(N, groups * CG, T),
+        (groups * OG, CG, K),
+        b_grad_out_as_outg.reshape(N, groups * OG, L),
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+    ).reshape(groups, OG, CG, K)
     dw = dwg.reshape(O, CG, K)
     sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose1d(
         b_grad_out_as_outg.reshape(N, groups * OG, L),

@@ -449,82 +449,29 @@ def _double_backward_all(grad_out, saved):
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)
-    t_indices = (
-        torch.arange(H, device=grad_out.device)
-        == (
-            (torch.arange(KH, device=grad_out.device) * dilation)[:, None]
-            + torch.arange(HO, device=grad_out.device) * stride
-            - padding
-        )[:, :, None]
-    ).to(grad_out.dtype)
-    sum_wg = (wg.permute(0, 1, 2, 4, 3) @ t_indices.flatten(1)).unflatten(
-        4, (t_indices.shape[1], t_indices.shape[2])
-    )
-    sum_db_dxg_wg = (
-        torch.nn.functional.pad(
-            db_dxg,
-            (padding, max(dilation * KW + stride * WO + 1 - W - dilation - padding - stride, 0)),
-        )
-        .narrow(4, 0, dilation * (KW - 1) + stride * (WO - 1) + 1)
-        .unfold(4, stride * (WO - 1) + 1, dilation)[..., ::stride]
-        .permute(1, 2, 4, 0, 5, 3)[:, None, :, :, :, None]
-        * sum_wg[:, :, :, :, None, :, None]
-    ).sum((3, 2, 7))
-    del sum_wg
-    db_grad_out_as_outg = (
-        db_dbg[:, :, None, None] + sum_db_dwg_xg + sum_db_dxg_wg.permute(2, 0, 1, 3, 4)
-    )
+    sum_db_dxg_wg = torch.conv2d(
+        db_dxg.reshape(N, groups * CG, H, W),
+        wg.reshape(groups * OG, CG, KH, KW),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        dilation=(dilation, dilation),
+        groups=groups,
+    ).reshape(N, groups, OG, HO, WO)
+    db_grad_out_as_outg = db_dbg[:, :, None, None] + sum_db_dwg_xg + sum_db_dxg_wg
     del sum_db_dwg_xg, sum_db_dxg_wg
     dgrad_y = db_grad_out_as_outg.reshape(N, O, HO, WO)
     dout = grad_out.new_zeros((N, O, HO, WO))
     doutg = grad_out.new_zeros((N, groups, OG, HO, WO))
     dbg = grad_out.new_zeros((groups, OG))
-    t_indices_1 = (
-        torch.arange(W, device=grad_out.device)[:, None]
-        == (
-            (torch.arange(KW, device=grad_out.device) * dilation)[:, None]
-            + torch.arange(WO, device=grad_out.device) * stride
-            - padding
-        )[:, None]
-    ).to(grad_out.dtype)
-    sum_b_grad_out_as_outg = (
-        (t_indices.permute(0, 2, 1) @ b_grad_out_as_outg.permute(3, 1, 2, 0, 4).flatten(1))
-        .unflatten(
-            2,
-            (
-                b_grad_out_as_outg.shape[1],
-                b_grad_out_as_outg.shape[2],
-                b_grad_out_as_outg.shape[0],
-                b_grad_out_as_outg.shape[4],
-            ),
-        )
-        .permute(2, 3, 0, 4, 1, 5)
-    )
-    del t_indices
-    sum_b_grad_out_as_outg_1 = (
-        (sum_b_grad_out_as_outg @ t_indices_1.permute(2, 0, 1).flatten(1))
-        .unflatten(5, (t_indices_1.shape[0], t_indices_1.shape[1]))
-        .permute(0, 1, 2, 5, 3, 4, 6)
-    )
-    del t_indices_1, sum_b_grad_out_as_outg
-    sum_b_grad_out_as_outg_db_dxg = (
-        torch.bmm(
-            db_dxg.permute(1, 2, 0, 3, 4).flatten(2),
-            sum_b_grad_out_as_outg_1.permute(0, 4, 5, 6, 1, 2, 3).flatten(1, 3).flatten(2),
-        )
-        .unflatten(
-            2,
-            (
-                sum_b_grad_out_as_outg_1.shape[1],
-                sum_b_grad_out_as_outg_1.shape[2],
-                sum_b_grad_out_as_outg_1.shape[3],
-            ),
-        )
-        .permute(0, 2, 1, 3, 4)
-    )
-    del sum_b_grad_out_as_outg_1
-    dwg = sum_b_grad_out_as_outg_db_dxg
-    del sum_b_grad_out_as_outg_db_dxg
+    dwg = torch.nn.grad.conv2d_weight(
+        db_dxg.reshape(N, groups * CG, H, W),
+        (groups * OG, CG, KH, KW),
+        b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
+        stride=(stride, stride),
+        padding=(padding, padding),
+        dilation=(dilation, dilation),
+        groups=groups,
+    ).reshape(groups, OG, CG, KH, KW)
     dw = dwg.reshape(O, CG, KH, KW)
     sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose2d(
         b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),

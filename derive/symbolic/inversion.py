@@ -115,11 +115,19 @@ def _padded(f: sp.Expr, sol: sp.Expr, size: sp.Expr) -> bool:
     """Whether f is 0 wherever sol is outside [0, size): a factor of f reads an axis of that
     size at sol, and an affine read outside its tensor is 0 (f = x[.., sol, ..] h). Only for
     a finite f (:func:`_finite`): 0 / s[sol] past the end is 0 / 0 (fuzz --affine 260)."""
-    return any(
-        isinstance(g, sp.Indexed)
-        and any(p == sol and d == size for p, d in zip(g.indices, g.base.shape or ()))
-        for g in _factors(f)
-    )
+    return any(_reads_at(g, sol, size) for g in _factors(f))
+
+
+def _reads_at(g: sp.Expr, sol: sp.Expr, size: sp.Expr) -> bool:
+    """``g`` is 0 wherever sol is outside [0, size): a read of an axis of that size at sol,
+    or a sum whose body is (its terms each 0 there, so their sum is): the second order of a
+    convolution solves one delta with the other read still under a sum over kh, where an
+    indicator kept the module from recognising the convolution."""
+    if isinstance(g, sp.Indexed):
+        return any(p == sol and d == size for p, d in zip(g.indices, g.base.shape or ()))
+    if isinstance(g, sp.Sum) and not any(v in sol.free_symbols for v, *_ in g.limits):
+        return _padded(g.function, sol, size)
+    return False
 
 
 def delta_invert(body: sp.Expr, lim, ctx) -> sp.Expr | None:
@@ -146,7 +154,12 @@ def solved_in_range(body: sp.Expr, k: sp.Symbol, sol: sp.Expr, lo: sp.Expr, hi: 
 
 def delta_through_sum(body: sp.Expr, lim, ctx) -> sp.Expr | None:
     # sum_t f(t) sum_k g(k, t) delta(u, t + r(k)) -> sum_k f(u - r(k)) g(k, u - r(k)) 1[..]
-    # (the inner sum cannot solve the delta for k, the outer one can for t: inverted there)
+    # (the inner sum cannot solve the delta for k, the outer one can for t: inverted there),
+    # through any depth of nested sums: sum_t f(t) sum_i a(i) sum_v b delta(t, 2 i + v) ->
+    # sum_i sum_v a b f(2 i + v) 1[..]. Left unsolved, the delta is lowered as an identity
+    # over (t, 2 i + v) and every factor above it broadcast over both: the second order of
+    # a strided window beside a gather asked for an N x G x J x F x N tensor (fuzz --windows
+    # 15070, 43.8 GB at N = 324). Interchanging the sums needs their ranges free of t.
     t = lim[0]
     for s in _factors(body):
         if not isinstance(s, sp.Sum):
@@ -154,7 +167,12 @@ def delta_through_sum(body: sp.Expr, lim, ctx) -> sp.Expr | None:
         outside = sp.Mul(*without(_factors(body), s))
         if any(v in outside.free_symbols or v == t for v, *_ in s.limits):  # bound names clash
             continue
-        inverted = delta_invert(outside * s.function, lim, ctx)
+        if any(lo.has(t) or hi.has(t) for _, lo, hi in s.limits):  # not interchangeable
+            continue
+        inner = outside * s.function
+        inverted = delta_invert(inner, lim, ctx)
+        if inverted is None:
+            inverted = delta_through_sum(inner, lim, ctx)
         if inverted is not None:
             return ctx.sum(inverted, tuple(s.limits))
     return None

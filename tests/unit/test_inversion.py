@@ -7,7 +7,13 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.functions import clamp, where
-from derive.symbolic.inversion import delta_invert, in_range, keep_padding, solve_for
+from derive.symbolic.inversion import (
+    delta_invert,
+    delta_through_sum,
+    in_range,
+    keep_padding,
+    solve_for,
+)
 from derive.symbolic.simplify import Simplifier
 
 u, t, k, n = sp.symbols("u t k n", integer=True)
@@ -83,3 +89,30 @@ def test_clamp_is_an_index_in_its_range() -> None:
     assert clamp(u, 3, 3) == 3
     assert clamp(sp.Integer(7), 0, 4) == 4 and clamp(sp.Integer(-2), 0, 4) == 0
     assert clamp(u - 1, 0, T - 1).is_integer
+
+
+def test_a_delta_two_sums_deep_is_solved_by_the_outer_sum() -> None:
+    # sum_t g[t] sum_k w[k] sum_n y[n] delta(t, 2 k + n) -> sum_k sum_n w[k] y[n] g[2 k + n]
+    # (fuzz --windows 15070: left, an identity over (t, 2 k + n) broadcast every factor)
+    inner = sp.Sum(y[n] * sp.KroneckerDelta(t, 2 * k + n), (n, 0, T - 1))
+    body = g[t] * sp.Sum(w[k] * inner, (k, 0, K - 1))
+    got = delta_through_sum(body, (t, 0, L - 1), Simplifier())
+    assert not got.has(sp.KroneckerDelta)
+    # g's read at 2 k + n is zero-padded past its L entries: no condition is needed
+    assert got == sp.Sum(w[k] * sp.Sum(g[2 * k + n] * y[n], (n, 0, T - 1)), (k, 0, K - 1))
+
+
+def test_sums_whose_range_follows_the_outer_index_are_not_interchanged() -> None:
+    # sum_t g[t] sum_{k <= t} w[k] delta(t, k + 1): the inner range depends on t
+    body = g[t] * sp.Sum(w[k] * sp.KroneckerDelta(u, t + k), (k, 0, t))
+    assert delta_through_sum(body, (t, 0, L - 1), Simplifier()) is None
+
+
+def test_a_read_under_a_sum_is_zero_padding_too() -> None:
+    # sum_t delta(u, t - 1) sum_k w[k] q[t, k] -> sum_k w[k] q[u + 1, k]: q's read at u + 1 is 0
+    # past its end inside the sum over k, so no indicator is kept (the second order of conv2d
+    # kept one, and the module no longer read as a convolution)
+    q = sp.IndexedBase("q", real=True, shape=(L, K))
+    body = sp.Sum(w[k] * q[t, k], (k, 0, K - 1)) * sp.KroneckerDelta(u, t - 1)
+    expected = sp.Sum(w[k] * q[u + 1, k], (k, 0, K - 1))
+    assert delta_invert(body, (t, 0, L - 1), Simplifier()) == expected
