@@ -20,11 +20,15 @@ over autograd's, then by the ratio of the widest tensors at 2x.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import glob
 import math
 import runpy
+import signal
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,27 +126,82 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+class _OutOfTime(Exception):
+    """An op's derivation and measurement ran past the survey's CPU limit."""
+
+
+@contextlib.contextmanager
+def _cpu_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`_OutOfTime` after ``seconds`` of this process's CPU time (a fuzz op may
+    take minutes to derive; the survey notes it and goes on)."""
+
+    def expire(signum, frame):
+        raise _OutOfTime
+
+    old = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
+
+
+def _ops(args: argparse.Namespace) -> Iterator[tuple[str, Callable[[], Op | None]]]:
+    """(label, a thunk making the op) for each op the command line names."""
+    if args.fuzz:
+        from fuzz.ops import case_op
+
+        mode = {"affine": args.fuzz == "affine", "windows": args.fuzz == "windows"}
+        for seed in range(args.first, args.first + args.n):
+            yield f"{args.fuzz} {seed}", functools.partial(case_op, seed, **mode)
+        return
+    paths = args.paths or sorted(glob.glob(str(REPO / "ops" / "*.py"))) + sorted(
+        glob.glob(str(REPO / "tests" / "cases" / "*.py"))
+    )
+    for path in paths:
+        yield path, lambda path=path: runpy.run_path(path).get("OP")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.widest", description=__doc__)
     parser.add_argument("paths", nargs="*", help="op files (default: ops/ and tests/cases/)")
     parser.add_argument("--seed", type=int, default=0, help="the size and input draw")
-    args = parser.parse_args(argv)
-    paths = args.paths or sorted(glob.glob(str(REPO / "ops" / "*.py"))) + sorted(
-        glob.glob(str(REPO / "tests" / "cases" / "*.py"))
+    parser.add_argument(
+        "--fuzz",
+        choices=["value", "affine", "windows"],
+        help="survey the fuzzer's ops of this mode instead (seeds --first .. --first + -n - 1)",
     )
+    parser.add_argument("--first", type=int, default=0, help="first fuzz case seed")
+    parser.add_argument("-n", type=int, default=100, help="number of fuzz cases")
+    parser.add_argument("--timeout", type=float, default=60.0, help="CPU seconds per op")
+    parser.add_argument(
+        "--over",
+        type=float,
+        default=None,
+        help="list only the rows whose degree over autograd's is at least this (0.5: outgrows)",
+    )
+    args = parser.parse_args(argv)
+    if args.fuzz and args.paths:
+        parser.error("--fuzz surveys the fuzzer's ops: name no op files with it")
+    todo = list(_ops(args))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for k, path in enumerate(paths, 1):
-            op = runpy.run_path(path).get("OP")
-            if not isinstance(op, Op):
-                continue
-            print(f"[{k}/{len(paths)}] {op.name}", file=sys.stderr, flush=True)
+        for k, (label, make) in enumerate(todo, 1):
+            print(f"[{k}/{len(todo)}] {label}", file=sys.stderr, flush=True)
             try:
-                row = measure(op, Path(tmp), args.seed)
-            except Exception as exc:  # a survey: one op's trouble is a line, not the end
-                print(f"  {op.name}: not measured ({type(exc).__name__}: {exc})", file=sys.stderr)
+                with _cpu_limit(args.timeout):
+                    op = make()
+                    if not isinstance(op, Op):
+                        continue
+                    row = measure(op, Path(tmp), args.seed)
+            except _OutOfTime:
+                print(f"  {label}: not measured (over {args.timeout:g} s of CPU)", file=sys.stderr)
                 continue
-            if row is not None:
+            except Exception as exc:  # a survey: one op's trouble is a line, not the end
+                print(f"  {label}: not measured ({type(exc).__name__}: {exc})", file=sys.stderr)
+                continue
+            if row is not None and (args.over is None or row.excess_degree >= args.over):
                 rows.append(row)
     print(table(rows))
     return 0
