@@ -180,6 +180,15 @@ class where(sp.Function):  # noqa: N801
             return b
         if a == b:
             return a
+        if b == 0 and isinstance(a, (sp.Mul, sp.KroneckerDelta)):
+            # where(c, delta(i, e) f, 0) -> delta(i, e) where(c, f, 0): equal at every point (a
+            # delta is 0 or 1, the other branch 0), and a delta outside the where is one the
+            # sum over i solves (fuzz --windows 15073: kept inside, the second order's
+            # delta(b, b2) under a range guard was an identity over (b, b2), a 7-D product)
+            deltas = [f for f in sp.Mul.make_args(a) if isinstance(f, sp.KroneckerDelta)]
+            if deltas:
+                rest = [f for f in sp.Mul.make_args(a) if not isinstance(f, sp.KroneckerDelta)]
+                return sp.Mul(*deltas) * cls(c, sp.Mul(*rest), b)
         if isinstance(c, sp.core.relational.Relational):
             # inside a branch its own condition is decided: where(c, f(where(c, g, h)), 0) ->
             # where(c, f(g), 0). A zero-padded sum masked again inside the branch that already

@@ -807,9 +807,7 @@ def _double_backward_all(grad_out, saved):
     dW2 = sum_b_dlogits_db_dh + sum_dlogits_h
     del sum_b_dlogits_db_dh, sum_dlogits_h
     db2 = _sum_leading(dlogits, 1)
-    sum_Y_db_dlogprobs = torch.where(
-        torch.arange(V, device=grad_out.device) == Y[:, None], db_dlogprobs, 0
-    ).sum((0, 1))
+    sum_Y_db_dlogprobs = db_dlogprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
     dgrad_y = sum_Y_db_dlogprobs * (-1 / N)
     del sum_Y_db_dlogprobs
     dv_C = grad_out * b_dC

@@ -45,6 +45,7 @@ from derive.lower.value import (
     scatter_delta,
     split_deltas,
 )
+from derive.lower.windows import plan_window
 from derive.symbolic.indices import free_indices, without
 from derive.symbolic.simplify import expanded_terms
 
@@ -279,6 +280,8 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     if found is None:
         return False
     solved, rest, limits = found
+    if not any(v.has(sp.Indexed) for v in solved.values()) and plan_window(cx.scope(axes), e):
+        return False  # a transposed convolution: one torch kernel (derive/lower/windows.py)
     bound = [lim[0] for lim in limits]
     others = [a for a in axes if a not in solved]
     ranges = {a: (sp.S.Zero, cx.sizes[a] - 1) for a in others if a in cx.sizes}
@@ -382,6 +385,14 @@ def _decided(cx: Context, e: sp.Expr, ranges: dict) -> sp.Expr:
     return e.replace(lambda x: isinstance(x, where), decide)
 
 
+def _affine_part(d: sp.KroneckerDelta, axes: tuple) -> bool:
+    """Whether ``d`` sets a target axis to an affine expression of other indices (with or
+    without data): ``delta(h, 2*i + v)``, ``delta(h, S*i + A[n, i])``."""
+    diff = sp.expand(d.args[0] - d.args[1])
+    plain = diff.xreplace({i: sp.S.Zero for i in diff.atoms(sp.Indexed)})
+    return any(plain.has(a) for a in axes) and len(plain.free_symbols - set(axes)) > 0
+
+
 def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:
     """(each solved axis's index expression, the coefficient c, the sums' limits) of
     ``e = sum_B c * deltas``, as :func:`solved_scatter` reads it; None for any other shape."""
@@ -398,6 +409,9 @@ def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:
     if len(set(bound)) != len(bound) or set(bound) & set(axes):
         return None
     pending = [f for f in factors if isinstance(f, sp.KroneckerDelta)]
+    # a delta against data alone (delta(g, idx[i])) is solved beside another; alone, it is
+    # index_add_'s (scatter) or a one-hot update's
+    beside = len(pending) > 1 or any(_affine_part(d, axes) for d in pending)
     solved: dict[sp.Symbol, sp.Expr] = {}
     while pending:
         progress = False
@@ -411,8 +425,8 @@ def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:
             c = diff.coeff(t)
             rest = sp.expand(diff - c * t)
             plain = rest.xreplace({i: sp.S.Zero for i in rest.atoms(sp.Indexed)})
-            if rest.has(t) or not rest.has(sp.Indexed) or not plain.free_symbols:
-                continue  # data plus an affine part (a pure data index is index_add_'s)
+            if rest.has(t) or not (plain.free_symbols or beside and rest.has(sp.Indexed)):
+                continue  # t = data and/or an affine part, a data index alone beside one
             solved[t] = sp.expand(-rest / c)
             pending.remove(d)
             progress = True

@@ -152,7 +152,7 @@ def solved_in_range(body: sp.Expr, k: sp.Symbol, sol: sp.Expr, lo: sp.Expr, hi: 
     return in_range(sol, lo, hi, rest, lambda v: substitute_apart(body, k, v))
 
 
-def delta_through_sum(body: sp.Expr, lim, ctx) -> sp.Expr | None:
+def delta_through_sum(body: sp.Expr, lim, ctx, solvers: tuple = ()) -> sp.Expr | None:
     # sum_t f(t) sum_k g(k, t) delta(u, t + r(k)) -> sum_k f(u - r(k)) g(k, u - r(k)) 1[..]
     # (the inner sum cannot solve the delta for k, the outer one can for t: inverted there),
     # through any depth of nested sums: sum_t f(t) sum_i a(i) sum_v b delta(t, 2 i + v) ->
@@ -160,6 +160,8 @@ def delta_through_sum(body: sp.Expr, lim, ctx) -> sp.Expr | None:
     # over (t, 2 i + v) and every factor above it broadcast over both: the second order of
     # a strided window beside a gather asked for an N x G x J x F x N tensor (fuzz --windows
     # 15070, 43.8 GB at N = 324). Interchanging the sums needs their ranges free of t.
+    # ``solvers`` are the other rules that solve a delta where it is a factor (the
+    # simplifier's delta(t, e) with e an index or data: fuzz --windows 15002's second order).
     t = lim[0]
     for s in _factors(body):
         if not isinstance(s, sp.Sum):
@@ -170,9 +172,11 @@ def delta_through_sum(body: sp.Expr, lim, ctx) -> sp.Expr | None:
         if any(lo.has(t) or hi.has(t) for _, lo, hi in s.limits):  # not interchangeable
             continue
         inner = outside * s.function
-        inverted = delta_invert(inner, lim, ctx)
-        if inverted is None:
-            inverted = delta_through_sum(inner, lim, ctx)
+        for solve in (delta_invert, *solvers):
+            inverted = solve(inner, lim, ctx)
+            if inverted is not None:
+                return ctx.sum(inverted, tuple(s.limits))
+        inverted = delta_through_sum(inner, lim, ctx, solvers)
         if inverted is not None:
             return ctx.sum(inverted, tuple(s.limits))
     return None

@@ -89,6 +89,12 @@ def _delta_eliminate(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | No
     return None
 
 
+def _delta_through_sum(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_t f(t) sum_k g delta(u, t + r(k)) -> sum_k sum_t f g delta(..), and the same for a
+    # delta(t, e) under any depth of sums: solved where it stands (inversion.delta_through_sum)
+    return delta_through_sum(body, lim, ctx, solvers=(_delta_eliminate,))
+
+
 def _unclamped_under_guard(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     # sum_k where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi)) -> .. delta(u, a): where the
     # guard holds, the clamp is a, and elsewhere the product is 0 whatever the delta reads.
@@ -288,7 +294,7 @@ SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
     _sum_of_add,  # sum_k (a + b) -> sum_k a + sum_k b
     _delta_eliminate,  # sum_k f(k) delta(k, e) -> f(e)
     delta_invert,  # sum_t f(t) delta(u, t + r) -> f(u - r) 1[lo <= u - r <= hi]
-    delta_through_sum,  # sum_t f(t) sum_k g delta(u, t + r(k)) -> sum_k sum_t f g delta(..)
+    _delta_through_sum,  # sum_t f(t) sum_k g delta(u, t + r(k)) -> sum_k sum_t f g delta(..)
     _unclamped_under_guard,  # sum_k where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi))
     _constant,  # sum_k c -> K c
     _factor_out,  # sum_k c f(k) -> c sum_k f(k)

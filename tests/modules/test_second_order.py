@@ -168,6 +168,13 @@ def _widest_in_double_backward(module, shapes: list) -> tuple:
         ("tests/cases/shift.py", [(8, 64), (8, 64)]),
         # N16 C32 logits and N labels: x, 512 entries
         ("tests/cases/focal_loss_by_hand.py", [(16, 32), ((16,), 32)]),
+        # a stride-2 window read beside a gather: N = 60, G = 4, J = 20, I = 29; z, 3,600
+        (
+            "tests/regressions/memory_s15070.py",
+            [(60, 4), (60, 20, 1), (60, 20, 3), ((29,), 4)],
+        ),
+        # two gathers and a stride into one tensor: B = 12; Wq, 1,728
+        ("tests/regressions/memory_s15002.py", [(12, 12, 12), ((12, 12), 12)]),
     ],
 )
 def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, shapes, tmp_path):
@@ -185,7 +192,14 @@ def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, s
     its second order summed a delta of a clamped index, (N, T, T) (32,768 entries here); the
     clamp is dropped under the where() that guards it (``simplify._unclamped_under_guard``)
     and the delta solved. A focal loss by hand: a sum of terms that each hold a delta,
-    (N, C, C) (16,384 entries here); each term is summed apart and solved."""
+    (N, C, C) (16,384 entries here); each term is summed apart and solved. A strided window
+    read beside a gather (fuzz --windows 15070): the double backward's delta over n1 sat two
+    sums deep, an (N, G, J, F, N) product (864,000 entries here, 43.8 GB at the fuzzer's N =
+    324); solved through the nested sums now (``inversion.delta_through_sum``), and the deltas
+    of a stride and a gather together are one scatter (``assign.solved_scatter``), where their
+    masks were (N, I, V, J, F). Two gathers and a stride (fuzz 15002): the backward's deltas
+    against data were masks over (B, B, B, B) (20,736 entries here), the second order's delta
+    one sum deep unsolved; one scatter and a gather now."""
     op = runpy.run_path(path)["OP"]
     module = _generated(path) if path.startswith("ops/") else _emitted(op, tmp_path)
     found = _widest_in_double_backward(module, shapes)

@@ -116,3 +116,13 @@ def test_a_read_under_a_sum_is_zero_padding_too() -> None:
     body = sp.Sum(w[k] * q[t, k], (k, 0, K - 1)) * sp.KroneckerDelta(u, t - 1)
     expected = sp.Sum(w[k] * q[u + 1, k], (k, 0, K - 1))
     assert delta_invert(body, (t, 0, L - 1), Simplifier()) == expected
+
+
+def test_a_delta_under_a_range_guard_stands_outside_it() -> None:
+    # where(c, delta(u, t) f, 0) = delta(u, t) where(c, f, 0) at every point; outside, the sum
+    # over t solves it (fuzz --windows 15073: inside, the second order's delta(b, b2) under a
+    # guard was an identity over (b, b2), a 7-D product)
+    guarded = where(2 * t - 1 >= 0, sp.KroneckerDelta(u, t) * sp.exp(y[2 * t - 1]), 0)
+    assert guarded == sp.KroneckerDelta(u, t) * where(2 * t - 1 >= 0, sp.exp(y[2 * t - 1]), 0)
+    solved = Simplifier().sum(guarded, ((t, 0, T - 1),))
+    assert not solved.has(sp.KroneckerDelta, sp.Sum)

@@ -80,12 +80,19 @@ SUM_RULE_CASES = [
     ),
     # sum_k y[k] sum_c x[c] delta(n, k + 2 c) -> sum_c y[n - 2 c] x[c] 1[0 <= n - 2 c <= K - 1]
     (
-        "delta_through_sum",
+        "_delta_through_sum",
         y[k] * sp.Sum(x[c] * sp.KroneckerDelta(n, k + 2 * c), (c, 0, M - 1)),
         sp.Sum(
             where(n - 2 * c >= 0, 1, 0) * where(n - 2 * c <= K - 1, 1, 0) * x[c] * y[n - 2 * c],
             (c, 0, M - 1),
         ),
+    ),
+    # sum_k y[k] sum_c x[c] delta(k, t[c]) -> sum_c x[c] y[t[c]]: a data index, solved where
+    # it stands (fuzz --windows 15002's second order: a (B, B, B, B) mask)
+    (
+        "_delta_through_sum",
+        y[k] * sp.Sum(x[c] * sp.KroneckerDelta(k, t[c]), (c, 0, M - 1)),
+        sp.Sum(x[c] * y[t[c]], (c, 0, M - 1)),
     ),
 ]
 
