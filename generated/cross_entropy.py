@@ -223,12 +223,10 @@ def _double_backward_all(grad_out, saved):
     del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
-    sum_db_dlogits_probs_targets = (
-        (probs - (torch.arange(C, device=grad_out.device) == targets[:, None]).to(grad_out.dtype))
-        * db_dlogits
-    ).sum((0, 1))
-    dgrad_y = sum_db_dlogits_probs_targets / N
-    del sum_db_dlogits_probs_targets
+    sum_db_dlogits_probs = (db_dlogits * probs).sum((1, 0))
+    sum_db_dlogits_targets = db_dlogits.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
+    dgrad_y = (sum_db_dlogits_probs - sum_db_dlogits_targets) / N
+    del sum_db_dlogits_probs, sum_db_dlogits_targets
     dv_logits = grad_out * b_dlogits
     return {
         "b_dlogits": db_dlogits,

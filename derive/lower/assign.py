@@ -277,11 +277,9 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     left unsolved, a target axis read by c, an index that is data alone (``delta(v, t[n])``:
     :func:`scatter`'s)."""
     found = _solved_deltas(cx, e, axes)
-    if found is None:
+    if found is None or _transposed_window(cx, e, axes, found[0]):
         return False
     solved, rest, limits = found
-    if not any(v.has(sp.Indexed) for v in solved.values()) and plan_window(cx.scope(axes), e):
-        return False  # a transposed convolution: one torch kernel (derive/lower/windows.py)
     bound = [lim[0] for lim in limits]
     others = [a for a in axes if a not in solved]
     ranges = {a: (sp.S.Zero, cx.sizes[a] - 1) for a in others if a in cx.sizes}
@@ -339,6 +337,21 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     cx.emit(ir.ScatterAdd(name, k, flat_index, flat_value))
     cx.emit(ir.Assign((name,), ir.Reshape(ir.Ref(name), shape, axes=axes)))
     return True
+
+
+def is_solved_scatter(cx: Context, e: sp.Expr, axes: tuple) -> bool:
+    """Whether :func:`solved_scatter` writes ``e`` over ``axes`` (asked before a name is
+    taken for it: a sum among other terms is scattered into a name of its own)."""
+    found = _solved_deltas(cx, e, axes)
+    return found is not None and not _transposed_window(cx, e, axes, found[0])
+
+
+def _transposed_window(cx: Context, e: sp.Expr, axes: tuple, solved: dict) -> bool:
+    """Deltas of affine reads alone that the window planner reads as a transposed
+    convolution: one torch kernel (derive/lower/windows.py), not a scatter."""
+    if any(v.has(sp.Indexed) for v in solved.values()):
+        return False
+    return isinstance(e, sp.Sum) and plan_window(cx.scope(axes), e) is not None
 
 
 def _folded_index(cx: Context, solved: dict, axes: tuple, source: tuple) -> ir.Node | None:

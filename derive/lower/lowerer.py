@@ -37,7 +37,7 @@ from derive.ir.slices import merged_maps
 from derive.language import ReduceMax
 from derive.language.argmax import Digits
 from derive.lower.arithmetic import add, call, heaviside, mul, power
-from derive.lower.assign import assign, is_scatter, scatter
+from derive.lower.assign import assign, is_scatter, is_solved_scatter, scatter, solved_scatter
 from derive.lower.context import Context
 from derive.lower.indexing import arange, clamped, digit, indexed, mask
 from derive.lower.maxes import reduce_max_many
@@ -218,15 +218,23 @@ def _sum(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node:
     """A sum that is a scatter, ``sum_n delta(v, t[n]) g`` among other terms (a tied
     embedding's adjoint: the output projection's ``g^T h`` plus the lookup's scatter), is one
     ``index_add_`` (or ``scatter_add_``) into a name of its own, as a whole assignment of one
-    is (:func:`derive.lower.assign.scatter`); the masks made a (V, C, N) product there. Any
-    other sum: :func:`derive.lower.reductions.sum_value`."""
+    is (:func:`derive.lower.assign.scatter`); the masks made a (V, C, N) product there. So
+    is a sum of deltas each solved for a target axis (``assign.solved_scatter``: a gather
+    and a stride together, fuzz --affine 4022's second order, masks over 7 axes). Any other
+    sum: :func:`derive.lower.reductions.sum_value`."""
     free = free_indices(e)
     axes = tuple(a for a in order if a in free)
-    if len(axes) == len(free) and cx.recall(e) is None and is_scatter(cx, e, axes):
-        name = cx.fresh("sum_" + stem(e))
-        scatter(cx, name, e, axes)
-        cx.remember(e, ir.Ref(name, axes=axes))
-        return cx.permuted(ir.Ref(name, axes=axes), order)
+    if len(axes) == len(free) and cx.recall(e) is None:
+        write = (
+            scatter
+            if is_scatter(cx, e, axes)
+            else solved_scatter if is_solved_scatter(cx, e, axes) else None
+        )
+        if write is not None:
+            name = cx.fresh("sum_" + stem(e))
+            write(cx, name, e, axes)
+            cx.remember(e, ir.Ref(name, axes=axes))
+            return cx.permuted(ir.Ref(name, axes=axes), order)
     return sum_value(cx, e, order)
 
 

@@ -175,6 +175,8 @@ def _widest_in_double_backward(module, shapes: list) -> tuple:
         ),
         # two gathers and a stride into one tensor: B = 12; Wq, 1,728
         ("tests/regressions/memory_s15002.py", [(12, 12, 12), ((12, 12), 12)]),
+        # a gathered, strided read over a normalising sum: F = 4, G = 10; gain, 160
+        ("tests/regressions/memory_s4022.py", [(4, 10, 4), ((10, 4), 4)]),
     ],
 )
 def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, shapes, tmp_path):
@@ -199,7 +201,9 @@ def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, s
     of a stride and a gather together are one scatter (``assign.solved_scatter``), where their
     masks were (N, I, V, J, F). Two gathers and a stride (fuzz 15002): the backward's deltas
     against data were masks over (B, B, B, B) (20,736 entries here), the second order's delta
-    one sum deep unsolved; one scatter and a gather now."""
+    one sum deep unsolved; one scatter and a gather now. A gathered, strided read over a
+    normalising sum (fuzz --affine 4022): its second order summed deltas under a sum inside
+    a difference whole, masks over seven axes (F^5 G^2); summed apart and scattered now."""
     op = runpy.run_path(path)["OP"]
     module = _generated(path) if path.startswith("ops/") else _emitted(op, tmp_path)
     found = _widest_in_double_backward(module, shapes)
