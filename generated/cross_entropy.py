@@ -223,7 +223,7 @@ def _double_backward_all(grad_out, saved):
     del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
-    sum_db_dlogits_probs = (db_dlogits * probs).sum((1, 0))
+    sum_db_dlogits_probs = (db_dlogits * probs).sum((0, 1))
     sum_db_dlogits_targets = db_dlogits.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
     dgrad_y = (sum_db_dlogits_probs - sum_db_dlogits_targets) / N
     del sum_db_dlogits_probs, sum_db_dlogits_targets

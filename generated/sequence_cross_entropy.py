@@ -234,7 +234,6 @@ def _double_backward_all(grad_out, saved):
     shared_targets = targets >= 0
     where_targets = shared_targets.to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
-    del where_targets
     dprobs = torch.where(shared_targets, grad_y / sum_targets, 0)[:, :, None] * db_dlogits
     sum_dprobs_probs = (dprobs * probs).sum(2)
     dcounts_sum = -sum_dprobs_probs / counts_sum
@@ -248,22 +247,18 @@ def _double_backward_all(grad_out, saved):
     del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
     dlogits.scatter_add_(2, logit_maxes_argmax.unsqueeze(2), dlogit_maxes.unsqueeze(2))
-    sum_db_dlogits_probs = (db_dlogits * probs).sum(2)
-    shared_sum_targets = torch.reciprocal(sum_targets)
-    del sum_targets
-    dgrad_y = torch.where(
-        shared_targets,
-        torch.addcmul(
-            shared_sum_targets * sum_db_dlogits_probs,
-            shared_sum_targets,
-            db_dlogits.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2),
-            value=-1,
-        ),
-        0,
+    t_targets = where_targets
+    del where_targets
+    sum_db_dlogits_probs_targets = (t_targets * (db_dlogits * probs).sum(2)).sum((0, 1))
+    del t_targets
+    sum_db_dlogits_targets_targets_index = torch.where(
+        shared_targets, db_dlogits.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
     ).sum((0, 1))
-    del sum_db_dlogits_probs
     del shared_targets
-    del shared_sum_targets
+    dgrad_y = sum_db_dlogits_probs_targets / sum_targets - (
+        sum_db_dlogits_targets_targets_index / sum_targets
+    )
+    del sum_targets, sum_db_dlogits_probs_targets, sum_db_dlogits_targets_targets_index
     dv_logits = grad_out * b_dlogits
     return {
         "b_dlogits": db_dlogits,

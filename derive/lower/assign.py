@@ -280,6 +280,13 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     if found is None or _transposed_window(cx, e, axes, found[0]):
         return False
     solved, rest, limits = found
+    # a summed index no position reads is summed before the scatter, not scattered: the
+    # value is then over the positions' indices alone (fuzz --affine 4022: F x F x G x F)
+    reads = set().union(*(v.free_symbols for v in solved.values()))
+    inner = [lim for lim in limits if lim[0] not in reads]
+    if inner and len(inner) < len(limits):
+        rest = _summed_inside(rest, inner)
+        limits = [lim for lim in limits if lim[0] in reads]
     bound = [lim[0] for lim in limits]
     others = [a for a in axes if a not in solved]
     ranges = {a: (sp.S.Zero, cx.sizes[a] - 1) for a in others if a in cx.sizes}
@@ -337,6 +344,21 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     cx.emit(ir.ScatterAdd(name, k, flat_index, flat_value))
     cx.emit(ir.Assign((name,), ir.Reshape(ir.Ref(name), shape, axes=axes)))
     return True
+
+
+def _summed_inside(e: sp.Expr, limits: list) -> sp.Expr:
+    """``sum_limits e`` with the guards and factors free of the summed indices outside the
+    sum: ``sum_k where(c, a x[k], 0) = where(c, a sum_k x[k], 0)`` for c and a free of k,
+    so the sum is a contraction of its own factors, not a product under a where."""
+    bound = {lim[0] for lim in limits}
+    if isinstance(e, where) and e.args[2] == 0 and not e.args[0].free_symbols & bound:
+        return where(e.args[0], _summed_inside(e.args[1], limits), 0)
+    factors = sp.Mul.make_args(e)
+    outside = [f for f in factors if not f.free_symbols & bound]
+    if outside and len(outside) < len(factors):
+        inside = [f for f in factors if f.free_symbols & bound]
+        return sp.Mul(*outside) * _summed_inside(sp.Mul(*inside), limits)
+    return sp.Sum(e, *limits)
 
 
 def is_solved_scatter(cx: Context, e: sp.Expr, axes: tuple) -> bool:

@@ -264,9 +264,13 @@ def _holds_delta_over(t: sp.Expr, k: sp.Symbol) -> bool:
     """A factor of ``t`` is a delta that solves for ``k``, or a sum (not over k) whose body
     holds one: summed apart, :func:`delta_through_sum` solves it there (fuzz --affine 4022's
     second order: deltas over f2 and f3 under a sum over g2, in a difference of such sums
-    times db_dgain[f2, g1, f3], were masks over seven axes)."""
+    times db_dgain[f2, g1, f3], were masks over seven axes). A delta against data read at k
+    (``delta(h, t[k])``) counts too: summed alone, that term is a scatter, where among the
+    others it was a mask over (k, h) (fuzz --affine 4016's diagonal pick)."""
     return any(
         _delta_over(g, k)
+        or isinstance(g, sp.KroneckerDelta)
+        and any(isinstance(a, sp.Indexed) and a.has(k) for a in g.args)
         or isinstance(g, sp.Sum)
         and all(v != k for v, *_ in g.limits)
         and _holds_delta_over(g.function, k)
