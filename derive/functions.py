@@ -211,6 +211,12 @@ class where(sp.Function):  # noqa: N801
     def _eval_is_extended_real(self):
         return fuzzy_and(x.is_extended_real for x in self.args[1:])
 
+    def _eval_is_commutative(self):
+        # the value's, not the condition's: SymPy leaves a relation's commutativity unknown,
+        # and a where of 1/Sum(..) was then "not commutative", so a - where(..) not real, and
+        # comparing it (a maximum's step) raised (fuzz --affine 4855)
+        return fuzzy_and(x.is_commutative for x in self.args[1:])
+
     def _eval_power(self, e):
         # an indicator is idempotent: where(c, 1, 0)**k = where(c, 1, 0) for k = 1, 2, ...
         # (a window's two range conditions, each solved from a delta, meet as a square)

@@ -29,7 +29,7 @@ from derive.ir import nodes as ir
 from derive.ir.printer import Precedence, precedence
 from derive.language.argmax import fold_digits
 from derive.lower import bounds
-from derive.lower.context import Context
+from derive.lower.context import Context, lowers_to_int
 from derive.lower.fusions import fuse
 from derive.lower.indexing import affine_value, padded_part, within
 from derive.lower.reductions import counted, sum_value
@@ -244,7 +244,7 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     pos = axes.index(axis)
     src_order = others[:pos] + bound + others[pos:]
     # its axes are src_order's (delta_form checked), in whatever order they came out
-    source = permute(cx.value(rest, src_order), tuple(src_order))
+    source = permute(_source(cx, rest, src_order), tuple(src_order))
     flat = [cx.size(a) for a in others[:pos]] + [ir.Number(-1)]
     flat += [cx.size(a) for a in others[pos:]]
     shape = tuple(cx.size(a) for a in axes)
@@ -262,6 +262,16 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     idx = index if len(bound) == 1 else ir.Reshape(index, tuple(flat))
     cx.emit(ir.Assign((name,), zeros))
     cx.emit(ir.ScatterAdd(name, pos, idx, src))
+
+
+def _source(cx: Context, e: sp.Expr, order: list) -> ir.Node:
+    """What a scatter adds, ``e`` over ``order``, in the target's dtype: a number filled over
+    the axes, int data cast (a count ``sum_q delta(v, 2 q + 2)`` added ones as int64 into a
+    float target, which scatter_add_ refuses: fuzz --affine 4877)."""
+    if e.is_number:
+        return filled(cx.value(e, []), tuple(cx.size(a) for a in order), cx.like, tuple(order))
+    value = cx.value(e, order)
+    return ir.Cast(value, cx.like, axes=value.axes) if lowers_to_int(cx, e) else value
 
 
 def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
@@ -295,7 +305,7 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     cx.claim(name)
     cx.learn_limits(limits)
     source = tuple(others + bound)
-    value = align(cx.value(rest, list(source)), source)
+    value = align(_source(cx, rest, list(source)), source)
     index, inside = [], []
     for a in axes:
         if a not in solved:

@@ -126,3 +126,13 @@ def test_a_delta_under_a_range_guard_stands_outside_it() -> None:
     assert guarded == sp.KroneckerDelta(u, t) * where(2 * t - 1 >= 0, sp.exp(y[2 * t - 1]), 0)
     solved = Simplifier().sum(guarded, ((t, 0, T - 1),))
     assert not solved.has(sp.KroneckerDelta, sp.Sum)
+
+
+def test_a_where_is_as_commutative_as_its_branches() -> None:
+    # a relation's commutativity is unknown to SymPy; a where of 1/Sum(..) was then "not
+    # commutative", a - where(..) "not real", and comparing it raised (fuzz --affine 4855)
+    a = sp.Symbol("a", real=True)
+    w = where(k >= 0, 1 / sp.Sum(y[k, t], (t, 0, T - 1)), 0)
+    assert w.is_commutative
+    assert (a - w).is_extended_real is not False
+    assert isinstance(a - w > 0, sp.StrictGreaterThan)
