@@ -12,8 +12,9 @@ anything is lowered (:func:`delta_form`):
   same sum met inside a larger expression is scattered into a name of its own
   (:func:`derive.lower.lowerer._sum`);
 - ``sum_{i,j} delta(h, S*i + A[i, j]) delta(w, S*j + B[i, j]) g[i, j]``, each target axis
-  solved from a delta against data: one ``index_put_`` into zeros (:func:`solved_scatter`,
-  a max pool's adjoint routed to its argmaxes);
+  solved from a delta against data, an affine expression (a stride: ``delta(n, 2*i + v)``) or
+  both, or against data alone beside another: one ``index_put_`` or ``scatter_add_`` into
+  zeros (:func:`solved_scatter`, a max pool's adjoint routed to its argmaxes);
 - one-hot terms beside the rest: the rest, then one in-place update per term
   (:func:`pick_update`: ``scatter_add_`` where it fits, else ``x[i, t[i]] += v``);
 - anything else: equality masks, always right.
@@ -276,16 +277,18 @@ def _source(cx: Context, e: sp.Expr, order: list) -> ir.Node:
 
 def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     """``name = sum_B c * prod_t delta(f_t, 0)``, each delta solvable for one target axis t as
-    ``t = e_t`` with e_t reading data (``h - S*i == A[n, i]`` gives ``h = S*i + A[n, i]``; a
-    solution may read another, substituted), c free of every solved t: c added at (the other
-    axes, e_t) into zeros, by one ``scatter_add_`` along the solved axes flattened where they
-    are the target's last (a pool's h, w: the index h*W + w), else one
-    ``index_put_(..., accumulate=True)``. The sum
-    over B is the accumulation, O(|B|), where the equality masks were O(|B| * |t|). An index
-    e_t outside its axis (a read of the zero padding) adds nothing: its value is masked to 0,
-    the index clamped inside. Nothing else is written (False): no delta against data, a delta
-    left unsolved, a target axis read by c, an index that is data alone (``delta(v, t[n])``:
-    :func:`scatter`'s)."""
+    ``t = e_t`` with e_t affine in other indices, reading data, or both (``h - S*i == A[n, i]``
+    gives ``h = S*i + A[n, i]``; ``delta(n, 2*i + v)`` gives ``n = 2*i + v``; a delta against
+    data alone only beside another; a solution may read another, substituted), c free of
+    every solved t: c added at (the other axes, e_t) into zeros, by one ``scatter_add_``
+    along the solved axes flattened where they are the target's last (a pool's h, w: the
+    index h*W + w), else one ``index_put_(..., accumulate=True)``. The sum over B is the
+    accumulation, O(|B|), where the equality masks were O(|B| * |t|); an index of B that no
+    e_t reads is summed first. An index e_t outside its axis (a read of the zero padding)
+    adds nothing: its value is masked to 0, the index clamped inside. Nothing else is
+    written (False): a delta left unsolved, a target axis read by c, one index that is data
+    alone (``delta(v, t[n])``: :func:`scatter`'s), a transposed convolution (the window
+    planner's)."""
     found = _solved_deltas(cx, e, axes)
     if found is None or _transposed_window(cx, e, axes, found[0]):
         return False
