@@ -21,7 +21,7 @@ from derive.symbolic.cases import zero_by_cases
 from derive.symbolic.cost import cost
 from derive.symbolic.indices import bound_shape, canonical_bound, substitute_apart, without
 from derive.symbolic.indices import factors as _factors
-from derive.symbolic.inversion import delta_invert, delta_through_sum, solved_in_range
+from derive.symbolic.inversion import delta_invert, delta_through_sum, solve_for, solved_in_range
 
 Limit = tuple[sp.Symbol, sp.Expr, sp.Expr]
 
@@ -266,11 +266,16 @@ def _holds_delta_over(t: sp.Expr, k: sp.Symbol) -> bool:
     second order: deltas over f2 and f3 under a sum over g2, in a difference of such sums
     times db_dgain[f2, g1, f3], were masks over seven axes). A delta against data read at k
     (``delta(h, t[k])``) counts too: summed alone, that term is a scatter, where among the
-    others it was a mask over (k, h) (fuzz --affine 4016's diagonal pick)."""
+    others it was a mask over (k, h) (fuzz --affine 4016's diagonal pick), and so does an
+    affine one delta_invert solves for k (``delta(b, k - S*j)``: --affine 4011, a shifted
+    maximum's adjoint, a (B, B, B, B) product)."""
     return any(
         _delta_over(g, k)
         or isinstance(g, sp.KroneckerDelta)
-        and any(isinstance(a, sp.Indexed) and a.has(k) for a in g.args)
+        and (
+            any(isinstance(a, sp.Indexed) and a.has(k) for a in g.args)
+            or solve_for(g, k) is not None
+        )
         or isinstance(g, sp.Sum)
         and all(v != k for v, *_ in g.limits)
         and _holds_delta_over(g.function, k)
