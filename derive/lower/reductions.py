@@ -65,6 +65,8 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     inner = natural_order(e.function, order)
     order_in = list(dict.fromkeys(list(order) + inner))
     value = _partly_known(cx, e)
+    if value is None and (first := _summed_before_read(cx, e)) is not None:
+        value = cx.value(first, order_in)
     scan = plan_scan(cx.scope(order_in), e) if value is None else None
     if scan is not None:  # a triangular sum: one cumsum (derive/lower/scans.py)
         value = scan_value(cx, scan, order_in)
@@ -84,6 +86,44 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     cx.emit(ir.Assign((name,), value))
     cx.remember(e, ir.Ref(name, axes=value.axes))
     return cx.permuted(ir.Ref(name, axes=value.axes), order)
+
+
+def _summed_before_read(cx: Context, e: sp.Sum) -> sp.Expr | None:
+    """``sum_g x[p(q, r), g]`` as ``s[p(q, r)]`` with ``s[i] = sum_g x[i, g]``: a read at
+    positions over more axes than it has subscripts (a gather or a window) summed over the
+    tensor's own axes is summed first, then read. Read first, the positions times the summed
+    axis were a temporary a degree wider than the problem (fuzz --affine 4119: x[q + 1 - 2 r,
+    g] summed over g, a (Q, Q, G) gather where x.sum(1) is Q). None for any other sum."""
+    f = e.function
+    if not isinstance(f, sp.Indexed) or not f.base.shape:
+        return None
+    bound = [lim[0] for lim in e.limits]
+    summed = [k for k, sub in enumerate(f.indices) if sub in bound]
+    if sorted(map(str, (f.indices[k] for k in summed))) != sorted(map(str, bound)):
+        return None  # each summed index a subscript of its own, once
+    kept = [k for k in range(len(f.indices)) if k not in summed]
+    at = [f.indices[k] for k in kept]
+    if not at or any(sub.has(*bound) for sub in at) or all(sub.is_Symbol for sub in at):
+        return None
+    axes = {a for sub in at for a in sub.free_symbols if cx.is_axis(a)}
+    if len(axes) <= len(at):
+        return None  # the positions are no wider than the rows they read
+    for var, lo, hi in e.limits:  # the whole axis: a sum of the tensor's own
+        if lo != 0 or sp.simplify(hi - (f.base.shape[f.indices.index(var)] - 1)) != 0:
+            return None
+    rows = [sp.Symbol(f"{f.base.label.name}_row{k}", integer=True) for k in range(len(kept))]
+    dims = [f.base.shape[k] for k in kept]
+    cx.learn(zip(rows, dims, strict=True))
+    subs = list(f.indices)
+    for k, row in zip(kept, rows, strict=True):
+        subs[k] = row
+    total = cx.value(sp.Sum(f.base[tuple(subs)], *e.limits), rows)
+    if isinstance(total, ir.Ref) and total.axes == tuple(rows):
+        label = total.name
+    else:
+        label = cx.fresh("sum_" + f.base.label.name)
+        cx.emit(ir.Assign((label,), cx.permuted(total, rows)))
+    return sp.IndexedBase(label, shape=tuple(dims), real=True)[tuple(at)]
 
 
 def _summed(cx: Context, body: sp.Expr, bound: list, inner: list, e: sp.Expr) -> ir.Node:
