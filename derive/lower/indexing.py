@@ -55,11 +55,19 @@ def _affine(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     terms, rest = [], e  # (sign, value)
     for i in indices:
         coef = e.coeff(i)
+        if any(cx.is_axis(s) for s in coef.free_symbols):
+            # a product of indices (a*t, (a - t)**2 expanded): its terms are no arange of i
+            # scaled by a number; left in the rest, lowered whole, broadcast over both axes.
+            # Taken as a coefficient, t's arange was laid along a's axis: a crash, or where
+            # the sizes agree a wrong comparison (fuzz --windows 15992, a maximum's adjoint)
+            coef = sp.Add(*[t for t in sp.Add.make_args(coef) if not _reads_axes(cx, t)])
+        if coef == 0:
+            continue
         rest -= coef * i
         part = arange(cx, i, cx.sizes[i])
         part = part if coef == 1 else ir.Binary("*", part, cx.value(coef, []), axes=(i,))
         terms.append(("+", part))
-    for term, term_order in ((sp.expand(rest), []), (data, order)):
+    for term, term_order in ((sp.expand(rest), order), (data, order)):
         if term != 0:
             neg = term.could_extract_minus_sign()
             terms.append(("-" if neg else "+", cx.value(-term if neg else term, term_order)))
@@ -69,6 +77,10 @@ def _affine(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     for sign, v in terms[1:]:
         total = ir.Binary(sign, total, align(v, axes), axes=axes)
     return total
+
+
+def _reads_axes(cx: Context, e: sp.Expr) -> bool:
+    return any(cx.is_axis(s) for s in e.free_symbols)
 
 
 def clamped(cx: Context, e: clamp, order: list[sp.Symbol]) -> ir.Node:

@@ -710,3 +710,23 @@ def test_a_mask_beside_tensors_is_applied_to_one_and_then_contracted() -> None:
     s, q = (torch.randn(*n, generator=g, dtype=torch.float64) for n in [(5, 5), (5, 3)])
     out, _ = namespace["forward"](s, q)
     torch.testing.assert_close(out, (s * torch.ones(5, 5).tril().double()).T @ q)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "definition"),
+    [
+        (["x[A, T]"], "out[a, t] = where(a*t > 3, x[a, t], 0)"),
+        (["x[A, T]"], "out[a, t] = where((a - t)**2 <= 2, x[a, t], 0)"),
+        # fuzz --windows 15992: a maximum's adjoint compares logits with 2.25 (a - t)**2
+        (["logits[B, B, B]"], "act[a, t, x] = maximum(logits[a, x, t], (1.5*(a - t))**2)"),
+    ],
+)
+def test_a_product_of_indices_in_a_comparison_broadcasts_over_both(inputs, definition) -> None:
+    """An index expression with a product of two indices is no affine one: taken as t's
+    coefficient times a's arange, t's arange was laid along a's axis (a crash where the sizes
+    differ, a wrong comparison where they agree)."""
+    from fuzz.check import run_case
+
+    op = Op("index_product", inputs, [definition])
+    outcome = run_case(op, 1)
+    assert outcome.status == "passed", outcome.line()
