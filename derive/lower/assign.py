@@ -110,8 +110,8 @@ def delta_form(cx: Context, expr: sp.Expr, axes: tuple) -> str | tuple | None:
     update per one-hot term), or None (equality masks)."""
     found = scatter_delta(expr, axes) if isinstance(expr, sp.Sum) else None
     if found is not None:
-        delta, axis, _ = found
-        rest = sp.Mul(*without(sp.Mul.make_args(expr.function), delta))
+        delta, axis, data = found
+        rest = _picked(expr, delta, axis, data)
         source = [a for a in axes if a != axis] + [lim[0] for lim in expr.limits]
         # the source is read over exactly the other axes and the summed ones, in any order
         return "scatter" if cx.scope(source).axes(rest) == set(source) else None
@@ -240,7 +240,7 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     delta, axis, data = scatter_delta(e, axes)
     bound = [lim[0] for lim in e.limits]
     cx.learn_limits(e.limits)
-    rest = sp.Mul(*without(sp.Mul.make_args(e.function), delta))
+    rest = _picked(e, delta, axis, data)
     others = [a for a in axes if a != axis]
     pos = axes.index(axis)
     src_order = others[:pos] + bound + others[pos:]
@@ -273,6 +273,14 @@ def _source(cx: Context, e: sp.Expr, order: list) -> ir.Node:
         return filled(cx.value(e, []), tuple(cx.size(a) for a in order), cx.like, tuple(order))
     value = cx.value(e, order)
     return ir.Cast(value, cx.like, axes=value.axes) if lowers_to_int(cx, e) else value
+
+
+def _picked(e: sp.Sum, delta: sp.KroneckerDelta, axis: sp.Symbol, data: sp.Indexed) -> sp.Expr:
+    """What ``sum_B delta(v, t[..]) g`` adds at v = t[..]: g with v read as t[..] (equal
+    wherever the delta is 1). A g that reads v (``db_dy[g1, v, idx[j, j2]]``) was no scatter
+    source, and the masks broadcast it over v: a (J, J, J, G, G) product in
+    tests/cases/constant_sum_from_a_fold.py's second order."""
+    return sp.Mul(*without(sp.Mul.make_args(e.function), delta)).xreplace({axis: data})
 
 
 def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:

@@ -1,10 +1,12 @@
 """The widest tensor of a generated double backward (forward, backward and second order,
 reverse over reverse) grows with the sizes as autograd's through the definitions does
-(``bench.widest``): the fuzz finds whose temporaries outgrew the problem, each correct.
+(``bench.widest``): every op of ops/ and tests/cases/, and the fuzz finds whose temporaries
+outgrew the problem, each correct.
 
 ``bench.widest --fuzz`` found them (docs/fuzzing.md); a value check cannot: a mask over one
 axis too many is exact, and at the fuzzer's sizes it fits in memory (--windows 15070's did
-not: 43.8 GB)."""
+not: 43.8 GB). A lowering change that widens a catalogue op's temporary fails here too
+(constant_sum_from_a_fold's second order did, 2026-11-25, for one commit)."""
 
 from __future__ import annotations
 
@@ -16,14 +18,44 @@ from bench.widest import measure
 from fuzz.regressions import load
 
 ROOT = Path(__file__).resolve().parents[2]
+OPS = sorted((ROOT / "ops").glob("*.py")) + sorted((ROOT / "tests" / "cases").glob("*.py"))
 FOUND = sorted((ROOT / "tests" / "regressions").glob("memory_s*.py"))
 
+# a degree over autograd's, known and left (docs/benchmarks.md, "The widest tensor")
+KNOWN = {
+    # its first backward counts labels, sum_b delta(z, labels[v, b]), as an (H, N, H) one-hot
+    "factor_of_a_second_limit": "a count of labels as a one-hot",
+    # a weight gradient with the shift on the other operand, which the window planner does
+    # not match: (N, C, T, O, K)
+    "conv1d_padded_dilated": "a weight gradient the window planner does not match",
+}
 
-@pytest.mark.parametrize("path", FOUND, ids=lambda p: p.stem)
+
+def _op(path: Path):
+    if path.parent.name == "regressions":
+        return load(path)[0]
+    import runpy
+
+    return runpy.run_path(str(path)).get("OP")
+
+
+CASES = [
+    (
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN[p.stem]))
+        if p.stem in KNOWN
+        else p
+    )
+    for p in OPS + FOUND
+]
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_the_widest_tensor_grows_as_autograds(path: Path, tmp_path: Path) -> None:
-    op, _ = load(path)
+    op = _op(path)
+    assert op is not None, f"{path.name} holds no OP"
     row = measure(op, tmp_path)
-    assert row is not None, f"{op.name}: no second order derived"
+    if row is None:
+        return  # no second order derived: nothing to measure
     # the sizes doubled: the generated widest grows by no more of a power than autograd's
     # and stays within a few times it
     assert row.excess_degree < 0.5 and row.ratio <= 8, row

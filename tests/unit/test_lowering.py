@@ -445,7 +445,8 @@ def _delta_case() -> tuple[Lowerer, dict]:
             "nv",
             "scatter",
         ),
-        # ...but a source that reads v itself is no single index_add_: masks
+        # a source that reads v itself reads it at t[n], where the delta is 1: still one
+        # index_add_ (masks were a product over v and n too, constant_sum_from_a_fold's)
         (
             lambda s: sp.Sum(
                 sp.KroneckerDelta(s["v"], s["t"][s["n"]])
@@ -454,7 +455,7 @@ def _delta_case() -> tuple[Lowerer, dict]:
                 (s["n"], 0, s["N"] - 1),
             ),
             "ve",
-            None,
+            "scatter",
         ),
         # z[n, c] + g[n] delta(c, t[n]): the rest, then one in-place update
         (
