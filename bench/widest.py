@@ -15,6 +15,10 @@ a generated degree above autograd's is a temporary that outgrows the problem.
 
 Counts are deterministic (no timing, so no load to state). Rows are sorted by the degree
 over autograd's, then by the ratio of the widest tensors at 2x.
+
+``--fuzz MODE --first S -n N`` surveys the fuzzer's ops instead (value, affine or windows
+mode; each under a CPU limit, ``--timeout``): the memory oracle the value checks lack, whose
+finds are recorded as ``tests/regressions/memory_s<seed>.py`` (docs/fuzzing.md).
 """
 
 from __future__ import annotations
