@@ -24,14 +24,13 @@ finds are recorded as ``tests/regressions/memory_s<seed>.py`` (docs/fuzzing.md).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import glob
 import math
 import runpy
-import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,7 @@ from derive.emit.generate import module_source
 from derive.language import Op, parse
 from derive.verify.check import defined_inputs
 from derive.verify.oracle import oracle_output, second_order
-from fuzz.check import load_module
+from fuzz.check import CaseTimeout, Outcome, deadline, load_module
 
 REPO = Path(__file__).resolve().parent.parent
 SCALES = (1, 2)
@@ -130,25 +129,35 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-class _OutOfTime(Exception):
-    """An op's derivation and measurement ran past the survey's CPU limit."""
+def outgrows(row: Row) -> bool:
+    """The generated widest tensor grows by half a power of the sizes or more beyond
+    autograd's, or is over 8x it at the doubled sizes: a find (tests/modules/test_widest.py
+    holds every op to the converse)."""
+    return row.excess_degree >= 0.5 or row.ratio > 8
 
 
-@contextlib.contextmanager
-def _cpu_limit(seconds: float) -> Iterator[None]:
-    """Raise :class:`_OutOfTime` after ``seconds`` of this process's CPU time (a fuzz op may
-    take minutes to derive; the survey notes it and goes on)."""
-
-    def expire(signum, frame):
-        raise _OutOfTime
-
-    old = signal.signal(signal.SIGPROF, expire)
-    signal.setitimer(signal.ITIMER_PROF, seconds)
+def judge(op: Op, seed: int, timeout: float | None = 60.0) -> Outcome:
+    """``python -m fuzz --widest``'s verdict on one op: wrong ("memory") where its widest
+    tensor outgrows autograd's; skipped where it cannot be measured (no second order, no
+    finite draw, over the CPU limit), since the value modes judge those."""
+    start = time.perf_counter()
     try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, old)
+        with tempfile.TemporaryDirectory() as tmp, deadline(timeout):
+            row = measure(op, Path(tmp))
+    except CaseTimeout:
+        return Outcome("skipped", "not measured", f"over {timeout:g} s of CPU")
+    except Exception as exc:  # the value modes judge a failing op; this one measures
+        return Outcome("skipped", "not measured", f"{type(exc).__name__}: {exc}"[:200])
+    seconds = time.perf_counter() - start
+    if row is None:
+        return Outcome("skipped", "not measured", "no second order", seconds)
+    if outgrows(row):
+        detail = (
+            f"widest {row.generated[-1]:,} entries against autograd's {row.autograd[-1]:,} at"
+            f" doubled sizes ({row.excess_degree:+.2f} degree)"
+        )
+        return Outcome("wrong", "memory", detail, seconds)
+    return Outcome("passed", seconds=seconds)
 
 
 def _ops(args: argparse.Namespace) -> Iterator[tuple[str, Callable[[], Op | None]]]:
@@ -194,12 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         for k, (label, make) in enumerate(todo, 1):
             print(f"[{k}/{len(todo)}] {label}", file=sys.stderr, flush=True)
             try:
-                with _cpu_limit(args.timeout):
+                with deadline(args.timeout):
                     op = make()
                     if not isinstance(op, Op):
                         continue
                     row = measure(op, Path(tmp), args.seed)
-            except _OutOfTime:
+            except CaseTimeout:
                 print(f"  {label}: not measured (over {args.timeout:g} s of CPU)", file=sys.stderr)
                 continue
             except Exception as exc:  # a survey: one op's trouble is a line, not the end

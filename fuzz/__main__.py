@@ -4,7 +4,8 @@
 on any finite forward whose backward is not. ``--affine`` draws ops with affine subscripts,
 strides, padding and windows (fuzz/affine.py, fuzz/windows.py), a mode of its own; ``--windows``
 draws them wider (offsets to 4, strides, dilations and paddings of 3, kernels given by int params,
-grouped convolutions whose derived sizes name an input's dimension), another mode again."""
+grouped convolutions whose derived sizes name an input's dimension), another mode again.
+``--widest`` judges memory instead of values, in any draw mode (bench/widest.py)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         " 3, a weight's kernel given by an int param, grouped convolutions (C / groups: derived"
         " sizes naming an input's dimension); another op for each seed again",
     )
+    parser.add_argument(
+        "--widest",
+        action="store_true",
+        help="judge memory instead of values: wrong where the widest tensor of the forward,"
+        " backward and second order outgrows autograd's through the definitions (a degree of"
+        " the sizes, or 8x at doubled sizes); recorded as memory_s<seed>.py",
+    )
     args = parser.parse_args(argv)
+    if args.range and args.widest:
+        parser.error("--range and --widest are two verdicts: choose one")
     if args.n < 1 or args.timeout <= 0 or args.max_definitions < 1:
         parser.error("-n, --timeout and --max-definitions must be positive")
     from pathlib import Path
@@ -58,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         range_mode=args.range,
         affine=args.affine,
         windows=args.windows,
+        widest=args.widest,
     )
     print(summary.text())
     return 1 if summary.count("wrong") or summary.count("nonfinite") else 0

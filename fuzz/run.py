@@ -24,6 +24,7 @@ class Summary:
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
     range_mode: bool = False  # --range: the statuses include nonfinite (fuzz/range.py)
+    widest: bool = False  # --widest: skipped is "not measured" (bench/widest.py)
 
     def count(self, status: str) -> int:
         return sum(o.status == status for o in self.outcomes.values())
@@ -46,7 +47,11 @@ class Summary:
         refused = self.count("refused")
         failing = FAILING if self.range_mode else FAILING[:1]
         counts = "".join(f"  {status}: {self.count(status)}" for status in failing)
-        skipped = "forward not finite" if self.range_mode else "ill-conditioned draws"
+        skipped = (
+            "forward not finite"
+            if self.range_mode
+            else "not measured" if self.widest else "ill-conditioned draws"
+        )
         lines = [
             f"cases: {n}  passed: {self.count('passed')}  refused: {refused}"
             f" ({100 * refused / max(n, 1):.1f}%){counts}"
@@ -73,7 +78,7 @@ def _span(seeds: list[int]) -> str:
 
 def failure_class(o: Outcome) -> str:
     """One line per bug class: the kind, and for errors the message with names masked."""
-    measured = ("forward", "gradient", "intermediate", "backward")
+    measured = ("forward", "gradient", "intermediate", "backward", "memory")
     if o.status == "passed" or o.kind.startswith(measured):
         return o.kind  # which tensor and by how much vary within one class
     if o.kind == "exception KeyError":
@@ -97,15 +102,21 @@ def fuzz(
     range_mode: bool = False,
     affine: bool = False,
     windows: bool = False,
+    widest: bool = False,
 ) -> Summary:
     """Judge each seed's op: by value (:func:`~fuzz.check.run_case`), or with ``range_mode`` at
     scaled inputs (:func:`~fuzz.range.run_range_case`). The first case of each failing class
     is shrunk; a wrong one is recorded in ``folder``, a nonfinite one printed (the regression
     tests replay the value check, which it passes). ``affine`` draws the ops with affine
     subscripts and windows (``fuzz.affine``), a mode of its own: the same seed, another op;
-    ``windows`` draws them wider (``fuzz.ops.random_op``), a mode of its own again."""
+    ``windows`` draws them wider (``fuzz.ops.random_op``), a mode of its own again. With
+    ``widest`` the verdict is the memory oracle's (``bench.widest.judge``): wrong where the
+    widest tensor of the forward, backward and second order outgrows autograd's through the
+    definitions, recorded as ``memory_s<seed>.py``."""
     judge: Callable[..., Outcome] = run_range_case if range_mode else run_case
-    summary = Summary(seeds=list(seeds), range_mode=range_mode)
+    if widest:
+        from bench.widest import judge  # the oracle measures through the generated modules
+    summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest)
     shrunk: set[str] = set()
     for seed in seeds:
         op = case_op(seed, max_definitions, affine, windows)

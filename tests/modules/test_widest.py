@@ -59,3 +59,14 @@ def test_the_widest_tensor_grows_as_autograds(path: Path, tmp_path: Path) -> Non
     # the sizes doubled: the generated widest grows by no more of a power than autograd's
     # and stays within a few times it
     assert row.excess_degree < 0.5 and row.ratio <= 8, row
+
+
+def test_the_fuzzers_memory_verdict(tmp_path: Path) -> None:
+    """``python -m fuzz --widest`` judges by :func:`bench.widest.judge`: an op whose widest
+    tensor outgrows autograd's is wrong ("memory"), one that does not passes."""
+    from bench.widest import judge
+
+    known = _op(ROOT / "tests" / "cases" / "factor_of_a_second_limit.py")
+    outcome = judge(known, 0)
+    assert (outcome.status, outcome.kind) == ("wrong", "memory"), outcome.line()
+    assert judge(_op(ROOT / "ops" / "softmax.py"), 0).status == "passed"
