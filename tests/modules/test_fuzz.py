@@ -418,3 +418,21 @@ def test_control_sizes_no_draw_makes_positive_must_be_refused_in_one_line() -> N
     assert outcome.detail.startswith("empty_windows: D is 0"), outcome.detail
     quiet = _patched('_check_positive("D", D,', '(lambda *checked: None)("D", D,')
     assert run_case(EMPTY, 0, source=quiet).kind == "degenerate sizes run"
+
+
+def test_a_forward_mode_reference_that_lost_its_digits_gives_no_verdict() -> None:
+    """torch's jvp of ``minimum`` is ``other_t + mask * (self_t - other_t)``: against an
+    unselected tangent of ~1e17 (exp(20 y)) the selected one rounds away, and the fuzzer
+    called the (exact) generated jvp wrong (value 1029546). The adjoint identity between
+    torch's forward and reverse modes through the text shows it; such a draw gives no
+    tangent verdict, every other check stands."""
+    import torch
+
+    from fuzz.check import adjoint
+
+    op = Op("minref", ["x[N]", "y[N]"], ["out[n] = minimum(x[n], exp(20*y[n]))"])
+    assert [run_case(op, s).status for s in range(4)] == ["passed"] * 4
+    g, v = torch.tensor([1.0, 2.0]), {"x": torch.tensor([0.5, -1.0])}
+    text = (None, {"x": torch.tensor([3.0, 4.0])})  # J^T g = (3, 4): <J^T g, v> = -2.5
+    assert adjoint(torch.tensor([0.5, -1.5]), text, g, v)  # <g, J v> = 0.5 - 3 = -2.5
+    assert not adjoint(torch.tensor([0.5, -1.4]), text, g, v)
