@@ -131,9 +131,11 @@ def table(rows: list[Row]) -> str:
 
 def outgrows(row: Row) -> bool:
     """The generated widest tensor grows by half a power of the sizes or more beyond
-    autograd's, or is over 8x it at the doubled sizes: a find (tests/modules/test_widest.py
-    holds every op to the converse)."""
-    return row.excess_degree >= 0.5 or row.ratio > 8
+    autograd's and is already wider at the doubled sizes, or is over 8x it there: a find
+    (tests/modules/test_widest.py holds every op to the stricter converse). A faster growth
+    still under autograd's at those sizes (256 entries against 1,024: --windows 15147) is
+    left to the survey's table, not called wrong."""
+    return row.excess_degree >= 0.5 and row.ratio > 1 or row.ratio > 8
 
 
 def judge(op: Op, seed: int, timeout: float | None = 60.0) -> Outcome:

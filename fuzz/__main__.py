@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         "--widest",
         action="store_true",
         help="judge memory instead of values: wrong where the widest tensor of the forward,"
-        " backward and second order outgrows autograd's through the definitions (a degree of"
-        " the sizes, or 8x at doubled sizes); recorded as memory_s<seed>.py",
+        " backward and second order outgrows autograd's through the definitions (half a degree"
+        " of the sizes and wider at doubled sizes, or 8x there); recorded as memory_s<seed>.py",
     )
     args = parser.parse_args(argv)
     if args.range and args.widest:
