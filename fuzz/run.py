@@ -114,8 +114,10 @@ def fuzz(
     widest tensor of the forward, backward and second order outgrows autograd's through the
     definitions, recorded as ``memory_s<seed>.py``."""
     judge: Callable[..., Outcome] = run_range_case if range_mode else run_case
-    if widest:
-        from bench.widest import judge  # the oracle measures through the generated modules
+    if widest:  # the memory oracle measures through the generated modules (bench/widest.py)
+        from bench.widest import judge as memory
+
+        judge = memory
     summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest)
     shrunk: set[str] = set()
     for seed in seeds:

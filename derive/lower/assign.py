@@ -441,14 +441,6 @@ def _decided(cx: Context, e: sp.Expr, ranges: dict) -> sp.Expr:
     return e.replace(lambda x: isinstance(x, where), decide)
 
 
-def _affine_part(d: sp.KroneckerDelta, axes: tuple) -> bool:
-    """Whether ``d`` sets a target axis to an affine expression of other indices (with or
-    without data): ``delta(h, 2*i + v)``, ``delta(h, S*i + A[n, i])``."""
-    diff = sp.expand(d.args[0] - d.args[1])
-    plain = diff.xreplace({i: sp.S.Zero for i in diff.atoms(sp.Indexed)})
-    return any(plain.has(a) for a in axes) and len(plain.free_symbols - set(axes)) > 0
-
-
 def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:
     """(each solved axis's index expression, the coefficient c, the sums' limits) of
     ``e = sum_B c * deltas``, as :func:`solved_scatter` reads it; None for any other shape."""
@@ -467,7 +459,7 @@ def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:
     pending = [f for f in factors if isinstance(f, sp.KroneckerDelta)]
     # a delta against data alone (delta(g, idx[i])) is solved beside another; alone, it is
     # index_add_'s (scatter) or a one-hot update's
-    beside = len(pending) > 1 or any(_affine_part(d, axes) for d in pending)
+    beside = len(pending) > 1
     solved: dict[sp.Symbol, sp.Expr] = {}
     while pending:
         progress = False

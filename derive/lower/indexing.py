@@ -55,7 +55,7 @@ def _affine(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
     terms, rest = [], e  # (sign, value)
     for i in indices:
         coef = e.coeff(i)
-        if any(cx.is_axis(s) for s in coef.free_symbols):
+        if _reads_axes(cx, coef):
             # a product of indices (a*t, (a - t)**2 expanded): its terms are no arange of i
             # scaled by a number; left in the rest, lowered whole, broadcast over both axes.
             # Taken as a coefficient, t's arange was laid along a's axis: a crash, or where

@@ -225,11 +225,11 @@ def _sum(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node:
     free = free_indices(e)
     axes = tuple(a for a in order if a in free)
     if len(axes) == len(free) and cx.recall(e) is None:
-        write = (
-            scatter
-            if is_scatter(cx, e, axes)
-            else solved_scatter if is_solved_scatter(cx, e, axes) else None
-        )
+        write = None
+        if is_scatter(cx, e, axes):
+            write = scatter
+        elif is_solved_scatter(cx, e, axes):
+            write = solved_scatter
         if write is not None:
             name = cx.fresh("sum_" + stem(e))
             write(cx, name, e, axes)

@@ -99,7 +99,7 @@ def _summed_before_read(cx: Context, e: sp.Sum) -> sp.Expr | None:
         return None
     bound = [lim[0] for lim in e.limits]
     summed = [k for k, sub in enumerate(f.indices) if sub in bound]
-    if sorted(map(str, (f.indices[k] for k in summed))) != sorted(map(str, bound)):
+    if len(summed) != len(bound) or {f.indices[k] for k in summed} != set(bound):
         return None  # each summed index a subscript of its own, once
     kept = [k for k in range(len(f.indices)) if k not in summed]
     at = [f.indices[k] for k in kept]
@@ -109,7 +109,7 @@ def _summed_before_read(cx: Context, e: sp.Sum) -> sp.Expr | None:
     if len(axes) <= len(at):
         return None  # the positions are no wider than the rows they read
     for var, lo, hi in e.limits:  # the whole axis: a sum of the tensor's own
-        if lo != 0 or sp.simplify(hi - (f.base.shape[f.indices.index(var)] - 1)) != 0:
+        if lo != 0 or sp.expand(hi + 1 - f.base.shape[f.indices.index(var)]) != 0:
             return None
     rows = [sp.Symbol(f"{f.base.label.name}_row{k}", integer=True) for k in range(len(kept))]
     dims = [f.base.shape[k] for k in kept]

@@ -10,6 +10,7 @@ not: 43.8 GB). A lowering change that widens a catalogue op's temporary fails he
 
 from __future__ import annotations
 
+import runpy
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,6 @@ KNOWN = {
 def _op(path: Path):
     if path.parent.name == "regressions":
         return load(path)[0]
-    import runpy
-
     return runpy.run_path(str(path)).get("OP")
 
 
