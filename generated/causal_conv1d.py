@@ -199,22 +199,18 @@ def _double_backward_all(grad_out, saved):
         torch.nn.functional.pad(grad_y, (0, K - 1)), db_dw.reshape(C, 1, K).flip(2), groups=C
     ).narrow(2, 0, T)
     dw = (
-        torch.nn.functional.pad(
-            torch.conv_transpose1d(
-                db_dx.permute(1, 0, 2).reshape(1, C * N, T),
-                grad_y.permute(1, 0, 2).reshape(C * N, 1, T).flip(2),
-                groups=C,
-            ),
-            (max(K - T, 0), 0),
+        torch.conv1d(
+            db_dx.permute(1, 0, 2).reshape(1, C * N, T),
+            grad_y.permute(1, 0, 2),
+            padding=K - 1,
+            groups=C,
         )
-        .narrow(2, max(T - K, 0), K)
+        .narrow(2, 0, K)
         .reshape(C, K)
     )
     db = grad_out.new_zeros((C,))
     sum_db_dw_x = torch.conv1d(x, db_dw.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
-    sum_db_dx_w = torch.conv_transpose1d(db_dx, w.reshape(C, 1, K).flip(2), groups=C).narrow(
-        2, 0, T
-    )
+    sum_db_dx_w = torch.conv1d(db_dx, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
     dgrad_y = db_db[:, None] + sum_db_dw_x + sum_db_dx_w
     del sum_db_dw_x, sum_db_dx_w
     dv_x = grad_out * b_dx

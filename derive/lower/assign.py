@@ -44,10 +44,11 @@ from derive.lower.value import (
     filled,
     permute,
     scatter_delta,
+    scatter_reads,
     split_deltas,
 )
 from derive.lower.windows import plan_window
-from derive.symbolic.indices import free_indices, without
+from derive.symbolic.indices import free_indices, replace_apart, without
 from derive.symbolic.simplify import expanded_terms
 
 
@@ -251,7 +252,7 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     shape = tuple(cx.size(a) for a in axes)
     src = source if len(bound) == 1 else ir.Reshape(source, tuple(flat))
     zeros = ir.Zeros(shape, cx.like, axes=axes)
-    if set(data.indices) == set(bound):
+    if scatter_reads(data, axes, set(bound)) == set(bound):
         index = cx.value(data, bound)
         idx = index if len(bound) == 1 else ir.Reshape(index, (ir.Number(-1),))
         cx.emit(ir.Assign((name,), ir.IndexAdd(zeros, pos, idx, src, axes=axes)))
@@ -280,7 +281,7 @@ def _picked(e: sp.Sum, delta: sp.KroneckerDelta, axis: sp.Symbol, data: sp.Index
     wherever the delta is 1). A g that reads v (``db_dy[g1, v, idx[j, j2]]``) was no scatter
     source, and the masks broadcast it over v: a (J, J, J, G, G) product in
     tests/cases/constant_sum_from_a_fold.py's second order."""
-    return sp.Mul(*without(sp.Mul.make_args(e.function), delta)).xreplace({axis: data})
+    return replace_apart(sp.Mul(*without(sp.Mul.make_args(e.function), delta)), {axis: data})
 
 
 def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
@@ -484,7 +485,8 @@ def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:
         return None
     for _ in solved:  # a solution read inside another's data: substituted through
         solved = {t: sp.expand(v.xreplace(solved)) for t, v in solved.items()}
-    rest = sp.Mul(*[f for f in factors if not isinstance(f, sp.KroneckerDelta)]).xreplace(solved)
+    rest = sp.Mul(*[f for f in factors if not isinstance(f, sp.KroneckerDelta)])
+    rest = replace_apart(rest, solved)  # its own sums' indices kept apart (fuzz 1030111)
     if any(v.has(*solved) for v in solved.values()) or rest.has(*solved):
         return None
     scope = cx.scope(list(axes) + bound)

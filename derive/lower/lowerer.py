@@ -226,10 +226,10 @@ def _sum(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node:
     axes = tuple(a for a in order if a in free)
     if len(axes) == len(free) and cx.recall(e) is None:
         write = None
-        if is_scatter(cx, e, axes):
-            write = scatter
-        elif is_solved_scatter(cx, e, axes):
+        if is_solved_scatter(cx, e, axes):  # every delta solved, as an assignment tries first
             write = solved_scatter
+        elif is_scatter(cx, e, axes):
+            write = scatter
         if write is not None:
             name = cx.fresh("sum_" + stem(e))
             write(cx, name, e, axes)

@@ -17,7 +17,7 @@ import sympy as sp
 
 from derive.errors import DerivationError
 from derive.ir import nodes as ir
-from derive.lower.context import Context
+from derive.lower.context import Context, lowers_to_int
 from derive.lower.indexing import indexed
 from derive.lower.memo import canonical
 from derive.lower.scans import plan_scan, scan_value
@@ -74,6 +74,8 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     if window is not None:  # a convolution: one torch kernel (derive/lower/windows.py)
         value = window_value(cx, window)
     if value is None:
+        value = _window_among(cx, e, order_in)
+    if value is None:
         plan = plan_contraction(cx.scope(order_in), e.function, bound, order_in)
         split = None if plan is not None else _split_for_width(cx.scope(order_in), e)
         if plan is not None:
@@ -124,6 +126,69 @@ def _summed_before_read(cx: Context, e: sp.Sum) -> sp.Expr | None:
         label = cx.fresh("sum_" + f.base.label.name)
         cx.emit(ir.Assign((label,), cx.permuted(total, rows)))
     return sp.IndexedBase(label, shape=tuple(dims), real=True)[tuple(at)]
+
+
+def _window_among(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node | None:
+    """A sum of a product that reads a tensor other than plainly (a gather, a window), where
+    the rules for two tensors do not match the whole (:mod:`derive.lower.windows`,
+    :func:`_summed_before_read`):
+
+    - ``sum_{h,k} f[.., h] g[.., h, k] = sum_h f[.., h] (sum_k g[.., h, k])``: a factor free
+      of some summed indices stands outside their sum (the one it is free of most), when the
+      factors inside read a tensor other than plainly at those indices (plain reads are a
+      contraction einsum plans whole); the inner sum is then a convolution, or a sum before
+      a gather;
+    - ``sum_l g[b, l] u[b, l - p] X[o, t - s*l] = sum_l Y[b, l] X[o, t - s*l]`` with ``Y = g
+      u`` computed first (over its own indices, each a subscript of the sum's): the factors
+      beside the one affine read, as one tensor, where that is a convolution.
+
+    Lowered whole instead, the product is a temporary over every index of the sum, the
+    windows' and the gathered axes' included: a degree wider than the problem (fuzz
+    --windows 15148, a second order's ``grad_y * u`` beside a strided kernel read; 15164,
+    ``r[z, b] * x[tgt[z], b, t]`` summed over b and t). None where neither applies."""
+    factors = sp.Mul.make_args(e.function)
+    if len(factors) < 2 or e.function.has(sp.KroneckerDelta):
+        return None
+    best = None
+    for f in factors:  # a factor outside the sums it does not read
+        inner = [lim for lim in e.limits if not f.has(lim[0])]
+        if not inner or len(inner) == len(e.limits):
+            continue
+        others = [g for g in factors if g is not f]
+        reads = [r for g in others for r in g.atoms(sp.Indexed) if r.has(*(v for v, *_ in inner))]
+        if all(plain(r) for r in reads):
+            continue
+        if best is None or len(inner) > len(best[1]):
+            best = (f, inner, others)
+    if best is not None:
+        f, inner, others = best
+        outer = [lim for lim in e.limits if lim not in inner]
+        return cx.value(sp.Sum(f * sp.Sum(sp.Mul(*others), *inner), *outer), order)
+    if len(factors) < 3:
+        return None
+    scope = cx.scope(order)
+    for k in factors:  # the others, one tensor
+        if not isinstance(k, sp.Indexed) or plain(k):
+            continue
+        rest = sp.Mul(*[g for g in factors if g is not k])
+        axes = [a for a in natural_order(rest, order) if a in free_indices(rest)]
+        if not all(a in cx.sizes for a in axes) or lowers_to_int(cx, rest):
+            continue
+        shape = tuple(cx.sizes[a] for a in axes)
+        stand_in = sp.IndexedBase("_Y", shape=shape, real=True)[tuple(axes)]
+        if plan_window(scope, sp.Sum(k * stand_in, *e.limits)) is None:
+            continue
+        known = cx.recall(rest)
+        if isinstance(known, ir.Ref) and set(known.axes) == set(axes):
+            label, axes = known.name, list(known.axes)
+        else:
+            label = cx.fresh("prod_" + stem(rest))
+            cx.emit(ir.Assign((label,), cx.permuted(cx.value(rest, axes), axes)))
+            cx.remember(rest, ir.Ref(label, axes=tuple(axes)))
+        shape = tuple(cx.sizes[a] for a in axes)
+        y = sp.IndexedBase(label, shape=shape, real=True)[tuple(axes)]
+        return window_value(cx, plan_window(scope, sp.Sum(k * y, *e.limits)))
+    return None
 
 
 def _summed(cx: Context, body: sp.Expr, bound: list, inner: list, e: sp.Expr) -> ir.Node:

@@ -13,7 +13,7 @@ import sympy as sp
 
 from derive.functions import clamp, where
 from derive.ir import nodes as ir
-from derive.symbolic.indices import free_indices
+from derive.symbolic.indices import free_indices, replace_apart
 
 
 class AxisError(ValueError):
@@ -184,26 +184,32 @@ def split_deltas(expr: sp.Expr, axes: tuple) -> tuple[sp.Expr, list]:
         if axis is None or data is None:
             raise ValueError(f"unsupported delta term {term}")
         # coef(c) delta(c, t) = coef(t) delta(c, t): the update reads coef where the delta is 1
-        picks.append(((term / d).xreplace({axis: data}), axis, data))
+        picks.append((replace_apart(term / d, {axis: data}), axis, data))
     return sp.factor_terms(plain), picks
 
 
 def scatter_delta(e: sp.Sum, axes: tuple):
-    """``(delta, axis, data)`` of ``sum_B delta(v, t[..]) g``: v a target axis, t subscripted
-    by every summed index and, beside them, by other target axes alone (``t[m, b]`` summed
-    over b: each row m scattered along v, a ``scatter_add_``); None for any other sum."""
+    """``(delta, axis, data)`` of ``sum_B delta(v, t[..]) g``: v a target axis, t read over
+    every summed index and, beside them, over other target axes alone (``t[m, b]`` summed
+    over b: each row m scattered along v, a ``scatter_add_``); t's subscripts may be any
+    expressions in them (``labels[idx[p], p + 2]``: the positions, gathered first, are a
+    tensor over p). None for any other sum."""
     bound = {lim[0] for lim in e.limits}
     for f in sp.Mul.make_args(e.function):
         if isinstance(f, sp.KroneckerDelta):
             axis = next((x for x in f.args if x in axes and x not in bound), None)
             data = next((x for x in f.args if isinstance(x, sp.Indexed)), None)
-            if axis is None or data is None:
+            if axis is None or data is None or data.has(axis):
                 continue
-            subs = set(data.indices)
-            rows = set(axes) - {axis}
-            if bound <= subs and subs - bound <= rows and all(i.is_Symbol for i in subs):
+            reads = scatter_reads(data, axes, bound)
+            if bound <= reads and reads - bound <= set(axes) - {axis}:
                 return f, axis, data
     return None
+
+
+def scatter_reads(data: sp.Indexed, axes: tuple, bound: set) -> set:
+    """The target axes and summed indices a scatter's positions ``data`` read."""
+    return data.free_symbols & (set(axes) | set(bound))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ axis and masked to 0 outside):
   output gradient of: both read in place, where the correlation would transpose both
 - transposed read: ``sum_{c,l} Y[b, c, l] X[c, o, +-(t - s*l) + p]``
   -> ``conv_transpose(Y, X, stride=s)``, X flipped where t enters with -1
+- correlated read: ``sum_{c,l} Y[b, c, l] X[o, c, +-(l - s*t) + p]`` -> ``conv(Y, X,
+  stride=s, padding=-p)``, X flipped where l enters with -1
 - transposed: ``sum_{c,l,k} X[b, g, c, l] W[g, c, o, k] delta(t, s*l + d*k + p)``
   -> ``conv_transpose(X, W, stride=s, dilation=d, groups=G)``
 - window sum: ``sum_k X[b, a*t + d*k + p]`` (a pool's window summed) -> ``conv(X, ones(K),
@@ -273,6 +275,23 @@ def _match_read_transposed(scope: Scope, factors: list, bound: list) -> list[Win
     with i the kernel's index, t = s*l + i - p, or t = s*l + i' + p - (I - 1) with
     i' = I - 1 - i when t enters with -1; so a conv_transpose of Y with X (flipped in the
     second case) as its kernel."""
+    return _kernel_reads(scope, factors, bound, "transposed")
+
+
+def _match_read_correlated(scope: Scope, factors: list, bound: list) -> list[Window]:
+    """sum_{c,l} Y[b, c, l] X[o, c, +-(l - s*t) + p], s > 0 (the kernel read where Y's
+    summed index meets the result's: a correlation's adjoint taken twice): with i the
+    kernel's index, l = s*t + i - p, or l = s*t + i' + p - (I - 1) with i' = I - 1 - i when
+    l enters with -1; so Y correlated with X (flipped in the second case). Both sides read
+    zeros outside their axes (the language's padding, torch's), so the pairs (l, i) summed
+    are the same."""
+    return _kernel_reads(scope, factors, bound, "conv")
+
+
+def _kernel_reads(scope: Scope, factors: list, bound: list, form: str) -> list[Window]:
+    """The plans of ``sum Y[..] X[.., affine, ..]`` with Y's subscripts plain, X read at an
+    affine of Y's summed index and the result's: ``form`` "transposed" where the result's
+    index enters with +-1, "conv" where Y's does (:func:`_kernel_read`)."""
     if len(factors) != 2 or not all(isinstance(f, sp.Indexed) for f in factors):
         return []
     found = []
@@ -280,7 +299,7 @@ def _match_read_transposed(scope: Scope, factors: list, bound: list) -> list[Win
         if plain(kernel) or not _distinct_axes(scope, y):
             continue
         spatial = [
-            _transposed_read(scope, sub, at, kernel, y, bound)
+            _kernel_read(scope, sub, at, kernel, y, bound, form)
             for at, sub in enumerate(kernel.indices)
         ]
         spatial = [s for s in spatial if s is not None]
@@ -294,7 +313,7 @@ def _match_read_transposed(scope: Scope, factors: list, bound: list) -> list[Win
             continue
         roles = _roles([i for i in y.indices if i not in windows], plain_k, bound)
         if roles is not None and set(bound) == set(roles[2]) | windows:
-            found.append(_window("transposed", y, kernel, roles, spatial))
+            found.append(_window(form, y, kernel, roles, spatial))
     return found
 
 
@@ -330,21 +349,25 @@ def _window_read(scope: Scope, sub: sp.Expr, at: int, w: sp.Indexed, bound: list
     return Spatial(t, at, k, _at(w, k), a, -d, sp.expand(p + d * (size - 1)), flip=True)
 
 
-def _transposed_read(scope, sub, at, kernel, y, bound) -> Spatial | None:
-    """``t - s*l + p`` (or ``-t + s*l + p``: flipped) with t free, l summed and Y's, s > 0:
-    one spatial axis of a conv_transpose with the kernel read at ``sub``; or None."""
+def _kernel_read(scope, sub, at, kernel, y, bound, form: str) -> Spatial | None:
+    """One spatial axis of a kernel read at ``sub``, t free and l summed and Y's, s > 0:
+    "transposed", ``t - s*l + p`` (or ``-t + s*l + p``: flipped), a conv_transpose's axis;
+    "conv", ``l - s*t + p`` (or ``-l + s*t + p``: flipped), a correlation's, Y read at
+    ``s*t + i - p``. None for any other subscript."""
     split = _free_and_summed(scope, sub, y, bound)
     if split is None:
         return None
     e, t, v = split
     ct, cv = e.coeff(t), e.coeff(v)
     p = sp.expand(e - ct * t - cv * v)
-    if p.has(t, v) or cv.has(t, v) or ct not in (1, -1) or _sign(scope, -ct * cv) != 1:
+    unit, other = (ct, cv) if form == "transposed" else (cv, ct)
+    if p.has(t, v) or other.has(t, v) or unit not in (1, -1) or _sign(scope, -ct * cv) != 1:
         return None
-    if ct == 1:  # i = t - s*l + p: t = s*l + i - p
-        return Spatial(t, _at(y, v), v, at, -cv, sp.S.One, -p)
-    size = kernel.base.shape[at]  # i = -t + s*l + p: t = s*l + i' + p - (I - 1)
-    return Spatial(t, _at(y, v), v, at, cv, sp.S.One, sp.expand(p - size + 1), flip=True)
+    stride, size = -unit * other, kernel.base.shape[at]
+    if unit == 1:  # i = t - s*l + p: t = s*l + i - p (transposed); l = s*t + i - p (conv)
+        return Spatial(t, _at(y, v), v, at, stride, sp.S.One, -p)
+    # i = -t + s*l + p: t = s*l + i' + p - (I - 1) with i' = I - 1 - i (l and t swapped: conv)
+    return Spatial(t, _at(y, v), v, at, stride, sp.S.One, sp.expand(p - size + 1), flip=True)
 
 
 def _match_transposed(scope: Scope, factors: list, bound: list) -> list[Window]:
@@ -800,6 +823,11 @@ WINDOWS: list[tuple[str, Callable[[Scope, list, list], list[Window]], str]] = [
         "transposed read",
         _match_read_transposed,
         "sum_{c,l} Y[b, c, l] X[c, o, t - s*l + p] -> conv_transpose(Y, X, stride=s, padding=p)",
+    ),
+    (
+        "correlated read",
+        _match_read_correlated,
+        "sum_{c,l} Y[b, c, l] X[o, c, l - s*t + p] -> conv(Y, X, stride=s, padding=-p)",
     ),
     (
         "transposed",

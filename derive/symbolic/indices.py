@@ -92,24 +92,36 @@ def substitute_apart(expr: sp.Expr, k: sp.Symbol, value: sp.Expr) -> sp.Expr:
     ``sum_b1 hid[step*b1 - step*b + u]``, not the diagonal ``sum_b hid[u]`` (fuzz --affine 225).
     New names are the old one with a number, none that ``expr`` or ``value`` already uses.
     """
-    clash = value.free_symbols
-    if not clash & _bound(expr):
-        return _subscripts_expanded(expr.xreplace({k: value}), value)
-    taken = {str(a) for a in (expr.atoms(sp.Symbol) | value.atoms(sp.Symbol))}
+    return _subscripts_expanded(replace_apart(expr, {k: value}), value)
 
-    def apart(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
-        names = []
-        for lim in limits:
-            v = lim[0]
-            if v not in clash:
-                names.append(v)
-                continue
-            n = next(n for n in itertools.count(1) if f"{v}{n}" not in taken)
-            taken.add(f"{v}{n}")
-            names.append(sp.Symbol(f"{v}{n}", **v.assumptions0))
-        return names
 
-    return _subscripts_expanded(rename_bound(expr, apart).xreplace({k: value}), value)
+def replace_apart(expr: sp.Expr, mapping: dict[sp.Symbol, sp.Expr]) -> sp.Expr:
+    """``expr`` with each free index of ``mapping`` replaced by its value at once, no index of
+    a value captured and no bound index of the same name replaced: a bound index of ``expr``
+    named by a value or a key is renamed apart first (:func:`substitute_apart`'s rule, for
+    several indices). A scatter's position put into its source, ``y = X[b1]`` into
+    ``sigmoid(sum_b1 x[b1, y])``, read the diagonal ``x[b1, X[b1]]`` by a plain
+    ``xreplace`` (fuzz 1030111: a gradient 0.3 off, silently)."""
+    clash = set(mapping).union(*(v.free_symbols for v in mapping.values()))
+    if clash & _bound(expr):
+        taken = {str(a) for a in expr.atoms(sp.Symbol)}
+        taken |= {str(a) for v in mapping.values() for a in v.atoms(sp.Symbol)}
+        taken |= {str(k) for k in mapping}
+
+        def apart(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
+            names = []
+            for lim in limits:
+                v = lim[0]
+                if v not in clash:
+                    names.append(v)
+                    continue
+                n = next(n for n in itertools.count(1) if f"{v}{n}" not in taken)
+                taken.add(f"{v}{n}")
+                names.append(sp.Symbol(f"{v}{n}", **v.assumptions0))
+            return names
+
+        expr = rename_bound(expr, apart)
+    return expr.xreplace(mapping)
 
 
 def _subscripts_expanded(expr: sp.Expr, value: sp.Expr) -> sp.Expr:

@@ -26,9 +26,6 @@ FOUND = sorted((ROOT / "tests" / "regressions").glob("memory_s*.py"))
 KNOWN = {
     # its first backward counts labels, sum_b delta(z, labels[v, b]), as an (H, N, H) one-hot
     "factor_of_a_second_limit": "a count of labels as a one-hot",
-    # a weight gradient with the shift on the other operand, which the window planner does
-    # not match: (N, C, T, O, K)
-    "conv1d_padded_dilated": "a weight gradient the window planner does not match",
 }
 
 

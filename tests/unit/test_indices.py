@@ -14,6 +14,7 @@ from derive.symbolic.indices import (
     canonical_bound,
     freshen_bound,
     has_reduction,
+    replace_apart,
 )
 
 N = sp.Symbol("N", integer=True, positive=True)
@@ -39,6 +40,19 @@ def test_a_readable_name_never_captures_an_inner_bound_index() -> None:
         (n, 0, N - 1),
     )
     assert _value(renamed) == _value(e)
+
+
+def test_a_substituted_position_never_captures_an_inner_bound_index() -> None:
+    # a scatter's position b = y[n] put into sum_n x[b, n]: xreplace reads the diagonal
+    # x[y[n], n] (fuzz 1030111); apart, the inner n is renamed first
+    e = sp.Sum(x[b, n], (n, 0, N - 1)) * y[a]
+    put = replace_apart(e, {b: y[n], a: n})
+    n1 = sp.Symbol("n1", integer=True)
+    assert put == sp.Sum(x[y[n], n1], (n1, 0, N - 1)) * y[n]
+    assert e.xreplace({b: y[n], a: n}) != put  # what the plain substitution did
+    # a key bound inside is no free index of it: left alone, renamed apart
+    inner = sp.Sum(x[b, a], (a, 0, N - 1))
+    assert replace_apart(inner, {a: c}) == inner.xreplace({a: sp.Symbol("a1", integer=True)})
 
 
 def test_readable_names_avoid_free_indices_even_undeclared_ones() -> None:

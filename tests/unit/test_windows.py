@@ -51,8 +51,13 @@ def _sum(body, *indices):
         ),
         # x's adjoint solved, stride 2: the kernel read along t, backwards along grad_out's j
         (_sum(g[n, o, j] * w[o, c, t - 2 * j], o, j), "transposed", False),
-        # a kernel read backwards (the double backward's adjoint of grad_out)
-        (_sum(x[n, c, t] * w[o, c, t - j], c, t), "transposed", True),
+        # the double backward's adjoint of grad_out: x read plainly, the kernel at t - j; as a
+        # conv_transpose the kernel is flipped (a copy), as a correlation of x it is not
+        (_sum(x[n, c, t] * w[o, c, t - j], c, t), "conv", False),
+        # the same at stride 2 (the kernel read at t - 2*j): a correlation only (fuzz --windows
+        # 15148's index grid over (T, J, K)); backwards, flipped
+        (_sum(x[n, c, t] * w[o, c, t - 2 * j], c, t), "conv", False),
+        (_sum(x[n, c, t] * w[o, c, 2 * j - t + 1], c, t), "conv", True),
         # refused: a window summed over part of its axis only
         (sp.Sum(x[n, c, t + k] * w[o, c, k], (c, 0, C - 1), (k, 0, K - 2)), None, False),
         # refused: an index of one tensor alone summed
@@ -155,6 +160,7 @@ def test_every_window_rule_has_its_identity() -> None:
         "correlation",
         "weight gradient",
         "transposed read",
+        "correlated read",
         "transposed",
         "window sum",
         "window indicator",
