@@ -48,7 +48,7 @@ from derive.lower.value import (
     split_deltas,
 )
 from derive.lower.windows import plan_window
-from derive.symbolic.indices import free_indices, replace_apart, without
+from derive.symbolic.indices import free_indices, rename_apart, replace_apart, without
 from derive.symbolic.simplify import expanded_terms
 
 
@@ -449,10 +449,17 @@ def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:
         return None
     factors, limits = [], []
     stack_ = [e]
-    while stack_:  # nested sums flattened: sum_i f sum_j g = sum_{i,j} f g
+    # nested sums flattened: sum_i f sum_j g = sum_{i,j} f g, a nested sum's indices renamed
+    # apart from those met before (sum_u grad_out[k, u] beside sum_u delta(m, cls[u, k])
+    # a[u, k]: one u for both, nothing was solved, and fuzz --affine 4121 scattered over k)
+    seen = {lim[0] for lim in e.limits} | set(axes)
+    while stack_:
         s = stack_.pop()
         limits += list(s.limits)
         for f in sp.Mul.make_args(s.function):
+            if isinstance(f, sp.Sum):
+                f = rename_apart(f, seen)
+                seen |= {lim[0] for lim in f.limits}
             (stack_ if isinstance(f, sp.Sum) else factors).append(f)
     bound = [lim[0] for lim in limits]
     if len(set(bound)) != len(bound) or set(bound) & set(axes):

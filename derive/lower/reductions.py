@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.errors import DerivationError
+from derive.functions import where
 from derive.ir import nodes as ir
 from derive.lower.context import Context, lowers_to_int
 from derive.lower.indexing import indexed
@@ -46,12 +47,43 @@ def _factored_out(e: sp.Sum) -> sp.Expr:
     as a number beside the sum's tensors, ``sum_m o prob[m]``, is no axis of any tensor the
     sum reads, and the sum's value lost it (fuzz --windows 13072, an engine error)."""
     bound = {lim[0] for lim in e.limits}
-    factors = sp.Mul.make_args(e.function)
-    outside = [f for f in factors if not f.is_number and not f.free_symbols & bound]
+    outside, inside = [], []
+    for f in sp.Mul.make_args(e.function):
+        if not f.is_number and not f.free_symbols & bound:
+            outside.append(f)
+            continue
+        out, f = _out_of_gate(f, bound)
+        outside += out
+        inside.append(f)
     if not outside:
         return e
-    inside = [f for f in factors if f.is_number or f.free_symbols & bound]
     return sp.Mul(*outside) * sp.Sum(sp.Mul(*inside), *e.limits)
+
+
+def _read(a: sp.Expr) -> bool:
+    """A read of a tensor (at any subscripts) or a 0-d tensor: no function of one."""
+    return isinstance(a, sp.Indexed) or (isinstance(a, sp.Symbol) and not a.is_integer)
+
+
+def _out_of_gate(f: sp.Expr, bound: set) -> tuple[list, sp.Expr]:
+    """``where(c, a g, 0) = a where(c, g, 0)`` for a factor a free of the summed indices
+    (through nested gates): the factors that may stand outside the sum, and what stays. A
+    range guard on the summed index kept a product of a tensor over other axes inside, a
+    temporary over both (fuzz --affine 4130, --windows 15073). Reads of tensors only: a
+    function of one (``exp(s)``) may be inf where the gate is shut, and ``inf * 0`` is nan
+    where the gated sum was 0."""
+    if not (isinstance(f, where) and f.args[2] == 0):
+        return [], f
+    out, branch = _out_of_gate(f.args[1], bound)
+    factors = sp.Mul.make_args(branch)
+    free = [a for a in factors if _read(a) and not a.free_symbols & bound]
+    if not free and not out:
+        return [], f
+    kept = list(factors)
+    for a in free:
+        kept = without(kept, a)
+    rest = sp.Mul(*kept)
+    return out + free, where(f.args[0], rest, 0)
 
 
 def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
