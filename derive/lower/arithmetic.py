@@ -144,8 +144,10 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     What goes inside: the factors on the gate's own axes, and every computed factor (a call,
     a power, a sum: ``0 * inf`` is made of two finite-looking factors). A plain read of a
     tensor over further axes (``probs[b, t, v]`` beside a gate over ``b, t``) stays outside,
-    so the gate is taken on the small tensor and the full-size product is one pass. A gate on
-    python numbers alone stays the float mask.
+    so the gate is taken on the small tensor and the full-size product is one pass, unless
+    the tensor may hold an infinity (``w = where(d <= k, s, -inf)`` beside the gate of its
+    own adjoint, ``d(w**2)/dw``: -inf times the gate's 0 was nan, fuzz --windows 16310). A
+    gate on python numbers alone stays the float mask.
     """
     factors = sp.Mul.make_args(e)
     gate = next((f for f in factors if is_gate(f)), None)
@@ -153,7 +155,7 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
         return None
     axes = cx.scope([]).axes
     rest = without(factors, gate)
-    selected = [not (plain(f) or is_gate(f)) or axes(f) <= axes(gate) for f in rest]
+    selected = [not (_finite_read(f) or is_gate(f)) or axes(f) <= axes(gate) for f in rest]
     inside = [f for f, s in zip(rest, selected, strict=True) if s]
     if not any(f.atoms(sp.Indexed) for f in inside):
         return None
@@ -165,6 +167,12 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
         return _stepped(*gate.args, x) * outside
     c, a, b = gate.args
     return where(c, a * x, b * x) * outside
+
+
+def _finite_read(f: sp.Expr) -> bool:
+    """A plain read of a tensor that holds no infinity (an input, or a definition whose body
+    has none: :func:`derive.language.graph.may_be_infinite` makes the others extended real)."""
+    return plain(f) and f.is_extended_real is True and f.is_real is True
 
 
 def _stepped(arg: sp.Expr, at_zero: sp.Expr, x: sp.Expr) -> sp.Expr:
