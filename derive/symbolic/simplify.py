@@ -101,25 +101,38 @@ def _unclamped_under_guard(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Exp
     # The first order reads a body at clamp(e, lo, hi) for range (solved_in_range); its second
     # order meets that clamp inside a delta no rule solves, a K-wide product per entry
     # (a shift x[n, t - 1]: an N x T x T temporary); unclamped, delta_invert solves it.
-    held = {c for f in _factors(body) for c in _guards(f)}
+    out = unclamped_deltas(body)
+    return None if out == body else ctx.sum(out, (lim,))
+
+
+def unclamped_deltas(e: sp.Expr) -> sp.Expr:
+    """``where(lo <= a <= hi, f, 0) X`` with every ``clamp(a, lo, hi)`` inside a delta of X
+    read as ``a``: where the guard holds the clamp is a, and where it fails the product is 0
+    whatever a delta reads (0 or 1, finite either way). Anywhere in X, under a sum or in one
+    term of an Add (fuzz --windows 16500's second order: ``delta(a, clamp(a1 + off, ..) -
+    off)`` in a term beside its guard, under sums over a1 and v2, was a six-axis scatter);
+    nested clamps too, outermost first, as the guards name them. Reads keep their clamps: a
+    tensor read past its end is no number."""
+    factors = _factors(e)
+    held = {c for f in factors for c in _guards(f)}
     if not held:
-        return None
+        return e
 
-    def within(e: sp.Expr) -> bool:
-        a, lo, hi = e.args
-        return (a >= lo) in held and (a <= hi) in held
+    def unclamp(x: sp.Expr) -> sp.Expr:
+        if isinstance(x, clamp):
+            a, lo, hi = x.args
+            if (a >= lo) in held and (a <= hi) in held:
+                return unclamp(a)
+        if not x.args or not x.has(clamp):
+            return x
+        args = [unclamp(a) for a in x.args]
+        return x.func(*args) if args != list(x.args) else x
 
-    factors = [
-        (
-            f.replace(lambda e: isinstance(e, clamp) and within(e), lambda e: e.args[0])
-            if isinstance(f, sp.KroneckerDelta) and f.has(lim[0])
-            else f
-        )
-        for f in _factors(body)
+    out = [
+        f.replace(lambda d: isinstance(d, sp.KroneckerDelta) and d.has(clamp), unclamp)
+        for f in factors
     ]
-    if all(f is g for f, g in zip(factors, _factors(body), strict=True)):
-        return None
-    return ctx.sum(sp.Mul(*factors), (lim,))
+    return sp.Mul(*out) if out != factors else e
 
 
 def _guards(f: sp.Expr) -> Iterator[sp.Expr]:
@@ -246,17 +259,45 @@ def _delta_terms_apart(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | 
     # may hold one: a focal loss's second order). Kept whole, the sum is
     # lowered as written: the delta an identity matrix over (k, e), every term a K-wide
     # product per entry of e (layernorm's second order, dgain: an N x C x C temporary).
+    # A sum over other indices whose product holds such a factor is split the same way first:
+    # sum_k f sum_h (d(k, e) a + b) c -> sum_k f sum_h d a c + sum_k f sum_h b c (_held_apart).
     k = lim[0]
     factors = _factors(body)
     for i, f in enumerate(factors):
-        if not isinstance(f, sp.Add):
-            continue
-        held = [t for t in f.args if _holds_delta_over(t, k)]
-        if held:
+        parts = _held_apart(f, k)
+        if parts:
             others = sp.Mul(*factors[:i], *factors[i + 1 :])
-            rest = [t for t in f.args if t not in held]
-            parts = [others * t for t in held] + ([others * sp.Add(*rest)] if rest else [])
-            return sp.Add(*[ctx.sum(p, (lim,)) for p in parts])
+            return sp.Add(*[ctx.sum(others * p, (lim,)) for p in parts])
+    return None
+
+
+def _held_apart(f: sp.Expr, k: sp.Symbol) -> list[sp.Expr] | None:
+    """``f`` as parts that add up to it, each term holding a delta over ``k`` alone: a sum's
+    terms (those holding none together), through products and sums over other indices to
+    any depth: ``sum_h (d(k, e) a + b) c`` is ``sum_h d a c + sum_h b c``. None where no term
+    holds one. Summed whole, the deltas inside were masks over every axis of the outer sums
+    (fuzz --affine 5041's second order: a seven-axis product; --windows 16500's: a delta in
+    one term of a factor of one term, under sums over a1 and v2, a six-axis scatter)."""
+    if isinstance(f, sp.Add):
+        held, rest = [], []
+        for t in f.args:
+            sub = None if _holds_delta_over(t, k) else _held_apart(t, k)
+            if sub:
+                held.extend(sub)
+            else:
+                (held if _holds_delta_over(t, k) else rest).append(t)
+        return held + ([sp.Add(*rest)] if rest else []) if held else None
+    if isinstance(f, sp.Mul):
+        factors = list(f.args)
+        for i, g in enumerate(factors):
+            sub = _held_apart(g, k) if isinstance(g, (sp.Add, sp.Sum)) else None
+            if sub:
+                others = sp.Mul(*factors[:i], *factors[i + 1 :])
+                return [others * p for p in sub]
+        return None
+    if isinstance(f, sp.Sum) and all(v != k for v, *_ in f.limits):
+        sub = _held_apart(f.function, k)
+        return [sp.Sum(p, *f.limits) for p in sub] if sub else None
     return None
 
 
@@ -268,7 +309,8 @@ def _holds_delta_over(t: sp.Expr, k: sp.Symbol) -> bool:
     (``delta(h, t[k])``) counts too: summed alone, that term is a scatter, where among the
     others it was a mask over (k, h) (fuzz --affine 4016's diagonal pick), and so does an
     affine one delta_invert solves for k (``delta(b, k - S*j)``: --affine 4011, a shifted
-    maximum's adjoint, a (B, B, B, B) product)."""
+    maximum's adjoint, a (B, B, B, B) product). So does a factor with such a term deeper, in
+    an Add or under a sum over other indices (:func:`_held_apart` splits it)."""
     return any(
         _delta_over(g, k)
         or isinstance(g, sp.KroneckerDelta)
@@ -279,6 +321,8 @@ def _holds_delta_over(t: sp.Expr, k: sp.Symbol) -> bool:
         or isinstance(g, sp.Sum)
         and all(v != k for v, *_ in g.limits)
         and _holds_delta_over(g.function, k)
+        or isinstance(g, (sp.Add, sp.Sum))
+        and _held_apart(g, k) is not None
         for g in _factors(t)
     )
 
@@ -404,6 +448,10 @@ class Simplifier:
             e = _merge_renamed_factors(e)
         if isinstance(e, sp.Mul):  # where(c, 0, 1) where(c, 1, 0) f -> 0: 0 whether c holds or not
             e = zero_by_cases(e)
+        if isinstance(
+            e, sp.Mul
+        ):  # where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi)) -> .. delta(u, a)
+            e = unclamped_deltas(e)
         if isinstance(e, sp.Mul):
             e = _cheapest(_drop_masks(e, self.masked), self._walk)
         return e

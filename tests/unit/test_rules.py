@@ -9,7 +9,14 @@ import sympy as sp
 from derive.functions import FUNCTIONS, clamp, relu, sigmoid, softplus, where
 from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite, split_logs
 from derive.symbolic.canon import Pattern, fold
-from derive.symbolic.simplify import LAST_RULES, SUM_RULES, Reduction, Simplifier, powsimp_exp
+from derive.symbolic.simplify import (
+    LAST_RULES,
+    SUM_RULES,
+    Reduction,
+    Simplifier,
+    powsimp_exp,
+    unclamped_deltas,
+)
 
 n, m, k, c = sp.symbols("n m k c", integer=True)
 N, M, K = sp.symbols("N M K", integer=True, positive=True)
@@ -72,6 +79,15 @@ SUM_RULE_CASES = [
         y[k] * (sp.KroneckerDelta(k, c) * x[n] + sp.KroneckerDelta(k, m) * x[m]),
         x[n] * y[c] + x[m] * y[m],
     ),
+    # ... and through a sum over another index, a product and an Add inside it:
+    # sum_k y[k] sum_m (d(k, c) x[m] + x[k]) x[m] -> y[c] sum_m x[m]^2 + sum_k y[k] sum_m ..:
+    # summed whole, the delta was a mask over (k, m, c) (fuzz --affine 5041's second order)
+    (
+        "_delta_terms_apart",
+        y[k] * sp.Sum((sp.KroneckerDelta(k, c) * x[m] + x[k]) * x[m], (m, 0, M - 1)),
+        y[c] * sp.Sum(x[m] ** 2, (m, 0, M - 1))
+        + sp.Sum(y[k] * sp.Sum(x[k] * x[m], (m, 0, M - 1)), LIM),
+    ),
     # sum_k x[k] delta(n, k + c) -> x[n - c] 1[0 <= n - c <= K - 1]
     (
         "delta_invert",
@@ -100,6 +116,37 @@ SUM_RULE_CASES = [
 @pytest.mark.parametrize(("rule", "body", "expected"), SUM_RULE_CASES)
 def test_sum_rule(rule: str, body: sp.Expr, expected: sp.Expr) -> None:
     assert _apply(rule, body) == expected
+
+
+def test_a_deltas_clamp_is_read_unclamped_beside_its_guard() -> None:
+    # where(0 <= k + 1 <= K - 1, f, 0) (d(n, clamp(k + 1, 0, K - 1)) a + b): where the guard
+    # holds the clamp is k + 1, where it fails the product is 0 whatever the delta reads;
+    # reads keep their clamps (x read past its end is no number)
+    guard = where(k + 1 >= 0, where(k + 1 <= K - 1, 1, 0), 0)
+    at = clamp(k + 1, 0, K - 1)
+    product = guard * (sp.KroneckerDelta(n, at) * x[at] + y[k])
+    assert unclamped_deltas(product) == guard * (sp.KroneckerDelta(n, k + 1) * x[at] + y[k])
+    assert unclamped_deltas(sp.KroneckerDelta(n, at) * x[k]) == sp.KroneckerDelta(n, at) * x[k]
+    # nested clamps, as the guards name them, outermost first
+    inner = clamp(K - k - 1, 0, K - 1)
+    guards = where(
+        K - k - 1 >= 0,
+        where(K - k - 1 <= K - 1, where(c + inner >= 0, where(c + inner <= M - 1, 1, 0), 0), 0),
+        0,
+    )
+    nested = guards * sp.KroneckerDelta(n, clamp(c + inner, 0, M - 1)) * x[k]
+    assert unclamped_deltas(nested) == guards * sp.KroneckerDelta(n, c + K - k - 1) * x[k]
+
+
+def test_a_clamped_delta_in_one_term_beside_its_guard_is_solved() -> None:
+    # sum_k y[k] (guard d(n, clamp(k + 1, 0, K - 1)) x[n] + x[k]): unclamped in the product,
+    # then apart and solved (fuzz --windows 16500: a six-axis scatter kept whole)
+    guard = where(k + 1 >= 0, where(k + 1 <= K - 1, 1, 0), 0)
+    body = y[k] * (guard * sp.KroneckerDelta(n, clamp(k + 1, 0, K - 1)) * x[n] + x[k])
+    got = Simplifier().simplify(sp.Sum(body, LIM))
+    assert not got.has(sp.KroneckerDelta)
+    solved = where(n - 1 >= 0, 1, 0) * where(n - 1 <= K - 1, 1, 0) * x[n] * y[n - 1]
+    assert got == guard.xreplace({k: n - 1}) * solved + sp.Sum(x[k] * y[k], LIM)
 
 
 def test_sum_rules_decline_what_they_do_not_match() -> None:
