@@ -204,6 +204,31 @@ def _common_pulled(f: sp.Expr, k: sp.Symbol) -> list[sp.Expr]:
     return common + [sp.Add(*[sp.Mul(*t) for t in terms])]
 
 
+def _guard_out(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k g(k) where(c, f(k), 0) -> where(c, sum_k g f, 0)     (c free of k: 0 = sum_k 0
+    # where it fails), where f holds a sum with a delta over k: the guard kept it out of
+    # delta_through_sum's reach (fuzz --affine 4142's second order: delta(q, 2 a + 2 u) under
+    # a sum over a under where(k - 1 >= 0, ..), summed over q as a mask over six axes). Only
+    # there: a delta beside the guard is solved as it stands, by a scatter the guard outside
+    # would hide (--affine 4022's second order).
+    k = lim[0]
+    factors = _factors(body)
+    for f in factors:
+        if isinstance(f, where) and f.args[2] == 0 and not f.args[0].has(k):
+            value = f.args[1]
+            while isinstance(value, where) and value.args[2] == 0:  # nested guards
+                value = value.args[1]
+            if any(
+                isinstance(g, sp.Sum)
+                and all(v != k for v, *_ in g.limits)
+                and _holds_delta_over(g.function, k)
+                for g in _factors(value)
+            ):
+                others = sp.Mul(*without(factors, f))
+                return where(f.args[0], ctx.sum(others * f.args[1], (lim,)), 0)
+    return None
+
+
 def _fold_reduction(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     # sum_k body(k) -> name[I] / coef      when name[I] = coef * sum_k body(k) is a definition
     for red in ctx.reductions:
@@ -365,6 +390,7 @@ SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
     _unclamped_under_guard,  # sum_k where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi))
     _constant,  # sum_k c -> K c
     _factor_out,  # sum_k c f(k) -> c sum_k f(k)
+    _guard_out,  # sum_k g where(c, f, 0) -> where(c, sum_k g f, 0)  (c free of k)
     _fold_reduction,  # sum_n x[n, m] -> N mu[m]  (from mu[m] = 1/N sum_n x[n, m])
     _fold_through_sum,  # sum_k f(k) sum_d g h(k, d) -> sum_d g mu[d] (sums interchanged)
     _delta_terms_apart,  # sum_k f (d(k, e) a + b) -> sum_k f d a + sum_k f b
@@ -427,7 +453,37 @@ class Simplifier:
                 joined = self.sum(body.function, tuple(body.limits) + tuple(limits))
                 if joined != sp.Sum(body.function, *body.limits, *limits):
                     return joined
+        if limits and (swapped := self._delta_outermost(body, limits)) is not None:
+            return swapped
         return sp.Sum(body, *limits) if limits else body
+
+    def _delta_outermost(self, body: sp.Expr, limits: tuple[Limit, ...]) -> sp.Expr | None:
+        """sum_j f(j) sum_a g(a, j) d(u, e(a)) -> sum_a d(u, e(a)) sum_j f(j) g(a, j), where no
+        rule solved the delta (a stride: e = 2 a + c) and it is free of j: the sums interchanged
+        (fixed ranges), the delta outermost, where the lowering scatters the inner sum's value
+        along u. Kept inside, the sum over a was computed for every u and j, a mask over all
+        their axes (fuzz --affine 4142's second order: a six-axis product, +2 degrees).
+        Only where that delta is the inner sum's only one: nothing to interchange back."""
+        sums = [f for f in _factors(body) if isinstance(f, sp.Sum)]
+        if len(sums) != 1:
+            return None
+        (nested,) = sums
+        outer = {v for v, *_ in limits}
+        inner = {v for v, *_ in nested.limits}
+        deltas = [f for f in _factors(nested.function) if isinstance(f, sp.KroneckerDelta)]
+        if len(deltas) != 1:
+            return None
+        delta, others = deltas[0], without(_factors(nested.function), deltas[0])
+        free = delta.free_symbols
+        if free & outer or not free & inner or free <= inner:
+            return None  # reads j, or no a, or no target axis u
+        if sp.Mul(*others).has(sp.KroneckerDelta):
+            return None
+        outside = without(_factors(body), nested)
+        if inner & (outer | sp.Mul(*outside).free_symbols):
+            return None  # bound names clash
+        rest = sp.Mul(*outside, *others)
+        return sp.Sum(delta * self.sum(rest, limits), *nested.limits)
 
     def _walk(self, e: sp.Expr) -> sp.Expr:
         if not isinstance(e, sp.Basic) or not e.args:

@@ -88,6 +88,19 @@ SUM_RULE_CASES = [
         y[c] * sp.Sum(x[m] ** 2, (m, 0, M - 1))
         + sp.Sum(y[k] * sp.Sum(x[k] * x[m], (m, 0, M - 1)), LIM),
     ),
+    # sum_k y[k] where(n >= 1, sum_m x[m] d(k, 2 m), 0) -> where(n >= 1, sum_k y[k] .., 0):
+    # the guard free of k stands outside, and the sum meets the delta under the sum over m
+    (
+        "_guard_out",
+        y[k] * where(n >= 1, sp.Sum(x[m] * sp.KroneckerDelta(k, 2 * m), (m, 0, M - 1)), 0),
+        where(
+            n >= 1,
+            Simplifier().sum(
+                y[k] * sp.Sum(x[m] * sp.KroneckerDelta(k, 2 * m), (m, 0, M - 1)), (LIM,)
+            ),
+            0,
+        ),
+    ),
     # sum_k x[k] delta(n, k + c) -> x[n - c] 1[0 <= n - c <= K - 1]
     (
         "delta_invert",
@@ -147,6 +160,31 @@ def test_a_clamped_delta_in_one_term_beside_its_guard_is_solved() -> None:
     assert not got.has(sp.KroneckerDelta)
     solved = where(n - 1 >= 0, 1, 0) * where(n - 1 <= K - 1, 1, 0) * x[n] * y[n - 1]
     assert got == guard.xreplace({k: n - 1}) * solved + sp.Sum(x[k] * y[k], LIM)
+
+
+def test_a_guard_beside_a_delta_stays_where_the_delta_is_solved() -> None:
+    # no sum holding a delta under it: the guard stays (a delta beside it is solved as it
+    # stands, by a scatter the guard outside would hide: fuzz --affine 4022)
+    body = y[k] * where(n >= 1, sp.KroneckerDelta(k, t[n]) * x[n], 0)
+    assert _apply("_guard_out", body) is None
+    assert _apply("_guard_out", y[k] * where(k >= 1, x[k], 0)) is None  # reads k
+
+
+def test_a_strided_delta_under_a_sum_goes_outermost() -> None:
+    # sum_j y[j] sum_m x[m, j] d(n, 2 m): no rule solves the strided delta; the sums are
+    # interchanged so that it stands outermost, a scatter of sum_j y x along n (fuzz --affine
+    # 4142: kept inside, the sum over m was computed for every n and j)
+    j = sp.Symbol("j", integer=True)
+    inner = sp.Sum(x[m, j] * sp.KroneckerDelta(n, 2 * m), (m, 0, M - 1))
+    got = Simplifier().sum(y[j] * inner, ((j, 0, K - 1),))
+    assert got == sp.Sum(
+        sp.KroneckerDelta(n, 2 * m) * sp.Sum(x[m, j] * y[j], (j, 0, K - 1)), (m, 0, M - 1)
+    )
+    # a delta that reads j stays where it is
+    reads_j = sp.Sum(x[m, j] * sp.KroneckerDelta(n, 2 * m + 2 * j), (m, 0, M - 1))
+    assert Simplifier().sum(y[j] * reads_j, ((j, 0, K - 1),)) == sp.Sum(
+        y[j] * reads_j, (j, 0, K - 1)
+    )
 
 
 def test_sum_rules_decline_what_they_do_not_match() -> None:
