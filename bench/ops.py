@@ -150,7 +150,8 @@ def markdown(rows: list[RowResult], info: dict) -> str:
             *_table(rows),
             "",
             "Peak: allocator bytes above the start of one forward and backward (CPU profiler "
-            "events or CUDA statistics). No roofline floor: bench has none for the MLP step yet.",
+            "events or CUDA statistics). The MLP step's roofline floor is `python -m bench`'s F "
+            "(bench/floor.py), which `make bench` prints before this table.",
             f"Load average (1 min) over the rounds {min(loads):.2f}-{max(loads):.2f}; rounds in "
             f"which a block got less than 0.9 of a core (shared with other processes): {shared}.",
             "",

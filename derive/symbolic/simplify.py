@@ -206,26 +206,24 @@ def _common_pulled(f: sp.Expr, k: sp.Symbol) -> list[sp.Expr]:
 
 def _guard_out(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     # sum_k g(k) where(c, f(k), 0) -> where(c, sum_k g f, 0)     (c free of k: 0 = sum_k 0
-    # where it fails), where f holds a sum with a delta over k: the guard kept it out of
-    # delta_through_sum's reach (fuzz --affine 4142's second order: delta(q, 2 a + 2 u) under
-    # a sum over a under where(k - 1 >= 0, ..), summed over q as a mask over six axes). Only
-    # there: a delta beside the guard is solved as it stands, by a scatter the guard outside
-    # would hide (--affine 4022's second order).
+    # where it fails). Inside, the sum meets what the guard held: a delta over k two sums
+    # down (fuzz --affine 4142's second order: delta(q, 2 a + 2 u) under a sum over a under
+    # where(k - 1 >= 0, ..), a mask over six axes), factors free of k that then stand outside
+    # it (--windows 16528's: a window's indicator over j3 times a read free of j3, summed as
+    # a five-axis product). Not where a delta over k stands beside the guard: it is solved
+    # as it stands, by a scatter the guard outside would hide (--affine 4022's second order).
     k = lim[0]
     factors = _factors(body)
     for f in factors:
-        if isinstance(f, where) and f.args[2] == 0 and not f.args[0].has(k):
+        if isinstance(f, where) and f.args[2] == 0 and not f.args[0].has(k) and f.has(k):
             value = f.args[1]
             while isinstance(value, where) and value.args[2] == 0:  # nested guards
                 value = value.args[1]
-            if any(
-                isinstance(g, sp.Sum)
-                and all(v != k for v, *_ in g.limits)
-                and _holds_delta_over(g.function, k)
-                for g in _factors(value)
-            ):
-                others = sp.Mul(*without(factors, f))
-                return where(f.args[0], ctx.sum(others * f.args[1], (lim,)), 0)
+            beside = without(factors, f) + _factors(value)
+            if any(isinstance(g, sp.KroneckerDelta) and g.has(k) for g in beside):
+                return None
+            others = sp.Mul(*without(factors, f))
+            return where(f.args[0], ctx.sum(others * f.args[1], (lim,)), 0)
     return None
 
 

@@ -101,6 +101,13 @@ SUM_RULE_CASES = [
             0,
         ),
     ),
+    # ... and factors free of k then stand outside the sum: a window's indicator summed with
+    # one read, not a product over every axis (fuzz --windows 16528's second order)
+    (
+        "_guard_out",
+        y[k] * where(n >= 1, x[n] * where(k - n >= 0, 1, 0), 0),
+        where(n >= 1, x[n] * sp.Sum(where(k - n >= 0, 1, 0) * y[k], LIM), 0),
+    ),
     # sum_k x[k] delta(n, k + c) -> x[n - c] 1[0 <= n - c <= K - 1]
     (
         "delta_invert",
