@@ -182,12 +182,13 @@ def gather(cx: Context, base: ir.Node, e: sp.Indexed, order: list[sp.Symbol]) ->
     """
     parts, masks = [], []
     for pos, sub in enumerate(e.indices):
-        if cx.is_axis(sub):
+        apart = cx.is_axis(sub) and sized_apart(cx, sub, e.base.shape[pos])
+        if cx.is_axis(sub) and not apart:
             parts.append(arange(cx, sub, e.base.shape[pos]))
             cx.learn([(sub, e.base.shape[pos])], replace=False)
-        elif is_padded(sub) and _inside(cx, sub, e.base.shape[pos]):
+        elif (is_padded(sub) or apart) and _inside(cx, sub, e.base.shape[pos]):
             parts.append(affine_value(cx, sub, order))  # never past the axis: read as it is
-        elif is_padded(sub):
+        elif is_padded(sub) or apart:
             part, inside = padded_part(cx, sub, e.base.shape[pos], order)
             parts.append(part)
             masks.append(inside)
@@ -201,9 +202,25 @@ def gather(cx: Context, base: ir.Node, e: sp.Indexed, order: list[sp.Symbol]) ->
     return read
 
 
+def sized_apart(cx: Context, axis: sp.Symbol, size: sp.Expr) -> bool:
+    """An index whose range is known and not shown equal to the size of the axis it reads:
+    a derivation put it there (``b2[r, r2 + 1, r2]`` with r2 over z's R and b2's last axis
+    V, from the forward's ``b2[kk, f, f - 1]``), and the read is zero past the axis as the
+    affine one it came from was. Read as the tensor's own axis, it took b2's V for r2's R: a
+    shape mismatch, or a size-1 axis broadcast silently (fuzz --windows 16715)."""
+    known = cx.sizes.get(axis)
+    if known is None or known == size or sp.expand(known - size) == 0:
+        return False
+    fits = bounds.at_most(known, size, cx.derived, cx.scalars)
+    return not (fits and bounds.at_most(size, known, cx.derived, cx.scalars))
+
+
 def indexed(cx: Context, e: sp.Indexed, order: list[sp.Symbol]) -> ir.Node:
     base = cx.tensor(e.base.label.name)  # a slice reads in place
     idx = e.indices
+    shape = e.base.shape or ()
+    if any(cx.is_axis(i) and sized_apart(cx, i, n) for i, n in zip(idx, shape, strict=False)):
+        return gather(cx, base, e, order)  # read padded where it passes the axis
     if not all(cx.is_axis(i) or isinstance(i, sp.Indexed) for i in idx):
         view = window_read(cx, base, e)  # x[n, c, S*t + k]: a view of x's windows
         return cx.permuted(view, order) if view is not None else gather(cx, base, e, order)

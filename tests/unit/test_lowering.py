@@ -731,3 +731,34 @@ def test_a_product_of_indices_in_a_comparison_broadcasts_over_both(inputs, defin
     op = Op("index_product", inputs, [definition])
     outcome = run_case(op, 1)
     assert outcome.status == "passed", outcome.line()
+
+
+@pytest.mark.parametrize("V", [1, 3, 6])
+def test_an_index_read_on_an_axis_of_another_size_is_zero_past_it(V: int) -> None:
+    """dz of ``emb[f, kk] = b2[kk, f, f - 1] z[kk, idx[f + 4], f - 1]`` reads b2[r, r2 + 1,
+    r2] with r2 over z's last axis (R) on b2's last (V): read as b2's own axis it was a shape
+    mismatch (fuzz --windows 16715) and, where V is 1, broadcast silently (dz 2.2 off). The
+    backward against autograd through the definition's text, V below, at and above R."""
+    import torch
+
+    from derive.verify.oracle import oracle_output
+
+    op = Op(
+        "apart",
+        ["z[R, R, R]", "b2[R, R, V]", "idx[R]: int64"],
+        ["emb[f, kk] = b2[kk, f, f - 1] * z[kk, idx[f + 4], f - 1]"],
+    )
+    _, _, namespace = _compiled(op)
+    g = torch.Generator().manual_seed(0)
+    R = 3 if V == 3 else 4
+    z = torch.randn(R, R, R, dtype=torch.float64, generator=g, requires_grad=True)
+    b2 = torch.randn(R, R, V, dtype=torch.float64, generator=g, requires_grad=True)
+    idx = torch.randint(0, R, (R,), generator=g)
+    want = oracle_output(op, {"z": z, "b2": b2, "idx": idx})
+    grad_out = torch.randn(want.shape, dtype=torch.float64, generator=g)
+    dz, db2 = torch.autograd.grad(want, (z, b2), grad_out)
+    out, saved = namespace["forward"](z.detach(), b2.detach(), idx)
+    got = namespace["backward"](grad_out, saved)
+    torch.testing.assert_close(out, want.detach(), rtol=0, atol=1e-12)
+    torch.testing.assert_close(got[0], dz, rtol=0, atol=1e-12)
+    torch.testing.assert_close(got[1], db2, rtol=0, atol=1e-12)
