@@ -137,10 +137,23 @@ def _unpinned(e: sp.Expr, rename: Mapping, sizes: Mapping) -> tuple:
     the key: ``where(j <= k, exp(x[n]), 0)`` over J x K and ``where(a <= b, exp(x[n]), 0)``
     over A x B are one expression up to index names but two tensors (a range pinned by a
     subscript, x's n, is the tensor's own; tests/cases/one_mask_over_two_ranges.py)."""
-    pinned = {i for x in indexed_atoms(e) for i in x.indices if isinstance(i, sp.Symbol)}
+    pinned = {
+        i
+        for x in indexed_atoms(e)
+        for i, n in zip(x.indices, x.base.shape or (None,) * len(x.indices), strict=True)
+        if isinstance(i, sp.Symbol) and _pins(sizes.get(i), n)
+    }
     return tuple(
         sorted((str(rename.get(s, s)), str(sizes.get(s))) for s in free_indices(e) - pinned)
     )
+
+
+def _pins(known: sp.Expr | None, size: sp.Expr | None) -> bool:
+    """A subscript pins its index's range where the index's known range is the axis' own:
+    ``db[r, r2]`` with r over R on an axis of V (a derivation's read, zero past the axis:
+    indexing.sized_apart) is a tensor over R, and the same text with v over V another (fuzz:
+    the second order of ``out[m] = Sum(b2[f - 1, kk] z[f - 1, m], f, kk)``, R read for V)."""
+    return known is None or size is None or known == size or sp.expand(known - size) == 0
 
 
 def repeated_sums(exprs: list[sp.Expr]) -> set[sp.Expr]:

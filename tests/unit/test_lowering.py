@@ -733,32 +733,55 @@ def test_a_product_of_indices_in_a_comparison_broadcasts_over_both(inputs, defin
     assert outcome.status == "passed", outcome.line()
 
 
+APART = [
+    (
+        ["z[R, R, R]", "b2[R, R, V]", "idx[R]: int64"],
+        "emb[f, kk] = b2[kk, f, f - 1] * z[kk, idx[f + 4], f - 1]",
+    ),
+    (
+        ["z[R, R]", "b2[R, V]", "w[R, M]"],
+        "out[f, m] = Sum(b2[kk, f - 1] * z[kk, f - 1] * w[kk, m], kk)",
+    ),
+    (["z[R, R]", "b2[R, V]"], "out[kk] = Sum(b2[kk, f - 1] * z[kk, f - 1], f)"),
+    (["z[R, R]", "b2[V, R]"], "out[m] = Sum(b2[f - 1, kk] * z[f - 1, m], f, kk)"),
+]
+
+
 @pytest.mark.parametrize("V", [1, 3, 6])
-def test_an_index_read_on_an_axis_of_another_size_is_zero_past_it(V: int) -> None:
-    """dz of ``emb[f, kk] = b2[kk, f, f - 1] z[kk, idx[f + 4], f - 1]`` reads b2[r, r2 + 1,
-    r2] with r2 over z's last axis (R) on b2's last (V): read as b2's own axis it was a shape
-    mismatch (fuzz --windows 16715) and, where V is 1, broadcast silently (dz 2.2 off). The
-    backward against autograd through the definition's text, V below, at and above R."""
+@pytest.mark.parametrize(("inputs", "definition"), APART)
+def test_an_index_read_on_an_axis_of_another_size_is_zero_past_it(inputs, definition, V) -> None:
+    """An index whose range is one axis's, read on another tensor's axis of another size:
+    the first case's dz reads b2[r, r2 + 1, r2] with r2 over z's R on b2's V (fuzz --windows
+    16715). Read as b2's own axis it was a shape mismatch and, where V is 1, broadcast
+    silently (dz 2.2 off); the last case's second order shared one sum over R and over V
+    (lower.memo._pins). First and second order through the fuzzer's checks at its sizes, and
+    the backward against autograd through the definition's text at V below, at and above R."""
     import torch
 
     from derive.verify.oracle import oracle_output
+    from fuzz.check import run_case
 
-    op = Op(
-        "apart",
-        ["z[R, R, R]", "b2[R, R, V]", "idx[R]: int64"],
-        ["emb[f, kk] = b2[kk, f, f - 1] * z[kk, idx[f + 4], f - 1]"],
-    )
+    op = Op("apart", inputs, [definition], ranges={"f": "R"})
+    if V == 3:
+        outcome = run_case(op, 1)
+        assert outcome.status == "passed", outcome.line()
     _, _, namespace = _compiled(op)
     g = torch.Generator().manual_seed(0)
-    R = 3 if V == 3 else 4
-    z = torch.randn(R, R, R, dtype=torch.float64, generator=g, requires_grad=True)
-    b2 = torch.randn(R, R, V, dtype=torch.float64, generator=g, requires_grad=True)
-    idx = torch.randint(0, R, (R,), generator=g)
-    want = oracle_output(op, {"z": z, "b2": b2, "idx": idx})
+    sizes = {"R": 3 if V == 3 else 4, "V": V, "M": 2}
+    named = {}
+    for spec in inputs:
+        name, dims = spec.split("[")[0], spec.split("[")[1].split("]")[0].split(", ")
+        shape = [sizes[d] for d in dims]
+        if spec.endswith("int64"):
+            named[name] = torch.randint(0, sizes["R"], shape, generator=g)
+        else:
+            named[name] = torch.randn(*shape, dtype=torch.float64, generator=g, requires_grad=True)
+    want = oracle_output(op, named)
+    floats = [t for t in named.values() if t.is_floating_point()]
     grad_out = torch.randn(want.shape, dtype=torch.float64, generator=g)
-    dz, db2 = torch.autograd.grad(want, (z, b2), grad_out)
-    out, saved = namespace["forward"](z.detach(), b2.detach(), idx)
-    got = namespace["backward"](grad_out, saved)
+    grads = torch.autograd.grad(want, floats, grad_out)
+    out, saved = namespace["forward"](*[t.detach() for t in named.values()])
+    got = [d for d in namespace["backward"](grad_out, saved) if d is not None]
     torch.testing.assert_close(out, want.detach(), rtol=0, atol=1e-12)
-    torch.testing.assert_close(got[0], dz, rtol=0, atol=1e-12)
-    torch.testing.assert_close(got[1], db2, rtol=0, atol=1e-12)
+    for d, w in zip(got, grads, strict=True):
+        torch.testing.assert_close(d, w, rtol=0, atol=1e-12)
