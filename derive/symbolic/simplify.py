@@ -461,7 +461,8 @@ class Simplifier:
         (fixed ranges), the delta outermost, where the lowering scatters the inner sum's value
         along u. Kept inside, the sum over a was computed for every u and j, a mask over all
         their axes (fuzz --affine 4142's second order: a six-axis product, +2 degrees).
-        Only where that delta is the inner sum's only one: nothing to interchange back."""
+        Only where that delta is the only one, inside the inner sum and beside it: the sums
+        interchanged hold no other, so nothing interchanges them back."""
         sums = [f for f in _factors(body) if isinstance(f, sp.Sum)]
         if len(sums) != 1:
             return None
@@ -475,9 +476,9 @@ class Simplifier:
         free = delta.free_symbols
         if free & outer or not free & inner or free <= inner:
             return None  # reads j, or no a, or no target axis u
-        if sp.Mul(*others).has(sp.KroneckerDelta):
-            return None
         outside = without(_factors(body), nested)
+        if sp.Mul(*outside, *others).has(sp.KroneckerDelta):
+            return None
         if inner & (outer | sp.Mul(*outside).free_symbols):
             return None  # bound names clash
         rest = sp.Mul(*outside, *others)
@@ -502,9 +503,8 @@ class Simplifier:
             e = _merge_renamed_factors(e)
         if isinstance(e, sp.Mul):  # where(c, 0, 1) where(c, 1, 0) f -> 0: 0 whether c holds or not
             e = zero_by_cases(e)
-        if isinstance(
-            e, sp.Mul
-        ):  # where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi)) -> .. delta(u, a)
+        # where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi)) -> .. delta(u, a)
+        if isinstance(e, sp.Mul):
             e = unclamped_deltas(e)
         if isinstance(e, sp.Mul):
             e = _cheapest(_drop_masks(e, self.masked), self._walk)
