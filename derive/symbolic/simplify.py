@@ -304,11 +304,12 @@ def _held_apart(f: sp.Expr, k: sp.Symbol) -> list[sp.Expr] | None:
     if isinstance(f, sp.Add):
         held, rest = [], []
         for t in f.args:
-            sub = None if _holds_delta_over(t, k) else _held_apart(t, k)
-            if sub:
+            if _holds_delta_over(t, k):
+                held.append(t)
+            elif sub := _held_apart(t, k):
                 held.extend(sub)
             else:
-                (held if _holds_delta_over(t, k) else rest).append(t)
+                rest.append(t)
         return held + ([sp.Add(*rest)] if rest else []) if held else None
     if isinstance(f, sp.Mul):
         factors = list(f.args)
