@@ -19,8 +19,9 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
   :class:`ClampTo` (an affine index held inside its axis), :class:`Pad`, :class:`Narrow`,
   :class:`Unfold` (windows), :class:`Flip`, :class:`Clone`, :class:`Contiguous`;
 - contractions and reductions: :class:`Contract` (which axes meet, which stay, in which
-  order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max), :class:`Cumsum`,
-  :class:`Conv` (a window contraction: ``torch.conv2d``, ``torch.conv_transpose2d``),
+  order), :class:`Matmul`, :class:`Addmm`, :class:`Reduce` (sum, mean, amax, max),
+  :class:`Softmax`, :class:`Cumsum`, :class:`Conv` (a window contraction: ``torch.conv2d``,
+  ``torch.conv_transpose2d``),
   :class:`ConvWeight` (one read as a weight gradient: ``torch.nn.grad.conv2d_weight``),
   :class:`MaxPool` (a window maximum and its index: ``max_pool2d``);
 - indexing and construction: :class:`Arange`, :class:`IndexSelect`, :class:`Gather`,
@@ -413,6 +414,15 @@ class Reduce(Node):
     arg: Node
     dims: tuple[int, ...]
     keepdim: bool = False
+
+
+@dataclass(frozen=True)
+class Softmax(Node):
+    """``torch.softmax(arg, dim)``: exp(arg) over its sum along ``dim``, one kernel
+    (:mod:`derive.ir.fused` finds it written out)."""
+
+    arg: Node
+    dim: int
 
 
 @dataclass(frozen=True)

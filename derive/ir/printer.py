@@ -299,6 +299,9 @@ class TorchPrinter:
         keepdim = ", keepdim=True" if node.keepdim else ""
         return self._method(node.arg, f"{node.kind}({dims}{keepdim})")
 
+    def _print_Softmax(self, node: ir.Softmax) -> str:
+        return f"torch.softmax({self.doprint(node.arg)}, {node.dim})"
+
     def _print_Cumsum(self, node: ir.Cumsum) -> str:
         if not node.reverse:
             return self._method(node.arg, f"cumsum({node.dim})")

@@ -28,6 +28,7 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, clamp, where
 from derive.ir import nodes as ir
+from derive.ir.fused import softmaxes
 from derive.ir.keepdim import kept_dims
 from derive.ir.layout import contiguous_layouts
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
@@ -86,6 +87,8 @@ class Lowerer:
             merged = merged_maps(merged_siblings(cx.statements, cx.fresh), cx.fresh, keep)
             products = batched_matmuls(stacked_siblings(merged, cx.fresh))
             shared = common_subexpressions(products, cx.fresh)
+            if self._keep is not None:  # a fused kernel's parts go only where none is handed on
+                shared = softmaxes(shared, self._keep)
             cx.statements[:] = contiguous_layouts(shared, self._keep)
             if self._keep is not None:  # what the function hands on keeps its shape
                 cx.statements[:] = released(kept_dims(cx.statements, self._keep), self._keep)

@@ -8,6 +8,7 @@ import sympy as sp
 
 from derive.ir import nodes as ir
 from derive.ir import sharing
+from derive.ir.fused import softmaxes
 from derive.ir.layout import contiguous_layouts
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
@@ -496,3 +497,64 @@ def test_slices_read_through_names_merge_only_while_their_tensor_holds() -> None
     rebound = ir.Assign(("S",), ir.Ref("T", axes=(sp.Symbol("slice0", integer=True), i, j)))
     assert _maps(views + members) == ["t0 = S + 1", "q = t0[0]", "k = t0[1]", "del t0"]
     assert _maps(views + [rebound] + members)[-2:] == ["q = a + 1", "k = b + 1"]
+
+
+# -- fused kernels (derive/ir/fused.py) ---------------------------------------------------------
+def _softmax_block(shift: ir.Node | None, quotient: str = "reciprocal") -> list[ir.Statement]:
+    """``m = x.amax(1)``, ``e = exp(x - m)``, ``s = e.sum(1)``, ``p = e / s`` as lowered."""
+    body = x if shift is None else ir.Binary("-", x, shift, axes=(i, j))
+    e, s = ir.Ref("e", axes=(i, j)), ir.Ref("s", axes=(i,))
+    wide = ir.Broadcast(s, (True, False), axes=(i, j))
+    if quotient == "reciprocal":
+        p = _mul(
+            ir.Broadcast(
+                ir.Apply("torch.reciprocal({0})", (s,), axes=(i,)), (True, False), axes=(i, j)
+            ),
+            e,
+        )
+    else:
+        p = ir.Binary("/", e, wide, axes=(i, j))
+    return [
+        ir.Assign(("m",), ir.Reduce("amax", x, (1,), axes=(i,))),
+        ir.Assign(("e",), ir.Apply("torch.exp({0})", (body,), axes=(i, j))),
+        ir.Free(("m",)) if shift is not None else ir.Free(()),
+        ir.Assign(("s",), ir.Reduce("sum", e, (1,), axes=(i,))),
+        ir.Assign(("p",), p),
+        ir.Free(("e", "s")),
+    ]
+
+
+def _fused(block: list[ir.Statement], keep=("p",)) -> list[str]:
+    block = [s for s in block if not (isinstance(s, ir.Free) and not s.names)]
+    return [TorchPrinter().doprint(s) for s in released(softmaxes(block, keep), keep)]
+
+
+def test_a_softmax_written_out_is_one_kernel() -> None:
+    """exp(x - max) over its row sum: torch.softmax, and the max, the exp and the sum go."""
+    shift = ir.Broadcast(ir.Ref("m", axes=(i,)), (True, False), axes=(i, j))
+    for quotient in ("reciprocal", "divide"):
+        assert _fused(_softmax_block(shift, quotient)) == ["p = torch.softmax(x, 1)"]
+
+
+def test_a_softmax_without_its_shift_is_one_kernel_too() -> None:
+    """exp(x) / sum exp(x) is the same function (the kernel subtracts the max itself)."""
+    block = [
+        s for s in _softmax_block(None) if not (isinstance(s, ir.Assign) and s.targets == ("m",))
+    ]
+    assert _fused(block) == ["p = torch.softmax(x, 1)"]
+
+
+def test_a_softmax_whose_parts_are_read_again_stays_written_out() -> None:
+    """The row sum handed on (saved), or the exp read by another statement: no fusion."""
+    shift = ir.Broadcast(ir.Ref("m", axes=(i,)), (True, False), axes=(i, j))
+    block = _softmax_block(shift)
+    assert "p = torch.reciprocal(s)[:, None] * e" in _fused(block, keep=("p", "s"))
+    again = [*block[:-1], ir.Assign(("q",), _mul(ir.Ref("e", axes=(i, j)), g)), block[-1]]
+    assert "p = torch.softmax(x, 1)" not in _fused(again, keep=("p", "q"))
+
+
+def test_a_shift_that_varies_along_the_row_is_no_softmax() -> None:
+    """exp(x - y) / sum exp(x - y) with y varying along the summed axis: not softmax(x)."""
+    block = _softmax_block(y)
+    assert "p = torch.softmax(x, 1)" not in _fused(block)
+    assert "p = torch.softmax(x - y, 1)" in _fused(block)
