@@ -118,16 +118,8 @@ def forward(logits, targets):
     _check_positive("N", N, "it divides")
     _check_range("targets", targets, "C", C, before=True)
     try:
-        logit_maxes = logits.amax(1, keepdim=True)
-        norm_logits = logits - logit_maxes
-        del logit_maxes
-        counts = torch.exp(norm_logits)
-        counts_sum = counts.sum(1, keepdim=True)
-        counts_sum_inv = torch.reciprocal(counts_sum)
-        probs = counts_sum_inv * counts
-        del counts, counts_sum_inv
-        logprobs = norm_logits - torch.log(counts_sum)
-        del norm_logits, counts_sum
+        probs = torch.softmax(logits, 1)
+        logprobs = torch.log_softmax(logits, 1)
         sum_logprobs_targets = logprobs.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
         del logprobs
         loss = sum_logprobs_targets * (-1 / N)

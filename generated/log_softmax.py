@@ -91,10 +91,7 @@ def forward(x):
     x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
     C = x.shape[1]
     _check_positive("C", C, "a Max runs over it")
-    maxes = x.amax(1, keepdim=True)
-    counts_sum = torch.exp(x - maxes).sum(1, keepdim=True)
-    out = x - torch.log(counts_sum) - maxes
-    del maxes, counts_sum
+    out = torch.log_softmax(x, 1)
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, (out, (_returned.shape, _returned.dtype, _returned.device))
 

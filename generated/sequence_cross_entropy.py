@@ -118,15 +118,8 @@ def forward(logits, targets):
     _check_positive("V", V, "a Max runs over it")
     _check_range("targets", targets, "V", V, before=True, guarded=True)
     try:
-        logit_maxes = logits.amax(2, keepdim=True)
-        norm_logits = logits - logit_maxes
-        del logit_maxes
-        counts = torch.exp(norm_logits)
-        counts_sum = counts.sum(2, keepdim=True)
-        probs = torch.reciprocal(counts_sum) * counts
-        del counts
-        logprobs = norm_logits - torch.log(counts_sum)
-        del norm_logits, counts_sum
+        probs = torch.softmax(logits, 2)
+        logprobs = torch.log_softmax(logits, 2)
         shared_targets = targets >= 0
         sum_targets = (shared_targets.to(logits.dtype)).sum((0, 1))
         sum_logprobs_targets_targets_index = torch.where(

@@ -418,11 +418,12 @@ class Reduce(Node):
 
 @dataclass(frozen=True)
 class Softmax(Node):
-    """``torch.softmax(arg, dim)``: exp(arg) over its sum along ``dim``, one kernel
-    (:mod:`derive.ir.fused` finds it written out)."""
+    """``torch.softmax(arg, dim)``: exp(arg) over its sum along ``dim``, one kernel; its log
+    (``torch.log_softmax``) where ``log``. :mod:`derive.ir.fused` finds them written out."""
 
     arg: Node
     dim: int
+    log: bool = False
 
 
 @dataclass(frozen=True)

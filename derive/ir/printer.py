@@ -300,7 +300,8 @@ class TorchPrinter:
         return self._method(node.arg, f"{node.kind}({dims}{keepdim})")
 
     def _print_Softmax(self, node: ir.Softmax) -> str:
-        return f"torch.softmax({self.doprint(node.arg)}, {node.dim})"
+        kernel = "log_softmax" if node.log else "softmax"
+        return f"torch.{kernel}({self.doprint(node.arg)}, {node.dim})"
 
     def _print_Cumsum(self, node: ir.Cumsum) -> str:
         if not node.reverse:

@@ -544,17 +544,50 @@ def test_a_softmax_without_its_shift_is_one_kernel_too() -> None:
     assert _fused(block) == ["p = torch.softmax(x, 1)"]
 
 
-def test_a_softmax_whose_parts_are_read_again_stays_written_out() -> None:
-    """The row sum handed on (saved), or the exp read by another statement: no fusion."""
+def test_a_softmax_whose_sum_is_read_again_stays_written_out() -> None:
+    """The row sum handed on (saved) or read by another statement: the kernel would compute
+    it again. The exp read again stays beside the kernel."""
     shift = ir.Broadcast(ir.Ref("m", axes=(i,)), (True, False), axes=(i, j))
     block = _softmax_block(shift)
-    assert "p = torch.reciprocal(s)[:, None] * e" in _fused(block, keep=("p", "s"))
+    written_out = "p = torch.reciprocal(s)[:, None] * e"
+    assert written_out in _fused(block, keep=("p", "s"))
+    wide_s = ir.Broadcast(ir.Ref("s", axes=(i,)), (True, False), axes=(i, j))
+    again = [*block[:-1], ir.Assign(("q",), _mul(wide_s, g)), block[-1]]
+    assert written_out in _fused(again, keep=("p", "q"))
     again = [*block[:-1], ir.Assign(("q",), _mul(ir.Ref("e", axes=(i, j)), g)), block[-1]]
-    assert "p = torch.softmax(x, 1)" not in _fused(again, keep=("p", "q"))
+    assert _fused(again, keep=("p", "q")) == [
+        "m = x.amax(1)",
+        "e = torch.exp(x - m[:, None])",
+        "del m",
+        "p = torch.softmax(x, 1)",
+        "q = e * g",
+        "del e",
+    ]
 
 
-def test_a_shift_that_varies_along_the_row_is_no_softmax() -> None:
-    """exp(x - y) / sum exp(x - y) with y varying along the summed axis: not softmax(x)."""
-    block = _softmax_block(y)
-    assert "p = torch.softmax(x, 1)" not in _fused(block)
-    assert "p = torch.softmax(x - y, 1)" in _fused(block)
+def test_a_shift_that_varies_along_the_row_stays_in_the_kernels_argument() -> None:
+    """exp(x - y) over its sum, y varying along the summed axis: softmax(x - y), not of x."""
+    assert _fused(_softmax_block(y)) == ["m = x.amax(1)", "del m", "p = torch.softmax(x - y, 1)"]
+
+
+def test_a_log_softmax_written_out_is_one_kernel() -> None:
+    """x - m - log(sum exp(x - m)): torch.log_softmax; with another shift outside the log
+    than inside it, it is no log-softmax and stays as written."""
+    wide = ir.Broadcast(ir.Ref("m", axes=(i,)), (True, False), axes=(i, j))
+    other = ir.Broadcast(ir.Ref("n", axes=(i,)), (True, False), axes=(i, j))
+    exps = ir.Apply("torch.exp({0})", (ir.Binary("-", x, wide, axes=(i, j)),), axes=(i, j))
+    log_s = ir.Broadcast(
+        ir.Apply("torch.log({0})", (ir.Ref("s", axes=(i,)),), axes=(i,)), (True, False), axes=(i, j)
+    )
+    for shift, fused in ((wide, True), (other, False)):
+        block = [
+            ir.Assign(("m",), ir.Reduce("amax", x, (1,), axes=(i,))),
+            ir.Assign(("n",), ir.Reduce("sum", x, (1,), axes=(i,))),
+            ir.Assign(("s",), ir.Reduce("sum", exps, (1,), axes=(i,))),
+            ir.Assign(
+                ("o",),
+                ir.Binary("-", ir.Binary("-", x, log_s, axes=(i, j)), shift, axes=(i, j)),
+            ),
+        ]
+        out = _fused(block, keep=("o",))
+        assert ("o = torch.log_softmax(x, 1)" in out) == fused, out
