@@ -108,7 +108,7 @@ def _check_nonnegative(name, value, why):
         raise ValueError(f"{OP}: {name} is {value}, but it must be >= 0: {why}")
 
 
-def forward(x, *, kernel_size=2, padding=0, stride=2):
+def forward(x, *, kernel_size=2, stride=2, padding=0):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
@@ -116,8 +116,8 @@ def forward(x, *, kernel_size=2, padding=0, stride=2):
     H = x.shape[2]
     W = x.shape[3]
     _check_param("kernel_size", kernel_size)
-    _check_param("padding", padding)
     _check_param("stride", stride)
+    _check_param("padding", padding)
     _check_int("kernel_size", kernel_size, "it sets the size HO")
     _check_int("padding", padding, "it sets the size HO")
     _check_int("stride", stride, "it sets the size HO")
@@ -176,7 +176,7 @@ def backward(grad_out, saved):
     return (dx,)
 
 
-def _double_forward(x, grad_y, v_x, *, kernel_size=2, padding=0, stride=2):
+def _double_forward(x, grad_y, v_x, *, kernel_size=2, stride=2, padding=0):
     """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
@@ -192,8 +192,8 @@ def _double_forward(x, grad_y, v_x, *, kernel_size=2, padding=0, stride=2):
     _check_size("v_x", 2, v_x.shape[2], "H", H)
     _check_size("v_x", 3, v_x.shape[3], "W", W)
     _check_param("kernel_size", kernel_size)
-    _check_param("padding", padding)
     _check_param("stride", stride)
+    _check_param("padding", padding)
     _check_int("kernel_size", kernel_size, "it sets the size HO")
     _check_int("padding", padding, "it sets the size HO")
     _check_int("stride", stride, "it sets the size HO")
@@ -277,7 +277,7 @@ def _double_backward(grad_out, saved):
     return tuple(grads.get(name) for name in ["x", "grad_y", "v_x"])
 
 
-def _jvp(x, t_x, *, kernel_size=2, padding=0, stride=2):
+def _jvp(x, t_x, *, kernel_size=2, stride=2, padding=0):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
@@ -290,8 +290,8 @@ def _jvp(x, t_x, *, kernel_size=2, padding=0, stride=2):
     _check_size("t_x", 2, t_x.shape[2], "H", H)
     _check_size("t_x", 3, t_x.shape[3], "W", W)
     _check_param("kernel_size", kernel_size)
-    _check_param("padding", padding)
     _check_param("stride", stride)
+    _check_param("padding", padding)
     _check_int("kernel_size", kernel_size, "it sets the size HO")
     _check_int("padding", padding, "it sets the size HO")
     _check_int("stride", stride, "it sets the size HO")
@@ -370,8 +370,8 @@ class _Backward(torch.autograd.Function):
                 grad_out,
                 *cotangents,
                 kernel_size=ctx.params[0],
-                padding=ctx.params[1],
-                stride=ctx.params[2],
+                stride=ctx.params[1],
+                padding=ctx.params[2],
             )
             grads = _double_backward(torch.ones_like(_pair), _saved)
         grads = _no_third_order((grad_out, x, *cotangents), grads)
@@ -406,11 +406,11 @@ class _Node(torch.autograd.Function):
     torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
-    def forward(ctx, x, kernel_size=2, padding=0, stride=2):
-        out, saved = forward(x, kernel_size=kernel_size, padding=padding, stride=stride)
+    def forward(ctx, x, kernel_size=2, stride=2, padding=0):
+        out, saved = forward(x, kernel_size=kernel_size, stride=stride, padding=padding)
         ctx.save_for_backward(x, *saved[:0])
         ctx.extra = saved[0:]
-        ctx.params = (kernel_size, padding, stride)
+        ctx.params = (kernel_size, stride, padding)
         return out
 
     @staticmethod
@@ -427,8 +427,8 @@ class _Dual(_Node):
     ``torch.autograd.forward_ad``'s dual numbers."""
 
     @staticmethod
-    def forward(ctx, x, kernel_size=2, padding=0, stride=2):
-        out = _Node.forward(ctx, x, kernel_size, padding, stride)
+    def forward(ctx, x, kernel_size=2, stride=2, padding=0):
+        out = _Node.forward(ctx, x, kernel_size, stride, padding)
         out = _own_output(out, (x,))
         ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
         ctx.save_for_forward(x)
@@ -442,8 +442,8 @@ class _Dual(_Node):
                 x,
                 _tangent(0, x, tangents),
                 kernel_size=ctx.params[0],
-                padding=ctx.params[1],
-                stride=ctx.params[2],
+                stride=ctx.params[1],
+                padding=ctx.params[2],
             ),
             ctx.layout,
         )
@@ -523,8 +523,8 @@ class _Transformable(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(x, kernel_size=2, padding=0, stride=2):
-        return forward(x, kernel_size=kernel_size, padding=padding, stride=stride)[0]
+    def forward(x, kernel_size=2, stride=2, padding=0):
+        return forward(x, kernel_size=kernel_size, stride=stride, padding=padding)[0]
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -542,8 +542,8 @@ class _Transformable(torch.autograd.Function):
         _, _saved = forward(
             *ctx.saved_tensors,
             kernel_size=ctx.params[0],
-            padding=ctx.params[1],
-            stride=ctx.params[2],
+            stride=ctx.params[1],
+            padding=ctx.params[2],
         )
         return backward(grad_out, _saved) + (None,) * 3
 
@@ -554,6 +554,6 @@ class _Transformable(torch.autograd.Function):
             x,
             _tangent(0, x, tangents),
             kernel_size=ctx.params[0],
-            padding=ctx.params[1],
-            stride=ctx.params[2],
+            stride=ctx.params[1],
+            padding=ctx.params[2],
         )

@@ -123,6 +123,16 @@ def _sum_leading(x, k, mean=False):
     return out / n if mean else out
 
 
+def _add_scaled(r, t, c):
+    # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Under torch.compile
+    # the product is written out, which Inductor fuses anyway: its pattern that turns an add
+    # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
+    # and r or t may be a product of the caller's graph
+    if torch.compiler.is_compiling():
+        return r + t * c
+    return torch.add(r, t, alpha=c)
+
+
 def forward(x, gain, bias, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 2, False, False)
@@ -164,7 +174,7 @@ def backward(grad_out, saved):
         bnvar_inv
         * gain
         * torch.addcmul(
-            torch.add(grad_out, sum_grad_out, alpha=-1 / N),
+            _add_scaled(grad_out, sum_grad_out, -1 / N),
             sum_bnraw_grad_out,
             bnraw,
             value=-1 / (N - 1),
@@ -222,7 +232,7 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
         bnvar_inv
         * gain
         * torch.addcmul(
-            torch.add(grad_y, sum_grad_y, alpha=-1 / N), sum_bnraw_grad_y, bnraw, value=-1 / (N - 1)
+            _add_scaled(grad_y, sum_grad_y, -1 / N), sum_bnraw_grad_y, bnraw, value=-1 / (N - 1)
         )
     )
     b_dgain = sum_bnraw_grad_y
@@ -277,7 +287,7 @@ def _double_backward_all(grad_out, saved):
     sum_grad_y = _sum_leading(grad_y, 1)
     sum_bnraw_db_dx_grad_y = (
         torch.addcmul(
-            torch.add(grad_y.T, sum_grad_y[:, None], alpha=-1 / N),
+            _add_scaled(grad_y.T, sum_grad_y[:, None], -1 / N),
             sum_bnraw_grad_y[:, None],
             bnraw.T,
             value=-1 / (N - 1),
@@ -293,7 +303,7 @@ def _double_backward_all(grad_out, saved):
     sum_dbndiff = _sum_leading(dbndiff, 1)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
-    dx = torch.add(dbndiff, dbnmeani, alpha=1 / N)
+    dx = _add_scaled(dbndiff, dbnmeani, 1 / N)
     dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
     del sum_bnraw_db_dx_grad_y
     dbias = grad_out.new_zeros((M,))

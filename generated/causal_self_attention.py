@@ -666,13 +666,10 @@ def _double_backward_all(grad_out, saved):
     sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
         t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
     )
-    t_dscores = (
-        (
-            torch.arange(T, device=grad_out.device)[:, None]
-            <= torch.arange(T, device=grad_out.device)
-        ).to(grad_out.dtype)
-        * (1 / math.sqrt(D))
-        * dscores.permute(0, 1, 3, 2)
+    t_dscores = torch.where(
+        torch.arange(T, device=grad_out.device)[:, None] <= torch.arange(T, device=grad_out.device),
+        dscores.permute(0, 1, 3, 2) / math.sqrt(D),
+        0,
     )
     sum_dscores_q = t_dscores @ q
     dk = torch.addcmul(

@@ -123,7 +123,7 @@ def _check_nonnegative(name, value, why):
         raise ValueError(f"{OP}: {name} is {value}, but it must be >= 0: {why}")
 
 
-def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
+def forward(x, w, b, *, stride=1, padding=0, dilation=1, groups=1):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 3, False, False)
     N = x.shape[0]
@@ -134,10 +134,10 @@ def forward(x, w, b, *, dilation=1, groups=1, padding=0, stride=1):
     K = w.shape[2]
     _check_input("b", b, 1, False, False)
     _check_size("b", 0, b.shape[0], "O", O)
+    _check_param("stride", stride)
+    _check_param("padding", padding)
     _check_param("dilation", dilation)
     _check_param("groups", groups)
-    _check_param("padding", padding)
-    _check_param("stride", stride)
     _check_int("dilation", dilation, "it sets the size L")
     _check_int("padding", padding, "it sets the size L")
     _check_int("stride", stride, "it sets the size L")
@@ -216,7 +216,7 @@ def backward(grad_out, saved):
     return (dx, dw, db)
 
 
-def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, padding=0, stride=1):
+def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dilation=1, groups=1):
     """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
     _check_input("x", x, 3, False, False)
     N = x.shape[0]
@@ -239,10 +239,10 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, dilation=1, groups=1, pad
     _check_size("v_w", 2, v_w.shape[2], "K", K)
     _check_input("v_b", v_b, 1, False, False)
     _check_size("v_b", 0, v_b.shape[0], "O", O)
+    _check_param("stride", stride)
+    _check_param("padding", padding)
     _check_param("dilation", dilation)
     _check_param("groups", groups)
-    _check_param("padding", padding)
-    _check_param("stride", stride)
     _check_int("dilation", dilation, "it sets the size L")
     _check_int("padding", padding, "it sets the size L")
     _check_int("stride", stride, "it sets the size L")
@@ -448,7 +448,7 @@ def _double_backward(grad_out, saved):
     return tuple(grads.get(name) for name in ["x", "w", "b", "grad_y", "v_x", "v_w", "v_b"])
 
 
-def _jvp(x, w, b, t_x, t_w, t_b, *, dilation=1, groups=1, padding=0, stride=1):
+def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 3, False, False)
     N = x.shape[0]
@@ -468,10 +468,10 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, dilation=1, groups=1, padding=0, stride=1):
     _check_size("t_w", 2, t_w.shape[2], "K", K)
     _check_input("t_b", t_b, 1, False, False)
     _check_size("t_b", 0, t_b.shape[0], "O", O)
+    _check_param("stride", stride)
+    _check_param("padding", padding)
     _check_param("dilation", dilation)
     _check_param("groups", groups)
-    _check_param("padding", padding)
-    _check_param("stride", stride)
     _check_int("dilation", dilation, "it sets the size L")
     _check_int("padding", padding, "it sets the size L")
     _check_int("stride", stride, "it sets the size L")
@@ -566,10 +566,10 @@ class _Backward(torch.autograd.Function):
                 b,
                 grad_out,
                 *cotangents,
-                dilation=ctx.params[0],
-                groups=ctx.params[1],
-                padding=ctx.params[2],
-                stride=ctx.params[3],
+                stride=ctx.params[0],
+                padding=ctx.params[1],
+                dilation=ctx.params[2],
+                groups=ctx.params[3],
             )
             grads = _double_backward(torch.ones_like(_pair), _saved)
         grads = _no_third_order((grad_out, x, w, b, *cotangents), grads)
@@ -604,13 +604,13 @@ class _Node(torch.autograd.Function):
     torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
-    def forward(ctx, x, w, b, dilation=1, groups=1, padding=0, stride=1):
+    def forward(ctx, x, w, b, stride=1, padding=0, dilation=1, groups=1):
         out, saved = forward(
-            x, w, b, dilation=dilation, groups=groups, padding=padding, stride=stride
+            x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups
         )
         ctx.save_for_backward(x, w, b, *saved[:2])
         ctx.extra = saved[2:]
-        ctx.params = (dilation, groups, padding, stride)
+        ctx.params = (stride, padding, dilation, groups)
         return out
 
     @staticmethod
@@ -627,8 +627,8 @@ class _Dual(_Node):
     ``torch.autograd.forward_ad``'s dual numbers."""
 
     @staticmethod
-    def forward(ctx, x, w, b, dilation=1, groups=1, padding=0, stride=1):
-        out = _Node.forward(ctx, x, w, b, dilation, groups, padding, stride)
+    def forward(ctx, x, w, b, stride=1, padding=0, dilation=1, groups=1):
+        out = _Node.forward(ctx, x, w, b, stride, padding, dilation, groups)
         out = _own_output(out, (x, w, b))
         ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
         ctx.save_for_forward(x, w, b)
@@ -645,10 +645,10 @@ class _Dual(_Node):
                 _tangent(0, x, tangents),
                 _tangent(1, w, tangents),
                 _tangent(2, b, tangents),
-                dilation=ctx.params[0],
-                groups=ctx.params[1],
-                padding=ctx.params[2],
-                stride=ctx.params[3],
+                stride=ctx.params[0],
+                padding=ctx.params[1],
+                dilation=ctx.params[2],
+                groups=ctx.params[3],
             ),
             ctx.layout,
         )
@@ -728,8 +728,8 @@ class _Transformable(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(x, w, b, dilation=1, groups=1, padding=0, stride=1):
-        return forward(x, w, b, dilation=dilation, groups=groups, padding=padding, stride=stride)[0]
+    def forward(x, w, b, stride=1, padding=0, dilation=1, groups=1):
+        return forward(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)[0]
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -746,10 +746,10 @@ class _Transformable(torch.autograd.Function):
     def _backward(ctx, grad_out):
         _, _saved = forward(
             *ctx.saved_tensors,
-            dilation=ctx.params[0],
-            groups=ctx.params[1],
-            padding=ctx.params[2],
-            stride=ctx.params[3],
+            stride=ctx.params[0],
+            padding=ctx.params[1],
+            dilation=ctx.params[2],
+            groups=ctx.params[3],
         )
         return backward(grad_out, _saved) + (None,) * 4
 
@@ -763,8 +763,8 @@ class _Transformable(torch.autograd.Function):
             _tangent(0, x, tangents),
             _tangent(1, w, tangents),
             _tangent(2, b, tangents),
-            dilation=ctx.params[0],
-            groups=ctx.params[1],
-            padding=ctx.params[2],
-            stride=ctx.params[3],
+            stride=ctx.params[0],
+            padding=ctx.params[1],
+            dilation=ctx.params[2],
+            groups=ctx.params[3],
         )

@@ -210,6 +210,16 @@ def _sum_leading(x, k, mean=False):
     return out / n if mean else out
 
 
+def _add_scaled(r, t, c):
+    # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Under torch.compile
+    # the product is written out, which Inductor fuses anyway: its pattern that turns an add
+    # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
+    # and r or t may be a product of the caller's graph
+    if torch.compiler.is_compiling():
+        return r + t * c
+    return torch.add(r, t, alpha=c)
+
+
 def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("X", X, 2, True, False)
@@ -352,7 +362,7 @@ def backward_all(grad_out, saved):
     sum_dbndiff = _sum_leading(dbndiff, 1)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
-    dhprebn = torch.add(dbndiff, dbnmeani, alpha=1 / N)
+    dhprebn = _add_scaled(dbndiff, dbnmeani, 1 / N)
     dembcat = dhprebn @ W1.T
     demb = dembcat.reshape(N, T, E)
     dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), demb.reshape(-1, E))
@@ -545,7 +555,7 @@ def _double_forward(
         sum_b_dbndiff = _sum_leading(b_dbndiff, 1)
         b_dbnmeani = -sum_b_dbndiff
         del sum_b_dbndiff
-        b_dhprebn = torch.add(b_dbndiff, b_dbnmeani, alpha=1 / N)
+        b_dhprebn = _add_scaled(b_dbndiff, b_dbnmeani, 1 / N)
         del b_dbndiff, b_dbnmeani
         b_dembcat = b_dhprebn @ W1.T
         b_dembcat_as_emb = b_dembcat.reshape(N, T, E)
@@ -785,7 +795,7 @@ def _double_backward_all(grad_out, saved):
     sum_dbndiff = _sum_leading(dbndiff, 1)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
-    dhprebn = torch.add(dbndiff, dbnmeani, alpha=1 / N)
+    dhprebn = _add_scaled(dbndiff, dbnmeani, 1 / N)
     sum_W1_dhprebn = dhprebn @ W1.T
     sum_b_dhprebn_db_dW1 = b_dhprebn @ db_dW1.T
     dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1

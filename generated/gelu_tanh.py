@@ -77,10 +77,20 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
+def _add_scaled(r, t, c):
+    # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Under torch.compile
+    # the product is written out, which Inductor fuses anyway: its pattern that turns an add
+    # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
+    # and r or t may be a product of the caller's graph
+    if torch.compiler.is_compiling():
+        return r + t * c
+    return torch.add(r, t, alpha=c)
+
+
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
-    out_tanh0 = torch.tanh(torch.add(x, torch.pow(x, 3), alpha=0.044715) * 0.7978845608028654)
+    out_tanh0 = torch.tanh(_add_scaled(x, torch.pow(x, 3), 0.044715) * 0.7978845608028654)
     out = torch.addcmul(x * 0.5, x, out_tanh0, value=0.5)
     return out, (x, out_tanh0, (out.shape, out.dtype, out.device))
 
@@ -118,7 +128,7 @@ def _double_forward(x, grad_y, v_x):
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
-    out_tanh0 = torch.tanh(torch.add(x, torch.pow(x, 3), alpha=0.044715) * 0.7978845608028654)
+    out_tanh0 = torch.tanh(_add_scaled(x, torch.pow(x, 3), 0.044715) * 0.7978845608028654)
     b_dx = (
         torch.addcmul(
             out_tanh0 + 1,
@@ -204,7 +214,7 @@ def _jvp(x, t_x):
     _check_input("t_x", t_x, 0, False, True)
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
-    out_tanh0 = torch.tanh(torch.add(x, torch.pow(x, 3), alpha=0.044715) * 0.7978845608028654)
+    out_tanh0 = torch.tanh(_add_scaled(x, torch.pow(x, 3), 0.044715) * 0.7978845608028654)
     t_out_tanh0 = (1 - (out_tanh0 * out_tanh0)) * (x * x * 0.134145 + 1) * t_x * 0.7978845608028654
     t_out = torch.addcmul(t_out_tanh0 * x, t_x, out_tanh0 + 1) * 0.5
     return t_out

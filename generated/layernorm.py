@@ -126,6 +126,16 @@ def _sum_leading(x, k, mean=False):
     return out / n if mean else out
 
 
+def _add_scaled(r, t, c):
+    # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Under torch.compile
+    # the product is written out, which Inductor fuses anyway: its pattern that turns an add
+    # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
+    # and r or t may be a product of the caller's graph
+    if torch.compiler.is_compiling():
+        return r + t * c
+    return torch.add(r, t, alpha=c)
+
+
 def forward(x, gain, bias, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
@@ -309,7 +319,7 @@ def _double_backward_all(grad_out, saved):
     sum_ddiff = ddiff.sum(1)
     dmean = -sum_ddiff
     del sum_ddiff
-    dx = torch.add(ddiff, dmean[:, None], alpha=1 / C)
+    dx = _add_scaled(ddiff, dmean[:, None], 1 / C)
     sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
     sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, db_dx, grad_y)
     sum_db_dx_grad_y_rstd_xhat = (

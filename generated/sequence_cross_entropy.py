@@ -145,7 +145,7 @@ def backward(grad_out, saved):
     del where_targets
     shared_grad_out_sum_targets = grad_out / sum_targets
     del sum_targets
-    dlogits = torch.where(shared_targets, shared_grad_out_sum_targets, 0)[:, :, None] * probs
+    dlogits = torch.where(shared_targets[:, :, None], shared_grad_out_sum_targets * probs, 0)
     dlogits.scatter_add_(
         2,
         targets.clamp(min=0).unsqueeze(2),
@@ -188,7 +188,7 @@ def _double_forward(logits, targets, grad_y, v_logits):
         del where_targets
         shared_grad_y_sum_targets = grad_y / sum_targets
         del sum_targets
-        b_dlogits = torch.where(shared_targets, shared_grad_y_sum_targets, 0)[:, :, None] * probs
+        b_dlogits = torch.where(shared_targets[:, :, None], shared_grad_y_sum_targets * probs, 0)
         b_dlogits.scatter_add_(
             2,
             targets.clamp(min=0).unsqueeze(2),
@@ -227,7 +227,7 @@ def _double_backward_all(grad_out, saved):
     shared_targets = targets >= 0
     where_targets = shared_targets.to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
-    dprobs = torch.where(shared_targets, grad_y / sum_targets, 0)[:, :, None] * db_dlogits
+    dprobs = torch.where(shared_targets[:, :, None], grad_y / sum_targets * db_dlogits, 0)
     sum_dprobs_probs = (dprobs * probs).sum(2)
     dcounts_sum = -sum_dprobs_probs / counts_sum
     del sum_dprobs_probs

@@ -140,13 +140,12 @@ def _make_attention(rng, gen, dtype, n_head):
 def _draw_window(rng):
     """F.conv*d's stride, padding and dilation, drawn so that odd sizes and stride > 1 occur."""
     stride, padding, dilation = rng.randint(1, 3), rng.randint(0, 2), rng.randint(1, 2)
-    return {"dilation": dilation, "padding": padding, "stride": stride}  # Function.apply's order
+    return {"stride": stride, "padding": padding, "dilation": dilation}  # as ops/ declare them
 
 
 def _draw_grouped_window(rng):
     """F.conv2d's params: a window's, and groups of 1 to 3 (odd channel counts included)."""
-    params = {**_draw_window(rng), "groups": rng.randint(1, 3)}
-    return dict(sorted(params.items()))  # Function.apply's order
+    return {**_draw_window(rng), "groups": rng.randint(1, 3)}  # Function.apply's order
 
 
 def _make_conv(rng, gen, dtype, stride, padding, dilation, groups=1, dims=1):
@@ -185,11 +184,8 @@ def _draw_pool(rng):
 def _draw_padded_pool(rng):
     """F.avg_pool2d takes a padding of at most half the kernel."""
     kernel = rng.randint(1, 4)
-    return {
-        "kernel_size": kernel,
-        "padding": rng.randint(0, kernel // 2),
-        "stride": rng.randint(1, 3),
-    }
+    padding, stride = rng.randint(0, kernel // 2), rng.randint(1, 3)
+    return {"kernel_size": kernel, "stride": stride, "padding": padding}  # as ops/ declares
 
 
 def _make_padded_pool(rng, gen, dtype, kernel_size, padding, stride):

@@ -7,7 +7,8 @@ torch's own ops each carry a policy (its autocast op lists): contractions (``F.l
 reductions:
 
 - every reduction a contraction (a Sum whose terms each multiply two or more float tensors:
-  ``Sum(x[n, k] * W[k, m], k)``), and at least one: ``lower`` (the autocast dtype);
+  ``Sum(x[n, k] * W[k, m], k)``; a square, ``Sum(x[n, c]**2, c)``, is a norm, not one), and
+  at least one: ``lower`` (the autocast dtype);
 - any other reduction (a mean ``Sum(x[n, c], c) / C``, a softmax's normaliser, a Max, a
   loss's sum): ``float32``, as CUDA's lists hold layer_norm, softmax and the losses on every
   device (CPU's lists leave softmax and layer_norm in bfloat16; backgen keeps range);
@@ -27,14 +28,16 @@ LOWER, FLOAT32, INPUT = "lower", "float32", "input"
 
 
 def _float_reads(term: sp.Expr, g: Graph) -> int:
-    """How many factors of ``term`` are reads of float tensors (powers count their exponent)."""
+    """How many factors of ``term`` are reads of float tensors. A power of one read counts
+    once: ``Sum(x[n, c]**2, c)`` is a norm (torch's autocast runs ``norm``, ``mse_loss`` and
+    ``cosine_similarity`` in float32), not a product of two operands as a matmul is."""
     count = 0
     for factor in sp.Mul.make_args(term):
         base, exp = factor.as_base_exp()
         if isinstance(base, sp.Indexed) and not g.tensors[base.base.label.name].integer:
-            count += int(exp) if exp.is_Integer and exp > 0 else 0
+            count += 1 if exp.is_Integer and exp > 0 else 0
         elif isinstance(base, sp.Symbol) and base.name in g.tensors and not base.is_integer:
-            count += int(exp) if exp.is_Integer and exp > 0 else 0
+            count += 1 if exp.is_Integer and exp > 0 else 0
         elif not factor.is_number and not factor.free_symbols <= set(g.sizes) | set(g.params):
             return 0  # a function, a mask, a quotient: not a product of reads
     return count

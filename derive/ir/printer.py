@@ -87,6 +87,7 @@ def batched(node: ir.Matmul) -> bool:
 
 
 SUM_LEADING = "_sum_leading"  # the module's helper for a sum over leading axes
+ADD_SCALED = "_add_scaled"  # the module's helper for r + c * t, torch.add's alpha when eager
 
 
 def leading_sum(node: ir.Reduce) -> int | None:
@@ -107,14 +108,18 @@ def leading_sum(node: ir.Reduce) -> int | None:
 
 def called_helpers(lines: list) -> set[str]:
     """The module helpers the printed ``lines`` call (a :class:`Line` keeps its statement)."""
+    called = set()
     for line in lines:
         statement = getattr(line, "statement", None)
         if statement is None:
             continue
         for root in statement.nodes():
-            if any(isinstance(n, ir.Reduce) and leading_sum(n) for n in ir.walk(root)):
-                return {SUM_LEADING}
-    return set()
+            for n in ir.walk(root):
+                if isinstance(n, ir.Reduce) and leading_sum(n):
+                    called.add(SUM_LEADING)
+                elif isinstance(n, ir.Apply) and n.form.startswith(ADD_SCALED + "("):
+                    called.add(ADD_SCALED)
+    return called
 
 
 class Line(str):

@@ -209,6 +209,11 @@ def _check_view(source: str, dims: tuple[sp.Expr, ...], g: Graph, sizes: dict) -
     whose product is the source's (derived sizes replaced by what they are: D = C / n_head)."""
     known = set(sizes.values()) | set(g.params)
     for d in dims:
+        if BATCH_INDEX in d.free_symbols:  # "..." reads as the batch index here
+            raise LangError(
+                f"a view of {source} with '...' in it: a view names every dimension of what "
+                "it views, so it takes no batch dimensions (write the input's dimensions out)"
+            )
         unknown = sorted(map(str, d.free_symbols - known))
         if unknown or not (d.free_symbols or (d.is_Integer and d > 0)):
             what = f"'{unknown[0]}' is not a size or param" if unknown else "not a positive int"
@@ -248,7 +253,7 @@ def _check_name(name: str, role: str) -> None:
 
 def _parse_params(op: Op, g: Graph, sizes: dict[str, sp.Symbol]) -> dict[sp.Symbol, float | int]:
     params = {}
-    for key, v in sorted(op.params.items()):
+    for key, v in op.params.items():  # in the order declared: Function.apply takes them so
         _check_name(key, "param")
         if key in g.tensors:
             raise LangError(f"param '{key}' has the name of an input")

@@ -15,6 +15,7 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.functions import Function, heaviside_code, where
 from derive.ir import nodes as ir
+from derive.ir.printer import ADD_SCALED
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
 from derive.lower.value import align, is_gate, number_scale, ordered_terms, plain, union
@@ -38,11 +39,11 @@ def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
     acc = align(first[0], axes)
     for term in terms[1:]:  # a - b rather than a + -b: the negated term lowered again
         scaled = _scaled(term, scope) if not (acc.scalar or contractions) else None
-        if scaled is not None:  # r + c * t -> torch.add(r, t, alpha=c): one kernel, not two
+        if scaled is not None:  # r + c * t -> _add_scaled(r, t, c): torch.add's alpha, eager
             coef, rest = scaled
             alpha = ir.Number(coef) if coef.is_Number else _python_number(cx, coef)
             value = align(cx.value(rest, order), axes)
-            acc = ir.Apply("torch.add({0}, {1}, alpha={2})", (acc, value, alpha), axes=axes)
+            acc = ir.Apply(ADD_SCALED + "({0}, {1}, {2})", (acc, value, alpha), axes=axes)
             continue
         minus = term.could_extract_minus_sign()
         value = align(cx.value(-term if minus else term, order), axes)
@@ -61,7 +62,9 @@ def _python_number(cx: Context, c: sp.Expr) -> ir.Node:
 
 def _scaled(term: sp.Expr, scope) -> tuple[sp.Expr, sp.Expr] | None:
     """``term = c * t``: a python number c other than 1 and -1 (a size or a param in it) times
-    tensors t, or None. Added as ``torch.add(r, t, alpha=c)``, the scale rides in the add."""
+    tensors t, or None. Added as the module's ``_add_scaled(r, t, c)``: eagerly
+    ``torch.add(r, t, alpha=c)``, the scale riding in the add; under torch.compile ``r + t *
+    c``, since Inductor's add-of-a-matmul pattern drops the alpha (the template's helper)."""
     coef, rest = term.as_coeff_Mul()
     factors = sp.Mul.make_args(rest)
     coef *= sp.Mul(*[f for f in factors if scope.scalar(f)])
@@ -155,7 +158,7 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
         return None
     axes = cx.scope([]).axes
     rest = without(factors, gate)
-    selected = [not (_finite_read(f) or is_gate(f)) or axes(f) <= axes(gate) for f in rest]
+    selected = [not (_finite_read(cx, f) or is_gate(f)) or axes(f) <= axes(gate) for f in rest]
     inside = [f for f, s in zip(rest, selected, strict=True) if s]
     if not any(f.atoms(sp.Indexed) for f in inside):
         return None
@@ -169,10 +172,15 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     return where(c, a * x, b * x) * outside
 
 
-def _finite_read(f: sp.Expr) -> bool:
-    """A plain read of a tensor that holds no infinity (an input, or a definition whose body
-    has none: :func:`derive.language.graph.may_be_infinite` makes the others extended real)."""
-    return plain(f) and f.is_extended_real is True and f.is_real is True
+def _finite_read(cx: Context, f: sp.Expr) -> bool:
+    """A plain read of a tensor a caller passed (an input, grad_out): finite. A tensor the
+    function computes is finite as a real number but may overflow as a float where the gate
+    drops it: ``e[t, s] = exp(x[s] - m[t])`` is inf at s > t, where a causal where() never
+    reads it (a logcumsumexp's Max adjoint, ``where(s <= t, 1, 0) * e``, was nan times 0 at
+    x = [0, 800]: found by probing; tests/cases/masked_exp_beside_its_gate.py)."""
+    if not plain(f) or not (f.is_extended_real is True and f.is_real is True):
+        return False
+    return f.base.label.name in cx.finite
 
 
 def _stepped(arg: sp.Expr, at_zero: sp.Expr, x: sp.Expr) -> sp.Expr:
@@ -203,6 +211,11 @@ POWERS = {
 
 def power(cx: Context, e: sp.Pow, order: list[sp.Symbol]) -> ir.Node:
     base, exp = cx.value(e.base, order), e.exp
+    if not cx.scope(order).scalar(exp):  # an index or a tensor in the exponent: gamma**(s - t)
+        power = cx.value(exp, order)
+        axes = union([base.axes, power.axes], order)
+        args = (base if base.scalar else align(base, axes), align(power, axes))
+        return ir.Apply("torch.pow({0}, {1})", args, axes=axes)
     if base.scalar and abs(exp) == sp.Rational(1, 2):  # sqrt(D): one python float
         root = ir.Apply("math.sqrt({0})", (base,))
         return root if exp > 0 else ir.Binary("/", ir.Number(1), root)

@@ -166,8 +166,8 @@ def materialise(cx: Context, v: ir.Node, axes: tuple, fresh: bool) -> ir.Node:
         return filled(v, shape, cx.like, axes)
     if v.axes != axes:
         return ir.Clone(ir.Expand(align(v, axes), shape, axes=axes), axes=axes)
-    # a name or a call may be another tensor's storage
-    if fresh and precedence(v) == Precedence.ATOM:
+    # a name or a call may be another tensor's storage (torch.where's result is its own)
+    if fresh and precedence(v) == Precedence.ATOM and not isinstance(v, ir.Where):
         return ir.Clone(v, axes=axes)
     return v
 

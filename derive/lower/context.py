@@ -140,6 +140,9 @@ class Context:
     # the int tensors (inputs, saved argmaxes): a 0-d one is read as a real symbol, as every
     # 0-d tensor is, and an argmax's digits (floor(a/W), Mod(a, W)) need to know it is whole
     integers: set[str] = field(default_factory=set)
+    # tensors a caller passes (inputs, grad_out): finite wherever they are read. A tensor the
+    # function computes may hold an overflow (exp(800) = inf) where a where() drops it
+    finite: set[str] = field(default_factory=set)
     # the expressions whose lowering is under way, innermost last (see :meth:`value`)
     within: list[sp.Expr] = field(default_factory=list, repr=False)
 

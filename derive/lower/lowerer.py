@@ -65,6 +65,7 @@ class Lowerer:
         derived: dict[sp.Symbol, sp.Expr] | None = None,
         data_ranges: dict[str, sp.Expr | Digits] | None = None,
         integers: set[str] | None = None,
+        finite: set[str] | None = None,
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
@@ -72,6 +73,7 @@ class Lowerer:
         self.context.derived.update(derived or {})
         self.context.data_ranges.update(data_ranges or {})
         self.context.integers.update(integers or ())
+        self.context.finite.update(finite or ())
         self._lines: list[str] | None = None  # printed once every statement is in
         self._keep: frozenset[str] | None = None  # names to free after their last use but these
 

@@ -16,6 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from derive import Op
 from derive.emit.precision import autocast_policy
 from derive.language import parse
 
@@ -50,6 +51,22 @@ def test_the_policy_is_derived_from_the_reductions(path):
     op = runpy.run_path(path)["OP"]
     assert autocast_policy(parse(op)) == POLICY[op.name]
     assert importlib.import_module(f"generated.{op.name}").AUTOCAST == POLICY[op.name]
+
+
+@pytest.mark.parametrize(
+    ("definition", "policy"),
+    [
+        ("out[n, c] = x[n, c] / sqrt(Sum(x[n, k]**2, k) / C + 1e-6)", "float32"),  # RMSNorm
+        ("out[m] = Sum((x[m, k] - y[m, k])**2, k)", "float32"),  # a squared error
+        ("out[n, m] = Sum(x[n, k] * y[m, k], k)", "lower"),  # a Gram matrix: a matmul
+        ("out[n, m] = Sum(x[n, k]**2 * y[m, k], k)", "lower"),  # a matmul of x**2
+    ],
+)
+def test_a_sum_of_squares_is_a_norm_not_a_contraction(definition, policy):
+    """torch's autocast runs norm, mse_loss and cosine_similarity in float32: a square of one
+    read counts as one operand (found by probing: RMSNorm ran in bfloat16)."""
+    op = Op(name="norms", inputs=["x[M, C]", "y[M, C]"], definitions=[definition])
+    assert autocast_policy(parse(op)) == policy
 
 
 def _gen():

@@ -365,3 +365,18 @@ def test_a_ratio_of_exp_sums_near_overflow_has_a_finite_tangent(tmp_path: Path) 
         want = [float(mpmath.diff(lambda h, d=d: f(h, d), 0)) for d in range(2)]
     assert torch.isfinite(out).all() and torch.isfinite(t_out).all()
     assert t_out.tolist() == pytest.approx(want, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("row", [[0.0, 800.0], [-1e4, 0.0], [0.0, 0.0, 750.0], [5.0, -1e4, 3.0]])
+def test_an_overflowing_exp_beside_its_gate_is_selected_not_multiplied(
+    row: list, tmp_path: Path
+) -> None:
+    """A running logsumexp's exp overflows where its causal where() never reads it: the
+    backward selects there (0 * inf was nan), equal to torch.logcumsumexp's gradient."""
+    module, _ = _module("masked_exp_beside_its_gate", tmp_path)
+    x = torch.tensor([row], dtype=torch.float64)
+    out, saved = module.forward(x)
+    (dx,) = module.backward(torch.ones_like(out), saved)
+    want, (want_dx,) = _reference_grad(lambda a: torch.logcumsumexp(a, 1), x)
+    assert torch.isfinite(dx).all(), dx
+    assert torch.allclose(out, want, rtol=1e-14) and torch.allclose(dx, want_dx, rtol=1e-12)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import importlib
 import runpy
+import sys
 
 import pytest
 import torch
@@ -165,3 +166,28 @@ def test_torch_compile_dynamic_shapes():
         for g, w in zip(grads, torch.autograd.grad(want, eager), strict=True):
             _close(g, w)
     assert counter.frame_count == 1, f"{counter.frame_count} graphs for three batch sizes"
+
+
+def test_torch_compile_with_inductor_matches_eager(tmp_path, monkeypatch):
+    """torch.compile's default backend, not aot_eager: Inductor's own rewrites run. A scaled
+    add of a matrix product (``x + 0.5 * (x @ W)``, forward and backward) is where one of them
+    drops torch.add's alpha (tests/cases/scaled_residual.py): compiled, the numbers and the
+    gradients are the eager module's."""
+    from tests.modules.emitted import imported
+
+    module, op = imported("tests/cases/scaled_residual.py", tmp_path)
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # dynamo imports it by name
+    inputs, _ = defined_inputs(parse(op), 0)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: module.Function.apply(*a), fullgraph=True)
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    out = compiled(*leaves)
+    eager = [t.clone().requires_grad_() for t in inputs]
+    want = module.Function.apply(*eager)
+    _close(out, want)
+    for got, ref in zip(
+        torch.autograd.grad(out.pow(2).sum(), leaves),
+        torch.autograd.grad(want.pow(2).sum(), eager),
+        strict=True,
+    ):
+        _close(got, ref)

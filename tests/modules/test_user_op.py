@@ -61,6 +61,10 @@ def _op(*definitions: str, inputs=("x[N, M]",)) -> Op:
         (_op("out[n, m] = x[n, m, m]"), "wrong number of indices"),
         (_op("out[n, m] = x[n + 1, m]"), "subscript"),
         (_op("out[n, m] = floor(x[n, m])"), "unknown function floor (known: abs, cos"),
+        (
+            _op("v = view(x, ..., M, 1)", "out[..., m] = v[..., m, 0]", inputs=("x[..., M]",)),
+            "a view of x with '...' in it",
+        ),
     ],
 )
 def test_derivation_errors_name_op_definition_and_problem(op: Op, message: str) -> None:
@@ -87,3 +91,15 @@ def test_generated_forward_rejects_bad_input() -> None:
         linear.forward(torch.randn(3, 4, dtype=torch.float64), torch.randn(4, 2), torch.randn(2))
     with pytest.raises(ValueError, match="linear: x must have 2 dimensions"):
         linear.forward(torch.randn(3), torch.randn(3, 2), torch.randn(2))
+
+
+def test_function_apply_takes_params_in_the_order_declared(tmp_path: Path) -> None:
+    """``params={"lo": ..., "hi": ...}``: ``Function.apply(x, lo, hi)``, as the op file lists
+    them (and as ``F.hardtanh(x, min_val, max_val)``), never sorted by name."""
+    from tests.modules.emitted import imported
+
+    module, _ = imported("tests/cases/params_in_declared_order.py", tmp_path)
+    x = torch.linspace(-2, 2, 9, dtype=torch.float64).reshape(3, 3)
+    out = module.Function.apply(x, -0.5, 0.8)
+    assert torch.equal(out, x.clamp(-0.5, 0.8))
+    assert torch.equal(module.forward(x, lo=-0.5, hi=0.8)[0], out)

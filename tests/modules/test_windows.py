@@ -106,7 +106,7 @@ TORCH = {
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("name", sorted(TORCH))
 def test_against_torch_functional(name: str, seed: int, tmp_path: Path) -> None:
-    module, _ = imported(CASES / f"{name}.py", tmp_path)
+    module, op = imported(CASES / f"{name}.py", tmp_path)
     inputs, params, reference = TORCH[name](random.Random(seed))
     out, saved = module.forward(*inputs, **params)
     leaves = [t.clone().requires_grad_(True) for t in inputs]
@@ -119,8 +119,8 @@ def test_against_torch_functional(name: str, seed: int, tmp_path: Path) -> None:
     for a, b in zip(mine, theirs, strict=True):
         assert a.shape == b.shape and torch.allclose(a, b, rtol=0, atol=1e-10)
     leaves = [t.clone().requires_grad_(True) for t in inputs]
-    apply = module.Function.apply  # params positionally, after the tensors, in name order
-    extra = tuple(params[k] for k in sorted(params))
+    apply = module.Function.apply  # params positionally, after the tensors, as declared
+    extra = tuple(params[k] for k in op.params)
     assert torch.autograd.gradcheck(apply, (*leaves, *extra))
     assert torch.autograd.gradgradcheck(apply, (*leaves, *extra))
 

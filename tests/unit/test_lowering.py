@@ -99,8 +99,8 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ["out[n, c] = z[n, c] - x[n, c] * y[n, c] / N"],
             "out = torch.addcmul(z, y, x, value=-1 / N)",
         ),
-        # r + c t -> torch.add(r, t, alpha=c): the scale rides in the add
-        (["x[N]", "y[N]"], ["out[n] = x[n] + y[n] / N"], "out = torch.add(x, y, alpha=1 / N)"),
+        # r + c t -> _add_scaled(r, t, c): the scale rides in the add (torch.add's alpha)
+        (["x[N]", "y[N]"], ["out[n] = x[n] + y[n] / N"], "out = _add_scaled(x, y, 1 / N)"),
         # (c x**2 + 1) x -> addcmul(x, x, x * x, value=c): x**3 kept as two factors
         (
             ["x[N]"],
