@@ -31,6 +31,9 @@ DECLARED_ANYWAY = 0.3  # a range declared though a plain read gives it (they mus
 AFFINE_PARAM_NAMES = "stride pad dil step off".split()
 WIDER = 0.4  # --windows: a number the affine draw chose made wider (an offset 3, a stride 3)
 INDEX_NUMBER = 0.06  # --windows: a leaf that is an index read as a number, 0.5 * (i - j)
+INDEX_POWER = (
+    0.3  # ...of those, a number raised to it, 0.9**(i - j) (refused as an engine bug once)
+)
 
 
 class Affine(Leaves):
@@ -57,6 +60,9 @@ class Affine(Leaves):
         # 0.3 is no binary fraction: an int tensor times it in float32 is not the float64
         # product (a position a delta solved, cast late, was 1e-8 off only inside a function)
         scale = self.numbers.choice(["0.5", "0.25", "1.5", "0.3"])
+        if self.numbers.random() < INDEX_POWER:  # a decay, gamma**(s - t); its base a number
+            base = self.numbers.choice(["0.9", "0.5", "1.5"])
+            return Expr(f"{base}**({' - '.join(used)})", frozenset(used), atom=False)
         return Expr(f"{scale}*({' - '.join(used)})", frozenset(used), atom=False)
 
     def index(self, scope: dict) -> str:
