@@ -191,3 +191,22 @@ def test_torch_compile_with_inductor_matches_eager(tmp_path, monkeypatch):
         strict=True,
     ):
         _close(got, ref)
+
+
+def test_an_index_checked_before_a_wrapping_read_compiles_whole(tmp_path, monkeypatch):
+    """An int input read by advanced indexing, which wraps a negative index where the kernels
+    would reject it, is checked before the read: eagerly by its range on the host, compiled by
+    an assert in the graph (a host sync there was a graph break). Compiled with fullgraph, a
+    bad index still stops the call in one line naming the op."""
+    from tests.modules.emitted import imported
+
+    module, op = imported("tests/cases/constant_sum_from_a_fold.py", tmp_path)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    inputs, _ = defined_inputs(parse(op), 0)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: module.Function.apply(*a), fullgraph=True)
+    _close(compiled(*inputs), module.Function.apply(*inputs))
+    idx = inputs[2].clone()
+    idx[0, 0] = -1
+    with pytest.raises(RuntimeError, match="constant_sum_from_a_fold: idx has values outside"):
+        compiled(*inputs[:2], idx)
