@@ -111,12 +111,14 @@ class _Block:
         their deep forms are equal."""
         node = self.see(node)
         changes = {}
-        for name in ir._field_names(type(node)):
-            value = getattr(node, name)
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
             if isinstance(value, ir.Node):
-                changes[name] = self.deep(value)
+                changes[f.name] = self.deep(value)
             elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
-                changes[name] = tuple(self.deep(v) if isinstance(v, ir.Node) else v for v in value)
+                changes[f.name] = tuple(
+                    self.deep(v) if isinstance(v, ir.Node) else v for v in value
+                )
         return dataclasses.replace(node, **changes) if changes else node
 
     def terms(self, node: ir.Node, sign: int = 1) -> list[Term]:
