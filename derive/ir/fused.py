@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Collection
 
 from derive.ir import nodes as ir
-from derive.ir.rewrite import unfreed
+from derive.ir.rewrite import assigned_once, unfreed
 
 EXP = "torch.exp({0})"
 LOG = "torch.log({0})"
@@ -95,7 +95,7 @@ class _Block:
 
     def __init__(self, block: list[ir.Statement], keep: frozenset[str]) -> None:
         self.block = block
-        self.values = _assigned_once(block, keep)
+        self.values = assigned_once(block, keep)
 
     def see(self, node: ir.Node) -> ir.Node:
         """``node``, or the value of the name it reads, through any chain of names."""
@@ -247,7 +247,7 @@ def _dead(block: list[ir.Statement], names: set[str], keep: frozenset[str]) -> l
     only they read, unless handed on."""
     while True:
         reads = _reads(block)
-        values = _assigned_once(block, keep)
+        values = assigned_once(block, keep)
         gone = {n for n in names if n in values and reads[n] == 0}
         if not gone:
             return block
@@ -255,20 +255,6 @@ def _dead(block: list[ir.Statement], names: set[str], keep: frozenset[str]) -> l
         block = [t for t in block if not _assigns(t, gone)]
         for name in gone:
             block = unfreed(block, name)
-
-
-def _assigned_once(block: list[ir.Statement], keep: frozenset[str]) -> dict[str, ir.Node]:
-    """The names a single-target assignment writes, written nowhere else and not handed on."""
-    writes = Counter(n for s in block for n in s.writes)
-    return {
-        s.targets[0]: s.value
-        for s in block
-        if isinstance(s, ir.Assign)
-        and len(s.targets) == 1
-        and writes[s.targets[0]] == 1
-        and s.targets[0] not in keep
-        and not s.value.scalar
-    }
 
 
 def _reads(block: list[ir.Statement]) -> Counter[str]:

@@ -17,14 +17,13 @@ inside another such name's element-wise value. Each of those reads becomes ``e``
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Collection
 
 import sympy as sp
 
 from derive.ir import nodes as ir
 from derive.ir.printer import leading_sum
-from derive.ir.rewrite import rebuilt
+from derive.ir.rewrite import assigned_once, rebuilt
 
 REDUCTIONS = ("sum", "mean", "amax")
 # element-wise nodes: the size-1 axes of their operands pass through to the result
@@ -66,18 +65,8 @@ def kept_dims(block: list[ir.Statement], keep: Collection[str]) -> list[ir.State
 def _assigned_once(block: list[ir.Statement], keep: Collection[str]) -> dict[str, ir.Node]:
     """The tensors the block assigns exactly once, reads, and does not hand on, with their
     values."""
-    writes = Counter(n for s in block for n in s.writes)
     read = {n for s in block if not isinstance(s, ir.Free) for n in s.reads}
-    return {
-        s.targets[0]: s.value
-        for s in block
-        if isinstance(s, ir.Assign)
-        and len(s.targets) == 1
-        and writes[s.targets[0]] == 1
-        and s.targets[0] not in keep
-        and s.targets[0] in read
-        and not s.value.scalar
-    }
+    return {n: v for n, v in assigned_once(block, keep).items() if n in read}
 
 
 def _reductions(values: dict[str, ir.Node]) -> dict[str, Pattern]:

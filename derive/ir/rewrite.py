@@ -9,7 +9,8 @@ needs to know that a value means the same tensor at each of its uses.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator
 
 import sympy as sp
 
@@ -23,6 +24,22 @@ def unused_axis(taken: set) -> sp.Symbol:
     """``slice0``, ``slice1``, ...: the first such index not in ``taken`` (a new axis's label,
     as a merged sliced axis gets)."""
     return next(s for k in range(len(taken) + 1) if (s := sp.Symbol(f"slice{k}")) not in taken)
+
+
+def assigned_once(block: list[ir.Statement], keep: Collection[str]) -> dict[str, ir.Node]:
+    """The tensors that a single-target assignment writes, written nowhere else in ``block``
+    and not handed on (not in ``keep``), with their values: a pass may read such a name as
+    its value, or drop it."""
+    writes = Counter(n for s in block for n in s.writes)
+    return {
+        s.targets[0]: s.value
+        for s in block
+        if isinstance(s, ir.Assign)
+        and len(s.targets) == 1
+        and writes[s.targets[0]] == 1
+        and s.targets[0] not in keep
+        and not s.value.scalar
+    }
 
 
 def unfreed(block: list[ir.Statement], name: str) -> list[ir.Statement]:
