@@ -75,6 +75,9 @@ def _scaled(term: sp.Expr, scope) -> tuple[sp.Expr, sp.Expr] | None:
 
 
 def mul(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> ir.Node:
+    merged = powers_over_their_base(e)
+    if merged is not e:
+        return cx.value(merged, order)
     fused = fuse(cx, e, order)
     if fused is not None:
         return fused
@@ -91,6 +94,65 @@ def mul(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> ir.Node:
     if coef < 0 and scale is None:  # unary minus on the first (smallest) factor: no extra pass
         return ir.Neg(value, axes=value.axes)
     return value
+
+
+# RANGE: d(B**g)/du = g B**g B'/B, and SymPy keeps the B**g and the 1/B apart where the
+# divisor is written as another multiple of B (p - 1 against (1 - p)**g, e_y - S against
+# (1 - e_y / S)**g): at B = 0 (a confident prediction, p rounding to 1 in a focal loss) that
+# is 0 / 0 = nan, where the derivative g B**(g - 1) B' is finite (0 for g > 1).
+def powers_over_their_base(e: sp.Mul) -> sp.Expr:
+    """``e`` with each power ``B**g`` of a sum B merged with a divisor ``D = q B`` (q a
+    polynomial: ``D / B`` cancels to no quotient): ``B**g / D**n = B**(g - n) / q**n``, into
+    the terms of an Add factor that hold such a divisor (the power distributed over them,
+    each term merged). ``e`` itself where there is none."""
+    factors = list(sp.Mul.make_args(e))
+    for k, power in enumerate(factors):
+        if not _summed_power(power):
+            continue
+        rest = factors[:k] + factors[k + 1 :]
+        for j, f in enumerate(rest):
+            merged = _over_base(f, power)
+            if merged is not None:
+                return sp.Mul(*rest[:j], merged, *rest[j + 1 :])
+        for j, f in enumerate(rest):
+            if isinstance(f, sp.Add) and any(_holds_divisor(t, power.base) for t in f.args):
+                spread = sp.Add(*[powers_over_their_base(power * t) for t in f.args])
+                return sp.Mul(*rest[:j], spread, *rest[j + 1 :])
+    return e
+
+
+def _summed_power(f: sp.Expr) -> bool:
+    """A power of a sum, ``(1 - p)**gamma``, its exponent not known negative."""
+    return isinstance(f, sp.Pow) and isinstance(f.base, sp.Add) and not f.exp.is_negative
+
+
+def _quotient(d: sp.Expr, base: sp.Expr) -> sp.Expr | None:
+    """q where ``d = q base`` and q holds no quotient (``e_y - S = -S (1 - e_y / S)``)."""
+    if not isinstance(d, sp.Add):
+        return None
+    q = sp.cancel(d / base)
+    return q if q != 0 and sp.fraction(q)[1] == 1 else None
+
+
+def _over_base(f: sp.Expr, power: sp.Pow) -> sp.Expr | None:
+    """``power / D**n`` merged, where ``f = D**-n`` and D is a multiple of the power's base."""
+    if not (isinstance(f, sp.Pow) and f.exp.is_Integer and f.exp < 0):
+        return None
+    q = _quotient(f.base, power.base)
+    if q is None:
+        return None
+    return power.base ** (power.exp + f.exp) * q**f.exp
+
+
+def _holds_divisor(t: sp.Expr, base: sp.Expr) -> bool:
+    """A term with a divisor that is a multiple of ``base``, at its top or in an Add in it."""
+    for f in sp.Mul.make_args(t):
+        if isinstance(f, sp.Pow) and f.exp.is_Integer and f.exp < 0:
+            if _quotient(f.base, base) is not None:
+                return True
+        elif isinstance(f, sp.Add) and any(_holds_divisor(u, base) for u in f.args):
+            return True
+    return False
 
 
 def _factors(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> tuple[sp.Expr, list, list]:

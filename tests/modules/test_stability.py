@@ -380,3 +380,28 @@ def test_an_overflowing_exp_beside_its_gate_is_selected_not_multiplied(
     want, (want_dx,) = _reference_grad(lambda a: torch.logcumsumexp(a, 1), x)
     assert torch.isfinite(dx).all(), dx
     assert torch.allclose(out, want, rtol=1e-14) and torch.allclose(dx, want_dx, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("logits", "dtype"),
+    [([[20.0, 0.0, 0.0], [0.0, 1.0, 2.0]], torch.float32), ([[40.0, 0.0, 0.0]], torch.float64)],
+)
+def test_a_focal_loss_with_its_exponent_a_param_stays_finite(logits, dtype, tmp_path) -> None:
+    """(1 - p)**gamma beside a divisor p - 1: merged, so a confident prediction (p rounding
+    to 1) has the gradient torch's log_softmax form has (0 there), not 0 / 0."""
+    module, _ = _module("focal_loss_gamma", tmp_path)
+    x = torch.tensor(logits, dtype=dtype)
+    y = torch.zeros(x.shape[0], dtype=torch.int64)
+    out, saved = module.forward(x, y, gamma=2.5, alpha=0.25)
+    dx, _ = module.backward(torch.ones((), dtype=dtype), saved)
+
+    def reference(v):
+        lp = torch.log_softmax(v, 1)[:, 0]
+        return -0.25 * ((1 - lp.exp()) ** 2.5 * lp).mean()
+
+    want, (want_dx,) = _reference_grad(reference, x)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    assert torch.isfinite(dx).all(), dx
+    assert torch.allclose(out, want, rtol=tol, atol=1e-7) and torch.allclose(
+        dx, want_dx, rtol=tol, atol=1e-7
+    )
