@@ -155,6 +155,15 @@ def split_logs(expr: sp.Expr) -> sp.Expr:
     return expr.replace(lambda e: isinstance(e, sp.log), _split_log)
 
 
+def _where_defined(e: sp.Expr) -> sp.Expr:
+    """``e`` with its real params taken nonzero, for asking its sign and realness only: a
+    quotient by a param, ``x / tau``, is not real at tau = 0, but there ``exp(x / tau)`` is
+    undefined too, and ``log(exp(a) r) = a + log(r)`` holds wherever either side is defined
+    (the entropy of ``softmax(x / tau)``: its log split, finite at logits of 1e4)."""
+    params = [s for s in e.free_symbols if s.is_real and not s.is_integer]
+    return e.xreplace({s: sp.Dummy(s.name, real=True, nonzero=True) for s in params})
+
+
 def _split_log(e: sp.log) -> sp.Expr:
     coef, rest = e.args[0].as_coeff_Mul()
     terms, left = [], []
@@ -164,15 +173,16 @@ def _split_log(e: sp.log) -> sp.Expr:
         left.append(coef)
     for f in sp.Mul.make_args(rest):
         base, power = f.as_base_exp()
-        if isinstance(base, sp.exp) and base.args[0].is_extended_real:
+        asked = _where_defined(base)
+        if isinstance(base, sp.exp) and asked.args[0].is_extended_real:
             terms.append(power * base.args[0])
-        elif base.is_positive and power.is_extended_real:
+        elif asked.is_positive and power.is_extended_real:
             terms.append(power * sp.log(base))
         else:
             left.append(f)
     if len(left) == 1:
         base, power = left[0].as_base_exp()
-        if power.is_rational and not power.is_even and base.is_extended_real:
+        if power.is_rational and not power.is_even and _where_defined(base).is_extended_real:
             terms.append(power * sp.log(base))  # odd, or not whole (sqrt: NaN below 0 too)
             left = []
     if not terms:
