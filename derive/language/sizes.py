@@ -100,11 +100,10 @@ def check_infinities(body: sp.Expr) -> None:
     """``inf`` is a masked value, a branch of where() (exp(-inf) = 0, a Max skips it), and
     nothing else: exp(inf) or inf - inf would be NaN, with no gradient to derive."""
     wheres = body.atoms(where)
-    rest = body.xreplace(
-        {
-            w: w.func(w.args[0], *(0 if a in (sp.oo, -sp.oo) else a for a in w.args[1:]))
-            for w in wheres
-        }
+    rest = body.replace(
+        lambda e: isinstance(e, where),
+        # bottom-up: a where() nested in a branch of another has its own infs cleared too
+        lambda w: w.func(w.args[0], *(0 if a in (sp.oo, -sp.oo) else a for a in w.args[1:])),
     )
     # cos(inf) is already SymPy's AccumBounds(-1, 1): an inf a function took in, also refused
     bad = (sp.oo, -sp.oo, sp.zoo, sp.nan, sp.AccumBounds)

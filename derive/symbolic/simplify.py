@@ -672,7 +672,7 @@ def cancel_exps(expr: sp.Expr, simplify: Callable[[sp.Expr], sp.Expr]) -> sp.Exp
     memo: dict[sp.Basic, sp.Basic] = {}
 
     def walk(e: sp.Basic) -> sp.Basic:
-        if not e.args or len(e.atoms(sp.exp)) < 2:
+        if not e.args or (len(e.atoms(sp.exp)) < 2 and not _denominators(e)):
             return e
         if e not in memo:
             args = [walk(a) for a in e.args]
@@ -683,34 +683,108 @@ def cancel_exps(expr: sp.Expr, simplify: Callable[[sp.Expr], sp.Expr]) -> sp.Exp
     return walk(expr)
 
 
+def _denominators(e: sp.Basic) -> set[sp.Expr]:
+    """The bases of ``e``'s reciprocals that read a tensor or a param (not only sizes): each
+    may be 0 where ``e`` is not infinite (``1 / (1 - p)`` at p = sigmoid(20) = 1 in float32;
+    positive is not enough: sigmoid(-800) is 0 in float64 too)."""
+    return {
+        f.base
+        for f in e.atoms(sp.Pow)
+        if f.exp.is_negative and not all(s.is_integer for s in f.base.free_symbols)
+    }
+
+
 def _cancelling_distributed(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
-    """``f (a + b) -> f a + (f b)`` where ``f b`` simplifies to fewer exps: range before cost.
+    """``f (a + b) -> f a + (f b)`` where ``f b`` simplifies to fewer exps or fewer
+    reciprocals: range before cost.
 
     An exp the product cancels only once multiplied out is ``0 * inf`` kept apart: a focal
     loss by hand, ``-(1 - p[y])**2 log p[y]`` with ``p = e / Sum(e)``, differentiates ``log p``
     to ``1/p = S exp(m - x[y])`` (inf where p[y] underflows) in one term of a sum the rest of
-    the product, ``(delta(c, y) - p[c]) p[y]``, would cancel it in. Expanding the whole product
-    costs more operations than it saves, so the cost model keeps it; here only the terms whose
-    exps cancel are multiplied out, the rest keep the product's shape."""
-    if len(e.atoms(sp.exp)) < 2:
-        return e
+    the product, ``(delta(c, y) - p[c]) p[y]``, would cancel it in. So is a reciprocal: a
+    sigmoid focal loss, ``ce (1 - pt)**2`` with ``ce = -t log p - (1 - t) log(1 - p)``, has
+    ``dx = p (1 - p) (((1 - t) / (1 - p) - t / p) dce + (2 t - 1) dpt)``, nan at p = 1 (x = 20
+    in float32) and at p = 0 (x = -800) kept apart; the first term multiplied out is
+    ``(p - t) dce``. Expanding the whole product costs more operations than it saves, so the
+    cost model keeps it; here only the terms whose exps or reciprocals cancel are multiplied
+    out (a term is tried for a reciprocal only where the rest of the product holds its base
+    as a factor), the rest keep the product's shape."""
+    merged = _merged_powers(e)
+    if merged is not e:
+        return merged
+    exps = len(e.atoms(sp.exp)) >= 2
     factors = sp.Mul.make_args(e)
     for i, a in enumerate(factors):
         if not isinstance(a, sp.Add):
             continue
         rest = sp.Mul(*factors[:i], *factors[i + 1 :])
+        bases = _factor_bases(rest)
         kept, moved = [], []
         for t in a.args:
-            out = _multiplied_out(rest * t, walk)  # Mul may combine exps already: count apart
-            if out is not None and len(out.atoms(sp.exp)) < len(
-                rest.atoms(sp.exp) | t.atoms(sp.exp)
-            ):
-                moved.append(out)
-            else:
+            n_exps = len(rest.atoms(sp.exp) | t.atoms(sp.exp))
+            out = None
+            if exps:  # Mul may combine exps already: count apart
+                out = _multiplied_out(rest * t, walk)
+                if out is not None and len(out.atoms(sp.exp)) >= n_exps:
+                    out = None
+            denominators = _denominators(t)
+            if out is None and denominators & bases:
+                out = walk(_pushed(rest, t))
+                if len(out.atoms(sp.exp)) > n_exps or not (
+                    len(_denominators(out)) < len(denominators | _denominators(rest))
+                ):
+                    out = None
+            if out is None:
                 kept.append(t)
+            else:
+                moved.append(out)
         if moved:
             return rest * sp.Add(*kept) + sp.Add(*moved)
     return e
+
+
+def _merged_powers(e: sp.Mul) -> sp.Expr:
+    """``B**g / B -> B**(g - 1)`` and ``B**g / (-B) -> -B**(g - 1)``, where a reciprocal's
+    base is (the negation of) another factor's: 0 / 0 at B = 0 kept apart. A focal loss with
+    gamma a param, ``(1 - pt)**gamma`` differentiated beside ``1 / (pt - 1)``, was nan at a
+    confident prediction where torch's gradient is 0. ``e`` itself where nothing merges."""
+    factors = [f.as_base_exp() for f in sp.Mul.make_args(e)]
+    reciprocals = {b for b, k in factors if k.is_negative and _denominators(b**k)}
+    others = {b for b, k in factors if not k.is_negative}
+    if not reciprocals & (others | {-b for b in others}):
+        return e
+    out = sp.powsimp(e, combine="exp")
+    return out if len(_denominators(out)) < len(_denominators(e)) else e
+
+
+def _factor_bases(e: sp.Expr) -> set[sp.Expr]:
+    """The bases of ``e``'s factors raised to a positive power, and their negations."""
+    bases = set()
+    for f in sp.Mul.make_args(e):
+        base, power = f.as_base_exp()
+        if not base.is_number and power.is_positive:
+            bases |= {base, -base}
+    return bases
+
+
+def _pushed(rest: sp.Expr, t: sp.Expr) -> sp.Expr:
+    """``rest * t`` with ``rest`` multiplied into the sums inside ``t`` that hold reciprocals
+    of its factors, down to the products that hold them, where SymPy's Mul cancels ``b / b``:
+    ``p (1 - p) ((1 - y) / (1 - p) - y / p) -> p (1 - y) - (1 - p) y``. Unlike ``expand``,
+    nothing else is multiplied out (expanded, ``1 - p`` is ``1 - p`` no longer)."""
+    bases = _factor_bases(rest)
+    if not _denominators(t) & bases:
+        return rest * t
+    if isinstance(t, sp.Add):
+        return sp.Add(*[_pushed(rest, u) for u in t.args])
+    inner = [f for f in sp.Mul.make_args(t) if isinstance(f, sp.Add) and _denominators(f) & bases]
+    if inner:
+        return _pushed(rest * sp.Mul(*without(sp.Mul.make_args(t), inner[0])), inner[0])
+    # a factor b of rest against 1 / (-b): b = -1 * (-b), which Mul cancels
+    negated = {-d for d in _denominators(t)}
+    signs = sum(1 for f in sp.Mul.make_args(rest) if f in negated)
+    aligned = [-f if f in negated else f for f in sp.Mul.make_args(rest)]
+    return sp.Mul(sp.Integer(-1) ** signs, *aligned, t)
 
 
 def _multiplied_out(e: sp.Expr, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr | None:

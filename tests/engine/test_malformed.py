@@ -95,6 +95,13 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("where on a value", X, ["out[n, m] = where(x[n, m], x[n, m], 0)"], {}, "comparison"),
     ("where of two", X, ["out[n, m] = where(n <= m, x[n, m])"], {}, "where() takes 3"),
     ("inf outside where", X, ["out[n, m] = x[n, m] + inf"], {}, "inf may only be a branch"),
+    (
+        "a function of inf in a where nested in a where",
+        X,
+        ["out[n, m] = where(m <= n, where(n <= m, x[n, m] * cos(inf), -inf), 0)"],
+        {},
+        "inf may only be a branch",
+    ),
     # SymPy evaluates cos(inf) to AccumBounds(-1, 1): the inf is gone, the error must not be
     ("a function of inf", X, ["out[n, m] = cos(inf) * x[n, m]"], {}, "inf may only be a branch"),
     ("exp of a masked -inf", X, ["out[n, m] = exp(where(m <= n, x[n, m], -inf) * inf)"], {}, "inf"),

@@ -425,3 +425,38 @@ def test_the_entropy_of_a_softmax_with_a_temperature_is_finite(row, dtype, tmp_p
     want, (want_dx,) = _reference_grad(reference, x)
     assert torch.isfinite(out).all() and torch.isfinite(dx).all(), (out, dx)
     assert torch.allclose(out, want, atol=1e-6) and torch.allclose(dx, want_dx, atol=1e-6)
+
+
+def _sigmoid_focal(v: torch.Tensor, t: torch.Tensor, gamma: float, alpha: float | None):
+    p = torch.sigmoid(v)
+    ce = torch.nn.functional.binary_cross_entropy_with_logits(v, t, reduction="none")
+    pt = p * t + (1 - p) * (1 - t)
+    at = 1 if alpha is None else alpha * t + (1 - alpha) * (1 - t)
+    return (at * ce * (1 - pt) ** gamma).mean()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("sigmoid_focal_loss", {}), ("sigmoid_focal_loss_gamma", {"gamma": 1.5, "alpha": 0.25})],
+)
+def test_a_sigmoid_focal_loss_is_finite_where_its_prediction_is_sure(
+    name, params, dtype, tmp_path
+) -> None:
+    """p (1 - p) times ((1 - t) / (1 - p) - t / p) multiplied out, and (1 - pt)**gamma merged
+    with its divisor pt - 1: 0 * inf kept apart where p rounds to 0 or 1 (torch's gradient is
+    0 there, as it is in float64 at x = 20)."""
+    module, _ = _module(name, tmp_path)
+    x = torch.tensor([20.0, -800.0, 0.3, -20.0, 40.0, 1e4, -1e4, 2.0], dtype=dtype)
+    t = torch.tensor([1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0], dtype=dtype)
+    out, saved = module.forward(x, t, **params)
+    dx, dt = module.backward(torch.ones((), dtype=dtype), saved)
+    gamma = params.get("gamma", 2.0)
+    want, (want_dx, want_dt) = _reference_grad(
+        lambda v, u: _sigmoid_focal(v, u, gamma, params.get("alpha")), x, t
+    )
+    assert torch.isfinite(dx).all() and torch.isfinite(dt).all(), (dx, dt)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    assert torch.allclose(out, want, rtol=tol)
+    assert torch.allclose(dx, want_dx, rtol=tol, atol=1e-12)
+    assert torch.allclose(dt, want_dt, rtol=tol, atol=1e-12)

@@ -621,3 +621,23 @@ def test_only_the_terms_whose_exps_cancel_are_multiplied_out() -> None:
     # no term has fewer exps multiplied out: the product keeps its shape
     kept = (sp.exp(u) + a) * (sp.exp(2 * u) + b)
     assert cancel_exps(kept, Simplifier().simplify) == kept
+
+
+def test_a_product_is_multiplied_into_the_terms_whose_reciprocals_it_cancels() -> None:
+    from derive.symbolic.simplify import cancel_exps
+
+    i = sp.Symbol("i", integer=True)
+    p, t, q = sp.IndexedBase("p")[i], sp.IndexedBase("t")[i], sp.IndexedBase("q")[i]
+    # p (1 - p) ((1 - t) / (1 - p) - t / p) q: 1 / (1 - p) and 1 / p (inf at p = 1 and
+    # p = 0) go, the factors they cancel into stay unexpanded
+    e = p * (1 - p) * (((1 - t) / (1 - p) - t / p) * q + t)
+    out = cancel_exps(e, Simplifier().simplify)
+    assert not any(f.exp.is_negative for f in out.atoms(sp.Pow)), out
+    assert sp.cancel(out - e) == 0
+    # (1 - p)**g / (p - 1) -> -(1 - p)**(g - 1): a reciprocal of a negated base merged
+    g = sp.Symbol("g", real=True)
+    merged = cancel_exps(q * (1 - p) ** g / (p - 1), Simplifier().simplify)
+    assert merged == -q * (1 - p) ** (g - 1)
+    # a reciprocal the rest of the product does not hold is left alone
+    kept = q * (t / (1 - p) + p)
+    assert cancel_exps(kept, Simplifier().simplify) == kept
