@@ -159,11 +159,10 @@ def forward(x, w, b, *, stride=1, padding=0, dilation=1, groups=1):
     _check_positive("T", T, "xg[n, g, c, dilation*k - padding + stride*t] reads a window along it")
     xg = x.reshape(N, groups, CG, T)
     wg = w.reshape(groups, OG, CG, K)
-    bg = b.reshape(groups, OG)
     outg = torch.conv1d(
-        xg.reshape(N, groups * CG, T),
-        wg.reshape(groups * OG, CG, K),
-        bg.reshape(-1),
+        x.reshape(N, groups * CG, T),
+        w.reshape(groups * OG, CG, K),
+        b.reshape(-1),
         stride=stride,
         padding=padding,
         dilation=dilation,
@@ -187,7 +186,7 @@ def backward(grad_out, saved):
     T = xg.shape[3]
     grad_out_as_outg = grad_out.reshape(N, groups, OG, L)
     sum_grad_out_as_outg_wg = torch.conv_transpose1d(
-        grad_out_as_outg.reshape(N, groups * OG, L),
+        grad_out.reshape(N, groups * OG, L),
         wg.reshape(groups * OG, CG, K),
         stride=stride,
         padding=padding,
@@ -202,7 +201,7 @@ def backward(grad_out, saved):
     dwg = torch.nn.grad.conv1d_weight(
         xg.reshape(N, groups * CG, T),
         (groups * OG, CG, K),
-        grad_out_as_outg.reshape(N, groups * OG, L),
+        grad_out.reshape(N, groups * OG, L),
         stride=stride,
         padding=padding,
         dilation=dilation,
@@ -274,8 +273,8 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
     wg = w.reshape(groups, OG, CG, K)
     b_grad_out_as_outg = grad_y.reshape(N, groups, OG, L)
     sum_b_grad_out_as_outg_wg = torch.conv_transpose1d(
-        b_grad_out_as_outg.reshape(N, groups * OG, L),
-        wg.reshape(groups * OG, CG, K),
+        grad_y.reshape(N, groups * OG, L),
+        w.reshape(groups * OG, CG, K),
         stride=stride,
         padding=padding,
         output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
@@ -288,9 +287,9 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
     b_dx = b_dxg_as_x
     del b_dxg_as_x
     b_dwg = torch.nn.grad.conv1d_weight(
-        xg.reshape(N, groups * CG, T),
+        x.reshape(N, groups * CG, T),
         (groups * OG, CG, K),
-        b_grad_out_as_outg.reshape(N, groups * OG, L),
+        grad_y.reshape(N, groups * OG, L),
         stride=stride,
         padding=padding,
         dilation=dilation,
@@ -370,14 +369,14 @@ def _double_backward_all(grad_out, saved):
     db_dxg = db_dxg_as_x.reshape(N, groups, CG, T)
     sum_db_dwg_xg = torch.conv1d(
         xg.reshape(N, groups * CG, T),
-        db_dwg.reshape(groups * OG, CG, K),
+        db_dwg_as_w.reshape(groups * OG, CG, K),
         stride=stride,
         padding=padding,
         dilation=dilation,
         groups=groups,
     ).reshape(N, groups, OG, L)
     sum_db_dxg_wg = torch.conv1d(
-        db_dxg.reshape(N, groups * CG, T),
+        db_dxg_as_x.reshape(N, groups * CG, T),
         wg.reshape(groups * OG, CG, K),
         stride=stride,
         padding=padding,
@@ -391,7 +390,7 @@ def _double_backward_all(grad_out, saved):
     doutg = grad_out.new_zeros((N, groups, OG, L))
     dbg = grad_out.new_zeros((groups, OG))
     dwg = torch.nn.grad.conv1d_weight(
-        db_dxg.reshape(N, groups * CG, T),
+        db_dxg_as_x.reshape(N, groups * CG, T),
         (groups * OG, CG, K),
         b_grad_out_as_outg.reshape(N, groups * OG, L),
         stride=stride,
@@ -402,7 +401,7 @@ def _double_backward_all(grad_out, saved):
     dw = dwg.reshape(O, CG, K)
     sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose1d(
         b_grad_out_as_outg.reshape(N, groups * OG, L),
-        db_dwg.reshape(groups * OG, CG, K),
+        db_dwg_as_w.reshape(groups * OG, CG, K),
         stride=stride,
         padding=padding,
         output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
@@ -495,22 +494,18 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
     _check_size("t_w", 1, t_w.shape[1], "CG = C/groups", CG)
     _check_positive("K", K, "k runs over it in xg[n, g, c, dilation*k - padding + stride*t]")
     _check_positive("T", T, "xg[n, g, c, dilation*k - padding + stride*t] reads a window along it")
-    xg = x.reshape(N, groups, CG, T)
-    wg = w.reshape(groups, OG, CG, K)
-    t_xg = t_x.reshape(N, groups, CG, T)
-    t_wg = t_w.reshape(groups, OG, CG, K)
     t_bg = t_b.reshape(groups, OG)
     sum_t_wg_xg = torch.conv1d(
-        xg.reshape(N, groups * CG, T),
-        t_wg.reshape(groups * OG, CG, K),
+        x.reshape(N, groups * CG, T),
+        t_w.reshape(groups * OG, CG, K),
         stride=stride,
         padding=padding,
         dilation=dilation,
         groups=groups,
     ).reshape(N, groups, OG, L)
     sum_t_xg_wg = torch.conv1d(
-        t_xg.reshape(N, groups * CG, T),
-        wg.reshape(groups * OG, CG, K),
+        t_x.reshape(N, groups * CG, T),
+        w.reshape(groups * OG, CG, K),
         stride=stride,
         padding=padding,
         dilation=dilation,

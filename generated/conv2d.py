@@ -183,11 +183,10 @@ def forward(x, w, b, *, stride=1, padding=0, dilation=1, groups=1):
     )
     xg = x.reshape(N, groups, CG, H, W)
     wg = w.reshape(groups, OG, CG, KH, KW)
-    bg = b.reshape(groups, OG)
     outg = torch.conv2d(
-        xg.reshape(N, groups * CG, H, W),
-        wg.reshape(groups * OG, CG, KH, KW),
-        bg.reshape(-1),
+        x.reshape(N, groups * CG, H, W),
+        w.reshape(groups * OG, CG, KH, KW),
+        b.reshape(-1),
         stride=(stride, stride),
         padding=(padding, padding),
         dilation=(dilation, dilation),
@@ -214,7 +213,7 @@ def backward(grad_out, saved):
     WO = grad_out.shape[3]
     grad_out_as_outg = grad_out.reshape(N, groups, OG, HO, WO)
     sum_grad_out_as_outg_wg = torch.conv_transpose2d(
-        grad_out_as_outg.reshape(N, groups * OG, HO, WO),
+        grad_out.reshape(N, groups * OG, HO, WO),
         wg.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
         padding=(padding, padding),
@@ -232,7 +231,7 @@ def backward(grad_out, saved):
     dwg = torch.nn.grad.conv2d_weight(
         xg.reshape(N, groups * CG, H, W),
         (groups * OG, CG, KH, KW),
-        grad_out_as_outg.reshape(N, groups * OG, HO, WO),
+        grad_out.reshape(N, groups * OG, HO, WO),
         stride=(stride, stride),
         padding=(padding, padding),
         dilation=(dilation, dilation),
@@ -341,8 +340,8 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
     wg = w.reshape(groups, OG, CG, KH, KW)
     b_grad_out_as_outg = grad_y.reshape(N, groups, OG, HO, WO)
     sum_b_grad_out_as_outg_wg = torch.conv_transpose2d(
-        b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
-        wg.reshape(groups * OG, CG, KH, KW),
+        grad_y.reshape(N, groups * OG, HO, WO),
+        w.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
         padding=(padding, padding),
         output_padding=(
@@ -358,9 +357,9 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
     b_dx = b_dxg_as_x
     del b_dxg_as_x
     b_dwg = torch.nn.grad.conv2d_weight(
-        xg.reshape(N, groups * CG, H, W),
+        x.reshape(N, groups * CG, H, W),
         (groups * OG, CG, KH, KW),
-        b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
+        grad_y.reshape(N, groups * OG, HO, WO),
         stride=(stride, stride),
         padding=(padding, padding),
         dilation=(dilation, dilation),
@@ -443,14 +442,14 @@ def _double_backward_all(grad_out, saved):
     db_dxg = db_dxg_as_x.reshape(N, groups, CG, H, W)
     sum_db_dwg_xg = torch.conv2d(
         xg.reshape(N, groups * CG, H, W),
-        db_dwg.reshape(groups * OG, CG, KH, KW),
+        db_dwg_as_w.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
         padding=(padding, padding),
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)
     sum_db_dxg_wg = torch.conv2d(
-        db_dxg.reshape(N, groups * CG, H, W),
+        db_dxg_as_x.reshape(N, groups * CG, H, W),
         wg.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
         padding=(padding, padding),
@@ -464,7 +463,7 @@ def _double_backward_all(grad_out, saved):
     doutg = grad_out.new_zeros((N, groups, OG, HO, WO))
     dbg = grad_out.new_zeros((groups, OG))
     dwg = torch.nn.grad.conv2d_weight(
-        db_dxg.reshape(N, groups * CG, H, W),
+        db_dxg_as_x.reshape(N, groups * CG, H, W),
         (groups * OG, CG, KH, KW),
         b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
         stride=(stride, stride),
@@ -475,7 +474,7 @@ def _double_backward_all(grad_out, saved):
     dw = dwg.reshape(O, CG, KH, KW)
     sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose2d(
         b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
-        db_dwg.reshape(groups * OG, CG, KH, KW),
+        db_dwg_as_w.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
         padding=(padding, padding),
         output_padding=(
@@ -597,22 +596,18 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
         W,
         "xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding] reads a window along it",
     )
-    xg = x.reshape(N, groups, CG, H, W)
-    wg = w.reshape(groups, OG, CG, KH, KW)
-    t_xg = t_x.reshape(N, groups, CG, H, W)
-    t_wg = t_w.reshape(groups, OG, CG, KH, KW)
     t_bg = t_b.reshape(groups, OG)
     sum_t_wg_xg = torch.conv2d(
-        xg.reshape(N, groups * CG, H, W),
-        t_wg.reshape(groups * OG, CG, KH, KW),
+        x.reshape(N, groups * CG, H, W),
+        t_w.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
         padding=(padding, padding),
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)
     sum_t_xg_wg = torch.conv2d(
-        t_xg.reshape(N, groups * CG, H, W),
-        wg.reshape(groups * OG, CG, KH, KW),
+        t_x.reshape(N, groups * CG, H, W),
+        w.reshape(groups * OG, CG, KH, KW),
         stride=(stride, stride),
         padding=(padding, padding),
         dilation=(dilation, dilation),

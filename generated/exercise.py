@@ -369,7 +369,7 @@ def backward_all(grad_out, saved):
     dhprebn = _add_scaled(dbndiff, dbnmeani, 1 / N)
     dembcat = dhprebn @ W1.T
     demb = dembcat.reshape(N, T, E)
-    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), demb.reshape(-1, E))
+    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), dembcat.reshape(-1, E))
     dW1 = embcat.T @ dhprebn
     db1 = _sum_leading(dhprebn, 1)
     dbngain = _sum_leading(bnraw * dhpreact, 1)
@@ -805,7 +805,7 @@ def _double_backward_all(grad_out, saved):
     dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
     del sum_W1_dhprebn, sum_b_dhprebn_db_dW1
     demb = dembcat.reshape(N, T, E)
-    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), demb.reshape(-1, E))
+    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), dembcat.reshape(-1, E))
     sum_b_dhprebn_db_dembcat = db_dembcat.T @ b_dhprebn
     sum_dhprebn_embcat = embcat.T @ dhprebn
     dW1 = sum_b_dhprebn_db_dembcat + sum_dhprebn_embcat

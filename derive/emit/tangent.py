@@ -115,6 +115,7 @@ def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
             lw.reduce_max(step.name, step.body, step.indices, t.dims, argmax, step.text)
         else:
             lw.assign(step.name, step.body, step.indices, t.dims)
+    lw.returns(output_expr(g, flat).reads)
     return lw.lines, lw
 
 

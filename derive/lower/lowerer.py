@@ -33,6 +33,7 @@ from derive.ir.keepdim import kept_dims
 from derive.ir.layout import contiguous_layouts
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
+from derive.ir.reshapes import reshapes_read_through
 from derive.ir.sharing import common_subexpressions
 from derive.ir.slices import merged_maps
 from derive.language import ReduceMax
@@ -76,6 +77,7 @@ class Lowerer:
         self.context.finite.update(finite or ())
         self._lines: list[str] | None = None  # printed once every statement is in
         self._keep: frozenset[str] | None = None  # names to free after their last use but these
+        self._returns: frozenset[str] | None = None  # what a function that frees nothing returns
 
     @property
     def lines(self) -> list[str]:
@@ -88,7 +90,10 @@ class Lowerer:
             keep = cx.known if self._keep is None else self._keep
             merged = merged_maps(merged_siblings(cx.statements, cx.fresh), cx.fresh, keep)
             products = batched_matmuls(stacked_siblings(merged, cx.fresh))
-            shared = common_subexpressions(products, cx.fresh)
+            shared = reshapes_read_through(
+                common_subexpressions(products, cx.fresh),
+                self._returns if self._keep is None else self._keep,
+            )
             if self._keep is not None:  # a fused kernel's parts go only where none is handed on
                 shared = softmaxes(shared, self._keep)
             cx.statements[:] = contiguous_layouts(shared, self._keep)
@@ -103,6 +108,14 @@ class Lowerer:
         if self._lines is not None:
             raise AssertionError(f"{self.context.op}: release() after the lines were printed")
         self._keep = frozenset(keep)
+
+    def returns(self, names: Collection[str]) -> None:
+        """The names a function that frees nothing (a tangent map) returns: a view that no
+        statement reads any longer once a reshape reads through it then goes (with
+        :meth:`release`, its ``keep`` says so)."""
+        if self._lines is not None:
+            raise AssertionError(f"{self.context.op}: returns() after the lines were printed")
+        self._returns = frozenset(names)
 
     @property
     def wrapping(self) -> set[str]:

@@ -210,3 +210,35 @@ def test_an_index_checked_before_a_wrapping_read_compiles_whole(tmp_path, monkey
     idx[0, 0] = -1
     with pytest.raises(RuntimeError, match="constant_sum_from_a_fold: idx has values outside"):
         compiled(*inputs[:2], idx)
+
+
+def test_a_grouped_convolution_compiles_with_dynamic_shapes() -> None:
+    """torch.compile(dynamic=True) with Inductor, as F.conv2d compiles: the grouped reading
+    ``xg = x.reshape(N, groups, CG, H, W)`` handed to the kernel as ``xg.reshape(N, groups *
+    CG, H, W)`` (a view of a view of an input) stopped Inductor ("cannot determine truth value
+    of Relational"); the kernel reads ``x.reshape(..)`` now (derive/ir/reshapes.py). Two batch
+    and image sizes, forward and gradients against the eager module's."""
+    import torch.nn.functional as F
+
+    conv = importlib.import_module("generated.conv2d")
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        lambda x, w, b: conv.Function.apply(x, w, b, 1, 1, 1, 2), dynamic=True, fullgraph=True
+    )
+    gen = torch.Generator().manual_seed(0)
+    for n, h in ((2, 6), (3, 9)):
+        x, w, b = (
+            torch.randn(s, generator=gen, dtype=torch.float64)
+            for s in ((n, 4, h, h), (6, 2, 3, 3), (6,))
+        )
+        leaves = [t.clone().requires_grad_() for t in (x, w, b)]
+        out = compiled(*leaves)
+        eager = [t.clone().requires_grad_() for t in (x, w, b)]
+        want = F.conv2d(*eager, stride=1, padding=1, dilation=1, groups=2)
+        _close(out, want)
+        for got, ref in zip(
+            torch.autograd.grad(out.pow(2).sum(), leaves),
+            torch.autograd.grad(want.pow(2).sum(), eager),
+            strict=True,
+        ):
+            _close(got, ref)
