@@ -9,7 +9,9 @@ then over the whole function's (a backward's definitions share factors: layernor
 - ``s = v`` earlier (one definition's temporary, freed after its own last read): later reads
   of v read s, and s is freed after them;
 - ``s = v`` later: s is computed where v is first read, and read there;
-- ``b = v`` after ``a = v``, or ``b = a``, b a temporary: b's reads read a.
+- ``b = v`` after ``a = v``, or ``b = a``, b a temporary: b's reads read a; also where v and
+  a's value are alike only once a value inside them is shared (``1 - p`` read as ``s`` in
+  one, named ``s`` in the other): the pass then runs again.
 
 Values alike but for the names of their indices (``t[n] >= 0``, ``t[m] >= 0``) print alike:
 they are the same tensor. A value is shared only where it means the same tensor at each use:
@@ -38,6 +40,33 @@ def common_subexpressions(
     the block's peak memory holds it no longer than it must); the largest such computation
     first, so a repeated ``a * b + c`` is one temporary, not ``a * b`` and then ``t + c``."""
     block, temps = _one_name_per_value(list(block))
+    again = False
+    while True:
+        block = _shared(block, fresh, temps)
+        before = len(block)
+        # a value shared inside two temporaries' values makes them alike (``1 - p`` read as
+        # ``s`` in one, ``s`` named in the other): the later one is then the earlier's value
+        block, temps = _one_name_per_value(block)
+        if len(block) == before:
+            return _refreed(block) if again else block
+        again = True
+
+
+def _refreed(block: list[ir.Statement]) -> list[ir.Statement]:
+    """``block`` with each ``del`` after its name's last read (a temporary dropped for an
+    earlier one leaves the names its value read freed where it was last read)."""
+    names = list(dict.fromkeys(n for s in block if isinstance(s, ir.Free) for n in s.names))
+    for name in names:
+        block = unfreed(block, name)
+    return freed(block, names)
+
+
+def _shared(
+    block: list[ir.Statement], fresh: Callable[[str], str], temps: list[str]
+) -> list[ir.Statement]:
+    """``block`` with each value :func:`_repeated` finds bound to one name, each of ``temps``
+    and each new name freed after its last read."""
+    temps = list(temps)
     while (found := _repeated(block)) is not None:
         if found.holder is None:
             name = fresh(stem(found.node))

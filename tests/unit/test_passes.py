@@ -161,6 +161,30 @@ def test_sharing_keys_each_value_once_not_once_per_round(monkeypatch) -> None:
     assert len(built) <= 10 * len(nodes), (len(built), len(nodes))  # 515 for 179 nodes
 
 
+def test_two_temporaries_alike_once_a_value_inside_is_shared_are_one() -> None:
+    """One definition shared ``square`` as ``s`` inside its temporary ``a``; another's ``b``
+    reads ``torch.square(x)`` itself: alike only after b's square reads s, then b is a (a
+    sigmoid focal loss computed one addcmul twice)."""
+    a_value = _mul(ir.Ref("s", axes=(i, j)), y)
+    block = [
+        ir.Assign(("s",), square),
+        ir.Assign(("a",), a_value),
+        ir.Assign(("d",), _mul(ir.Ref("a", axes=(i, j)), ir.Ref("s", axes=(i, j)))),
+        ir.Free(("a", "s")),
+        ir.Assign(("b",), _mul(square, y)),
+        ir.Assign(("e",), ir.Binary("+", ir.Ref("b", axes=(i, j)), g, axes=(i, j))),
+        ir.Free(("b",)),
+    ]
+    assert _printed(block) == [
+        "s = torch.square(x)",
+        "a = s * y",
+        "d = a * s",
+        "del s",
+        "e = a + g",
+        "del a",
+    ]
+
+
 def test_no_name_holds_a_value_across_a_write_of_what_it_reads() -> None:
     update = ir.Update("x", (ir.Ref("k", axes=(i,)),), "+", ir.Ref("v", axes=(i,)))
     block = [ir.Assign(("s",), square), ir.Free(("s",)), update, ir.Assign(("b",), _mul(square, y))]
