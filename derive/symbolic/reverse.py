@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.errors import DerivationError
+from derive.functions import where
 from derive.language import Definition, Graph, ReduceMax, Tensor, View, tensor_reads
 from derive.language.argmax import picks
 from derive.symbolic.indices import (
@@ -109,13 +110,53 @@ def partial(flat: sp.Expr, slot: sp.Symbol, op: str, text: str) -> sp.Expr:
     d sign(u)/du, which SymPy leaves unevaluated for u not known real (the double backward of
     abs differentiates its adjoint's sign). A derivative SymPy cannot take is refused.
     """
-    local = sp.diff(flat, slot).replace(sp.DiracDelta, lambda *_: sp.S.Zero)
+    local = sp.diff(_powers_held(flat, slot), slot).replace(_power, sp.Pow)
+    local = local.replace(sp.DiracDelta, lambda *_: sp.S.Zero)
     local = local.replace(_step_derivative, lambda *_: sp.S.Zero)
     if local.has(sp.Derivative, sp.Subs):
         stuck = sorted({str(d.expr.func) for d in local.atoms(sp.Derivative)} or {"it"})
         problem = f"SymPy cannot differentiate {', '.join(stuck)} (no derivative known)"
         raise DerivationError(op, problem, text)
     return local
+
+
+class _power(sp.Function):  # noqa: N801
+    """b**e with an exponent that is not a number, held while it is differentiated.
+
+    SymPy's d b**e = b**e (e'/b + e' log b) divides by b and multiplies by log b; where b
+    is 0 both are 0 * inf = NaN even where the derivative is finite: d x**p/dx at x = 0
+    (p = 2: 0), d gamma**(t1 - t)/d gamma at t1 = t (d 1 = 0), d x**a/da at x = 0 (a > 0:
+    0). Its partials, as torch's pow backward takes them:
+
+        d/db b**e = where(e = 0, 0, e b**(e - 1))      (b**0 = 1 at every b)
+        d/de b**e = where(b = 0, 0, b**e log b)         (b**e -> 0 as b -> 0, e > 0)
+
+    each mask left out where SymPy knows e (or b) nonzero. A numeric exponent is SymPy's:
+    n b**(n - 1) divides by nothing.
+    """
+
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        b, e = self.args
+        if argindex == 1:
+            d = e * sp.Pow(b, e - 1)
+            return d if e.is_zero is False else where(sp.Eq(e, 0), 0, d)
+        d = sp.Pow(b, e) * sp.log(b)
+        return d if b.is_zero is False else where(sp.Eq(b, 0), 0, d)
+
+    def _eval_is_real(self) -> bool | None:
+        return sp.Pow(*self.args).is_real
+
+    def _eval_is_extended_real(self) -> bool | None:
+        return sp.Pow(*self.args).is_extended_real
+
+
+def _powers_held(flat: sp.Expr, slot: sp.Symbol) -> sp.Expr:
+    """``flat`` with each power of a non-numeric exponent that reads ``slot`` held as
+    :class:`_power` (its partials masked where SymPy's are 0 * inf)."""
+    return flat.replace(
+        lambda e: isinstance(e, sp.Pow) and not e.exp.is_Number and e.has(slot),
+        lambda e: _power(*e.args),
+    )
 
 
 def _step_derivative(e: sp.Basic) -> bool:
