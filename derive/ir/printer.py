@@ -16,6 +16,7 @@ import sympy as sp
 
 from derive.functions import heaviside_code
 from derive.ir import nodes as ir
+from derive.ir.scalars import helpers_called
 
 
 class Precedence(IntEnum):
@@ -119,6 +120,8 @@ def called_helpers(lines: list) -> set[str]:
                     called.add(SUM_LEADING)
                 elif isinstance(n, ir.Apply) and n.form.startswith(ADD_SCALED + "("):
                     called.add(ADD_SCALED)
+                else:
+                    called |= helpers_called(n)
     return called
 
 

@@ -34,6 +34,7 @@ from derive.ir.layout import contiguous_layouts
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
 from derive.ir.reshapes import reshapes_read_through
+from derive.ir.scalars import helpers_called, ieee_scalars
 from derive.ir.sharing import common_subexpressions
 from derive.ir.slices import merged_maps
 from derive.language import ReduceMax
@@ -67,6 +68,7 @@ class Lowerer:
         data_ranges: dict[str, sp.Expr | Digits] | None = None,
         integers: set[str] | None = None,
         finite: set[str] | None = None,
+        params: set[str] | None = None,
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
@@ -75,6 +77,7 @@ class Lowerer:
         self.context.data_ranges.update(data_ranges or {})
         self.context.integers.update(integers or ())
         self.context.finite.update(finite or ())
+        self._params = frozenset(params or ())  # python numbers a caller sets (see scalars)
         self._lines: list[str] | None = None  # printed once every statement is in
         self._keep: frozenset[str] | None = None  # names to free after their last use but these
         self._returns: frozenset[str] | None = None  # what a function that frees nothing returns
@@ -99,6 +102,7 @@ class Lowerer:
             cx.statements[:] = contiguous_layouts(shared, self._keep)
             if self._keep is not None:  # what the function hands on keeps its shape
                 cx.statements[:] = released(kept_dims(cx.statements, self._keep), self._keep)
+            cx.statements[:] = ieee_scalars(cx.statements, self._params)
             self._lines = [PRINTER.line(s) for s in cx.statements]
         return list(self._lines)
 
@@ -130,7 +134,7 @@ class Lowerer:
             for s in self.context.statements
             for root in s.nodes()
             for n in ir.walk(root)
-            if isinstance(n, ir.Apply) and "math." in n.form
+            if isinstance(n, ir.Apply) and ("math." in n.form or helpers_called(n))
         }
 
     def share(self, exprs: list[sp.Expr]) -> None:

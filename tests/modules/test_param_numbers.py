@@ -1,0 +1,82 @@
+"""A param's arithmetic takes torch's inf and nan where python would raise.
+
+Params are python numbers; ``1 / beta`` at beta = 0, ``math.log(0)``, ``math.exp(800)`` raise
+in python where a tensor's arithmetic carries inf, and a where() then drops it: smooth L1 at
+beta = 0 is the L1 loss (torch's ``smooth_l1_loss(beta=0)``). ``(-8.) ** (1/3)`` is complex in
+python, nan in torch. derive/ir/scalars.py routes each such computation through a module helper;
+the references here are torch's own functions, or the branch the guard selects written out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.func import jacfwd
+
+from tests.modules.emitted import imported
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+D = torch.float64
+
+
+def _module(name: str, tmp_path: Path):
+    return imported(CASES / f"{name}.py", tmp_path)[0]
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+def test_smooth_l1_is_torchs_at_every_threshold(beta, tmp_path) -> None:
+    """beta = 0: the L1 loss, where the module raised ZeroDivisionError (d**2 / (2 beta) in the
+    branch the where() drops); first and second derivatives and the tangent as torch's."""
+    module = _module("smooth_l1", tmp_path)
+    x = torch.tensor([[0.0, 1.5, -2.0, 0.3], [0.9, 1.2, 1.0, -0.1]], dtype=D)
+    t = torch.ones_like(x)
+    mine, ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out = module.Function.apply(mine, t, beta)
+    want = F.smooth_l1_loss(ref, t, beta=beta)
+    torch.testing.assert_close(out, want)
+    (g,) = torch.autograd.grad(out, mine, create_graph=True)
+    (want_g,) = torch.autograd.grad(want, ref, create_graph=True)
+    torch.testing.assert_close(g, want_g)
+    torch.testing.assert_close(
+        jacfwd(lambda v: module.Function.apply(v, t, beta))(x),
+        jacfwd(lambda v: F.smooth_l1_loss(v, t, beta=beta))(x),
+    )
+    (gg,) = torch.autograd.grad((g * g).sum(), mine)
+    want_gg = torch.autograd.grad((want_g * want_g).sum(), ref)[0] if want_g.requires_grad else 0
+    torch.testing.assert_close(gg, torch.zeros_like(gg) + want_gg)
+
+
+def _guarded(x: torch.Tensor, alpha: float, beta: float) -> torch.Tensor:
+    """The case's definitions in torch, params as 0-d tensors (torch's inf and nan)."""
+    a_, b_ = torch.tensor(alpha, dtype=D), torch.tensor(beta, dtype=D)
+    a = torch.where(a_ > 0, x * torch.log(a_) + x**2 / a_, x)
+    cube = torch.where(x > 0, torch.pow(b_, 1 / 3), torch.ones_like(x))
+    return a * cube + torch.where(x > 100, torch.exp(a_ * 400), torch.zeros_like(x))
+
+
+@pytest.mark.parametrize(("alpha", "beta"), [(0.0, 8.0), (-1.0, 8.0), (2.0, 8.0), (0.5, -8.0)])
+def test_a_guarded_function_of_a_param_takes_torchs_value(alpha, beta, tmp_path) -> None:
+    """log(0), 1/0, exp(800) in a branch a where() drops: the forward and gradient of the
+    branch it keeps (at alpha <= 0, out = x * cube(beta) and dx = cube(beta), written out:
+    torch's own autograd through the where is 0 * inf = nan there); beta < 0: nan where the
+    cube root is read (x > 0), as torch.pow's, the rest finite."""
+    module = _module("guarded_param_functions", tmp_path)
+    x = torch.tensor([-1.5, 0.5, 2.0, -0.25], dtype=D)
+    mine = x.clone().requires_grad_()
+    out = module.Function.apply(mine, alpha, beta)
+    torch.testing.assert_close(out, _guarded(x, alpha, beta), equal_nan=True)
+    (dx,) = torch.autograd.grad(out.sum(), mine)
+    tangent = torch.diag(jacfwd(lambda v: module.Function.apply(v, alpha, beta))(x))
+    if alpha <= 0:
+        cube = torch.where(x > 0, torch.tensor(beta, dtype=D) ** (1 / 3), 1.0)
+        torch.testing.assert_close(dx, cube)
+        torch.testing.assert_close(tangent, cube)
+        return
+    ref = x.clone().requires_grad_()
+    (want,) = torch.autograd.grad(_guarded(ref, alpha, beta).sum(), ref)
+    torch.testing.assert_close(dx, want, equal_nan=True)
+    torch.testing.assert_close(tangent, want, equal_nan=True)
+    assert torch.isfinite(dx[x <= 0]).all(), dx
