@@ -93,7 +93,8 @@ The package: :mod:`~derive.language.graph` holds the parsed form (:class:`Op` in
 out), :mod:`~derive.language.parse` reads the strings, :mod:`~derive.language.ranges` gives
 ``Sum``/``Max`` their ranges and lifts a ``Max`` out of an expression, :mod:`~derive.language.sizes`
 reads derived sizes and keeps ``inf`` to where() branches, :mod:`~derive.language.affine` checks
-affine subscripts and declared ranges.
+affine subscripts and declared ranges, :mod:`~derive.language.text` checks the text before SymPy
+reads it (a Python keyword as a name, an unbalanced parenthesis, a tensor's name as an index).
 """
 
 import derive.sums  # noqa: F401  (SymPy's Sum.free_symbols memoised: see the module)

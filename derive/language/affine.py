@@ -18,6 +18,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.language.graph import LangError
+from derive.names import identifier_problem
 
 
 def is_index(s: sp.Basic) -> bool:
@@ -73,6 +74,9 @@ def parse_ranges(ranges: dict[str, str], sizes: dict[str, sp.Symbol]) -> dict:
     for name, text in sorted(ranges.items()):
         if not name.isidentifier() or not name[:1].islower():
             raise LangError(f"ranges: '{name}' must be an index (a lower-case name)")
+        problem = identifier_problem(name)  # a keyword: no definition could spell the index
+        if problem is not None:
+            raise LangError(f"ranges: index '{name}' {problem}")
         size = sizes.get(text.strip())
         if size is None:
             raise LangError(

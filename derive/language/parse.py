@@ -46,6 +46,7 @@ from derive.language.ranges import (
     subscript_ranges,
 )
 from derive.language.sizes import check_infinities, derived_size, parse_size_expr
+from derive.language.text import bare_subscripts, bracket_problem, keyword_problem
 
 # What parse_expr may build besides our names: numbers and symbols, never SymPy's namespace
 # (which would let erf(), floor() or oo through to fail later, far from the op file).
@@ -189,6 +190,18 @@ def _check_index_names(inside: list[str], g: Graph) -> None:
     if clash:
         raise LangError(
             f"param '{clash[0]}' is used as an index (a subscript); rename the param or the index"
+        )
+
+
+def _check_tensors_as_indices(text: str, g: Graph) -> None:
+    """A tensor's name written bare in a subscript (``x[s]``, ``Sum(x[s], s)`` below a
+    definition ``s[n] = ...``) is an index there: the parser would read the tensor, and the
+    user would hear that a Sum reduces over indices, not 's'."""
+    both = sorted(w for w in bare_subscripts(text) if w in g.tensors and g.tensors[w].dims)
+    if both:
+        raise LangError(
+            f"'{both[0]}' is both a tensor and an index: a tensor is read as {both[0]}[...], "
+            "so rename the index"
         )
 
 
@@ -353,11 +366,17 @@ def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> Non
 def _parse_definition(
     text: str, g: Graph, ns: dict, sizes: dict, ahead: dict[str, bool]
 ) -> Definition | View:
+    problem = bracket_problem(text)
+    if problem is not None:
+        raise LangError(f"the definition has an {problem}")
     m = _DEF.match(text)
     if not m:
         raise LangError("expected 'name[i, j] = expression' or 'name = expression'")
     name, lhs_text, rhs = m.group(1), m.group(2), m.group(3)
     _check_name(name, "definition")
+    problem = keyword_problem(text)
+    if problem is not None:
+        raise LangError(problem)
     if name in g.tensors:
         raise LangError(f"'{name}' is already defined")
     if name in sizes or sp.Symbol(name, real=True) in g.params:  # which would a read mean?
@@ -386,6 +405,7 @@ def _parse_definition(
             f"'{whole[0]}' is a 0-d tensor, read whole: it cannot be a subscript or an index "
             "(rename the index)"
         )
+    _check_tensors_as_indices(text, g)
     body = rewrite(_parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else ""), DEFINITION_RULES)
     wholes = {t.whole for t in g.tensors.values() if not t.dims}  # 0-d tensors, read whole
     _check_indices(lhs, body, set(sizes.values()) | set(g.params) | wholes)

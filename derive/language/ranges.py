@@ -79,6 +79,8 @@ def _limits(expr: sp.Expr, indices: tuple, declared: dict) -> list[tuple]:
     if not indices:
         raise LangError("Sum/Max need at least one index to reduce over")
     for i in indices:
+        if isinstance(i, sp.IndexedBase):  # Sum(x[n], s) below a definition s[n] = ...
+            raise LangError(f"'{i}' is both a tensor and the index of a Sum/Max: rename the index")
         if not isinstance(i, sp.Symbol):
             raise LangError(f"Sum/Max reduce over indices, not '{i}'")
         if i.is_positive or not i.is_integer:  # a size, or a param: Max(a, eps) meant maximum

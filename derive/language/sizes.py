@@ -16,6 +16,7 @@ from sympy.parsing.sympy_parser import parse_expr
 
 from derive.functions import where
 from derive.language.graph import Graph, LangError, name_problem
+from derive.language.text import bracket_problem, keyword_problem
 
 _GLOBALS = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
 _GLOBALS["floor"] = sp.floor  # what parse_expr makes of a // b
@@ -35,6 +36,9 @@ def derived_size(name: str, text: str, sizes: dict[str, sp.Symbol], g: Graph) ->
 
 def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr:
     """A product of sizes and int params, each to the power +-1 (``C / n_head``, ``n_head``)."""
+    problem = keyword_problem(text) or bracket_problem(text)
+    if problem is not None:
+        raise LangError(f"size expression '{text}': {problem}")
     ns = {**{p.name: p for p in g.params}, **sizes}
     try:
         expr = sp.sympify(parse_expr(text, local_dict=ns, global_dict=dict(_GLOBALS)))
@@ -42,6 +46,7 @@ def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr
         raise LangError(f"cannot parse size expression '{text}': {exc}") from None
     if not isinstance(expr, sp.Expr) or expr.is_Relational:  # C == 2 read as True or False
         raise LangError(f"size expression '{text}' is a comparison, not a size ('C / n_head')")
+    _check_known(text, expr, sizes, g)
     if isinstance(expr, sp.Add) or expr.has(sp.floor):
         _check_integer_size(text, expr, sizes, g)
         return expr
@@ -67,6 +72,26 @@ def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr
     return expr
 
 
+def _check_known(text: str, expr: sp.Expr, sizes: dict[str, sp.Symbol], g: Graph) -> None:
+    """Every name a size reads is declared, and nothing divides by zero: SymPy's parser makes
+    an unknown name a fresh symbol (``N / groups`` has the factor ``1/groups``) and ``N / 0``
+    complex infinity (``zoo``), which the factor checks would quote instead of the cause."""
+    if expr.has(sp.zoo, sp.nan):  # N / 0 is zoo*N, 0 / 0 is nan
+        raise LangError(f"size expression '{text}' divides by zero (a size is a whole number > 0)")
+    known = set(sizes.values()) | set(g.params)
+    unknown = sorted(str(s) for s in expr.free_symbols if s not in known)
+    if not unknown:
+        return
+    name = unknown[0]
+    declare = f"as an int param (params={{'{name}': 2}})"
+    if name[:1].isupper():
+        declare = f"in an input's shape (x[{name}]) or in sizes="
+    raise LangError(
+        f"size expression '{text}': unknown name '{name}': a size reads the inputs' sizes, "
+        f"derived sizes and int params; declare it {declare}"
+    )
+
+
 def _check_integer_size(text: str, expr: sp.Expr, sizes: dict, g: Graph) -> None:
     """A size that adds: integers, sizes and int params with + - * and floor division ``//``
     (``(T + 2*P - K) // S + 1``); the forward checks it is positive. A ``/`` here would be a
@@ -83,11 +108,8 @@ def _check_integer_size(text: str, expr: sp.Expr, sizes: dict, g: Graph) -> None
             )
         if e.is_Number and not (e.is_Integer or (floored and e.is_Rational)):
             raise LangError(f"size expression '{text}': its numbers must be integers, not {e}")
-        if isinstance(e, sp.Symbol) and e not in sizes.values():
-            if e not in g.params:
-                raise LangError(f"size expression '{text}': '{e}' is not a size or an int param")
-            if not isinstance(g.op.params[e.name], int):
-                raise LangError(f"param '{e}' sets a size, so its default must be an int")
+        if e in g.params and not isinstance(g.op.params[e.name], int):  # (names: _check_known)
+            raise LangError(f"param '{e}' sets a size, so its default must be an int")
         if isinstance(e, sp.Function) and not isinstance(e, sp.floor):
             raise LangError(f"size expression '{text}': no function but // is allowed")
         for a in e.args:

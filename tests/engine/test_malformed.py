@@ -29,7 +29,9 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("no '='", X, ["out[n, m] x[n, m]"], {}, "expected"),
     ("empty right-hand side", X, ["out[n, m] = "], {}, "cannot parse"),
     ("syntax error", X, ["out[n, m] = x[n, m] +* 2"], {}, "cannot parse"),
-    ("unbalanced", X, ["out[n, m] = (x[n, m]"], {}, "cannot parse"),
+    ("unbalanced", X, ["out[n, m] = (x[n, m]"], {}, "'(' at column 13 is never closed"),
+    ("a ')' too many", X, ["out[n, m] = x[n, m])"], {}, "unbalanced parenthesis: the ')'"),
+    ("a '(' closed by ']'", X, ["out[n, m] = x[(n, m]"], {}, "'(' at column 15 is closed by"),
     ("lhs starts with a digit", X, ["2out[n, m] = x[n, m]"], {}, "not a Python identifier"),
     ("lhs named torch", X, ["torch[n, m] = x[n, m]"], {}, "'torch'"),
     ("lhs named forward", X, ["forward[n, m] = x[n, m]"], {}, "'forward'"),
@@ -38,6 +40,8 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("lhs named self", X, ["self[n, m] = x[n, m]"], {}, "'self'"),
     ("lhs named grad_out", X, ["grad_out[n, m] = x[n, m]"], {}, "'grad_out'"),
     ("lhs a keyword", X, ["lambda[n, m] = x[n, m]"], {}, "keyword"),
+    ("a keyword read", X, ["out[n, m] = lambda * x[n, m]"], {}, "'lambda' is a Python keyword"),
+    ("a keyword as an index", X, ["out[n] = Sum(x[n, if], if)"], {}, "'if' is a Python keyword"),
     ("input named torch", ["torch[N]"], ["out[n] = torch[n]"], {}, "'torch'"),
     ("input named forward", ["forward[N]"], ["out[n] = forward[n]"], {}, "'forward'"),
     ("input named ctx", ["ctx[N]"], ["out[n] = ctx[n]"], {}, "'ctx'"),
@@ -185,6 +189,21 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("a read of itself", X, ["a[n, m] = a[n, m] + x[n, m]"], {}, "reads itself"),
     ("a later 0-d read", X, ["a[n, m] = x[n, m] * s", "s = Sum(x[n, m], n, m)"], {}, "later"),
     ("a view of a later tensor", X, ["v = view(h, N*M)", "h[n, m] = x[n, m]"], {}, "later"),
+    # an index named like a tensor above it: the parser read the tensor (Sum over 's'?)
+    (
+        "a tensor as an index",
+        X,
+        ["s[n, m] = x[n, m]", "out[n] = Sum(x[n, s], s)"],
+        {},
+        "'s' is both a tensor and an index",
+    ),
+    (
+        "a tensor as a Sum's index",
+        X,
+        ["s[n, m] = x[n, m]", "out[n] = Sum(x[n, m], m, s)"],
+        {},
+        "'s' is both a tensor and the index",
+    ),
     ("too deeply nested", X, ["out[n, m] = " + "(" * 400 + "x[n, m]" + ")" * 400], {}, "nested"),
 ]
 
@@ -211,8 +230,14 @@ SIZE_ROWS = [
     ("a fraction in a sum", {}, {"K": "N / 2 + 1"}, "//"),
     ("a float in a sum", {}, {"K": "N - 1.5"}, "integers"),
     ("a float param in a floor", {"s": 2.0}, {"K": "N // s"}, "must be an int"),
-    ("an unknown name in a sum", {}, {"K": "N - q"}, "not a size"),
-    ("an unknown name", {}, {"K": "N / q"}, "neither"),
+    ("an unknown name in a sum", {}, {"K": "N - q"}, "unknown name 'q'"),
+    ("an unknown name", {}, {"K": "N / q"}, "unknown name 'q'"),
+    ("an undeclared param", {}, {"K": "N / groups"}, "unknown name 'groups'"),
+    ("an undeclared size", {}, {"K": "N / G"}, "unknown name 'G'"),
+    ("a division by zero", {}, {"K": "N / 0"}, "'N / 0' divides by zero"),
+    ("a floor division by zero", {}, {"K": "N // 0 + 1"}, "divides by zero"),
+    ("a keyword in a size", {}, {"K": "N / lambda"}, "'lambda' is a Python keyword"),
+    ("an unbalanced size", {}, {"K": "(N / 2"}, "unbalanced parenthesis"),
     ("a float divisor", {}, {"K": "N / 2.5"}, "factor 0.4"),
     ("a float factor", {}, {"K": "1.5*N"}, "factor 1.5"),
     ("a zero factor", {}, {"K": "0*N"}, "positive"),
@@ -246,6 +271,7 @@ RANGE_ROWS = [
     ("a range against a tensor", {}, {"m": "N"}, "out[n, m] = x[n, m]", "declared with range"),
     ("a capitalised index", {}, {"T": "N"}, "out[n, m] = x[n, m]", "lower-case"),
     ("a range that is no string", {}, {"t": 5}, "out[n, m] = x[n, m]", "must be a string"),
+    ("a keyword index", {}, {"in": "N"}, "out[n, m] = x[n, m]", "'in' is a Python keyword"),
 ]
 
 
