@@ -512,14 +512,16 @@ class _Dual(_Node):
 
 
 class Function:
-    """``batchnorm`` for autograd: ``Function.apply(*inputs, *params)`` runs the node each
-    caller can use, each with the generated backward, the derived second order and the derived
-    tangent: ``_Dual`` in plain autograd (it saves the forward's intermediates), ``_Node`` under
-    torch.compile (dynamo traces no node with a custom jvp), ``_Transformable`` under torch.func
-    (a new-style node, rerunning the forward in its backward)."""
+    """``batchnorm`` for autograd: ``Function.apply(*inputs, *params)`` (params by name too)
+    runs the node each caller can use, each with the generated backward, the derived second
+    order and the derived tangent: ``_Dual`` in plain autograd (it saves the forward's
+    intermediates), ``_Node`` under torch.compile (dynamo traces no node with a custom jvp),
+    ``_Transformable`` under torch.func (a new-style node, rerunning the forward in its
+    backward)."""
 
     @staticmethod
-    def apply(*args):
+    def apply(*args, **params):
+        args = _arguments(args, params)
         args, autocast = _dtype_policy(args, 3)
         if autocast is None:
             return Function._apply(*args)
@@ -533,6 +535,20 @@ class Function:
         if torch._C._are_functorch_transforms_active():
             return _Transformable.apply(*args)
         return _Dual.apply(*args)
+
+
+def _bound(x, gain, bias, eps=1e-05):
+    return (x, gain, bias, eps)
+
+
+def _arguments(args, params):
+    # Function.apply's arguments bound as forward's: params positional after the inputs, or
+    # by name; a wrong count or an unknown name refused in the op's words, not autograd's
+    try:
+        return _bound(*args, **params)
+    except TypeError as e:
+        reason = str(e).removeprefix("_bound() ")
+        raise TypeError(f"{OP}: Function.apply(x, gain, bias, eps=1e-05): {reason}") from None
 
 
 def _autocast_on(device_type):

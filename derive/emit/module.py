@@ -52,7 +52,7 @@ class ModuleData:
     definitions: list[str]
     formulas: list[str]
     signature: str
-    function_signature: str  # autograd.Function.apply takes no keywords: params positional
+    function_signature: str  # the node's forward: autograd takes no keywords, so params positional
     call_args: str
     check_lines: list[str]
     helpers: list[str]  # the check helpers those lines call: only they are emitted

@@ -6,6 +6,7 @@ from inside torch, no silent NaN, no broadcast."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import pytest
@@ -305,3 +306,22 @@ def test_the_sweep_is_large_enough() -> None:
     rows = len(_bad_cases()) + len(_shape_cases()) + len(_zero_cases())
     rows += len(OPS) * (len(GRAD_OUTS) + len(GOOD) + 3) + len(PARAM_OPS) * len(BAD_PARAMS)
     assert rows >= 400, rows
+
+
+@pytest.mark.parametrize("spec", OPS, ids=lambda s: s.name)
+def test_the_autograd_function_takes_params_by_name_and_refuses_a_wrong_count(
+    spec: OpSpec,
+) -> None:
+    """``Function.apply(x, beta=..)`` as ``forward``; one argument too many, or a name the op
+    has no param of, refused in one line that shows the signature (it was autograd's
+    ``_Dual.forward() takes from 4 to 6 positional arguments but 7 were given``)."""
+    inputs, params = spec.draw(3)
+    by_position = spec.module.Function.apply(*inputs, *params.values())
+    torch.testing.assert_close(spec.module.Function.apply(*inputs, **params), by_position)
+    declared = [p.default for p in inspect.signature(spec.module.forward).parameters.values()]
+    defaults = [d for d in declared if d is not inspect.Parameter.empty]
+    for args, names in (([*inputs, *defaults, 1], {}), (inputs, {"no_such_param": 1})):
+        with pytest.raises(TypeError) as info:
+            spec.module.Function.apply(*args, **names)
+        _one_line(spec.name, info.value)
+        assert "Function.apply(" in str(info.value), info.value
