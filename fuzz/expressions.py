@@ -10,9 +10,10 @@ function is which is the registry's to say (:mod:`fuzz.functions`).
 from __future__ import annotations
 
 from fuzz.affine import Affine
-from fuzz.leaves import Expr
+from fuzz.leaves import PARAM_NAMES, Expr
 
 FLOAT_CONDITION = 0.06  # an expression node that is a where() on float values
+SYMBOLIC_POWER = 0.3  # a power drawn with a param exponent, or a param raised to a tensor
 EQUALITY = 0.4  # an index condition that is == or != (drawn from the equality stream)
 
 
@@ -40,6 +41,8 @@ class Expressions(Affine):
             a, p = self._expr(scope, d, need), self.positive(scope, d, need)
             return Expr(f"{a.wrap()} / {p.wrap()}", a.used | p.used, False)
         if r < 0.78:
+            if self.exponents.random() < SYMBOLIC_POWER:
+                return self.symbolic_power(scope, d, need)
             if self.rng.random() < 0.5:
                 a = self._expr(scope, d, need)
                 return Expr(f"{a.wrap()}**{self.rng.choice([2, 3])}", a.used, False)
@@ -53,6 +56,26 @@ class Expressions(Affine):
         a, b = self._expr(scope, d, need), self._expr(scope, d, need)
         f = self.rng.choice(self.extremes)
         return Expr(f"{f}({a.text}, {b.text})", a.used | b.used)
+
+    def symbolic_power(self, scope: dict, depth: int, need: frozenset) -> Expr:
+        """``relu(a)**alpha`` or ``alpha**a``, alpha a param: an exponent that is not a number,
+        which SymPy differentiates as ``b**e (e' log b + e b'/b)``, 0 * inf at b = 0 (half of
+        a relu's entries) where torch's pow backward is finite. From the exponents stream, so
+        a seed that draws none is the op it was."""
+        alpha = self.exponent_param()
+        a = self._expr(scope, depth, need)
+        if self.exponents.random() < 0.6:
+            return Expr(f"relu({a.text})**{alpha}", a.used, False)
+        return Expr(f"{alpha}**({a.text})", a.used, False)
+
+    def exponent_param(self) -> str:
+        """A param of the op (a new one while there are fewer than two): exponents of 1.5 and
+        up have a finite derivative at a base of 0, and a second one at 2 and up."""
+        if self.params and (len(self.params) >= 2 or self.exponents.random() < 0.4):
+            return self.exponents.choice(sorted(self.params))
+        p = self.name(PARAM_NAMES)
+        self.params[p] = self.exponents.choice([1.5, 2.0, 3.0])
+        return p
 
     def masked(self, scope: dict, depth: int, need: frozenset) -> Expr:
         """where(i <= j, a, b) over two indices in scope (a causal mask), b often 0."""

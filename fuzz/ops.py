@@ -238,6 +238,7 @@ def random_op(
     b.affine = random.Random(f"{seed}/{attempt}/affine") if affine else None
     b.wide = random.Random(f"{seed}/{attempt}/windows") if windows else None
     b.numbers = random.Random(f"{seed}/{attempt}/numbers") if windows else None
+    b.exponents = random.Random(f"{seed}/{attempt}/exponents")  # powers of a param, of a tensor
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:
