@@ -162,6 +162,16 @@ class relu(_RealFunction):  # noqa: N801
         return sp.Heaviside(self.args[0], 0)
 
 
+class zero_in_floats(sp.Equality):  # noqa: N801
+    """``b = 0`` as floating point decides it, never SymPy: softplus(x) is positive, so SymPy
+    settles ``Eq(softplus(x), 0)`` as false, yet it is 0 in float64 below x = -745, where a
+    mask on it is what keeps ``b**e log b`` from 0 * -inf (a power's partials,
+    :class:`derive.symbolic.reverse._power`). Lowered as ``==``."""
+
+    def __new__(cls, lhs: sp.Expr, rhs: sp.Expr = sp.S.Zero, **options) -> sp.Expr:
+        return sp.Equality.__new__(cls, lhs, rhs, evaluate=False)
+
+
 class where(sp.Function):  # noqa: N801
     """where(c, a, b) = a where the condition c holds, else b (torch.where).
 
@@ -332,7 +342,13 @@ FUNCTIONS: dict[str, Function] = {
         ),
         _row("abs", sp.Abs, sp.Abs, "torch.abs({0})", "abs({0})", 1, kinked=True),
         _row(
-            "sign", sp.sign, sp.sign, "torch.sign({0})", "math.copysign(1.0, {0})", 1, kinked=True
+            "sign",
+            sp.sign,
+            sp.sign,
+            "torch.sign({0})",
+            "float(({0} > 0) - ({0} < 0))",
+            1,
+            kinked=True,
         ),
         _row("erf", sp.erf, sp.erf, "torch.erf({0})", "math.erf({0})", 14),
         _row("log1p", log1p, log1p, "torch.log1p({0})", "math.log1p({0})", 9, "unit"),

@@ -10,6 +10,7 @@ precedence and the least its left and right operands must have to stand bare.
 
 from __future__ import annotations
 
+import math
 from enum import IntEnum
 
 import sympy as sp
@@ -49,12 +50,24 @@ OPERATORS: dict[str, tuple[int, int, int]] = {
 
 
 def number(x: sp.Expr) -> str:
-    """A python number: ``2``, ``1 / 3`` (python rounds the quotient once), else its float."""
+    """A python number: ``2``, ``1 / 3`` (python rounds the quotient once), else its float;
+    ``float("inf")`` past float's range (``exp(1000)``, ``10**400``: a bare ``inf`` is no
+    python name, and an int that large no tensor takes)."""
+    if overflows(x):
+        return f'float("{"-" if x < 0 else ""}inf")'
     if x.is_Integer:
         return str(int(x))
     if x.is_Rational:
         return f"{x.p} / {x.q}"
     return repr(float(x))
+
+
+def overflows(x: sp.Expr) -> bool:
+    """Whether the number ``x`` is past float's range (infinite included)."""
+    try:
+        return math.isinf(float(x))
+    except OverflowError:  # an int (or a quotient of ints) too large to convert
+        return True
 
 
 def precedence(node: ir.Node) -> int:
@@ -66,7 +79,7 @@ def precedence(node: ir.Node) -> int:
         return Precedence.UNARY
     if isinstance(node, ir.Number):
         v = node.value
-        if v.is_infinite:
+        if overflows(v):
             return Precedence.ATOM  # float("inf")
         if v < 0:
             return Precedence.UNARY
@@ -166,8 +179,6 @@ class TorchPrinter:
         return node.name
 
     def _print_Number(self, node: ir.Number) -> str:
-        if node.value.is_infinite:
-            return f'float("{"-" if node.value < 0 else ""}inf")'
         return number(node.value)
 
     # -- element-wise ----------------------------------------------------------------------

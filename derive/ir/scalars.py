@@ -8,9 +8,12 @@ A formula may hold such a value where it is never read: smooth L1 is
 ``where(|d| < beta, d**2 / (2 beta), |d| - beta / 2)``, the L1 loss at beta = 0 (torch's
 ``smooth_l1_loss(beta=0)``), and a guard ``where(beta > 0, ..., |d|)`` selects around the
 quotient but python evaluates it first. So each computation on a param that python may refuse
-calls a module helper that falls back on torch's value (``_div``, ``_pow``, ``_math``): the
-same number wherever python has one, torch's inf or nan where it has none. Sizes are not
-wrapped: they are checked positive before they divide.
+calls a module helper that checks its argument first (``_div``, ``_pow``, ``_math``): the
+same number wherever python has one, torch's inf or nan where it has none. Checked, not
+caught: under ``torch.compile(dynamic=True)`` a param is a symbolic float, and an exception
+while Dynamo traces the arithmetic is Dynamo's error, never the helper's to catch. A whole
+power is wrapped too (``1e200 ** 2`` overflows, ``2 ** 2000`` of an int param is an int no
+tensor takes). Sizes are not wrapped: they are checked positive before they divide.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ from derive.ir.rewrite import rebuilt
 
 DIV, POW, MATH = "_div", "_pow", "_math"  # the module's helpers (op_module.py.jinja)
 # math functions that raise on a number torch takes (a domain error, an overflow)
-RAISING = frozenset({"log", "log1p", "sqrt", "exp", "expm1", "sinh", "cosh"})
+RAISING = frozenset({"log", "log1p", "sqrt", "exp", "expm1", "sinh", "cosh", "sin", "cos"})
 _MATH_CALL = re.compile(r"math\.(\w+)\(\{0\}\)")
 
 
 def ieee_scalars(block: list[ir.Statement], params: Collection[str]) -> list[ir.Statement]:
     """``block`` with each division by a number that reads a param (``params``), and each power
-    or math function of one, calling the module's helper for it (see the module docstring)."""
+    or math function of one that python may refuse, calling the module's helper for it (see
+    the module docstring)."""
     params = frozenset(params)
     if not params:
         return block
@@ -39,19 +43,14 @@ def ieee_scalars(block: list[ir.Statement], params: Collection[str]) -> list[ir.
             return n
         if isinstance(n, ir.Binary) and n.op == "/" and ir.refs(n.right) & params:
             return ir.Apply(DIV + "({0}, {1})", (n.left, n.right), axes=n.axes)
-        if isinstance(n, ir.Binary) and n.op == "**" and not _natural(n.right):
+        if isinstance(n, ir.Binary) and n.op == "**":
             return ir.Apply(POW + "({0}, {1})", (n.left, n.right), axes=n.axes)
         called = _MATH_CALL.fullmatch(n.form) if isinstance(n, ir.Apply) else None
         if called is not None and called[1] in RAISING:
-            return ir.Apply(f"{MATH}(math.{called[1]}, {{0}})", n.args, axes=n.axes)
+            return ir.Apply(f'{MATH}("{called[1]}", {{0}})', n.args, axes=n.axes)
         return n
 
     return [rebuilt(s, rule) for s in block]
-
-
-def _natural(exp: ir.Node) -> bool:
-    """An exponent python raises nothing to: a literal 0, 1, 2, ... (no quotient, no root)."""
-    return isinstance(exp, ir.Number) and exp.value.is_Integer and exp.value >= 0
 
 
 def helpers_called(node: ir.Node) -> set[str]:

@@ -46,7 +46,12 @@ from derive.language.ranges import (
     subscript_ranges,
 )
 from derive.language.sizes import check_infinities, derived_size, parse_size_expr
-from derive.language.text import bare_subscripts, bracket_problem, keyword_problem
+from derive.language.text import (
+    bare_subscripts,
+    bracket_problem,
+    keyword_problem,
+    syntax_problem,
+)
 
 # What parse_expr may build besides our names: numbers and symbols, never SymPy's namespace
 # (which would let erf(), floor() or oo through to fail later, far from the op file).
@@ -374,7 +379,7 @@ def _parse_definition(
         raise LangError("expected 'name[i, j] = expression' or 'name = expression'")
     name, lhs_text, rhs = m.group(1), m.group(2), m.group(3)
     _check_name(name, "definition")
-    problem = keyword_problem(text)
+    problem = keyword_problem(text) or syntax_problem(text)
     if problem is not None:
         raise LangError(problem)
     if name in g.tensors:

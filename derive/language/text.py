@@ -6,12 +6,16 @@ would otherwise report in their own terms (``Starred arguments in lambda not sup
   read it as syntax, not as a param, tensor, size or index.
 - Brackets balance: each ``(`` and ``[`` is closed, by its own kind, in order.
 - A name written bare inside a subscript (``x[s]``, ``out[s] = ...``) is used as an index.
+- No attribute is read (``x[n].conjugate()``, ``exp.__name__``): SymPy would run the method.
+- No imaginary literal (``1j``): values are real.
 """
 
 from __future__ import annotations
 
 import keyword
 import re
+import tokenize
+from io import StringIO
 
 # words conditions.py explains in their own place (nest where(), swap its branches)
 OPERATORS = frozenset({"and", "or", "not", "if", "else", "is", "in"})
@@ -70,3 +74,20 @@ def bare_subscripts(text: str) -> set[str]:
         elif depth > 0 and not text[end:].lstrip().startswith("["):
             found.add(token)
     return found
+
+
+def syntax_problem(text: str) -> str | None:
+    """An attribute read or an imaginary literal in ``text``, or None. Python's tokens, so a
+    ``.`` inside a number (``0.5``, ``1e-5``) is no attribute: SymPy's parser would evaluate
+    ``x[n].conjugate()`` as SymPy's method (``out = x``) and read ``1j`` as SymPy's I."""
+    try:
+        tokens = list(tokenize.generate_tokens(StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return None  # the parser says what is wrong
+    for before, token in zip(tokens, tokens[1:]):
+        if token.type == tokenize.OP and token.string == "." and before.type != tokenize.NUMBER:
+            column = token.start[1] + 1
+            return f"'.' at column {column}: attributes and methods are not part of the language"
+        if token.type == tokenize.NUMBER and token.string.lower().endswith("j"):
+            return f"'{token.string}' is an imaginary number: values are real"
+    return None

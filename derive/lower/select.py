@@ -145,7 +145,7 @@ def slice_constants(cx: Context, expr: sp.Expr) -> sp.Expr:
 
 def relation(cx: Context, e: sp.core.relational.Relational, order: list[sp.Symbol]) -> ir.Node:
     """An index (or int data) comparison: a broadcast boolean over the axes it reads."""
-    op = RELATIONS.get(type(e))
+    op = next((op for cls, op in RELATIONS.items() if isinstance(e, cls)), None)
     if op is None:
         raise ValueError(f"unsupported comparison {e}")
     a, b = (index_value(cx, x, order) for x in e.args)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.functions import where
+from derive.functions import where, zero_in_floats
 from derive.language import Definition, Graph, ReduceMax, Tensor, View, tensor_reads
 from derive.language.argmax import picks
 from derive.symbolic.indices import (
@@ -128,26 +128,33 @@ class _power(sp.Function):  # noqa: N801
     (p = 2: 0), d gamma**(t1 - t)/d gamma at t1 = t (d 1 = 0), d x**a/da at x = 0 (a > 0:
     0). Its partials, as torch's pow backward takes them:
 
-        d/db b**e = where(e = 0, 0, e b**(e - 1))      (b**0 = 1 at every b)
-        d/de b**e = where(b = 0, 0, b**e log b)         (b**e -> 0 as b -> 0, e > 0)
+        d/db b**e = where(e = 0, 0, e b**(e - 1))              (b**0 = 1 at every b)
+        d/de b**e = where(b = 0 and e >= 0, 0, b**e log b)      (b**e -> 0 as b -> 0, e > 0)
 
-    each mask left out where SymPy knows e (or b) nonzero. A numeric exponent is SymPy's:
-    n b**(n - 1) divides by nothing.
+    each mask left out where e (or b) is a nonzero number: a value SymPy proves positive
+    still rounds to 0 (softplus(-800)**y). A numeric exponent is SymPy's: n b**(n - 1)
+    divides by nothing.
     """
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         b, e = self.args
         if argindex == 1:
             d = e * sp.Pow(b, e - 1)
-            return d if e.is_zero is False else where(sp.Eq(e, 0), 0, d)
+            return d if _nonzero(e) else where(zero_in_floats(e), 0, d)
         d = sp.Pow(b, e) * sp.log(b)
-        return d if b.is_zero is False else where(sp.Eq(b, 0), 0, d)
+        return d if _nonzero(b) else where(zero_in_floats(b), where(e >= 0, 0, d), d)
 
     def _eval_is_real(self) -> bool | None:
         return sp.Pow(*self.args).is_real
 
     def _eval_is_extended_real(self) -> bool | None:
         return sp.Pow(*self.args).is_extended_real
+
+
+def _nonzero(e: sp.Expr) -> bool:
+    """A nonzero number: a mask on ``e = 0`` would never select. Not SymPy's ``is_zero``: a
+    value it proves positive may still round to 0 (softplus(-800), a Sum of exp(-900))."""
+    return e.is_number and e.is_zero is False
 
 
 def _powers_held(flat: sp.Expr, slot: sp.Symbol) -> sp.Expr:

@@ -80,3 +80,31 @@ def test_a_guarded_function_of_a_param_takes_torchs_value(alpha, beta, tmp_path)
     torch.testing.assert_close(dx, want, equal_nan=True)
     torch.testing.assert_close(tangent, want, equal_nan=True)
     assert torch.isfinite(dx[x <= 0]).all(), dx
+
+
+@pytest.mark.parametrize("alpha", [0.0, -0.0, 2.0, -3.0])
+def test_the_sign_of_a_param_is_torchs(alpha, tmp_path) -> None:
+    """0 at alpha = 0 (and -0.0), as torch.sign: python's copysign said 1 (and -1)."""
+    module = _module("sign_of_a_param", tmp_path)
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=D)
+    mine = x.clone().requires_grad_()
+    out = module.Function.apply(mine, alpha)
+    sign = torch.sign(torch.tensor(alpha, dtype=D))
+    torch.testing.assert_close(out, x * sign)
+    torch.testing.assert_close(torch.autograd.grad(out.sum(), mine)[0], sign.expand(3))
+
+
+def test_a_constant_past_floats_range_is_inf(tmp_path) -> None:
+    """``exp(1000)`` and ``10**400`` are inf, as torch's exp is: the module printed a bare
+    ``inf`` (a NameError when called) and an int no tensor takes (OverflowError)."""
+    from derive import Op
+    from derive.emit.generate import module_source
+    from derive.verify.check import load_module
+
+    x = torch.tensor([0.5, -1.0], dtype=D)
+    for k, factor in enumerate(["exp(1000)", "10**400", "sinh(800)"]):
+        op = Op(name=f"big{k}", inputs=["x[N]"], definitions=[f"out[n] = x[n] * {factor}"])
+        path = tmp_path / f"big{k}.py"
+        path.write_text(module_source(op, "out"))
+        out = load_module(path).Function.apply(x)
+        torch.testing.assert_close(out, x * torch.tensor(torch.inf, dtype=D))

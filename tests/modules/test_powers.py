@@ -137,3 +137,21 @@ def test_a_focal_loss_has_a_finite_second_derivative_where_it_is_sure(tmp_path) 
     (want_gg,) = torch.autograd.grad(want_g.pow(2).sum(), want_leaf)
     assert torch.isfinite(gg).all(), gg
     torch.testing.assert_close(gg, want_gg)
+
+
+def test_a_power_of_a_positive_function_is_masked_where_it_rounds_to_zero(tmp_path) -> None:
+    """softplus(-800) is 0 in float64 though SymPy proves softplus positive: d b**y/dy there
+    is torch's 0, not 0 * log 0."""
+    module = _module("softplus_power", tmp_path)
+    x = torch.tensor([-800.0, 0.5, -2.0], dtype=D)
+    y = torch.tensor([1.5, 0.7, 2.0], dtype=D)
+    mine = [t.clone().requires_grad_() for t in (x, y)]
+    ref = [t.clone().requires_grad_() for t in (x, y)]
+    out = module.Function.apply(*mine)
+    want = torch.nn.functional.softplus(ref[0]) ** ref[1]
+    torch.testing.assert_close(out, want)
+    got = torch.autograd.grad(out.sum(), mine)
+    expected = torch.autograd.grad(want.sum(), ref)
+    for g, w in zip(got, expected, strict=True):
+        assert torch.isfinite(g).all(), g
+        torch.testing.assert_close(g, w)
