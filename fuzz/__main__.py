@@ -45,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         " sizes naming an input's dimension); another op for each seed again",
     )
     parser.add_argument(
+        "--powers",
+        action="store_true",
+        help="draw powers whose exponent is not a number too (relu(a)**alpha, alpha**(a), alpha"
+        " a param): another op for each seed; combines with --affine and --windows",
+    )
+    parser.add_argument(
         "--widest",
         action="store_true",
         help="judge memory instead of values: wrong where the widest tensor of the forward,"
@@ -69,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         affine=args.affine,
         windows=args.windows,
         widest=args.widest,
+        powers=args.powers,
     )
     print(summary.text())
     return 1 if summary.count("wrong") or summary.count("nonfinite") else 0

@@ -13,7 +13,7 @@ from fuzz.affine import Affine
 from fuzz.leaves import PARAM_NAMES, Expr
 
 FLOAT_CONDITION = 0.06  # an expression node that is a where() on float values
-SYMBOLIC_POWER = 0.3  # a power drawn with a param exponent, or a param raised to a tensor
+SYMBOLIC_POWER = 0.3  # --powers: a power with a param exponent, or a param raised to a tensor
 EQUALITY = 0.4  # an index condition that is == or != (drawn from the equality stream)
 
 
@@ -41,7 +41,7 @@ class Expressions(Affine):
             a, p = self._expr(scope, d, need), self.positive(scope, d, need)
             return Expr(f"{a.wrap()} / {p.wrap()}", a.used | p.used, False)
         if r < 0.78:
-            if self.exponents.random() < SYMBOLIC_POWER:
+            if self.exponents is not None and self.exponents.random() < SYMBOLIC_POWER:
                 return self.symbolic_power(scope, d, need)
             if self.rng.random() < 0.5:
                 a = self._expr(scope, d, need)
@@ -60,8 +60,8 @@ class Expressions(Affine):
     def symbolic_power(self, scope: dict, depth: int, need: frozenset) -> Expr:
         """``relu(a)**alpha`` or ``alpha**a``, alpha a param: an exponent that is not a number,
         which SymPy differentiates as ``b**e (e' log b + e b'/b)``, 0 * inf at b = 0 (half of
-        a relu's entries) where torch's pow backward is finite. From the exponents stream, so
-        a seed that draws none is the op it was."""
+        a relu's entries) where torch's pow backward is finite. ``--powers`` only: drawn in
+        place of a numeric power, it changes the op of the seed."""
         alpha = self.exponent_param()
         a = self._expr(scope, depth, need)
         if self.exponents.random() < 0.6:

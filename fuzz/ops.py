@@ -215,6 +215,7 @@ def random_op(
     max_definitions: int = 4,
     affine: bool = False,
     windows: bool = False,
+    powers: bool = False,
 ) -> Op:
     """The op of one fuzz case: 1 to ``max_definitions`` definitions, names and shapes at random.
 
@@ -223,7 +224,8 @@ def random_op(
     a stream of their own: without it, every seed's op is the one it always was. ``windows``
     (affine too) widens them: offsets to 4, strides, dilations, paddings and int params to 3,
     kernels given by int params, grouped convolutions; from a fifth stream, so that no
-    ``--affine`` seed changes.
+    ``--affine`` seed changes. ``powers`` draws some powers with an exponent that is not a
+    number (``relu(a)**alpha``, ``alpha**(a)``): a mode of its own, as each seed's op changes.
     """
     affine = affine or windows
     rng = random.Random(f"{seed}/{attempt}")
@@ -238,7 +240,8 @@ def random_op(
     b.affine = random.Random(f"{seed}/{attempt}/affine") if affine else None
     b.wide = random.Random(f"{seed}/{attempt}/windows") if windows else None
     b.numbers = random.Random(f"{seed}/{attempt}/numbers") if windows else None
-    b.exponents = random.Random(f"{seed}/{attempt}/exponents")  # powers of a param, of a tensor
+    # --powers: a power of a param exponent, or a param raised to a tensor (its own stream)
+    b.exponents = random.Random(f"{seed}/{attempt}/exponents") if powers else None
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:
@@ -255,14 +258,16 @@ def random_op(
         definitions=b.lines,
         params=dict(sorted(b.params.items())),
         sizes=dict(b.derived),
-        doc=f"fuzz case, seed {seed}" + _mode(affine, windows),
+        doc=f"fuzz case, seed {seed}" + _mode(affine, windows, powers),
         stepwise=b.stepwise,
     )
     return dataclasses.replace(op, ranges=b.declared_ranges(op)) if affine else op
 
 
-def _mode(affine: bool, windows: bool) -> str:
-    return " (--windows)" if windows else " (--affine)" if affine else ""
+def _mode(affine: bool, windows: bool, powers: bool) -> str:
+    flags = ["--windows"] if windows else ["--affine"] if affine else []
+    flags += ["--powers"] if powers else []
+    return f" ({' '.join(flags)})" if flags else ""
 
 
 def _input_text(t: Tensor) -> str:
@@ -290,7 +295,13 @@ def op_source(op: Op, comment: str = "") -> str:
     return "\n".join(lines + [")", ""])
 
 
-def case_op(seed: int, max_definitions: int = 4, affine: bool = False, windows: bool = False) -> Op:
+def case_op(
+    seed: int,
+    max_definitions: int = 4,
+    affine: bool = False,
+    windows: bool = False,
+    powers: bool = False,
+) -> Op:
     """``random_op`` for this seed, drawn again while SymPy's own simplification leaves it invalid
     (``x[i] - x[i]`` is 0: index i then subscripts nothing). With ``windows``, a derived size
     that names an input's dimension is kept (grouped convolutions need it)."""
@@ -298,7 +309,7 @@ def case_op(seed: int, max_definitions: int = 4, affine: bool = False, windows: 
     from derive.language import parse
 
     for attempt in range(20):
-        op = random_op(seed, attempt, max_definitions, affine, windows)
+        op = random_op(seed, attempt, max_definitions, affine, windows, powers)
         try:
             g = parse(op)
         except DerivationError:

@@ -58,7 +58,7 @@ def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLD
     while path.exists():
         k += 1
         path = folder / f"{name}_{k}.py"
-    mode = re.search(r" \((--\w+)\)$", original.doc or "")  # (--affine), (--windows)
+    mode = re.search(r" \((--[\w -]+)\)$", original.doc or "")  # (--affine), (--windows --powers)
     command = "python -m fuzz" + (f" {mode.group(1)}" if mode else "")
     comment = (
         f"Found by `{command}` (case seed {seed}) on {_commit()}, shrunk from"

@@ -436,3 +436,19 @@ def test_a_forward_mode_reference_that_lost_its_digits_gives_no_verdict() -> Non
     text = (None, {"x": torch.tensor([3.0, 4.0])})  # J^T g = (3, 4): <J^T g, v> = -2.5
     assert adjoint(torch.tensor([0.5, -1.5]), text, g, v)  # <g, J v> = 0.5 - 3 = -2.5
     assert not adjoint(torch.tensor([0.5, -1.4]), text, g, v)
+
+
+def test_powers_mode_draws_exponents_that_are_not_numbers() -> None:
+    """--powers: some ops raise to a param (``relu(a)**alpha``) or raise a param to a tensor
+    (``alpha**(a)``), each parses, and the mode is in the op's doc (a regression's header
+    names the command); the plain draws of these seeds hold no such power."""
+    import re
+
+    symbolic = re.compile(r"\*\*\(?[A-Za-z_]")  # an exponent that starts with a name
+    powered = [case_op(seed, powers=True) for seed in range(2000, 2060)]
+    for op in powered:
+        parse(op)
+        assert op.doc.endswith("(--powers)"), op.doc
+    assert sum(any(symbolic.search(d) for d in op.definitions) for op in powered) >= 3
+    plain = [case_op(seed) for seed in range(2000, 2060)]
+    assert not any(symbolic.search(d) for op in plain for d in op.definitions)

@@ -184,13 +184,7 @@ def test_torch_compile_with_inductor_matches_eager(tmp_path, monkeypatch):
     out = compiled(*leaves)
     eager = [t.clone().requires_grad_() for t in inputs]
     want = module.Function.apply(*eager)
-    _close(out, want)
-    for got, ref in zip(
-        torch.autograd.grad(out.pow(2).sum(), leaves),
-        torch.autograd.grad(want.pow(2).sum(), eager),
-        strict=True,
-    ):
-        _close(got, ref)
+    _same_output_and_gradients(out, leaves, want, eager)
 
 
 def test_an_index_checked_before_a_wrapping_read_compiles_whole(tmp_path, monkeypatch):
@@ -210,6 +204,17 @@ def test_an_index_checked_before_a_wrapping_read_compiles_whole(tmp_path, monkey
     idx[0, 0] = -1
     with pytest.raises(RuntimeError, match="constant_sum_from_a_fold: idx has values outside"):
         compiled(*inputs[:2], idx)
+
+
+def _same_output_and_gradients(out, leaves, want, eager) -> None:
+    """``out`` of ``leaves`` as ``want`` of ``eager``, and the gradients of sum(out**2)."""
+    _close(out, want)
+    for got, ref in zip(
+        torch.autograd.grad(out.pow(2).sum(), leaves),
+        torch.autograd.grad(want.pow(2).sum(), eager),
+        strict=True,
+    ):
+        _close(got, ref)
 
 
 def test_a_grouped_convolution_compiles_with_dynamic_shapes() -> None:
@@ -235,10 +240,4 @@ def test_a_grouped_convolution_compiles_with_dynamic_shapes() -> None:
         out = compiled(*leaves)
         eager = [t.clone().requires_grad_() for t in (x, w, b)]
         want = F.conv2d(*eager, stride=1, padding=1, dilation=1, groups=2)
-        _close(out, want)
-        for got, ref in zip(
-            torch.autograd.grad(out.pow(2).sum(), leaves),
-            torch.autograd.grad(want.pow(2).sum(), eager),
-            strict=True,
-        ):
-            _close(got, ref)
+        _same_output_and_gradients(out, leaves, want, eager)
