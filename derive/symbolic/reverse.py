@@ -123,7 +123,7 @@ def partial(flat: sp.Expr, slot: sp.Symbol, op: str, text: str) -> sp.Expr:
 class _power(sp.Function):  # noqa: N801
     """b**e with an exponent that is not a number, held while it is differentiated.
 
-    SymPy's d b**e = b**e (e'/b + e' log b) divides by b and multiplies by log b; where b
+    SymPy's d b**e = b**e (e b'/b + e' log b) divides by b and multiplies by log b; where b
     is 0 both are 0 * inf = NaN even where the derivative is finite: d x**p/dx at x = 0
     (p = 2: 0), d gamma**(t1 - t)/d gamma at t1 = t (d 1 = 0), d x**a/da at x = 0 (a > 0:
     0). Its partials, as torch's pow backward takes them:
