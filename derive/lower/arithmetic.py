@@ -18,7 +18,7 @@ from derive.ir import nodes as ir
 from derive.ir.printer import ADD_SCALED
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
-from derive.lower.value import align, is_gate, number_scale, ordered_terms, plain, union
+from derive.lower.value import align, as_gate, is_gate, number_scale, ordered_terms, plain, union
 from derive.symbolic.indices import without
 
 
@@ -214,7 +214,7 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     own adjoint, ``d(w**2)/dw``: -inf times the gate's 0 was nan, fuzz --windows 16310). A
     gate on python numbers alone stays the float mask.
     """
-    factors = tuple(_step_power(f) for f in sp.Mul.make_args(e))
+    factors = tuple(as_gate(f) for f in sp.Mul.make_args(e))
     gate = next((f for f in factors if is_gate(f)), None)
     if gate is None:
         return None
@@ -232,18 +232,6 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
         return _stepped(*gate.args, x) * outside
     c, a, b = gate.args
     return where(c, a * x, b * x) * outside
-
-
-def _step_power(f: sp.Expr) -> sp.Expr:
-    """``Heaviside(x, h)**k`` as ``Heaviside(x, h**k)`` (1 above 0, 0 below, h**k at 0): the
-    gate it is. A second order of ``relu(x)**1.5`` holds relu's step squared beside
-    ``relu(x)**(-1/2)``, and multiplied in that was 0 * inf = nan at x <= 0 where torch's
-    threshold backward selects 0 (``maximum(x, 0)**1.5`` alike; found by probing)."""
-    if isinstance(f, sp.Pow) and isinstance(f.base, sp.Heaviside):
-        at_zero = f.base.args[1] if len(f.base.args) > 1 else sp.Rational(1, 2)
-        if f.exp.is_Integer and f.exp > 0:
-            return sp.Heaviside(f.base.args[0], at_zero**f.exp)
-    return f
 
 
 def _finite_read(cx: Context, f: sp.Expr) -> bool:

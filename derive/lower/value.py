@@ -277,9 +277,32 @@ class PickUpdate:
 
 def is_gate(f: sp.Expr) -> bool:
     """A factor that selects: a delta, a where() with a 0 branch, or a kink's derivative on
-    tensors (Heaviside: relu's, maximum's), lowered as a selection, never as a 0/1 mask
-    multiplied in: 0 * inf is nan, where autograd's where, threshold and maximum backwards
-    select."""
+    tensors (Heaviside: relu's, maximum's), or a positive whole power of one (see
+    :func:`as_gate`), lowered as a selection, never as a 0/1 mask multiplied in: 0 * inf is
+    nan, where autograd's where, threshold and maximum backwards select."""
+    f = as_gate(f)
     if isinstance(f, sp.Heaviside):
         return bool(f.atoms(sp.Indexed))
     return isinstance(f, sp.KroneckerDelta) or (isinstance(f, where) and 0 in f.args[1:])
+
+
+def as_gate(f: sp.Expr) -> sp.Expr:
+    """A positive whole power of a gate as the gate it is: ``Heaviside(x, h)**k`` is
+    ``Heaviside(x, h**k)`` (1 above 0, 0 below, h**k at 0), ``delta**k`` is ``delta``,
+    ``where(c, a, b)**k`` is ``where(c, a**k, b**k)``. A second order of ``relu(x)**1.5``
+    holds relu's step squared beside ``relu(x)**(-1/2)``; taken for a number, the square was
+    multiplied in, 0 * inf = nan at x <= 0 where torch's threshold backward selects 0, and a
+    fusion that skips gates (addcmul) took it too (found by probing). ``f`` where it is no
+    such power."""
+    if not (isinstance(f, sp.Pow) and f.exp.is_Integer and f.exp > 0):
+        return f
+    base, k = f.base, f.exp
+    if isinstance(base, sp.Heaviside):
+        at_zero = base.args[1] if len(base.args) > 1 else sp.Rational(1, 2)
+        return sp.Heaviside(base.args[0], at_zero**k)
+    if isinstance(base, sp.KroneckerDelta):
+        return base
+    if isinstance(base, where):
+        c, a, b = base.args
+        return where(c, a**k, b**k)
+    return f

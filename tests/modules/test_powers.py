@@ -157,14 +157,22 @@ def test_a_power_of_a_positive_function_is_masked_where_it_rounds_to_zero(tmp_pa
         torch.testing.assert_close(g, w)
 
 
-def test_a_power_of_a_kink_has_torchs_second_derivative_where_it_is_flat(tmp_path) -> None:
+KINKS = {
+    "powers_of_kinks": lambda x: torch.relu(x) ** 1.5,
+    "kinks_in_a_sum": lambda x: torch.relu(x) ** 1.5 + torch.maximum(x, torch.zeros_like(x)) ** 2.5,
+}
+
+
+@pytest.mark.parametrize("name", sorted(KINKS))
+def test_a_power_of_a_kink_has_torchs_second_derivative_where_it_is_flat(name, tmp_path) -> None:
     """relu(x)**1.5 twice differentiated: 0 at x <= 0 (torch's threshold backward selects),
-    not the step's square times relu(x)**(-1/2) = 0 * inf."""
-    module = _module("powers_of_kinks", tmp_path)
-    x = torch.tensor([-2.0, 0.0, 0.5, 3.0], dtype=D)
+    not the step's square times relu(x)**(-1/2) = 0 * inf; beside other such terms too,
+    where a fusion would take the square for a number."""
+    module = _module(name, tmp_path)
+    x = torch.tensor([-2.0, -0.5, 0.0, 0.5, 3.0], dtype=D)
     mine, ref = x.clone().requires_grad_(), x.clone().requires_grad_()
     (g,) = torch.autograd.grad(module.Function.apply(mine).sum(), mine, create_graph=True)
-    want = torch.relu(ref) ** 1.5
+    want = KINKS[name](ref)
     (want_g,) = torch.autograd.grad(want.sum(), ref, create_graph=True)
     torch.testing.assert_close(g, want_g)
     (gg,) = torch.autograd.grad(g.sum(), mine)
