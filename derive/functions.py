@@ -378,7 +378,7 @@ FUNCTIONS: dict[str, Function] = {
             sp.Max,
             sp.Max,
             "torch.maximum({0}, {1})",
-            "max({0}, {1})",
+            "_max({0}, {1})",  # python's max drops a nan (ir.scalars)
             1,
             arity=2,
             kinked=True,
@@ -388,7 +388,7 @@ FUNCTIONS: dict[str, Function] = {
             sp.Min,
             sp.Min,
             "torch.minimum({0}, {1})",
-            "min({0}, {1})",
+            "_min({0}, {1})",
             1,
             arity=2,
             kinked=True,

@@ -104,7 +104,7 @@ def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
         data_ranges=max_ranges(tg.graph.steps, tg.argmaxes),
         integers={n for n, t in g.tensors.items() if t.integer} | set(tg.argmaxes.values()),
         finite=set(g.inputs),
-        params={p.name for p in g.params},
+        params={p.name: v for p, v in g.params.items()},
     )
     lw.share([s.body for s in g.steps if isinstance(s, Definition)])
     for step in g.steps:

@@ -39,6 +39,7 @@ from derive.language.graph import (
     tensor_reads,
 )
 from derive.language.ranges import (
+    kept_nested,
     lang_max,
     lang_sum,
     lift_maxes,
@@ -292,6 +293,9 @@ def _namespace(
     tensors: dict[str, Tensor], sizes: dict[str, sp.Symbol], params: dict, declared: dict
 ) -> dict[str, object]:
     ns: dict[str, object] = {name: _checked_call(f) for name, f in FUNCTIONS.items()}
+    for name in ("maximum", "minimum"):  # a nested one kept as written (ranges.nested)
+        f = FUNCTIONS[name]
+        ns[name] = _checked_call(f, kept_nested(f.make, f.node))
     ns.update({alias: ns[name] for alias, name in ALIASES.items()})
     ns.update(batch=BATCH_INDEX, Batch=BATCH_SIZE)
     ns.update(
@@ -304,11 +308,13 @@ def _namespace(
     return ns
 
 
-def _checked_call(f):
+def _checked_call(f, make=None):
+    make = make or f.make
+
     def call(*args):
         if len(args) != f.arity:
             raise LangError(f"{f.name}() takes {f.arity} argument(s), got {len(args)}")
-        return f.make(*args)
+        return make(*args)
 
     return call
 

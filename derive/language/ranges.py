@@ -106,16 +106,51 @@ def lang_max(expr: sp.Expr, *indices: sp.Symbol, declared: dict | None = None) -
     return ReduceMax(expr, *_limits(sp.sympify(expr), indices, declared or {}))
 
 
+class nested(sp.Function):  # noqa: N801
+    """A maximum (minimum) an enclosing maximum (minimum) reads, kept apart until it is lifted
+    into a definition of its own (:func:`lift_maxes`).
+
+    SymPy flattens ``Max(Max(x, y), z)`` into ``Max(x, y, z)``, whose derivative in x is
+    ``Heaviside(x - Max(y, z))``: 1/2 at a three-way tie for each argument, 3/2 in all, where
+    any derivative of a maximum sums to 1 (``maximum(x + t, y + t, z + t)`` grows as t) and
+    torch's nested maximums give 1/4, 1/4, 1/2 (found by probing: ``maximum(maximum(x, y),
+    0)`` at x = y = 0). Lifted, each maximum has two arguments and its own 1/2 at a tie, as
+    torch.maximum, in the nesting the user wrote."""
+
+    @classmethod
+    def eval(cls, arg: sp.Expr) -> None:
+        return None
+
+    def _eval_is_real(self) -> bool | None:
+        return self.args[0].is_real
+
+    def _eval_is_extended_real(self) -> bool | None:
+        return self.args[0].is_extended_real
+
+
+def kept_nested(make, kind: type) -> object:
+    """``make`` (sp.Max or sp.Min) with each argument that is itself a ``kind`` kept apart as
+    :class:`nested`, so that SymPy does not flatten it (see there)."""
+
+    def call(*args: sp.Expr) -> sp.Expr:
+        return make(*[nested(a) if isinstance(a, kind) else a for a in args])
+
+    return call
+
+
 def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition | View]:
-    """A Max inside an expression becomes a definition of its own.
+    """A Max inside an expression becomes a definition of its own, and so does a maximum
+    (minimum) another one reads (:class:`nested`).
 
     ``h[n] = exp(Max(x[n, c], c))`` -> ``h_max0[n] = Max(x[n, c], c)``, ``h[n] = exp(h_max0[n])``.
     Reverse mode then needs one rule: a definition that is one Max. A Max over several indices
     stays whole (``m = Max(x[p, v], p, v)``), its argmax one int in mixed radix
     (:mod:`derive.language.argmax`): a pool's forward is then one reduction, not two, and its
-    backward one scatter at ``S*i*W + S*j + a``.
+    backward one scatter at ``S*i*W + S*j + a``. ``maximum(maximum(x[n], y[n]), 0)`` ->
+    ``out_max0[n] = Max(x[n], y[n])``, ``out[n] = Max(0, out_max0[n])``; a nested maximum of
+    params alone (no derivative to take) is flattened as SymPy would.
     """
-    if not isinstance(step, Definition) or not step.body.has(ReduceMax):
+    if not isinstance(step, Definition) or not step.body.has(ReduceMax, nested):
         return [step]
     lifted: list[Definition] = []
 
@@ -138,11 +173,36 @@ def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition
             raise LangError(
                 "a Max over every index inside an expression: write it as its own definition"
             )
-        name = f"{step.name}_max{len(lifted)}"
+        return define(node, free, "max")
+
+    def define(node: sp.Expr, free: tuple, kind: str) -> sp.Expr:
+        for d in lifted:  # the same one read twice is one definition
+            if d.body == node and d.indices == free:
+                t = g.tensors[d.name]
+                return t.base[free] if free else t.whole
+        name = f"{step.name}_{kind}{len(lifted)}"
         dims = tuple(range_of(i, node, g.ranges) for i in free)
         g.tensors[name] = Tensor(name, dims, unbounded=may_be_infinite(node, g.tensors))
         lifted.append(Definition(name, free, node, f"{name}[...] = {node}  (from `{step.text}`)"))
-        return g.tensors[name].base[free]
+        return g.tensors[name].base[free] if free else g.tensors[name].whole
+
+    def apart(node: sp.Expr) -> sp.Expr:
+        """A nested maximum or minimum as a definition of its own, over its free indices."""
+        if not node.atoms(sp.Indexed) and not any(
+            x.name in g.tensors for x in node.free_symbols if isinstance(x, sp.Symbol)
+        ):
+            return node  # params alone: nothing is differentiated
+        order = {i: k for k, i in enumerate(step.indices)}  # the definition's axes first
+        free = sorted(
+            (
+                i
+                for i in node.free_symbols
+                if isinstance(i, sp.Symbol) and i.is_integer and i not in sizes
+                if not any(i == ind.base.label for ind in node.atoms(sp.Indexed))
+            ),
+            key=lambda i: (order.get(i, len(order)), str(i)),
+        )
+        return define(node, tuple(free), "max" if isinstance(node, sp.Max) else "min")
 
     def lift(e: sp.Basic, top: bool) -> sp.Basic:
         if not isinstance(e, sp.Basic) or not e.args:
@@ -150,6 +210,8 @@ def lift_maxes(step: Definition | View, g: Graph, sizes: set) -> list[Definition
         if isinstance(e, ReduceMax):  # over all its indices at once: one argmax (.argmax)
             node = ReduceMax(lift(e.function, False), *e.limits)
             return node if top else aux(node)
+        if isinstance(e, nested):
+            return apart(lift(e.args[0], False))
         return e.func(*[lift(a, False) for a in e.args])
 
     body = lift(step.body, True)

@@ -212,7 +212,8 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     so the gate is taken on the small tensor and the full-size product is one pass, unless
     the tensor may hold an infinity (``w = where(d <= k, s, -inf)`` beside the gate of its
     own adjoint, ``d(w**2)/dw``: -inf times the gate's 0 was nan, fuzz --windows 16310). A
-    gate on python numbers alone stays the float mask.
+    gate on numbers alone stays the float mask, unless a param is among them: a caller may
+    make it inf.
     """
     factors = tuple(as_gate(f) for f in sp.Mul.make_args(e))
     gate = next((f for f in factors if is_gate(f)), None)
@@ -222,9 +223,9 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     rest = without(factors, gate)
     selected = [not (_finite_read(cx, f) or is_gate(f)) or axes(f) <= axes(gate) for f in rest]
     inside = [f for f, s in zip(rest, selected, strict=True) if s]
-    if not any(f.atoms(sp.Indexed) for f in inside):
-        return None
     x = sp.Mul(*inside)
+    if not any(f.atoms(sp.Indexed) for f in inside) and not _reads_param(cx, x):
+        return None
     outside = sp.Mul(*[f for f, s in zip(rest, selected, strict=True) if not s])
     if isinstance(gate, sp.KroneckerDelta):
         return where(sp.Eq(*gate.args, evaluate=False), x, 0) * outside
@@ -232,6 +233,12 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
         return _stepped(*gate.args, x) * outside
     c, a, b = gate.args
     return where(c, a * x, b * x) * outside
+
+
+def _reads_param(cx: Context, e: sp.Expr) -> bool:
+    """``e`` reads a param: a caller's number, inf or -inf as it may be (``minimum(x, c) *
+    log(alpha)`` at alpha = 0: minimum's step times -inf was nan where torch selects)."""
+    return any(s.name in cx.params for s in e.free_symbols if isinstance(s, sp.Symbol))
 
 
 def _finite_read(cx: Context, f: sp.Expr) -> bool:

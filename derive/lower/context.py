@@ -143,6 +143,9 @@ class Context:
     # tensors a caller passes (inputs, grad_out): finite wherever they are read. A tensor the
     # function computes may hold an overflow (exp(800) = inf) where a where() drops it
     finite: set[str] = field(default_factory=set)
+    # float params: python numbers a caller sets, inf or nan as a caller may make them (a where()
+    # of log(alpha) at alpha = 0), so a product with one is no number a gate may multiply
+    params: frozenset[str] = frozenset()
     # the expressions whose lowering is under way, innermost last (see :meth:`value`)
     within: list[sp.Expr] = field(default_factory=list, repr=False)
 

@@ -21,7 +21,7 @@ be one, a row of :data:`derive.lower.fusions.FUSIONS` says how.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 import sympy as sp
 
@@ -34,7 +34,7 @@ from derive.ir.layout import contiguous_layouts
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
 from derive.ir.reshapes import reshapes_read_through
-from derive.ir.scalars import helpers_called, ieee_scalars
+from derive.ir.scalars import EXTREMES, helpers_called, ieee_scalars
 from derive.ir.sharing import common_subexpressions
 from derive.ir.slices import merged_maps
 from derive.language import ReduceMax
@@ -68,7 +68,7 @@ class Lowerer:
         data_ranges: dict[str, sp.Expr | Digits] | None = None,
         integers: set[str] | None = None,
         finite: set[str] | None = None,
-        params: set[str] | None = None,
+        params: Mapping[str, float] | None = None,
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
@@ -78,6 +78,10 @@ class Lowerer:
         self.context.integers.update(integers or ())
         self.context.finite.update(finite or ())
         self._params = frozenset(params or ())  # python numbers a caller sets (see scalars)
+        # an int param (a stride) is never inf: only float ones may make a product non-finite
+        self.context.params = frozenset(
+            n for n, v in (params or {}).items() if not isinstance(v, int)
+        )
         self._lines: list[str] | None = None  # printed once every statement is in
         self._keep: frozenset[str] | None = None  # names to free after their last use but these
         self._returns: frozenset[str] | None = None  # what a function that frees nothing returns
@@ -134,7 +138,7 @@ class Lowerer:
             for s in self.context.statements
             for root in s.nodes()
             for n in ir.walk(root)
-            if isinstance(n, ir.Apply) and ("math." in n.form or helpers_called(n))
+            if isinstance(n, ir.Apply) and ("math." in n.form or helpers_called(n) - set(EXTREMES))
         }
 
     def share(self, exprs: list[sp.Expr]) -> None:

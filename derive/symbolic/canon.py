@@ -86,6 +86,29 @@ def _over_sums(body: sp.Expr) -> bool:
     )
 
 
+def nested_extremes(g: Graph) -> set[str]:
+    """The definitions that are one maximum (minimum) and that a maximum (minimum) reads as an
+    argument: ``out_max0 = Max(x, y)`` under ``out = Max(out_max0, z)``. Inlined, SymPy would
+    flatten the two into ``Max(x, y, z)``, whose derivative splits a three-way tie 1/2 each
+    (see :class:`derive.language.ranges.nested`)."""
+    kinds = {
+        s.name: type(s.body)
+        for s in g.steps
+        if isinstance(s, Definition) and isinstance(s.body, (sp.Max, sp.Min))
+    }
+    found = set()
+    for s in g.steps:
+        if isinstance(s, Definition):
+            for e in s.body.atoms(sp.Max, sp.Min):
+                for a in e.args:
+                    read = (
+                        a.base.label.name if isinstance(a, sp.Indexed) else getattr(a, "name", None)
+                    )
+                    if kinds.get(read) is type(e):
+                        found.add(read)
+    return found
+
+
 class Canon:
     """Canonical bodies of a graph's definitions (pointwise ones inlined, reductions atomic).
 
@@ -100,8 +123,11 @@ class Canon:
         self.bodies: dict[str, tuple[tuple[sp.Symbol, ...], sp.Expr]] = {}
         self.reductions: list[Reduction] = []
         live = live_tensors(g)
+        nested = nested_extremes(g)
         for step in g.steps:
             if isinstance(step, Definition) and step.name in live:
+                if step.name in nested:
+                    continue  # stays a named tensor: inlined, SymPy flattens the two maximums
                 body = self.inline(step.body)
                 if _over_sums(body) and not _duplicates(body):
                     self.bodies[step.name] = (step.indices, body)  # probs = e / Sum(e): inlined

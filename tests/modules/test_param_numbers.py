@@ -108,3 +108,22 @@ def test_a_constant_past_floats_range_is_inf(tmp_path) -> None:
         path.write_text(module_source(op, "out"))
         out = load_module(path).Function.apply(x)
         torch.testing.assert_close(out, x * torch.tensor(torch.inf, dtype=D))
+
+
+@pytest.mark.parametrize("alpha", [2.0, 0.5, -1.0, 0.0])
+def test_the_extremes_of_params_are_torchs(alpha, tmp_path) -> None:
+    """maximum/minimum of params as torch.maximum/minimum: nan where log(alpha) is (python's
+    max and min kept beta), -inf taken as a number at alpha = 0."""
+    module = _module("extremes_of_params", tmp_path)
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=D)
+    beta = 0.5
+    mine, ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out = module.Function.apply(mine, alpha=alpha, beta=beta)
+    b, a = torch.tensor(beta, dtype=D), torch.tensor(alpha, dtype=D)
+    want = ref * torch.maximum(b, torch.log(a)) + torch.minimum(ref, b * a) * torch.minimum(
+        b, torch.log(a)
+    )
+    torch.testing.assert_close(out, want, equal_nan=True)
+    (dx,) = torch.autograd.grad(out.sum(), mine)
+    (want_dx,) = torch.autograd.grad(want.sum(), ref)
+    torch.testing.assert_close(dx, want_dx, equal_nan=True)
