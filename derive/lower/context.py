@@ -143,6 +143,10 @@ class Context:
     # tensors a caller passes (inputs, grad_out): finite wherever they are read. A tensor the
     # function computes may hold an overflow (exp(800) = inf) where a where() drops it
     finite: set[str] = field(default_factory=set)
+    # the forward's Max reductions, and the tensors it defines as an exp shifted by one of them
+    # (a softmax's numerator exp(a - max a)): at most 1 where read, a product's first factors
+    maxima: set[str] = field(default_factory=set)
+    shifted: set[str] = field(default_factory=set)
     # the expressions whose lowering is under way, innermost last (see :meth:`value`)
     within: list[sp.Expr] = field(default_factory=list, repr=False)
 
