@@ -96,6 +96,7 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
         integers={n for n, t in g.tensors.items() if t.integer} | {a.name for a in argmaxes},
         finite=set(g.inputs) | {GRAD_OUT},
         params={p.name: v for p, v in g.params.items()},
+        steps=d.forward,
     )
 
 

@@ -105,6 +105,7 @@ def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
         integers={n for n, t in g.tensors.items() if t.integer} | set(tg.argmaxes.values()),
         finite=set(g.inputs),
         params={p.name: v for p, v in g.params.items()},
+        steps=g.steps,
     )
     lw.share([s.body for s in g.steps if isinstance(s, Definition)])
     for step in g.steps:

@@ -16,6 +16,7 @@ from derive.errors import DerivationError
 from derive.functions import Function, heaviside_code, where
 from derive.ir import nodes as ir
 from derive.ir.printer import ADD_SCALED
+from derive.language import Definition, ReduceMax
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
 from derive.lower.value import align, as_gate, is_gate, number_scale, ordered_terms, plain, union
@@ -163,9 +164,10 @@ def _factors(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> tuple[sp.Expr, l
     constant = sp.Mul(*[f for f in sp.Mul.make_args(rest) if f.is_number])
     if constant != 1:  # sqrt(2)/sqrt(pi): one float, not python arithmetic at run time
         num.append(cx.value(constant, order))
-    for f in sp.Mul.make_args(rest):
-        if f.is_number:
-            continue
+    factors = [f for f in sp.Mul.make_args(rest) if not f.is_number]
+    if len(factors) > 2:  # at most 1 first (see at_most_one); two factors commute exactly
+        factors.sort(key=lambda f: not at_most_one(cx, f))  # stable: else SymPy's order
+    for f in factors:
         if isinstance(f, sp.Pow) and f.exp.is_number and f.exp < 0:
             den.extend(_divisors(cx, f.base, -f.exp, order))
         else:
@@ -176,6 +178,55 @@ def _factors(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> tuple[sp.Expr, l
     if abs(coef) != 1:
         num.insert(0, ir.Number(abs(coef)))
     return coef, num, den
+
+
+# RANGE: a product multiplies the factors known to be at most 1 first, among those of one rank
+# (product() takes them rank by rank, in this order): a softmax's numerator exp(a - max a)
+# underflows to 0 where its adjoint and the exponent's derivative are both large, and written
+# as SymPy orders it, ``(g m) * exp(p) * exp(W - m)`` formed (g m) exp(p) = inf first, inf * 0
+# = nan (fuzz --range --powers 1044206: g m and exp(p) near 1e180), where autograd's chain
+# order, ``(g m exp(W - m)) * exp(p)``, is 0. Multiplied by a factor of at most 1, a finite
+# running product stays finite, and one that is 0 stays 0 (the rest are finite factors).
+def at_most_one(cx: Context, f: sp.Expr) -> bool:
+    """Whether ``f`` is an exp shifted by a Max reduction, ``exp(a - c m[..])`` with c > 0,
+    or a read of a tensor the forward defines so (:func:`shifted_maxima`): at most 1 wherever
+    the maximum is the one over ``a`` (a heuristic for the order only: an exp shifted by
+    another tensor's maximum is a factor like any other)."""
+    if isinstance(f, sp.exp):
+        return _shifted(f, cx.maxima)
+    return _tensor_name(f) in cx.shifted
+
+
+def shifted_maxima(steps: list) -> tuple[set[str], set[str]]:
+    """The Max reductions among the forward's ``steps``, and the tensors defined as an exp
+    shifted by one of them (``e[s] = exp(a[s] - m)``, ``m = Max(a[s], s)``)."""
+    maxima: set[str] = set()
+    shifted: set[str] = set()
+    for step in steps:
+        if not isinstance(step, Definition):
+            continue
+        if isinstance(step.body, ReduceMax):
+            maxima.add(step.name)
+        elif isinstance(step.body, sp.exp) and _shifted(step.body, maxima):
+            shifted.add(step.name)
+    return maxima, shifted
+
+
+def _shifted(e: sp.exp, maxima: set[str]) -> bool:
+    for term in sp.Add.make_args(e.args[0]):
+        coef, rest = term.as_coeff_Mul()
+        if coef.is_negative and _tensor_name(rest) in maxima:
+            return True
+    return False
+
+
+def _tensor_name(e: sp.Expr) -> str | None:
+    """The tensor ``e`` reads whole: ``m[u]``'s m, a 0-d tensor's symbol."""
+    if isinstance(e, sp.Indexed):
+        return e.base.label.name
+    if isinstance(e, sp.Symbol):
+        return e.name
+    return None
 
 
 # RANGE: a / b**k is divided by b k times, b**k never formed: b**2 underflows (or overflows)

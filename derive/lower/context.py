@@ -146,6 +146,10 @@ class Context:
     # float params: python numbers a caller sets, inf or nan as a caller may make them (a where()
     # of log(alpha) at alpha = 0), so a product with one is no number a gate may multiply
     params: frozenset[str] = frozenset()
+    # the forward's Max reductions, and the tensors it defines as an exp shifted by one of them
+    # (a softmax's numerator exp(a - max a)): at most 1 where read, a product's first factors
+    maxima: set[str] = field(default_factory=set)
+    shifted: set[str] = field(default_factory=set)
     # the expressions whose lowering is under way, innermost last (see :meth:`value`)
     within: list[sp.Expr] = field(default_factory=list, repr=False)
 

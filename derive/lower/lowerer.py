@@ -39,7 +39,7 @@ from derive.ir.sharing import common_subexpressions
 from derive.ir.slices import merged_maps
 from derive.language import ReduceMax
 from derive.language.argmax import Digits
-from derive.lower.arithmetic import add, call, heaviside, mul, power
+from derive.lower.arithmetic import add, call, heaviside, mul, power, shifted_maxima
 from derive.lower.assign import assign, is_scatter, is_solved_scatter, scatter, solved_scatter
 from derive.lower.context import Context
 from derive.lower.indexing import arange, clamped, digit, indexed, mask
@@ -69,6 +69,7 @@ class Lowerer:
         integers: set[str] | None = None,
         finite: set[str] | None = None,
         params: Mapping[str, float] | None = None,
+        steps: list | None = None,
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
@@ -77,6 +78,9 @@ class Lowerer:
         self.context.data_ranges.update(data_ranges or {})
         self.context.integers.update(integers or ())
         self.context.finite.update(finite or ())
+        maxima, shifted = shifted_maxima(steps or [])  # the forward's steps (a product's order)
+        self.context.maxima.update(maxima)
+        self.context.shifted.update(shifted)
         self._params = frozenset(params or ())  # python numbers a caller sets (see scalars)
         # an int param (a stride) is never inf: only float ones may make a product non-finite
         self.context.params = frozenset(

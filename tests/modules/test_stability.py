@@ -178,6 +178,33 @@ def test_a_max_shifted_exp_read_through_a_gather_keeps_its_bound(tmp_path: Path)
     assert torch.allclose(ds, want_ds, rtol=1e-12, atol=1e-300)
 
 
+def test_a_max_shifted_exp_is_multiplied_before_a_large_factor(tmp_path: Path) -> None:
+    # fuzz --range --powers 1044206, shrunk: dp = g m exp(p) exp(W - m), with m = 1.9e130 and
+    # exp(p) = 2.5e182 where W = -2.5e182 (x = -1): exp(W - m) is 0, and the product was
+    # formed (g m) exp(p) = inf first, inf * 0 = nan; autograd's chain order is finite
+    module, _ = _module("max_shifted_exp_times_its_max", tmp_path)
+    x = torch.tensor([-1.0, 1.0], dtype=torch.float64)
+    p = torch.tensor([[420.0, 0.5], [300.0, -0.3]], dtype=torch.float64)
+    grad_out = torch.tensor([1.0, 0.7], dtype=torch.float64)
+    out, saved = module.forward(x, p)
+    dx, dp = module.backward(grad_out, saved)
+
+    def reference(x, p):
+        w = x[:, None] * torch.exp(p)
+        m = w.amax(0)
+        return m * torch.exp(w - m).sum(0)
+
+    leaves = [x.clone().requires_grad_(True), p.clone().requires_grad_(True)]
+    want = reference(*leaves)
+    want_dx, want_dp = torch.autograd.grad(want, leaves, grad_out)
+    assert torch.isfinite(out).all() and torch.isfinite(want_dx).all()
+    assert torch.isfinite(dx).all() and torch.isfinite(dp).all()
+    assert torch.allclose(out, want.detach(), rtol=1e-12)
+    # dx[1] (the argmax's, 1.9e130 exactly) cancels to rounding noise in both: not compared
+    assert torch.allclose(dx[0], want_dx[0], rtol=1e-12)
+    assert torch.allclose(dp, want_dp, rtol=1e-12)
+
+
 def test_softmax_entropy_is_finite_at_saturated_logits(tmp_path: Path) -> None:
     module, _ = _module("softmax_entropy", tmp_path)
     x = torch.tensor(
