@@ -367,7 +367,11 @@ FUNCTIONS: dict[str, Function] = {
             "softplus",
             softplus,
             softplus,
-            "(torch.relu({0}) + torch.log1p(torch.exp(-torch.abs({0}))))",
+            # -logsigmoid(-x): the same values as relu(x) + log1p(exp(-|x|)) in every float
+            # dtype, one kernel (not six), and autograd's derivative of it is sigmoid(x), 1/2
+            # at 0, where relu's and abs's kinks gave 0: torch.func differentiates the backward
+            # as code (hessian of x * softplus(x) at 0 was half torch's; found by probing)
+            "(-torch.nn.functional.logsigmoid(-{0}))",
             "(max({0}, 0.0) + math.log1p(math.exp(-abs({0}))))",
             25,
             positive_valued=True,

@@ -241,6 +241,27 @@ def _own_output(out, inputs):
     return out.clone() if aliased or base.numel() != out.numel() else out
 
 
+def _distinct(grad_out, grads):
+    # each gradient a tensor of its own: the backward may return grad_out itself (out = x + y:
+    # dx = dy = grad_out) or views of one tensor (dy = grad_out.T), and autograd hands each
+    # leaf's .grad the tensor it gets, so x.grad and y.grad (or the caller's grad_out) shared
+    # memory: an in-place clip or a second accumulation changed both (found by probing)
+    if torch.compiler.is_compiling():  # functionalized: no tensor is handed on as it is
+        return grads
+    seen, out = [] if grad_out is None else [_storage(grad_out)], []
+    for g in grads:
+        if g is not None:
+            if any(_storage(g) is s for s in seen):
+                g = g.clone()
+            seen.append(_storage(g))
+        out.append(g)
+    return tuple(out)
+
+
+def _storage(t):
+    return t if t._base is None else t._base
+
+
 class _Backward(torch.autograd.Function):
     """The generated backward as an autograd node of its own, so that differentiating it
     (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
@@ -251,7 +272,7 @@ class _Backward(torch.autograd.Function):
         ctx.save_for_backward(grad_out, x)
         ctx.saved, ctx.params = _saved, _params
         grads = backward(grad_out, _saved)
-        return (grads[0],)
+        return _distinct(grad_out, (grads[0],))
 
     @staticmethod
     def backward(ctx, *cotangents):
@@ -262,6 +283,7 @@ class _Backward(torch.autograd.Function):
             _pair, _saved = _double_forward(x, grad_out, *cotangents)
             grads = _double_backward(torch.ones_like(_pair), _saved)
         grads = _no_third_order((grad_out, x, *cotangents), grads)
+        grads = _distinct(None, grads)
         return (grads[1], None, None, *grads[:1])
 
 
@@ -383,8 +405,9 @@ def _autocast_off(like):
 
 
 def _dtype_policy(args, n_inputs):
-    # under torch.autocast the float inputs are cast to the op's dtype (AUTOCAST); outside it,
-    # float inputs of mixed dtypes are promoted to their common dtype, as torch's ops promote.
+    # under torch.autocast the float inputs are cast to the op's dtype (AUTOCAST), but float64
+    # ones, which autocast leaves as they are (F.linear of float64 stays float64); float inputs
+    # of mixed dtypes are then promoted to their common dtype, as torch's ops promote.
     # Returns the arguments and the autocast device type to switch off inside (None: none on)
     floats = [
         a.dtype for a in args[:n_inputs] if isinstance(a, torch.Tensor) and a.is_floating_point()
@@ -393,11 +416,13 @@ def _dtype_policy(args, n_inputs):
         return args, None
     device = next(a.device.type for a in args if isinstance(a, torch.Tensor))
     autocast = _autocast_on(device)
-    dtype = floats[0]
-    for other in floats[1:]:
-        dtype = torch.promote_types(dtype, other)
+    wanted = floats
     if autocast and AUTOCAST != "input":
-        dtype = torch.float32 if AUTOCAST == "float32" else torch.get_autocast_dtype(device)
+        to = torch.float32 if AUTOCAST == "float32" else torch.get_autocast_dtype(device)
+        wanted = [d if d == torch.float64 else to for d in floats]
+    dtype = wanted[0]
+    for other in wanted[1:]:
+        dtype = torch.promote_types(dtype, other)
     if all(d == dtype for d in floats):
         return args, device if autocast else None
     cast = tuple(

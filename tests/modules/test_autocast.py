@@ -139,6 +139,25 @@ def test_cross_entropy_is_float32_under_autocast(device, dtype):
     assert torch.allclose(mine, torch_s, atol=1e-6 if device == "cpu" else 1e-2)
 
 
+@pytest.mark.parametrize("name", ["linear", "layernorm"])
+def test_float64_inputs_stay_float64_under_autocast(name):
+    """autocast casts float32 (and narrower) tensors, never float64 ones: F.linear and
+    F.layer_norm of float64 inputs stay float64 under it (found by probing: linear was cast to
+    bfloat16, 8e-3 off)."""
+    module = importlib.import_module(f"generated.{name}")
+    g = _gen()
+    x = torch.randn(6, 10, generator=g, dtype=torch.float64)
+    w, b = (torch.randn(10, generator=g, dtype=torch.float64) for _ in range(2))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        if name == "linear":
+            W = torch.randn(10, 4, generator=g, dtype=torch.float64)
+            mine, want = module.Function.apply(x, W, b[:4]), F.linear(x, W.T, b[:4])
+        else:
+            mine, want = module.Function.apply(x, w, b), F.layer_norm(x, (10,), w, b)
+    assert mine.dtype == want.dtype == torch.float64
+    torch.testing.assert_close(mine, want, rtol=1e-12, atol=1e-12)
+
+
 def test_tanh_keeps_its_input_dtype_under_autocast():
     from generated import tanh
 
