@@ -241,3 +241,23 @@ def test_a_grouped_convolution_compiles_with_dynamic_shapes() -> None:
         eager = [t.clone().requires_grad_() for t in (x, w, b)]
         want = F.conv2d(*eager, stride=1, padding=1, dilation=1, groups=2)
         _same_output_and_gradients(out, leaves, want, eager)
+
+
+def test_softplus_has_its_derivative_at_0_when_the_backward_is_differentiated(tmp_path):
+    """torch.func's hessian differentiates the generated backward as torch code, so the code's
+    own derivatives count: softplus written relu(x) + log1p(exp(-|x|)) has derivative 0 at 0
+    under autograd (two kinks), half torch's x * softplus(x) hessian there."""
+    from derive import Op
+    from derive.emit.generate import module_source
+    from derive.verify.check import load_module
+
+    op = Op(name="x_softplus", inputs=["x[N]"], definitions=["y[n] = x[n] * softplus(x[n])"])
+    path = tmp_path / "x_softplus.py"
+    path.write_text(module_source(op, "out"))
+    module = load_module(path)
+    x = torch.tensor([0.0, 1.0, -800.0, 30.0], dtype=torch.float64)
+    mine = torch.func.hessian(lambda v: module.Function.apply(v).sum())(x)
+    want = torch.func.hessian(lambda v: (v * torch.nn.functional.softplus(v, threshold=50)).sum())(
+        x
+    )
+    _close(mine, want)
