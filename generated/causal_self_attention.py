@@ -1015,9 +1015,17 @@ class _Backward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, grad_out, _saved, _params, x, Wqkv, bqkv, Wo, bo):
         ctx.save_for_backward(grad_out, x, Wqkv, bqkv, Wo, bo)
+        ctx.save_for_forward(grad_out, x, Wqkv, bqkv, Wo, bo)
         ctx.saved, ctx.params = _saved, _params
         grads = backward(grad_out, _saved)
         return _distinct(grad_out, (grads[0], grads[1], grads[2], grads[3], grads[4]))
+
+    @staticmethod
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+        # forward mode through the backward (a dual number under create_graph=True)
+        grad_out, *inputs = ctx.saved_tensors
+        with _autocast_off(grad_out):
+            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
 
     @staticmethod
     def backward(ctx, *cotangents):
@@ -1045,6 +1053,29 @@ class _ThirdOrder(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+
+
+def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
+    # the backward's tangent. B(x, g) = J(x)^T g is linear in g and the gradient in x of
+    # phi = <g, f(x)>, so along (t_x, t_g) it moves by B(x, t_g) + H t_x, H the Hessian of phi
+    # in x; H is symmetric, so H t_x is the gradient in x of <t_x, B(x, g)>: the derived double
+    # backward with t_x as its cotangent. ctx.saved holds the forward's saved tensors
+    x, Wqkv, bqkv, Wo, bo = inputs
+    _targets = (x, Wqkv, bqkv, Wo, bo)
+    cotangents = [t_inputs[k] for k in [0, 1, 2, 3, 4]]
+    out = [None] * len(_targets)
+    if t_grad_out is not None:
+        first = backward(t_grad_out, ctx.saved)
+        out = [first[k] for k in [0, 1, 2, 3, 4]]
+    if any(t is not None for t in cotangents):
+        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        _pair, _saved = _double_forward(
+            x, Wqkv, bqkv, Wo, bo, grad_out, *cotangents, n_head=ctx.params[0]
+        )
+        grads = _double_backward(torch.ones_like(_pair), _saved)
+        second = [grads[k] for k in [0, 1, 2, 3, 4]]
+        out = [h if o is None else o + h for o, h in zip(out, second)]
+    return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 
 def _no_third_order(tensors, grads):
@@ -1218,12 +1249,8 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         with _autocast_off(grad_out):
-            return _Transformable._backward(ctx, grad_out)
-
-    @staticmethod
-    def _backward(ctx, grad_out):
-        _, _saved = forward(*ctx.saved_tensors, n_head=ctx.params[0])
-        return backward(grad_out, _saved) + (None,) * 1
+            grads = _TransformableBackward.apply(grad_out, *ctx.saved_tensors, *ctx.params)
+        return (grads[0], grads[1], grads[2], grads[3], grads[4], None)
 
     @staticmethod
     def jvp(ctx, *tangents):
@@ -1241,3 +1268,60 @@ class _Transformable(torch.autograd.Function):
             _tangent(4, bo, tangents),
             n_head=ctx.params[0],
         )
+
+
+class _TransformableBackward(torch.autograd.Function):
+    """``_Transformable``'s backward as a node of its own, so that torch.func's second orders
+    (jacrev of jacrev, hessian, jvp of grad) run the derived double backward and its tangent
+    (:func:`_backward_tangent`) as plain autograd's do, never torch's derivatives of the
+    backward's code (a pow at 0 in it, a where() that drops an inf, a clamp at its bound:
+    found by probing). Saves the inputs alone and runs the forward again."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(grad_out, x, Wqkv, bqkv, Wo, bo, n_head=4):
+        _, _saved = forward(x, Wqkv, bqkv, Wo, bo, n_head=n_head)
+        grads = backward(grad_out, _saved)
+        return (grads[0], grads[1], grads[2], grads[3], grads[4])
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs[:6])
+        ctx.save_for_forward(*inputs[:6])
+        ctx.params = inputs[6:]
+
+    @staticmethod
+    def _saved(ctx, inputs):
+        return forward(*inputs, n_head=ctx.params[0])[1]
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        grad_out, x, Wqkv, bqkv, Wo, bo = ctx.saved_tensors
+        with _autocast_off(grad_out):
+            ctx.saved = _TransformableBackward._saved(
+                ctx,
+                (
+                    x,
+                    Wqkv,
+                    bqkv,
+                    Wo,
+                    bo,
+                ),
+            )
+            _targets = (x, Wqkv, bqkv, Wo, bo)
+            cotangents = [
+                torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)
+            ]
+            _pair, _saved = _double_forward(
+                x, Wqkv, bqkv, Wo, bo, grad_out, *cotangents, n_head=ctx.params[0]
+            )
+            grads = _double_backward(torch.ones_like(_pair), _saved)
+        return (grads[5], *grads[:5]) + (None,) * 1
+
+    @staticmethod
+    def jvp(ctx, t_grad_out, *t_inputs):
+        grad_out, *inputs = ctx.saved_tensors
+        with _autocast_off(grad_out):
+            ctx.saved = _TransformableBackward._saved(ctx, inputs)
+            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs[:5])

@@ -12,6 +12,7 @@ import glob
 import importlib
 import runpy
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -261,3 +262,55 @@ def test_softplus_has_its_derivative_at_0_when_the_backward_is_differentiated(tm
         x
     )
     _close(mine, want)
+
+
+def _transforms_reference(x, y, g):
+    return (
+        torch.relu(x) ** 1.5
+        + torch.relu(x) ** 2 * y
+        + x * torch.minimum(x, torch.ones_like(x))
+        + x**g
+    )
+
+
+@pytest.mark.parametrize("g", [0.0, 3.0])
+def test_second_orders_under_torch_func_are_the_derived_ones(g, tmp_path):
+    """hessian (jacfwd of jacrev), jacrev of jacrev and jvp of grad at kinks, a tie and a zero
+    base, against torch's own ops under the same transforms; and forward mode through a
+    create_graph backward (a dual number), which raised torch's NotImplementedError."""
+    import torch.autograd.forward_ad as fwAD
+
+    from tests.modules.emitted import imported
+
+    case = Path(__file__).resolve().parents[1] / "cases" / "second_orders_under_transforms.py"
+    module = imported(case, tmp_path)[0]
+    x = torch.tensor([-1.0, 0.0, 0.5, 1.0, 2.0], dtype=torch.float64)
+    y = torch.tensor([0.5, 0.3, -0.2, 0.7, 1.1], dtype=torch.float64)
+
+    def mine(a, b):
+        return module.Function.apply(a, b, g=g).sum()
+
+    def ref(a, b):
+        return _transforms_reference(a, b, g).sum()
+
+    for transform in (
+        torch.func.hessian,
+        lambda f, **k: torch.func.jacrev(torch.func.jacrev(f, **k), **k),
+    ):
+        got = transform(mine, argnums=(0, 1))(x, y)
+        want = transform(ref, argnums=(0, 1))(x, y)
+        for row, want_row in zip(got, want, strict=True):
+            for block, want_block in zip(row, want_row, strict=True):
+                assert torch.isfinite(block).all(), block
+                _close(block, want_block)
+    t = (torch.ones_like(x), torch.full_like(y, 0.5))
+    got = torch.func.jvp(torch.func.grad(mine, argnums=(0, 1)), (x, y), t)[1]
+    want = torch.func.jvp(torch.func.grad(ref, argnums=(0, 1)), (x, y), t)[1]
+    for a, b in zip(got, want, strict=True):
+        _close(a, b)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x.clone().requires_grad_(), t[0])
+        (grad_x,) = torch.autograd.grad(mine(dual, y), dual, create_graph=True)
+        tangent = fwAD.unpack_dual(grad_x).tangent
+    along_x = torch.func.jvp(lambda a: torch.func.grad(ref)(a, y), (x,), (t[0],))[1]
+    _close(tangent, along_x)
