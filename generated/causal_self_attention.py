@@ -1227,6 +1227,24 @@ def _dtype_policy(args, n_inputs):
     return cast, device if autocast else None
 
 
+def _single_forward_mode():
+    # forward mode over forward mode (jacfwd of jacfwd, jvp of jvp) through an autograd.Function
+    # with a custom jvp drops the outer tangent in torch (pytorch issue 197867: zeros, silently);
+    # refused in one line. hessian (jacfwd of jacrev) and jvp of grad are one forward level
+    try:
+        from torch._C._functorch import TransformType
+        from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    except ImportError:
+        return
+    levels = [i for i in retrieve_all_functorch_interpreters() if i.key() == TransformType.Jvp]
+    if len(levels) > 1:
+        raise RuntimeError(
+            f"{OP}: forward mode over forward mode (jacfwd of jacfwd, jvp of jvp) is not "
+            "supported: torch drops the outer tangent of an autograd.Function's jvp (pytorch "
+            "issue 197867) and would return zeros; use torch.func.hessian (jacfwd of jacrev)"
+        )
+
+
 class _Transformable(torch.autograd.Function):
     """``causal_self_attention`` under torch.func's transforms:
     grad, vjp, jacrev, jvp, jacfwd, hessian, vmap (per-sample gradients). It saves the inputs
@@ -1254,6 +1272,7 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, *tangents):
+        _single_forward_mode()
         x, Wqkv, bqkv, Wo, bo = ctx.saved_tensors
         return _jvp(
             x,

@@ -314,3 +314,19 @@ def test_second_orders_under_torch_func_are_the_derived_ones(g, tmp_path):
         tangent = fwAD.unpack_dual(grad_x).tangent
     along_x = torch.func.jvp(lambda a: torch.func.grad(ref)(a, y), (x,), (t[0],))[1]
     _close(tangent, along_x)
+
+
+def test_forward_over_forward_is_refused_not_zero():
+    """jacfwd of jacfwd through an autograd.Function with a custom jvp returns zeros in torch
+    (pytorch issue 197867): the module refuses it in one line, and hessian still works."""
+    from generated import tanh
+
+    x = torch.tensor([0.3, -1.2], dtype=torch.float64)
+
+    def f(v):
+        return tanh.Function.apply(v).sum()
+
+    want = torch.func.hessian(lambda v: torch.tanh(v).sum())(x)
+    _close(torch.func.hessian(f)(x), want)
+    with pytest.raises(RuntimeError, match="tanh: forward mode over forward mode"):
+        torch.func.jacfwd(torch.func.jacfwd(f))(x)
