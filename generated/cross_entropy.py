@@ -92,8 +92,10 @@ def _check_range(name, t, size_name, size, before=False, guarded=False):
     # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
     # themselves, so forward() checks only when one fails and then names it (no host sync on the
     # fast path). On other devices a bad index is a device-side assert: check before, once.
+    # Compiled, every range is asserted in the graph: Inductor's index_select wraps a negative
+    # index where the eager kernel rejects it (embedding read C[-1], found by probing).
     # guarded: read only under where(t >= 0, ...), so a negative entry marks a position to ignore
-    if before and (t.device.type == "cpu" or torch.compiler.is_compiling()):
+    if before and t.device.type == "cpu" and not torch.compiler.is_compiling():
         return
     if t.device.type == "meta":  # shapes only, no values to check
         return

@@ -207,6 +207,19 @@ def test_an_index_checked_before_a_wrapping_read_compiles_whole(tmp_path, monkey
         compiled(*inputs[:2], idx)
 
 
+def test_a_negative_index_is_refused_compiled_too():
+    """embedding's rows are read by index_select, which rejects a negative index eagerly; under
+    Inductor it wraps (C[-1] read, its gradient added into dC[-1]): asserted in the graph."""
+    from generated import embedding
+
+    torch._dynamo.reset()
+    C = torch.randn(5, 3)
+    compiled = torch.compile(embedding.Function.apply, fullgraph=True)
+    _close(compiled(torch.tensor([1, 0]), C), C[[1, 0]])
+    with pytest.raises(RuntimeError, match="embedding: idx has values outside"):
+        compiled(torch.tensor([-1, 0]), C)
+
+
 def _same_output_and_gradients(out, leaves, want, eager) -> None:
     """``out`` of ``leaves`` as ``want`` of ``eager``, and the gradients of sum(out**2)."""
     _close(out, want)
