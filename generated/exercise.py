@@ -371,7 +371,7 @@ def backward_all(grad_out, saved):
     dhprebn = _add_scaled(dbndiff, dbnmeani, 1 / N)
     dembcat = dhprebn @ W1.T
     demb = dembcat.reshape(N, T, E)
-    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), dembcat.reshape(-1, E))
+    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
     dW1 = embcat.T @ dhprebn
     db1 = _sum_leading(dhprebn, 1)
     dbngain = _sum_leading(bnraw * dhpreact, 1)
@@ -567,7 +567,7 @@ def _double_forward(
         b_dembcat_as_emb = b_dembcat.reshape(N, T, E)
         b_demb = b_dembcat_as_emb
         del b_dembcat_as_emb
-        b_dC = C.new_zeros((V, E)).index_add_(0, X.reshape(-1), b_demb.reshape(-1, E))
+        b_dC = C.new_zeros((V, E)).index_add_(0, X.reshape(N * T), b_demb.reshape(N * T, E))
         del b_demb
         b_dW1 = embcat.T @ b_dhprebn
         b_db1 = _sum_leading(b_dhprebn, 1)
@@ -807,7 +807,7 @@ def _double_backward_all(grad_out, saved):
     dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
     del sum_W1_dhprebn, sum_b_dhprebn_db_dW1
     demb = dembcat.reshape(N, T, E)
-    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(-1), dembcat.reshape(-1, E))
+    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
     sum_b_dhprebn_db_dembcat = db_dembcat.T @ b_dhprebn
     sum_dhprebn_embcat = embcat.T @ dhprebn
     dW1 = sum_b_dhprebn_db_dembcat + sum_dhprebn_embcat
@@ -1445,8 +1445,9 @@ class _TransformableBackward(torch.autograd.Function):
     """``_Transformable``'s backward as a node of its own, so that torch.func's second orders
     (jacrev of jacrev, hessian, jvp of grad) run the derived double backward and its tangent
     (:func:`_backward_tangent`) as plain autograd's do, never torch's derivatives of the
-    backward's code (a pow at 0 in it, a where() that drops an inf, a clamp at its bound:
-    found by probing). Saves the inputs alone and runs the forward again."""
+    backward's code (a pow at 0 in it, a where() that drops an inf, minimum(x, 1) at x = 1
+    computed with a bound whose derivative there is 1, not 1/2: found by probing). Saves the
+    inputs alone and runs the forward again."""
 
     generate_vmap_rule = True
 

@@ -160,8 +160,8 @@ def backward(grad_out, saved):
             (torch.arange(HO, device=grad_out.device) * stride * W)[:, None]
             + torch.arange(WO, device=grad_out.device) * stride
             + out_argmax
-        ).reshape(N, C, -1),
-        grad_out.reshape(N, C, -1),
+        ).reshape(N, C, HO * WO),
+        grad_out.reshape(N, C, HO * WO),
     )
     dx = dx.reshape(N, C, H, W)
     return (dx,)
@@ -224,13 +224,13 @@ def _double_forward(x, grad_y, v_x, out_argmax_first, *, kernel_size=2, stride=2
         2,
         (
             shared_out_argmax_first.clamp(0, H - 1) * W + shared_out_argmax_first_1.clamp(0, W - 1)
-        ).reshape(N, C, -1),
+        ).reshape(N, C, HO * WO),
         torch.where(
             ((shared_out_argmax_first >= 0) & (shared_out_argmax_first <= (H - 1)))
             & ((shared_out_argmax_first_1 >= 0) & (shared_out_argmax_first_1 <= (W - 1))),
             grad_y,
             0,
-        ).reshape(N, C, -1),
+        ).reshape(N, C, HO * WO),
     )
     del shared_out_argmax_first, shared_out_argmax_first_1
     b_dx = b_dx.reshape(N, C, H, W)
@@ -644,8 +644,9 @@ class _TransformableBackward(torch.autograd.Function):
     """``_Transformable``'s backward as a node of its own, so that torch.func's second orders
     (jacrev of jacrev, hessian, jvp of grad) run the derived double backward and its tangent
     (:func:`_backward_tangent`) as plain autograd's do, never torch's derivatives of the
-    backward's code (a pow at 0 in it, a where() that drops an inf, a clamp at its bound:
-    found by probing). Saves the inputs alone and runs the forward again."""
+    backward's code (a pow at 0 in it, a where() that drops an inf, minimum(x, 1) at x = 1
+    computed with a bound whose derivative there is 1, not 1/2: found by probing). Saves the
+    inputs alone and runs the forward again."""
 
     generate_vmap_rule = True
 

@@ -448,8 +448,9 @@ class _TransformableBackward(torch.autograd.Function):
     """``_Transformable``'s backward as a node of its own, so that torch.func's second orders
     (jacrev of jacrev, hessian, jvp of grad) run the derived double backward and its tangent
     (:func:`_backward_tangent`) as plain autograd's do, never torch's derivatives of the
-    backward's code (a pow at 0 in it, a where() that drops an inf, a clamp at its bound:
-    found by probing). Saves the inputs alone and runs the forward again."""
+    backward's code (a pow at 0 in it, a where() that drops an inf, minimum(x, 1) at x = 1
+    computed with a bound whose derivative there is 1, not 1/2: found by probing). Saves the
+    inputs alone and runs the forward again."""
 
     generate_vmap_rule = True
 

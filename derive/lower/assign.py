@@ -247,14 +247,16 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     src_order = others[:pos] + bound + others[pos:]
     # its axes are src_order's (delta_form checked), in whatever order they came out
     source = permute(_source(cx, rest, src_order), tuple(src_order))
-    flat = [cx.size(a) for a in others[:pos]] + [ir.Number(-1)]
+    # several bound axes as one, sized by number: -1 is ambiguous where another size is 0
+    merged = cx.value(sp.Mul(*[cx.sizes[b] for b in bound]), []) if len(bound) > 1 else None
+    flat = [cx.size(a) for a in others[:pos]] + [merged]
     flat += [cx.size(a) for a in others[pos:]]
     shape = tuple(cx.size(a) for a in axes)
     src = source if len(bound) == 1 else ir.Reshape(source, tuple(flat))
     zeros = ir.Zeros(shape, cx.like, axes=axes)
     if scatter_reads(data, axes, set(bound)) == set(bound):
         index = cx.value(data, bound)
-        idx = index if len(bound) == 1 else ir.Reshape(index, (ir.Number(-1),))
+        idx = index if len(bound) == 1 else ir.Reshape(index, (merged,))
         cx.emit(ir.Assign((name,), ir.IndexAdd(zeros, pos, idx, src, axes=axes)))
         return
     order = tuple(src_order)
@@ -353,7 +355,7 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
         flat = index[k]
         for a, at in zip(axes[k + 1 :], index[k + 1 :], strict=True):
             flat = ir.Binary("+", ir.Binary("*", flat, cx.size(a), axes=source), at, axes=source)
-    rows = shape[:k] + (ir.Number(-1),)
+    rows = shape[:k] + (cx.value(sp.Mul(*[cx.sizes[a] for a in source[k:]]), []),)
     # both laid out over every axis of source at full size, or the flattened index and value
     # would not line up: sum_{t,k,j} delta(g, t + S a[t]) h[t, k, j] has its index over t
     # alone, expanded over k and j (fuzz --windows 7068: T indices against T K J values)

@@ -56,9 +56,10 @@ def reduce_max_many(
         cx.emit(ir.Assign((name,), ir.Reduce("amax", value, dims, axes=kept)))
         return
     ordered = permute(value, kept + bound)
-    shape = tuple(cx.size(a) for a in kept) + (ir.Number(-1),)
-    flat = ir.Reshape(ordered, shape, axes=kept + bound[:1])
     extents = tuple(hi - lo + 1 for _, lo, hi in body.limits)
+    # the bound axes as one, sized by number: -1 is ambiguous where a kept size is 0
+    shape = tuple(cx.size(a) for a in kept) + (cx.value(sp.Mul(*extents), []),)
+    flat = ir.Reshape(ordered, shape, axes=kept + bound[:1])
     recode = radices(body) != extents[1:]
     raw = cx.fresh(f"{argmax}_flat") if recode else argmax
     cx.emit(ir.Assign((name, raw), ir.Reduce("max", flat, (len(kept),), axes=kept)))

@@ -75,9 +75,7 @@ def _same_as_autograd(spec: OpSpec, inputs: list, params: dict, out, saved) -> N
     ref = spec.reference(*leaves, **params)
     assert out.shape == ref.shape and out.dtype == ref.dtype
     assert torch.allclose(out, ref.detach(), atol=1e-8, rtol=1e-8), "forward differs"
-    if not out.numel():
-        return
-    grad_out = torch.randn_like(out)
+    grad_out = torch.randn_like(out)  # an empty output's backward too (a batch of 0: zeros)
     mine = spec.module.backward(grad_out, saved)
     wanted = [t for t in leaves if t.requires_grad]
     theirs = torch.autograd.grad(ref, wanted, grad_out, allow_unused=True)
@@ -137,13 +135,23 @@ def test_a_wrong_shape_is_refused_or_right(spec: OpSpec, k: int, how: str) -> No
     _refused_or_right(spec, inputs, params)  # embedding takes any V: right, not refused
 
 
+# Open (docs/fuzzing.md): a depthwise convolution's weight gradient folds the batch into the
+# channels, and torch.conv1d over 0 input channels returns 0 output channels, so a batch of 0
+# ends in a reshape error in the backward where torch's gradient is zeros
+EMPTY_BATCH_CONV = pytest.mark.xfail(
+    strict=True, reason="conv over a batch folded into 0 channels returns 0 channels"
+)
+
+
 def _zero_cases() -> list:
     cases = []
     for spec in OPS:
         inputs, _ = spec.draw(3)
         for k, t in enumerate(inputs):
             for d in range(t.dim()):
-                cases.append(pytest.param(spec, k, d, id=f"{spec.name}-{k}-size 0 at {d}"))
+                marks = [EMPTY_BATCH_CONV] if (spec.name, k, d) == ("causal_conv1d", 0, 0) else []
+                label = f"{spec.name}-{k}-size 0 at {d}"
+                cases.append(pytest.param(spec, k, d, id=label, marks=marks))
     return cases
 
 
