@@ -550,7 +550,8 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def forward(x, w, b):
-        return forward(x, w, b)[0]
+        out = forward(x, w, b)[0]
+        return _own_output(out, (x, w, b))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -587,6 +588,10 @@ class _TransformableBackward(torch.autograd.Function):
     def forward(grad_out, x, w, b):
         _, _saved = forward(x, w, b)
         grads = backward(grad_out, _saved)
+        # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
+        # output that is a saved input is refused by torch under setup_context
+        _ins = (grad_out, x, w, b)
+        grads = tuple(g if g is None else _own_output(g, _ins) for g in grads)
         return (grads[0], grads[1], grads[2])
 
     @staticmethod

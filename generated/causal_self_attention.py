@@ -1256,7 +1256,8 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def forward(x, Wqkv, bqkv, Wo, bo, n_head=4):
-        return forward(x, Wqkv, bqkv, Wo, bo, n_head=n_head)[0]
+        out = forward(x, Wqkv, bqkv, Wo, bo, n_head=n_head)[0]
+        return _own_output(out, (x, Wqkv, bqkv, Wo, bo))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -1303,6 +1304,10 @@ class _TransformableBackward(torch.autograd.Function):
     def forward(grad_out, x, Wqkv, bqkv, Wo, bo, n_head=4):
         _, _saved = forward(x, Wqkv, bqkv, Wo, bo, n_head=n_head)
         grads = backward(grad_out, _saved)
+        # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
+        # output that is a saved input is refused by torch under setup_context
+        _ins = (grad_out, x, Wqkv, bqkv, Wo, bo)
+        grads = tuple(g if g is None else _own_output(g, _ins) for g in grads)
         return (grads[0], grads[1], grads[2], grads[3], grads[4])
 
     @staticmethod

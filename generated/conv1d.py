@@ -824,7 +824,8 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def forward(x, w, b, stride=1, padding=0, dilation=1, groups=1):
-        return forward(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)[0]
+        out = forward(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)[0]
+        return _own_output(out, (x, w, b))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -872,6 +873,10 @@ class _TransformableBackward(torch.autograd.Function):
             x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups
         )
         grads = backward(grad_out, _saved)
+        # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
+        # output that is a saved input is refused by torch under setup_context
+        _ins = (grad_out, x, w, b)
+        grads = tuple(g if g is None else _own_output(g, _ins) for g in grads)
         return (grads[0], grads[1], grads[2])
 
     @staticmethod

@@ -477,7 +477,8 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def forward(idx, C):
-        return forward(idx, C)[0]
+        out = forward(idx, C)[0]
+        return _own_output(out, (idx, C))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -512,6 +513,10 @@ class _TransformableBackward(torch.autograd.Function):
     def forward(grad_out, idx, C):
         _, _saved = forward(idx, C)
         grads = backward(grad_out, _saved)
+        # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
+        # output that is a saved input is refused by torch under setup_context
+        _ins = (grad_out, idx, C)
+        grads = tuple(g if g is None else _own_output(g, _ins) for g in grads)
         return (grads[1],)
 
     @staticmethod

@@ -1391,7 +1391,8 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=1e-05):
-        return forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=eps)[0]
+        out = forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=eps)[0]
+        return _own_output(out, (X, Y, C, W1, b1, bngain, bnbias, W2, b2))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -1455,6 +1456,10 @@ class _TransformableBackward(torch.autograd.Function):
     def forward(grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=1e-05):
         _, _saved = forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=eps)
         grads = backward(grad_out, _saved)
+        # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
+        # output that is a saved input is refused by torch under setup_context
+        _ins = (grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2)
+        grads = tuple(g if g is None else _own_output(g, _ins) for g in grads)
         return (grads[2], grads[3], grads[4], grads[5], grads[6], grads[7], grads[8])
 
     @staticmethod

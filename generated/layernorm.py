@@ -705,7 +705,8 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def forward(x, gain, bias, eps=1e-05):
-        return forward(x, gain, bias, eps=eps)[0]
+        out = forward(x, gain, bias, eps=eps)[0]
+        return _own_output(out, (x, gain, bias))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -748,6 +749,10 @@ class _TransformableBackward(torch.autograd.Function):
     def forward(grad_out, x, gain, bias, eps=1e-05):
         _, _saved = forward(x, gain, bias, eps=eps)
         grads = backward(grad_out, _saved)
+        # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
+        # output that is a saved input is refused by torch under setup_context
+        _ins = (grad_out, x, gain, bias)
+        grads = tuple(g if g is None else _own_output(g, _ins) for g in grads)
         return (grads[0], grads[1], grads[2])
 
     @staticmethod

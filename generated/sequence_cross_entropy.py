@@ -587,7 +587,8 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def forward(logits, targets):
-        return forward(logits, targets)[0]
+        out = forward(logits, targets)[0]
+        return _own_output(out, (logits, targets))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -622,6 +623,10 @@ class _TransformableBackward(torch.autograd.Function):
     def forward(grad_out, logits, targets):
         _, _saved = forward(logits, targets)
         grads = backward(grad_out, _saved)
+        # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
+        # output that is a saved input is refused by torch under setup_context
+        _ins = (grad_out, logits, targets)
+        grads = tuple(g if g is None else _own_output(g, _ins) for g in grads)
         return (grads[0],)
 
     @staticmethod

@@ -496,7 +496,8 @@ class _Transformable(torch.autograd.Function):
 
     @staticmethod
     def forward(x):
-        return forward(x)[0]
+        out = forward(x)[0]
+        return _own_output(out, (x,))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -531,6 +532,10 @@ class _TransformableBackward(torch.autograd.Function):
     def forward(grad_out, x):
         _, _saved = forward(x)
         grads = backward(grad_out, _saved)
+        # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
+        # output that is a saved input is refused by torch under setup_context
+        _ins = (grad_out, x)
+        grads = tuple(g if g is None else _own_output(g, _ins) for g in grads)
         return (grads[0],)
 
     @staticmethod

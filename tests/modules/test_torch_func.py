@@ -343,3 +343,33 @@ def test_forward_over_forward_is_refused_not_zero():
     _close(torch.func.hessian(f)(x), want)
     with pytest.raises(RuntimeError, match="tanh: forward mode over forward mode"):
         torch.func.jacfwd(torch.func.jacfwd(f))(x)
+
+
+def test_an_output_or_gradient_that_is_an_input_works_under_torch_func(tmp_path):
+    """out[n, m] = x[n, m] returns its input, and a residual sum's backward returns grad_out:
+    under torch.func's new-style nodes torch refuses an output that is a saved input ("returned
+    as-is as output is being saved"), so both are returned as copies (found by probing)."""
+    from derive import Op
+    from derive.emit.generate import module_source
+    from derive.verify.check import load_module
+    from tests.modules.emitted import imported
+
+    op = Op(name="same", inputs=["x[N, M]"], definitions=["out[n, m] = x[n, m]"])
+    path = tmp_path / "same.py"
+    path.write_text(module_source(op, "out"))
+    same = load_module(path)
+    x = torch.randn(2, 3, dtype=torch.float64)
+    _close(torch.func.grad(lambda v: same.Function.apply(v).pow(2).sum())(x), 2 * x)
+    case = Path(__file__).resolve().parents[1] / "cases" / "residual_and_transpose.py"
+    residual = imported(case, tmp_path)[0]
+
+    def mine(a):
+        return residual.Function.apply(a, a.T.contiguous(), a).pow(2).sum()
+
+    def ref(a):
+        return (3 * a).pow(2).sum()
+
+    _close(torch.func.hessian(mine)(x), torch.func.hessian(ref)(x))
+    _close(torch.func.jacrev(torch.func.jacrev(mine))(x), torch.func.hessian(ref)(x))
+    batch = torch.randn(4, 2, 3, dtype=torch.float64)
+    _close(torch.func.vmap(torch.func.grad(mine))(batch), 18 * batch)
