@@ -10,7 +10,9 @@ precedence and the least its left and right operands must have to stand bare.
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from enum import IntEnum
 
 import sympy as sp
@@ -138,6 +140,28 @@ def called_helpers(lines: list) -> set[str]:
     return called
 
 
+@functools.cache
+def _bare_slots(form: str) -> frozenset[int]:
+    """The slots ``{k}`` of a code form that stand alone, as a call's argument or a branch of a
+    conditional (``torch.exp({0})``, ``clamp({0}, min={1})``, ``({1} if {0} else {2})``): what
+    fills them needs no parentheses. Any other slot is an operand (``0.5 * {0}`` in sigmoid's
+    python form, ``-{0}``): filled with ``a + b`` it must read ``0.5 * (a + b)``, or the form
+    computes ``0.5 * a + b`` (a sigmoid of a sum of params was silently wrong; found by the
+    fuzzer through softplus's ``-{0}``). A slot met twice is bare only where bare each time."""
+    slots: dict[int, bool] = {}
+    for m in re.finditer(r"\{(\d+)\}", form):
+        before, after = form[: m.start()].rstrip(), form[m.end() :].lstrip()
+        opened = not before or before.endswith(_OPENERS)
+        closed = not after or after.startswith(_CLOSERS)
+        k = int(m.group(1))
+        slots[k] = slots.get(k, True) and opened and closed
+    return frozenset(k for k, alone in slots.items() if alone)
+
+
+_OPENERS = ("(", ",", "=", "[", " if", " else")
+_CLOSERS = (")", ",", "]", "if ", "else ")
+
+
 class Line(str):
     """A printed statement that keeps the IR statement it was printed from, so that emission
     reads what it writes and reads off the statement, never off the text."""
@@ -197,7 +221,13 @@ class TorchPrinter:
         return f"({self.doprint(node.arg)})"
 
     def _print_Apply(self, node: ir.Apply) -> str:
-        return node.form.format(*(self.doprint(a) for a in node.args))
+        bare = _bare_slots(node.form)
+        return node.form.format(
+            *(
+                self.doprint(a) if k in bare else self.wrap(a, Precedence.ATOM)
+                for k, a in enumerate(node.args)
+            )
+        )
 
     def _print_Heaviside(self, node: ir.Heaviside) -> str:
         like = node.like.name if node.like is not None else None

@@ -127,3 +127,15 @@ def test_the_extremes_of_params_are_torchs(alpha, tmp_path) -> None:
     (dx,) = torch.autograd.grad(out.sum(), mine)
     (want_dx,) = torch.autograd.grad(want.sum(), ref)
     torch.testing.assert_close(dx, want_dx, equal_nan=True)
+
+
+def test_functions_of_sums_read_their_whole_argument(tmp_path) -> None:
+    """sigmoid(a + b) of params computed 0.5 * a + b inside its tanh; a softplus of x - y
+    read -x - y: a slot of a function's code form that is an operand is parenthesised."""
+    module = _module("functions_of_sums", tmp_path)
+    x, y = torch.tensor([0.5, -1.0, 2.0], dtype=D), torch.tensor([1.5, 0.25, -3.0], dtype=D)
+    a, b = torch.tensor(1.0, dtype=D), torch.tensor(2.0, dtype=D)
+    F = torch.nn.functional
+    want = x * torch.sigmoid(a + b) + x * F.softplus(a - b) + F.softplus(x - y)
+    want = want + torch.sigmoid(x + y)
+    torch.testing.assert_close(module.Function.apply(x, y, a=1.0, b=2.0), want)
