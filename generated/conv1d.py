@@ -534,7 +534,12 @@ def _own_output(out, inputs):
     # input, or a part of a larger storage, asks forward mode for a view as its tangent
     base = out if out._base is None else out._base
     aliased = any(base is x or base is x._base for x in inputs)
-    return out.clone() if aliased or base.numel() != out.numel() else out
+    if aliased or base.numel() != out.numel():
+        return out.clone()
+    # a whole view of an intermediate (out = outg.reshape(..)) is handed on as a tensor of its
+    # own: autograd refuses an in-place change (y.relu_(), a dropout in place) to a view a node
+    # made, where torch's own ops allow it (found by probing)
+    return out if out._base is None else out.detach()
 
 
 def _distinct(grad_out, grads):
@@ -550,6 +555,8 @@ def _distinct(grad_out, grads):
             if any(_storage(g) is s for s in seen):
                 g = g.clone()
             seen.append(_storage(g))
+            if g._base is not None:  # a view the node made (dx.reshape(..)): see _own_output
+                g = g.clone() if g._base.numel() != g.numel() else g.detach()
         out.append(g)
     return tuple(out)
 
@@ -671,8 +678,9 @@ class _Node(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
-        _inputs = ctx.saved_tensors[:3]
-        _saved = (*ctx.saved_tensors[3:], *ctx.extra)
+        _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
+        _inputs = _all[:3]
+        _saved = (*_all[3:], *ctx.extra)
         with _autocast_off(grad_out):
             grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
         return (grads[0], grads[1], grads[2], None, None, None, None)

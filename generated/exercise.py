@@ -532,7 +532,7 @@ def _double_forward(
         counts_sum_inv = torch.reciprocal(counts_sum)
         del counts_sum
         probs = counts_sum_inv[:, None] * counts
-        b_dlogprobs = C.new_zeros((N, V))
+        b_dlogprobs = grad_y.new_zeros((N, V))
         b_dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_y * (-1 / N)).expand(N, 1))
         b_dprobs = b_dlogprobs / probs
         del b_dlogprobs
@@ -567,7 +567,7 @@ def _double_forward(
         b_dembcat_as_emb = b_dembcat.reshape(N, T, E)
         b_demb = b_dembcat_as_emb
         del b_dembcat_as_emb
-        b_dC = C.new_zeros((V, E)).index_add_(0, X.reshape(N * T), b_demb.reshape(N * T, E))
+        b_dC = grad_y.new_zeros((V, E)).index_add_(0, X.reshape(N * T), b_demb.reshape(N * T, E))
         del b_demb
         b_dW1 = embcat.T @ b_dhprebn
         b_db1 = _sum_leading(b_dhprebn, 1)
@@ -1073,7 +1073,12 @@ def _own_output(out, inputs):
     # input, or a part of a larger storage, asks forward mode for a view as its tangent
     base = out if out._base is None else out._base
     aliased = any(base is x or base is x._base for x in inputs)
-    return out.clone() if aliased or base.numel() != out.numel() else out
+    if aliased or base.numel() != out.numel():
+        return out.clone()
+    # a whole view of an intermediate (out = outg.reshape(..)) is handed on as a tensor of its
+    # own: autograd refuses an in-place change (y.relu_(), a dropout in place) to a view a node
+    # made, where torch's own ops allow it (found by probing)
+    return out if out._base is None else out.detach()
 
 
 def _distinct(grad_out, grads):
@@ -1089,6 +1094,8 @@ def _distinct(grad_out, grads):
             if any(_storage(g) is s for s in seen):
                 g = g.clone()
             seen.append(_storage(g))
+            if g._base is not None:  # a view the node made (dx.reshape(..)): see _own_output
+                g = g.clone() if g._base.numel() != g.numel() else g.detach()
         out.append(g)
     return tuple(out)
 
@@ -1220,8 +1227,9 @@ class _Node(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
-        _inputs = ctx.saved_tensors[:9]
-        _saved = (*ctx.saved_tensors[9:], *ctx.extra)
+        _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
+        _inputs = _all[:9]
+        _saved = (*_all[9:], *ctx.extra)
         with _autocast_off(grad_out):
             grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
         return (

@@ -189,7 +189,7 @@ def _double_forward(logits, targets, grad_y, v_logits):
         counts_sum = counts.sum(2)
         probs = torch.reciprocal(counts_sum)[:, :, None] * counts
         shared_targets = targets >= 0
-        where_targets = shared_targets.to(logits.dtype)
+        where_targets = shared_targets.to(grad_y.dtype)
         sum_targets = where_targets.sum((0, 1))
         del where_targets
         shared_grad_y_sum_targets = grad_y / sum_targets
@@ -335,7 +335,12 @@ def _own_output(out, inputs):
     # input, or a part of a larger storage, asks forward mode for a view as its tangent
     base = out if out._base is None else out._base
     aliased = any(base is x or base is x._base for x in inputs)
-    return out.clone() if aliased or base.numel() != out.numel() else out
+    if aliased or base.numel() != out.numel():
+        return out.clone()
+    # a whole view of an intermediate (out = outg.reshape(..)) is handed on as a tensor of its
+    # own: autograd refuses an in-place change (y.relu_(), a dropout in place) to a view a node
+    # made, where torch's own ops allow it (found by probing)
+    return out if out._base is None else out.detach()
 
 
 def _distinct(grad_out, grads):
@@ -351,6 +356,8 @@ def _distinct(grad_out, grads):
             if any(_storage(g) is s for s in seen):
                 g = g.clone()
             seen.append(_storage(g))
+            if g._base is not None:  # a view the node made (dx.reshape(..)): see _own_output
+                g = g.clone() if g._base.numel() != g.numel() else g.detach()
         out.append(g)
     return tuple(out)
 
@@ -450,8 +457,9 @@ class _Node(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
-        _inputs = ctx.saved_tensors[:2]
-        _saved = (*ctx.saved_tensors[2:], *ctx.extra)
+        _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
+        _inputs = _all[:2]
+        _saved = (*_all[2:], *ctx.extra)
         with _autocast_off(grad_out):
             grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
         return (grads[0], None)

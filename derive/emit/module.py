@@ -225,7 +225,7 @@ class _Bodies:
 
 def _bodies(d: Derivation, flat: bool) -> _Bodies:
     """Input checks, forward and backward lines, and what the lowering recorded about them."""
-    lw = _lowerer(d, first_float(d.graph))
+    lw = _lowerer(d, d.graph.like or first_float(d.graph))
     keep = {d.graph.output, *d.saved} | names_read(output_expr(d.graph, flat))
     forward = _forward_lines(d, lw, keep)
     checks, _ = input_checks(d.graph, flat, lw.wrapping)

@@ -197,6 +197,10 @@ class Graph:
     # the first backward's gated picks, whose guard is a product, not an enclosing where())
     guarded: frozenset[str] | None = None
     ranges: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)  # declared: t -> L
+    # the input the forward makes new tensors like, where not its first float input: the double
+    # backward's grad_y, which torch.func's vmap batches where the op's inputs may not be (a
+    # hessian's), so that a buffer a scatter fills in place is batched as what it adds
+    like: str | None = None
 
     def base(self, name: str) -> sp.IndexedBase:
         return self.tensors[name].base

@@ -48,3 +48,35 @@ def test_the_callers_grad_out_is_left_alone(tmp_path) -> None:
     torch.testing.assert_close(g, torch.ones(2, 3))
     for t in mine:
         torch.testing.assert_close(t.grad, torch.full_like(t, 2.0))
+
+
+def test_an_output_may_be_changed_in_place_as_torchs() -> None:
+    """layernorm's output is a reshape of an intermediate: a view the node made, which autograd
+    refused to change in place (y.relu_(), an in-place dropout) where F.layer_norm's output
+    takes it; likewise a create_graph gradient (gx.mul_(2))."""
+    from generated import layernorm
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 4, generator=g, dtype=torch.float64)
+    w, b = (torch.randn(4, generator=g, dtype=torch.float64) for _ in range(2))
+    mine, ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    y = layernorm.Function.apply(mine, w, b)
+    want = torch.nn.functional.layer_norm(ref, (4,), w, b)
+    y.relu_()
+    want.relu_()
+    (gx,) = torch.autograd.grad(y.pow(2).sum(), mine, create_graph=True)
+    (want_gx,) = torch.autograd.grad(want.pow(2).sum(), ref, create_graph=True)
+    gx.mul_(2)
+    want_gx.mul_(2)
+    torch.testing.assert_close(gx, want_gx)
+
+
+def test_non_reentrant_checkpointing_runs_the_op() -> None:
+    """torch.utils.checkpoint(use_reentrant=False) unpacks each saved tensor once; the node's
+    backward read ctx.saved_tensors twice (CheckpointError)."""
+    from generated import tanh
+
+    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    y = torch.utils.checkpoint.checkpoint(tanh.Function.apply, x, use_reentrant=False)
+    (gx,) = torch.autograd.grad(y.sum(), x)
+    torch.testing.assert_close(gx, 1 - torch.tanh(x.detach()) ** 2)

@@ -373,3 +373,43 @@ def test_an_output_or_gradient_that_is_an_input_works_under_torch_func(tmp_path)
     _close(torch.func.jacrev(torch.func.jacrev(mine))(x), torch.func.hessian(ref)(x))
     batch = torch.randn(4, 2, 3, dtype=torch.float64)
     _close(torch.func.vmap(torch.func.grad(mine))(batch), 18 * batch)
+
+
+def test_hessians_through_scatters_and_a_narrowed_gradient():
+    """hessian of ops whose backward scatters (embedding's index_add_, max_pool2d's
+    scatter_add_): the double forward filled a buffer made like an input, which vmap does not
+    batch where grad_y is batched (it is made like grad_y now); and a dual number through the
+    create_graph backward of causal_conv1d, whose gradient is a narrowed view (a torch
+    internal assert on the tangent's layout, now a copy)."""
+    import torch.autograd.forward_ad as fwAD
+
+    from generated import causal_conv1d, embedding, max_pool2d
+
+    F = torch.nn.functional
+    gen = torch.Generator().manual_seed(5)
+    C = torch.randn(5, 3, generator=gen, dtype=torch.float64)
+    idx = torch.tensor([1, 1, 4])
+    _close(
+        torch.func.hessian(lambda c: embedding.Function.apply(idx, c).pow(2).sum())(C),
+        torch.func.hessian(lambda c: c[idx].pow(2).sum())(C),
+    )
+    x = torch.randn(1, 2, 4, 4, generator=gen, dtype=torch.float64)
+    _close(
+        torch.func.hessian(lambda v: max_pool2d.Function.apply(v).pow(2).sum())(x),
+        torch.func.hessian(lambda v: F.max_pool2d(v, 2, 2).pow(2).sum())(x),
+    )
+    x = torch.randn(2, 3, 5, generator=gen, dtype=torch.float64)
+    w, b = torch.randn(3, 2, generator=gen, dtype=torch.float64), torch.randn(
+        3, dtype=torch.float64
+    )
+    t = torch.randn(x.shape, generator=gen, dtype=torch.float64)
+
+    def ref(v):
+        return F.conv1d(F.pad(v, (1, 0)), w[:, None, :], b, groups=3).pow(2).sum()
+
+    want = torch.func.jvp(torch.func.grad(ref), (x,), (t,))[1]
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x.clone().requires_grad_(), t)
+        out = causal_conv1d.Function.apply(dual, w, b).pow(2).sum()
+        (g,) = torch.autograd.grad(out, dual, create_graph=True)
+        _close(fwAD.unpack_dual(g).tangent, want)
