@@ -409,7 +409,11 @@ class _ThirdOrder(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        raise RuntimeError(f"{OP}: third derivatives are not derived (at most two backwards)")
+        raise RuntimeError(
+            f"{OP}: third derivatives are not derived (at most two backwards); "
+            "torch.autograd.functional.hvp differentiates a double backward once more (its "
+            "double-backward trick): vhp gives the same for a scalar function, or torch.func"
+        )
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
