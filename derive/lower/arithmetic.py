@@ -13,14 +13,14 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.functions import Function, heaviside_code, where
+from derive.functions import BY_NODE, Function, heaviside_code, where
 from derive.ir import nodes as ir
 from derive.ir.printer import ADD_SCALED
 from derive.language import Definition, ReduceMax
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
 from derive.lower.value import align, as_gate, is_gate, number_scale, ordered_terms, plain, union
-from derive.symbolic.indices import without
+from derive.symbolic.indices import free_indices, without
 
 
 def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
@@ -269,6 +269,9 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
     factors = tuple(as_gate(f) for f in sp.Mul.make_args(e))
     gate = next((f for f in factors if is_gate(f)), None)
     if gate is None:
+        factors = _masked(cx, factors)
+        gate = next((f for f in factors if is_gate(f)), None)
+    if gate is None:
         return None
     axes = cx.scope([]).axes
     rest = without(factors, gate)
@@ -284,6 +287,96 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
         return _stepped(*gate.args, x) * outside
     c, a, b = gate.args
     return where(c, a * x, b * x) * outside
+
+
+# RANGE: a gate hidden behind a name. A double backward is lowered statement by statement, and
+# an adjoint defined gated, ``dout_exp0 = where(c, g, where(c2, 0, g / 2))`` (a minimum's
+# step), is read by a later product beside the tensor that overflows exactly where the gate
+# is 0: ``dx = dout_exp0 * out_exp0 / alpha`` with ``out_exp0 = exp(x / alpha)`` inf there
+# (CELU at alpha = 1e-3, x = 800), 0 * inf = nan where the second derivative is 0. The read
+# carries its definition's mask into the product, ``where(c2, 0, 1) * dout_exp0 * ..``, and
+# _gated selects as it does for a gate written in the product itself.
+def zero_mask(e: sp.Expr) -> sp.Expr:
+    """A product of 0/1 gates that is 0 wherever ``e``'s where() and step structure makes it
+    exactly 0, 1 where it may not be (1: no such structure). ``where(c, a, b)``'s is
+    ``where(c, mask(a), mask(b))``, 0's is 0, a product's the product of its factors',
+    ``Heaviside(u, h)``'s ``where(u < 0, 0, 1)`` (``where(u > 0, 1, 0)`` for h = 0)."""
+    if e == 0:
+        return sp.S.Zero
+    if isinstance(e, where):
+        c, a, b = e.args
+        return where(c, zero_mask(a), zero_mask(b))
+    if isinstance(e, sp.Mul):
+        return sp.Mul(*[zero_mask(f) for f in e.args])
+    if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
+        return zero_mask(e.base)
+    if isinstance(e, sp.Heaviside) and e.atoms(sp.Indexed):
+        arg = e.args[0]
+        at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
+        if at_zero == 0:
+            return where(arg > 0, 1, 0)
+        return where(arg < 0, 0, 1) if at_zero.is_nonzero else sp.S.One
+    return sp.S.One
+
+
+def note_zeros(cx: Context, name: str, e: sp.Expr, axes: tuple) -> None:
+    """Remember ``name[axes] = e``'s :func:`zero_mask` when it has one that a read of the name
+    can state alone: over the name's own axes, no sum or Max in it."""
+    mask = zero_mask(e)
+    if mask.is_number or mask.has(sp.Sum, ReduceMax):
+        return
+    if free_indices(mask) <= set(axes):
+        cx.zeros[name] = (tuple(axes), mask)
+
+
+def overflowing(steps: list) -> set[str]:
+    """The tensors among the forward's ``steps`` defined as a function that grows fast (exp,
+    cosh, sinh, expm1): inf as a float where the real value is merely large."""
+    return {
+        step.name
+        for step in steps
+        if isinstance(step, Definition)
+        and type(step.body) in BY_NODE
+        and BY_NODE[type(step.body)].grows_fast
+    }
+
+
+def _may_overflow(cx: Context, f: sp.Expr) -> bool:
+    """A factor that may be inf where its real value is finite: a read of a tensor the forward
+    defines as a function that grows fast, such a call itself, a power of one, a division by
+    a tensor."""
+    if isinstance(f, sp.Pow):
+        if f.exp.is_negative:
+            return not cx.scope([]).scalar(f.base)
+        return _may_overflow(cx, f.base)
+    if type(f) in BY_NODE:
+        return BY_NODE[type(f)].grows_fast
+    return _tensor_name(f) in cx.overflowing
+
+
+def _masked(cx: Context, factors: tuple) -> tuple:
+    """``factors`` with each plain read of a name :func:`note_zeros` remembered (its indices
+    symbols) multiplied by its mask, the mask's axes those of the read, where another factor
+    may overflow; ``factors``
+    where none does. Not inside a where() that selects on the mask's own condition: there
+    the mask is decided (and selecting again would not end)."""
+    if not any(_may_overflow(cx, f) for f in factors):
+        return factors
+    decided = {w.args[0] for w in cx.within if isinstance(w, where)}
+    out: list[sp.Expr] = []
+    for f in factors:
+        entry = cx.zeros.get(_tensor_name(f) or "")
+        indices = f.indices if isinstance(f, sp.Indexed) else ()
+        if entry is None or len(entry[0]) != len(indices) or indices and not plain(f):
+            out.append(f)
+            continue
+        axes, mask = entry
+        mask = mask.xreplace(dict(zip(axes, indices, strict=True)))
+        if {w.args[0] for w in mask.atoms(where)} & decided:
+            out.append(f)
+            continue
+        out.extend([*sp.Mul.make_args(mask), f])
+    return tuple(out)
 
 
 def _reads_param(cx: Context, e: sp.Expr) -> bool:

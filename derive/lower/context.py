@@ -150,6 +150,12 @@ class Context:
     # (a softmax's numerator exp(a - max a)): at most 1 where read, a product's first factors
     maxima: set[str] = field(default_factory=set)
     shifted: set[str] = field(default_factory=set)
+    # the tensors the forward defines as a function that overflows (exp, cosh: grows_fast)
+    overflowing: set[str] = field(default_factory=set)
+    # the names assigned so far that are exactly 0 where a where() or a step of theirs drops a
+    # branch: name -> (its axes, the mask: a product of 0/1 gates, 0 where the name is 0),
+    # for a later product that reads the name beside an overflow (see arithmetic._masked)
+    zeros: dict[str, tuple[tuple[sp.Symbol, ...], sp.Expr]] = field(default_factory=dict)
     # the expressions whose lowering is under way, innermost last (see :meth:`value`)
     within: list[sp.Expr] = field(default_factory=list, repr=False)
 

@@ -39,7 +39,16 @@ from derive.ir.sharing import common_subexpressions
 from derive.ir.slices import merged_maps
 from derive.language import ReduceMax
 from derive.language.argmax import Digits
-from derive.lower.arithmetic import add, call, heaviside, mul, power, shifted_maxima
+from derive.lower.arithmetic import (
+    add,
+    call,
+    heaviside,
+    mul,
+    note_zeros,
+    overflowing,
+    power,
+    shifted_maxima,
+)
 from derive.lower.assign import assign, is_scatter, is_solved_scatter, scatter, solved_scatter
 from derive.lower.context import Context
 from derive.lower.indexing import arange, clamped, digit, indexed, mask
@@ -81,6 +90,7 @@ class Lowerer:
         maxima, shifted = shifted_maxima(steps or [])  # the forward's steps (a product's order)
         self.context.maxima.update(maxima)
         self.context.shifted.update(shifted)
+        self.context.overflowing.update(overflowing(steps or []))
         self._params = frozenset(params or ())  # python numbers a caller sets (see scalars)
         # an int param (a stride) is never inf: only float ones may make a product non-finite
         self.context.params = frozenset(
@@ -201,6 +211,7 @@ class Lowerer:
         try:
             assign(self.context, name, expr, axes, dims)
             self._rewrite(start)
+            note_zeros(self.context, name, sp.sympify(expr), axes)
         except (AxisError, ValueError) as exc:  # a shape the lowering cannot do: say so, clearly
             raise DerivationError(self.context.op, f"cannot lower {name} = {expr}: {exc}") from None
 

@@ -409,6 +409,59 @@ def test_an_overflowing_exp_beside_its_gate_is_selected_not_multiplied(
     assert torch.allclose(out, want, rtol=1e-14) and torch.allclose(dx, want_dx, rtol=1e-12)
 
 
+def _second_derivative(f, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """d/dx of <w, d/dx <w, f(x)>>, by autograd's double backward through ``f``."""
+    leaf = x.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad((f(leaf) * w).sum(), leaf, create_graph=True)
+    (h,) = torch.autograd.grad((g * w).sum(), leaf)
+    return h
+
+
+@pytest.mark.parametrize("row", [[0.0, 800.0], [-1e4, 0.0], [0.0, 0.0, 750.0], [0.3, -0.2, 1.0]])
+def test_an_overflowing_exp_beside_its_gated_adjoint_is_selected_in_the_double_backward(
+    row: list, tmp_path: Path
+) -> None:
+    """The double backward of the running logsumexp reads the exp's adjoint, gated by the
+    causal where() in an earlier statement, beside the exp (inf where the gate is 0): it
+    selects, equal to torch.logcumsumexp's double backward (0 * inf was nan)."""
+    module, _ = _module("masked_exp_beside_its_gate", tmp_path)
+    x = torch.tensor([row], dtype=torch.float64)
+    w = torch.linspace(0.5, 1.5, len(row), dtype=torch.float64)[None]
+    mine = _second_derivative(module.Function.apply, x, w)
+    want = _second_derivative(lambda a: torch.logcumsumexp(a, 1), x, w)
+    assert torch.isfinite(mine).all(), mine
+    assert torch.allclose(mine, want, rtol=1e-10, atol=1e-13), (mine, want)
+
+
+def test_celu_at_a_small_alpha_has_a_finite_second_derivative(tmp_path: Path) -> None:
+    """CELU at alpha = 1e-3: exp(x / alpha) is inf from x = 0.71 on, where minimum's step
+    gates its adjoint to 0; the double backward read that adjoint beside the exp in a later
+    statement and was nan there. Now it is exp(x / alpha) / alpha for x < 0 and 0 above, as
+    written by hand (torch's celu's double backward agrees to 1e-7: it works from the output)."""
+    module, _ = _module("celu_gated_adjoint", tmp_path)
+    alpha = 1e-3
+    x = torch.tensor([2.0, 800.0, 1e4, 0.5, 1e-4, -5e-4, -1e-2, -1.0, -800.0], dtype=torch.float64)
+    w = torch.linspace(0.5, 1.5, len(x), dtype=torch.float64)
+    mine = _second_derivative(lambda a: module.Function.apply(a, alpha=alpha), x, w)
+    by_hand = w * w * torch.where(x < 0, torch.exp(x / alpha) / alpha, 0)
+    torch_celu = _second_derivative(lambda a: torch.nn.functional.celu(a, alpha), x, w)
+    assert torch.isfinite(mine).all(), mine
+    assert torch.allclose(mine, by_hand, rtol=1e-12, atol=0), (mine, by_hand)
+    assert torch.allclose(mine, torch_celu, rtol=1e-6, atol=0), (mine, torch_celu)
+
+
+def test_elu_by_hand_has_a_finite_second_derivative_where_exp_overflows(tmp_path: Path) -> None:
+    """ELU by where(): the double backward read exp(x)'s adjoint, gated in an earlier
+    statement, beside exp(x) (inf from x = 710 on): nan there, where torch's elu's is 0."""
+    module, _ = _module("elu_by_hand", tmp_path)
+    x = torch.tensor([1e4, 800.0, 2.0, -1.0, -800.0], dtype=torch.float64)
+    w = torch.linspace(0.5, 1.5, len(x), dtype=torch.float64)
+    mine = _second_derivative(module.Function.apply, x, w)
+    want = _second_derivative(torch.nn.functional.elu, x, w)
+    assert torch.isfinite(mine).all(), mine
+    assert torch.allclose(mine, want, rtol=1e-12, atol=0), (mine, want)
+
+
 @pytest.mark.parametrize(
     ("logits", "dtype"),
     [([[20.0, 0.0, 0.0], [0.0, 1.0, 2.0]], torch.float32), ([[40.0, 0.0, 0.0]], torch.float64)],
