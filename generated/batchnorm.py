@@ -409,14 +409,18 @@ def _own_output(out, inputs):
     # an output that is an input, or a view of one (out[n] = x[n]), or a view of part of an
     # intermediate (a causal conv's .narrow) is returned as a copy: a node's output aliasing an
     # input, or a part of a larger storage, asks forward mode for a view as its tangent
-    base = out if out._base is None else out._base
-    aliased = any(base is x or base is x._base for x in inputs)
-    if aliased or base.numel() != out.numel():
-        return out.clone()
-    # a whole view of an intermediate (out = outg.reshape(..)) is handed on as a tensor of its
-    # own: autograd refuses an in-place change (y.relu_(), a dropout in place) to a view a node
-    # made, where torch's own ops allow it (found by probing)
-    return out if out._base is None else out.detach()
+    base = _storage(out)
+    return out.clone() if any(base is x or base is x._base for x in inputs) else _unviewed(out)
+
+
+def _unviewed(t):
+    # a view a node made handed on as a tensor of its own: part of a larger storage copied (a
+    # narrow), a whole view detached (out = outg.reshape(..)); autograd refuses an in-place
+    # change (y.relu_(), a dropout in place) to a view a node made, where torch's own outputs
+    # take it (found by probing)
+    if t._base is None:
+        return t
+    return t.clone() if t._base.numel() != t.numel() else t.detach()
 
 
 def _distinct(grad_out, grads):
@@ -432,8 +436,7 @@ def _distinct(grad_out, grads):
             if any(_storage(g) is s for s in seen):
                 g = g.clone()
             seen.append(_storage(g))
-            if g._base is not None:  # a view the node made (dx.reshape(..)): see _own_output
-                g = g.clone() if g._base.numel() != g.numel() else g.detach()
+            g = _unviewed(g)
         out.append(g)
     return tuple(out)
 
@@ -464,13 +467,11 @@ class _Backward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *cotangents):
-        grad_out, x, gain, bias = ctx.saved_tensors
-        _targets = (x, gain, bias)
-        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+        grad_out, *inputs = ctx.saved_tensors
         with torch.no_grad(), _autocast_off(grad_out):
-            _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
-            grads = _double_backward(torch.ones_like(_pair), _saved)
-        grads = _no_third_order((grad_out, x, gain, bias, *cotangents), grads)
+            grads = _double(ctx, grad_out, inputs, cotangents)
+        given = [v for v in cotangents if v is not None]
+        grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
         return (grads[3], None, None, *grads[:3])
 
@@ -492,6 +493,17 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
+def _double(ctx, grad_out, inputs, cotangents):
+    # the derived double backward at (inputs, grad_out) along the cotangents v of the first
+    # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
+    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    x, gain, bias = inputs
+    _targets = (x, gain, bias)
+    cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
+    _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
+    return _double_backward(torch.ones_like(_pair), _saved)
+
+
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     # the backward's tangent. B(x, g) = J(x)^T g is linear in g and the gradient in x of
     # phi = <g, f(x)>, so along (t_x, t_g) it moves by B(x, t_g) + H t_x, H the Hessian of phi
@@ -505,9 +517,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0, 1, 2]]
     if any(t is not None for t in cotangents):
-        cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
-        _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
-        grads = _double_backward(torch.ones_like(_pair), _saved)
+        grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0, 1, 2]]
         out = [h if o is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -748,22 +758,10 @@ class _TransformableBackward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *cotangents):
-        grad_out, x, gain, bias = ctx.saved_tensors
+        grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
-            ctx.saved = _TransformableBackward._saved(
-                ctx,
-                (
-                    x,
-                    gain,
-                    bias,
-                ),
-            )
-            _targets = (x, gain, bias)
-            cotangents = [
-                torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)
-            ]
-            _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
-            grads = _double_backward(torch.ones_like(_pair), _saved)
+            ctx.saved = _TransformableBackward._saved(ctx, inputs)
+            grads = _double(ctx, grad_out, inputs, cotangents)
         return (grads[3], *grads[:3]) + (None,) * 1
 
     @staticmethod
