@@ -97,7 +97,7 @@ def _check_range(name, t, size_name, size, before=False, guarded=False):
     # guarded: read only under where(t >= 0, ...), so a negative entry marks a position to ignore
     if before and t.device.type == "cpu" and not torch.compiler.is_compiling():
         return
-    if t.device.type == "meta":  # shapes only, no values to check
+    if _shapes_only(t):
         return
     if torch.compiler.is_compiling():  # no host sync in a graph: asserted where it runs
         inside = t < size if guarded else (t >= 0) & (t < size)
@@ -110,6 +110,18 @@ def _check_range(name, t, size_name, size, before=False, guarded=False):
             raise IndexError(
                 f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size}){ignored}"
             )
+
+
+def _shapes_only(t):
+    # a meta tensor or FakeTensorMode's (shape inference, memory estimates) has no values to
+    # check: reading them raised torch's DataDependentOutputException under FakeTensorMode
+    # where torch's own index kernels run (found by probing)
+    if t.device.type == "meta":
+        return True
+    if torch.compiler.is_compiling():  # traced (on fake tensors): asserted in the graph
+        return False
+    is_fake = getattr(getattr(torch._subclasses, "fake_tensor", None), "is_fake", None)
+    return is_fake is not None and is_fake(t)
 
 
 def forward(logits, targets):

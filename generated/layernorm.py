@@ -30,6 +30,8 @@ Tangents (forward mode), derived by backgen from the forward, in _jvp:
     t_out[batch, c] = gain[c]*t_xhat[batch, c] + t_bias[c] + t_gain[c]*xhat[batch, c]
 """
 
+import math
+
 import contextlib
 
 import torch
@@ -473,13 +475,13 @@ class _Backward(torch.autograd.Function):
     def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
-        with _autocast_off(grad_out):
+        with _autocast_off(grad_out), _legacy_vmap(t_grad_out, *t_inputs):
             return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
-        with torch.no_grad(), _autocast_off(grad_out):
+        with torch.no_grad(), _autocast_off(grad_out), _legacy_vmap(*cotangents):
             grads = _double(ctx, grad_out, inputs, cotangents)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
@@ -561,7 +563,7 @@ class _Node(torch.autograd.Function):
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
-        with _autocast_off(grad_out):
+        with _autocast_off(grad_out), _legacy_vmap(grad_out):
             grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
         return (grads[0], grads[1], grads[2], None)
 
@@ -581,18 +583,19 @@ class _Dual(_Node):
     @staticmethod
     def jvp(ctx, *tangents):
         x, gain, bias = ctx.saved_tensors
-        return _laid_out_as(
-            _jvp(
-                x,
-                gain,
-                bias,
-                _tangent(0, x, tangents),
-                _tangent(1, gain, tangents),
-                _tangent(2, bias, tangents),
-                eps=ctx.params[0],
-            ),
-            ctx.layout,
-        )
+        with _legacy_vmap(*tangents):
+            return _laid_out_as(
+                _jvp(
+                    x,
+                    gain,
+                    bias,
+                    _tangent(0, x, tangents),
+                    _tangent(1, gain, tangents),
+                    _tangent(2, bias, tangents),
+                    eps=ctx.params[0],
+                ),
+                ctx.layout,
+            )
 
 
 class Function:
@@ -648,6 +651,101 @@ def _autocast_off(like):
     if _autocast_on(like.device.type):
         return torch.autocast(like.device.type, enabled=False)
     return contextlib.nullcontext()
+
+
+def _legacy_vmap(*tensors):
+    # autograd's batched gradients (torch.autograd.functional.jacobian and hessian with
+    # vectorize=True, autograd.grad(is_grads_batched=True), gradcheck's check_batched_grad)
+    # run a node's backward and jvp under torch's legacy vmap, which has no batching rule for
+    # einsum, flatten or unflatten and raised there: while a gradient or tangent handed in is
+    # one of its batched tensors, those three calls of the generated code go through
+    # bmm, reshape and permute, which it batches (found by probing)
+    if torch.compiler.is_compiling() or not any(
+        isinstance(t, torch.Tensor) and _is_legacy_batched(t) for t in tensors
+    ):
+        return contextlib.nullcontext()
+    return _LegacyVmap()
+
+
+def _is_legacy_batched(t):
+    check = getattr(torch._C._functorch, "is_legacy_batchedtensor", None)
+    return check is not None and check(t)
+
+
+class _LegacyVmap(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.einsum:
+            return _einsum_by_bmm(*args, **kwargs)
+        if func in (torch.flatten, torch.Tensor.flatten):
+            return _flatten(*args, **kwargs)
+        if func in (torch.unflatten, torch.Tensor.unflatten):
+            return _unflatten(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
+def _flatten(t, start_dim=0, end_dim=-1):
+    # t.flatten(start_dim, end_dim) as a reshape, the lengths spelled out (an empty tensor
+    # leaves -1 undetermined)
+    n = t.dim()
+    start, end = start_dim % max(n, 1), end_dim % max(n, 1)
+    shape = tuple(t.shape)
+    return t.reshape(shape[:start] + (math.prod(shape[start : end + 1]),) + shape[end + 1 :])
+
+
+def _unflatten(t, dim, sizes):
+    # t.unflatten(dim, sizes) as a reshape; a -1 among sizes is solved from the axis's length
+    # (left to reshape, it is undetermined in an empty tensor)
+    dim = dim % t.dim()
+    shape = tuple(t.shape)
+    known = math.prod(n for n in sizes if n != -1)
+    sizes = tuple(shape[dim] // max(known, 1) if n == -1 else n for n in sizes)
+    return t.reshape(shape[:dim] + sizes + shape[dim + 1 :])
+
+
+def _einsum_by_bmm(spec, *operands):
+    # torch.einsum as torch's own einsum runs it, one pair of operands at a time (each
+    # permuted and reshaped into a bmm), from operations legacy vmap batches
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    inputs, result = spec.replace(" ", "").split("->")
+    terms, tensors = [list(s) for s in inputs.split(",")], []
+    for t, letters in zip(operands, terms):
+        while len(set(letters)) < len(letters):  # a diagonal, "ii->i": taken first
+            i = next(k for k, a in enumerate(letters) if letters.count(a) > 1)
+            j = letters.index(letters[i], i + 1)
+            t = t.diagonal(0, i, j)
+            letters[:] = [a for k, a in enumerate(letters) if k not in (i, j)] + [letters[i]]
+        tensors.append(t)
+    sizes = {}
+    for t, letters in zip(tensors, terms):
+        for a, n in zip(letters, t.shape):
+            sizes[a] = n if sizes.get(a, 1) == 1 else sizes[a]  # a length 1 broadcasts
+    tensors = [t.expand([sizes[a] for a in letters]) for t, letters in zip(tensors, terms)]
+    t, have = _sum_unneeded(tensors[0], terms[0], set(result).union(*terms[1:]))
+    for k in range(1, len(tensors)):
+        needed = set(result).union(*terms[k + 1 :])
+        u, other = _sum_unneeded(tensors[k], terms[k], needed | set(have))
+        t, have = _sum_unneeded(t, have, needed | set(other))
+        batch = [a for a in have if a in other and a in needed]
+        summed = [a for a in have if a in other and a not in needed]
+        left = [a for a in have if a not in other]
+        right = [a for a in other if a not in have]
+        t = t.permute([have.index(a) for a in batch + left + summed])
+        u = u.permute([other.index(a) for a in batch + summed + right])
+        n = [math.prod(sizes[a] for a in group) for group in (batch, left, summed, right)]
+        t = torch.bmm(t.reshape(n[0], n[1], n[2]), u.reshape(n[0], n[2], n[3]))
+        have = batch + left + right
+        t = t.reshape([sizes[a] for a in have])
+    t, have = _sum_unneeded(t, have, set(result))
+    return t.permute([have.index(a) for a in result])
+
+
+def _sum_unneeded(t, letters, needed):
+    dims = [k for k, a in enumerate(letters) if a not in needed]
+    if not dims:
+        return t, list(letters)
+    return t.sum(dims), [a for a in letters if a in needed]
 
 
 def _dtype_policy(args, n_inputs):

@@ -104,6 +104,9 @@ def batched(node: ir.Matmul) -> bool:
 
 SUM_LEADING = "_sum_leading"  # the module's helper for a sum over leading axes
 ADD_SCALED = "_add_scaled"  # the module's helper for r + c * t, torch.add's alpha when eager
+# the module's context that reroutes einsum, flatten and unflatten under autograd's legacy vmap
+LEGACY_VMAP = "_legacy_vmap"
+LEGACY_UNBATCHED = (ir.Contract, ir.Flatten, ir.Unflatten)
 
 
 def leading_sum(node: ir.Reduce) -> int | None:
@@ -131,8 +134,10 @@ def called_helpers(lines: list) -> set[str]:
             continue
         for root in statement.nodes():
             for n in ir.walk(root):
+                if isinstance(n, LEGACY_UNBATCHED):
+                    called.add(LEGACY_VMAP)
                 if isinstance(n, ir.Reduce) and leading_sum(n):
-                    called.add(SUM_LEADING)
+                    called |= {SUM_LEADING, LEGACY_VMAP}  # it flattens and unflattens
                 elif isinstance(n, ir.Apply) and n.form.startswith(ADD_SCALED + "("):
                     called.add(ADD_SCALED)
                 else:
