@@ -10,6 +10,7 @@ Every definition's body goes through the identity table's definition rules
 
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import re
@@ -345,7 +346,7 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
         raise
     except TypeError as exc:
         if "not subscriptable" in str(exc):
-            raise LangError(f"unknown tensor in '{shown}' ({exc})") from None
+            raise LangError(_not_subscriptable(text, local)) from None
         raise LangError(f"cannot parse '{shown}': {exc}") from None
     except Exception as exc:  # SymPy's parser raises many types; the user needs one message
         if "Rank mismatch" in str(exc):
@@ -354,7 +355,48 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:
         raise LangError(f"unknown function {', '.join(undefined)} (known: {known_names()})")
-    return sp.sympify(expr)
+    expr = sp.sympify(expr)
+    bare = _bare_tensors(expr)
+    if bare:
+        rank = len(bare[0].shape)
+        raise LangError(
+            f"tensor '{bare[0]}' is read without its indices: it has {rank} "
+            f"dimension{'s' if rank != 1 else ''}, so read it as {bare[0]}[...] with one index each"
+        )
+    return expr
+
+
+def _bare_tensors(e: sp.Expr) -> list[sp.IndexedBase]:
+    """The tensors ``e`` names without subscripts (``x[n, m] ** x``, ``out = x``): SymPy
+    reads a bare IndexedBase as a symbol, which the checks below called an unknown name and
+    the lowering could not lower, naming no definition."""
+    if isinstance(e, sp.Indexed):
+        return [b for sub in e.indices for b in _bare_tensors(sub)]
+    if isinstance(e, sp.IndexedBase):
+        return [e]
+    found = []
+    for arg in e.args:
+        found += [b for b in _bare_tensors(arg) if b not in found]
+    return found
+
+
+def _not_subscriptable(text: str, names: dict[str, object]) -> str:
+    """Why ``text`` subscripts something that is not a tensor: the first name before a '['
+    that is no tensor with dimensions. A misspelled tensor is the commonest case, so the
+    message names it and the closest known tensor, instead of SymPy's TypeError."""
+    tensors = sorted(k for k, v in names.items() if isinstance(v, sp.IndexedBase))
+    for word in re.findall(r"\b([A-Za-z_]\w*)\s*\[", text):
+        known = names.get(word)
+        if isinstance(known, sp.IndexedBase):
+            continue
+        if isinstance(known, sp.Symbol) and not known.is_integer:
+            return f"'{word}' is 0-d (a 0-d tensor or a param): read it whole, without [...]"
+        if isinstance(known, sp.Symbol) and known.is_positive:
+            return f"'{word}' is a size, not a tensor: it takes no subscript"
+        close = difflib.get_close_matches(word, tensors, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown tensor '{word}': not an input or a definition above this one{hint}"
+    return f"something subscripted in '{text.strip()}' is not a tensor"
 
 
 def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> None:

@@ -16,7 +16,17 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("index missing on the left", X, ["out[n] = x[n, m]"], {}, "index m is neither"),
     ("unknown function", X, ["out[n, m] = floor(x[n, m])"], {}, "unknown function floor"),
     ("SymPy's namespace", X, ["out[n, m] = gamma(x[n, m])"], {}, "unknown function gamma"),
-    ("unknown tensor", X, ["out[n, m] = y[n, m]"], {}, "unknown"),
+    ("unknown tensor", X, ["out[n, m] = y[n, m]"], {}, "unknown tensor 'y'"),
+    # a misspelling is named, with the tensor meant (the message was SymPy's TypeError)
+    ("misspelled tensor", X, ["out[n] = Sum(xx[n, m], m)"], {}, "did you mean 'x'?"),
+    ("a param subscripted", X, ["out[n, m] = x[n, m] * a[n]"], {"a": 1.0}, "'a' is 0-d"),
+    ("a size subscripted", X, ["out[n, m] = x[n, m] * N[n]"], {}, "'N' is a size"),
+    # a bare tensor was "unknown name 'x'", or "cannot lower x (IndexedBase)" naming no line
+    ("a tensor without indices", X, ["out = x"], {}, "'x' is read without its indices"),
+    ("a tensor as an exponent", X, ["out[n, m] = x[n, m] ** x"], {}, "without its indices"),
+    # Sum(x, m, m) derived M * sum_m x where the forward summed once (and raised)
+    ("an index twice in one Sum", X, ["out[n] = Sum(x[n, m], m, m)"], {}, "'m' twice"),
+    ("an index twice in one Max", X, ["out = Max(x[n, m], n, m, n)"], {}, "'n' twice"),
     ("unknown size", X, ["out[n, m] = x[n, m] * K"], {}, "unknown size 'K'"),
     ("oo", X, ["out[n, m] = x[n, m] * oo"], {}, "unknown name 'oo'"),
     ("undeclared scalar", X, ["out[n, m] = x[n, m] * alpha"], {}, "unknown name 'alpha'"),
