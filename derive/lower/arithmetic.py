@@ -299,7 +299,8 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
 def zero_mask(e: sp.Expr) -> sp.Expr:
     """A product of 0/1 gates that is 0 wherever ``e``'s where() and step structure makes it
     exactly 0, 1 where it may not be (1: no such structure). ``where(c, a, b)``'s is
-    ``where(c, mask(a), mask(b))``, 0's is 0, a product's the product of its factors',
+    ``where(c, mask(a), mask(b))``, 0's is 0, a product's the product of its factors', a sum's
+    the one mask all its terms share (1 where they differ),
     ``Heaviside(u, h)``'s ``where(u < 0, 0, 1)`` (``where(u > 0, 1, 0)`` for h = 0)."""
     if e == 0:
         return sp.S.Zero
@@ -308,6 +309,11 @@ def zero_mask(e: sp.Expr) -> sp.Expr:
         return where(c, zero_mask(a), zero_mask(b))
     if isinstance(e, sp.Mul):
         return sp.Mul(*[zero_mask(f) for f in e.args])
+    if isinstance(e, sp.Add):
+        # a sum is 0 where every term is; stated here only where the terms share one mask
+        # (a second order's adjoint of a masked exp, ``g (where(c, a, 0) + where(c, b, 0))``)
+        masks = {zero_mask(t) for t in e.args} - {sp.S.Zero}
+        return masks.pop() if len(masks) == 1 else sp.S.One
     if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
         return zero_mask(e.base)
     if isinstance(e, sp.Heaviside) and e.atoms(sp.Indexed):
@@ -341,14 +347,14 @@ def overflowing(steps: list) -> set[str]:
     }
 
 
-def _may_overflow(cx: Context, f: sp.Expr) -> bool:
+def may_overflow(cx: Context, f: sp.Expr) -> bool:
     """A factor that may be inf where its real value is finite: a read of a tensor the forward
     defines as a function that grows fast, such a call itself, a power of one, a division by
     a tensor."""
     if isinstance(f, sp.Pow):
         if f.exp.is_negative:
             return not cx.scope([]).scalar(f.base)
-        return _may_overflow(cx, f.base)
+        return may_overflow(cx, f.base)
     if type(f) in BY_NODE:
         return BY_NODE[type(f)].grows_fast
     return _tensor_name(f) in cx.overflowing
@@ -360,7 +366,7 @@ def _masked(cx: Context, factors: tuple) -> tuple:
     may overflow; ``factors``
     where none does. Not inside a where() that selects on the mask's own condition: there
     the mask is decided (and selecting again would not end)."""
-    if not any(_may_overflow(cx, f) for f in factors):
+    if not any(may_overflow(cx, f) for f in factors):
         return factors
     decided = {w.args[0] for w in cx.within if isinstance(w, where)}
     out: list[sp.Expr] = []
