@@ -100,3 +100,28 @@ def test_check_command_reports_each_input_and_exits_nonzero_on_failure(tmp_path:
         cwd=ROOT,
     )
     assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+
+
+def test_finite_differences_allow_for_the_rounding_of_a_large_loss(tmp_path: Path) -> None:
+    """A 0-d loss of ~1e3 (a gated recurrence's squared sum, seed 0): every nudge reaches it,
+    so central differences carry eps * |loss| / h ~ 5e-7 of rounding noise, and a gradient
+    entry near 0, judged against max(1, |reference|), read 1.4e-6 > 1e-6: a correct module
+    failed (found by probing). The comparison now allows for that noise; autograd's is
+    unchanged (1e-10)."""
+    (tmp_path / "op").mkdir()
+    op_file = tmp_path / "op" / "gated_sq.py"
+    op_file.write_text(
+        "from derive import Op\n\n"
+        "OP = Op(\n"
+        '    name="gated_sq",\n'
+        '    inputs=["x[N, T]", "la[N, T]"],\n'
+        '    ranges={"t": "T"},\n'
+        "    definitions=[\n"
+        '        "c[n, t] = Sum(where(s <= t, la[n, s], 0), s)",\n'
+        '        "h[n, t] = Sum(where(s <= t, exp(c[n, t] - c[n, s]) * x[n, s], 0), s)",\n'
+        '        "out = Sum(h[n, t]**2, n, t)",\n'
+        "    ],\n"
+        ")\n"
+    )
+    path, op = _module(op_file, tmp_path)
+    assert "gradcheck passed" in check_module(path, op, seeds=1)
