@@ -121,9 +121,12 @@ def random_inputs(
     dtype: torch.dtype = torch.float64,
     how: str = "normal",
     scale: int = 1,
+    counts_from: int = 0,
 ) -> list[torch.Tensor]:
     """Inputs of the declared shapes with random sizes in [2, 5] (each times ``scale``: the
-    same draw, larger, for how a cost grows); int64 inputs index in range."""
+    same draw, larger, for how a cost grows); int64 inputs index in range, and one that is no
+    subscript (compared only, a count such as ``where(j < lens[b], s, -inf)``) is drawn in
+    [counts_from, 3)."""
     g = op if isinstance(op, Graph) else parse(op)
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -141,7 +144,7 @@ def random_inputs(
         shape = (lead if t.batched else ()) + tuple(int(sp.sympify(d).subs(sizes)) for d in dims)
         if t.integer:
             # a guarded index (where(t >= 0, ..)) gets its ignored entries too: -1
-            low = -1 if name in guarded else 0
+            low = -1 if name in guarded else 0 if name in limits else counts_from
             out.append(torch.randint(low, limits.get(name, 3), shape, generator=gen))
         else:
             out.append(_draw(shape, how, gen, dtype))
@@ -153,9 +156,20 @@ def _finite(values) -> bool:
 
 
 def defined_inputs(g: Graph, seed: int, scale: int = 1) -> tuple[list[torch.Tensor], str]:
-    """The first draw of :data:`DRAWS` where the definitions and their gradients are finite."""
-    for how in DRAWS:
-        inputs = random_inputs(g, seed, how=how, scale=scale)
+    """The first draw of :data:`DRAWS` where the definitions and their gradients are finite;
+    then the same with the int inputs that are no subscript drawn from 1: a length of 0 in
+    ``where(j < lens[b], s, -inf)`` masks a whole row of a softmax (0 / 0, as in torch), and
+    a correct key-padding attention had no draw to check (found by probing)."""
+    subscripts = {
+        sub.base.label.name
+        for step in g.steps
+        for ind in getattr(step, "body", sp.S.Zero).atoms(sp.Indexed)
+        for sub in ind.indices
+        if isinstance(sub, sp.Indexed)
+    }
+    counts = any(g.tensors[n].integer and n not in subscripts for n in g.inputs)
+    for counts_from, how in [(0, how) for how in DRAWS] + [(1, how) for how in DRAWS] * counts:
+        inputs = random_inputs(g, seed, how=how, scale=scale, counts_from=counts_from)
         named = dict(zip(g.inputs, inputs, strict=True))
         values = evaluate(g, named)
         grad_out = torch.ones_like(values[g.output])

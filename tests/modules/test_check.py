@@ -125,3 +125,26 @@ def test_finite_differences_allow_for_the_rounding_of_a_large_loss(tmp_path: Pat
     )
     path, op = _module(op_file, tmp_path)
     assert "gradcheck passed" in check_module(path, op, seeds=1)
+
+
+def test_a_length_compared_with_an_index_is_drawn_from_one(tmp_path: Path) -> None:
+    """Key-padding attention, ``where(j < lens[b], s, -inf)``: lens indexes nothing, so it was
+    drawn in [0, 3), and a length of 0 masks a whole row (0 / 0, as in torch) at every seed:
+    "no draw gives finite values", and generate --check refused a correct module (found by
+    probing). Such a count is drawn from 1 when no draw from 0 is finite."""
+    (tmp_path / "op").mkdir()
+    op_file = tmp_path / "op" / "key_padding.py"
+    op_file.write_text(
+        "from derive import Op\n\n"
+        "OP = Op(\n"
+        '    name="key_padding",\n'
+        '    inputs=["q[B, T, D]", "k[B, T, D]", "lens[B]: int64"],\n'
+        "    definitions=[\n"
+        '        "s[b, i, j] = where(j < lens[b], Sum(q[b, i, d] * k[b, j, d], d), -inf)",\n'
+        '        "m[b, i] = Max(s[b, i, j], j)",\n'
+        '        "out[b, i, j] = exp(s[b, i, j] - m[b, i]) / Sum(exp(s[b, i, j2] - m[b, i]), j2)",\n'
+        "    ],\n"
+        ")\n"
+    )
+    path, op = _module(op_file, tmp_path)
+    assert "gradcheck passed" in check_module(path, op, seeds=2)
