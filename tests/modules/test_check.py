@@ -142,7 +142,8 @@ def test_a_length_compared_with_an_index_is_drawn_from_one(tmp_path: Path) -> No
         "    definitions=[\n"
         '        "s[b, i, j] = where(j < lens[b], Sum(q[b, i, d] * k[b, j, d], d), -inf)",\n'
         '        "m[b, i] = Max(s[b, i, j], j)",\n'
-        '        "out[b, i, j] = exp(s[b, i, j] - m[b, i]) / Sum(exp(s[b, i, j2] - m[b, i]), j2)",\n'
+        '        "e[b, i, j] = exp(s[b, i, j] - m[b, i])",\n'
+        '        "out[b, i, j] = e[b, i, j] / Sum(e[b, i, j2], j2)",\n'
         "    ],\n"
         ")\n"
     )
