@@ -310,10 +310,14 @@ def zero_mask(e: sp.Expr) -> sp.Expr:
     if isinstance(e, sp.Mul):
         return sp.Mul(*[zero_mask(f) for f in e.args])
     if isinstance(e, sp.Add):
-        # a sum is 0 where every term is; stated here only where the terms share one mask
-        # (a second order's adjoint of a masked exp, ``g (where(c, a, 0) + where(c, b, 0))``)
+        # a sum is 0 where every term is: the one mask the terms share, or the gates common
+        # to all of them (a second order's adjoint of a masked exp, ``g (where(c, a, 0) +
+        # where(c, b where(d, 1, 0), 0))`` is 0 wherever c is false)
         masks = {zero_mask(t) for t in e.args} - {sp.S.Zero}
-        return masks.pop() if len(masks) == 1 else sp.S.One
+        if len(masks) <= 1:
+            return masks.pop() if masks else sp.S.Zero
+        common = set.intersection(*[_outer_gates(m) for m in masks])
+        return sp.Mul(*[where(c, 1, 0) for c in sorted(common, key=sp.default_sort_key)])
     if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
         return zero_mask(e.base)
     if isinstance(e, sp.Heaviside) and e.atoms(sp.Indexed):
@@ -323,6 +327,16 @@ def zero_mask(e: sp.Expr) -> sp.Expr:
             return where(arg > 0, 1, 0)
         return where(arg < 0, 0, 1) if at_zero.is_nonzero else sp.S.One
     return sp.S.One
+
+
+def _outer_gates(mask: sp.Expr) -> set:
+    """The conditions c of a :func:`zero_mask` that make it 0 wherever c is false:
+    ``where(c, m, 0)``'s c and m's, a product's of every factor."""
+    if isinstance(mask, where) and mask.args[2] == 0:
+        return {mask.args[0]} | _outer_gates(mask.args[1])
+    if isinstance(mask, sp.Mul):
+        return set().union(*[_outer_gates(f) for f in mask.args])
+    return set()
 
 
 def note_zeros(cx: Context, name: str, e: sp.Expr, axes: tuple) -> None:
