@@ -411,6 +411,11 @@ def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> Non
                 f"unknown name '{s}': not an input, param, constant or index "
                 f"(an index must subscript a tensor; functions: {known_names()})"
             )
+        if s == BATCH_INDEX:  # the user wrote "...", never "batch"
+            raise LangError(
+                "'...' (the batch dimensions) is on the right-hand side but not on the left: "
+                "write out[...] = ..., or Sum over '...' to reduce it"
+            )
         raise LangError(f"index {s} is neither on the left-hand side nor summed")
     if len(set(lhs)) != len(lhs):
         raise LangError("an index appears twice on the left-hand side")

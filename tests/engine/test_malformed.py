@@ -27,6 +27,8 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     # Sum(x, m, m) derived M * sum_m x where the forward summed once (and raised)
     ("an index twice in one Sum", X, ["out[n] = Sum(x[n, m], m, m)"], {}, "'m' twice"),
     ("an index twice in one Max", X, ["out = Max(x[n, m], n, m, n)"], {}, "'n' twice"),
+    # the batch index is the user's '...', not the internal name 'batch'
+    ("'...' on the right only", ["x[..., C]"], ["out = Sum(x[..., c], c)"], {}, "'...' (the"),
     ("unknown size", X, ["out[n, m] = x[n, m] * K"], {}, "unknown size 'K'"),
     ("oo", X, ["out[n, m] = x[n, m] * oo"], {}, "unknown name 'oo'"),
     ("undeclared scalar", X, ["out[n, m] = x[n, m] * alpha"], {}, "unknown name 'alpha'"),
