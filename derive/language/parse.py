@@ -158,6 +158,27 @@ def _check_numbers(body: sp.Expr) -> None:
             "it has an imaginary constant: the square root or log of a negative number "
             "(sqrt(-1) = I); the op language is real"
         )
+    for f in sp.preorder_traversal(body):
+        arg = _out_of_domain(f)
+        if arg is not None:
+            raise LangError(
+                f"it takes {'the log' if isinstance(f, sp.log) else 'a fractional power'} of "
+                f"{arg}, which is negative for every value: the op is real nowhere"
+            )
+
+
+def _out_of_domain(f: sp.Basic) -> sp.Expr | None:
+    """The argument of a log, or the base of a fractional power (sqrt), that SymPy knows is
+    negative for every real value of what it reads (``-x**2 - 1``, ``-exp(x)``), else None.
+    SymPy rewrites such a call with I (``log(-exp(x))`` is ``x + I pi``, the derivative of
+    ``sqrt(-x**2 - 1)`` is ``I x / sqrt(x**2 + 1)``), and the lowering stopped at the complex
+    number with a traceback (found by probing)."""
+    if isinstance(f, sp.log) and f.args[0].is_extended_negative:
+        return f.args[0]
+    if isinstance(f, sp.Pow) and f.exp.is_Rational and not f.exp.is_Integer:
+        if f.base.is_extended_negative:
+            return f.base
+    return None
 
 
 def _defined_names(texts: list[str]) -> dict[str, bool]:
