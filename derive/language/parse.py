@@ -162,21 +162,23 @@ def _check_numbers(body: sp.Expr) -> None:
         arg = _out_of_domain(f)
         if arg is not None:
             raise LangError(
-                f"it takes {'the log' if isinstance(f, sp.log) else 'a fractional power'} of "
-                f"{arg}, which is negative for every value: the op is real nowhere"
+                f"it takes {'the log' if isinstance(f, sp.log) else 'a real power'} of "
+                f"{arg}, which is negative for every value: the op is not real"
             )
 
 
 def _out_of_domain(f: sp.Basic) -> sp.Expr | None:
-    """The argument of a log, or the base of a fractional power (sqrt), that SymPy knows is
-    negative for every real value of what it reads (``-x**2 - 1``, ``-exp(x)``), else None.
+    """The argument of a log, or the base of a power that is no whole number (sqrt, ``(-1) **
+    x[n]``), that SymPy knows is negative for every real value of what it reads (``-x**2 -
+    1``, ``-exp(x)``, -1), else None; ``(-1) ** t`` of an index t is real.
     SymPy rewrites such a call with I (``log(-exp(x))`` is ``x + I pi``, the derivative of
     ``sqrt(-x**2 - 1)`` is ``I x / sqrt(x**2 + 1)``), and the lowering stopped at the complex
     number with a traceback (found by probing)."""
     if isinstance(f, sp.log) and f.args[0].is_extended_negative:
         return f.args[0]
-    if isinstance(f, sp.Pow) and f.exp.is_Rational and not f.exp.is_Integer:
-        if f.base.is_extended_negative:
+    if isinstance(f, sp.Pow) and f.base.is_extended_negative and not f.exp.is_integer:
+        # a fractional power, or a real power (-1)**x[n]: real only at whole exponents
+        if f.exp.is_Rational or f.exp.atoms(sp.Indexed) or f.exp.free_symbols:
             return f.base
     return None
 

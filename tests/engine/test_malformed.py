@@ -185,8 +185,10 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("a list param", X, ["out[n, m] = x[n, m] * a"], {"a": [1.0]}, "must be a number"),
     ("sqrt(-1)", X, ["out[n, m] = x[n, m] * sqrt(-1)"], {}, "imaginary"),
     # SymPy wrote these with I (x + I pi; I x / sqrt(x**2 + 1) in the backward): a traceback
-    ("sqrt of a negative", X, ["out[n, m] = sqrt(-x[n, m]**2 - 1)"], {}, "real nowhere"),
-    ("log of a negative", X, ["out[n, m] = log(-exp(x[n, m]))"], {}, "real nowhere"),
+    ("sqrt of a negative", X, ["out[n, m] = sqrt(-x[n, m]**2 - 1)"], {}, "is not real"),
+    ("log of a negative", X, ["out[n, m] = log(-exp(x[n, m]))"], {}, "is not real"),
+    ("a negative base", X, ["out[n, m] = (-2) ** (x[n, m] ** 2)"], {}, "is not real"),
+    ("-1 to a real power", X, ["out[n, m] = (-1) ** x[n, m]"], {}, "a real power of -1"),
     ("log(-2)", X, ["out[n, m] = x[n, m] * log(-2)"], {}, "imaginary"),
     ("a negative to a half", X, ["out[n, m] = x[n, m] * (-2)**0.5"], {}, "imaginary"),
     ("x/0", X, ["out[n, m] = x[n, m] / 0"], {}, "divides by zero"),
