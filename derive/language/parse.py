@@ -10,6 +10,7 @@ Every definition's body goes through the identity table's definition rules
 
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import re
@@ -157,6 +158,29 @@ def _check_numbers(body: sp.Expr) -> None:
             "it has an imaginary constant: the square root or log of a negative number "
             "(sqrt(-1) = I); the op language is real"
         )
+    for f in sp.preorder_traversal(body):
+        arg = _out_of_domain(f)
+        if arg is not None:
+            raise LangError(
+                f"it takes {'the log' if isinstance(f, sp.log) else 'a real power'} of "
+                f"{arg}, which is negative for every value: the op is not real"
+            )
+
+
+def _out_of_domain(f: sp.Basic) -> sp.Expr | None:
+    """The argument of a log, or the base of a power that is no whole number (sqrt, ``(-1) **
+    x[n]``), that SymPy knows is negative for every real value of what it reads (``-x**2 -
+    1``, ``-exp(x)``, -1), else None; ``(-1) ** t`` of an index t is real.
+    SymPy rewrites such a call with I (``log(-exp(x))`` is ``x + I pi``, the derivative of
+    ``sqrt(-x**2 - 1)`` is ``I x / sqrt(x**2 + 1)``), and the lowering stopped at the complex
+    number with a traceback (found by probing)."""
+    if isinstance(f, sp.log) and f.args[0].is_extended_negative:
+        return f.args[0]
+    if isinstance(f, sp.Pow) and f.base.is_extended_negative and not f.exp.is_integer:
+        # a fractional power, or a real power (-1)**x[n]: real only at whole exponents
+        if f.exp.is_Rational or f.exp.atoms(sp.Indexed) or f.exp.free_symbols:
+            return f.base
+    return None
 
 
 def _defined_names(texts: list[str]) -> dict[str, bool]:
@@ -345,7 +369,7 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
         raise
     except TypeError as exc:
         if "not subscriptable" in str(exc):
-            raise LangError(f"unknown tensor in '{shown}' ({exc})") from None
+            raise LangError(_not_subscriptable(text, local)) from None
         raise LangError(f"cannot parse '{shown}': {exc}") from None
     except Exception as exc:  # SymPy's parser raises many types; the user needs one message
         if "Rank mismatch" in str(exc):
@@ -354,7 +378,48 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:
         raise LangError(f"unknown function {', '.join(undefined)} (known: {known_names()})")
-    return sp.sympify(expr)
+    expr = sp.sympify(expr)
+    bare = _bare_tensors(expr)
+    if bare:
+        rank = len(bare[0].shape)
+        raise LangError(
+            f"tensor '{bare[0]}' is read without its indices: it has {rank} "
+            f"dimension{'s' if rank != 1 else ''}, so read it as {bare[0]}[...] with one index each"
+        )
+    return expr
+
+
+def _bare_tensors(e: sp.Expr) -> list[sp.IndexedBase]:
+    """The tensors ``e`` names without subscripts (``x[n, m] ** x``, ``out = x``): SymPy
+    reads a bare IndexedBase as a symbol, which the checks below called an unknown name and
+    the lowering could not lower, naming no definition."""
+    if isinstance(e, sp.Indexed):
+        return [b for sub in e.indices for b in _bare_tensors(sub)]
+    if isinstance(e, sp.IndexedBase):
+        return [e]
+    found = []
+    for arg in e.args:
+        found += [b for b in _bare_tensors(arg) if b not in found]
+    return found
+
+
+def _not_subscriptable(text: str, names: dict[str, object]) -> str:
+    """Why ``text`` subscripts something that is not a tensor: the first name before a '['
+    that is no tensor with dimensions. A misspelled tensor is the commonest case, so the
+    message names it and the closest known tensor, instead of SymPy's TypeError."""
+    tensors = sorted(k for k, v in names.items() if isinstance(v, sp.IndexedBase))
+    for word in re.findall(r"\b([A-Za-z_]\w*)\s*\[", text):
+        known = names.get(word)
+        if isinstance(known, sp.IndexedBase):
+            continue
+        if isinstance(known, sp.Symbol) and not known.is_integer:
+            return f"'{word}' is 0-d (a 0-d tensor or a param): read it whole, without [...]"
+        if isinstance(known, sp.Symbol) and known.is_positive:
+            return f"'{word}' is a size, not a tensor: it takes no subscript"
+        close = difflib.get_close_matches(word, tensors, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown tensor '{word}': not an input or a definition above this one{hint}"
+    return f"something subscripted in '{text.strip()}' is not a tensor"
 
 
 def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> None:
@@ -368,6 +433,11 @@ def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> Non
             raise LangError(
                 f"unknown name '{s}': not an input, param, constant or index "
                 f"(an index must subscript a tensor; functions: {known_names()})"
+            )
+        if s == BATCH_INDEX:  # the user wrote "...", never "batch"
+            raise LangError(
+                "'...' (the batch dimensions) is on the right-hand side but not on the left: "
+                "write out[...] = ..., or Sum over '...' to reduce it"
             )
         raise LangError(f"index {s} is neither on the left-hand side nor summed")
     if len(set(lhs)) != len(lhs):

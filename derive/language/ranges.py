@@ -78,6 +78,11 @@ def range_of(index: sp.Symbol, expr: sp.Expr, declared: dict | None = None) -> s
 def _limits(expr: sp.Expr, indices: tuple, declared: dict) -> list[tuple]:
     if not indices:
         raise LangError("Sum/Max need at least one index to reduce over")
+    twice = next((i for k, i in enumerate(indices) if i in indices[:k]), None)
+    if twice is not None:
+        # Sum(x[n, m], m, m): SymPy sums the inner sum again over m (M times the sum), the
+        # forward summed once (x.sum((1, 1)) raises): a typo either way
+        raise LangError(f"a Sum/Max names index '{twice}' twice: each index it reduces over once")
     for i in indices:
         if isinstance(i, sp.IndexedBase):  # Sum(x[n], s) below a definition s[n] = ...
             raise LangError(f"'{i}' is both a tensor and the index of a Sum/Max: rename the index")

@@ -299,7 +299,8 @@ def _gated(cx: Context, e: sp.Mul) -> sp.Expr | None:
 def zero_mask(e: sp.Expr) -> sp.Expr:
     """A product of 0/1 gates that is 0 wherever ``e``'s where() and step structure makes it
     exactly 0, 1 where it may not be (1: no such structure). ``where(c, a, b)``'s is
-    ``where(c, mask(a), mask(b))``, 0's is 0, a product's the product of its factors',
+    ``where(c, mask(a), mask(b))``, 0's is 0, a product's the product of its factors', a sum's
+    the one mask all its terms share (1 where they differ),
     ``Heaviside(u, h)``'s ``where(u < 0, 0, 1)`` (``where(u > 0, 1, 0)`` for h = 0)."""
     if e == 0:
         return sp.S.Zero
@@ -308,6 +309,15 @@ def zero_mask(e: sp.Expr) -> sp.Expr:
         return where(c, zero_mask(a), zero_mask(b))
     if isinstance(e, sp.Mul):
         return sp.Mul(*[zero_mask(f) for f in e.args])
+    if isinstance(e, sp.Add):
+        # a sum is 0 where every term is: the one mask the terms share, or the gates common
+        # to all of them (a second order's adjoint of a masked exp, ``g (where(c, a, 0) +
+        # where(c, b where(d, 1, 0), 0))`` is 0 wherever c is false)
+        masks = {zero_mask(t) for t in e.args} - {sp.S.Zero}
+        if len(masks) <= 1:
+            return masks.pop() if masks else sp.S.Zero
+        common = set.intersection(*[_outer_gates(m) for m in masks])
+        return sp.Mul(*[where(c, 1, 0) for c in sorted(common, key=sp.default_sort_key)])
     if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
         return zero_mask(e.base)
     if isinstance(e, sp.Heaviside) and e.atoms(sp.Indexed):
@@ -317,6 +327,16 @@ def zero_mask(e: sp.Expr) -> sp.Expr:
             return where(arg > 0, 1, 0)
         return where(arg < 0, 0, 1) if at_zero.is_nonzero else sp.S.One
     return sp.S.One
+
+
+def _outer_gates(mask: sp.Expr) -> set:
+    """The conditions c of a :func:`zero_mask` that make it 0 wherever c is false:
+    ``where(c, m, 0)``'s c and m's, a product's of every factor."""
+    if isinstance(mask, where) and mask.args[2] == 0:
+        return {mask.args[0]} | _outer_gates(mask.args[1])
+    if isinstance(mask, sp.Mul):
+        return set().union(*[_outer_gates(f) for f in mask.args])
+    return set()
 
 
 def note_zeros(cx: Context, name: str, e: sp.Expr, axes: tuple) -> None:
@@ -341,14 +361,14 @@ def overflowing(steps: list) -> set[str]:
     }
 
 
-def _may_overflow(cx: Context, f: sp.Expr) -> bool:
+def may_overflow(cx: Context, f: sp.Expr) -> bool:
     """A factor that may be inf where its real value is finite: a read of a tensor the forward
     defines as a function that grows fast, such a call itself, a power of one, a division by
     a tensor."""
     if isinstance(f, sp.Pow):
         if f.exp.is_negative:
             return not cx.scope([]).scalar(f.base)
-        return _may_overflow(cx, f.base)
+        return may_overflow(cx, f.base)
     if type(f) in BY_NODE:
         return BY_NODE[type(f)].grows_fast
     return _tensor_name(f) in cx.overflowing
@@ -360,7 +380,7 @@ def _masked(cx: Context, factors: tuple) -> tuple:
     may overflow; ``factors``
     where none does. Not inside a where() that selects on the mask's own condition: there
     the mask is decided (and selecting again would not end)."""
-    if not any(_may_overflow(cx, f) for f in factors):
+    if not any(may_overflow(cx, f) for f in factors):
         return factors
     decided = {w.args[0] for w in cx.within if isinstance(w, where)}
     out: list[sp.Expr] = []

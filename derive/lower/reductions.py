@@ -108,18 +108,75 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     if value is None:
         value = _window_among(cx, e, order_in)
     if value is None:
-        plan = plan_contraction(cx.scope(order_in), e.function, bound, order_in)
-        split = None if plan is not None else _split_for_width(cx.scope(order_in), e)
+        selected = _gates_onto_overflows(cx, e)
+        plan = plan_contraction(cx.scope(order_in), selected.function, bound, order_in)
+        split = None if plan is not None else _split_for_width(cx.scope(order_in), selected)
         if plan is not None:
             value = contract(cx, plan, order_in)
         elif split is not None:
             value = cx.value(split, order_in)
         else:
-            value = _summed(cx, e.function, bound, inner, e)
+            value = _summed(cx, selected.function, bound, inner, selected)
     name = name or cx.fresh("sum_" + stem(e))
     cx.emit(ir.Assign((name,), value))
     cx.remember(e, ir.Ref(name, axes=value.axes))
     return cx.permuted(ir.Ref(name, axes=value.axes), order)
+
+
+def _gates_onto_overflows(cx: Context, e: sp.Sum) -> sp.Sum:
+    """``sum_k where(c, a, 0) f g`` as ``sum_k F g`` with ``F = where(c, a f, 0)`` a tensor of
+    its own, where ``f`` may overflow (a tensor the forward defines as exp, cosh, sinh or
+    expm1) and the gate (a mask of indices, or a gated read ``where(t2 <= t, x[n, t2], 0)``)
+    reads only f's axes: the gate selects f before the contraction rather than multiplying
+    into it as a 0/1 matrix or with the gate's other masks over a wider product.
+
+    A contraction hosts such a mask on one tensor that covers all its axes (:func:`_grouped`);
+    where no one tensor covers them (``where(t <= t2, 1, 0) where(t1 <= t2, 1, 0) g[n, t2]
+    e[n, t, t2]``: a second order of a gated recurrence, ``e = exp(c[t] - c[t2])`` inf at t2 <
+    t where the forward's causal where() never read it), the masks were one float tensor in a
+    matmul, and ``0 * inf`` is nan; ``where(t1 <= t2, 1, 0) where(t2 <= t, x[n, t2], 0) e[n,
+    t2, t]`` was grouped whole, a temporary over (n, t, t1, t2). ``F`` is on f's axes, so the
+    contraction keeps autograd's width (the other masks still contract as floats, now beside
+    a finite tensor). Equal as real numbers; ``e`` itself where nothing applies."""
+    from derive.lower.arithmetic import may_overflow  # arithmetic imports this module
+
+    factors = list(sp.Mul.make_args(e.function))
+    masks = [f for f in factors if isinstance(f, where) and f.args[2] == 0 and f.free_symbols]
+    changed = False
+    for mask in masks:
+        host = next(
+            (
+                f
+                for f in factors
+                if plain(f)
+                and len(set(f.indices)) == len(f.indices)
+                and may_overflow(cx, f)
+                and _indices_of(cx, mask) <= set(f.indices)
+            ),
+            None,
+        )
+        if host is None:
+            continue
+        axes = list(host.indices)
+        selected = where(mask.args[0], mask.args[1] * host, 0)
+        known = cx.recall(selected)
+        if isinstance(known, ir.Ref) and set(known.axes) == set(axes):
+            label, axes = known.name, list(known.axes)
+        else:
+            label = cx.fresh("selected_" + host.base.label.name)
+            cx.emit(ir.Assign((label,), cx.permuted(cx.value(selected, axes), axes)))
+            cx.remember(selected, ir.Ref(label, axes=tuple(axes)))
+        shape = tuple(cx.sizes[a] for a in axes)
+        factors.remove(mask)
+        factors[factors.index(host)] = sp.IndexedBase(label, shape=shape, real=True)[tuple(axes)]
+        changed = True
+    return sp.Sum(sp.Mul(*factors), *e.limits) if changed else e
+
+
+def _indices_of(cx: Context, e: sp.Expr) -> set[sp.Symbol]:
+    """The index symbols ``e`` reads, in its subscripts, conditions and numbers; a name bound
+    to a python number (a size, a param) is none."""
+    return {s for s in e.free_symbols if cx.is_axis(s)}
 
 
 def _summed_before_read(cx: Context, e: sp.Sum) -> sp.Expr | None:

@@ -163,6 +163,14 @@ def _checked(g: Graph, adj: Adjoints, final: dict, raise_error: bool = True) -> 
             if not raise_error:
                 return None
             raise DerivationError(g.op.name, f"the adjoint of {t} did not simplify: {e}")
+        if e.has(sp.I):  # SymPy took a root or log of a negative value: never lowered
+            if not raise_error:
+                return None
+            raise DerivationError(
+                g.op.name,
+                f"the adjoint of {t} is complex ({e}): a square root or log of a value that "
+                "is negative wherever the op is defined; the op language is real",
+            )
         stray = sorted(map(str, free_indices(e) - set(adj.free[t])))
         if stray:  # a rule let a bound index escape its Sum: refuse, never lower it
             raise EngineBug(g.op.name, f"the adjoint of {t} reads {stray} outside their sums")

@@ -39,6 +39,7 @@ from derive.verify.reference import autograd_reference, evaluate
 AUTOGRAD_TOL = 1e-10  # float64, relative to max(1, |reference|)
 SECOND_TOL = 1e-8  # the double backward: products of two derivatives, and a sum more
 NUMERIC_TOL = 1e-6  # central differences with h = 1e-6 are good to ~1e-9; room for curvature
+NOISE_TIMES = 16  # a forward's rounding is a few ulps of each output, not one: room for that
 DRAWS = ("normal", "uniform(0.5, 2)", "uniform(0.1, 1)")
 
 
@@ -120,9 +121,12 @@ def random_inputs(
     dtype: torch.dtype = torch.float64,
     how: str = "normal",
     scale: int = 1,
+    counts_from: int = 0,
 ) -> list[torch.Tensor]:
     """Inputs of the declared shapes with random sizes in [2, 5] (each times ``scale``: the
-    same draw, larger, for how a cost grows); int64 inputs index in range."""
+    same draw, larger, for how a cost grows); int64 inputs index in range, and one that is no
+    subscript (compared only, a count such as ``where(j < lens[b], s, -inf)``) is drawn in
+    [counts_from, 3)."""
     g = op if isinstance(op, Graph) else parse(op)
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -140,7 +144,7 @@ def random_inputs(
         shape = (lead if t.batched else ()) + tuple(int(sp.sympify(d).subs(sizes)) for d in dims)
         if t.integer:
             # a guarded index (where(t >= 0, ..)) gets its ignored entries too: -1
-            low = -1 if name in guarded else 0
+            low = -1 if name in guarded else 0 if name in limits else counts_from
             out.append(torch.randint(low, limits.get(name, 3), shape, generator=gen))
         else:
             out.append(_draw(shape, how, gen, dtype))
@@ -152,9 +156,20 @@ def _finite(values) -> bool:
 
 
 def defined_inputs(g: Graph, seed: int, scale: int = 1) -> tuple[list[torch.Tensor], str]:
-    """The first draw of :data:`DRAWS` where the definitions and their gradients are finite."""
-    for how in DRAWS:
-        inputs = random_inputs(g, seed, how=how, scale=scale)
+    """The first draw of :data:`DRAWS` where the definitions and their gradients are finite;
+    then the same with the int inputs that are no subscript drawn from 1: a length of 0 in
+    ``where(j < lens[b], s, -inf)`` masks a whole row of a softmax (0 / 0, as in torch), and
+    a correct key-padding attention had no draw to check (found by probing)."""
+    subscripts = {
+        sub.base.label.name
+        for step in g.steps
+        for ind in getattr(step, "body", sp.S.Zero).atoms(sp.Indexed)
+        for sub in ind.indices
+        if isinstance(sub, sp.Indexed)
+    }
+    counts = any(g.tensors[n].integer and n not in subscripts for n in g.inputs)
+    for counts_from, how in [(0, how) for how in DRAWS] + [(1, how) for how in DRAWS] * counts:
+        inputs = random_inputs(g, seed, how=how, scale=scale, counts_from=counts_from)
         named = dict(zip(g.inputs, inputs, strict=True))
         values = evaluate(g, named)
         grad_out = torch.ones_like(values[g.output])
@@ -169,23 +184,46 @@ def defined_inputs(g: Graph, seed: int, scale: int = 1) -> tuple[list[torch.Tens
     raise CheckFailed(f"op '{g.op.name}': no draw of {DRAWS} gives finite values to check")
 
 
-def _numeric(module: ModuleType, inputs: list, k: int, grad_out: torch.Tensor) -> torch.Tensor:
-    """d(out . grad_out)/d input k by central differences, h = 1e-6.
+def _numeric(
+    module: ModuleType, inputs: list, k: int, grad_out: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """d(out . grad_out)/d input k by central differences, h = 1e-6, and each entry's
+    rounding noise.
 
     The two outputs are differenced before they are weighted and summed: entries the nudged
     element does not reach cancel exactly, so the rounding noise is that of the entries it
     reaches, not eps * sum|out| / h (an op whose other outputs are ~1e7 would otherwise read
-    noise of ~1e-3 into a gradient of order 1)."""
+    noise of ~1e-3 into a gradient of order 1). That noise is returned beside the gradient,
+    ``eps * sum_j (|f+_j| + |f-_j|) |g_j| / 2h`` over the reached entries j: where they are
+    large themselves (a 0-d loss of ~1e3, a gradient entry near 0 judged against 1) it is
+    ~1e-6, the tolerance itself, and a correct module failed (found by probing: a gated
+    recurrence's squared sum)."""
     h, x = 1e-6, inputs[k]
-    grad = torch.zeros_like(x)
-    flat = grad.view(-1)
+    grad, noise = torch.zeros_like(x), torch.zeros_like(x)
+    flat, flat_noise = grad.view(-1), noise.view(-1)
+    eps = torch.finfo(x.dtype).eps if x.is_floating_point() else 0.0
     for i in range(x.numel()):
         plus, minus = x.clone(), x.clone()
         plus.view(-1)[i] += h
         minus.view(-1)[i] -= h
         f = [module.forward(*(inputs[:k] + [v] + inputs[k + 1 :]))[0] for v in (plus, minus)]
         flat[i] = float(((f[0] - f[1]) * grad_out).sum()) / (2 * h)
-    return grad
+        reached = (f[0] != f[1]).to(grad_out.dtype)
+        size = ((f[0].abs() + f[1].abs()) * grad_out.abs() * reached).sum()
+        flat_noise[i] = eps * float(size) / (2 * h)
+    return grad, noise
+
+
+def _numeric_diff(mine: torch.Tensor, numeric: torch.Tensor, noise: torch.Tensor) -> tuple:
+    """:func:`_diff` against central differences, each entry's error less ``NOISE_TIMES``
+    its rounding noise (see :func:`_numeric`): the absolute error, and the relative error
+    beyond the noise."""
+    if numeric.numel() == 0:
+        return 0.0, 0.0
+    err = (mine.detach() - numeric).abs()
+    beyond = (err - NOISE_TIMES * noise).clamp(min=0)
+    scale = numeric.abs().clamp(min=1.0)
+    return float(err.max()), float((beyond / scale).max())
 
 
 def _diff(mine: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
@@ -228,9 +266,14 @@ def check_seed(module: ModuleType, g: Graph, seed: int) -> tuple[list[Row], str]
                 f"op '{g.op.name}': the gradient of {name} has shape {tuple(mine.shape)}, "
                 f"but {name} has shape {tuple(inputs[k].shape)} (seed {seed})"
             )
-        numeric = _numeric(module, inputs, k, grad_out)
+        numeric, noise = _numeric(module, inputs, k, grad_out)
         rows.append(
-            Row(name, tuple(mine.shape), *_diff(mine, reference[name]), *_diff(mine, numeric))
+            Row(
+                name,
+                tuple(mine.shape),
+                *_diff(mine, reference[name]),
+                *_numeric_diff(mine, numeric, noise),
+            )
         )
     if all(row.ok for row in rows):  # a failing row is reported first, against autograd
         _against_the_text(g, named, grad_out, out, derived, seed)
@@ -389,6 +432,7 @@ def _report(g: Graph, rows: list[Row], seeds: int, draws: list[str]) -> str:
         )
     lines.append(
         f"  gradcheck passed; tolerances: autograd {AUTOGRAD_TOL:g}, finite differences "
-        f"{NUMERIC_TOL:g} (relative to max(1, |reference|))"
+        f"{NUMERIC_TOL:g} (relative to max(1, |reference|); the differences' rel is beyond "
+        f"{NOISE_TIMES}x their rounding noise)"
     )
     return "\n".join(lines)

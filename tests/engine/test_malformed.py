@@ -16,7 +16,19 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("index missing on the left", X, ["out[n] = x[n, m]"], {}, "index m is neither"),
     ("unknown function", X, ["out[n, m] = floor(x[n, m])"], {}, "unknown function floor"),
     ("SymPy's namespace", X, ["out[n, m] = gamma(x[n, m])"], {}, "unknown function gamma"),
-    ("unknown tensor", X, ["out[n, m] = y[n, m]"], {}, "unknown"),
+    ("unknown tensor", X, ["out[n, m] = y[n, m]"], {}, "unknown tensor 'y'"),
+    # a misspelling is named, with the tensor meant (the message was SymPy's TypeError)
+    ("misspelled tensor", X, ["out[n] = Sum(xx[n, m], m)"], {}, "did you mean 'x'?"),
+    ("a param subscripted", X, ["out[n, m] = x[n, m] * a[n]"], {"a": 1.0}, "'a' is 0-d"),
+    ("a size subscripted", X, ["out[n, m] = x[n, m] * N[n]"], {}, "'N' is a size"),
+    # a bare tensor was "unknown name 'x'", or "cannot lower x (IndexedBase)" naming no line
+    ("a tensor without indices", X, ["out = x"], {}, "'x' is read without its indices"),
+    ("a tensor as an exponent", X, ["out[n, m] = x[n, m] ** x"], {}, "without its indices"),
+    # Sum(x, m, m) derived M * sum_m x where the forward summed once (and raised)
+    ("an index twice in one Sum", X, ["out[n] = Sum(x[n, m], m, m)"], {}, "'m' twice"),
+    ("an index twice in one Max", X, ["out = Max(x[n, m], n, m, n)"], {}, "'n' twice"),
+    # the batch index is the user's '...', not the internal name 'batch'
+    ("'...' on the right only", ["x[..., C]"], ["out = Sum(x[..., c], c)"], {}, "'...' (the"),
     ("unknown size", X, ["out[n, m] = x[n, m] * K"], {}, "unknown size 'K'"),
     ("oo", X, ["out[n, m] = x[n, m] * oo"], {}, "unknown name 'oo'"),
     ("undeclared scalar", X, ["out[n, m] = x[n, m] * alpha"], {}, "unknown name 'alpha'"),
@@ -172,6 +184,11 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("a None param", X, ["out[n, m] = x[n, m] * a"], {"a": None}, "must be a number"),
     ("a list param", X, ["out[n, m] = x[n, m] * a"], {"a": [1.0]}, "must be a number"),
     ("sqrt(-1)", X, ["out[n, m] = x[n, m] * sqrt(-1)"], {}, "imaginary"),
+    # SymPy wrote these with I (x + I pi; I x / sqrt(x**2 + 1) in the backward): a traceback
+    ("sqrt of a negative", X, ["out[n, m] = sqrt(-x[n, m]**2 - 1)"], {}, "is not real"),
+    ("log of a negative", X, ["out[n, m] = log(-exp(x[n, m]))"], {}, "is not real"),
+    ("a negative base", X, ["out[n, m] = (-2) ** (x[n, m] ** 2)"], {}, "is not real"),
+    ("-1 to a real power", X, ["out[n, m] = (-1) ** x[n, m]"], {}, "a real power of -1"),
     ("log(-2)", X, ["out[n, m] = x[n, m] * log(-2)"], {}, "imaginary"),
     ("a negative to a half", X, ["out[n, m] = x[n, m] * (-2)**0.5"], {}, "imaginary"),
     ("x/0", X, ["out[n, m] = x[n, m] / 0"], {}, "divides by zero"),

@@ -100,3 +100,52 @@ def test_check_command_reports_each_input_and_exits_nonzero_on_failure(tmp_path:
         cwd=ROOT,
     )
     assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+
+
+def test_finite_differences_allow_for_the_rounding_of_a_large_loss(tmp_path: Path) -> None:
+    """A 0-d loss of ~1e3 (a gated recurrence's squared sum, seed 0): every nudge reaches it,
+    so central differences carry eps * |loss| / h ~ 5e-7 of rounding noise, and a gradient
+    entry near 0, judged against max(1, |reference|), read 1.4e-6 > 1e-6: a correct module
+    failed (found by probing). The comparison now allows for that noise; autograd's is
+    unchanged (1e-10)."""
+    (tmp_path / "op").mkdir()
+    op_file = tmp_path / "op" / "gated_sq.py"
+    op_file.write_text(
+        "from derive import Op\n\n"
+        "OP = Op(\n"
+        '    name="gated_sq",\n'
+        '    inputs=["x[N, T]", "la[N, T]"],\n'
+        '    ranges={"t": "T"},\n'
+        "    definitions=[\n"
+        '        "c[n, t] = Sum(where(s <= t, la[n, s], 0), s)",\n'
+        '        "h[n, t] = Sum(where(s <= t, exp(c[n, t] - c[n, s]) * x[n, s], 0), s)",\n'
+        '        "out = Sum(h[n, t]**2, n, t)",\n'
+        "    ],\n"
+        ")\n"
+    )
+    path, op = _module(op_file, tmp_path)
+    assert "gradcheck passed" in check_module(path, op, seeds=1)
+
+
+def test_a_length_compared_with_an_index_is_drawn_from_one(tmp_path: Path) -> None:
+    """Key-padding attention, ``where(j < lens[b], s, -inf)``: lens indexes nothing, so it was
+    drawn in [0, 3), and a length of 0 masks a whole row (0 / 0, as in torch) at every seed:
+    "no draw gives finite values", and generate --check refused a correct module (found by
+    probing). Such a count is drawn from 1 when no draw from 0 is finite."""
+    (tmp_path / "op").mkdir()
+    op_file = tmp_path / "op" / "key_padding.py"
+    op_file.write_text(
+        "from derive import Op\n\n"
+        "OP = Op(\n"
+        '    name="key_padding",\n'
+        '    inputs=["q[B, T, D]", "k[B, T, D]", "lens[B]: int64"],\n'
+        "    definitions=[\n"
+        '        "s[b, i, j] = where(j < lens[b], Sum(q[b, i, d] * k[b, j, d], d), -inf)",\n'
+        '        "m[b, i] = Max(s[b, i, j], j)",\n'
+        '        "e[b, i, j] = exp(s[b, i, j] - m[b, i])",\n'
+        '        "out[b, i, j] = e[b, i, j] / Sum(e[b, i, j2], j2)",\n'
+        "    ],\n"
+        ")\n"
+    )
+    path, op = _module(op_file, tmp_path)
+    assert "gradcheck passed" in check_module(path, op, seeds=2)

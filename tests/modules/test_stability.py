@@ -433,6 +433,72 @@ def test_an_overflowing_exp_beside_its_gated_adjoint_is_selected_in_the_double_b
     assert torch.allclose(mine, want, rtol=1e-10, atol=1e-13), (mine, want)
 
 
+def _gated_recurrence(x: torch.Tensor, la: torch.Tensor) -> torch.Tensor:
+    """sum_{s <= t} exp(c[t] - c[s]) x[s], the exp taken only where s <= t (never inf)."""
+    c = la.cumsum(-1)
+    causal = torch.ones(x.shape[-1], x.shape[-1], dtype=torch.bool).tril()
+    diff = torch.where(causal, c[:, :, None] - c[:, None, :], 0)
+    return (torch.where(causal, torch.exp(diff), 0) * x[:, None, :]).sum(-1)
+
+
+@pytest.mark.parametrize("scale", [1.0, 800.0])
+def test_a_gated_recurrence_has_a_finite_second_derivative_where_its_exp_overflows(
+    scale: float, tmp_path: Path
+) -> None:
+    """exp(c[t] - c[s]) overflows at s > t where the causal where() never reads it (the
+    log-decays sum past -709): the double backward multiplied its adjoint (0 there) and a
+    float 0/1 mask inside a contraction by it, inf and nan where autograd through the exp
+    taken only where s <= t is finite. Every second derivative, against that reference."""
+    module, _ = _module("gated_recurrence", tmp_path)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 5, dtype=torch.float64, generator=gen)
+    la = -torch.rand(2, 5, dtype=torch.float64, generator=gen) * scale - 0.1
+    g = torch.randn(2, 5, dtype=torch.float64, generator=gen)
+    v = [torch.randn(2, 5, dtype=torch.float64, generator=gen) for _ in range(2)]
+
+    def second(f) -> list:
+        leaves = [x.clone().requires_grad_(True), la.clone().requires_grad_(True)]
+        grads = torch.autograd.grad((f(*leaves) * g).sum(), leaves, create_graph=True)
+        return torch.autograd.grad(sum((d * w).sum() for d, w in zip(grads, v)), leaves)
+
+    for mine, want in zip(second(module.Function.apply), second(_gated_recurrence)):
+        assert torch.isfinite(mine).all(), mine
+        assert torch.allclose(mine, want, rtol=1e-10, atol=1e-12), (mine, want)
+
+
+def _stabilised(x: torch.Tensor, la: torch.Tensor, li: torch.Tensor) -> torch.Tensor:
+    """xLSTM's stabilised sum, the exp taken only where s <= t (never inf)."""
+    c = la.cumsum(0)
+    causal = torch.ones(len(x), len(x), dtype=torch.bool).tril()
+    z = torch.where(causal, c[:, None] - c[None, :] + li[None, :], float("-inf"))
+    shifted = torch.where(causal, z - z.amax(1, keepdim=True), 0)
+    return (torch.where(causal, torch.exp(shifted), 0) * x[None, :]).sum(1)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_a_stabilised_recurrence_has_a_finite_second_derivative_where_its_exp_overflows(
+    scale: float, tmp_path: Path
+) -> None:
+    """The exp's adjoint in the double backward is a sum of terms gated by the causal mask,
+    one gated again by the Max's argmax: no one mask, so it was multiplied by the exp (inf
+    at s > t from gates of ~1e3 on) and the second derivatives in la and li were inf."""
+    module, _ = _module("stabilised_gated_recurrence", tmp_path)
+    gen = torch.Generator().manual_seed(0)
+    x, la, li = (torch.randn(5, dtype=torch.float64, generator=gen) for _ in range(3))
+    la, li = la * scale, li * scale
+    g = torch.randn(5, dtype=torch.float64, generator=gen)
+    v = [torch.randn(5, dtype=torch.float64, generator=gen) for _ in range(3)]
+
+    def second(f) -> list:
+        leaves = [t.clone().requires_grad_(True) for t in (x, la, li)]
+        grads = torch.autograd.grad((f(*leaves) * g).sum(), leaves, create_graph=True)
+        return torch.autograd.grad(sum((d * w).sum() for d, w in zip(grads, v)), leaves)
+
+    for mine, want in zip(second(module.Function.apply), second(_stabilised)):
+        assert torch.isfinite(mine).all(), mine
+        assert torch.allclose(mine, want, rtol=1e-10, atol=1e-12), (mine, want)
+
+
 def test_celu_at_a_small_alpha_has_a_finite_second_derivative(tmp_path: Path) -> None:
     """CELU at alpha = 1e-3: exp(x / alpha) is inf from x = 0.71 on, where minimum's step
     gates its adjoint to 0; the double backward read that adjoint beside the exp in a later

@@ -315,6 +315,35 @@ def test_an_index_guarded_by_where_is_read_clamped() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "where(0 <= t[n], x[n, t[n]], 0)",
+        "where(-1 < t[n], x[n, t[n]], 0)",
+        "where(t[n] >= 1, x[n, t[n]], 0)",
+        "where(t[n] < 0, 0, x[n, t[n]])",
+        "where(t[n] <= -1, 0, x[n, t[n]])",
+    ],
+)
+def test_a_guard_written_any_way_reads_the_index_clamped(body: str) -> None:
+    """Each of these proves t[n] >= 0 where x[n, t[n]] is read (found by probing: only
+    ``t[n] >= 0`` and ``t[n] > -1`` were known, and the module refused every ignored -1 as
+    outside the axis)."""
+    lines = _lines(["x[N, C]", "t[N]: int64"], [f"out = Sum({body}, n)"])
+    assert '_check_range("t", t, "C", C, before=True, guarded=True)' in lines
+    assert any("t.clamp(min=0)" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "body", ["where(t[n] != -1, x[n, t[n]], 0)", "where(t[n] >= -1, x[n, t[n]], 0)"]
+)
+def test_a_condition_that_admits_a_negative_index_is_no_guard(body: str) -> None:
+    """``t[n] != -1`` would read a -2; ``t[n] >= -1`` a -1: each entry is checked whole."""
+    lines = _lines(["x[N, C]", "t[N]: int64"], [f"out = Sum({body}, n)"])
+    assert '_check_range("t", t, "C", C, before=True)' in lines
+    assert not any("clamp" in line for line in lines)
+
+
 def test_an_index_used_unguarded_anywhere_is_checked_whole() -> None:
     inputs = ["x[N, C]", "t[N]: int64"]
     defs = ["out[n] = where(t[n] >= 0, x[n, t[n]], 0) + x[n, t[n]]"]
