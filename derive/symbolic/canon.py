@@ -86,6 +86,30 @@ def _over_sums(body: sp.Expr) -> bool:
     )
 
 
+def _divides_safely(coef: sp.Expr, sizes: set) -> bool:
+    """Whether ``name / coef`` stands for ``Sum_k body`` wherever ``name = coef * Sum_k body``
+    is finite, in floats as in exact arithmetic. Folding the sum to the saved name divides by
+    the coefficient, so each factor of it must be nonzero as a float:
+
+        a number c != 0, a size (N, 1/C)    a nonzero constant
+        b**-e, e > 0 (1/S, rstd = v**-1/2)  the division multiplies by b**e: finite where b is
+        anything else (tanh(s), a param)    may be 0 (tanh(0), alpha = 0) or round to 0
+                                            (exp(-800)): name / coef = 0 / 0 = NaN there
+
+    (``out = tanh(Sum(y)) * Sum(y**2)`` folded ``Sum(y**2)`` to ``out / tanh(Sum(y))``: its
+    backward was NaN at every row whose entries sum to 0, found by the fourteenth session's
+    accuracy sweep; tests/cases/view_by_a_param.py.)"""
+    for f in sp.Mul.make_args(coef):
+        if f.is_number:
+            if f == 0:
+                return False
+        elif isinstance(f, sp.Pow) and f.exp.is_negative:
+            continue
+        elif not (f.free_symbols <= sizes and not f.atoms(sp.Indexed)):
+            return False
+    return True
+
+
 def nested_extremes(g: Graph) -> set[str]:
     """The definitions that are one maximum (minimum) and that a maximum (minimum) reads as an
     argument: ``out_max0 = Max(x, y)`` under ``out = Max(out_max0, z)``. Inlined, SymPy would
@@ -163,6 +187,8 @@ class Canon:
         if len(sums) != 1 or len(sums[0].limits) != 1:
             return
         coef = sp.Mul(*[f for f in sp.Mul.make_args(body) if not isinstance(f, sp.Sum)])
+        if not _divides_safely(coef, set(self.graph.sizes)):
+            return  # Sum_k body stays a sum: name / coef would be 0 / 0 where coef is 0
         name = self.graph.tensors[step.name]
         base = name.base if name.dims else name.whole
         self.reductions.append(

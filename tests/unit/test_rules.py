@@ -375,6 +375,27 @@ def test_fold_reduction_reads_an_index_dependent_coefficient_at_the_match() -> N
     assert _apply("_fold_reduction", x[k, c], Simplifier([red])) == rr[c] * y[c]
 
 
+@pytest.mark.parametrize(
+    "coef, folds",
+    [
+        (sp.Rational(1, 3), True),  # a number
+        (1 / K, True),  # a size
+        (1 / y[m], True),  # a quotient: the fold multiplies by y[m]
+        ((y[m] + 1) ** sp.Rational(-1, 2), True),  # rstd: times a root
+        (sp.tanh(y[m]), False),  # 0 at y = 0: out / tanh(..) = 0 / 0
+        (sp.exp(y[m]), False),  # positive, but rounds to 0 at y = -800
+        (sp.Symbol("alpha", real=True), False),  # a param may be 0
+        (2 * K * y[m] ** -1 * sp.tanh(y[m]), False),  # one unsafe factor is enough
+    ],
+)
+def test_a_reduction_folds_back_only_where_its_coefficient_divides_safely(coef, folds) -> None:
+    # name = coef * Sum_k body folds Sum_k body to name / coef: finite only where each factor of
+    # coef is a nonzero float (tests/modules/test_stability.py: a tanh coefficient was 0 / 0)
+    from derive.symbolic.canon import _divides_safely
+
+    assert _divides_safely(coef, {K}) is folds
+
+
 # -- issue 13: where(), the mask rule, and remembering a tensor under any index names ------------
 def test_where_derivative_is_the_mask() -> None:
     from derive.functions import where
