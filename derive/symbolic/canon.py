@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.identities import FORWARD_RULES, rewrite, split_logs
+from derive.identities import ACCURACY_RULES, FORWARD_RULES, rewrite, split_logs
 from derive.language import Definition, Graph
 from derive.symbolic.indices import (
     Fresh,
@@ -415,11 +415,11 @@ def stabilise(body: sp.Expr, canon: Canon, earlier: set[str]) -> sp.Expr:
     """
     patterns = [p for p in canon.patterns() if p.name in earlier]
     inlined = canon.inline(body)
-    ruled = rewrite(inlined, FORWARD_RULES)
+    ruled = rewrite(rewrite(inlined, FORWARD_RULES), ACCURACY_RULES)
     if not body.has(sp.log):  # a log read through an earlier definition was stabilised there
         return fold(ruled, patterns) if ruled != inlined else body
     # the rows again after a split: log(sigma(x) sigma(z)) -> log(sigma(x)) + log(sigma(z))
-    rewritten = rewrite(split_logs(ruled), FORWARD_RULES)
+    rewritten = rewrite(rewrite(split_logs(ruled), FORWARD_RULES), ACCURACY_RULES)
     if rewritten == inlined:
         return body
     return fold(rewritten, patterns)

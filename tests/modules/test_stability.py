@@ -610,3 +610,43 @@ def test_a_sum_scaled_by_its_max_has_a_finite_gradient_at_a_zero_max(tmp_path: P
     assert torch.isfinite(dx).all() and torch.isfinite(dp).all()
     assert torch.allclose(out, want, rtol=1e-12)
     assert torch.allclose(dx, want_dx, rtol=1e-12) and torch.allclose(dp, want_dp, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_log_one_plus_and_exp_minus_one_are_computed_as_log1p_and_expm1(dtype, tmp_path) -> None:
+    # log(1 + x**2) at x = 1e-3 rounds 1 + 1e-6 (float32: ~8% off); e^x - 1 and
+    # log(1 - e^-y) at 1e-5 cancel likewise. Each term is tested alone, against float64's
+    # log1p and expm1 on the same values, to a few ulps of the dtype
+    module, _ = _module("log1p_and_expm1_by_hand", tmp_path)
+    small = torch.tensor([1e-3, -2e-5, 3e-4, 0.5], dtype=dtype)
+    large = torch.full_like(small, 30.0)  # log(1 - e^-30) is -9e-14: below every term's ulp
+    eps = torch.finfo(dtype).eps
+
+    def close(got, want):
+        return torch.allclose(got.double(), want, rtol=8 * eps, atol=0)
+
+    wide = small.double()
+    out, _ = module.forward(small, large)  # log(1 + x**2) + expm1(x), the y term ~ 1e-13
+    want = torch.log1p(wide**2) + torch.expm1(wide) + torch.log(-torch.expm1(-large.double()))
+    assert close(out, want), (out, want)
+    # the y term alone (x = 0 zeroes the other two), down to y = 1e-30, where 1 - e^-y is 0
+    # and the forward log(-expm1(-y)) is -69: its gradient 1 / expm1(y) is 1e30, finite
+    y = torch.cat([small.abs(), torch.tensor([1e-30], dtype=dtype)])
+    out_y, saved = module.forward(torch.zeros_like(y), y)
+    assert close(out_y, torch.log(-torch.expm1(-y.double()))), out_y
+    dx, dy = module.backward(torch.ones_like(out_y), saved)
+    assert torch.isfinite(dx).all() and close(dy, 1 / torch.expm1(y.double())), dy
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_celu_by_hand_has_torch_s_gradient_next_to_its_kink(dtype, tmp_path) -> None:
+    # minimum(0, alpha (e^(x/alpha) - 1)) differentiates to a step of alpha (1 - e^(x/alpha)),
+    # which rounded to 0 at |x| < 6e-8 (float32): a tie, half of each side, a gradient of 0.5
+    # or 1.5 where torch's F.celu's is 1. The kink test is computed with expm1 now.
+    module, _ = _module("celu_gated_adjoint", tmp_path)
+    x = torch.tensor([-1e-9, -1e-20, 0.0, 1e-20, 1e-9, -2.0, 2.0], dtype=dtype)
+    leaf = x.clone().requires_grad_(True)
+    (mine,) = torch.autograd.grad(module.Function.apply(leaf, alpha=1.0).sum(), leaf)
+    ref = x.clone().requires_grad_(True)
+    (want,) = torch.autograd.grad(torch.nn.functional.celu(ref, 1.0).sum(), ref)
+    assert torch.allclose(mine, want, rtol=4 * torch.finfo(dtype).eps, atol=0), (mine, want)
