@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.identities import FORWARD_RULES, rewrite, split_logs
+from derive.identities import ACCURACY_RULES, FORWARD_RULES, rewrite, split_logs
 from derive.language import Definition, Graph
 from derive.symbolic.indices import (
     Fresh,
@@ -84,6 +84,30 @@ def _over_sums(body: sp.Expr) -> bool:
     return bool(over) and all(
         isinstance(f, sp.Pow) and isinstance(f.base, sp.Sum) and f.exp.is_negative for f in over
     )
+
+
+def _divides_safely(coef: sp.Expr, sizes: set) -> bool:
+    """Whether ``name / coef`` stands for ``Sum_k body`` wherever ``name = coef * Sum_k body``
+    is finite, in floats as in exact arithmetic. Folding the sum to the saved name divides by
+    the coefficient, so each factor of it must be nonzero as a float:
+
+        a number c != 0, a size (N, 1/C)    a nonzero constant
+        b**-e, e > 0 (1/S, rstd = v**-1/2)  the division multiplies by b**e: finite where b is
+        anything else (tanh(s), a param)    may be 0 (tanh(0), alpha = 0) or round to 0
+                                            (exp(-800)): name / coef = 0 / 0 = NaN there
+
+    (``out = tanh(Sum(y)) * Sum(y**2)`` folded ``Sum(y**2)`` to ``out / tanh(Sum(y))``: its
+    backward was NaN at every row whose entries sum to 0, found by the fourteenth session's
+    accuracy sweep; tests/cases/view_by_a_param.py.)"""
+    for f in sp.Mul.make_args(coef):
+        if f.is_number:
+            if f == 0:
+                return False
+        elif isinstance(f, sp.Pow) and f.exp.is_negative:
+            continue
+        elif not (f.free_symbols <= sizes and not f.atoms(sp.Indexed)):
+            return False
+    return True
 
 
 def nested_extremes(g: Graph) -> set[str]:
@@ -163,6 +187,8 @@ class Canon:
         if len(sums) != 1 or len(sums[0].limits) != 1:
             return
         coef = sp.Mul(*[f for f in sp.Mul.make_args(body) if not isinstance(f, sp.Sum)])
+        if not _divides_safely(coef, set(self.graph.sizes)):
+            return  # Sum_k body stays a sum: name / coef would be 0 / 0 where coef is 0
         name = self.graph.tensors[step.name]
         base = name.base if name.dims else name.whole
         self.reductions.append(
@@ -389,11 +415,11 @@ def stabilise(body: sp.Expr, canon: Canon, earlier: set[str]) -> sp.Expr:
     """
     patterns = [p for p in canon.patterns() if p.name in earlier]
     inlined = canon.inline(body)
-    ruled = rewrite(inlined, FORWARD_RULES)
+    ruled = rewrite(rewrite(inlined, FORWARD_RULES), ACCURACY_RULES)
     if not body.has(sp.log):  # a log read through an earlier definition was stabilised there
         return fold(ruled, patterns) if ruled != inlined else body
     # the rows again after a split: log(sigma(x) sigma(z)) -> log(sigma(x)) + log(sigma(z))
-    rewritten = rewrite(split_logs(ruled), FORWARD_RULES)
+    rewritten = rewrite(rewrite(split_logs(ruled), FORWARD_RULES), ACCURACY_RULES)
     if rewritten == inlined:
         return body
     return fold(rewritten, patterns)

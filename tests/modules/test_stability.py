@@ -606,3 +606,113 @@ def test_a_sigmoid_focal_loss_is_finite_where_its_prediction_is_sure(
     assert torch.allclose(out, want, rtol=tol)
     assert torch.allclose(dx, want_dx, rtol=tol, atol=1e-12)
     assert torch.allclose(dt, want_dt, rtol=tol, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_sum_scaled_by_a_tensor_is_not_read_back_as_a_quotient(dtype, tmp_path) -> None:
+    # out = tanh(Sum(y)) * Sum(y**2): the backward read Sum(y**2) back as out / tanh(Sum(y)),
+    # 0 / 0 = NaN at every block whose entries sum to 0 (an ordinary input, not an extreme one;
+    # found by the fourteenth session's accuracy sweep). A named reduction folds only where
+    # dividing by its coefficient is safe (derive.symbolic.canon._divides_safely).
+    module, _ = _module("view_by_a_param", tmp_path)
+    x = torch.tensor([[1.0, -1.0, 0.5, 0.25], [0.0, 0.0, -2.0, 2.0]], dtype=dtype)
+
+    def reference(x):
+        y = x.view(2, 2, 2)
+        return (y**2).sum(2) * torch.tanh(y.sum(2))
+
+    leaf = x.clone().requires_grad_(True)
+    out = module.Function.apply(leaf)
+    (dx,) = torch.autograd.grad(out, leaf, torch.ones_like(out), create_graph=True)
+    (hv,) = torch.autograd.grad(dx, leaf, torch.ones_like(dx))
+    ref_leaf = x.clone().requires_grad_(True)
+    want = reference(ref_leaf)
+    (want_dx,) = torch.autograd.grad(want, ref_leaf, torch.ones_like(want), create_graph=True)
+    (want_hv,) = torch.autograd.grad(want_dx, ref_leaf, torch.ones_like(want_dx))
+    tol = {"rtol": 1e-12, "atol": 1e-12} if dtype == torch.float64 else {"rtol": 1e-5, "atol": 1e-6}
+    assert torch.isfinite(dx).all() and torch.isfinite(hv).all()
+    assert torch.allclose(out, want, **tol)
+    assert torch.allclose(dx, want_dx, **tol)
+    assert torch.allclose(hv, want_hv, **tol)
+
+
+def test_the_gradient_of_a_zero_scale_of_a_sum_is_finite(tmp_path: Path) -> None:
+    # h[g, y] = Sum_f (W[g, f]**2 + 2) exp(x[f, y]) * t_W[g]: dt_W was Sum_y g h / t_W, NaN at
+    # t_W = 0 (a zero-initialised gain), where it is Sum_y g Sum_f (W**2 + 2) exp(x)
+    module, _ = _module("inputs_named_like_temporaries", tmp_path)
+    torch.manual_seed(0)
+    x, w = torch.randn(3, 2, dtype=torch.float64), torch.randn(4, 3, dtype=torch.float64)
+    t_w = torch.tensor([0.0, 1.5, 0.0, -0.5], dtype=torch.float64)
+    sum_x = torch.randn(3, dtype=torch.float64)
+    out, saved = module.forward(x, w, t_w, sum_x)
+    grads = module.backward(torch.ones_like(out), saved)
+
+    def reference(x, w, t_w, sum_x):
+        h = ((w**2 + 2)[:, :, None] * torch.exp(x)[None]).sum(1) * t_w[:, None]
+        return h + (x * sum_x[:, None]).sum(0) + x.sum(0)
+
+    want, want_grads = _reference_grad(reference, x, w, t_w, sum_x)
+    assert torch.allclose(out, want, rtol=1e-12)
+    for got, expected in zip(grads, want_grads, strict=True):
+        assert torch.isfinite(got).all()
+        assert torch.allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_a_sum_scaled_by_its_max_has_a_finite_gradient_at_a_zero_max(tmp_path: Path) -> None:
+    # out = m Sum_s exp(W - m), m = max_s W: the backward read the sum back as out / m, and
+    # (1/m - 1) out was inf * 0 = NaN wherever the maximum is exactly 0 (x = 0 here)
+    module, _ = _module("max_shifted_exp_times_its_max", tmp_path)
+    x = torch.tensor([0.0, -1.0], dtype=torch.float64)
+    p = torch.tensor([[0.3, -0.2], [0.1, 0.5]], dtype=torch.float64)
+
+    def reference(x, p):
+        w = x[:, None] * torch.exp(p)
+        m = w.amax(0)
+        return m * torch.exp(w - m).sum(0)
+
+    out, saved = module.forward(x, p)
+    dx, dp = module.backward(torch.ones_like(out), saved)
+    want, (want_dx, want_dp) = _reference_grad(reference, x, p)
+    assert torch.isfinite(dx).all() and torch.isfinite(dp).all()
+    assert torch.allclose(out, want, rtol=1e-12)
+    assert torch.allclose(dx, want_dx, rtol=1e-12) and torch.allclose(dp, want_dp, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_log_one_plus_and_exp_minus_one_are_computed_as_log1p_and_expm1(dtype, tmp_path) -> None:
+    # log(1 + x**2) at x = 1e-3 rounds 1 + 1e-6 (float32: ~8% off); e^x - 1 and
+    # log(1 - e^-y) at 1e-5 cancel likewise. Each term is tested alone, against float64's
+    # log1p and expm1 on the same values, to a few ulps of the dtype
+    module, _ = _module("log1p_and_expm1_by_hand", tmp_path)
+    small = torch.tensor([1e-3, -2e-5, 3e-4, 0.5], dtype=dtype)
+    large = torch.full_like(small, 30.0)  # log(1 - e^-30) is -9e-14: below every term's ulp
+    eps = torch.finfo(dtype).eps
+
+    def close(got, want):
+        return torch.allclose(got.double(), want, rtol=8 * eps, atol=0)
+
+    wide = small.double()
+    out, _ = module.forward(small, large)  # log(1 + x**2) + expm1(x), the y term ~ 1e-13
+    want = torch.log1p(wide**2) + torch.expm1(wide) + torch.log(-torch.expm1(-large.double()))
+    assert close(out, want), (out, want)
+    # the y term alone (x = 0 zeroes the other two), down to y = 1e-30, where 1 - e^-y is 0
+    # and the forward log(-expm1(-y)) is -69: its gradient 1 / expm1(y) is 1e30, finite
+    y = torch.cat([small.abs(), torch.tensor([1e-30], dtype=dtype)])
+    out_y, saved = module.forward(torch.zeros_like(y), y)
+    assert close(out_y, torch.log(-torch.expm1(-y.double()))), out_y
+    dx, dy = module.backward(torch.ones_like(out_y), saved)
+    assert torch.isfinite(dx).all() and close(dy, 1 / torch.expm1(y.double())), dy
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_celu_by_hand_has_torch_s_gradient_next_to_its_kink(dtype, tmp_path) -> None:
+    # minimum(0, alpha (e^(x/alpha) - 1)) differentiates to a step of alpha (1 - e^(x/alpha)),
+    # which rounded to 0 at |x| < 6e-8 (float32): a tie, half of each side, a gradient of 0.5
+    # or 1.5 where torch's F.celu's is 1. The kink test is computed with expm1 now.
+    module, _ = _module("celu_gated_adjoint", tmp_path)
+    x = torch.tensor([-1e-9, -1e-20, 0.0, 1e-20, 1e-9, -2.0, 2.0], dtype=dtype)
+    leaf = x.clone().requires_grad_(True)
+    (mine,) = torch.autograd.grad(module.Function.apply(leaf, alpha=1.0).sum(), leaf)
+    ref = x.clone().requires_grad_(True)
+    (want,) = torch.autograd.grad(torch.nn.functional.celu(ref, 1.0).sum(), ref)
+    assert torch.allclose(mine, want, rtol=4 * torch.finfo(dtype).eps, atol=0), (mine, want)

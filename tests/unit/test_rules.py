@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import pytest
 import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
 
 from derive.functions import FUNCTIONS, clamp, relu, sigmoid, softplus, where
-from derive.identities import DEFINITION_RULES, FORWARD_RULES, rewrite, split_logs
+from derive.identities import (
+    ACCURACY_RULES,
+    DEFINITION_RULES,
+    FORWARD_RULES,
+    rewrite,
+    split_logs,
+)
 from derive.symbolic.canon import Pattern, fold
 from derive.symbolic.simplify import (
     LAST_RULES,
@@ -373,6 +380,46 @@ def test_fold_reduction_reads_an_index_dependent_coefficient_at_the_match() -> N
     rr = sp.IndexedBase("r", real=True)
     red = Reduction(rr, (m,), 1 / y[m], x[k, m], LIM)
     assert _apply("_fold_reduction", x[k, c], Simplifier([red])) == rr[c] * y[c]
+
+
+@pytest.mark.parametrize(
+    "coef, folds",
+    [
+        (sp.Rational(1, 3), True),  # a number
+        (1 / K, True),  # a size
+        (1 / y[m], True),  # a quotient: the fold multiplies by y[m]
+        ((y[m] + 1) ** sp.Rational(-1, 2), True),  # rstd: times a root
+        (sp.tanh(y[m]), False),  # 0 at y = 0: out / tanh(..) = 0 / 0
+        (sp.exp(y[m]), False),  # positive, but rounds to 0 at y = -800
+        (sp.Symbol("alpha", real=True), False),  # a param may be 0
+        (2 * K * y[m] ** -1 * sp.tanh(y[m]), False),  # one unsafe factor is enough
+    ],
+)
+def test_a_reduction_folds_back_only_where_its_coefficient_divides_safely(coef, folds) -> None:
+    # name = coef * Sum_k body folds Sum_k body to name / coef: finite only where each factor of
+    # coef is a nonzero float (tests/modules/test_stability.py: a tanh coefficient was 0 / 0)
+    from derive.symbolic.canon import _divides_safely
+
+    assert _divides_safely(coef, {K}) is folds
+
+
+@pytest.mark.parametrize(
+    "written, computed",
+    [
+        (sp.log(1 + x[n] ** 2), log1p(x[n] ** 2)),
+        (sp.log(1 - x[n]), log1p(-x[n])),
+        (sp.log(2 + x[n]), sp.log(2 + x[n])),  # not 1 + (1 + x): nothing gained
+        (sp.exp(x[n]) - 1, expm1(x[n])),
+        (y[n] + sp.exp(x[n]) - 1, y[n] + expm1(x[n])),
+        (1 - sp.exp(-x[n]), -expm1(-x[n])),
+        (3 * sp.exp(x[n]) - 3, 3 * expm1(x[n])),
+        (sp.exp(x[n]) - 2, sp.exp(x[n]) - 2),  # the constant is not -c
+        (K - K * sp.exp(x[n] / K), -K * expm1(x[n] / K)),  # -c a symbol (CELU's alpha)
+        (sp.log(1 - sp.exp(-x[n])), sp.log(-expm1(-x[n]))),
+    ],
+)
+def test_the_accuracy_rows_compute_log1p_and_expm1(written, computed) -> None:
+    assert rewrite(written, ACCURACY_RULES) == computed
 
 
 # -- issue 13: where(), the mask rule, and remembering a tensor under any index names ------------
