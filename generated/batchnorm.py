@@ -262,8 +262,10 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     gain, bndiff, bnvar_inv, bnraw, grad_y, b_dx, b_dgain, b_dbias, v_x, v_gain, v_bias, _like = (
         saved
     )
@@ -300,12 +302,16 @@ def _double_backward_all(grad_out, saved):
     dbnvar_inv = torch.addcmul(sum_bndiff_dbnraw, sum_bnraw_db_dx_grad_y, gain)
     del sum_bndiff_dbnraw
     dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
+    del dbnvar_inv
     dbndiff2 = (dbnvar / (N - 1)).expand(N, M).clone()
+    del dbnvar
     dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
+    del dbnraw, dbndiff2
     sum_dbndiff = _sum_leading(dbndiff, 1)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
     dx = _add_scaled(dbndiff, dbnmeani, 1 / N)
+    del dbndiff, dbnmeani
     dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
     del sum_bnraw_db_dx_grad_y
     dbias = grad_out.new_zeros((M,))
@@ -319,38 +325,12 @@ def _double_backward_all(grad_out, saved):
         sum_bnraw_db_dx_1,
         value=-1,
     )
-    del sum_bnraw_db_dx_1
+    del db_dbias, db_dgain, db_dx, sum_bnraw_db_dx_1
     del shared_bnvar_inv_gain
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain
     dv_bias = grad_out * b_dbias
-    return {
-        "b_dbias": db_dbias,
-        "b_dgain": db_dgain,
-        "b_dx": db_dx,
-        "out": dout,
-        "bnraw": dbnraw,
-        "bnvar_inv": dbnvar_inv,
-        "bnvar": dbnvar,
-        "bndiff2": dbndiff2,
-        "bndiff": dbndiff,
-        "bnmeani": dbnmeani,
-        "x": dx,
-        "gain": dgain,
-        "bias": dbias,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-        "v_gain": dv_gain,
-        "v_bias": dv_bias,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(
-        grads.get(name) for name in ["x", "gain", "bias", "grad_y", "v_x", "v_gain", "v_bias"]
-    )
+    return (dx, dgain, None, dgrad_y, dv_x, dv_gain, dv_bias)
 
 
 def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
@@ -521,7 +501,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0, 1, 2]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

@@ -183,8 +183,10 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b):
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     x, w, grad_y, b_dx, b_dw, b_db, v_x, v_w, v_b, _like = saved
     _check_grad_out(grad_out, _like)
     C = x.shape[1]
@@ -210,31 +212,15 @@ def _double_backward_all(grad_out, saved):
     )
     db = grad_out.new_zeros((C,))
     sum_db_dw_x = torch.conv1d(x, db_dw.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
+    del db_dw
     sum_db_dx_w = torch.conv1d(db_dx, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
+    del db_dx
     dgrad_y = db_db[:, None] + sum_db_dw_x + sum_db_dx_w
-    del sum_db_dw_x, sum_db_dx_w
+    del db_db, sum_db_dw_x, sum_db_dx_w
     dv_x = grad_out * b_dx
     dv_w = grad_out * b_dw
     dv_b = grad_out * b_db
-    return {
-        "b_db": db_db,
-        "b_dw": db_dw,
-        "b_dx": db_dx,
-        "out": dout,
-        "x": dx,
-        "w": dw,
-        "b": db,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-        "v_w": dv_w,
-        "v_b": dv_b,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["x", "w", "b", "grad_y", "v_x", "v_w", "v_b"])
+    return (dx, dw, None, dgrad_y, dv_x, dv_w, dv_b)
 
 
 def _jvp(x, w, b, t_x, t_w, t_b):
@@ -396,7 +382,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0, 1, 2]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

@@ -466,8 +466,10 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     (
         x,
         Wh,
@@ -511,13 +513,19 @@ def _double_backward_all(grad_out, saved):
     db_dbo = grad_out * v_bo
     db_dWo = grad_out * v_Wo
     db_dWoh_as_Wo = db_dWo
+    del db_dWo
     db_dWoh = db_dWoh_as_Wo.reshape(H, D, C)
+    del db_dWoh_as_Wo
     db_dbqkv = grad_out * v_bqkv
     db_dbh_as_bqkv = db_dbqkv
+    del db_dbqkv
     db_dbh = db_dbh_as_bqkv.reshape(3, H, D)
+    del db_dbh_as_bqkv
     db_dWqkv = grad_out * v_Wqkv
     db_dWh_as_Wqkv = db_dWqkv
+    del db_dWqkv
     db_dWh = db_dWh_as_Wqkv.reshape(C, 3, H, D)
+    del db_dWh_as_Wqkv
     db_dx = grad_out * v_x
     shared_Wh_db_dx = (
         (db_dx @ Wh.flatten(1))
@@ -601,6 +609,7 @@ def _double_backward_all(grad_out, saved):
     sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
         2, 0, 3, 1
     ) @ dc_Woh_grad_y_probs.permute(0, 1, 3, 2)
+    del dc_Woh_grad_y_probs
     sum_dy_v = dy @ v.permute(0, 1, 3, 2)
     shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
         c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
@@ -630,6 +639,7 @@ def _double_backward_all(grad_out, saved):
     )
     del (
         sum_db_dbh_at_1_q,
+        dc_Woh_grad_y_probs_v,
         sum_dc_Woh_grad_y_k_probs_v_k,
         sum_dc_Woh_grad_y_probs_q_v_q,
         sum_db_dbh_at_0_k,
@@ -642,15 +652,20 @@ def _double_backward_all(grad_out, saved):
     dcounts = torch.addcmul(
         dcounts_sum[:, :, :, None], torch.reciprocal(counts_sum)[:, :, :, None], dprobs
     )
+    del dprobs, dcounts_sum
     sum_counts_dcounts = (counts * dcounts).sum(3)
     dmaxes = -sum_counts_dcounts
     del sum_counts_dcounts
     dscores = counts * dcounts
+    del dcounts
     dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
+    del dmaxes
     sum_c_Woh_grad_y_dc_Woh_grad_y_v = dc_Woh_grad_y_v.permute(1, 0, 3, 2) @ c_Woh_grad_y.permute(
         2, 0, 3, 1
     )
+    del dc_Woh_grad_y_v
     sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
+    del dy
     dv = sum_c_Woh_grad_y_dc_Woh_grad_y_v + sum_dy_probs
     del sum_c_Woh_grad_y_dc_Woh_grad_y_v, sum_dy_probs
     shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
@@ -666,11 +681,13 @@ def _double_backward_all(grad_out, saved):
     sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
         t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
     )
+    del dc_Woh_grad_y_k_probs_v
     t_dscores = torch.where(
         torch.arange(T, device=grad_out.device)[:, None] <= torch.arange(T, device=grad_out.device),
         dscores.permute(0, 1, 3, 2) / math.sqrt(D),
         0,
     )
+    del dscores
     sum_dscores_q = t_dscores @ q
     dk = torch.addcmul(
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs + sum_dscores_q,
@@ -690,7 +707,7 @@ def _double_backward_all(grad_out, saved):
     sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs = (
         t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2) @ dc_Woh_grad_y_probs_q_v
     )
-    del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+    del dc_Woh_grad_y_probs_q_v, t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
     sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
     del t_dscores
     dq = torch.addcmul(
@@ -709,12 +726,15 @@ def _double_backward_all(grad_out, saved):
     dWoh = torch.addcmul(sum_dc_Woh_grad_y_grad_y, sum_grad_y, db_dbh[2][:, :, None])
     del sum_dc_Woh_grad_y_grad_y, sum_grad_y
     dWo = dWoh.reshape(C, C)
+    del dWoh
     stacked_dq = torch.stack([dq, dk, dv], 1)
     dbh = stacked_dq.sum((0, 3))
     dbqkv = dbh.reshape(3 * C)
+    del dbh
     sum_dq_x = (
         x.permute(2, 0, 1).flatten(1) @ dq.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
     ).unflatten(1, (dq.shape[1], dq.shape[3]))
+    del dq
     sum_c_Woh_grad_y_k_probs_v_db_dx = (
         db_dx.permute(2, 0, 1).flatten(1)
         @ c_Woh_grad_y_k_probs_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
@@ -722,6 +742,7 @@ def _double_backward_all(grad_out, saved):
     sum_dk_x = (
         x.permute(2, 0, 1).flatten(1) @ dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
     ).unflatten(1, (dk.shape[1], dk.shape[3]))
+    del dk
     sum_c_Woh_grad_y_probs_q_v_db_dx = (
         db_dx.permute(2, 0, 1).flatten(1)
         @ c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
@@ -730,9 +751,11 @@ def _double_backward_all(grad_out, saved):
         db_dx.permute(2, 0, 1).flatten(1)
         @ c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
     ).unflatten(1, (c_Woh_grad_y_probs.shape[1], c_Woh_grad_y_probs.shape[3]))
+    del db_dx
     sum_dv_x = (
         x.permute(2, 0, 1).flatten(1) @ dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
     ).unflatten(1, (dv.shape[1], dv.shape[3]))
+    del dv
     dWh = torch.stack(
         [
             sum_dq_x + sum_c_Woh_grad_y_k_probs_v_db_dx / math.sqrt(D),
@@ -750,6 +773,7 @@ def _double_backward_all(grad_out, saved):
         sum_dv_x,
     )
     dWqkv = dWh.reshape(C, 3 * C)
+    del dWh
     sum_c_Woh_grad_y_probs_db_dWh_at_all_2 = c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(
         2
     ) @ db_dWh[:, 2].permute(1, 2, 0).flatten(0, 1)
@@ -759,6 +783,7 @@ def _double_backward_all(grad_out, saved):
     sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 = c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(
         2
     ) @ db_dWh[:, 1].permute(1, 2, 0).flatten(0, 1)
+    del db_dWh
     dx = (
         stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
         + sum_c_Woh_grad_y_probs_db_dWh_at_all_2
@@ -773,79 +798,19 @@ def _double_backward_all(grad_out, saved):
     del stacked_dq
     dbo = grad_out.new_zeros((C,))
     sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
+    del db_dbh
     sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)
+    del dc_Woh_grad_y
     sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
+    del db_dWoh
     dgrad_y = db_dbo + sum_Woh_db_dbh_at_2 + sum_Woh_dc_Woh_grad_y + sum_db_dWoh_y
-    del sum_Woh_db_dbh_at_2, sum_Woh_dc_Woh_grad_y, sum_db_dWoh_y
+    del db_dbo, sum_Woh_db_dbh_at_2, sum_Woh_dc_Woh_grad_y, sum_db_dWoh_y
     dv_x = grad_out * b_dx
     dv_Wqkv = grad_out * b_dWqkv
     dv_bqkv = grad_out * b_dbqkv
     dv_Wo = grad_out * b_dWo
     dv_bo = grad_out * b_dbo
-    return {
-        "b_dbo": db_dbo,
-        "b_dWo": db_dWo,
-        "b_dWoh_as_Wo": db_dWoh_as_Wo,
-        "b_dWoh": db_dWoh,
-        "b_dbqkv": db_dbqkv,
-        "b_dbh_as_bqkv": db_dbh_as_bqkv,
-        "b_dbh": db_dbh,
-        "b_dWqkv": db_dWqkv,
-        "b_dWh_as_Wqkv": db_dWh_as_Wqkv,
-        "b_dWh": db_dWh,
-        "b_dx": db_dx,
-        "c_Woh_grad_y_probs": dc_Woh_grad_y_probs,
-        "c_Woh_grad_y_probs_q_v": dc_Woh_grad_y_probs_q_v,
-        "c_Woh_grad_y_k_probs_v": dc_Woh_grad_y_k_probs_v,
-        "c_Woh_grad_y_probs_v": dc_Woh_grad_y_probs_v,
-        "c_Woh_grad_y_v": dc_Woh_grad_y_v,
-        "c_Woh_grad_y": dc_Woh_grad_y,
-        "out": dout,
-        "y": dy,
-        "probs": dprobs,
-        "counts_sum": dcounts_sum,
-        "counts": dcounts,
-        "maxes": dmaxes,
-        "scores": dscores,
-        "v": dv,
-        "k": dk,
-        "q": dq,
-        "Woh": dWoh,
-        "bh": dbh,
-        "Wh": dWh,
-        "x": dx,
-        "Wqkv": dWqkv,
-        "bqkv": dbqkv,
-        "Wo": dWo,
-        "bo": dbo,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-        "v_Wqkv": dv_Wqkv,
-        "v_bqkv": dv_bqkv,
-        "v_Wo": dv_Wo,
-        "v_bo": dv_bo,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(
-        grads.get(name)
-        for name in [
-            "x",
-            "Wqkv",
-            "bqkv",
-            "Wo",
-            "bo",
-            "grad_y",
-            "v_x",
-            "v_Wqkv",
-            "v_bqkv",
-            "v_Wo",
-            "v_bo",
-        ]
-    )
+    return (dx, dWqkv, dbqkv, dWo, None, dgrad_y, dv_x, dv_Wqkv, dv_bqkv, dv_Wo, dv_bo)
 
 
 def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
@@ -1093,7 +1058,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0, 1, 2, 3, 4]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

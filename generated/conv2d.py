@@ -398,8 +398,10 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     (
         xg,
         wg,
@@ -433,13 +435,15 @@ def _double_backward_all(grad_out, saved):
     WO = b_grad_out_as_outg.shape[4]
     db_db = grad_out * v_b
     db_dbg_as_b = db_db
+    del db_db
     db_dbg = db_dbg_as_b.reshape(groups, OG)
+    del db_dbg_as_b
     db_dw = grad_out * v_w
     db_dwg_as_w = db_dw
-    db_dwg = db_dwg_as_w.reshape(groups, OG, CG, KH, KW)
+    del db_dw
     db_dx = grad_out * v_x
     db_dxg_as_x = db_dx
-    db_dxg = db_dxg_as_x.reshape(N, groups, CG, H, W)
+    del db_dx
     sum_db_dwg_xg = torch.conv2d(
         xg.reshape(N, groups * CG, H, W),
         db_dwg_as_w.reshape(groups * OG, CG, KH, KW),
@@ -457,8 +461,9 @@ def _double_backward_all(grad_out, saved):
         groups=groups,
     ).reshape(N, groups, OG, HO, WO)
     db_grad_out_as_outg = db_dbg[:, :, None, None] + sum_db_dwg_xg + sum_db_dxg_wg
-    del sum_db_dwg_xg, sum_db_dxg_wg
+    del db_dbg, sum_db_dwg_xg, sum_db_dxg_wg
     dgrad_y = db_grad_out_as_outg.reshape(N, O, HO, WO)
+    del db_grad_out_as_outg
     dout = grad_out.new_zeros((N, O, HO, WO))
     doutg = grad_out.new_zeros((N, groups, OG, HO, WO))
     dbg = grad_out.new_zeros((groups, OG))
@@ -471,7 +476,9 @@ def _double_backward_all(grad_out, saved):
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(groups, OG, CG, KH, KW)
+    del db_dxg_as_x
     dw = dwg.reshape(O, CG, KH, KW)
+    del dwg
     sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose2d(
         b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
         db_dwg_as_w.reshape(groups * OG, CG, KH, KW),
@@ -484,43 +491,16 @@ def _double_backward_all(grad_out, saved):
         dilation=(dilation, dilation),
         groups=groups,
     ).reshape(N, groups, CG, H, W)
+    del db_dwg_as_w
     dxg = sum_b_grad_out_as_outg_db_dwg
     del sum_b_grad_out_as_outg_db_dwg
     dx = dxg.reshape(N, C, H, W)
+    del dxg
     db = grad_out.new_zeros((O,))
     dv_x = grad_out * b_dx
     dv_w = grad_out * b_dw
     dv_b = grad_out * b_db
-    return {
-        "b_db": db_db,
-        "b_dbg_as_b": db_dbg_as_b,
-        "b_dbg": db_dbg,
-        "b_dw": db_dw,
-        "b_dwg_as_w": db_dwg_as_w,
-        "b_dwg": db_dwg,
-        "b_dx": db_dx,
-        "b_dxg_as_x": db_dxg_as_x,
-        "b_dxg": db_dxg,
-        "b_grad_out_as_outg": db_grad_out_as_outg,
-        "out": dout,
-        "outg": doutg,
-        "bg": dbg,
-        "wg": dwg,
-        "xg": dxg,
-        "x": dx,
-        "w": dw,
-        "b": db,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-        "v_w": dv_w,
-        "v_b": dv_b,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["x", "w", "b", "grad_y", "v_x", "v_w", "v_b"])
+    return (dx, dw, None, dgrad_y, dv_x, dv_w, dv_b)
 
 
 def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
@@ -754,7 +734,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0, 1, 2]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

@@ -204,8 +204,10 @@ def _double_forward(logits, targets, grad_y, v_logits):
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     (
         targets,
         counts,
@@ -226,38 +228,25 @@ def _double_backward_all(grad_out, saved):
     dprobs = grad_y / N * db_dlogits
     dcounts_sum_inv = (counts * dprobs).sum(1)
     dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
+    del dcounts_sum_inv
     dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
+    del dprobs, dcounts_sum
     dnorm_logits = counts * dcounts
+    del dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)
     dlogit_maxes = -sum_dnorm_logits
     del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
+    del dnorm_logits
     dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
+    del dlogit_maxes
     sum_db_dlogits_probs = (db_dlogits * probs).sum((0, 1))
     sum_db_dlogits_targets = db_dlogits.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
+    del db_dlogits
     dgrad_y = (sum_db_dlogits_probs - sum_db_dlogits_targets) / N
     del sum_db_dlogits_probs, sum_db_dlogits_targets
     dv_logits = grad_out * b_dlogits
-    return {
-        "b_dlogits": db_dlogits,
-        "loss": dloss,
-        "logprobs": dlogprobs,
-        "probs": dprobs,
-        "counts_sum_inv": dcounts_sum_inv,
-        "counts_sum": dcounts_sum,
-        "counts": dcounts,
-        "norm_logits": dnorm_logits,
-        "logit_maxes": dlogit_maxes,
-        "logits": dlogits,
-        "grad_y": dgrad_y,
-        "v_logits": dv_logits,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["logits", "targets", "grad_y", "v_logits"])
+    return (dlogits, None, dgrad_y, dv_logits)
 
 
 def _jvp(logits, targets, t_logits):
@@ -418,7 +407,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

@@ -173,8 +173,10 @@ def _double_forward(idx, C, grad_y, v_C):
     return pair, (idx, b_dC, v_C, batch_shape, (pair.shape, pair.dtype, pair.device))
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     idx, b_dC, v_C, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     Batch = idx.shape[0]
@@ -184,21 +186,10 @@ def _double_backward_all(grad_out, saved):
     dout = grad_out.new_zeros((Batch, E))
     dC = grad_out.new_zeros((V, E))
     dgrad_y = db_dC.index_select(0, idx)
+    del db_dC
     dv_C = grad_out * b_dC
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
-    return {
-        "b_dC": db_dC,
-        "out": dout,
-        "C": dC,
-        "grad_y": dgrad_y,
-        "v_C": dv_C,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["idx", "C", "grad_y", "v_C"])
+    return (None, None, dgrad_y, dv_C)
 
 
 def _jvp(idx, C, t_C):
@@ -345,7 +336,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [1]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

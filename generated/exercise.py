@@ -664,8 +664,10 @@ def _double_forward(
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     (
         X,
         Y,
@@ -724,30 +726,37 @@ def _double_backward_all(grad_out, saved):
     db_dW1 = grad_out * v_W1
     db_dC = grad_out * v_C
     db_demb = db_dC.index_select(0, X.reshape(-1)).reshape(N, T, E)
+    del db_dC
     db_dembcat_as_emb = db_demb
+    del db_demb
     db_dembcat = db_dembcat_as_emb.reshape(N, E * T)
+    del db_dembcat_as_emb
     sum_W1_db_dembcat = db_dembcat @ W1
     sum_db_dW1_embcat = embcat @ db_dW1
     db_dhprebn = db_db1 + sum_W1_db_dembcat + sum_db_dW1_embcat
-    del sum_W1_db_dembcat, sum_db_dW1_embcat
+    del db_db1, sum_W1_db_dembcat, sum_db_dW1_embcat
     db_dbnmeani = _sum_leading(db_dhprebn, 1, mean=True)
     db_dbndiff = db_dhprebn - db_dbnmeani
+    del db_dhprebn, db_dbnmeani
     db_dbndiff2 = bndiff * db_dbndiff * 2
     sum_db_dbndiff2 = _sum_leading(db_dbndiff2, 1)
+    del db_dbndiff2
     db_dbnvar = sum_db_dbndiff2 / (N - 1)
     del sum_db_dbndiff2
     shared_bnvar_inv = torch.pow(bnvar_inv, 3)
     db_dbnvar_inv = shared_bnvar_inv * db_dbnvar * (-1 / 2)
     db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
     db_dhpreact = torch.addcmul(torch.addcmul(db_dbnbias, db_dbngain, bnraw), bngain, db_dbnraw)
+    del db_dbnbias
     shared_h = h * h
     db_dh = torch.addcmul(db_dhpreact, db_dhpreact, shared_h, value=-1)
     sum_W2_db_dh = db_dh @ W2
     sum_db_dW2_h = h @ db_dW2
     db_dlogits = db_db2 + sum_W2_db_dh + sum_db_dW2_h
-    del sum_W2_db_dh, sum_db_dW2_h
+    del db_db2, sum_W2_db_dh, sum_db_dW2_h
     db_dlogit_maxes = db_dlogits.gather(1, logit_maxes_argmax_first.unsqueeze(1)).squeeze(1)
     db_dnorm_logits = db_dlogits - db_dlogit_maxes[:, None]
+    del db_dlogits, db_dlogit_maxes
     db_dcounts = counts * db_dnorm_logits
     db_dcounts_sum = db_dcounts.sum(1)
     shared_counts_sum_inv = counts_sum_inv * counts_sum_inv
@@ -759,7 +768,9 @@ def _double_backward_all(grad_out, saved):
     dloss = grad_out.new_zeros(())
     dlogprobs = grad_out.new_zeros((N, V))
     dprobs = -b_dprobs / probs * db_dprobs
+    del db_dprobs
     sum_b_dprobs_db_dcounts = (b_dprobs * db_dcounts).sum(1)
+    del db_dcounts
     sum_counts_dprobs = (counts * dprobs).sum(1)
     dcounts_sum_inv = torch.addcmul(
         sum_b_dprobs_db_dcounts + sum_counts_dprobs,
@@ -767,8 +778,9 @@ def _double_backward_all(grad_out, saved):
         b_dcounts_sum_inv,
         value=-2,
     )
-    del sum_b_dprobs_db_dcounts, sum_counts_dprobs
+    del db_dcounts_sum, sum_b_dprobs_db_dcounts, sum_counts_dprobs
     dcounts_sum = -shared_counts_sum_inv * dcounts_sum_inv
+    del dcounts_sum_inv
     del shared_counts_sum_inv
     dcounts = torch.addcmul(
         torch.addcmul(
@@ -779,19 +791,26 @@ def _double_backward_all(grad_out, saved):
         counts_sum_inv[:, None],
         dprobs,
     )
+    del db_dnorm_logits, db_dcounts_sum_inv, dprobs, dcounts_sum
     dnorm_logits = counts * dcounts
+    del dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)
     dlogit_maxes = -sum_dnorm_logits
     del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
+    del dnorm_logits
     dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
+    del dlogit_maxes
     sum_W2_dlogits = dlogits @ W2.T
     sum_b_dlogits_db_dW2 = b_dlogits @ db_dW2.T
+    del db_dW2
     dh = torch.addcmul(sum_W2_dlogits + sum_b_dlogits_db_dW2, db_dhpreact * h, b_dh, value=-2)
-    del sum_W2_dlogits, sum_b_dlogits_db_dW2
+    del db_dhpreact, sum_W2_dlogits, sum_b_dlogits_db_dW2
     dhpreact = torch.addcmul(dh, dh, shared_h, value=-1)
+    del dh
     del shared_h
     dbnraw = torch.addcmul(db_dbngain * b_dhpreact, bngain, dhpreact)
+    del db_dbngain
     sum_b_dbnraw_db_dbndiff = _sum_leading(b_dbnraw * db_dbndiff, 1)
     sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
     dbnvar_inv = torch.addcmul(
@@ -800,10 +819,12 @@ def _double_backward_all(grad_out, saved):
         bnvar_inv * bnvar_inv,
         value=-3 / 2,
     )
-    del sum_b_dbnraw_db_dbndiff, sum_bndiff_dbnraw
+    del db_dbnvar, sum_b_dbnraw_db_dbndiff, sum_bndiff_dbnraw
     dbnvar = shared_bnvar_inv * dbnvar_inv * (-1 / 2)
+    del dbnvar_inv
     del shared_bnvar_inv
     dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
+    del dbnvar
     dbndiff = torch.addcmul(
         torch.addcmul(
             torch.addcmul(db_dbnvar_inv * b_dbnraw, bnvar_inv, dbnraw), dbndiff2, bndiff, value=2
@@ -812,32 +833,42 @@ def _double_backward_all(grad_out, saved):
         b_dbndiff2,
         value=2,
     )
+    del db_dbndiff, db_dbnvar_inv, dbnraw, dbndiff2
     sum_dbndiff = _sum_leading(dbndiff, 1)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
     dhprebn = _add_scaled(dbndiff, dbnmeani, 1 / N)
+    del dbndiff, dbnmeani
     sum_W1_dhprebn = dhprebn @ W1.T
     sum_b_dhprebn_db_dW1 = b_dhprebn @ db_dW1.T
+    del db_dW1
     dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
     del sum_W1_dhprebn, sum_b_dhprebn_db_dW1
-    demb = dembcat.reshape(N, T, E)
     dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
+    del dembcat
     sum_b_dhprebn_db_dembcat = db_dembcat.T @ b_dhprebn
+    del db_dembcat
     sum_dhprebn_embcat = embcat.T @ dhprebn
     dW1 = sum_b_dhprebn_db_dembcat + sum_dhprebn_embcat
     del sum_b_dhprebn_db_dembcat, sum_dhprebn_embcat
     db1 = _sum_leading(dhprebn, 1)
+    del dhprebn
     sum_b_dhpreact_db_dbnraw = _sum_leading(b_dhpreact * db_dbnraw, 1)
+    del db_dbnraw
     sum_bnraw_dhpreact = _sum_leading(bnraw * dhpreact, 1)
     dbngain = sum_b_dhpreact_db_dbnraw + sum_bnraw_dhpreact
     del sum_b_dhpreact_db_dbnraw, sum_bnraw_dhpreact
     dbnbias = _sum_leading(dhpreact, 1)
+    del dhpreact
     sum_b_dlogits_db_dh = db_dh.T @ b_dlogits
+    del db_dh
     sum_dlogits_h = h.T @ dlogits
     dW2 = sum_b_dlogits_db_dh + sum_dlogits_h
     del sum_b_dlogits_db_dh, sum_dlogits_h
     db2 = _sum_leading(dlogits, 1)
+    del dlogits
     sum_Y_db_dlogprobs = db_dlogprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
+    del db_dlogprobs
     dgrad_y = sum_Y_db_dlogprobs * (-1 / N)
     del sum_Y_db_dlogprobs
     dv_C = grad_out * b_dC
@@ -847,97 +878,25 @@ def _double_backward_all(grad_out, saved):
     dv_bnbias = grad_out * b_dbnbias
     dv_W2 = grad_out * b_dW2
     dv_b2 = grad_out * b_db2
-    return {
-        "b_db2": db_db2,
-        "b_dW2": db_dW2,
-        "b_dbnbias": db_dbnbias,
-        "b_dbngain": db_dbngain,
-        "b_db1": db_db1,
-        "b_dW1": db_dW1,
-        "b_dC": db_dC,
-        "b_demb": db_demb,
-        "b_dembcat_as_emb": db_dembcat_as_emb,
-        "b_dembcat": db_dembcat,
-        "b_dhprebn": db_dhprebn,
-        "b_dbnmeani": db_dbnmeani,
-        "b_dbndiff": db_dbndiff,
-        "b_dbndiff2": db_dbndiff2,
-        "b_dbnvar": db_dbnvar,
-        "b_dbnvar_inv": db_dbnvar_inv,
-        "b_dbnraw": db_dbnraw,
-        "b_dhpreact": db_dhpreact,
-        "b_dh": db_dh,
-        "b_dlogits": db_dlogits,
-        "b_dlogit_maxes": db_dlogit_maxes,
-        "b_dnorm_logits": db_dnorm_logits,
-        "b_dcounts": db_dcounts,
-        "b_dcounts_sum": db_dcounts_sum,
-        "b_dcounts_sum_inv": db_dcounts_sum_inv,
-        "b_dprobs": db_dprobs,
-        "b_dlogprobs": db_dlogprobs,
-        "loss": dloss,
-        "logprobs": dlogprobs,
-        "probs": dprobs,
-        "counts_sum_inv": dcounts_sum_inv,
-        "counts_sum": dcounts_sum,
-        "counts": dcounts,
-        "norm_logits": dnorm_logits,
-        "logit_maxes": dlogit_maxes,
-        "logits": dlogits,
-        "h": dh,
-        "hpreact": dhpreact,
-        "bnraw": dbnraw,
-        "bnvar_inv": dbnvar_inv,
-        "bnvar": dbnvar,
-        "bndiff2": dbndiff2,
-        "bndiff": dbndiff,
-        "bnmeani": dbnmeani,
-        "hprebn": dhprebn,
-        "embcat": dembcat,
-        "emb": demb,
-        "C": dC,
-        "W1": dW1,
-        "b1": db1,
-        "bngain": dbngain,
-        "bnbias": dbnbias,
-        "W2": dW2,
-        "b2": db2,
-        "grad_y": dgrad_y,
-        "v_C": dv_C,
-        "v_W1": dv_W1,
-        "v_b1": dv_b1,
-        "v_bngain": dv_bngain,
-        "v_bnbias": dv_bnbias,
-        "v_W2": dv_W2,
-        "v_b2": dv_b2,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(
-        grads.get(name)
-        for name in [
-            "X",
-            "Y",
-            "C",
-            "W1",
-            "b1",
-            "bngain",
-            "bnbias",
-            "W2",
-            "b2",
-            "grad_y",
-            "v_C",
-            "v_W1",
-            "v_b1",
-            "v_bngain",
-            "v_bnbias",
-            "v_W2",
-            "v_b2",
-            "logit_maxes_argmax_first",
-        ]
+    return (
+        None,
+        None,
+        dC,
+        dW1,
+        db1,
+        dbngain,
+        dbnbias,
+        dW2,
+        db2,
+        dgrad_y,
+        dv_C,
+        dv_W1,
+        dv_b1,
+        dv_bngain,
+        dv_bnbias,
+        dv_W2,
+        dv_b2,
+        None,
     )
 
 
@@ -1211,7 +1170,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [2, 3, 4, 5, 6, 7, 8]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

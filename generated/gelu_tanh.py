@@ -151,8 +151,10 @@ def _double_forward(x, grad_y, v_x):
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     x, out_tanh0, grad_y, b_dx, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     Batch = x.shape[0]
@@ -176,6 +178,7 @@ def _double_backward_all(grad_out, saved):
         )
         * 0.7978845608028654
     )
+    del dout_tanh0
     dgrad_y = (
         torch.addcmul(
             out_tanh0 + 1,
@@ -186,25 +189,13 @@ def _double_backward_all(grad_out, saved):
         * db_dx
         * 0.5
     )
+    del db_dx
     del shared_out_tanh0, shared_x
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
     dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
-    return {
-        "b_dx": db_dx,
-        "out": dout,
-        "out_tanh0": dout_tanh0,
-        "x": dx,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["x", "grad_y", "v_x"])
+    return (dx, dgrad_y, dv_x)
 
 
 def _jvp(x, t_x):
@@ -346,7 +337,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

@@ -266,8 +266,10 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     (
         gain,
         diff,
@@ -317,11 +319,14 @@ def _double_backward_all(grad_out, saved):
     drstd = sum_db_dx_gain_grad_y_xhat + sum_diff_dxhat
     del sum_db_dx_gain_grad_y_xhat, sum_diff_dxhat
     dvar = torch.pow(rstd, 3) * drstd * (-1 / 2)
+    del drstd
     ddiff = torch.addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, value=2 / C)
-    sum_ddiff = ddiff.sum(1)
+    del dxhat, dvar
+    sum_ddiff = ddiff.sum(1, keepdim=True)
     dmean = -sum_ddiff
     del sum_ddiff
-    dx = _add_scaled(ddiff, dmean[:, None], 1 / C)
+    dx = _add_scaled(ddiff, dmean, 1 / C)
+    del ddiff, dmean
     sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
     sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, db_dx, grad_y)
     sum_db_dx_grad_y_rstd_xhat = (
@@ -348,7 +353,7 @@ def _double_backward_all(grad_out, saved):
         xhat,
         value=-1 / C,
     )
-    del sum_db_dx
+    del db_dbias, db_dgain, db_dx, sum_db_dx
     del shared_gain_rstd, shared_gain_rstd_sum_db_dx_xhat
     dv_x = grad_out * b_dx
     dv_gain = grad_out * b_dgain
@@ -356,32 +361,7 @@ def _double_backward_all(grad_out, saved):
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
     dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
-    return {
-        "b_dbias": db_dbias,
-        "b_dgain": db_dgain,
-        "b_dx": db_dx,
-        "out": dout,
-        "xhat": dxhat,
-        "rstd": drstd,
-        "var": dvar,
-        "diff": ddiff,
-        "mean": dmean,
-        "x": dx,
-        "gain": dgain,
-        "bias": dbias,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-        "v_gain": dv_gain,
-        "v_bias": dv_bias,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(
-        grads.get(name) for name in ["x", "gain", "bias", "grad_y", "v_x", "v_gain", "v_bias"]
-    )
+    return (dx, dgain, None, dgrad_y, dv_x, dv_gain, dv_bias)
 
 
 def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
@@ -552,7 +532,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0, 1, 2]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

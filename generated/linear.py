@@ -173,8 +173,10 @@ def _double_forward(x, W, b, grad_y, v_x, v_W, v_b):
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     x, W, grad_y, b_dx, b_dW, b_db, v_x, v_W, v_b, _like = saved
     _check_grad_out(grad_out, _like)
     M = W.shape[1]
@@ -187,31 +189,15 @@ def _double_backward_all(grad_out, saved):
     dW = db_dx.T @ grad_y
     db = grad_out.new_zeros((M,))
     sum_W_db_dx = db_dx @ W
+    del db_dx
     sum_db_dW_x = x @ db_dW
+    del db_dW
     dgrad_y = db_db + sum_W_db_dx + sum_db_dW_x
-    del sum_W_db_dx, sum_db_dW_x
+    del db_db, sum_W_db_dx, sum_db_dW_x
     dv_x = grad_out * b_dx
     dv_W = grad_out * b_dW
     dv_b = grad_out * b_db
-    return {
-        "b_db": db_db,
-        "b_dW": db_dW,
-        "b_dx": db_dx,
-        "out": dout,
-        "x": dx,
-        "W": dW,
-        "b": db,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-        "v_W": dv_W,
-        "v_b": dv_b,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["x", "W", "b", "grad_y", "v_x", "v_W", "v_b"])
+    return (dx, dW, None, dgrad_y, dv_x, dv_W, dv_b)
 
 
 def _jvp(x, W, b, t_x, t_W, t_b):
@@ -369,7 +355,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0, 1, 2]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

@@ -152,8 +152,10 @@ def _double_forward(x, grad_y, v_x):
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     x, maxes, counts_sum, out, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
@@ -168,31 +170,18 @@ def _double_backward_all(grad_out, saved):
     dmaxes = torch.addcmul(-sum_dout, sum_maxes_x, dcounts_sum, value=-1)
     del sum_dout, sum_maxes_x
     dx = torch.addcmul(dout, dcounts_sum[:, None], exp_maxes_x).clone()
-    del exp_maxes_x
+    del dout, dcounts_sum, exp_maxes_x
     dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
+    del dmaxes
     sum_db_dx_out = (db_dx * exp_out).sum(1, keepdim=True)
     del exp_out
     dgrad_y = db_dx - sum_db_dx_out
-    del sum_db_dx_out
+    del db_dx, sum_db_dx_out
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
     dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
-    return {
-        "b_dx": db_dx,
-        "out": dout,
-        "counts_sum": dcounts_sum,
-        "maxes": dmaxes,
-        "x": dx,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["x", "grad_y", "v_x"])
+    return (dx, dgrad_y, dv_x)
 
 
 def _jvp(x, t_x):
@@ -345,7 +334,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

@@ -154,8 +154,10 @@ def _double_forward(x, grad_y, v_x):
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     counts_sum, counts_sum_exp0, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     Batch = counts_sum.shape[0]
@@ -165,34 +167,23 @@ def _double_backward_all(grad_out, saved):
     dcounts_sum = -sum_b_dx_db_dx / counts_sum
     del sum_b_dx_db_dx
     dcounts_sum_exp0 = torch.addcmul(dcounts_sum[:, None], (grad_y / counts_sum)[:, None], db_dx)
+    del dcounts_sum
     sum_counts_sum_exp0_dcounts_sum_exp0 = (counts_sum_exp0 * dcounts_sum_exp0).sum(1)
     dmaxes = -sum_counts_sum_exp0_dcounts_sum_exp0
     del sum_counts_sum_exp0_dcounts_sum_exp0
     dx = counts_sum_exp0 * dcounts_sum_exp0
+    del dcounts_sum_exp0
     dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
+    del dmaxes
     sum_counts_sum_exp0_db_dx = (counts_sum_exp0 * db_dx).sum(1)
+    del db_dx
     dgrad_y = sum_counts_sum_exp0_db_dx / counts_sum
     del sum_counts_sum_exp0_db_dx
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
     dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
-    return {
-        "b_dx": db_dx,
-        "out": dout,
-        "counts_sum": dcounts_sum,
-        "counts_sum_exp0": dcounts_sum_exp0,
-        "maxes": dmaxes,
-        "x": dx,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["x", "grad_y", "v_x"])
+    return (dx, dgrad_y, dv_x)
 
 
 def _jvp(x, t_x):
@@ -345,7 +336,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

@@ -240,8 +240,10 @@ def _double_forward(x, grad_y, v_x, out_argmax_first, *, kernel_size=2, stride=2
     return pair, (out_argmax_first, b_dx, v_x, stride, (pair.shape, pair.dtype, pair.device))
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     out_argmax_first, b_dx, v_x, stride, _like = saved
     _check_grad_out(grad_out, _like)
     C = out_argmax_first.shape[1]
@@ -273,21 +275,10 @@ def _double_backward_all(grad_out, saved):
         ),
         0,
     )
+    del db_dx
     del shared_out_argmax_first, shared_out_argmax_first_1
     dv_x = grad_out * b_dx
-    return {
-        "b_dx": db_dx,
-        "out": dout,
-        "x": dx,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["x", "grad_y", "v_x", "out_argmax_first"])
+    return (None, dgrad_y, dv_x, None)
 
 
 def _jvp(x, t_x, *, kernel_size=2, stride=2):
@@ -467,7 +458,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

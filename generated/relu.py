@@ -111,8 +111,10 @@ def _double_forward(x, grad_y, v_x):
     return pair, (x, b_dx, v_x, batch_shape, (pair.shape, pair.dtype, pair.device))
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     x, b_dx, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     Batch = x.shape[0]
@@ -120,23 +122,12 @@ def _double_backward_all(grad_out, saved):
     dout = grad_out.new_zeros((Batch,))
     dx = grad_out.new_zeros((Batch,))
     dgrad_y = torch.where(x > 0, db_dx, 0)
+    del db_dx
     dv_x = grad_out * b_dx
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
     dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
-    return {
-        "b_dx": db_dx,
-        "out": dout,
-        "x": dx,
-        "grad_y": dgrad_y,
-        "v_x": dv_x,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["x", "grad_y", "v_x"])
+    return (None, dgrad_y, dv_x)
 
 
 def _jvp(x, t_x):
@@ -276,7 +267,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

@@ -230,8 +230,10 @@ def _double_forward(logits, targets, grad_y, v_logits):
     )
 
 
-def _double_backward_all(grad_out, saved):
-    """The gradient of every intermediate and input, step by step: ``{name: grad}``."""
+def _double_backward(grad_out, saved):
+    """Gradients of the double backward's inputs, in input order (``None`` for integer
+    inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
+    is, as it does for an input no path reaches)."""
     targets, counts, counts_sum, probs, grad_y, b_dlogits, v_logits, logit_maxes_argmax, _like = (
         saved
     )
@@ -252,12 +254,16 @@ def _double_backward_all(grad_out, saved):
     dcounts = torch.addcmul(
         dcounts_sum[:, :, None], torch.reciprocal(counts_sum)[:, :, None], dprobs
     )
+    del dprobs, dcounts_sum
     dnorm_logits = counts * dcounts
+    del dcounts
     sum_dnorm_logits = dnorm_logits.sum(2)
     dlogit_maxes = -sum_dnorm_logits
     del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
+    del dnorm_logits
     dlogits.scatter_add_(2, logit_maxes_argmax.unsqueeze(2), dlogit_maxes.unsqueeze(2))
+    del dlogit_maxes
     t_targets = where_targets
     del where_targets
     sum_db_dlogits_probs_targets = (t_targets * (db_dlogits * probs).sum(2)).sum((0, 1))
@@ -265,31 +271,14 @@ def _double_backward_all(grad_out, saved):
     sum_db_dlogits_targets_targets_index = torch.where(
         shared_targets, db_dlogits.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
     ).sum((0, 1))
+    del db_dlogits
     del shared_targets
     dgrad_y = sum_db_dlogits_probs_targets / sum_targets - (
         sum_db_dlogits_targets_targets_index / sum_targets
     )
     del sum_targets, sum_db_dlogits_probs_targets, sum_db_dlogits_targets_targets_index
     dv_logits = grad_out * b_dlogits
-    return {
-        "b_dlogits": db_dlogits,
-        "loss": dloss,
-        "logprobs": dlogprobs,
-        "probs": dprobs,
-        "counts_sum": dcounts_sum,
-        "counts": dcounts,
-        "norm_logits": dnorm_logits,
-        "logit_maxes": dlogit_maxes,
-        "logits": dlogits,
-        "grad_y": dgrad_y,
-        "v_logits": dv_logits,
-    }
-
-
-def _double_backward(grad_out, saved):
-    """Gradients of the double backward's inputs, in input order (``None`` for integer inputs)."""
-    grads = _double_backward_all(grad_out, saved)
-    return tuple(grads.get(name) for name in ["logits", "targets", "grad_y", "v_logits"])
+    return (dlogits, None, dgrad_y, dv_logits)
 
 
 def _jvp(logits, targets, t_logits):
@@ -455,7 +444,7 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
     if any(t is not None for t in cotangents):
         grads = _double(ctx, grad_out, inputs, cotangents)
         second = [grads[k] for k in [0]]
-        out = [h if o is None else o + h for o, h in zip(out, second)]
+        out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
 
 

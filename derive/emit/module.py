@@ -156,7 +156,9 @@ def _needed_symbols(d: Derivation) -> set[sp.Symbol]:
     return needed
 
 
-def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -> list[str]:
+def _backward_lines(
+    d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool, kept: list[str]
+) -> list[str]:
     g, adj = d.graph, d.adjoints
     out = g.tensors[g.output]
     # batched inputs' gradients take the batch shape back (an int input, embedding's idx,
@@ -182,8 +184,7 @@ def _backward_lines(d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool) -
         if adj.names[t] not in direct.values():
             lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
         _emit_views(d, lw, adj.names[t], direct)
-    # the inputs' gradients are returned (a stepwise op returns every step's): the rest is freed
-    kept = d.order if g.op.stepwise else [t for t in g.inputs if t in d.final]
+    # the gradients returned (``kept``) stay; the rest is freed once read for the last time
     lw.release({adj.names[t] for t in kept})
     body = lw.lines + [
         Code(
@@ -223,15 +224,16 @@ class _Bodies:
     modules: set[str]  # python modules they call (math)
 
 
-def _bodies(d: Derivation, flat: bool) -> _Bodies:
-    """Input checks, forward and backward lines, and what the lowering recorded about them."""
+def _bodies(d: Derivation, flat: bool, kept: list[str]) -> _Bodies:
+    """Input checks, forward and backward lines, and what the lowering recorded about them;
+    ``kept``: the tensors whose gradients the backward returns."""
     lw = _lowerer(d, d.graph.like or first_float(d.graph))
     keep = {d.graph.output, *d.saved} | names_read(output_expr(d.graph, flat))
     forward = _forward_lines(d, lw, keep)
     checks, _ = input_checks(d.graph, flat, lw.wrapping)
     bind, extras = _backward_bindings(d, _needed_symbols(d))
     back = _lowerer(d, GRAD_OUT)
-    backward = _backward_lines(d, back, bind, flat)
+    backward = _backward_lines(d, back, bind, flat, kept)
     if BATCH_SHAPE in set().union(*map(names_read, backward)) and not any(
         size_binding(line) == BATCH_SHAPE for line in backward
     ):  # batched inputs, an output summed over the batch: grad_out has no batch shape to read
@@ -260,17 +262,34 @@ def _tuple(names: list[str]) -> str:
 
 
 def module_data(
-    d: Derivation, source: str, command: str, double: bool = True, stage: Stage = silent
+    d: Derivation,
+    source: str,
+    command: str,
+    double: bool = True,
+    stage: Stage = silent,
+    every_step: bool | None = None,
+    zero_as_none: bool = False,
 ) -> ModuleData:
     """Lower forward and backward of ``d`` into the strings of one generated module; with
     ``double``, the derived second order too (:mod:`derive.emit.double`). ``stage`` hears the
-    stages that follow the first lowering (:mod:`derive.progress`)."""
+    stages that follow the first lowering (:mod:`derive.progress`). ``every_step`` (default:
+    the op's ``stepwise``): the backward returns every intermediate's gradient by name
+    (``backward_all``, the exercise's reader), else the inputs' alone, each intermediate's
+    freed once read. The second order is derived step by step but returns its inputs' alone:
+    its intermediates' gradients (the forward output's are zeros, since ``pair`` never reads
+    it) are nobody's to read, and kept to the end they were its peak memory. ``zero_as_none``:
+    an input whose derived gradient is 0 gets None, as autograd gives an input no path
+    reaches (a gradient penalty through linear leaves the bias's .grad None, and an optimizer
+    then skips it: a tensor of zeros would be decayed and moved by its moments)."""
     g, adj = d.graph, d.adjoints
+    every_step = g.op.stepwise if every_step is None else every_step
+    zero = [t for t in d.order if zero_as_none and d.final[t] == 0]
+    graded = [t for t in g.inputs if t in d.final and t not in zero]
     flat = not elementwise(g)
-    b = _bodies(d, flat)
+    b = _bodies(d, flat, d.order if every_step else graded)
     if not flat and BATCH_SIZE.name in b.reads:
         flat = True  # the code names the flattened batch size after all
-        b = _bodies(d, flat)
+        b = _bodies(d, flat, d.order if every_step else graded)
     checks, forward, backward, extras = b.checks, b.forward, b.backward, b.extras
     output = output_expr(g, flat)
     returned = output if output.isidentifier() else "_returned"
@@ -279,16 +298,19 @@ def module_data(
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
     call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])
-    returns = _tuple([adj.names[t] if t in d.final else "None" for t in g.inputs])
+    returns = _tuple([adj.names[t] if t in graded else "None" for t in g.inputs])
     formulas = [f"d{t}[{', '.join(map(str, adj.free[t]))}] = {d.final[t]}" for t in d.order]
-    grads = [(t, adj.names[t]) for t in d.order] if g.op.stepwise else []
+    grads = [(t, adj.names[t]) for t in d.order] if every_step else []
     ranges = range_checks(g)
     helpers = {f for line in checks + ranges for f in names_read(line) if f.startswith("_check_")}
     helpers |= called_helpers(forward + backward)
     second = tangents = None
     if double:
         stage("the double backward, deriving")
-        lower = lambda d2, s, c: module_data(d2, s, c, False)  # noqa: E731
+
+        def lower(d2: Derivation, s: str, c: str) -> ModuleData:
+            return module_data(d2, s, c, False, every_step=False, zero_as_none=True)
+
         second = double_data(d, source, command, lower, stage)
         if second.module is not None:
             helpers |= set(second.module.helpers)

@@ -18,6 +18,7 @@ import runpy
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import derive.emit.double as double
 from derive import Op
@@ -116,6 +117,41 @@ def test_a_gradient_penalty_through_layernorm():
     mine = penalty(lambda t: layernorm.Function.apply(t, w, b))
     want = penalty(lambda t: torch.nn.functional.layer_norm(t, (6,), w, b))
     assert torch.allclose(mine, want, rtol=0, atol=1e-10)
+
+
+def _batchnorm_torch(x, gain, bias):
+    """ops/batchnorm.py in torch ops: the batch's mean and its n-1 variance."""
+    return gain * (x - x.mean(0)) / torch.sqrt(x.var(0, correction=1) + 1e-5) + bias
+
+
+@pytest.mark.parametrize(
+    "name, shapes, torch_op",
+    [
+        ("linear", [(5, 4), (4, 3), (3,)], lambda x, w, b: x @ w + b),
+        ("layernorm", [(5, 4), (4,), (4,)], lambda x, w, b: F.layer_norm(x, (4,), w, b)),
+        ("batchnorm", [(5, 4), (4,), (4,)], _batchnorm_torch),
+    ],
+)
+def test_a_gradient_penalty_leaves_unreached_params_alone(name, shapes, torch_op):
+    """A penalty on the input gradient of a loss linear in the output never depends on the
+    bias: autograd leaves its ``.grad`` None, and an optimizer skips it (AdamW neither decays
+    it nor moves it by its moments). The derived double backward's gradient there is 0, and
+    the generated op hands autograd None for it, not a tensor of zeros (it did: found by
+    probing). Every other param gets the same gradient as through torch's ops."""
+    module = importlib.import_module(f"generated.{name}")
+    gen = torch.Generator().manual_seed(0)
+    values = [torch.randn(s, dtype=torch.float64, generator=gen) for s in shapes]
+    c = torch.randn(shapes[0][0], shapes[1][-1], dtype=torch.float64, generator=gen)
+
+    def grads(f):
+        x, *params = (v.clone().requires_grad_(True) for v in values)
+        (gx,) = torch.autograd.grad((f(x, *params) * c).sum(), x, create_graph=True)
+        gx.pow(2).sum().backward()
+        return [p.grad for p in params]
+
+    mine, want = grads(module.Function.apply), grads(torch_op)
+    assert [g is None for g in mine] == [g is None for g in want] == [False, True]
+    assert torch.allclose(mine[0], want[0], rtol=1e-10, atol=1e-12)
 
 
 def _int(shape: tuple) -> bool:
