@@ -252,8 +252,6 @@ def _double_backward(grad_out, saved):
     N = b_dx.shape[0]
     W = b_dx.shape[3]
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((N, C, HO, WO))
-    dx = grad_out.new_zeros((N, C, H, W))
     sum_db_dx = torch.conv2d(
         db_dx.reshape(min(C * N, 1), max(C * N, 1), H, W),
         torch.full((max(C * N, 1), 1, K, K), 1, dtype=grad_out.dtype, device=grad_out.device),

@@ -275,7 +275,6 @@ def _double_backward(grad_out, saved):
     db_dbias = grad_out * v_bias
     db_dgain = grad_out * v_gain
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((N, M))
     sum_bnraw_db_dx = _sum_leading(bnraw * db_dx, 1)
     sum_bnraw_grad_y = _sum_leading(bnraw * grad_y, 1)
     shared_bnvar_inv_gain = bnvar_inv * gain
@@ -314,7 +313,6 @@ def _double_backward(grad_out, saved):
     del dbndiff, dbnmeani
     dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
     del sum_bnraw_db_dx_grad_y
-    dbias = grad_out.new_zeros((M,))
     sum_bnraw_db_dx_1 = torch.addcmul(
         _sum_leading(db_dx, 1, mean=True), sum_bnraw_db_dx, bnraw, value=(N - 1) ** (-1)
     )

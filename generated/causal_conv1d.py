@@ -196,7 +196,6 @@ def _double_backward(grad_out, saved):
     db_db = grad_out * v_b
     db_dw = grad_out * v_w
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((N, C, T))
     dx = torch.conv1d(
         torch.nn.functional.pad(grad_y, (0, K - 1)), db_dw.reshape(C, 1, K).flip(2), groups=C
     ).narrow(2, 0, T)
@@ -210,7 +209,6 @@ def _double_backward(grad_out, saved):
         .narrow(2, 0, K)
         .reshape(C, K)
     )
-    db = grad_out.new_zeros((C,))
     sum_db_dw_x = torch.conv1d(x, db_dw.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
     del db_dw
     sum_db_dx_w = torch.conv1d(db_dx, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)

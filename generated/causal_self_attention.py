@@ -505,7 +505,6 @@ def _double_backward(grad_out, saved):
         _like,
     ) = saved
     _check_grad_out(grad_out, _like)
-    B = x.shape[0]
     C = x.shape[2]
     D = Wh.shape[3]
     H = Wh.shape[2]
@@ -599,7 +598,6 @@ def _double_backward(grad_out, saved):
     )
     dc_Woh_grad_y = sum_dc_Woh_grad_y_probs_probs + sum_dc_Woh_grad_y_v_v
     del sum_dc_Woh_grad_y_probs_probs, sum_dc_Woh_grad_y_v_v
-    dout = grad_out.new_zeros((B, T, C))
     dy = (
         (grad_y @ db_dWoh.permute(2, 0, 1).flatten(1))
         .unflatten(2, (db_dWoh.shape[0], db_dWoh.shape[1]))
@@ -796,7 +794,6 @@ def _double_backward(grad_out, saved):
         sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1,
     )
     del stacked_dq
-    dbo = grad_out.new_zeros((C,))
     sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
     del db_dbh
     sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)

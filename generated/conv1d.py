@@ -391,9 +391,6 @@ def _double_backward(grad_out, saved):
     del db_dbg, sum_db_dwg_xg, sum_db_dxg_wg
     dgrad_y = db_grad_out_as_outg.reshape(N, O, L)
     del db_grad_out_as_outg
-    dout = grad_out.new_zeros((N, O, L))
-    doutg = grad_out.new_zeros((N, groups, OG, L))
-    dbg = grad_out.new_zeros((groups, OG))
     dwg = torch.nn.grad.conv1d_weight(
         db_dxg_as_x.reshape(N, groups * CG, T),
         (groups * OG, CG, K),
@@ -420,7 +417,6 @@ def _double_backward(grad_out, saved):
     del sum_b_grad_out_as_outg_db_dwg
     dx = dxg.reshape(N, C, T)
     del dxg
-    db = grad_out.new_zeros((O,))
     dv_x = grad_out * b_dx
     dv_w = grad_out * b_dw
     dv_b = grad_out * b_db

@@ -220,11 +220,8 @@ def _double_backward(grad_out, saved):
         _like,
     ) = saved
     _check_grad_out(grad_out, _like)
-    C = counts.shape[1]
     N = targets.shape[0]
     db_dlogits = grad_out * v_logits
-    dloss = grad_out.new_zeros(())
-    dlogprobs = grad_out.new_zeros((N, C))
     dprobs = grad_y / N * db_dlogits
     dcounts_sum_inv = (counts * dprobs).sum(1)
     dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv

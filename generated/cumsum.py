@@ -128,15 +128,10 @@ def _double_backward(grad_out, saved):
     is, as it does for an input no path reaches)."""
     b_dx, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    Batch = b_dx.shape[0]
-    T = b_dx.shape[1]
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((Batch, T))
-    dx = grad_out.new_zeros((Batch, T))
     dgrad_y = db_dx.cumsum(1)
     del db_dx
     dv_x = grad_out * b_dx
-    dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
     dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
     return (None, dgrad_y, dv_x)

@@ -179,12 +179,7 @@ def _double_backward(grad_out, saved):
     is, as it does for an input no path reaches)."""
     idx, b_dC, v_C, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    Batch = idx.shape[0]
-    E = b_dC.shape[1]
-    V = b_dC.shape[0]
     db_dC = grad_out * v_C
-    dout = grad_out.new_zeros((Batch, E))
-    dC = grad_out.new_zeros((V, E))
     dgrad_y = db_dC.index_select(0, idx)
     del db_dC
     dv_C = grad_out * b_dC

@@ -765,8 +765,6 @@ def _double_backward(grad_out, saved):
         db_dcounts_sum_inv[:, None] * counts, counts_sum_inv[:, None], db_dcounts
     )
     db_dlogprobs = db_dprobs / probs
-    dloss = grad_out.new_zeros(())
-    dlogprobs = grad_out.new_zeros((N, V))
     dprobs = -b_dprobs / probs * db_dprobs
     del db_dprobs
     sum_b_dprobs_db_dcounts = (b_dprobs * db_dcounts).sum(1)

@@ -137,9 +137,7 @@ def _double_backward(grad_out, saved):
     is, as it does for an input no path reaches)."""
     x, out_erf0, grad_y, b_dx, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    Batch = x.shape[0]
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((Batch,))
     shared_db_dx_grad_y = db_dx * grad_y
     dout_erf0 = shared_db_dx_grad_y * 0.5
     shared_x = x * x

@@ -157,9 +157,7 @@ def _double_backward(grad_out, saved):
     is, as it does for an input no path reaches)."""
     x, out_tanh0, grad_y, b_dx, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    Batch = x.shape[0]
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((Batch,))
     shared_x = x * x
     dout_tanh0 = (
         (1 - ((shared_x * 0.134145 + 1) * out_tanh0 * x * (2 * 0.7978845608028654)))

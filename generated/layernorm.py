@@ -286,12 +286,10 @@ def _double_backward(grad_out, saved):
         _like,
     ) = saved
     _check_grad_out(grad_out, _like)
-    Batch = diff.shape[0]
     C = gain.shape[0]
     db_dbias = grad_out * v_bias
     db_dgain = grad_out * v_gain
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((Batch, C))
     sum_db_dx_xhat = (db_dx * xhat).sum(1)
     shared_gain_grad_y = gain * grad_y
     sum_gain_grad_y_xhat = (shared_gain_grad_y * xhat).sum(1)
@@ -337,7 +335,6 @@ def _double_backward(grad_out, saved):
     del sum_db_dx_grad_y_rstd_1, sum_db_dx_grad_y_rstd_xhat
     dgain = sum_db_dx_grad_y_rstd - (sum_db_dx_grad_y_rstd_xhat_1 / C)
     del sum_db_dx_grad_y_rstd, sum_db_dx_grad_y_rstd_xhat_1
-    dbias = grad_out.new_zeros((C,))
     sum_db_dx = db_dx.sum(1)
     dgrad_y = torch.addcmul(
         torch.addcmul(

@@ -179,15 +179,11 @@ def _double_backward(grad_out, saved):
     is, as it does for an input no path reaches)."""
     x, W, grad_y, b_dx, b_dW, b_db, v_x, v_W, v_b, _like = saved
     _check_grad_out(grad_out, _like)
-    M = W.shape[1]
-    N = x.shape[0]
     db_db = grad_out * v_b
     db_dW = grad_out * v_W
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((N, M))
     dx = grad_y @ db_dW.T
     dW = db_dx.T @ grad_y
-    db = grad_out.new_zeros((M,))
     sum_W_db_dx = db_dx @ W
     del db_dx
     sum_db_dW_x = x @ db_dW

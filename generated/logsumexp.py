@@ -160,9 +160,7 @@ def _double_backward(grad_out, saved):
     is, as it does for an input no path reaches)."""
     counts_sum, counts_sum_exp0, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    Batch = counts_sum.shape[0]
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((Batch,))
     sum_b_dx_db_dx = (b_dx * db_dx).sum(1)
     dcounts_sum = -sum_b_dx_db_dx / counts_sum
     del sum_b_dx_db_dx

@@ -253,8 +253,6 @@ def _double_backward(grad_out, saved):
     W = b_dx.shape[3]
     WO = out_argmax_first.shape[3]
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((N, C, HO, WO))
-    dx = grad_out.new_zeros((N, C, H, W))
     shared_out_argmax_first = (torch.arange(HO, device=grad_out.device) * stride)[
         :, None
     ] + out_argmax_first // W

@@ -117,14 +117,10 @@ def _double_backward(grad_out, saved):
     is, as it does for an input no path reaches)."""
     x, b_dx, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    Batch = x.shape[0]
     db_dx = grad_out * v_x
-    dout = grad_out.new_zeros((Batch,))
-    dx = grad_out.new_zeros((Batch,))
     dgrad_y = torch.where(x > 0, db_dx, 0)
     del db_dx
     dv_x = grad_out * b_dx
-    dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
     dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
     return (None, dgrad_y, dv_x)

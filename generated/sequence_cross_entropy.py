@@ -238,12 +238,7 @@ def _double_backward(grad_out, saved):
         saved
     )
     _check_grad_out(grad_out, _like)
-    B = targets.shape[0]
-    T = targets.shape[1]
-    V = counts.shape[2]
     db_dlogits = grad_out * v_logits
-    dloss = grad_out.new_zeros(())
-    dlogprobs = grad_out.new_zeros((B, T, V))
     shared_targets = targets >= 0
     where_targets = shared_targets.to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))

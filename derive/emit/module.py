@@ -163,7 +163,9 @@ def _backward_lines(
     out = g.tensors[g.output]
     # batched inputs' gradients take the batch shape back (an int input, embedding's idx,
     # has none: then the shape is not bound)
-    unflattened = [t for t in d.order if t in g.inputs and g.tensors[t].batched and flat]
+    unflattened = [
+        t for t in d.order if t in kept and t in g.inputs and g.tensors[t].batched and flat
+    ]
     head = []  # the batch flattened, before the lowered statements
     if out.batched and flat:
         rest = len(rest_dims(out))
@@ -180,7 +182,10 @@ def _backward_lines(
     lw.share([d.final[t] for t in d.order])
     direct = _direct_views(d)
     _emit_views(d, lw, GRAD_OUT, direct)
+    read = _read_adjoints(d)
     for t in d.order:
+        if t not in kept and adj.names[t] not in read:
+            continue  # nobody's to read: the second order's adjoint of the forward's output, 0
         if adj.names[t] not in direct.values():
             lw.assign(adj.names[t], d.final[t], adj.free[t], g.tensors[t].dims)
         _emit_views(d, lw, adj.names[t], direct)
@@ -194,6 +199,16 @@ def _backward_lines(
     ]
     read = set().union(*map(names_read, body))
     return head + [line for name, line in bind if name in read] + body
+
+
+def _read_adjoints(d: Derivation) -> set[str]:
+    """The adjoint names some final expression or reverse view reads (a stepwise op's
+    adjoints read their consumers' by name)."""
+    names = {dname for dname, _ in d.adjoints.views.values()}
+    for e in d.final.values():
+        names |= {a.name for a in e.atoms(sp.Symbol)}
+        names |= {b.label.name for b in e.atoms(sp.IndexedBase)}
+    return names
 
 
 def _direct_views(d: Derivation) -> dict[str, str]:
