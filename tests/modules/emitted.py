@@ -14,7 +14,9 @@ from pathlib import Path
 
 from derive import Op
 from derive.emit.generate import load_op, module_source
+from derive.language import parse
 from derive.verify.check import load_module
+from derive.verify.oracle import oracle_output
 
 # The header's ``--out``; the module's code does not depend on it.
 OUT = "out"
@@ -38,3 +40,24 @@ def imported(op_file: str | Path, folder: Path):
     """The op file's module, written to ``folder`` and imported from there, and the op."""
     path, op = emitted(op_file, folder)
     return load_module(path), op
+
+
+def as_functions(op: Op, module, inputs: list) -> tuple:
+    """``(mine, text, xs)``: the op as a function of its float inputs (its int inputs fixed at
+    ``inputs``'), through the generated ``Function`` and through the text oracle, and those
+    float inputs; what torch.func's and autograd's batched transforms take."""
+    names = list(parse(op).inputs)
+    floats = [k for k, t in enumerate(inputs) if t.is_floating_point()]
+
+    def call(apply):
+        def f(*xs):
+            args = list(inputs)
+            for k, x in zip(floats, xs, strict=True):
+                args[k] = x
+            return apply(args)
+
+        return f
+
+    mine = call(lambda args: module.Function.apply(*args))
+    text = call(lambda args: oracle_output(op, dict(zip(names, args, strict=True))))
+    return mine, text, tuple(inputs[k] for k in floats)

@@ -24,7 +24,7 @@ from derive import Op
 from derive.emit.generate import module_source
 from derive.language import parse
 from derive.verify.check import defined_inputs, load_module
-from derive.verify.oracle import oracle_output
+from tests.modules.emitted import as_functions
 
 CATALOGUE = sorted(glob.glob("ops/*.py"))
 TOL = 1e-9
@@ -79,26 +79,6 @@ def _user(name: str, folder):
     return op, load_module(path)
 
 
-def _functions(op, module):
-    """The op as a function of its float inputs (ints fixed), generated and from the text."""
-    inputs, _ = defined_inputs(parse(op), 0)
-    names = list(parse(op).inputs)
-    floats = [k for k, t in enumerate(inputs) if t.is_floating_point()]
-
-    def call(apply):
-        def f(*xs):
-            args = list(inputs)
-            for k, x in zip(floats, xs, strict=True):
-                args[k] = x
-            return apply(args)
-
-        return f
-
-    mine = call(lambda args: module.Function.apply(*args))
-    text = call(lambda args: oracle_output(op, dict(zip(names, args, strict=True))))
-    return mine, text, tuple(inputs[k] for k in floats)
-
-
 def _flat(result) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in torch.utils._pytree.tree_leaves(result)])
 
@@ -110,7 +90,7 @@ def _close(mine, want):
 
 
 def _vectorized_jacobians_and_hessian_equal_the_definitions(op, module):
-    mine, text, xs = _functions(op, module)
+    mine, text, xs = as_functions(op, module, defined_inputs(parse(op), 0)[0])
     w = torch.randn(
         mine(*xs).shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
     )
@@ -147,7 +127,7 @@ def test_gradcheck_and_gradgradcheck_with_batched_grads(name):
 def test_is_grads_batched_gives_each_row_of_the_jacobian(tmp_path):
     """autograd.grad with a batch of cotangents: each row the gradient one cotangent gives."""
     op, module = _user("swiglu", tmp_path)
-    mine, _, xs = _functions(op, module)
+    mine, _, xs = as_functions(op, module, defined_inputs(parse(op), 0)[0])
     leaves = [x.clone().requires_grad_() for x in xs]
     out = mine(*leaves)
     v = torch.randn((3, *out.shape), dtype=out.dtype, generator=torch.Generator().manual_seed(2))

@@ -19,7 +19,7 @@ import torch
 
 from derive.language import parse
 from derive.verify.check import defined_inputs
-from derive.verify.oracle import oracle_output
+from tests.modules.emitted import as_functions
 
 CATALOGUE = sorted(glob.glob("ops/*.py"))
 TOL = 1e-10
@@ -38,29 +38,10 @@ def _close(mine, want, tol=TOL):
     assert float((mine - want).abs().max()) <= tol * max(1.0, float(want.abs().max()))
 
 
-def _functions(op, module, inputs):
-    """The op as a function of its float inputs (ints fixed), generated and from the text."""
-    names = list(parse(op).inputs)
-    floats = [k for k, t in enumerate(inputs) if t.is_floating_point()]
-
-    def call(apply):
-        def f(*xs):
-            args = list(inputs)
-            for k, x in zip(floats, xs, strict=True):
-                args[k] = x
-            return apply(args)
-
-        return f
-
-    mine = call(lambda args: module.Function.apply(*args))
-    text = call(lambda args: oracle_output(op, dict(zip(names, args, strict=True))))
-    return mine, text, [inputs[k] for k in floats]
-
-
 @pytest.mark.parametrize("path", CATALOGUE)
 def test_grad_vjp_and_jacrev_of_jacrev_equal_the_definitions(path):
     op, module, inputs = _op(path)
-    mine, text, xs = _functions(op, module, inputs)
+    mine, text, xs = as_functions(op, module, inputs)
     w = torch.randn(
         mine(*xs).shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
     )
@@ -87,7 +68,7 @@ def test_grad_vjp_and_jacrev_of_jacrev_equal_the_definitions(path):
 @pytest.mark.parametrize("path", CATALOGUE)
 def test_vmap_gives_per_sample_outputs_and_gradients(path):
     op, module, inputs = _op(path)
-    mine, _, xs = _functions(op, module, inputs)
+    mine, _, xs = as_functions(op, module, inputs)
     gen = torch.Generator().manual_seed(3)
     batch = [
         torch.stack([x, x + 0.1 * torch.randn(x.shape, dtype=x.dtype, generator=gen)]) for x in xs
