@@ -165,28 +165,37 @@ def forward(x, gain, bias, *, eps=1e-05):
     return out, (gain, bnvar_inv, bnraw, (out.shape, out.dtype, out.device))
 
 
-def backward(grad_out, saved):
-    """Gradients of the inputs, in input order (``None`` for integer inputs)."""
+def backward(grad_out, saved, needs=(True, True, True)):
+    """Gradients of the inputs, in input order (``None`` for integer inputs and for
+    those ``needs``, one flag per input as autograd's ``ctx.needs_input_grad``, does not ask
+    for: their work is skipped)."""
     gain, bnvar_inv, bnraw, _like = saved
     _check_grad_out(grad_out, _like)
     N = grad_out.shape[0]
-    sum_grad_out = _sum_leading(grad_out, 1)
-    sum_bnraw_grad_out = _sum_leading(bnraw * grad_out, 1)
-    dx = (
-        bnvar_inv
-        * gain
-        * torch.addcmul(
-            _add_scaled(grad_out, sum_grad_out, -1 / N),
-            sum_bnraw_grad_out,
-            bnraw,
-            value=-1 / (N - 1),
+    if needs[0] or needs[2]:
+        sum_grad_out = _sum_leading(grad_out, 1)
+    if needs[0] or needs[1]:
+        sum_bnraw_grad_out = _sum_leading(bnraw * grad_out, 1)
+    if needs[0]:
+        dx = (
+            bnvar_inv
+            * gain
+            * torch.addcmul(
+                _add_scaled(grad_out, sum_grad_out, -1 / N),
+                sum_bnraw_grad_out,
+                bnraw,
+                value=-1 / (N - 1),
+            )
         )
-    )
-    dgain = sum_bnraw_grad_out
-    del sum_bnraw_grad_out
-    dbias = sum_grad_out
-    del sum_grad_out
-    return (dx, dgain, dbias)
+    if needs[1]:
+        dgain = sum_bnraw_grad_out
+    if needs[0] or needs[1]:
+        del sum_bnraw_grad_out
+    if needs[2]:
+        dbias = sum_grad_out
+    if needs[0] or needs[2]:
+        del sum_grad_out
+    return (dx if needs[0] else None, dgain if needs[1] else None, dbias if needs[2] else None)
 
 
 def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
@@ -262,73 +271,99 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     gain, bndiff, bnvar_inv, bnraw, grad_y, b_dx, b_dgain, b_dbias, v_x, v_gain, v_bias, _like = (
         saved
     )
     _check_grad_out(grad_out, _like)
     M = gain.shape[0]
     N = bndiff.shape[0]
-    db_dbias = grad_out * v_bias
-    db_dgain = grad_out * v_gain
+    if needs[3]:
+        db_dbias = grad_out * v_bias
+    if needs[0] or needs[3]:
+        db_dgain = grad_out * v_gain
     db_dx = grad_out * v_x
-    sum_bnraw_db_dx = _sum_leading(bnraw * db_dx, 1)
-    sum_bnraw_grad_y = _sum_leading(bnraw * grad_y, 1)
-    shared_bnvar_inv_gain = bnvar_inv * gain
-    dbnraw = torch.addcmul(
-        torch.addcmul(
-            db_dgain * grad_y, shared_bnvar_inv_gain * sum_bnraw_db_dx, grad_y, value=-1 / (N - 1)
-        ),
-        shared_bnvar_inv_gain * sum_bnraw_grad_y,
-        db_dx,
-        value=-1 / (N - 1),
-    )
-    sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
-    sum_grad_y = _sum_leading(grad_y, 1)
-    sum_bnraw_db_dx_grad_y = (
-        torch.addcmul(
-            _add_scaled(grad_y.T, sum_grad_y[:, None], -1 / N),
-            sum_bnraw_grad_y[:, None],
-            bnraw.T,
+    if needs[0] or needs[3]:
+        sum_bnraw_db_dx = _sum_leading(bnraw * db_dx, 1)
+    if needs[0] or needs[1]:
+        sum_bnraw_grad_y = _sum_leading(bnraw * grad_y, 1)
+    if needs[0] or needs[3]:
+        shared_bnvar_inv_gain = bnvar_inv * gain
+    if needs[0]:
+        dbnraw = torch.addcmul(
+            torch.addcmul(
+                db_dgain * grad_y,
+                shared_bnvar_inv_gain * sum_bnraw_db_dx,
+                grad_y,
+                value=-1 / (N - 1),
+            ),
+            shared_bnvar_inv_gain * sum_bnraw_grad_y,
+            db_dx,
             value=-1 / (N - 1),
         )
-        * db_dx.T
-    ).sum(1)
-    del sum_bnraw_grad_y, sum_grad_y
-    dbnvar_inv = torch.addcmul(sum_bndiff_dbnraw, sum_bnraw_db_dx_grad_y, gain)
-    del sum_bndiff_dbnraw
-    dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
-    del dbnvar_inv
-    dbndiff2 = (dbnvar / (N - 1)).expand(N, M).clone()
-    del dbnvar
-    dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
-    del dbnraw, dbndiff2
-    sum_dbndiff = _sum_leading(dbndiff, 1)
-    dbnmeani = -sum_dbndiff
-    del sum_dbndiff
-    dx = _add_scaled(dbndiff, dbnmeani, 1 / N)
-    del dbndiff, dbnmeani
-    dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
-    del sum_bnraw_db_dx_grad_y
-    sum_bnraw_db_dx_1 = torch.addcmul(
-        _sum_leading(db_dx, 1, mean=True), sum_bnraw_db_dx, bnraw, value=(N - 1) ** (-1)
+        sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
+    if needs[0] or needs[1]:
+        sum_grad_y = _sum_leading(grad_y, 1)
+        sum_bnraw_db_dx_grad_y = (
+            torch.addcmul(
+                _add_scaled(grad_y.T, sum_grad_y[:, None], -1 / N),
+                sum_bnraw_grad_y[:, None],
+                bnraw.T,
+                value=-1 / (N - 1),
+            )
+            * db_dx.T
+        ).sum(1)
+        del sum_bnraw_grad_y, sum_grad_y
+    if needs[0]:
+        dbnvar_inv = torch.addcmul(sum_bndiff_dbnraw, sum_bnraw_db_dx_grad_y, gain)
+        del sum_bndiff_dbnraw
+        dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
+        del dbnvar_inv
+        dbndiff2 = (dbnvar / (N - 1)).expand(N, M).clone()
+        del dbnvar
+        dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
+        del dbnraw, dbndiff2
+        sum_dbndiff = _sum_leading(dbndiff, 1)
+        dbnmeani = -sum_dbndiff
+        del sum_dbndiff
+        dx = _add_scaled(dbndiff, dbnmeani, 1 / N)
+        del dbndiff, dbnmeani
+    if needs[1]:
+        dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
+    if needs[0] or needs[1]:
+        del sum_bnraw_db_dx_grad_y
+    if needs[3]:
+        sum_bnraw_db_dx_1 = torch.addcmul(
+            _sum_leading(db_dx, 1, mean=True), sum_bnraw_db_dx, bnraw, value=(N - 1) ** (-1)
+        )
+    if needs[0] or needs[3]:
+        del sum_bnraw_db_dx
+    if needs[3]:
+        dgrad_y = torch.addcmul(
+            torch.addcmul(torch.addcmul(db_dbias, shared_bnvar_inv_gain, db_dx), db_dgain, bnraw),
+            shared_bnvar_inv_gain,
+            sum_bnraw_db_dx_1,
+            value=-1,
+        )
+        del db_dbias, sum_bnraw_db_dx_1
+    if needs[0] or needs[3]:
+        del db_dgain
+    del db_dx
+    if needs[0] or needs[3]:
+        del shared_bnvar_inv_gain
+    return (
+        dx if needs[0] else None,
+        dgain if needs[1] else None,
+        None,
+        dgrad_y if needs[3] else None,
+        None,
+        None,
+        None,
     )
-    del sum_bnraw_db_dx
-    dgrad_y = torch.addcmul(
-        torch.addcmul(torch.addcmul(db_dbias, shared_bnvar_inv_gain, db_dx), db_dgain, bnraw),
-        shared_bnvar_inv_gain,
-        sum_bnraw_db_dx_1,
-        value=-1,
-    )
-    del db_dbias, db_dgain, db_dx, sum_bnraw_db_dx_1
-    del shared_bnvar_inv_gain
-    dv_x = grad_out * b_dx
-    dv_gain = grad_out * b_dgain
-    dv_bias = grad_out * b_dbias
-    return (dx, dgain, None, dgrad_y, dv_x, dv_gain, dv_bias)
 
 
 def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
@@ -431,29 +466,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, x, gain, bias):
+    def forward(ctx, grad_out, _saved, _params, _needs, x, gain, bias):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x, gain, bias)
         ctx.save_for_forward(grad_out, x, gain, bias)
-        ctx.saved, ctx.params = _saved, _params
-        grads = backward(grad_out, _saved)
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out), _legacy_vmap(t_grad_out, *t_inputs):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0, 1, 2], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out), _legacy_vmap(*cotangents):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[3], None, None, *grads[:3])
+        return (grads[3], None, None, None, *grads[:3])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -473,15 +511,17 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     x, gain, bias = inputs
     _targets = (x, gain, bias)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -497,7 +537,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0, 1, 2]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0, 1, 2] for k in range(3)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0, 1, 2]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -531,7 +573,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
         with _autocast_off(grad_out), _legacy_vmap(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:3]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0], grads[1], grads[2], None)
 
 

@@ -97,27 +97,32 @@ def forward(x, w, b):
     return out, (x, w, (out.shape, out.dtype, out.device))
 
 
-def backward(grad_out, saved):
-    """Gradients of the inputs, in input order (``None`` for integer inputs)."""
+def backward(grad_out, saved, needs=(True, True, True)):
+    """Gradients of the inputs, in input order (``None`` for integer inputs and for
+    those ``needs``, one flag per input as autograd's ``ctx.needs_input_grad``, does not ask
+    for: their work is skipped)."""
     x, w, _like = saved
     _check_grad_out(grad_out, _like)
     C = grad_out.shape[1]
     K = w.shape[1]
     N = grad_out.shape[0]
     T = grad_out.shape[2]
-    dx = torch.conv_transpose1d(grad_out, w.reshape(C, 1, K), groups=C).narrow(2, K - 1, T)
-    dw = (
-        torch.conv1d(
-            x.permute(1, 0, 2).reshape(1, C * N, T),
-            grad_out.permute(1, 0, 2),
-            padding=K - 1,
-            groups=C,
+    if needs[0]:
+        dx = torch.conv_transpose1d(grad_out, w.reshape(C, 1, K), groups=C).narrow(2, K - 1, T)
+    if needs[1]:
+        dw = (
+            torch.conv1d(
+                x.permute(1, 0, 2).reshape(1, C * N, T),
+                grad_out.permute(1, 0, 2),
+                padding=K - 1,
+                groups=C,
+            )
+            .narrow(2, 0, K)
+            .reshape(C, K)
         )
-        .narrow(2, 0, K)
-        .reshape(C, K)
-    )
-    db = grad_out.sum((0, 2))
-    return (dx, dw, db)
+    if needs[2]:
+        db = grad_out.sum((0, 2))
+    return (dx if needs[0] else None, dw if needs[1] else None, db if needs[2] else None)
 
 
 def _double_forward(x, w, b, grad_y, v_x, v_w, v_b):
@@ -183,42 +188,62 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b):
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     x, w, grad_y, b_dx, b_dw, b_db, v_x, v_w, v_b, _like = saved
     _check_grad_out(grad_out, _like)
     C = x.shape[1]
     K = w.shape[1]
     N = x.shape[0]
     T = x.shape[2]
-    db_db = grad_out * v_b
-    db_dw = grad_out * v_w
-    db_dx = grad_out * v_x
-    dx = torch.conv1d(
-        torch.nn.functional.pad(grad_y, (0, K - 1)), db_dw.reshape(C, 1, K).flip(2), groups=C
-    ).narrow(2, 0, T)
-    dw = (
-        torch.conv1d(
-            db_dx.permute(1, 0, 2).reshape(1, C * N, T),
-            grad_y.permute(1, 0, 2),
-            padding=K - 1,
-            groups=C,
+    if needs[3]:
+        db_db = grad_out * v_b
+    if needs[0] or needs[3]:
+        db_dw = grad_out * v_w
+    if needs[1] or needs[3]:
+        db_dx = grad_out * v_x
+    if needs[0]:
+        dx = torch.conv1d(
+            torch.nn.functional.pad(grad_y, (0, K - 1)), db_dw.reshape(C, 1, K).flip(2), groups=C
+        ).narrow(2, 0, T)
+    if needs[1]:
+        dw = (
+            torch.conv1d(
+                db_dx.permute(1, 0, 2).reshape(1, C * N, T),
+                grad_y.permute(1, 0, 2),
+                padding=K - 1,
+                groups=C,
+            )
+            .narrow(2, 0, K)
+            .reshape(C, K)
         )
-        .narrow(2, 0, K)
-        .reshape(C, K)
+    if needs[3]:
+        sum_db_dw_x = torch.conv1d(x, db_dw.reshape(C, 1, K), padding=K - 1, groups=C).narrow(
+            2, 0, T
+        )
+    if needs[0] or needs[3]:
+        del db_dw
+    if needs[3]:
+        sum_db_dx_w = torch.conv1d(db_dx, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(
+            2, 0, T
+        )
+    if needs[1] or needs[3]:
+        del db_dx
+    if needs[3]:
+        dgrad_y = db_db[:, None] + sum_db_dw_x + sum_db_dx_w
+        del db_db, sum_db_dw_x, sum_db_dx_w
+    return (
+        dx if needs[0] else None,
+        dw if needs[1] else None,
+        None,
+        dgrad_y if needs[3] else None,
+        None,
+        None,
+        None,
     )
-    sum_db_dw_x = torch.conv1d(x, db_dw.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
-    del db_dw
-    sum_db_dx_w = torch.conv1d(db_dx, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
-    del db_dx
-    dgrad_y = db_db[:, None] + sum_db_dw_x + sum_db_dx_w
-    del db_db, sum_db_dw_x, sum_db_dx_w
-    dv_x = grad_out * b_dx
-    dv_w = grad_out * b_dw
-    dv_b = grad_out * b_db
-    return (dx, dw, None, dgrad_y, dv_x, dv_w, dv_b)
 
 
 def _jvp(x, w, b, t_x, t_w, t_b):
@@ -312,29 +337,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, x, w, b):
+    def forward(ctx, grad_out, _saved, _params, _needs, x, w, b):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x, w, b)
         ctx.save_for_forward(grad_out, x, w, b)
-        ctx.saved, ctx.params = _saved, _params
-        grads = backward(grad_out, _saved)
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0, 1, 2], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[3], None, None, *grads[:3])
+        return (grads[3], None, None, None, *grads[:3])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -354,15 +382,17 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     x, w, b = inputs
     _targets = (x, w, b)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, w, b, grad_out, *cotangents)
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -378,7 +408,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0, 1, 2]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0, 1, 2] for k in range(3)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0, 1, 2]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -412,7 +444,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
         with _autocast_off(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:3]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0], grads[1], grads[2])
 
 

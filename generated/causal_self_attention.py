@@ -210,79 +210,105 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     return out, (x, Wh, Woh, q, k, v, probs, y, (out.shape, out.dtype, out.device))
 
 
-def backward(grad_out, saved):
-    """Gradients of the inputs, in input order (``None`` for integer inputs)."""
+def backward(grad_out, saved, needs=(True, True, True, True, True)):
+    """Gradients of the inputs, in input order (``None`` for integer inputs and for
+    those ``needs``, one flag per input as autograd's ``ctx.needs_input_grad``, does not ask
+    for: their work is skipped)."""
     x, Wh, Woh, q, k, v, probs, y, _like = saved
     _check_grad_out(grad_out, _like)
     C = grad_out.shape[2]
     D = Wh.shape[3]
-    sum_Woh_grad_out = (
-        (grad_out @ Woh.permute(2, 0, 1).flatten(1))
-        .unflatten(2, (Woh.shape[0], Woh.shape[1]))
-        .permute(0, 2, 1, 3)
-        .contiguous()
+    if needs[0] or needs[1] or needs[2]:
+        sum_Woh_grad_out = (
+            (grad_out @ Woh.permute(2, 0, 1).flatten(1))
+            .unflatten(2, (Woh.shape[0], Woh.shape[1]))
+            .permute(0, 2, 1, 3)
+            .contiguous()
+        )
+    if needs[0] or needs[1]:
+        sum_Woh_grad_out_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_out).permute(0, 2, 1, 3)
+    if needs[0] or needs[1] or needs[2]:
+        sum_Woh_grad_out_v = (sum_Woh_grad_out @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
+        sum_Woh_grad_out_probs_v = (
+            (probs * sum_Woh_grad_out_v.permute(0, 2, 1, 3)).sum(3).permute(0, 2, 1)
+        )
+        t_Woh_grad_out_probs_v = (
+            sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v[:, :, :, None]
+        ) * probs.permute(0, 2, 1, 3)
+        del sum_Woh_grad_out_v, sum_Woh_grad_out_probs_v
+        sum_Woh_grad_out_k_probs_v = (t_Woh_grad_out_probs_v.permute(0, 2, 1, 3) @ k).permute(
+            0, 2, 1, 3
+        )
+        sum_Woh_grad_out_probs_q_v = (t_Woh_grad_out_probs_v.permute(0, 2, 3, 1) @ q).permute(
+            0, 2, 1, 3
+        )
+        del t_Woh_grad_out_probs_v
+    if needs[0] or needs[1]:
+        stacked_sum_Woh_grad_out_k_probs_v = torch.stack(
+            [
+                sum_Woh_grad_out_k_probs_v / math.sqrt(D),
+                sum_Woh_grad_out_probs_q_v / math.sqrt(D),
+                sum_Woh_grad_out_probs,
+            ],
+            2,
+        )
+        del sum_Woh_grad_out_probs
+    if needs[0]:
+        dx = stacked_sum_Woh_grad_out_k_probs_v.flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+    if needs[1]:
+        dWh = (
+            x.permute(2, 0, 1).flatten(1)
+            @ stacked_sum_Woh_grad_out_k_probs_v.flatten(0, 1).flatten(1)
+        ).unflatten(
+            1,
+            (
+                stacked_sum_Woh_grad_out_k_probs_v.shape[2],
+                stacked_sum_Woh_grad_out_k_probs_v.shape[3],
+                stacked_sum_Woh_grad_out_k_probs_v.shape[4],
+            ),
+        )
+    if needs[0] or needs[1]:
+        del stacked_sum_Woh_grad_out_k_probs_v
+    if needs[1]:
+        dWqkv = dWh.reshape(C, 3 * C)
+        del dWh
+    if needs[2]:
+        sum_Woh_grad_out_k_probs_v_1 = _sum_leading(sum_Woh_grad_out_k_probs_v, 2)
+    if needs[0] or needs[1] or needs[2]:
+        del sum_Woh_grad_out_k_probs_v
+    if needs[2]:
+        sum_Woh_grad_out_probs_q_v_1 = _sum_leading(sum_Woh_grad_out_probs_q_v, 2)
+    if needs[0] or needs[1] or needs[2]:
+        del sum_Woh_grad_out_probs_q_v
+    if needs[2]:
+        sum_Woh_grad_out_1 = sum_Woh_grad_out.sum((2, 0))
+    if needs[0] or needs[1] or needs[2]:
+        del sum_Woh_grad_out
+    if needs[2]:
+        dbh = torch.stack(
+            [
+                sum_Woh_grad_out_k_probs_v_1 / math.sqrt(D),
+                sum_Woh_grad_out_probs_q_v_1 / math.sqrt(D),
+                sum_Woh_grad_out_1,
+            ],
+            0,
+        )
+        del sum_Woh_grad_out_k_probs_v_1, sum_Woh_grad_out_probs_q_v_1, sum_Woh_grad_out_1
+        dbqkv = dbh.reshape(3 * C)
+        del dbh
+    if needs[3]:
+        dWoh = y.permute(1, 3, 0, 2).flatten(2) @ grad_out.flatten(0, 1)
+        dWo = dWoh.reshape(C, C)
+        del dWoh
+    if needs[4]:
+        dbo = _sum_leading(grad_out, 2)
+    return (
+        dx if needs[0] else None,
+        dWqkv if needs[1] else None,
+        dbqkv if needs[2] else None,
+        dWo if needs[3] else None,
+        dbo if needs[4] else None,
     )
-    sum_Woh_grad_out_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_out).permute(0, 2, 1, 3)
-    sum_Woh_grad_out_v = (sum_Woh_grad_out @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
-    sum_Woh_grad_out_probs_v = (
-        (probs * sum_Woh_grad_out_v.permute(0, 2, 1, 3)).sum(3).permute(0, 2, 1)
-    )
-    t_Woh_grad_out_probs_v = (
-        sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v[:, :, :, None]
-    ) * probs.permute(0, 2, 1, 3)
-    del sum_Woh_grad_out_v, sum_Woh_grad_out_probs_v
-    sum_Woh_grad_out_k_probs_v = (t_Woh_grad_out_probs_v.permute(0, 2, 1, 3) @ k).permute(
-        0, 2, 1, 3
-    )
-    sum_Woh_grad_out_probs_q_v = (t_Woh_grad_out_probs_v.permute(0, 2, 3, 1) @ q).permute(
-        0, 2, 1, 3
-    )
-    del t_Woh_grad_out_probs_v
-    stacked_sum_Woh_grad_out_k_probs_v = torch.stack(
-        [
-            sum_Woh_grad_out_k_probs_v / math.sqrt(D),
-            sum_Woh_grad_out_probs_q_v / math.sqrt(D),
-            sum_Woh_grad_out_probs,
-        ],
-        2,
-    )
-    del sum_Woh_grad_out_probs
-    dx = stacked_sum_Woh_grad_out_k_probs_v.flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
-    dWh = (
-        x.permute(2, 0, 1).flatten(1) @ stacked_sum_Woh_grad_out_k_probs_v.flatten(0, 1).flatten(1)
-    ).unflatten(
-        1,
-        (
-            stacked_sum_Woh_grad_out_k_probs_v.shape[2],
-            stacked_sum_Woh_grad_out_k_probs_v.shape[3],
-            stacked_sum_Woh_grad_out_k_probs_v.shape[4],
-        ),
-    )
-    del stacked_sum_Woh_grad_out_k_probs_v
-    dWqkv = dWh.reshape(C, 3 * C)
-    del dWh
-    sum_Woh_grad_out_k_probs_v_1 = _sum_leading(sum_Woh_grad_out_k_probs_v, 2)
-    del sum_Woh_grad_out_k_probs_v
-    sum_Woh_grad_out_probs_q_v_1 = _sum_leading(sum_Woh_grad_out_probs_q_v, 2)
-    del sum_Woh_grad_out_probs_q_v
-    sum_Woh_grad_out_1 = sum_Woh_grad_out.sum((2, 0))
-    del sum_Woh_grad_out
-    dbh = torch.stack(
-        [
-            sum_Woh_grad_out_k_probs_v_1 / math.sqrt(D),
-            sum_Woh_grad_out_probs_q_v_1 / math.sqrt(D),
-            sum_Woh_grad_out_1,
-        ],
-        0,
-    )
-    del sum_Woh_grad_out_k_probs_v_1, sum_Woh_grad_out_probs_q_v_1, sum_Woh_grad_out_1
-    dbqkv = dbh.reshape(3 * C)
-    del dbh
-    dWoh = y.permute(1, 3, 0, 2).flatten(2) @ grad_out.flatten(0, 1)
-    dWo = dWoh.reshape(C, C)
-    del dWoh
-    dbo = _sum_leading(grad_out, 2)
-    return (dx, dWqkv, dbqkv, dWo, dbo)
 
 
 def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_bo, *, n_head=4):
@@ -466,10 +492,13 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(
+    grad_out, saved, needs=(True, True, True, True, True, True, True, True, True, True, True)
+):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     (
         x,
         Wh,
@@ -509,12 +538,14 @@ def _double_backward(grad_out, saved):
     D = Wh.shape[3]
     H = Wh.shape[2]
     T = x.shape[1]
-    db_dbo = grad_out * v_bo
-    db_dWo = grad_out * v_Wo
-    db_dWoh_as_Wo = db_dWo
-    del db_dWo
-    db_dWoh = db_dWoh_as_Wo.reshape(H, D, C)
-    del db_dWoh_as_Wo
+    if needs[5]:
+        db_dbo = grad_out * v_bo
+    if needs[0] or needs[1] or needs[2] or needs[5]:
+        db_dWo = grad_out * v_Wo
+        db_dWoh_as_Wo = db_dWo
+        del db_dWo
+        db_dWoh = db_dWoh_as_Wo.reshape(H, D, C)
+        del db_dWoh_as_Wo
     db_dbqkv = grad_out * v_bqkv
     db_dbh_as_bqkv = db_dbqkv
     del db_dbqkv
@@ -588,226 +619,262 @@ def _double_backward(grad_out, saved):
         + (sum_db_dbh_at_0_k.permute(1, 0, 2) / math.sqrt(D))[:, :, None]
         + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
     ) * probs.permute(1, 0, 2, 3)
-    sum_dc_Woh_grad_y_probs_probs = (
-        (dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2))
-        .permute(0, 2, 1, 3)
-        .contiguous()
-    )
-    sum_dc_Woh_grad_y_v_v = (v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2)).permute(
-        0, 2, 1, 3
-    )
-    dc_Woh_grad_y = sum_dc_Woh_grad_y_probs_probs + sum_dc_Woh_grad_y_v_v
-    del sum_dc_Woh_grad_y_probs_probs, sum_dc_Woh_grad_y_v_v
-    dy = (
-        (grad_y @ db_dWoh.permute(2, 0, 1).flatten(1))
-        .unflatten(2, (db_dWoh.shape[0], db_dWoh.shape[1]))
-        .permute(0, 2, 1, 3)
-        .contiguous()
-    )
-    sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
-        2, 0, 3, 1
-    ) @ dc_Woh_grad_y_probs.permute(0, 1, 3, 2)
+    if needs[3] or needs[5]:
+        sum_dc_Woh_grad_y_probs_probs = (
+            (dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2))
+            .permute(0, 2, 1, 3)
+            .contiguous()
+        )
+        sum_dc_Woh_grad_y_v_v = (
+            v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2)
+        ).permute(0, 2, 1, 3)
+        dc_Woh_grad_y = sum_dc_Woh_grad_y_probs_probs + sum_dc_Woh_grad_y_v_v
+        del sum_dc_Woh_grad_y_probs_probs, sum_dc_Woh_grad_y_v_v
+    if needs[0] or needs[1] or needs[2]:
+        dy = (
+            (grad_y @ db_dWoh.permute(2, 0, 1).flatten(1))
+            .unflatten(2, (db_dWoh.shape[0], db_dWoh.shape[1]))
+            .permute(0, 2, 1, 3)
+            .contiguous()
+        )
+        sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
+            2, 0, 3, 1
+        ) @ dc_Woh_grad_y_probs.permute(0, 1, 3, 2)
     del dc_Woh_grad_y_probs
-    sum_dy_v = dy @ v.permute(0, 1, 3, 2)
-    shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
-        c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
-    )
-    dprobs = torch.addcmul(
-        torch.addcmul(
+    if needs[0] or needs[1] or needs[2]:
+        sum_dy_v = dy @ v.permute(0, 1, 3, 2)
+        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
+            c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
+        )
+        dprobs = torch.addcmul(
             torch.addcmul(
                 torch.addcmul(
                     torch.addcmul(
-                        sum_c_Woh_grad_y_dc_Woh_grad_y_probs + sum_dy_v,
-                        dc_Woh_grad_y_probs_v[:, :, :, None],
-                        c_Woh_grad_y_v.permute(1, 0, 2, 3),
+                        torch.addcmul(
+                            sum_c_Woh_grad_y_dc_Woh_grad_y_probs + sum_dy_v,
+                            dc_Woh_grad_y_probs_v[:, :, :, None],
+                            c_Woh_grad_y_v.permute(1, 0, 2, 3),
+                        ),
+                        sum_dc_Woh_grad_y_probs_q_v_q.permute(1, 0, 2, 3),
+                        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
                     ),
-                    sum_dc_Woh_grad_y_probs_q_v_q.permute(1, 0, 2, 3),
+                    sum_dc_Woh_grad_y_k_probs_v_k.permute(1, 0, 2, 3),
                     shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
                 ),
-                sum_dc_Woh_grad_y_k_probs_v_k.permute(1, 0, 2, 3),
+                sum_db_dbh_at_1_q[:, :, :, None],
                 shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
+                value=1 / math.sqrt(D),
             ),
-            sum_db_dbh_at_1_q[:, :, :, None],
+            sum_db_dbh_at_0_k[:, :, None],
             shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
             value=1 / math.sqrt(D),
-        ),
-        sum_db_dbh_at_0_k[:, :, None],
-        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
-        value=1 / math.sqrt(D),
-    )
+        )
     del (
         sum_db_dbh_at_1_q,
         dc_Woh_grad_y_probs_v,
         sum_dc_Woh_grad_y_k_probs_v_k,
         sum_dc_Woh_grad_y_probs_q_v_q,
         sum_db_dbh_at_0_k,
-        sum_c_Woh_grad_y_dc_Woh_grad_y_probs,
-        sum_dy_v,
     )
-    sum_dprobs_probs = (probs * dprobs).sum(3)
-    dcounts_sum = -sum_dprobs_probs / counts_sum
-    del sum_dprobs_probs
-    dcounts = torch.addcmul(
-        dcounts_sum[:, :, :, None], torch.reciprocal(counts_sum)[:, :, :, None], dprobs
-    )
-    del dprobs, dcounts_sum
-    sum_counts_dcounts = (counts * dcounts).sum(3)
-    dmaxes = -sum_counts_dcounts
-    del sum_counts_dcounts
-    dscores = counts * dcounts
-    del dcounts
-    dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
-    del dmaxes
-    sum_c_Woh_grad_y_dc_Woh_grad_y_v = dc_Woh_grad_y_v.permute(1, 0, 3, 2) @ c_Woh_grad_y.permute(
-        2, 0, 3, 1
-    )
+    if needs[0] or needs[1] or needs[2]:
+        del sum_c_Woh_grad_y_dc_Woh_grad_y_probs, sum_dy_v
+        sum_dprobs_probs = (probs * dprobs).sum(3)
+        dcounts_sum = -sum_dprobs_probs / counts_sum
+        del sum_dprobs_probs
+        dcounts = torch.addcmul(
+            dcounts_sum[:, :, :, None], torch.reciprocal(counts_sum)[:, :, :, None], dprobs
+        )
+        del dprobs, dcounts_sum
+        sum_counts_dcounts = (counts * dcounts).sum(3)
+        dmaxes = -sum_counts_dcounts
+        del sum_counts_dcounts
+        dscores = counts * dcounts
+        del dcounts
+        dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
+        del dmaxes
+        sum_c_Woh_grad_y_dc_Woh_grad_y_v = dc_Woh_grad_y_v.permute(
+            1, 0, 3, 2
+        ) @ c_Woh_grad_y.permute(2, 0, 3, 1)
     del dc_Woh_grad_y_v
-    sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
-    del dy
-    dv = sum_c_Woh_grad_y_dc_Woh_grad_y_v + sum_dy_probs
-    del sum_c_Woh_grad_y_dc_Woh_grad_y_v, sum_dy_probs
-    shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v * probs
-    )
-    del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v
-    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(2)
-    )
-    t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-        c_Woh_grad_y_v.permute(1, 0, 3, 2) - c_Woh_grad_y_probs_v[:, :, None]
-    ) * probs.permute(0, 1, 3, 2)
-    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
-        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
-    )
+    if needs[0] or needs[1] or needs[2]:
+        sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
+        del dy
+        dv = sum_c_Woh_grad_y_dc_Woh_grad_y_v + sum_dy_probs
+        del sum_c_Woh_grad_y_dc_Woh_grad_y_v, sum_dy_probs
+        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v * probs
+        )
+        del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(2)
+        )
+        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+            c_Woh_grad_y_v.permute(1, 0, 3, 2) - c_Woh_grad_y_probs_v[:, :, None]
+        ) * probs.permute(0, 1, 3, 2)
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
+            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
+        )
     del dc_Woh_grad_y_k_probs_v
-    t_dscores = torch.where(
-        torch.arange(T, device=grad_out.device)[:, None] <= torch.arange(T, device=grad_out.device),
-        dscores.permute(0, 1, 3, 2) / math.sqrt(D),
-        0,
-    )
-    del dscores
-    sum_dscores_q = t_dscores @ q
-    dk = torch.addcmul(
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs + sum_dscores_q,
-        db_dbh[0][:, None],
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs[:, :, :, None],
-        value=1 / math.sqrt(D),
-    )
-    del (
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs,
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs,
-        sum_dscores_q,
-    )
-    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1 = (
-        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(3, keepdim=True)
-    )
-    del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs = (
-        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2) @ dc_Woh_grad_y_probs_q_v
-    )
-    del dc_Woh_grad_y_probs_q_v, t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-    sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
-    del t_dscores
-    dq = torch.addcmul(
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs + sum_dscores_k,
-        db_dbh[1][:, None],
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
-        value=1 / math.sqrt(D),
-    )
-    del (
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs,
-        sum_dscores_k,
-    )
-    sum_dc_Woh_grad_y_grad_y = dc_Woh_grad_y.flatten(2) @ grad_y.flatten(0, 1)
-    sum_grad_y = grad_y.sum((1, 0))
-    dWoh = torch.addcmul(sum_dc_Woh_grad_y_grad_y, sum_grad_y, db_dbh[2][:, :, None])
-    del sum_dc_Woh_grad_y_grad_y, sum_grad_y
-    dWo = dWoh.reshape(C, C)
-    del dWoh
-    stacked_dq = torch.stack([dq, dk, dv], 1)
-    dbh = stacked_dq.sum((0, 3))
-    dbqkv = dbh.reshape(3 * C)
-    del dbh
-    sum_dq_x = (
-        x.permute(2, 0, 1).flatten(1) @ dq.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-    ).unflatten(1, (dq.shape[1], dq.shape[3]))
-    del dq
-    sum_c_Woh_grad_y_k_probs_v_db_dx = (
-        db_dx.permute(2, 0, 1).flatten(1)
-        @ c_Woh_grad_y_k_probs_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-    ).unflatten(1, (c_Woh_grad_y_k_probs_v.shape[1], c_Woh_grad_y_k_probs_v.shape[3]))
-    sum_dk_x = (
-        x.permute(2, 0, 1).flatten(1) @ dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-    ).unflatten(1, (dk.shape[1], dk.shape[3]))
-    del dk
-    sum_c_Woh_grad_y_probs_q_v_db_dx = (
-        db_dx.permute(2, 0, 1).flatten(1)
-        @ c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-    ).unflatten(1, (c_Woh_grad_y_probs_q_v.shape[1], c_Woh_grad_y_probs_q_v.shape[3]))
-    sum_c_Woh_grad_y_probs_db_dx = (
-        db_dx.permute(2, 0, 1).flatten(1)
-        @ c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-    ).unflatten(1, (c_Woh_grad_y_probs.shape[1], c_Woh_grad_y_probs.shape[3]))
+    if needs[0] or needs[1] or needs[2]:
+        t_dscores = torch.where(
+            torch.arange(T, device=grad_out.device)[:, None]
+            <= torch.arange(T, device=grad_out.device),
+            dscores.permute(0, 1, 3, 2) / math.sqrt(D),
+            0,
+        )
+        del dscores
+        sum_dscores_q = t_dscores @ q
+        dk = torch.addcmul(
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs + sum_dscores_q,
+            db_dbh[0][:, None],
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs[:, :, :, None],
+            value=1 / math.sqrt(D),
+        )
+        del (
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs,
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs,
+            sum_dscores_q,
+        )
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1 = (
+            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(3, keepdim=True)
+        )
+        del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs = (
+            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2)
+            @ dc_Woh_grad_y_probs_q_v
+        )
+    del dc_Woh_grad_y_probs_q_v
+    if needs[0] or needs[1] or needs[2]:
+        del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+        sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
+        del t_dscores
+        dq = torch.addcmul(
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs + sum_dscores_k,
+            db_dbh[1][:, None],
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
+            value=1 / math.sqrt(D),
+        )
+        del (
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
+            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs,
+            sum_dscores_k,
+        )
+    if needs[3]:
+        sum_dc_Woh_grad_y_grad_y = dc_Woh_grad_y.flatten(2) @ grad_y.flatten(0, 1)
+        sum_grad_y = grad_y.sum((1, 0))
+        dWoh = torch.addcmul(sum_dc_Woh_grad_y_grad_y, sum_grad_y, db_dbh[2][:, :, None])
+        del sum_dc_Woh_grad_y_grad_y, sum_grad_y
+        dWo = dWoh.reshape(C, C)
+        del dWoh
+    if needs[0] or needs[2]:
+        stacked_dq = torch.stack([dq, dk, dv], 1)
+    if needs[2]:
+        dbh = stacked_dq.sum((0, 3))
+        dbqkv = dbh.reshape(3 * C)
+        del dbh
+    if needs[1]:
+        sum_dq_x = (
+            x.permute(2, 0, 1).flatten(1) @ dq.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (dq.shape[1], dq.shape[3]))
+    if needs[0] or needs[1] or needs[2]:
+        del dq
+    if needs[1]:
+        sum_c_Woh_grad_y_k_probs_v_db_dx = (
+            db_dx.permute(2, 0, 1).flatten(1)
+            @ c_Woh_grad_y_k_probs_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (c_Woh_grad_y_k_probs_v.shape[1], c_Woh_grad_y_k_probs_v.shape[3]))
+        sum_dk_x = (
+            x.permute(2, 0, 1).flatten(1) @ dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (dk.shape[1], dk.shape[3]))
+    if needs[0] or needs[1] or needs[2]:
+        del dk
+    if needs[1]:
+        sum_c_Woh_grad_y_probs_q_v_db_dx = (
+            db_dx.permute(2, 0, 1).flatten(1)
+            @ c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (c_Woh_grad_y_probs_q_v.shape[1], c_Woh_grad_y_probs_q_v.shape[3]))
+        sum_c_Woh_grad_y_probs_db_dx = (
+            db_dx.permute(2, 0, 1).flatten(1)
+            @ c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (c_Woh_grad_y_probs.shape[1], c_Woh_grad_y_probs.shape[3]))
     del db_dx
-    sum_dv_x = (
-        x.permute(2, 0, 1).flatten(1) @ dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-    ).unflatten(1, (dv.shape[1], dv.shape[3]))
-    del dv
-    dWh = torch.stack(
-        [
-            sum_dq_x + sum_c_Woh_grad_y_k_probs_v_db_dx / math.sqrt(D),
-            sum_dk_x + sum_c_Woh_grad_y_probs_q_v_db_dx / math.sqrt(D),
-            sum_c_Woh_grad_y_probs_db_dx + sum_dv_x,
-        ],
-        1,
-    )
-    del (
-        sum_dq_x,
-        sum_c_Woh_grad_y_k_probs_v_db_dx,
-        sum_dk_x,
-        sum_c_Woh_grad_y_probs_q_v_db_dx,
-        sum_c_Woh_grad_y_probs_db_dx,
-        sum_dv_x,
-    )
-    dWqkv = dWh.reshape(C, 3 * C)
-    del dWh
-    sum_c_Woh_grad_y_probs_db_dWh_at_all_2 = c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(
-        2
-    ) @ db_dWh[:, 2].permute(1, 2, 0).flatten(0, 1)
-    sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 = c_Woh_grad_y_k_probs_v.permute(0, 2, 1, 3).flatten(
-        2
-    ) @ db_dWh[:, 0].permute(1, 2, 0).flatten(0, 1)
-    sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 = c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(
-        2
-    ) @ db_dWh[:, 1].permute(1, 2, 0).flatten(0, 1)
+    if needs[1]:
+        sum_dv_x = (
+            x.permute(2, 0, 1).flatten(1) @ dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (dv.shape[1], dv.shape[3]))
+    if needs[0] or needs[1] or needs[2]:
+        del dv
+    if needs[1]:
+        dWh = torch.stack(
+            [
+                sum_dq_x + sum_c_Woh_grad_y_k_probs_v_db_dx / math.sqrt(D),
+                sum_dk_x + sum_c_Woh_grad_y_probs_q_v_db_dx / math.sqrt(D),
+                sum_c_Woh_grad_y_probs_db_dx + sum_dv_x,
+            ],
+            1,
+        )
+        del (
+            sum_dq_x,
+            sum_c_Woh_grad_y_k_probs_v_db_dx,
+            sum_dk_x,
+            sum_c_Woh_grad_y_probs_q_v_db_dx,
+            sum_c_Woh_grad_y_probs_db_dx,
+            sum_dv_x,
+        )
+        dWqkv = dWh.reshape(C, 3 * C)
+        del dWh
+    if needs[0]:
+        sum_c_Woh_grad_y_probs_db_dWh_at_all_2 = c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(
+            2
+        ) @ db_dWh[:, 2].permute(1, 2, 0).flatten(0, 1)
+        sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 = c_Woh_grad_y_k_probs_v.permute(
+            0, 2, 1, 3
+        ).flatten(2) @ db_dWh[:, 0].permute(1, 2, 0).flatten(0, 1)
+        sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 = c_Woh_grad_y_probs_q_v.permute(
+            0, 2, 1, 3
+        ).flatten(2) @ db_dWh[:, 1].permute(1, 2, 0).flatten(0, 1)
     del db_dWh
-    dx = (
-        stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
-        + sum_c_Woh_grad_y_probs_db_dWh_at_all_2
-        + sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 / math.sqrt(D)
-        + sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 / math.sqrt(D)
-    )
-    del (
-        sum_c_Woh_grad_y_probs_db_dWh_at_all_2,
-        sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0,
-        sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1,
-    )
-    del stacked_dq
-    sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
+    if needs[0]:
+        dx = (
+            stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+            + sum_c_Woh_grad_y_probs_db_dWh_at_all_2
+            + sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 / math.sqrt(D)
+            + sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 / math.sqrt(D)
+        )
+        del (
+            sum_c_Woh_grad_y_probs_db_dWh_at_all_2,
+            sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0,
+            sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1,
+        )
+    if needs[0] or needs[2]:
+        del stacked_dq
+    if needs[5]:
+        sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
     del db_dbh
-    sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)
-    del dc_Woh_grad_y
-    sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
-    del db_dWoh
-    dgrad_y = db_dbo + sum_Woh_db_dbh_at_2 + sum_Woh_dc_Woh_grad_y + sum_db_dWoh_y
-    del db_dbo, sum_Woh_db_dbh_at_2, sum_Woh_dc_Woh_grad_y, sum_db_dWoh_y
-    dv_x = grad_out * b_dx
-    dv_Wqkv = grad_out * b_dWqkv
-    dv_bqkv = grad_out * b_dbqkv
-    dv_Wo = grad_out * b_dWo
-    dv_bo = grad_out * b_dbo
-    return (dx, dWqkv, dbqkv, dWo, None, dgrad_y, dv_x, dv_Wqkv, dv_bqkv, dv_Wo, dv_bo)
+    if needs[5]:
+        sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)
+    if needs[3] or needs[5]:
+        del dc_Woh_grad_y
+    if needs[5]:
+        sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
+    if needs[0] or needs[1] or needs[2] or needs[5]:
+        del db_dWoh
+    if needs[5]:
+        dgrad_y = db_dbo + sum_Woh_db_dbh_at_2 + sum_Woh_dc_Woh_grad_y + sum_db_dWoh_y
+        del db_dbo, sum_Woh_db_dbh_at_2, sum_Woh_dc_Woh_grad_y, sum_db_dWoh_y
+    return (
+        dx if needs[0] else None,
+        dWqkv if needs[1] else None,
+        dbqkv if needs[2] else None,
+        dWo if needs[3] else None,
+        None,
+        dgrad_y if needs[5] else None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
 
 
 def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
@@ -985,29 +1052,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, x, Wqkv, bqkv, Wo, bo):
+    def forward(ctx, grad_out, _saved, _params, _needs, x, Wqkv, bqkv, Wo, bo):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x, Wqkv, bqkv, Wo, bo)
         ctx.save_for_forward(grad_out, x, Wqkv, bqkv, Wo, bo)
-        ctx.saved, ctx.params = _saved, _params
-        grads = backward(grad_out, _saved)
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2], grads[3], grads[4]))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out), _legacy_vmap(t_grad_out, *t_inputs):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0, 1, 2, 3, 4], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out), _legacy_vmap(*cotangents):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[5], None, None, *grads[:5])
+        return (grads[5], None, None, None, *grads[:5])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -1027,17 +1097,23 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     x, Wqkv, bqkv, Wo, bo = inputs
     _targets = (x, Wqkv, bqkv, Wo, bo)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(
         x, Wqkv, bqkv, Wo, bo, grad_out, *cotangents, n_head=ctx.params[0]
     )
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (
+        (True, True, True, True, True, True, True, True, True, True, True)
+        if needs is None
+        else needs + (False,) * 5
+    )
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -1053,7 +1129,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0, 1, 2, 3, 4]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0, 1, 2, 3, 4] for k in range(5)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0, 1, 2, 3, 4]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -1087,7 +1165,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:5]
         _saved = (*_all[5:], *ctx.extra)
         with _autocast_off(grad_out), _legacy_vmap(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:5]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0], grads[1], grads[2], grads[3], grads[4], None)
 
 

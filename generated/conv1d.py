@@ -173,8 +173,10 @@ def forward(x, w, b, *, stride=1, padding=0, dilation=1, groups=1):
     return out, (xg, wg, C, dilation, groups, padding, stride, (out.shape, out.dtype, out.device))
 
 
-def backward(grad_out, saved):
-    """Gradients of the inputs, in input order (``None`` for integer inputs)."""
+def backward(grad_out, saved, needs=(True, True, True)):
+    """Gradients of the inputs, in input order (``None`` for integer inputs and for
+    those ``needs``, one flag per input as autograd's ``ctx.needs_input_grad``, does not ask
+    for: their work is skipped)."""
     xg, wg, C, dilation, groups, padding, stride, _like = saved
     _check_grad_out(grad_out, _like)
     CG = xg.shape[2]
@@ -184,35 +186,39 @@ def backward(grad_out, saved):
     O = grad_out.shape[1]
     OG = wg.shape[1]
     T = xg.shape[3]
-    grad_out_as_outg = grad_out.reshape(N, groups, OG, L)
-    sum_grad_out_as_outg_wg = torch.conv_transpose1d(
-        grad_out.reshape(N, groups * OG, L),
-        wg.reshape(groups * OG, CG, K),
-        stride=stride,
-        padding=padding,
-        output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
-        dilation=dilation,
-        groups=groups,
-    ).reshape(N, groups, CG, T)
-    dxg = sum_grad_out_as_outg_wg
-    del sum_grad_out_as_outg_wg
-    dx = dxg.reshape(N, C, T)
-    del dxg
-    dwg = torch.nn.grad.conv1d_weight(
-        xg.reshape(N, groups * CG, T),
-        (groups * OG, CG, K),
-        grad_out.reshape(N, groups * OG, L),
-        stride=stride,
-        padding=padding,
-        dilation=dilation,
-        groups=groups,
-    ).reshape(groups, OG, CG, K)
-    dw = dwg.reshape(O, CG, K)
-    del dwg
-    dbg = grad_out_as_outg.sum((0, 3))
-    db = dbg.reshape(O)
-    del dbg
-    return (dx, dw, db)
+    if needs[2]:
+        grad_out_as_outg = grad_out.reshape(N, groups, OG, L)
+    if needs[0]:
+        sum_grad_out_as_outg_wg = torch.conv_transpose1d(
+            grad_out.reshape(N, groups * OG, L),
+            wg.reshape(groups * OG, CG, K),
+            stride=stride,
+            padding=padding,
+            output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
+            dilation=dilation,
+            groups=groups,
+        ).reshape(N, groups, CG, T)
+        dxg = sum_grad_out_as_outg_wg
+        del sum_grad_out_as_outg_wg
+        dx = dxg.reshape(N, C, T)
+        del dxg
+    if needs[1]:
+        dwg = torch.nn.grad.conv1d_weight(
+            xg.reshape(N, groups * CG, T),
+            (groups * OG, CG, K),
+            grad_out.reshape(N, groups * OG, L),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+        ).reshape(groups, OG, CG, K)
+        dw = dwg.reshape(O, CG, K)
+        del dwg
+    if needs[2]:
+        dbg = grad_out_as_outg.sum((0, 3))
+        db = dbg.reshape(O)
+        del dbg
+    return (dx if needs[0] else None, dw if needs[1] else None, db if needs[2] else None)
 
 
 def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dilation=1, groups=1):
@@ -328,10 +334,11 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     (
         xg,
         wg,
@@ -360,67 +367,82 @@ def _double_backward(grad_out, saved):
     O = b_dw.shape[0]
     OG = wg.shape[1]
     T = xg.shape[3]
-    db_db = grad_out * v_b
-    db_dbg_as_b = db_db
-    del db_db
-    db_dbg = db_dbg_as_b.reshape(groups, OG)
-    del db_dbg_as_b
-    db_dw = grad_out * v_w
-    db_dwg_as_w = db_dw
-    del db_dw
-    db_dx = grad_out * v_x
-    db_dxg_as_x = db_dx
-    del db_dx
-    sum_db_dwg_xg = torch.conv1d(
-        xg.reshape(N, groups * CG, T),
-        db_dwg_as_w.reshape(groups * OG, CG, K),
-        stride=stride,
-        padding=padding,
-        dilation=dilation,
-        groups=groups,
-    ).reshape(N, groups, OG, L)
-    sum_db_dxg_wg = torch.conv1d(
-        db_dxg_as_x.reshape(N, groups * CG, T),
-        wg.reshape(groups * OG, CG, K),
-        stride=stride,
-        padding=padding,
-        dilation=dilation,
-        groups=groups,
-    ).reshape(N, groups, OG, L)
-    db_grad_out_as_outg = db_dbg[:, :, None] + sum_db_dwg_xg + sum_db_dxg_wg
-    del db_dbg, sum_db_dwg_xg, sum_db_dxg_wg
-    dgrad_y = db_grad_out_as_outg.reshape(N, O, L)
-    del db_grad_out_as_outg
-    dwg = torch.nn.grad.conv1d_weight(
-        db_dxg_as_x.reshape(N, groups * CG, T),
-        (groups * OG, CG, K),
-        b_grad_out_as_outg.reshape(N, groups * OG, L),
-        stride=stride,
-        padding=padding,
-        dilation=dilation,
-        groups=groups,
-    ).reshape(groups, OG, CG, K)
-    del db_dxg_as_x
-    dw = dwg.reshape(O, CG, K)
-    del dwg
-    sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose1d(
-        b_grad_out_as_outg.reshape(N, groups * OG, L),
-        db_dwg_as_w.reshape(groups * OG, CG, K),
-        stride=stride,
-        padding=padding,
-        output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
-        dilation=dilation,
-        groups=groups,
-    ).reshape(N, groups, CG, T)
-    del db_dwg_as_w
-    dxg = sum_b_grad_out_as_outg_db_dwg
-    del sum_b_grad_out_as_outg_db_dwg
-    dx = dxg.reshape(N, C, T)
-    del dxg
-    dv_x = grad_out * b_dx
-    dv_w = grad_out * b_dw
-    dv_b = grad_out * b_db
-    return (dx, dw, None, dgrad_y, dv_x, dv_w, dv_b)
+    if needs[3]:
+        db_db = grad_out * v_b
+        db_dbg_as_b = db_db
+        del db_db
+        db_dbg = db_dbg_as_b.reshape(groups, OG)
+        del db_dbg_as_b
+    if needs[0] or needs[3]:
+        db_dw = grad_out * v_w
+        db_dwg_as_w = db_dw
+        del db_dw
+    if needs[1] or needs[3]:
+        db_dx = grad_out * v_x
+        db_dxg_as_x = db_dx
+        del db_dx
+    if needs[3]:
+        sum_db_dwg_xg = torch.conv1d(
+            xg.reshape(N, groups * CG, T),
+            db_dwg_as_w.reshape(groups * OG, CG, K),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+        ).reshape(N, groups, OG, L)
+        sum_db_dxg_wg = torch.conv1d(
+            db_dxg_as_x.reshape(N, groups * CG, T),
+            wg.reshape(groups * OG, CG, K),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+        ).reshape(N, groups, OG, L)
+        db_grad_out_as_outg = db_dbg[:, :, None] + sum_db_dwg_xg + sum_db_dxg_wg
+        del db_dbg, sum_db_dwg_xg, sum_db_dxg_wg
+        dgrad_y = db_grad_out_as_outg.reshape(N, O, L)
+        del db_grad_out_as_outg
+    if needs[1]:
+        dwg = torch.nn.grad.conv1d_weight(
+            db_dxg_as_x.reshape(N, groups * CG, T),
+            (groups * OG, CG, K),
+            b_grad_out_as_outg.reshape(N, groups * OG, L),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+        ).reshape(groups, OG, CG, K)
+    if needs[1] or needs[3]:
+        del db_dxg_as_x
+    if needs[1]:
+        dw = dwg.reshape(O, CG, K)
+        del dwg
+    if needs[0]:
+        sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose1d(
+            b_grad_out_as_outg.reshape(N, groups * OG, L),
+            db_dwg_as_w.reshape(groups * OG, CG, K),
+            stride=stride,
+            padding=padding,
+            output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
+            dilation=dilation,
+            groups=groups,
+        ).reshape(N, groups, CG, T)
+    if needs[0] or needs[3]:
+        del db_dwg_as_w
+    if needs[0]:
+        dxg = sum_b_grad_out_as_outg_db_dwg
+        del sum_b_grad_out_as_outg_db_dwg
+        dx = dxg.reshape(N, C, T)
+        del dxg
+    return (
+        dx if needs[0] else None,
+        dw if needs[1] else None,
+        None,
+        dgrad_y if needs[3] else None,
+        None,
+        None,
+        None,
+    )
 
 
 def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
@@ -550,29 +572,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, x, w, b):
+    def forward(ctx, grad_out, _saved, _params, _needs, x, w, b):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x, w, b)
         ctx.save_for_forward(grad_out, x, w, b)
-        ctx.saved, ctx.params = _saved, _params
-        grads = backward(grad_out, _saved)
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0, 1, 2], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[3], None, None, *grads[:3])
+        return (grads[3], None, None, None, *grads[:3])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -592,10 +617,11 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     x, w, b = inputs
     _targets = (x, w, b)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
@@ -610,7 +636,8 @@ def _double(ctx, grad_out, inputs, cotangents):
         dilation=ctx.params[2],
         groups=ctx.params[3],
     )
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -626,7 +653,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0, 1, 2]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0, 1, 2] for k in range(3)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0, 1, 2]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -662,7 +691,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
         with _autocast_off(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:3]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0], grads[1], grads[2], None, None, None, None)
 
 

@@ -204,10 +204,11 @@ def _double_forward(logits, targets, grad_y, v_logits):
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(grad_out, saved, needs=(True, True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     (
         targets,
         counts,
@@ -222,28 +223,30 @@ def _double_backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     N = targets.shape[0]
     db_dlogits = grad_out * v_logits
-    dprobs = grad_y / N * db_dlogits
-    dcounts_sum_inv = (counts * dprobs).sum(1)
-    dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
-    del dcounts_sum_inv
-    dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
-    del dprobs, dcounts_sum
-    dnorm_logits = counts * dcounts
-    del dcounts
-    sum_dnorm_logits = dnorm_logits.sum(1)
-    dlogit_maxes = -sum_dnorm_logits
-    del sum_dnorm_logits
-    dlogits = dnorm_logits.clone()
-    del dnorm_logits
-    dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
-    del dlogit_maxes
-    sum_db_dlogits_probs = (db_dlogits * probs).sum((0, 1))
-    sum_db_dlogits_targets = db_dlogits.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
+    if needs[0]:
+        dprobs = grad_y / N * db_dlogits
+        dcounts_sum_inv = (counts * dprobs).sum(1)
+        dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
+        del dcounts_sum_inv
+        dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
+        del dprobs, dcounts_sum
+        dnorm_logits = counts * dcounts
+        del dcounts
+        sum_dnorm_logits = dnorm_logits.sum(1)
+        dlogit_maxes = -sum_dnorm_logits
+        del sum_dnorm_logits
+        dlogits = dnorm_logits.clone()
+        del dnorm_logits
+        dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
+        del dlogit_maxes
+    if needs[2]:
+        sum_db_dlogits_probs = (db_dlogits * probs).sum((0, 1))
+        sum_db_dlogits_targets = db_dlogits.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
     del db_dlogits
-    dgrad_y = (sum_db_dlogits_probs - sum_db_dlogits_targets) / N
-    del sum_db_dlogits_probs, sum_db_dlogits_targets
-    dv_logits = grad_out * b_dlogits
-    return (dlogits, None, dgrad_y, dv_logits)
+    if needs[2]:
+        dgrad_y = (sum_db_dlogits_probs - sum_db_dlogits_targets) / N
+        del sum_db_dlogits_probs, sum_db_dlogits_targets
+    return (dlogits if needs[0] else None, None, dgrad_y if needs[2] else None, None)
 
 
 def _jvp(logits, targets, t_logits):
@@ -336,29 +339,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, logits, targets):
+    def forward(ctx, grad_out, _saved, _params, _needs, logits, targets):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, logits, targets)
         ctx.save_for_forward(grad_out, logits, targets)
-        ctx.saved, ctx.params = _saved, _params
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
         grads = backward(grad_out, _saved)
         return _distinct(grad_out, (grads[0],))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[2], None, None, *grads[:2])
+        return (grads[2], None, None, None, *grads[:2])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -378,15 +384,17 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     logits, targets = inputs
     _targets = (logits,)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(logits, targets, grad_out, *cotangents)
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (True, True, True, True) if needs is None else needs + (False,) * 1
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -402,7 +410,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0] for k in range(2)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -436,7 +446,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:2]
         _saved = (*_all[2:], *ctx.extra)
         with _autocast_off(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:2]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0], None)
 
 

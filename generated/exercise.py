@@ -664,10 +664,34 @@ def _double_forward(
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(
+    grad_out,
+    saved,
+    needs=(
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+    ),
+):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     (
         X,
         Y,
@@ -764,136 +788,167 @@ def _double_backward(grad_out, saved):
     db_dprobs = torch.addcmul(
         db_dcounts_sum_inv[:, None] * counts, counts_sum_inv[:, None], db_dcounts
     )
-    db_dlogprobs = db_dprobs / probs
-    dprobs = -b_dprobs / probs * db_dprobs
+    if needs[9]:
+        db_dlogprobs = db_dprobs / probs
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
+        dprobs = -b_dprobs / probs * db_dprobs
     del db_dprobs
-    sum_b_dprobs_db_dcounts = (b_dprobs * db_dcounts).sum(1)
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
+        sum_b_dprobs_db_dcounts = (b_dprobs * db_dcounts).sum(1)
     del db_dcounts
-    sum_counts_dprobs = (counts * dprobs).sum(1)
-    dcounts_sum_inv = torch.addcmul(
-        sum_b_dprobs_db_dcounts + sum_counts_dprobs,
-        counts_sum_inv * db_dcounts_sum,
-        b_dcounts_sum_inv,
-        value=-2,
-    )
-    del db_dcounts_sum, sum_b_dprobs_db_dcounts, sum_counts_dprobs
-    dcounts_sum = -shared_counts_sum_inv * dcounts_sum_inv
-    del dcounts_sum_inv
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
+        sum_counts_dprobs = (counts * dprobs).sum(1)
+        dcounts_sum_inv = torch.addcmul(
+            sum_b_dprobs_db_dcounts + sum_counts_dprobs,
+            counts_sum_inv * db_dcounts_sum,
+            b_dcounts_sum_inv,
+            value=-2,
+        )
+    del db_dcounts_sum
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
+        del sum_b_dprobs_db_dcounts, sum_counts_dprobs
+        dcounts_sum = -shared_counts_sum_inv * dcounts_sum_inv
+        del dcounts_sum_inv
     del shared_counts_sum_inv
-    dcounts = torch.addcmul(
-        torch.addcmul(
-            torch.addcmul(dcounts_sum[:, None], db_dnorm_logits, b_dcounts),
-            db_dcounts_sum_inv[:, None],
-            b_dprobs,
-        ),
-        counts_sum_inv[:, None],
-        dprobs,
-    )
-    del db_dnorm_logits, db_dcounts_sum_inv, dprobs, dcounts_sum
-    dnorm_logits = counts * dcounts
-    del dcounts
-    sum_dnorm_logits = dnorm_logits.sum(1)
-    dlogit_maxes = -sum_dnorm_logits
-    del sum_dnorm_logits
-    dlogits = dnorm_logits.clone()
-    del dnorm_logits
-    dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
-    del dlogit_maxes
-    sum_W2_dlogits = dlogits @ W2.T
-    sum_b_dlogits_db_dW2 = b_dlogits @ db_dW2.T
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
+        dcounts = torch.addcmul(
+            torch.addcmul(
+                torch.addcmul(dcounts_sum[:, None], db_dnorm_logits, b_dcounts),
+                db_dcounts_sum_inv[:, None],
+                b_dprobs,
+            ),
+            counts_sum_inv[:, None],
+            dprobs,
+        )
+    del db_dnorm_logits, db_dcounts_sum_inv
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
+        del dprobs, dcounts_sum
+        dnorm_logits = counts * dcounts
+        del dcounts
+        sum_dnorm_logits = dnorm_logits.sum(1)
+        dlogit_maxes = -sum_dnorm_logits
+        del sum_dnorm_logits
+        dlogits = dnorm_logits.clone()
+        del dnorm_logits
+        dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
+        del dlogit_maxes
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
+        sum_W2_dlogits = dlogits @ W2.T
+        sum_b_dlogits_db_dW2 = b_dlogits @ db_dW2.T
     del db_dW2
-    dh = torch.addcmul(sum_W2_dlogits + sum_b_dlogits_db_dW2, db_dhpreact * h, b_dh, value=-2)
-    del db_dhpreact, sum_W2_dlogits, sum_b_dlogits_db_dW2
-    dhpreact = torch.addcmul(dh, dh, shared_h, value=-1)
-    del dh
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
+        dh = torch.addcmul(sum_W2_dlogits + sum_b_dlogits_db_dW2, db_dhpreact * h, b_dh, value=-2)
+    del db_dhpreact
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
+        del sum_W2_dlogits, sum_b_dlogits_db_dW2
+        dhpreact = torch.addcmul(dh, dh, shared_h, value=-1)
+        del dh
     del shared_h
-    dbnraw = torch.addcmul(db_dbngain * b_dhpreact, bngain, dhpreact)
+    if needs[2] or needs[3] or needs[4]:
+        dbnraw = torch.addcmul(db_dbngain * b_dhpreact, bngain, dhpreact)
     del db_dbngain
-    sum_b_dbnraw_db_dbndiff = _sum_leading(b_dbnraw * db_dbndiff, 1)
-    sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
-    dbnvar_inv = torch.addcmul(
-        sum_b_dbnraw_db_dbndiff + sum_bndiff_dbnraw,
-        b_dbnvar_inv * db_dbnvar,
-        bnvar_inv * bnvar_inv,
-        value=-3 / 2,
-    )
-    del db_dbnvar, sum_b_dbnraw_db_dbndiff, sum_bndiff_dbnraw
-    dbnvar = shared_bnvar_inv * dbnvar_inv * (-1 / 2)
-    del dbnvar_inv
+    if needs[2] or needs[3] or needs[4]:
+        sum_b_dbnraw_db_dbndiff = _sum_leading(b_dbnraw * db_dbndiff, 1)
+        sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
+        dbnvar_inv = torch.addcmul(
+            sum_b_dbnraw_db_dbndiff + sum_bndiff_dbnraw,
+            b_dbnvar_inv * db_dbnvar,
+            bnvar_inv * bnvar_inv,
+            value=-3 / 2,
+        )
+    del db_dbnvar
+    if needs[2] or needs[3] or needs[4]:
+        del sum_b_dbnraw_db_dbndiff, sum_bndiff_dbnraw
+        dbnvar = shared_bnvar_inv * dbnvar_inv * (-1 / 2)
+        del dbnvar_inv
     del shared_bnvar_inv
-    dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
-    del dbnvar
-    dbndiff = torch.addcmul(
-        torch.addcmul(
-            torch.addcmul(db_dbnvar_inv * b_dbnraw, bnvar_inv, dbnraw), dbndiff2, bndiff, value=2
-        ),
-        db_dbndiff,
-        b_dbndiff2,
-        value=2,
-    )
-    del db_dbndiff, db_dbnvar_inv, dbnraw, dbndiff2
-    sum_dbndiff = _sum_leading(dbndiff, 1)
-    dbnmeani = -sum_dbndiff
-    del sum_dbndiff
-    dhprebn = _add_scaled(dbndiff, dbnmeani, 1 / N)
-    del dbndiff, dbnmeani
-    sum_W1_dhprebn = dhprebn @ W1.T
-    sum_b_dhprebn_db_dW1 = b_dhprebn @ db_dW1.T
+    if needs[2] or needs[3] or needs[4]:
+        dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
+        del dbnvar
+        dbndiff = torch.addcmul(
+            torch.addcmul(
+                torch.addcmul(db_dbnvar_inv * b_dbnraw, bnvar_inv, dbnraw),
+                dbndiff2,
+                bndiff,
+                value=2,
+            ),
+            db_dbndiff,
+            b_dbndiff2,
+            value=2,
+        )
+    del db_dbndiff, db_dbnvar_inv
+    if needs[2] or needs[3] or needs[4]:
+        del dbnraw, dbndiff2
+        sum_dbndiff = _sum_leading(dbndiff, 1)
+        dbnmeani = -sum_dbndiff
+        del sum_dbndiff
+        dhprebn = _add_scaled(dbndiff, dbnmeani, 1 / N)
+        del dbndiff, dbnmeani
+    if needs[2]:
+        sum_W1_dhprebn = dhprebn @ W1.T
+        sum_b_dhprebn_db_dW1 = b_dhprebn @ db_dW1.T
     del db_dW1
-    dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
-    del sum_W1_dhprebn, sum_b_dhprebn_db_dW1
-    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
-    del dembcat
-    sum_b_dhprebn_db_dembcat = db_dembcat.T @ b_dhprebn
+    if needs[2]:
+        dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
+        del sum_W1_dhprebn, sum_b_dhprebn_db_dW1
+        dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
+        del dembcat
+    if needs[3]:
+        sum_b_dhprebn_db_dembcat = db_dembcat.T @ b_dhprebn
     del db_dembcat
-    sum_dhprebn_embcat = embcat.T @ dhprebn
-    dW1 = sum_b_dhprebn_db_dembcat + sum_dhprebn_embcat
-    del sum_b_dhprebn_db_dembcat, sum_dhprebn_embcat
-    db1 = _sum_leading(dhprebn, 1)
-    del dhprebn
-    sum_b_dhpreact_db_dbnraw = _sum_leading(b_dhpreact * db_dbnraw, 1)
+    if needs[3]:
+        sum_dhprebn_embcat = embcat.T @ dhprebn
+        dW1 = sum_b_dhprebn_db_dembcat + sum_dhprebn_embcat
+        del sum_b_dhprebn_db_dembcat, sum_dhprebn_embcat
+    if needs[4]:
+        db1 = _sum_leading(dhprebn, 1)
+    if needs[2] or needs[3] or needs[4]:
+        del dhprebn
+    if needs[5]:
+        sum_b_dhpreact_db_dbnraw = _sum_leading(b_dhpreact * db_dbnraw, 1)
     del db_dbnraw
-    sum_bnraw_dhpreact = _sum_leading(bnraw * dhpreact, 1)
-    dbngain = sum_b_dhpreact_db_dbnraw + sum_bnraw_dhpreact
-    del sum_b_dhpreact_db_dbnraw, sum_bnraw_dhpreact
-    dbnbias = _sum_leading(dhpreact, 1)
-    del dhpreact
-    sum_b_dlogits_db_dh = db_dh.T @ b_dlogits
+    if needs[5]:
+        sum_bnraw_dhpreact = _sum_leading(bnraw * dhpreact, 1)
+        dbngain = sum_b_dhpreact_db_dbnraw + sum_bnraw_dhpreact
+        del sum_b_dhpreact_db_dbnraw, sum_bnraw_dhpreact
+    if needs[6]:
+        dbnbias = _sum_leading(dhpreact, 1)
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
+        del dhpreact
+    if needs[7]:
+        sum_b_dlogits_db_dh = db_dh.T @ b_dlogits
     del db_dh
-    sum_dlogits_h = h.T @ dlogits
-    dW2 = sum_b_dlogits_db_dh + sum_dlogits_h
-    del sum_b_dlogits_db_dh, sum_dlogits_h
-    db2 = _sum_leading(dlogits, 1)
-    del dlogits
-    sum_Y_db_dlogprobs = db_dlogprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
-    del db_dlogprobs
-    dgrad_y = sum_Y_db_dlogprobs * (-1 / N)
-    del sum_Y_db_dlogprobs
-    dv_C = grad_out * b_dC
-    dv_W1 = grad_out * b_dW1
-    dv_b1 = grad_out * b_db1
-    dv_bngain = grad_out * b_dbngain
-    dv_bnbias = grad_out * b_dbnbias
-    dv_W2 = grad_out * b_dW2
-    dv_b2 = grad_out * b_db2
+    if needs[7]:
+        sum_dlogits_h = h.T @ dlogits
+        dW2 = sum_b_dlogits_db_dh + sum_dlogits_h
+        del sum_b_dlogits_db_dh, sum_dlogits_h
+    if needs[8]:
+        db2 = _sum_leading(dlogits, 1)
+    if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
+        del dlogits
+    if needs[9]:
+        sum_Y_db_dlogprobs = db_dlogprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
+        del db_dlogprobs
+        dgrad_y = sum_Y_db_dlogprobs * (-1 / N)
+        del sum_Y_db_dlogprobs
     return (
         None,
         None,
-        dC,
-        dW1,
-        db1,
-        dbngain,
-        dbnbias,
-        dW2,
-        db2,
-        dgrad_y,
-        dv_C,
-        dv_W1,
-        dv_b1,
-        dv_bngain,
-        dv_bnbias,
-        dv_W2,
-        dv_b2,
+        dC if needs[2] else None,
+        dW1 if needs[3] else None,
+        db1 if needs[4] else None,
+        dbngain if needs[5] else None,
+        dbnbias if needs[6] else None,
+        dW2 if needs[7] else None,
+        db2 if needs[8] else None,
+        dgrad_y if needs[9] else None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
         None,
     )
 
@@ -1084,31 +1139,34 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, X, Y, C, W1, b1, bngain, bnbias, W2, b2):
+    def forward(ctx, grad_out, _saved, _params, _needs, X, Y, C, W1, b1, bngain, bnbias, W2, b2):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2)
         ctx.save_for_forward(grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2)
-        ctx.saved, ctx.params = _saved, _params
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
         grads = backward(grad_out, _saved)
         return _distinct(
             grad_out, (grads[2], grads[3], grads[4], grads[5], grads[6], grads[7], grads[8])
         )
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out), _legacy_vmap(t_grad_out, *t_inputs):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([2, 3, 4, 5, 6, 7, 8], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out), _legacy_vmap(*cotangents):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[9], None, None, *grads[:9])
+        return (grads[9], None, None, None, *grads[:9])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -1128,10 +1186,11 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     X, Y, C, W1, b1, bngain, bnbias, W2, b2 = inputs
     _targets = (C, W1, b1, bngain, bnbias, W2, b2)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
@@ -1150,7 +1209,31 @@ def _double(ctx, grad_out, inputs, cotangents):
         ctx.saved[14],
         eps=ctx.params[0],
     )
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (
+        (
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+        )
+        if needs is None
+        else needs + (False,) * 8
+    )
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -1166,7 +1249,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [2, 3, 4, 5, 6, 7, 8]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [2, 3, 4, 5, 6, 7, 8] for k in range(9)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [2, 3, 4, 5, 6, 7, 8]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -1200,7 +1285,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:9]
         _saved = (*_all[9:], *ctx.extra)
         with _autocast_off(grad_out), _legacy_vmap(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:9]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (
             None,
             None,

@@ -165,8 +165,10 @@ def forward(x, gain, bias, *, eps=1e-05):
     return _returned, (gain, rstd, xhat, (_returned.shape, _returned.dtype, _returned.device))
 
 
-def backward(grad_out, saved):
-    """Gradients of the inputs, in input order (``None`` for integer inputs)."""
+def backward(grad_out, saved, needs=(True, True, True)):
+    """Gradients of the inputs, in input order (``None`` for integer inputs and for
+    those ``needs``, one flag per input as autograd's ``ctx.needs_input_grad``, does not ask
+    for: their work is skipped)."""
     gain, rstd, xhat, _like = saved
     _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape[: grad_out.dim() - 1]
@@ -174,21 +176,25 @@ def backward(grad_out, saved):
         (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     C = grad_out.shape[1]
-    shared_gain_grad_out = gain * grad_out
-    sum_gain_grad_out = shared_gain_grad_out.sum(1, keepdim=True)
-    sum_gain_grad_out_xhat = (shared_gain_grad_out * xhat).sum(1, keepdim=True)
-    del shared_gain_grad_out
-    dx = rstd[:, None] * torch.addcmul(
-        torch.addcmul(sum_gain_grad_out * (-1 / C), gain, grad_out),
-        sum_gain_grad_out_xhat,
-        xhat,
-        value=-1 / C,
-    )
-    del sum_gain_grad_out, sum_gain_grad_out_xhat
-    dgain = _sum_leading(grad_out * xhat, 1)
-    dbias = _sum_leading(grad_out, 1)
-    dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
-    return (dx, dgain, dbias)
+    if needs[0]:
+        shared_gain_grad_out = gain * grad_out
+        sum_gain_grad_out = shared_gain_grad_out.sum(1, keepdim=True)
+        sum_gain_grad_out_xhat = (shared_gain_grad_out * xhat).sum(1, keepdim=True)
+        del shared_gain_grad_out
+        dx = rstd[:, None] * torch.addcmul(
+            torch.addcmul(sum_gain_grad_out * (-1 / C), gain, grad_out),
+            sum_gain_grad_out_xhat,
+            xhat,
+            value=-1 / C,
+        )
+        del sum_gain_grad_out, sum_gain_grad_out_xhat
+    if needs[1]:
+        dgain = _sum_leading(grad_out * xhat, 1)
+    if needs[2]:
+        dbias = _sum_leading(grad_out, 1)
+    if needs[0]:
+        dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
+    return (dx if needs[0] else None, dgain if needs[1] else None, dbias if needs[2] else None)
 
 
 def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
@@ -266,10 +272,11 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     (
         gain,
         diff,
@@ -287,78 +294,96 @@ def _double_backward(grad_out, saved):
     ) = saved
     _check_grad_out(grad_out, _like)
     C = gain.shape[0]
-    db_dbias = grad_out * v_bias
-    db_dgain = grad_out * v_gain
+    if needs[3]:
+        db_dbias = grad_out * v_bias
+    if needs[0] or needs[3]:
+        db_dgain = grad_out * v_gain
     db_dx = grad_out * v_x
     sum_db_dx_xhat = (db_dx * xhat).sum(1)
-    shared_gain_grad_y = gain * grad_y
-    sum_gain_grad_y_xhat = (shared_gain_grad_y * xhat).sum(1)
-    shared_gain_rstd = gain * rstd[:, None]
-    shared_gain_rstd_sum_db_dx_xhat = shared_gain_rstd * sum_db_dx_xhat[:, None]
-    dxhat = torch.addcmul(
-        torch.addcmul(db_dgain * grad_y, shared_gain_rstd_sum_db_dx_xhat, grad_y, value=-1 / C),
-        (rstd * sum_gain_grad_y_xhat)[:, None],
-        db_dx,
-        value=-1 / C,
-    )
-    sum_gain_grad_y = shared_gain_grad_y.sum(1, keepdim=True)
-    del shared_gain_grad_y
-    sum_db_dx_gain_grad_y_xhat = (
-        torch.addcmul(
-            torch.addcmul(sum_gain_grad_y * (-1 / C), gain, grad_y),
-            sum_gain_grad_y_xhat[:, None],
+    if needs[0]:
+        shared_gain_grad_y = gain * grad_y
+        sum_gain_grad_y_xhat = (shared_gain_grad_y * xhat).sum(1)
+    if needs[0] or needs[3]:
+        shared_gain_rstd = gain * rstd[:, None]
+        shared_gain_rstd_sum_db_dx_xhat = shared_gain_rstd * sum_db_dx_xhat[:, None]
+    if needs[0]:
+        dxhat = torch.addcmul(
+            torch.addcmul(db_dgain * grad_y, shared_gain_rstd_sum_db_dx_xhat, grad_y, value=-1 / C),
+            (rstd * sum_gain_grad_y_xhat)[:, None],
+            db_dx,
+            value=-1 / C,
+        )
+        sum_gain_grad_y = shared_gain_grad_y.sum(1, keepdim=True)
+        del shared_gain_grad_y
+        sum_db_dx_gain_grad_y_xhat = (
+            torch.addcmul(
+                torch.addcmul(sum_gain_grad_y * (-1 / C), gain, grad_y),
+                sum_gain_grad_y_xhat[:, None],
+                xhat,
+                value=-1 / C,
+            )
+            * db_dx
+        ).sum(1)
+        del sum_gain_grad_y_xhat, sum_gain_grad_y
+        sum_diff_dxhat = (diff * dxhat).sum(1)
+        drstd = sum_db_dx_gain_grad_y_xhat + sum_diff_dxhat
+        del sum_db_dx_gain_grad_y_xhat, sum_diff_dxhat
+        dvar = torch.pow(rstd, 3) * drstd * (-1 / 2)
+        del drstd
+        ddiff = torch.addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, value=2 / C)
+        del dxhat, dvar
+        sum_ddiff = ddiff.sum(1, keepdim=True)
+        dmean = -sum_ddiff
+        del sum_ddiff
+        dx = _add_scaled(ddiff, dmean, 1 / C)
+        del ddiff, dmean
+    if needs[1]:
+        sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
+        sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, db_dx, grad_y)
+        sum_db_dx_grad_y_rstd_xhat = (
+            torch.einsum("b,ba->ab", torch.einsum("b,b->b", rstd, sum_db_dx_xhat), grad_y) * xhat.T
+        ).sum(1)
+    del sum_db_dx_xhat
+    if needs[1]:
+        sum_db_dx_grad_y_rstd_xhat_1 = sum_db_dx_grad_y_rstd_1 + sum_db_dx_grad_y_rstd_xhat
+        del sum_db_dx_grad_y_rstd_1, sum_db_dx_grad_y_rstd_xhat
+        dgain = sum_db_dx_grad_y_rstd - (sum_db_dx_grad_y_rstd_xhat_1 / C)
+        del sum_db_dx_grad_y_rstd, sum_db_dx_grad_y_rstd_xhat_1
+    if needs[3]:
+        sum_db_dx = db_dx.sum(1)
+        dgrad_y = torch.addcmul(
+            torch.addcmul(
+                torch.addcmul(
+                    torch.addcmul(db_dbias, (rstd * sum_db_dx)[:, None], gain, value=-1 / C),
+                    shared_gain_rstd,
+                    db_dx,
+                ),
+                db_dgain,
+                xhat,
+            ),
+            shared_gain_rstd_sum_db_dx_xhat,
             xhat,
             value=-1 / C,
         )
-        * db_dx
-    ).sum(1)
-    del sum_gain_grad_y_xhat, sum_gain_grad_y
-    sum_diff_dxhat = (diff * dxhat).sum(1)
-    drstd = sum_db_dx_gain_grad_y_xhat + sum_diff_dxhat
-    del sum_db_dx_gain_grad_y_xhat, sum_diff_dxhat
-    dvar = torch.pow(rstd, 3) * drstd * (-1 / 2)
-    del drstd
-    ddiff = torch.addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, value=2 / C)
-    del dxhat, dvar
-    sum_ddiff = ddiff.sum(1, keepdim=True)
-    dmean = -sum_ddiff
-    del sum_ddiff
-    dx = _add_scaled(ddiff, dmean, 1 / C)
-    del ddiff, dmean
-    sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
-    sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, db_dx, grad_y)
-    sum_db_dx_grad_y_rstd_xhat = (
-        torch.einsum("b,ba->ab", torch.einsum("b,b->b", rstd, sum_db_dx_xhat), grad_y) * xhat.T
-    ).sum(1)
-    del sum_db_dx_xhat
-    sum_db_dx_grad_y_rstd_xhat_1 = sum_db_dx_grad_y_rstd_1 + sum_db_dx_grad_y_rstd_xhat
-    del sum_db_dx_grad_y_rstd_1, sum_db_dx_grad_y_rstd_xhat
-    dgain = sum_db_dx_grad_y_rstd - (sum_db_dx_grad_y_rstd_xhat_1 / C)
-    del sum_db_dx_grad_y_rstd, sum_db_dx_grad_y_rstd_xhat_1
-    sum_db_dx = db_dx.sum(1)
-    dgrad_y = torch.addcmul(
-        torch.addcmul(
-            torch.addcmul(
-                torch.addcmul(db_dbias, (rstd * sum_db_dx)[:, None], gain, value=-1 / C),
-                shared_gain_rstd,
-                db_dx,
-            ),
-            db_dgain,
-            xhat,
-        ),
-        shared_gain_rstd_sum_db_dx_xhat,
-        xhat,
-        value=-1 / C,
+        del db_dbias, sum_db_dx
+    if needs[0] or needs[3]:
+        del db_dgain
+    del db_dx
+    if needs[0] or needs[3]:
+        del shared_gain_rstd, shared_gain_rstd_sum_db_dx_xhat
+    if needs[0]:
+        dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
+    if needs[3]:
+        dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
+    return (
+        dx if needs[0] else None,
+        dgain if needs[1] else None,
+        None,
+        dgrad_y if needs[3] else None,
+        None,
+        None,
+        None,
     )
-    del db_dbias, db_dgain, db_dx, sum_db_dx
-    del shared_gain_rstd, shared_gain_rstd_sum_db_dx_xhat
-    dv_x = grad_out * b_dx
-    dv_gain = grad_out * b_dgain
-    dv_bias = grad_out * b_dbias
-    dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
-    dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
-    dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
-    return (dx, dgain, None, dgrad_y, dv_x, dv_gain, dv_bias)
 
 
 def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
@@ -461,29 +486,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, x, gain, bias):
+    def forward(ctx, grad_out, _saved, _params, _needs, x, gain, bias):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x, gain, bias)
         ctx.save_for_forward(grad_out, x, gain, bias)
-        ctx.saved, ctx.params = _saved, _params
-        grads = backward(grad_out, _saved)
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out), _legacy_vmap(t_grad_out, *t_inputs):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0, 1, 2], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out), _legacy_vmap(*cotangents):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[3], None, None, *grads[:3])
+        return (grads[3], None, None, None, *grads[:3])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -503,15 +531,17 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     x, gain, bias = inputs
     _targets = (x, gain, bias)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -527,7 +557,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0, 1, 2]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0, 1, 2] for k in range(3)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0, 1, 2]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -561,7 +593,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
         with _autocast_off(grad_out), _legacy_vmap(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:3]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0], grads[1], grads[2], None)
 
 

@@ -114,14 +114,19 @@ def forward(x, W, b):
     return out, (x, W, (out.shape, out.dtype, out.device))
 
 
-def backward(grad_out, saved):
-    """Gradients of the inputs, in input order (``None`` for integer inputs)."""
+def backward(grad_out, saved, needs=(True, True, True)):
+    """Gradients of the inputs, in input order (``None`` for integer inputs and for
+    those ``needs``, one flag per input as autograd's ``ctx.needs_input_grad``, does not ask
+    for: their work is skipped)."""
     x, W, _like = saved
     _check_grad_out(grad_out, _like)
-    dx = grad_out @ W.T
-    dW = x.T @ grad_out
-    db = _sum_leading(grad_out, 1)
-    return (dx, dW, db)
+    if needs[0]:
+        dx = grad_out @ W.T
+    if needs[1]:
+        dW = x.T @ grad_out
+    if needs[2]:
+        db = _sum_leading(grad_out, 1)
+    return (dx if needs[0] else None, dW if needs[1] else None, db if needs[2] else None)
 
 
 def _double_forward(x, W, b, grad_y, v_x, v_W, v_b):
@@ -173,27 +178,43 @@ def _double_forward(x, W, b, grad_y, v_x, v_W, v_b):
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     x, W, grad_y, b_dx, b_dW, b_db, v_x, v_W, v_b, _like = saved
     _check_grad_out(grad_out, _like)
-    db_db = grad_out * v_b
-    db_dW = grad_out * v_W
-    db_dx = grad_out * v_x
-    dx = grad_y @ db_dW.T
-    dW = db_dx.T @ grad_y
-    sum_W_db_dx = db_dx @ W
-    del db_dx
-    sum_db_dW_x = x @ db_dW
-    del db_dW
-    dgrad_y = db_db + sum_W_db_dx + sum_db_dW_x
-    del db_db, sum_W_db_dx, sum_db_dW_x
-    dv_x = grad_out * b_dx
-    dv_W = grad_out * b_dW
-    dv_b = grad_out * b_db
-    return (dx, dW, None, dgrad_y, dv_x, dv_W, dv_b)
+    if needs[3]:
+        db_db = grad_out * v_b
+    if needs[0] or needs[3]:
+        db_dW = grad_out * v_W
+    if needs[1] or needs[3]:
+        db_dx = grad_out * v_x
+    if needs[0]:
+        dx = grad_y @ db_dW.T
+    if needs[1]:
+        dW = db_dx.T @ grad_y
+    if needs[3]:
+        sum_W_db_dx = db_dx @ W
+    if needs[1] or needs[3]:
+        del db_dx
+    if needs[3]:
+        sum_db_dW_x = x @ db_dW
+    if needs[0] or needs[3]:
+        del db_dW
+    if needs[3]:
+        dgrad_y = db_db + sum_W_db_dx + sum_db_dW_x
+        del db_db, sum_W_db_dx, sum_db_dW_x
+    return (
+        dx if needs[0] else None,
+        dW if needs[1] else None,
+        None,
+        dgrad_y if needs[3] else None,
+        None,
+        None,
+        None,
+    )
 
 
 def _jvp(x, W, b, t_x, t_W, t_b):
@@ -283,29 +304,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, x, W, b):
+    def forward(ctx, grad_out, _saved, _params, _needs, x, W, b):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x, W, b)
         ctx.save_for_forward(grad_out, x, W, b)
-        ctx.saved, ctx.params = _saved, _params
-        grads = backward(grad_out, _saved)
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out), _legacy_vmap(t_grad_out, *t_inputs):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0, 1, 2], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out), _legacy_vmap(*cotangents):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[3], None, None, *grads[:3])
+        return (grads[3], None, None, None, *grads[:3])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -325,15 +349,17 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     x, W, b = inputs
     _targets = (x, W, b)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, W, b, grad_out, *cotangents)
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -349,7 +375,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0, 1, 2]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0, 1, 2] for k in range(3)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0, 1, 2]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -383,7 +411,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
         with _autocast_off(grad_out), _legacy_vmap(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:3]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0], grads[1], grads[2])
 
 

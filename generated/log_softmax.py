@@ -152,36 +152,43 @@ def _double_forward(x, grad_y, v_x):
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(grad_out, saved, needs=(True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     x, maxes, counts_sum, out, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
-    sum_grad_y = grad_y.sum(1, keepdim=True)
+    if needs[0]:
+        sum_grad_y = grad_y.sum(1, keepdim=True)
     exp_out = torch.exp(out)
-    dout = -sum_grad_y * db_dx * exp_out
-    del sum_grad_y
-    sum_dout = dout.sum(1)
-    dcounts_sum = -sum_dout / counts_sum
-    exp_maxes_x = torch.exp(x - maxes[:, None])
-    sum_maxes_x = exp_maxes_x.sum(1)
-    dmaxes = torch.addcmul(-sum_dout, sum_maxes_x, dcounts_sum, value=-1)
-    del sum_dout, sum_maxes_x
-    dx = torch.addcmul(dout, dcounts_sum[:, None], exp_maxes_x).clone()
-    del dout, dcounts_sum, exp_maxes_x
-    dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
-    del dmaxes
-    sum_db_dx_out = (db_dx * exp_out).sum(1, keepdim=True)
+    if needs[0]:
+        dout = -sum_grad_y * db_dx * exp_out
+        del sum_grad_y
+        sum_dout = dout.sum(1)
+        dcounts_sum = -sum_dout / counts_sum
+        exp_maxes_x = torch.exp(x - maxes[:, None])
+        sum_maxes_x = exp_maxes_x.sum(1)
+        dmaxes = torch.addcmul(-sum_dout, sum_maxes_x, dcounts_sum, value=-1)
+        del sum_dout, sum_maxes_x
+        dx = torch.addcmul(dout, dcounts_sum[:, None], exp_maxes_x).clone()
+        del dout, dcounts_sum, exp_maxes_x
+        dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
+        del dmaxes
+    if needs[1]:
+        sum_db_dx_out = (db_dx * exp_out).sum(1, keepdim=True)
     del exp_out
-    dgrad_y = db_dx - sum_db_dx_out
-    del db_dx, sum_db_dx_out
-    dv_x = grad_out * b_dx
-    dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
-    dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
-    dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
-    return (dx, dgrad_y, dv_x)
+    if needs[1]:
+        dgrad_y = db_dx - sum_db_dx_out
+    del db_dx
+    if needs[1]:
+        del sum_db_dx_out
+    if needs[0]:
+        dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
+    if needs[1]:
+        dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
+    return (dx if needs[0] else None, dgrad_y if needs[1] else None, None)
 
 
 def _jvp(x, t_x):
@@ -266,29 +273,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, x):
+    def forward(ctx, grad_out, _saved, _params, _needs, x):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x)
         ctx.save_for_forward(grad_out, x)
-        ctx.saved, ctx.params = _saved, _params
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
         grads = backward(grad_out, _saved)
         return _distinct(grad_out, (grads[0],))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[1], None, None, *grads[:1])
+        return (grads[1], None, None, None, *grads[:1])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -308,15 +318,17 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     (x,) = inputs
     _targets = (x,)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, grad_out, *cotangents)
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (True, True, True) if needs is None else needs + (False,) * 1
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -332,7 +344,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0] for k in range(1)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -366,7 +380,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:1]
         _saved = (*_all[1:], *ctx.extra)
         with _autocast_off(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:1]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0],)
 
 

@@ -154,34 +154,40 @@ def _double_forward(x, grad_y, v_x):
     )
 
 
-def _double_backward(grad_out, saved):
+def _double_backward(grad_out, saved, needs=(True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches)."""
+    is, as it does for an input no path reaches; and for those ``needs``
+    does not ask for)."""
     counts_sum, counts_sum_exp0, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
-    sum_b_dx_db_dx = (b_dx * db_dx).sum(1)
-    dcounts_sum = -sum_b_dx_db_dx / counts_sum
-    del sum_b_dx_db_dx
-    dcounts_sum_exp0 = torch.addcmul(dcounts_sum[:, None], (grad_y / counts_sum)[:, None], db_dx)
-    del dcounts_sum
-    sum_counts_sum_exp0_dcounts_sum_exp0 = (counts_sum_exp0 * dcounts_sum_exp0).sum(1)
-    dmaxes = -sum_counts_sum_exp0_dcounts_sum_exp0
-    del sum_counts_sum_exp0_dcounts_sum_exp0
-    dx = counts_sum_exp0 * dcounts_sum_exp0
-    del dcounts_sum_exp0
-    dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
-    del dmaxes
-    sum_counts_sum_exp0_db_dx = (counts_sum_exp0 * db_dx).sum(1)
+    if needs[0]:
+        sum_b_dx_db_dx = (b_dx * db_dx).sum(1)
+        dcounts_sum = -sum_b_dx_db_dx / counts_sum
+        del sum_b_dx_db_dx
+        dcounts_sum_exp0 = torch.addcmul(
+            dcounts_sum[:, None], (grad_y / counts_sum)[:, None], db_dx
+        )
+        del dcounts_sum
+        sum_counts_sum_exp0_dcounts_sum_exp0 = (counts_sum_exp0 * dcounts_sum_exp0).sum(1)
+        dmaxes = -sum_counts_sum_exp0_dcounts_sum_exp0
+        del sum_counts_sum_exp0_dcounts_sum_exp0
+        dx = counts_sum_exp0 * dcounts_sum_exp0
+        del dcounts_sum_exp0
+        dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
+        del dmaxes
+    if needs[1]:
+        sum_counts_sum_exp0_db_dx = (counts_sum_exp0 * db_dx).sum(1)
     del db_dx
-    dgrad_y = sum_counts_sum_exp0_db_dx / counts_sum
-    del sum_counts_sum_exp0_db_dx
-    dv_x = grad_out * b_dx
-    dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
-    dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
-    dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
-    return (dx, dgrad_y, dv_x)
+    if needs[1]:
+        dgrad_y = sum_counts_sum_exp0_db_dx / counts_sum
+        del sum_counts_sum_exp0_db_dx
+    if needs[0]:
+        dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
+    if needs[1]:
+        dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
+    return (dx if needs[0] else None, dgrad_y if needs[1] else None, None)
 
 
 def _jvp(x, t_x):
@@ -266,29 +272,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, x):
+    def forward(ctx, grad_out, _saved, _params, _needs, x):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x)
         ctx.save_for_forward(grad_out, x)
-        ctx.saved, ctx.params = _saved, _params
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
         grads = backward(grad_out, _saved)
         return _distinct(grad_out, (grads[0],))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[1], None, None, *grads[:1])
+        return (grads[1], None, None, None, *grads[:1])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -308,15 +317,17 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     (x,) = inputs
     _targets = (x,)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, grad_out, *cotangents)
-    return _double_backward(torch.ones_like(_pair), _saved)
+    needs = (True, True, True) if needs is None else needs + (False,) * 1
+    return _double_backward(torch.ones_like(_pair), _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -332,7 +343,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0] for k in range(1)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -366,7 +379,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:1]
         _saved = (*_all[1:], *ctx.extra)
         with _autocast_off(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:1]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0],)
 
 

@@ -120,10 +120,8 @@ def _double_backward(grad_out, saved):
     db_dx = grad_out * v_x
     dgrad_y = torch.where(x > 0, db_dx, 0)
     del db_dx
-    dv_x = grad_out * b_dx
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
-    dv_x = dv_x.reshape(tuple(batch_shape) + tuple(dv_x.shape[1:]))
-    return (None, dgrad_y, dv_x)
+    return (None, dgrad_y, None)
 
 
 def _jvp(x, t_x):
@@ -195,29 +193,32 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, x):
+    def forward(ctx, grad_out, _saved, _params, _needs, x):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x)
         ctx.save_for_forward(grad_out, x)
-        ctx.saved, ctx.params = _saved, _params
+        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
         grads = backward(grad_out, _saved)
         return _distinct(grad_out, (grads[0],))
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs)
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0], out))
 
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
+        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out):
-            grads = _double(ctx, grad_out, inputs, cotangents)
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[1], None, None, *grads[:1])
+        return (grads[1], None, None, None, *grads[:1])
 
 
 class _ThirdOrder(torch.autograd.Function):
@@ -237,10 +238,11 @@ class _ThirdOrder(torch.autograd.Function):
         )
 
 
-def _double(ctx, grad_out, inputs, cotangents):
+def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # the derived double backward at (inputs, grad_out) along the cotangents v of the first
     # backward's gradients (None: zeros): the gradients of <v, backward(inputs, grad_out)> in
-    # the inputs, grad_out and v, in that order. ctx.saved and ctx.params: the forward's
+    # the inputs and grad_out, in that order. ctx.saved and ctx.params: the forward's. needs:
+    # which of those gradients to compute (None: all), one flag each
     (x,) = inputs
     _targets = (x,)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
@@ -261,7 +263,9 @@ def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
         first = backward(t_grad_out, ctx.saved)
         out = [first[k] for k in [0]]
     if any(t is not None for t in cotangents):
-        grads = _double(ctx, grad_out, inputs, cotangents)
+        # grad_out's own gradient is not part of the tangent
+        needs = tuple(k in [0] for k in range(1)) + (False,)
+        grads = _double(ctx, grad_out, inputs, cotangents, needs)
         second = [grads[k] for k in [0]]
         out = [h if o is None else o if h is None else o + h for o, h in zip(out, second)]
     return tuple(torch.zeros_like(t) if o is None else o for t, o in zip(_targets, out))
@@ -295,7 +299,8 @@ class _Node(torch.autograd.Function):
         _inputs = _all[:1]
         _saved = (*_all[1:], *ctx.extra)
         with _autocast_off(grad_out):
-            grads = _Backward.apply(grad_out, _saved, ctx.params, *_inputs)
+            needs = ctx.needs_input_grad[:1]
+            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
         return (grads[0],)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from derive.emit.module import MARKER, ModuleData, module_data, render
-from derive.emit.statements import Statement, statement
+from derive.emit.statements import Statement, statements
 from derive.errors import DerivationError, OutputError
 from derive.language import Op, parse
 from derive.names import identifier_problem
@@ -94,7 +94,7 @@ def emit(op: Op, out_dir: str | Path, stage: Stage = silent) -> Emitted:
     d = derive(parse(op), stage)
     stage("the backward, lowering")
     data = module_data(d, op.source, command, stage=stage)
-    return Emitted(op, d, data, [statement(line) for line in data.backward_lines])
+    return Emitted(op, d, data, [s for line in data.backward_lines for s in statements(line)])
 
 
 def module_source(op: Op, out_dir: str | Path) -> str:

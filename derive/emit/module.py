@@ -8,6 +8,7 @@ saved) -> tuple`` (one entry per input, ``None`` for integer inputs), and ``Func
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from derive.emit.precision import INPUT, autocast_policy
 from derive.emit.statements import Code, names_read, size_binding
 from derive.emit.tangent import JvpData, jvp_data, max_ranges
 from derive.errors import DerivationError
+from derive.ir.nodes import NEEDS
 from derive.ir.printer import called_helpers
 from derive.language import BATCH_SIZE, Definition, ReduceMax
 from derive.language.argmax import Digits
@@ -73,6 +75,7 @@ class ModuleData:
     double: DoubleData | None = None  # the derived second order (None: this is it)
     jvp: JvpData | None = None  # the derived tangent map (None: the second order's module)
     autocast: str = INPUT  # the dtype it runs in under torch.autocast (derive.emit.precision)
+    needs: str = ""  # backward's ``needs`` default, one flag per input ("": it takes none)
     marker: str = MARKER
 
 
@@ -157,8 +160,10 @@ def _needed_symbols(d: Derivation) -> set[sp.Symbol]:
 
 
 def _backward_lines(
-    d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool, kept: list[str]
+    d: Derivation, lw: Lowerer, bind: list[tuple], flat: bool, kept: list[str], needs: bool
 ) -> list[str]:
+    """The backward's statements; with ``needs``, each gradient computed only where the
+    caller's flag for its input asks for it (:mod:`derive.ir.needs`)."""
     g, adj = d.graph, d.adjoints
     out = g.tensors[g.output]
     # batched inputs' gradients take the batch shape back (an int input, embedding's idx,
@@ -191,14 +196,29 @@ def _backward_lines(
         _emit_views(d, lw, adj.names[t], direct)
     # the gradients returned (``kept``) stay; the rest is freed once read for the last time
     lw.release({adj.names[t] for t in kept})
+    if needs:
+        lw.results({adj.names[t]: g.inputs.index(t) for t in kept})
     body = lw.lines + [
         Code(
-            f"{v} = {v}.reshape(tuple({BATCH_SHAPE}) + tuple({v}.shape[1:]))", {v}, {v, BATCH_SHAPE}
+            f"{v} = {v}.reshape(tuple({BATCH_SHAPE}) + tuple({v}.shape[1:]))",
+            {v},
+            {v, BATCH_SHAPE, NEEDS} if needs else {v, BATCH_SHAPE},
+            guard=_if(needs, g.inputs.index(t)),
         )
-        for v in (adj.names[t] for t in unflattened)
+        for t, v in ((t, adj.names[t]) for t in unflattened)
     ]
     read = set().union(*map(names_read, body))
     return head + [line for name, line in bind if name in read] + body
+
+
+def _if(needs: bool, k: int) -> str:
+    """The guard before a statement that only input k's gradient reads."""
+    return f"if {NEEDS}[{k}]: " if needs else ""
+
+
+def _unless(needs: bool, k: int) -> str:
+    """A returned gradient's condition: None where input k's was not asked for."""
+    return f" if {NEEDS}[{k}] else None" if needs else ""
 
 
 def _read_adjoints(d: Derivation) -> set[str]:
@@ -239,16 +259,17 @@ class _Bodies:
     modules: set[str]  # python modules they call (math)
 
 
-def _bodies(d: Derivation, flat: bool, kept: list[str]) -> _Bodies:
+def _bodies(d: Derivation, flat: bool, kept: list[str], needs: bool) -> _Bodies:
     """Input checks, forward and backward lines, and what the lowering recorded about them;
-    ``kept``: the tensors whose gradients the backward returns."""
+    ``kept``: the tensors whose gradients the backward returns (with ``needs``, each only
+    where the caller asks for it)."""
     lw = _lowerer(d, d.graph.like or first_float(d.graph))
     keep = {d.graph.output, *d.saved} | names_read(output_expr(d.graph, flat))
     forward = _forward_lines(d, lw, keep)
     checks, _ = input_checks(d.graph, flat, lw.wrapping)
     bind, extras = _backward_bindings(d, _needed_symbols(d))
     back = _lowerer(d, GRAD_OUT)
-    backward = _backward_lines(d, back, bind, flat, kept)
+    backward = _backward_lines(d, back, bind, flat, kept, needs)
     if BATCH_SHAPE in set().union(*map(names_read, backward)) and not any(
         size_binding(line) == BATCH_SHAPE for line in backward
     ):  # batched inputs, an output summed over the batch: grad_out has no batch shape to read
@@ -284,6 +305,7 @@ def module_data(
     stage: Stage = silent,
     every_step: bool | None = None,
     zero_as_none: bool = False,
+    graded_only: Collection[str] | None = None,
 ) -> ModuleData:
     """Lower forward and backward of ``d`` into the strings of one generated module; with
     ``double``, the derived second order too (:mod:`derive.emit.double`). ``stage`` hears the
@@ -295,16 +317,23 @@ def module_data(
     it) are nobody's to read, and kept to the end they were its peak memory. ``zero_as_none``:
     an input whose derived gradient is 0 gets None, as autograd gives an input no path
     reaches (a gradient penalty through linear leaves the bias's .grad None, and an optimizer
-    then skips it: a tensor of zeros would be decayed and moved by its moments)."""
+    then skips it: a tensor of zeros would be decayed and moved by its moments).
+    ``graded_only``: the inputs whose gradients the backward returns at all (the others
+    None; default every float input). A backward returning several inputs' gradients
+    takes ``needs``, one flag per input, as autograd's ``ctx.needs_input_grad``, and
+    computes only those asked for."""
     g, adj = d.graph, d.adjoints
     every_step = g.op.stepwise if every_step is None else every_step
     zero = [t for t in d.order if zero_as_none and d.final[t] == 0]
     graded = [t for t in g.inputs if t in d.final and t not in zero]
+    if graded_only is not None:
+        graded = [t for t in graded if t in graded_only]
+    needs = not every_step and len(graded) > 1
     flat = not elementwise(g)
-    b = _bodies(d, flat, d.order if every_step else graded)
+    b = _bodies(d, flat, d.order if every_step else graded, needs)
     if not flat and BATCH_SIZE.name in b.reads:
         flat = True  # the code names the flattened batch size after all
-        b = _bodies(d, flat, d.order if every_step else graded)
+        b = _bodies(d, flat, d.order if every_step else graded, needs)
     checks, forward, backward, extras = b.checks, b.forward, b.backward, b.extras
     output = output_expr(g, flat)
     returned = output if output.isidentifier() else "_returned"
@@ -313,7 +342,12 @@ def module_data(
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
     call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])
-    returns = _tuple([adj.names[t] if t in graded else "None" for t in g.inputs])
+    returns = _tuple(
+        [
+            (f"{adj.names[t]}{_unless(needs, k)}" if t in graded else "None")
+            for k, t in enumerate(g.inputs)
+        ]
+    )
     formulas = [f"d{t}[{', '.join(map(str, adj.free[t]))}] = {d.final[t]}" for t in d.order]
     grads = [(t, adj.names[t]) for t in d.order] if every_step else []
     ranges = range_checks(g)
@@ -324,7 +358,11 @@ def module_data(
         stage("the double backward, deriving")
 
         def lower(d2: Derivation, s: str, c: str) -> ModuleData:
-            return module_data(d2, s, c, False, every_step=False, zero_as_none=True)
+            # the inputs' and grad_out's gradients: the cotangents' are nobody's to read
+            mine = d2.graph.inputs[: len(g.inputs) + 1]
+            return module_data(
+                d2, s, c, False, every_step=False, zero_as_none=True, graded_only=mine
+            )
 
         second = double_data(d, source, command, lower, stage)
         if second.module is not None:
@@ -362,6 +400,7 @@ def module_data(
         double=second,
         jvp=tangents,
         autocast=autocast_policy(g),
+        needs=_tuple(["True"] * len(g.inputs)) if needs else "",
     )
 
 

@@ -15,25 +15,37 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from derive.ir.printer import Line
+from derive.ir.nodes import Guarded
+from derive.ir.printer import Line, TorchPrinter
+
+_PRINTER = TorchPrinter()
 
 
 class Code(str):
     """A line emission writes itself, with what it writes and reads said by the code that
     builds it (``E = C.shape[1]`` writes E and reads C; ``_check_size(...)`` reads the helper,
     the tensor and the sizes it compares). ``binds``: the size or batch shape it binds by
-    name, which a module drops when nothing reads it."""
+    name, which a module drops when nothing reads it. ``guard``: an ``if needs[k]: `` the
+    statement runs under (:mod:`derive.ir.needs`), which a reader of the derivation is not
+    shown."""
 
     writes: frozenset[str]
     reads: frozenset[str]
     binds: str | None
+    body: str  # the statement without its guard
 
     def __new__(
-        cls, code: str, writes: Iterable[str] = (), reads: Iterable[str] = (), binds: bool = False
+        cls,
+        code: str,
+        writes: Iterable[str] = (),
+        reads: Iterable[str] = (),
+        binds: bool = False,
+        guard: str = "",
     ) -> Code:
-        line = super().__new__(cls, code)
+        line = super().__new__(cls, guard + code)
         line.writes, line.reads = frozenset(writes), frozenset(reads)
         line.binds = next(iter(line.writes)) if binds else None
+        line.body = code
         return line
 
 
@@ -44,12 +56,20 @@ class Statement:
     reads: frozenset[str]  # every variable it mentions (its targets too)
 
 
-def statement(code: Line | Code) -> Statement:
-    """``code`` (one statement) with what it writes and reads."""
+def statements(code: Line | Code) -> list[Statement]:
+    """``code`` with what it writes and reads: one statement, or those a guard runs (shown
+    without it: which gradients the caller asks for is no part of the derivation)."""
     if isinstance(code, Line):
         s = code.statement
-        return Statement(code.strip(), s.writes, s.reads | s.writes)
-    return Statement(code.strip(), code.writes, code.reads | code.writes)
+        if isinstance(s, Guarded):
+            return [Statement(_PRINTER.doprint(b), b.writes, b.reads | b.writes) for b in s.body]
+        return [Statement(code.strip(), s.writes, s.reads | s.writes)]
+    return [Statement(code.body.strip(), code.writes, code.reads | code.writes)]
+
+
+def unguarded(lines: Iterable[Line | Code]) -> list[str]:
+    """The lines as a reader of the derivation sees them: each statement without its guard."""
+    return [s.code for line in lines for s in statements(line)]
 
 
 def names_read(code: Line | Code) -> frozenset[str]:

@@ -16,6 +16,7 @@ import json
 import sympy as sp
 
 from derive.emit.generate import Emitted
+from derive.emit.statements import unguarded
 from derive.explain.latex import equation_latex, equation_pretty, latex
 from derive.language import Definition
 
@@ -64,7 +65,11 @@ def render_order(em: Emitted, jvp: bool, mode: str = "text", width: int = 100) -
         "d<name> is its adjoint of <name>)"
     )
     equations = [] if refused else (tangent_equations(em) if jvp else second_equations(em))
-    torch = [] if refused else (em.data.jvp.lines if jvp else em.data.double.module.backward_lines)
+    torch = (
+        []
+        if refused
+        else em.data.jvp.lines if jvp else unguarded(em.data.double.module.backward_lines)
+    )
     if mode == "json":
         return json.dumps(_record(op.name, jvp, refused, equations, torch), indent=2) + "\n"
     if mode == "latex":

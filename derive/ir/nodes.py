@@ -640,3 +640,27 @@ class Free(Statement):
     @property
     def reads(self) -> frozenset[str]:
         return frozenset(self.names)
+
+
+NEEDS = "needs"  # the backward's flags, one per input: which gradients the caller asks for
+
+
+@dataclass(frozen=True)
+class Guarded(Statement):
+    """``if needs[0] or needs[2]: body``: statements that feed only the gradients at those
+    positions, run where the caller needs one of them (:mod:`derive.ir.needs`)."""
+
+    on: tuple[int, ...]
+    body: tuple[Statement, ...]
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset().union(*(s.writes for s in self.body))
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({NEEDS}).union(*(s.reads for s in self.body))
+
+    def nodes(self) -> Iterator[Node]:
+        for s in self.body:
+            yield from s.nodes()

@@ -457,3 +457,8 @@ class TorchPrinter:
 
     def _print_Free(self, s: ir.Free) -> str:
         return f"del {', '.join(s.names)}"
+
+    def _print_Guarded(self, s: ir.Guarded) -> str:
+        # one line: black puts each statement of the body on its own line under the if
+        flags = " or ".join(f"{ir.NEEDS}[{k}]" for k in s.on)
+        return f"if {flags}: {'; '.join(self.doprint(b) for b in s.body)}"

@@ -31,6 +31,7 @@ from derive.ir import nodes as ir
 from derive.ir.fused import softmaxes
 from derive.ir.keepdim import kept_dims
 from derive.ir.layout import contiguous_layouts
+from derive.ir.needs import guarded
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
 from derive.ir.reshapes import reshapes_read_through
@@ -99,6 +100,7 @@ class Lowerer:
         self._lines: list[str] | None = None  # printed once every statement is in
         self._keep: frozenset[str] | None = None  # names to free after their last use but these
         self._returns: frozenset[str] | None = None  # what a function that frees nothing returns
+        self._results: dict[str, int] = {}  # gradient -> its flag in ``needs`` (see results())
 
     @property
     def lines(self) -> list[str]:
@@ -121,6 +123,8 @@ class Lowerer:
             if self._keep is not None:  # what the function hands on keeps its shape
                 cx.statements[:] = released(kept_dims(cx.statements, self._keep), self._keep)
             cx.statements[:] = ieee_scalars(cx.statements, self._params)
+            if self._results:
+                cx.statements[:] = guarded(cx.statements, self._results)
             self._lines = [PRINTER.line(s) for s in cx.statements]
         return list(self._lines)
 
@@ -130,6 +134,14 @@ class Lowerer:
         if self._lines is not None:
             raise AssertionError(f"{self.context.op}: release() after the lines were printed")
         self._keep = frozenset(keep)
+
+    def results(self, positions: dict[str, int]) -> None:
+        """The gradients a backward returns, each with its flag's position in the caller's
+        ``needs``: a statement that feeds only gradients nobody needs is skipped
+        (:mod:`derive.ir.needs`). Set before the lines are read."""
+        if self._lines is not None:
+            raise AssertionError(f"{self.context.op}: results() after the lines were printed")
+        self._results = dict(positions)
 
     def returns(self, names: Collection[str]) -> None:
         """The names a function that frees nothing (a tangent map) returns: a view that no

@@ -133,7 +133,9 @@ def generated_step(params: Params, Xb: torch.Tensor, Yb: torch.Tensor) -> StepRe
     grads: Grads = {}
     dh, _ = cross_entropy.backward(torch.ones_like(loss), ce_saved)
     for i in range(L, 0, -1):
-        dh, grads[f"W{i}"], grads[f"b{i}"] = linear.backward(dh, linear_saved[i - 1])
+        # the images need no gradient: the first layer's dx (a GEMM) is skipped (needs)
+        needs = (i > 1, True, True)
+        dh, grads[f"W{i}"], grads[f"b{i}"] = linear.backward(dh, linear_saved[i - 1], needs)
         if i > 1:
             (dh,) = relu.backward(dh, relu_saved[i - 2])
     return loss.item(), accuracy(logits, Yb), grads

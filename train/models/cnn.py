@@ -133,7 +133,9 @@ def generated_step(params: Params, Xb: torch.Tensor, Yb: torch.Tensor) -> StepRe
         conv_saved, relu_saved, pool_saved = blocks[i - 1]
         (dh,) = max_pool2d.backward(dh, pool_saved)
         (dh,) = relu.backward(dh, relu_saved)
-        dh, grads[f"W{i}"], grads[f"b{i}"] = conv2d.backward(dh, conv_saved)
+        # the images need no gradient: the first convolution's dx is skipped (needs)
+        needs = (i > 1, True, True)
+        dh, grads[f"W{i}"], grads[f"b{i}"] = conv2d.backward(dh, conv_saved, needs)
     return loss.item(), accuracy(logits, Yb), grads
 
 

@@ -208,7 +208,7 @@ def generated_step(
     grads: Grads = {}
     dlogits, _ = sequence_cross_entropy.backward(weight.to(loss.dtype), ce)
     del ce
-    dh, grads["lm_head"], _ = linear.backward(dlogits.reshape(B * T, -1), head)
+    dh, grads["lm_head"], _ = linear.backward(dlogits.reshape(B * T, -1), head, (True, True, False))
     del dlogits, head
     dx, grads["lnf_gain"], grads["lnf_bias"] = layernorm.backward(dh.view(x.shape), lnf)
     del dh, lnf, x
