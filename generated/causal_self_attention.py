@@ -1080,6 +1080,21 @@ class _Backward(torch.autograd.Function):
         return (grads[5], None, None, None, *grads[:5])
 
 
+def _mask(flags):
+    return sum(1 << k for k, f in enumerate(flags) if f)
+
+
+def _flags(mask, n):
+    return tuple(bool(mask >> k & 1) for k in range(n))
+
+
+def _differentiated():
+    # whether a backward run now may be differentiated: create_graph=True (grad mode on inside
+    # the backward), or forward mode's dual numbers, which would otherwise see the backward's
+    # torch lines with their saved tensors as constants (an unknown torch: assume it may)
+    return torch.is_grad_enabled() or getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
+
+
 class _ThirdOrder(torch.autograd.Function):
     """Where the double backward's results meet autograd again: their own derivative (third
     order) is not derived, and read as constants it would be silently wrong, so it raises."""
@@ -1166,7 +1181,11 @@ class _Node(torch.autograd.Function):
         _saved = (*_all[5:], *ctx.extra)
         with _autocast_off(grad_out), _legacy_vmap(grad_out):
             needs = ctx.needs_input_grad[:5]
-            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
+            if _differentiated():
+                grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
+            else:  # nothing will differentiate the backward: run it without a node of its own
+                grads = backward(grad_out, _saved, needs)
+                grads = _distinct(grad_out, (grads[0], grads[1], grads[2], grads[3], grads[4]))
         return (grads[0], grads[1], grads[2], grads[3], grads[4], None)
 
 
@@ -1425,7 +1444,8 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         with _autocast_off(grad_out):
-            grads = _TransformableBackward.apply(grad_out, *ctx.saved_tensors, *ctx.params)
+            needs = _mask(ctx.needs_input_grad[:5])
+            grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
         return (grads[0], grads[1], grads[2], grads[3], grads[4], None)
 
     @staticmethod
@@ -1458,9 +1478,11 @@ class _TransformableBackward(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(grad_out, x, Wqkv, bqkv, Wo, bo, n_head=4):
+    def forward(grad_out, _needs, x, Wqkv, bqkv, Wo, bo, n_head=4):
+        # _needs: the inputs' needs_input_grad under the transform as a bit mask (an int: the
+        # transforms flatten a tuple argument into leaves); a gradient not asked for is None
         _, _saved = forward(x, Wqkv, bqkv, Wo, bo, n_head=n_head)
-        grads = backward(grad_out, _saved)
+        grads = backward(grad_out, _saved, _flags(_needs, 5))
         # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
         # output that is a saved input is refused by torch under setup_context
         _ins = (grad_out, x, Wqkv, bqkv, Wo, bo)
@@ -1469,9 +1491,9 @@ class _TransformableBackward(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs[:6])
-        ctx.save_for_forward(*inputs[:6])
-        ctx.params = inputs[6:]
+        ctx.save_for_backward(inputs[0], *inputs[2:7])
+        ctx.save_for_forward(inputs[0], *inputs[2:7])
+        ctx.needs, ctx.params = _flags(inputs[1], 5), inputs[7:]
 
     @staticmethod
     def _saved(ctx, inputs):
@@ -1482,12 +1504,14 @@ class _TransformableBackward(torch.autograd.Function):
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
             ctx.saved = _TransformableBackward._saved(ctx, inputs)
-            grads = _double(ctx, grad_out, inputs, cotangents)
-        return (grads[5], *grads[:5]) + (None,) * 1
+            needs = (*ctx.needs_input_grad[2:7], ctx.needs_input_grad[0])
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
+        return (grads[5], None, *grads[:5]) + (None,) * 1
 
     @staticmethod
-    def jvp(ctx, t_grad_out, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_needs, *t_inputs):
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
             ctx.saved = _TransformableBackward._saved(ctx, inputs)
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs[:5])
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs[:5])
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0, 1, 2, 3, 4], out))

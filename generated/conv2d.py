@@ -702,6 +702,21 @@ class _Backward(torch.autograd.Function):
         return (grads[3], None, None, None, *grads[:3])
 
 
+def _mask(flags):
+    return sum(1 << k for k, f in enumerate(flags) if f)
+
+
+def _flags(mask, n):
+    return tuple(bool(mask >> k & 1) for k in range(n))
+
+
+def _differentiated():
+    # whether a backward run now may be differentiated: create_graph=True (grad mode on inside
+    # the backward), or forward mode's dual numbers, which would otherwise see the backward's
+    # torch lines with their saved tensors as constants (an unknown torch: assume it may)
+    return torch.is_grad_enabled() or getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
+
+
 class _ThirdOrder(torch.autograd.Function):
     """Where the double backward's results meet autograd again: their own derivative (third
     order) is not derived, and read as constants it would be silently wrong, so it raises."""
@@ -794,7 +809,11 @@ class _Node(torch.autograd.Function):
         _saved = (*_all[3:], *ctx.extra)
         with _autocast_off(grad_out):
             needs = ctx.needs_input_grad[:3]
-            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
+            if _differentiated():
+                grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
+            else:  # nothing will differentiate the backward: run it without a node of its own
+                grads = backward(grad_out, _saved, needs)
+                grads = _distinct(grad_out, (grads[0], grads[1], grads[2]))
         return (grads[0], grads[1], grads[2], None, None, None, None)
 
 
@@ -956,7 +975,8 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         with _autocast_off(grad_out):
-            grads = _TransformableBackward.apply(grad_out, *ctx.saved_tensors, *ctx.params)
+            needs = _mask(ctx.needs_input_grad[:3])
+            grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
         return (grads[0], grads[1], grads[2], None, None, None, None)
 
     @staticmethod
@@ -988,11 +1008,13 @@ class _TransformableBackward(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(grad_out, x, w, b, stride=1, padding=0, dilation=1, groups=1):
+    def forward(grad_out, _needs, x, w, b, stride=1, padding=0, dilation=1, groups=1):
+        # _needs: the inputs' needs_input_grad under the transform as a bit mask (an int: the
+        # transforms flatten a tuple argument into leaves); a gradient not asked for is None
         _, _saved = forward(
             x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups
         )
-        grads = backward(grad_out, _saved)
+        grads = backward(grad_out, _saved, _flags(_needs, 3))
         # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
         # output that is a saved input is refused by torch under setup_context
         _ins = (grad_out, x, w, b)
@@ -1001,9 +1023,9 @@ class _TransformableBackward(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs[:4])
-        ctx.save_for_forward(*inputs[:4])
-        ctx.params = inputs[4:]
+        ctx.save_for_backward(inputs[0], *inputs[2:5])
+        ctx.save_for_forward(inputs[0], *inputs[2:5])
+        ctx.needs, ctx.params = _flags(inputs[1], 3), inputs[5:]
 
     @staticmethod
     def _saved(ctx, inputs):
@@ -1020,12 +1042,14 @@ class _TransformableBackward(torch.autograd.Function):
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
             ctx.saved = _TransformableBackward._saved(ctx, inputs)
-            grads = _double(ctx, grad_out, inputs, cotangents)
-        return (grads[3], *grads[:3]) + (None,) * 4
+            needs = (*ctx.needs_input_grad[2:5], ctx.needs_input_grad[0])
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
+        return (grads[3], None, *grads[:3]) + (None,) * 4
 
     @staticmethod
-    def jvp(ctx, t_grad_out, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_needs, *t_inputs):
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
             ctx.saved = _TransformableBackward._saved(ctx, inputs)
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs[:3])
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs[:3])
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0, 1, 2], out))

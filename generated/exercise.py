@@ -1169,6 +1169,21 @@ class _Backward(torch.autograd.Function):
         return (grads[9], None, None, None, *grads[:9])
 
 
+def _mask(flags):
+    return sum(1 << k for k, f in enumerate(flags) if f)
+
+
+def _flags(mask, n):
+    return tuple(bool(mask >> k & 1) for k in range(n))
+
+
+def _differentiated():
+    # whether a backward run now may be differentiated: create_graph=True (grad mode on inside
+    # the backward), or forward mode's dual numbers, which would otherwise see the backward's
+    # torch lines with their saved tensors as constants (an unknown torch: assume it may)
+    return torch.is_grad_enabled() or getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
+
+
 class _ThirdOrder(torch.autograd.Function):
     """Where the double backward's results meet autograd again: their own derivative (third
     order) is not derived, and read as constants it would be silently wrong, so it raises."""
@@ -1286,7 +1301,13 @@ class _Node(torch.autograd.Function):
         _saved = (*_all[9:], *ctx.extra)
         with _autocast_off(grad_out), _legacy_vmap(grad_out):
             needs = ctx.needs_input_grad[:9]
-            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
+            if _differentiated():
+                grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
+            else:  # nothing will differentiate the backward: run it without a node of its own
+                grads = backward(grad_out, _saved)
+                grads = _distinct(
+                    grad_out, (grads[2], grads[3], grads[4], grads[5], grads[6], grads[7], grads[8])
+                )
         return (
             None,
             None,
@@ -1562,7 +1583,8 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         with _autocast_off(grad_out):
-            grads = _TransformableBackward.apply(grad_out, *ctx.saved_tensors, *ctx.params)
+            needs = _mask(ctx.needs_input_grad[:9])
+            grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
         return (
             None,
             None,
@@ -1612,7 +1634,9 @@ class _TransformableBackward(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=1e-05):
+    def forward(grad_out, _needs, X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=1e-05):
+        # _needs: the inputs' needs_input_grad under the transform as a bit mask (an int: the
+        # transforms flatten a tuple argument into leaves); a gradient not asked for is None
         _, _saved = forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=eps)
         grads = backward(grad_out, _saved)
         # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
@@ -1623,9 +1647,9 @@ class _TransformableBackward(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs[:10])
-        ctx.save_for_forward(*inputs[:10])
-        ctx.params = inputs[10:]
+        ctx.save_for_backward(inputs[0], *inputs[2:11])
+        ctx.save_for_forward(inputs[0], *inputs[2:11])
+        ctx.needs, ctx.params = _flags(inputs[1], 9), inputs[11:]
 
     @staticmethod
     def _saved(ctx, inputs):
@@ -1636,12 +1660,14 @@ class _TransformableBackward(torch.autograd.Function):
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
             ctx.saved = _TransformableBackward._saved(ctx, inputs)
-            grads = _double(ctx, grad_out, inputs, cotangents)
-        return (grads[9], *grads[:9]) + (None,) * 1
+            needs = (*ctx.needs_input_grad[2:11], ctx.needs_input_grad[0])
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
+        return (grads[9], None, *grads[:9]) + (None,) * 1
 
     @staticmethod
-    def jvp(ctx, t_grad_out, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_needs, *t_inputs):
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
             ctx.saved = _TransformableBackward._saved(ctx, inputs)
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs[:9])
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs[:9])
+        return tuple(t if ctx.needs[k] else None for k, t in zip([2, 3, 4, 5, 6, 7, 8], out))

@@ -301,6 +301,21 @@ class _Backward(torch.autograd.Function):
         return (grads[1], None, None, None, *grads[:1])
 
 
+def _mask(flags):
+    return sum(1 << k for k, f in enumerate(flags) if f)
+
+
+def _flags(mask, n):
+    return tuple(bool(mask >> k & 1) for k in range(n))
+
+
+def _differentiated():
+    # whether a backward run now may be differentiated: create_graph=True (grad mode on inside
+    # the backward), or forward mode's dual numbers, which would otherwise see the backward's
+    # torch lines with their saved tensors as constants (an unknown torch: assume it may)
+    return torch.is_grad_enabled() or getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
+
+
 class _ThirdOrder(torch.autograd.Function):
     """Where the double backward's results meet autograd again: their own derivative (third
     order) is not derived, and read as constants it would be silently wrong, so it raises."""
@@ -381,7 +396,11 @@ class _Node(torch.autograd.Function):
         _saved = (*_all[1:], *ctx.extra)
         with _autocast_off(grad_out):
             needs = ctx.needs_input_grad[:1]
-            grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
+            if _differentiated():
+                grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
+            else:  # nothing will differentiate the backward: run it without a node of its own
+                grads = backward(grad_out, _saved)
+                grads = _distinct(grad_out, (grads[0],))
         return (grads[0],)
 
 
@@ -527,7 +546,8 @@ class _Transformable(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         with _autocast_off(grad_out):
-            grads = _TransformableBackward.apply(grad_out, *ctx.saved_tensors, *ctx.params)
+            needs = _mask(ctx.needs_input_grad[:1])
+            grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
         return (grads[0],)
 
     @staticmethod
@@ -548,7 +568,9 @@ class _TransformableBackward(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(grad_out, x):
+    def forward(grad_out, _needs, x):
+        # _needs: the inputs' needs_input_grad under the transform as a bit mask (an int: the
+        # transforms flatten a tuple argument into leaves); a gradient not asked for is None
         _, _saved = forward(x)
         grads = backward(grad_out, _saved)
         # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
@@ -559,9 +581,9 @@ class _TransformableBackward(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs[:2])
-        ctx.save_for_forward(*inputs[:2])
-        ctx.params = inputs[2:]
+        ctx.save_for_backward(inputs[0], *inputs[2:3])
+        ctx.save_for_forward(inputs[0], *inputs[2:3])
+        ctx.needs, ctx.params = _flags(inputs[1], 1), inputs[3:]
 
     @staticmethod
     def _saved(ctx, inputs):
@@ -572,12 +594,14 @@ class _TransformableBackward(torch.autograd.Function):
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
             ctx.saved = _TransformableBackward._saved(ctx, inputs)
-            grads = _double(ctx, grad_out, inputs, cotangents)
-        return (grads[1], *grads[:1])
+            needs = (*ctx.needs_input_grad[2:3], ctx.needs_input_grad[0])
+            grads = _double(ctx, grad_out, inputs, cotangents, needs)
+        return (grads[1], None, *grads[:1])
 
     @staticmethod
-    def jvp(ctx, t_grad_out, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_needs, *t_inputs):
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out):
             ctx.saved = _TransformableBackward._saved(ctx, inputs)
-            return _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs[:1])
+            out = _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs[:1])
+        return tuple(t if ctx.needs[k] else None for k, t in zip([0], out))

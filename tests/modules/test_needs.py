@@ -75,3 +75,66 @@ def test_a_gradient_penalty_through_params_that_need_none():
     mine = penalty(lambda x: layernorm.Function.apply(x, gain, bias))
     want = penalty(lambda x: torch.nn.functional.layer_norm(x, (7,), gain, bias))
     torch.testing.assert_close(mine, want, rtol=1e-10, atol=1e-10)
+
+
+def test_a_plain_backward_runs_without_a_node_of_its_own():
+    """Nothing differentiates a backward without create_graph: no _Backward node is built
+    (its overhead per op); under create_graph or forward mode's dual numbers it is."""
+    x = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    seen = []
+    real = linear._Backward.apply
+    linear._Backward.apply = lambda *a: seen.append(1) or real(*a)
+    try:
+        torch.autograd.grad(linear.Function.apply(x, W, b).pow(3).sum(), (x, W, b))
+        assert not seen
+        torch.autograd.grad(linear.Function.apply(x, W, b).pow(3).sum(), (x, W), create_graph=True)
+        assert seen
+    finally:
+        linear._Backward.apply = real
+
+
+def test_forward_mode_over_a_plain_backward_is_the_derived_one():
+    """The gradient's tangent under forward mode (no create_graph) equals torch's: the
+    backward's lines run as they are would read layernorm's saved xhat and rstd as constants."""
+    import torch.autograd.forward_ad as fwAD
+
+    x, t = torch.randn(4, 5, dtype=torch.float64), torch.randn(4, 5, dtype=torch.float64)
+    gain = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(5, dtype=torch.float64)
+
+    def tangent_of_dgain(f):
+        with fwAD.dual_level():
+            (dgain,) = torch.autograd.grad(f(fwAD.make_dual(x, t)).pow(3).sum(), gain)
+            return fwAD.unpack_dual(dgain).tangent
+
+    mine = tangent_of_dgain(lambda x: layernorm.Function.apply(x, gain, bias))
+    want = tangent_of_dgain(lambda x: torch.nn.functional.layer_norm(x, (5,), gain, bias))
+    torch.testing.assert_close(mine, want, rtol=1e-10, atol=1e-10)
+
+
+def test_torch_func_asks_only_for_the_arguments_it_differentiates():
+    """Per-sample gradients of W (vmap of grad, x data): the backward is asked for W's alone,
+    and the gradients are torch's."""
+    x = torch.randn(6, 5, dtype=torch.float64)
+    W = torch.randn(5, 3, dtype=torch.float64)
+    b = torch.randn(3, dtype=torch.float64)
+    asked = []
+    real = linear.backward
+
+    def spy(grad_out, saved, needs=(True, True, True)):
+        asked.append(tuple(needs))
+        return real(grad_out, saved, needs)
+
+    def per_sample(f):
+        loss = lambda xi, W: f(xi[None], W, b).tanh().sum()  # noqa: E731
+        return torch.func.vmap(torch.func.grad(loss, argnums=1), in_dims=(0, None))(x, W)
+
+    linear.backward = spy
+    try:
+        mine = per_sample(linear.Function.apply)
+    finally:
+        linear.backward = real
+    assert asked and all(n == (False, True, False) for n in asked)
+    torch.testing.assert_close(mine, per_sample(lambda x, W, b: x @ W + b), rtol=1e-12, atol=1e-12)
