@@ -28,7 +28,7 @@ from derive.emit.generate import module_source
 from derive.errors import DerivationError, EngineBug
 from derive.language import Graph, Op, parse
 from derive.lower.select import guarded_data
-from derive.verify.check import index_limits, with_derived
+from derive.verify.check import index_limits, needs_alone, with_derived
 from derive.verify.check import load_module as load_path
 from derive.verify.oracle import (
     oracle_gradients,
@@ -228,6 +228,9 @@ def compare(module, graph: Graph, ref: Reference) -> tuple[str, str] | None:
     grads = module.backward(ref.grad_out.clone(), saved)
     if len(grads) != len(graph.inputs):
         return "gradient count", f"{len(grads)} gradients for {len(graph.inputs)} inputs"
+    alone = needs_alone(module, graph, ref.grad_out, saved, grads)
+    if alone:
+        return "needs", alone
     for name, mine in zip(graph.inputs, grads):
         if not graph.tensors[name].integer:
             found = _judge("gradient", f"d{name}", mine, ref.grads[name])

@@ -341,7 +341,7 @@ def _same_value(a: sp.Basic, b: sp.Basic) -> bool:
 def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
     for pat in patterns:
         for bind in _bindings(pat, e):
-            if _may_leave(pat, bind):
+            if _may_leave(pat, bind) or _captured(bind, e):
                 continue
             inst = _instance(pat.body, tuple(bind.items()))
             target = pat.target(bind)
@@ -352,6 +352,16 @@ def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
             elif isinstance(inst, sp.Add) and isinstance(e, sp.Add):
                 e = _fold_terms(inst, target, e)
     return e
+
+
+def _captured(bind: dict, e: sp.Expr) -> bool:
+    """A binding that reads an index bound by a Sum inside ``e``: the target would stand at
+    ``e``'s level, outside that Sum, where the index means nothing. ``loss[q, o, y] = gain[q]
+    - gain[o] - W1[y]`` is ``-W1[y]`` wherever q = o, and ``-W1[labels[t]] * Sum_k exp(..
+    gain[k] ..)`` bound q = o = k off the sum's reads (fuzz 1070018: an engine bug, the
+    backward reading k outside its sum)."""
+    free = e.free_symbols
+    return any(not v.free_symbols <= free for v in bind.values())
 
 
 def _may_leave(pattern: Pattern, bind: dict) -> bool:

@@ -15,6 +15,7 @@ its gradients are not finite there (``log``, ``sqrt`` of a negative), uniform in
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,6 +256,9 @@ def check_seed(module: ModuleType, g: Graph, seed: int) -> tuple[list[Row], str]
         out.shape, generator=torch.Generator().manual_seed(seed), dtype=out.dtype
     )
     derived = module.backward(grad_out, saved)
+    alone = needs_alone(module, g, grad_out, saved, derived)
+    if alone:
+        raise CheckFailed(f"op '{g.op.name}': {alone} (seed {seed})")
     reference = autograd_reference(g, named, grad_out)
     rows = []
     for k, name in enumerate(g.inputs):
@@ -278,6 +282,28 @@ def check_seed(module: ModuleType, g: Graph, seed: int) -> tuple[list[Row], str]
     if all(row.ok for row in rows):  # a failing row is reported first, against autograd
         _against_the_text(g, named, grad_out, out, derived, seed)
     return rows, how
+
+
+def needs_alone(module: ModuleType, g: Graph, grad_out, saved, derived) -> str | None:
+    """Where ``backward`` takes ``needs``: each float input's gradient asked for alone is
+    the one computed with all the others, bit for bit (the same statements, the rest
+    skipped), and every gradient not asked for is None; what differs, else None."""
+    if "needs" not in inspect.signature(module.backward).parameters:
+        return None
+    n = len(g.inputs)
+    for k, name in enumerate(g.inputs):
+        if g.tensors[name].integer:
+            continue
+        alone = module.backward(grad_out.clone(), saved, tuple(j == k for j in range(n)))
+        mine, want = alone[k], derived[k]
+        if (mine is None) != (want is None) or (
+            mine is not None and not torch.equal(mine.nan_to_num(), want.nan_to_num())
+        ):
+            return f"the gradient of {name} asked for alone (needs) differs from it among all"
+        others = [g.inputs[j] for j, t in enumerate(alone) if j != k and t is not None]
+        if others:
+            return f"needs asked for {name} alone, but the gradients of {others} came back too"
+    return None
 
 
 def _against_the_text(g: Graph, named: dict, grad_out, out, derived, seed: int) -> None:
