@@ -274,8 +274,8 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
 def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches; and for those ``needs``
-    does not ask for)."""
+    is, as it does for an input no path reaches; None too for those ``needs``,
+    one flag per input, does not ask for, and their work skipped)."""
     gain, bndiff, bnvar_inv, bnraw, grad_y, b_dx, b_dgain, b_dbias, v_x, v_gain, v_bias, _like = (
         saved
     )

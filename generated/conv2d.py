@@ -407,8 +407,8 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
 def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches; and for those ``needs``
-    does not ask for)."""
+    is, as it does for an input no path reaches; None too for those ``needs``,
+    one flag per input, does not ask for, and their work skipped)."""
     (
         xg,
         wg,

@@ -207,8 +207,8 @@ def _double_forward(logits, targets, grad_y, v_logits):
 def _double_backward(grad_out, saved, needs=(True, True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches; and for those ``needs``
-    does not ask for)."""
+    is, as it does for an input no path reaches; None too for those ``needs``,
+    one flag per input, does not ask for, and their work skipped)."""
     (
         targets,
         counts,

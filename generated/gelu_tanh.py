@@ -154,8 +154,8 @@ def _double_forward(x, grad_y, v_x):
 def _double_backward(grad_out, saved, needs=(True, True, True)):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
-    is, as it does for an input no path reaches; and for those ``needs``
-    does not ask for)."""
+    is, as it does for an input no path reaches; None too for those ``needs``,
+    one flag per input, does not ask for, and their work skipped)."""
     x, out_tanh0, grad_y, b_dx, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     db_dx = grad_out * v_x
