@@ -12,6 +12,7 @@ any op with affine subscripts, and for no other delta (a plain ``delta(k, e)`` i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import sympy as sp
@@ -163,6 +164,8 @@ def delta_through_sum(body: sp.Expr, lim, ctx, solvers: tuple = ()) -> sp.Expr |
     # ``solvers`` are the other rules that solve a delta where it is a factor (the
     # simplifier's delta(t, e) with e an index or data: fuzz --windows 15002's second order).
     t = lim[0]
+    if t not in delta_reads(body):  # every solver solves a delta that reads t
+        return None
     for s in _factors(body):
         if not isinstance(s, sp.Sum):
             continue
@@ -180,3 +183,16 @@ def delta_through_sum(body: sp.Expr, lim, ctx, solvers: tuple = ()) -> sp.Expr |
         if inverted is not None:
             return ctx.sum(inverted, tuple(s.limits))
     return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def delta_reads(e: sp.Basic) -> frozenset[sp.Symbol]:
+    """The symbols the Kronecker deltas anywhere in ``e`` read, kept per node: where no delta
+    reads t, no solver of :func:`delta_through_sum` can solve one at any depth of the nest,
+    and interchanging the sums to look (a product built at each level) was work for nothing,
+    done again for every sum above it (a tanh MLP's double backward: a nest per layer)."""
+    if isinstance(e, sp.KroneckerDelta):
+        return frozenset(e.free_symbols)
+    if not e.args:
+        return frozenset()
+    return frozenset().union(*(delta_reads(a) for a in e.args))

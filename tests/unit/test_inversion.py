@@ -9,6 +9,7 @@ import sympy as sp
 from derive.functions import clamp, where
 from derive.symbolic.inversion import (
     delta_invert,
+    delta_reads,
     delta_through_sum,
     in_range,
     keep_padding,
@@ -136,3 +137,22 @@ def test_a_where_is_as_commutative_as_its_branches() -> None:
     assert w.is_commutative
     assert (a - w).is_extended_real is not False
     assert isinstance(a - w > 0, sp.StrictGreaterThan)
+
+
+def test_a_nest_no_delta_reads_t_in_is_not_interchanged(monkeypatch) -> None:
+    # sum_t g[t] sum_k w[k] y[k, t] delta(u, k): no delta reads t, so no solver can solve one
+    # for t at any depth; the nest is not opened to look (a product built at every level,
+    # again for every sum above: a tanh MLP's double backward, a nest per layer)
+    nest = sp.Sum(w[k] * y[k, t] * sp.KroneckerDelta(u, k), (k, 0, K - 1))
+    assert delta_reads(g[t] * nest) == {u, k}
+    built = []
+    monkeypatch.setattr(
+        "derive.symbolic.inversion.delta_invert", lambda *a: built.append(a) or None
+    )
+    assert delta_through_sum(g[t] * nest, (t, 0, L - 1), Simplifier()) is None
+    assert built == []  # not opened
+    # where one does (delta(u, t + k)), the nest is opened and the delta solved for t
+    monkeypatch.undo()
+    solvable = sp.Sum(w[k] * y[k, t] * sp.KroneckerDelta(u, t + k), (k, 0, K - 1))
+    assert t in delta_reads(solvable)
+    assert delta_through_sum(g[t] * solvable, (t, 0, L - 1), Simplifier()) is not None

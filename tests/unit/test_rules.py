@@ -21,6 +21,7 @@ from derive.symbolic.simplify import (
     SUM_RULES,
     Reduction,
     Simplifier,
+    expand_product,
     powsimp_exp,
     unclamped_deltas,
 )
@@ -267,6 +268,22 @@ def test_expanding_keeps_a_denominator_whole() -> None:
     z = sp.Sum(x[j] * y[j] / (y[j] + 1), (j, 0, K - 1))
     body = x[k] * (y[k] / ((y[k] + 1) * s) - z / s**2)
     assert Simplifier().simplify(sp.Sum(body, LIM)) == 0
+
+
+def test_a_product_is_multiplied_out_outside_its_nests_of_sums() -> None:
+    # (1 - a**2) sum_k (1 - y[k]**2) sum_j (1 - x[j]**2) y[j] -> nest - a**2 nest: the nest's
+    # levels were simplified on their own; expand_mul's deep expansion multiplied out every
+    # body in it, a new nest every product above it walked again (a tanh MLP as one op: twice
+    # the work a layer). An innermost sum's body is multiplied out as expand_mul does.
+    a, b, cc, d = sp.symbols("a b cc d", real=True)
+    j = sp.Symbol("j", integer=True)
+    nest = sp.Sum((1 - y[k] ** 2) * sp.Sum((1 - x[j] ** 2) * y[j], (j, 0, K - 1)), LIM)
+    assert expand_product((1 - a**2) * nest) == nest - a**2 * nest
+    assert expand_product((a + b) * (cc + d) * nest) == sp.Add(
+        *[t * nest for t in sp.expand_mul((a + b) * (cc + d)).args]
+    )
+    inner = (a + b) * sp.Sum((cc + d) * x[k], LIM)
+    assert expand_product(inner) == sp.expand_mul(inner)
 
 
 def test_exponentials_combine_only_where_something_cancels() -> None:
