@@ -56,6 +56,14 @@ class Statement:
     reads: frozenset[str]  # every variable it mentions (its targets too)
 
 
+def statement(code: Line | Code) -> Statement:
+    """``code`` (one line, a guard and all) with what it writes and reads."""
+    if isinstance(code, Line):
+        s = code.statement
+        return Statement(code.strip(), s.writes, s.reads | s.writes)
+    return Statement(code.strip(), code.writes, code.reads | code.writes)
+
+
 def statements(code: Line | Code) -> list[Statement]:
     """``code`` with what it writes and reads: one statement, or those a guard runs (shown
     without it: which gradients the caller asks for is no part of the derivation)."""

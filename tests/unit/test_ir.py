@@ -106,6 +106,12 @@ def _syntax(line: str) -> tuple[set[str], set[str]]:
     every name it mentions: the oracle, read off the text as emission no longer does."""
     (stmt,) = ast.parse(line.strip()).body
     mentioned = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)} - NOT_NAMES
+    return _written(stmt), mentioned
+
+
+def _written(stmt: ast.stmt) -> set[str]:
+    if isinstance(stmt, ast.If):  # a guard (``if needs[0]: ...``) writes what its body does
+        return set().union(*(_written(s) for s in stmt.body))
     targets = stmt.targets if isinstance(stmt, ast.Assign) else []
     if isinstance(stmt, ast.AugAssign):
         targets = [stmt.target]
@@ -119,7 +125,7 @@ def _syntax(line: str) -> tuple[set[str], set[str]]:
             t = t.value
         names = t.elts if isinstance(t, ast.Tuple) else [t]
         writes |= {n.id for n in names if isinstance(n, ast.Name)}
-    return writes, mentioned
+    return writes
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in OPS.glob("*.py")))
