@@ -25,7 +25,7 @@ import torch
 
 from derive.errors import CheckFailed
 from derive.language import Graph, Op, View, parse
-from derive.lower.select import guarded_data
+from derive.language.guards import Ignored, data_guards
 from derive.verify.oracle import (
     OracleError,
     oracle_gradients,
@@ -136,19 +136,29 @@ def random_inputs(
         sizes = {s: v for s, v in sizes.items() if s.name != "Batch"}
         sizes[sp.Symbol("Batch", integer=True, positive=True)] = int(torch.tensor(lead).prod())
     limits = index_limits(g, sizes)
-    guarded = guarded_data(g)
+    guarded = data_guards(g)
     out = []
     for name in g.inputs:
         t = g.tensors[name]
         dims = t.dims[1:] if t.batched else t.dims
         shape = (lead if t.batched else ()) + tuple(int(sp.sympify(d).subs(sizes)) for d in dims)
         if t.integer:
-            # a guarded index (where(t >= 0, ..)) gets its ignored entries too: -1
+            # a guarded index (where(t >= 0, ..)) gets its ignored entries too: -1, or the
+            # value a t != -100 ignores
             low = -1 if name in guarded else 0 if name in limits else counts_from
-            out.append(torch.randint(low, limits.get(name, 3), shape, generator=gen))
+            drawn = torch.randint(low, limits.get(name, 3), shape, generator=gen)
+            out.append(ignored_as(drawn, guarded.get(name)))
         else:
             out.append(_draw(shape, how, gen, dtype))
     return out
+
+
+def ignored_as(drawn: torch.Tensor, ignored: Ignored | None) -> torch.Tensor:
+    """``drawn``'s -1 entries as the value its guard ignores (the same draw serves ``t >= 0``
+    and ``t != -100``)."""
+    if ignored is None or ignored.drawn == -1:
+        return drawn
+    return drawn.masked_fill(drawn == -1, ignored.drawn)
 
 
 def _finite(values) -> bool:

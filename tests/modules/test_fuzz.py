@@ -206,8 +206,9 @@ def test_cases_do_not_depend_on_the_hash_seed() -> None:
 
 def test_the_generator_writes_heads_and_guarded_picks() -> None:
     # derived sizes (attention's D = C / n_head) and reads guarded for makemore's -1 padding:
-    # both are in the slice, and draw_inputs makes them take effect (whole sizes, some -1)
-    from derive.lower.select import guarded_data
+    # both are in the slice, and draw_inputs makes them take effect (whole sizes, some -1;
+    # the one value a t[n] != -100 ignores)
+    from derive.language.guards import data_guards, guarded_data
     from derive.verify.binding import bind_inputs
     from fuzz.check import draw_inputs
 
@@ -227,6 +228,16 @@ def test_the_generator_writes_heads_and_guarded_picks() -> None:
         for seed in range(3)
     ]
     assert any(bool((t == -1).any()) for t in drawn), "a guarded int never holds -1"
+    exact = [
+        (draw_inputs(g, seed, distinct=False)[name], ignored.drawn)
+        for op, g in guarded
+        for name, ignored in data_guards(g).items()
+        if not ignored.negative
+        for seed in range(3)
+    ]
+    assert {v for _, v in exact} == {-1, -100}, "no guard of one ignored value, -1 and -100"
+    assert all(bool(((t >= 0) | (t == v)).all()) for t, v in exact)
+    assert any(bool((t == -100).any()) for t, _ in exact), "no draw of an ignored -100"
 
 
 def test_writing_a_regression_keeps_every_file_already_there(tmp_path: Path) -> None:
