@@ -292,6 +292,23 @@ RANGE_ROWS = [
     ("a capitalised index", {}, {"T": "N"}, "out[n, m] = x[n, m]", "lower-case"),
     ("a range that is no string", {}, {"t": 5}, "out[n, m] = x[n, m]", "must be a string"),
     ("a keyword index", {}, {"in": "N"}, "out[n, m] = x[n, m]", "'in' is a Python keyword"),
+    # a key no definition uses was ignored (a misspelling: found writing ops as users do)
+    (
+        "a range of no index",
+        {},
+        {"q": "N"},
+        "out[n, m] = x[n, m]",
+        "ranges: 'q' is an index of no definition (the definitions' indices: m, n)",
+    ),
+    ("a misspelt range", {}, {"mm": "M"}, "out[n, m] = x[n, m]", "'mm' is an index of no "),
+    ("a misspelt range, named", {}, {"mm": "M"}, "out[n, m] = x[n, m]", "did you mean 'm'?"),
+    (
+        "a misspelt range of an index that needs one",
+        {},
+        {"q": "M"},
+        "out[n, t] = Sum(where(s <= t, x[n, s], 0), s)",
+        "ranges={'t': 'L'} with L a size (ranges names 'q', not 't')",
+    ),
 ]
 
 
