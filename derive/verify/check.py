@@ -94,15 +94,17 @@ def _draw_sizes(g: Graph, rng: random.Random, scale: int = 1) -> dict[sp.Symbol,
 
 def with_derived(g: Graph, sizes: dict[sp.Symbol, int]) -> dict[sp.Symbol, int]:
     """``sizes`` (the inputs') with every derived size added: a size a derived one or a view's
-    dimension divides (C in D = C / n_head) is first scaled by the divisor, so each is whole."""
+    dimension divides (C in D = C / n_head; the first size of a product, C in K = C * L /
+    groups, a group norm's) is first scaled by the divisor, so each is whole."""
     sizes = dict(sizes)
     ints = {p: v for p, v in g.params.items() if isinstance(v, int)}
     views = [sp.sympify(d) for v in g.steps if isinstance(v, View) for d in g.tensors[v.name].dims]
     for expr in [*g.derived.values(), *views]:  # view(x, N, k, T/k) divides T too
         num, den = sp.fraction(expr)
         divisor = sp.sympify(den).subs(ints).subs(sizes)
-        if num in sizes and divisor.is_Integer:
-            sizes[num] *= int(divisor)
+        factors = sorted((f for f in sp.Mul.make_args(num) if f in sizes), key=str)
+        if factors and divisor.is_Integer:
+            sizes[factors[0]] *= int(divisor)
     for size, expr in g.derived.items():
         sizes[size] = int(sp.sympify(expr).subs(ints).subs(sizes))
     return sizes
