@@ -55,6 +55,9 @@ from derive.language.text import (
 )
 from derive.names import did_you_mean
 
+# SymPy's relations as calls, which a user may write for a comparison: Ne(t[n], -1)
+SYMPY_RELATIONS = {"Eq": "==", "Ne": "!=", "Lt": "<", "Le": "<=", "Gt": ">", "Ge": ">="}
+
 # What parse_expr may build besides our names: numbers and symbols, never SymPy's namespace
 # (which would let erf(), floor() or oo through to fail later, far from the op file).
 _PARSER_GLOBALS = {
@@ -377,7 +380,9 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
         raise LangError(f"cannot parse '{shown}': {exc}") from None
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:
-        raise LangError(f"unknown function {', '.join(undefined)} (known: {known_names()})")
+        spelt = [f"{SYMPY_RELATIONS[f]} for {f}" for f in undefined if f in SYMPY_RELATIONS]
+        hint = f"; write the comparison with its operator ({', '.join(spelt)})" if spelt else ""
+        raise LangError(f"unknown function {', '.join(undefined)} (known: {known_names()}){hint}")
     expr = sp.sympify(expr)
     bare = _bare_tensors(expr)
     if bare:

@@ -16,6 +16,14 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("index missing on the left", X, ["out[n] = x[n, m]"], {}, "index m is neither"),
     ("unknown function", X, ["out[n, m] = floor(x[n, m])"], {}, "unknown function floor"),
     ("SymPy's namespace", X, ["out[n, m] = gamma(x[n, m])"], {}, "unknown function gamma"),
+    # SymPy's relation as a call, Ne(a, b) for a != b: the operator is named
+    (
+        "a relation as a call",
+        X,
+        ["out[n, m] = where(Ne(x[n, m], 1), x[n, m], 0)"],
+        {},
+        "with its operator (!= for Ne)",
+    ),
     ("unknown tensor", X, ["out[n, m] = y[n, m]"], {}, "unknown tensor 'y'"),
     # a misspelling is named, with the tensor meant (the message was SymPy's TypeError)
     ("misspelled tensor", X, ["out[n] = Sum(xx[n, m], m)"], {}, "did you mean 'x'?"),
