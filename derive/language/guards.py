@@ -87,7 +87,7 @@ def guard_of(cond: sp.Basic) -> tuple[Guard | None, Guard | None]:
 
 
 def _unequal_guard(cond: sp.Equality | sp.Unequality) -> tuple[Guard | None, Guard | None]:
-    """``X[i] != c`` (``c != X[i]``, ``Ne(X[i], c)``) with c a negative integer guards the
+    """``X[i] != c`` (``c != X[i]``; SymPy's ``Ne``) with c a negative integer guards the
     first branch, ``X[i] == c`` the second, ignoring c alone: cross-entropy's ignore_index
     written as users write it, ``where(t[n] != -1, x[n, t[n]], 0)``. A -2 there would be read,
     so the range check admits exactly c outside the axis, on every device before any kernel
