@@ -9,7 +9,9 @@ The check is one function so every place that reads a name can use the same rule
 
 from __future__ import annotations
 
+import difflib
 import keyword
+from collections.abc import Iterable
 
 
 def identifier_problem(name: object) -> str | None:
@@ -27,6 +29,12 @@ def identifier_problem(name: object) -> str | None:
     if name.startswith("__") and name.endswith("__"):
         return "begins and ends with '__', which Python reserves"
     return None
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the known name closest to a misspelt ``word``, or ''."""
+    close = difflib.get_close_matches(word, sorted(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 BATCH_SHAPE = "batch_shape"  # a generated module's name for the leading ``...`` axes' shape

@@ -16,6 +16,7 @@ one size in the whole op.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import sympy as sp
 
@@ -182,8 +183,8 @@ class Affine(Leaves):
         if not self.ranged:
             return {}
         ranged = dict(sorted(self.ranged.items()))
-        try:
-            graph = parse(dataclasses.replace(op, ranges=ranged))
+        try:  # an index drawn in no definition is no range to declare: parse refuses it
+            graph = parse(in_text(dataclasses.replace(op, ranges=ranged)))
         except DerivationError:
             return ranged  # case_op draws again
         needed = set()  # an index some definition uses with no plain read there
@@ -191,6 +192,14 @@ class Affine(Leaves):
             body = getattr(step, "body", sp.S.Zero)
             plain = {i for ind in body.atoms(sp.Indexed) for i in ind.indices}
             needed |= {str(i) for i in body.atoms(sp.Symbol) - plain}
-        return {
+        declared = {
             i: s for i, s in ranged.items() if i in needed or self.affine.random() < DECLARED_ANYWAY
-        }
+        }  # a draw for each index, used or not: each seed's op is the one it drew before
+        return {i: s for i, s in declared.items() if sp.Symbol(i, integer=True) in graph.ranges}
+
+
+def in_text(op: Op) -> Op:
+    """``op`` without the declared ranges of indices no definition names (a word in none of
+    them): parse refuses such a range as a misspelt index."""
+    words = set(re.findall(r"\w+", " ".join(op.definitions)))
+    return dataclasses.replace(op, ranges={i: s for i, s in op.ranges.items() if i in words})

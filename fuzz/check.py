@@ -27,8 +27,8 @@ import torch
 from derive.emit.generate import module_source
 from derive.errors import DerivationError, EngineBug
 from derive.language import Graph, Op, parse
-from derive.lower.select import guarded_data
-from derive.verify.check import index_limits, needs_alone, with_derived
+from derive.language.guards import data_guards
+from derive.verify.check import ignored_as, index_limits, needs_alone, with_derived
 from derive.verify.check import load_module as load_path
 from derive.verify.oracle import (
     oracle_gradients,
@@ -88,14 +88,15 @@ def deadline(seconds: float | None):
 
 def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tensor]:
     """Inputs of the declared shapes: floats uniform in [-1.5, 1.5], ints in their range, and
-    -1 too where every read of the int tensor is guarded (``where(t[n] >= 0, x[n, t[n]], 0)``).
+    -1 too where every read of the int tensor is guarded (``where(t[n] >= 0, x[n, t[n]], 0)``;
+    drawn as the value a ``t[n] != -100`` ignores).
     Sizes are drawn again while a derived one is not positive (``L = T - K + 1``); distinct
     sizes (2 and up) for the first 100 tries, then any: ``J = floor((1 - V)/dil) + 1`` is
     positive only at V = 1 (fuzz --affine 2287 was skipped, never judged)."""
     gen = torch.Generator().manual_seed(seed)
     sizes = _draw_sizes(graph, seed, distinct)
     bounds = index_limits(graph, sizes)
-    guarded = guarded_data(graph)
+    guarded = data_guards(graph)
     inputs = {}
     for name in graph.inputs:
         t = graph.tensors[name]
@@ -104,7 +105,8 @@ def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tens
         shape = tuple(max(0, int(sp.sympify(d).subs(sizes))) for d in t.dims)
         if t.integer:
             low = -1 if name in guarded else 0
-            inputs[name] = torch.randint(low, max(1, bounds.get(name, 3)), shape, generator=gen)
+            drawn = torch.randint(low, max(1, bounds.get(name, 3)), shape, generator=gen)
+            inputs[name] = ignored_as(drawn, guarded.get(name))
         else:
             inputs[name] = (torch.rand(shape, generator=gen, dtype=torch.float64) - 0.5) * 3
     return inputs

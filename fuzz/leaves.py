@@ -73,6 +73,9 @@ class Leaves:
     later: random.Random = field(default_factory=random.Random)
     # == and != in conditions (index against index, index against int data), a third stream
     equality: random.Random = field(default_factory=random.Random)
+    # how a guarded pick's guard is spelt (t[n] >= 0, t[n] != -1, ...), a stream of its own:
+    # a seed's op is the one it drew before the spellings were added, up to its guards' text
+    guards: random.Random = field(default_factory=random.Random)
     # affine subscripts, windows and declared ranges (fuzz.affine, fuzz.windows), a fourth
     # stream: None unless --affine, so that no seed's op changes without it
     affine: random.Random | None = None

@@ -26,6 +26,16 @@ from fuzz.leaves import FLOAT_NAMES, PARAM_NAMES, SIZE_NAMES, Expr, Tensor
 from fuzz.windows import Windows
 
 GUARDED = 0.35  # a pick under where(t[n] >= 0, ..., 0)
+# a guard's spellings, the read t and the guarded x: any negative entry ignored, or exactly
+# one (cross-entropy's ignore_index: makemore's -1, torch's default -100)
+GUARDS = (
+    "where({t} >= 0, {x}, 0)",
+    "where({t} != -1, {x}, 0)",
+    "where(-1 != {t}, {x}, 0)",
+    "where({t} == -1, 0, {x})",
+    "where({t} < 0, 0, {x})",
+    "where({t} != -100, {x}, 0)",
+)
 DATA_EQUALITY = 0.3  # a pick under where(c != t[n], ..., 0) or ==
 HEADS = 0.15  # an op that starts with a view of an input into heads (derived sizes)
 WHOLE_INPUT = 0.15  # a 0-d float input
@@ -110,8 +120,9 @@ class _Builder(Windows):
 
     def pick(self, scope: dict, source: Tensor) -> str:
         """An entry of ``source`` picked through an int64 tensor (x[n, t[n]], C[X[n, t], e]),
-        sometimes guarded, ``where(t[n] >= 0, x[n, t[n]], 0)``: an int tensor read only under
-        such guards may then hold -1 (``fuzz.check.draw_inputs``)."""
+        sometimes guarded, ``where(t[n] >= 0, x[n, t[n]], 0)`` or another spelling of
+        :data:`GUARDS`: an int tensor read only under such guards may then hold -1, or the
+        value its ``!=`` ignores (``fuzz.check.draw_inputs``)."""
         reads = len(self.data_reads)
         for _ in range(4):
             e = self.access(source, scope, set(scope), data=0.6)
@@ -123,7 +134,7 @@ class _Builder(Windows):
         text = e.text
         if self.rng.random() < GUARDED:  # makemore's padding: a -1 target is ignored
             for read in dict.fromkeys(self.data_reads[reads:]):
-                text = f"where({read} >= 0, {text}, 0)"
+                text = self.guards.choice(GUARDS).format(t=read, x=text)
         if self.data_reads[reads:] and self.equality.random() < DATA_EQUALITY:
             # a margin loss's sum over the classes but the target: where(c != t[n], ...)
             i, op = self.equality.choice(sorted(scope)), self.equality.choice(["==", "!="])
@@ -237,6 +248,7 @@ def random_op(
         b.new_input(tuple(b.size() for _ in range(rng.randint(1, 3))))
     b.later = random.Random(f"{seed}/{attempt}/0-d")  # 0-d tensors, float conditions
     b.equality = random.Random(f"{seed}/{attempt}/==")
+    b.guards = random.Random(f"{seed}/{attempt}/guards")
     b.affine = random.Random(f"{seed}/{attempt}/affine") if affine else None
     b.wide = random.Random(f"{seed}/{attempt}/windows") if windows else None
     b.numbers = random.Random(f"{seed}/{attempt}/numbers") if windows else None

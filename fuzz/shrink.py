@@ -20,6 +20,7 @@ from sympy.printing.str import StrPrinter
 
 from derive.errors import DerivationError
 from derive.language import Definition, Op, ReduceMax, parse
+from fuzz.affine import in_text
 from fuzz.check import Outcome, run_case
 from fuzz.functions import elementwise_extremes
 
@@ -89,9 +90,9 @@ def _candidates(op: Op) -> Iterator[Op]:
     yield prune(op)
     defs = list(op.definitions)
     for k in range(len(defs) - 1):  # an earlier definition becomes the output
-        yield dataclasses.replace(op, definitions=defs[: k + 1])
-    for k in range(len(defs) - 1):
-        yield dataclasses.replace(op, definitions=defs[:k] + defs[k + 1 :])
+        yield in_text(dataclasses.replace(op, definitions=defs[: k + 1]))
+    for k in range(len(defs) - 1):  # a range only the dropped one used goes with it
+        yield in_text(dataclasses.replace(op, definitions=defs[:k] + defs[k + 1 :]))
     if op.stepwise:
         yield dataclasses.replace(op, stepwise=False)
     try:
@@ -107,13 +108,14 @@ def _candidates(op: Op) -> Iterator[Op]:
                 continue
             seen.add(body)
             text = f"{_lhs(defs[k])} = {_print(body)}"
-            yield dataclasses.replace(op, definitions=defs[:k] + [text] + defs[k + 1 :])
+            yield in_text(dataclasses.replace(op, definitions=defs[:k] + [text] + defs[k + 1 :]))
 
 
 def prune(op: Op) -> Op:
     """Drop inputs and params that no definition or derived size reads, declared ranges of
     indices no definition has, and derived sizes nothing names (a candidate: each may be
     needed after all)."""
+    op = in_text(op)
     try:
         graph = parse(op)
     except DerivationError:

@@ -18,7 +18,7 @@ from derive.emit.statements import Code, names_read, size_binding
 from derive.emit.window_checks import param_checks, window_sizes
 from derive.language import Definition, Graph, ReduceMax, Tensor
 from derive.language.argmax import radix_checks
-from derive.lower.select import guarded_data
+from derive.language.guards import Ignored, data_guards
 from derive.names import BATCH_SHAPE
 
 
@@ -124,14 +124,22 @@ def input_checks(
         lines.append(_call("_check_size", args, name, dim))
     for size, why in _positive_sizes(g):
         lines.append(_call("_check_positive", f"{str(size)!r}, {size_code(size)}, {why!r}", size))
-    guarded = guarded_data(g)
+    guarded = data_guards(g)
     for name, size in data_index_ranges(g):
-        lines.append(_range_line(name, size, before=name not in wrapping, guarded=name in guarded))
+        lines.append(_range_line(name, size, name not in wrapping, guarded.get(name)))
     return lines, bound
 
 
-def _range_line(name: str, size: sp.Expr, before: bool, guarded: bool) -> Code:
-    flags = (", before=True" if before else "") + (", guarded=True" if guarded else "")
+def _range_line(name: str, size: sp.Expr, before: bool, ignored: Ignored | None) -> Code:
+    """``_check_range``: before the kernels only where none would reject a bad entry (see the
+    helper), and on every device where the read is clamped to hide one: the exact values a
+    ``t != -1`` ignores admit a -2 to no kernel (a clamp reads it as 0)."""
+    flags = ""
+    if ignored is not None and ignored.negative:
+        flags = ", guarded=True"
+    elif ignored:
+        flags, before = f", ignored={tuple(sorted(ignored.values))!r}", False
+    flags = (", before=True" if before else "") + flags
     return _call(
         "_check_range", f"{name!r}, {name}, {str(size)!r}, {size_code(size)}{flags}", name, size
     )
@@ -221,8 +229,8 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
 
 def range_checks(g: Graph) -> list[Code]:
     """The checks forward() runs when an index kernel fails, to name the bad input."""
-    guarded = guarded_data(g)
-    return [_range_line(n, s, False, n in guarded) for n, s in data_index_ranges(g)]
+    guarded = data_guards(g)
+    return [_range_line(n, s, False, guarded.get(n)) for n, s in data_index_ranges(g)]
 
 
 def data_index_ranges(g: Graph) -> list[tuple[str, sp.Expr]]:

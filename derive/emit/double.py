@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from derive.errors import DerivationError, EngineBug
-from derive.lower.select import guarded_data
+from derive.language.guards import data_guards
 from derive.progress import Stage, silent
 from derive.symbolic.derivation import Derivation, derive
 from derive.symbolic.second_order import second_order_graph
@@ -79,7 +79,7 @@ def double_data(
     )
     try:
         so = second_order_graph(d)
-        so.graph.guarded = frozenset(guarded_data(g))  # the data's guards are the forward's
+        so.graph.guarded = data_guards(g)  # the data's guards are the forward's
         second = derive(so.graph, lambda what: stage(f"the double backward, {what}"))
         stage("the double backward, lowering")
         data = lower(second, source, command)

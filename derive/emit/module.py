@@ -32,8 +32,8 @@ from derive.ir.nodes import NEEDS
 from derive.ir.printer import called_helpers
 from derive.language import BATCH_SIZE, Definition, ReduceMax
 from derive.language.argmax import Digits
+from derive.language.guards import guarded_data
 from derive.lower.lowerer import Lowerer
-from derive.lower.select import guarded_data
 from derive.names import BATCH_SHAPE
 from derive.progress import Stage, silent
 from derive.symbolic.derivation import Derivation

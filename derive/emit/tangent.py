@@ -32,8 +32,8 @@ from derive.errors import DerivationError, EngineBug
 from derive.ir.printer import called_helpers
 from derive.language import BATCH_SIZE, Definition, ReduceMax
 from derive.language.argmax import Digits
+from derive.language.guards import data_guards, guarded_data
 from derive.lower.lowerer import Lowerer
-from derive.lower.select import guarded_data
 from derive.symbolic.derivation import Derivation
 from derive.symbolic.forward_mode import Tangents, tangent_graph
 
@@ -137,7 +137,7 @@ def jvp_data(d: Derivation) -> JvpData:
     try:
         tg = tangent_graph(d)
         # the data's guards are the forward's: a tangent reads a guarded pick times its mask
-        tg.graph.guarded = frozenset(guarded_data(g))
+        tg.graph.guarded = data_guards(g)
         flat, lines, lw = _lowered(tg)
     except (DerivationError, EngineBug) as exc:
         reason = str(exc).split(": ", 1)[-1] if str(exc).startswith("op '") else str(exc)

@@ -48,9 +48,10 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   (``x[n] > threshold``: a step; ``y[n] == 1``) with one of ``== != < <= > >=``, as values
   (:mod:`~derive.language.conditions`); a chained comparison and ``and``/``or``/``not`` are
   refused (nest where() instead). ``-inf``
-  (``inf``) may be a branch and nowhere else. An int input used as a subscript only under
-  ``where(t[n] >= 0, ..t[n].., b)`` may be negative where that guard fails (cross-entropy's
-  ignore_index = -1): it is read clamped there.
+  (``inf``) may be a branch and nowhere else. An int input used as a subscript only under a
+  guard, ``where(t[n] >= 0, ..t[n].., b)`` or ``where(t[n] != -1, ..t[n].., b)``, may hold
+  what the guard ignores (any negative entry; exactly -1), cross-entropy's ignore_index: it
+  is read clamped there, and checked for nothing else (:mod:`~derive.language.guards`).
 
   Why a comparison, for the causal mask, rather than a mask input or a reduction over a
   bounded range ``Sum(e, (t2, 0, t1))``: the mask is a fact about indices, so it belongs in
@@ -67,8 +68,9 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   outside the tensor's axis is 0 (zero padding, as a convolution's): ``x[n, t - 1]`` is 0 at
   t = 0. An index that subscripts no tensor as a plain index (an output axis of a convolution,
   a pooled axis, the t of a cumulative sum) has its range declared once, in the op, as a size:
-  ``ranges={"t": "L"}``; it applies to every definition, and a tensor it subscripts plainly
-  must agree (else one line). A derived size may add and floor-divide
+  ``ranges={"t": "L"}``; it applies to every definition, a tensor it subscripts plainly
+  must agree, and a key that is no definition's index is a misspelling (each else one line).
+  A derived size may add and floor-divide
   (``"L": "(T + 2*P - K) // S + 1"``); the forward checks it is positive, and that each window
   can run (:mod:`derive.emit.window_checks`: int params in subscripts, positive strides and
   dilations, no empty axis or kernel under an affine subscript). A convolution and an average

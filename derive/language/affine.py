@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.language.graph import LangError
-from derive.names import identifier_problem
+from derive.language.graph import LangError, ReduceMax
+from derive.names import did_you_mean, identifier_problem
 
 
 def is_index(s: sp.Basic) -> bool:
@@ -85,6 +85,24 @@ def parse_ranges(ranges: dict[str, str], sizes: dict[str, sp.Symbol]) -> dict:
             )
         out[sp.Symbol(name, integer=True)] = size
     return out
+
+
+def check_ranges_used(ranges: dict, steps: list) -> None:
+    """Every index ``ranges`` declares is one a definition uses: a misspelt key
+    (``ranges={"q": "T"}`` beside ``out[n, t]``) was ignored, the real index's range then
+    inferred or refused as undeclared. Refused, naming the closest index the definitions use
+    (or all of them, where none is close: one-letter names are never)."""
+    used = set()
+    for step in steps:
+        body = getattr(step, "body", None)
+        if body is None:  # a view: no indices
+            continue
+        used |= set(step.indices) | {s for s in body.free_symbols if is_index(s)}
+        used |= {v for r in body.atoms(sp.Sum, ReduceMax) for v, *_ in r.limits}
+    for index in sorted(set(ranges) - used, key=str):
+        names = sorted(s.name for s in used)
+        hint = did_you_mean(index.name, names) or f" (the definitions' indices: {', '.join(names)})"
+        raise LangError(f"ranges: '{index}' is an index of no definition{hint}")
 
 
 def check_affine_params(body: sp.Expr, params: dict) -> None:

@@ -8,12 +8,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import sympy as sp
 from sympy.concrete.expr_with_limits import ExprWithLimits
 
 from derive.functions import ALIASES, FUNCTIONS
 from derive.names import identifier_problem, value_name_problem
+
+if TYPE_CHECKING:
+    from derive.language.guards import Ignored
 
 BATCH_SIZE = sp.Symbol("Batch", integer=True, positive=True)
 BATCH_INDEX = sp.Symbol("batch", integer=True)
@@ -192,10 +196,11 @@ class Graph:
     steps: list[Definition | View]
     output: str
     derived: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)  # D -> C / n_head
-    # int inputs read clamped where negative (see derive.lower.select.guarded_data), when set by
-    # the graph's maker rather than found in its steps (the double backward's: its steps hold
-    # the first backward's gated picks, whose guard is a product, not an enclosing where())
-    guarded: frozenset[str] | None = None
+    # int inputs read clamped where negative, each with the entries outside its axis that its
+    # where() ignores (see derive.language.guards), when set by the graph's maker
+    # rather than found in its steps (the double backward's: its steps hold the first
+    # backward's gated picks, whose guard is a product, not an enclosing where())
+    guarded: Mapping[str, Ignored] | None = None
     ranges: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)  # declared: t -> L
     # the input the forward makes new tensors like, where not its first float input: the double
     # backward's grad_y, which torch.func's vmap batches where the op's inputs may not be (a

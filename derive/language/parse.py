@@ -10,7 +10,6 @@ Every definition's body goes through the identity table's definition rules
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 import re
@@ -22,7 +21,7 @@ from derive.errors import DerivationError
 from derive.functions import ALIASES, CONSTANTS, FUNCTIONS
 from derive.functions import known as known_names
 from derive.identities import DEFINITION_RULES, rewrite
-from derive.language.affine import check_affine_params, parse_ranges
+from derive.language.affine import check_affine_params, check_ranges_used, parse_ranges
 from derive.language.conditions import NAMESPACE as RELATION_CALLS
 from derive.language.conditions import relations_as_calls
 from derive.language.graph import (
@@ -54,6 +53,10 @@ from derive.language.text import (
     keyword_problem,
     syntax_problem,
 )
+from derive.names import did_you_mean
+
+# SymPy's relations as calls, which a user may write for a comparison: Ne(t[n], -1)
+SYMPY_RELATIONS = {"Eq": "==", "Ne": "!=", "Lt": "<", "Le": "<=", "Gt": ">", "Ge": ">="}
 
 # What parse_expr may build besides our names: numbers and symbols, never SymPy's namespace
 # (which would let erf(), floor() or oo through to fail later, far from the op file).
@@ -377,7 +380,9 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
         raise LangError(f"cannot parse '{shown}': {exc}") from None
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:
-        raise LangError(f"unknown function {', '.join(undefined)} (known: {known_names()})")
+        spelt = [f"{SYMPY_RELATIONS[f]} for {f}" for f in undefined if f in SYMPY_RELATIONS]
+        hint = f"; write the comparison with its operator ({', '.join(spelt)})" if spelt else ""
+        raise LangError(f"unknown function {', '.join(undefined)} (known: {known_names()}){hint}")
     expr = sp.sympify(expr)
     bare = _bare_tensors(expr)
     if bare:
@@ -416,8 +421,7 @@ def _not_subscriptable(text: str, names: dict[str, object]) -> str:
             return f"'{word}' is 0-d (a 0-d tensor or a param): read it whole, without [...]"
         if isinstance(known, sp.Symbol) and known.is_positive:
             return f"'{word}' is a size, not a tensor: it takes no subscript"
-        close = difflib.get_close_matches(word, tensors, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        hint = did_you_mean(word, tensors)
         return f"unknown tensor '{word}': not an input or a definition above this one{hint}"
     return f"something subscripted in '{text.strip()}' is not a tensor"
 
@@ -534,6 +538,8 @@ def parse(op: Op) -> Graph:
             ns = _namespace(g.tensors, sizes, g.params, g.ranges)
             step = _parse_definition(text, g, ns, sizes, _defined_names(op.definitions[k:]))
             g.steps.extend(lift_maxes(step, g, set(sizes.values())))
+        current = None
+        check_ranges_used(g.ranges, g.steps)
     except LangError as exc:
         raise DerivationError(op.name, str(exc), current) from None
     except RecursionError:  # SymPy's parser and printer recurse once per term or parenthesis

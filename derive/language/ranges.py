@@ -65,9 +65,11 @@ def range_of(index: sp.Symbol, expr: sp.Expr, declared: dict | None = None) -> s
     if size is not None:  # declared (ranges=...), or known from the definition (a lifted call)
         return size
     if not sizes:
+        named = ", ".join(repr(k.name) for k in sorted(declared or {}, key=str))
+        misspelt = f" (ranges names {named}, not '{index}')" if named else ""  # {'q': 'T'}
         raise LangError(
             f"cannot infer the range of index '{index}': it subscripts no tensor as a plain "
-            f"index; declare it in the op, ranges={{'{index}': 'L'}} with L a size"
+            f"index; declare it in the op, ranges={{'{index}': 'L'}} with L a size{misspelt}"
         )
     if len(sizes) > 1:
         shown = ", ".join(sorted(map(str, sizes)))

@@ -38,65 +38,12 @@ def is_sliced(e: sp.Basic) -> bool:
     return isinstance(e, sp.Indexed) and any(i.is_Integer for i in e.indices)
 
 
-def _guard_of(cond: sp.Basic) -> tuple[sp.Indexed | None, sp.Indexed | None]:
-    """The int read X[i] that ``cond`` proves an index (X[i] >= 0) in where()'s first branch,
-    and the one it proves so in the second, each None where it proves none.
-
-    ``X[i] >= 0`` and ``X[i] > -1`` guard the first branch, however written (``0 <= X[i]``,
-    ``-1 < X[i]``, ``X[i] >= 1``); ``X[i] < 0`` and ``X[i] <= -1`` the second, as in
-    ``where(X[i] < 0, 0, lp[n, X[i]])``. Only the first two spellings were known, and the
-    others refused an ignored -1 at every call as outside the axis (found by probing).
-    ``X[i] != -1`` proves nothing: a -2 there would be read."""
-    if not isinstance(cond, (sp.GreaterThan, sp.StrictGreaterThan, sp.LessThan, sp.StrictLessThan)):
-        return None, None
-    lhs, rhs, op = cond.lhs, cond.rhs, cond.rel_op
-    if isinstance(rhs, sp.Indexed) and lhs.is_Integer:  # 0 <= X[i] is X[i] >= 0
-        lhs, rhs, op = rhs, lhs, {">=": "<=", ">": "<", "<=": ">=", "<": ">"}[op]
-    if not (isinstance(lhs, sp.Indexed) and rhs.is_Integer):
-        return None, None
-    # X > c is X >= c + 1 on integers; X <= c is X < c + 1
-    low = {">=": rhs, ">": rhs + 1}.get(op)  # the first branch has X >= low
-    high = {"<": rhs, "<=": rhs + 1}.get(op)  # the second branch has X >= high
-    first = lhs if low is not None and low >= 0 else None
-    second = lhs if high is not None and high >= 0 else None
-    return first, second
-
-
-def guarded_data(g) -> set[str]:
-    """Int inputs whose every use as a subscript sits in where(X[i] >= 0, ..X[i].., b) (or a
-    branch another comparison proves X[i] >= 0 in, :func:`_guard_of`): a
-    negative entry there marks a position to ignore (cross-entropy's ignore_index = -1), so it
-    is read as index 0 (any in range; the where discards it) and not refused as out of range."""
-    if getattr(g, "guarded", None) is not None:
-        return set(g.guarded)
-    guarded, unguarded = set(), set()
-
-    def walk(e: sp.Basic, guards: frozenset) -> None:
-        if isinstance(e, where):
-            first, second = _guard_of(e.args[0])
-            walk(e.args[0], guards)
-            walk(e.args[1], guards | ({first} if first is not None else set()))
-            walk(e.args[2], guards | ({second} if second is not None else set()))
-            return
-        if isinstance(e, (sp.Indexed, sp.KroneckerDelta)):
-            subs = e.indices if isinstance(e, sp.Indexed) else e.args
-            for sub in subs:
-                if isinstance(sub, sp.Indexed):
-                    (guarded if sub in guards else unguarded).add(sub.base.label.name)
-        for a in e.args:
-            walk(a, guards)
-
-    for step in g.steps:
-        if hasattr(step, "body"):
-            walk(step.body, frozenset())
-    return guarded - unguarded
-
-
 def safe_indices(cx: Context, expr: sp.Expr) -> sp.Expr:
-    """A guarded int input (:func:`guarded_data`) used as a subscript is read clamped to
-    0 and up: its negative entries, ignored by their where(), index nothing out of range.
-    In the backward the ignored positions' coefficients are where(X >= 0, ..., 0) = 0, so
-    the scatter into index 0 adds nothing."""
+    """A guarded int input (:func:`derive.language.guards.guarded_data`) used as a subscript
+    is read clamped to 0 and up: its negative entries, ignored by their where(), index nothing
+    out of range (the range check admits no other: a -2 under ``t != -1`` is refused). In the
+    backward the ignored positions' coefficients are where(X >= 0, ..., 0) = 0, so the scatter
+    into index 0 adds nothing."""
     replace = {}
     for ind in expr.atoms(sp.Indexed, sp.KroneckerDelta):
         subs = ind.indices if isinstance(ind, sp.Indexed) else ind.args

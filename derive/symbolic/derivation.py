@@ -197,8 +197,12 @@ def derive(g: Graph, stage: Stage = silent) -> Derivation:
     # a definition neither the output nor the backward reads is not computed (its adjoint is
     # 0); one the output does not read may still be saved: folding writes hid[d] as prob[d]
     # where prob[o] = hid[o] (fuzz seed 160066)
-    needed = live_tensors(graph, also=saved)
-    forward = [s for s in _stabilised(graph, adj) if s.name in needed]
+    # (read off the stabilised bodies: focal_loss_by_hand's p[n, c] = e / Sum(e), which its
+    # loss reads only through log(p[n, y[n]]) rewritten to x - m - log(Sum(e)), was computed
+    # and never read, an N x C tensor per call)
+    stabilised = _stabilised(graph, adj)
+    needed = live_tensors(dataclasses.replace(graph, steps=stabilised), also=saved)
+    forward = [s for s in stabilised if s.name in needed]
     return Derivation(graph, adj, order, raw, final, saved, forward, collapser, written=g)
 
 

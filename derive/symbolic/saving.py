@@ -13,11 +13,14 @@ is lifted into a definition of its own before reverse mode, ``<name>_<f><k>[...]
 the ordinary fold reads it from the forward; cheap ones (abs, sign, relu: about 1) stay inline
 and are recomputed. A call on an element-wise intermediate (``tanh(a1)`` in ``a1 * tanh(a1)``)
 stays inline too: the canonical forms inline such chains, and a lifted call at every link
-multiplied the simplifier's work along them (a 12-link chain: 0.5 s -> 51 s). After the
-derivation, a lifted call the backward does not read is put back into its definition
-(:func:`unlift`): the forward computes exactly what the op wrote, and saves only what the
-backward needs. Stepwise ops are left alone: their backward returns the gradient
-of every named step, and a lifted name is not one the author wrote.
+multiplied the simplifier's work along them (a 12-link chain: 0.5 s -> 51 s). So does a
+call that picks through a guarded index, ``log(p[n, t[n]])`` in ``where(t[n] != -1, ..,
+0)``: a definition of its own would read the entries the where() ignores, and the module
+then refused every ignored -1 as outside the axis (found writing a focal loss with an
+ignore_index). After the derivation, a lifted call the backward does not read is put back
+into its definition (:func:`unlift`): the forward computes exactly what the op wrote, and
+saves only what the backward needs. Stepwise ops are left alone: their backward returns the
+gradient of every named step, and a lifted name is not one the author wrote.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ import dataclasses
 
 import sympy as sp
 
-from derive.functions import BY_NODE, FUNCTIONS
+from derive.functions import BY_NODE, FUNCTIONS, where
 from derive.language import BATCH_INDEX, Definition, Graph, ReduceMax, Tensor, View, tensor_reads
+from derive.language.guards import guard_of
 from derive.language.ranges import range_of, subscript_ranges
 from derive.symbolic.indices import is_reduction
 
@@ -70,15 +74,23 @@ def _lifted(
     known = {v: hi - lo + 1 for s in reductions for v, lo, hi in s.limits}
     known.update(zip(step.indices, tensors[step.name].dims))
 
-    def lift(e: sp.Basic, top: bool) -> sp.Basic:
+    def lift(e: sp.Basic, top: bool, guarded: frozenset = frozenset()) -> sp.Basic:
         if not isinstance(e, sp.Basic) or not e.args or isinstance(e, (sp.Indexed, sp.Tuple)):
             return e
-        args = tuple(lift(a, False) for a in e.args)
+        guards = (None,) * len(e.args)
+        if isinstance(e, where):  # the condition reads the data itself, as it is
+            guards = (None, *guard_of(e.args[0]))
+        args = tuple(
+            lift(a, False, guarded | {guard[0]} if guard is not None else guarded)
+            for a, guard in zip(e.args, guards, strict=True)
+        )
         if args != e.args:
             e = e.func(*args)
         free = _free_indices(e, sizes)
         if top or weight(e) <= SAVE_COST or not free or tensor_reads(e, tensors) & chained:
             return e  # the whole body (already named), cheap, a number, or along a chain
+        if guarded & _subscripts(e):
+            return e  # a guarded pick: its own definition would read the ignored entries
         name = _fresh(f"{step.name}_{_call_name(e)}", tensors)
         batched = free[0] == BATCH_INDEX  # the flattened ``...`` axis leads, as in inputs
         plain = subscript_ranges(e)
@@ -91,6 +103,11 @@ def _lifted(
     if not lifted:
         return [step]
     return [*lifted, Definition(step.name, step.indices, body, step.text)]
+
+
+def _subscripts(e: sp.Basic) -> set[sp.Indexed]:
+    """The int entries ``e`` reads as subscripts (``t[n]`` of ``x[n, t[n]]``)."""
+    return {i for x in e.atoms(sp.Indexed) for i in x.indices if isinstance(i, sp.Indexed)}
 
 
 def _free_indices(e: sp.Basic, sizes: set) -> tuple[sp.Symbol, ...]:

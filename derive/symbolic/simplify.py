@@ -704,7 +704,56 @@ def cancel_exps(expr: sp.Expr, simplify: Callable[[sp.Expr], sp.Expr]) -> sp.Exp
             memo[e] = _cancelling_distributed(new, simplify) if isinstance(new, sp.Mul) else new
         return memo[e]
 
-    return walk(expr)
+    out = walk(expr)
+    hoisted = _guards_hoisted(out) if out.has(where) and out.has(sp.exp) else out
+    if hoisted is not out:  # kept only where it cancels an exp the guard held apart
+        cancelled = walk(hoisted)
+        if len(cancelled.atoms(sp.exp)) < len(out.atoms(sp.exp)):
+            return cancelled
+    return out
+
+
+def _guards_hoisted(e: sp.Basic) -> sp.Basic:
+    """``f where(c, a, 0) -> where(c, f a, 0)`` and ``f where(c, a, 0) + h where(c, b, 0) ->
+    where(c, f a + h b, 0)``, bottom-up, so that one product holds what cancels.
+
+    A guard stood between an exp and the product that cancels it: a focal loss with an
+    ignore_index, ``where(t[n] >= 0, -(1 - p[t])**2 log p[t], 0)``, kept ``S exp(m - x[t])``
+    inside the where() and ``(delta(c, t) - p[c]) e[c]`` outside, NaN at logits of +-1e4
+    where the unguarded loss is finite (found writing ops as users do). Equal values where
+    ``f`` is finite; where it is not and c fails, 0 (the select autograd's where backward
+    gives) rather than NaN."""
+    if not e.args or not e.has(where):
+        return e
+    args = [_guards_hoisted(a) for a in e.args]
+    e = e.func(*args) if any(n is not o for n, o in zip(args, e.args)) else e
+    if isinstance(e, sp.Mul) and any(_is_guard(f) for f in e.args):
+        parts = [_split_guard(e)]
+    elif isinstance(e, sp.Add):
+        parts = [_split_guard(t) for t in e.args]
+    else:
+        return e
+    if any(p is None for p in parts) or len({key for key, _ in parts}) != 1:
+        return e
+    (c, kept), value = parts[0][0], sp.Add(*[v for _, v in parts])
+    return where(c, value, 0) if kept == 1 else where(c, 0, value)
+
+
+def _split_guard(t: sp.Expr) -> tuple[tuple[sp.Expr, int], sp.Expr] | None:
+    """``f where(c, a, 0)`` as ``((c, 1), f a)``, ``f where(c, 0, a)`` as ``((c, 2), f a)``;
+    None where ``t`` has no such factor."""
+    factors = sp.Mul.make_args(t)
+    guard = next((f for f in factors if _is_guard(f)), None)
+    if guard is None:
+        return None
+    rest = [f for f in factors if f is not guard]
+    kept = 1 if guard.args[2] == 0 else 2
+    return (guard.args[0], kept), sp.Mul(*rest, guard.args[kept])
+
+
+def _is_guard(f: sp.Basic) -> bool:
+    """where(c, a, 0) or where(c, 0, a): 0 wherever one side of c holds."""
+    return isinstance(f, where) and (f.args[2] == 0 or f.args[1] == 0)
 
 
 def _denominators(e: sp.Basic) -> set[sp.Expr]:

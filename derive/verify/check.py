@@ -26,7 +26,7 @@ import torch
 
 from derive.errors import CheckFailed
 from derive.language import Graph, Op, View, parse
-from derive.lower.select import guarded_data
+from derive.language.guards import Ignored, data_guards
 from derive.verify.oracle import (
     OracleError,
     oracle_gradients,
@@ -95,15 +95,17 @@ def _draw_sizes(g: Graph, rng: random.Random, scale: int = 1) -> dict[sp.Symbol,
 
 def with_derived(g: Graph, sizes: dict[sp.Symbol, int]) -> dict[sp.Symbol, int]:
     """``sizes`` (the inputs') with every derived size added: a size a derived one or a view's
-    dimension divides (C in D = C / n_head) is first scaled by the divisor, so each is whole."""
+    dimension divides (C in D = C / n_head; the first size of a product, C in K = C * L /
+    groups, a group norm's) is first scaled by the divisor, so each is whole."""
     sizes = dict(sizes)
     ints = {p: v for p, v in g.params.items() if isinstance(v, int)}
     views = [sp.sympify(d) for v in g.steps if isinstance(v, View) for d in g.tensors[v.name].dims]
     for expr in [*g.derived.values(), *views]:  # view(x, N, k, T/k) divides T too
         num, den = sp.fraction(expr)
         divisor = sp.sympify(den).subs(ints).subs(sizes)
-        if num in sizes and divisor.is_Integer:
-            sizes[num] *= int(divisor)
+        factors = sorted((f for f in sp.Mul.make_args(num) if f in sizes), key=str)
+        if factors and divisor.is_Integer:
+            sizes[factors[0]] *= int(divisor)
     for size, expr in g.derived.items():
         sizes[size] = int(sp.sympify(expr).subs(ints).subs(sizes))
     return sizes
@@ -137,19 +139,29 @@ def random_inputs(
         sizes = {s: v for s, v in sizes.items() if s.name != "Batch"}
         sizes[sp.Symbol("Batch", integer=True, positive=True)] = int(torch.tensor(lead).prod())
     limits = index_limits(g, sizes)
-    guarded = guarded_data(g)
+    guarded = data_guards(g)
     out = []
     for name in g.inputs:
         t = g.tensors[name]
         dims = t.dims[1:] if t.batched else t.dims
         shape = (lead if t.batched else ()) + tuple(int(sp.sympify(d).subs(sizes)) for d in dims)
         if t.integer:
-            # a guarded index (where(t >= 0, ..)) gets its ignored entries too: -1
+            # a guarded index (where(t >= 0, ..)) gets its ignored entries too: -1, or the
+            # value a t != -100 ignores
             low = -1 if name in guarded else 0 if name in limits else counts_from
-            out.append(torch.randint(low, limits.get(name, 3), shape, generator=gen))
+            drawn = torch.randint(low, limits.get(name, 3), shape, generator=gen)
+            out.append(ignored_as(drawn, guarded.get(name)))
         else:
             out.append(_draw(shape, how, gen, dtype))
     return out
+
+
+def ignored_as(drawn: torch.Tensor, ignored: Ignored | None) -> torch.Tensor:
+    """``drawn``'s -1 entries as the value its guard ignores (the same draw serves ``t >= 0``
+    and ``t != -100``)."""
+    if ignored is None or ignored.drawn == -1:
+        return drawn
+    return drawn.masked_fill(drawn == -1, ignored.drawn)
 
 
 def _finite(values) -> bool:

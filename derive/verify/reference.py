@@ -157,6 +157,9 @@ def _indexed(e: sp.Indexed, s: _Scope) -> Value:
         if isinstance(i, (sp.Add, sp.Mul)) and not i.has(sp.Indexed):
             inside = inside & (subs[k] >= 0) & (subs[k] < data.shape[k])
             subs[k] = subs[k].clamp(0, data.shape[k] - 1)
+        elif i.has(sp.Indexed):  # int data outside the axis (an ignored -100) stands only in a
+            # branch a where() discards: read as any entry, as torch wraps a -1
+            subs[k] = subs[k].clamp(-data.shape[k], data.shape[k] - 1)
     picked = data[tuple(subs)]
     if inside is not True:
         picked = torch.where(inside, picked, torch.zeros((), dtype=picked.dtype))

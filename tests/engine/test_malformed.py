@@ -16,6 +16,14 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("index missing on the left", X, ["out[n] = x[n, m]"], {}, "index m is neither"),
     ("unknown function", X, ["out[n, m] = floor(x[n, m])"], {}, "unknown function floor"),
     ("SymPy's namespace", X, ["out[n, m] = gamma(x[n, m])"], {}, "unknown function gamma"),
+    # SymPy's relation as a call, Ne(a, b) for a != b: the operator is named
+    (
+        "a relation as a call",
+        X,
+        ["out[n, m] = where(Ne(x[n, m], 1), x[n, m], 0)"],
+        {},
+        "with its operator (!= for Ne)",
+    ),
     ("unknown tensor", X, ["out[n, m] = y[n, m]"], {}, "unknown tensor 'y'"),
     # a misspelling is named, with the tensor meant (the message was SymPy's TypeError)
     ("misspelled tensor", X, ["out[n] = Sum(xx[n, m], m)"], {}, "did you mean 'x'?"),
@@ -292,6 +300,23 @@ RANGE_ROWS = [
     ("a capitalised index", {}, {"T": "N"}, "out[n, m] = x[n, m]", "lower-case"),
     ("a range that is no string", {}, {"t": 5}, "out[n, m] = x[n, m]", "must be a string"),
     ("a keyword index", {}, {"in": "N"}, "out[n, m] = x[n, m]", "'in' is a Python keyword"),
+    # a key no definition uses was ignored (a misspelling: found writing ops as users do)
+    (
+        "a range of no index",
+        {},
+        {"q": "N"},
+        "out[n, m] = x[n, m]",
+        "ranges: 'q' is an index of no definition (the definitions' indices: m, n)",
+    ),
+    ("a misspelt range", {}, {"mm": "M"}, "out[n, m] = x[n, m]", "'mm' is an index of no "),
+    ("a misspelt range, named", {}, {"mm": "M"}, "out[n, m] = x[n, m]", "did you mean 'm'?"),
+    (
+        "a misspelt range of an index that needs one",
+        {},
+        {"q": "M"},
+        "out[n, t] = Sum(where(s <= t, x[n, s], 0), s)",
+        "ranges={'t': 'L'} with L a size (ranges names 'q', not 't')",
+    ),
 ]
 
 

@@ -28,7 +28,7 @@ OP = Op(
     ],
     params={"dil": 2, "stride": 2},
     sizes={"D": "(L + 2*1 - L) // stride + 1", "M": "(Q - Q) // 2 + 1"},
-    ranges={"bb": "L", "i": "D", "m": "Q", "u": "M"},
+    ranges={"m": "Q", "u": "M"},
 )
 
 SEED = 4855

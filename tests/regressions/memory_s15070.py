@@ -36,7 +36,7 @@ OP = Op(
         "V": "off",
         "I": "(N - pad*((off) - 1) - 1) // 2 + 1",
     },
-    ranges={"bb": "V", "ij": "F", "mm": "G"},
+    ranges={"bb": "V"},
 )
 
 SEED = 15070

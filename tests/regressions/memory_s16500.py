@@ -24,7 +24,7 @@ OP = Op(
     ],
     params={"off": 2, "pad": 3},
     sizes={"H": "(V + 2*1 - V) // 2 + 1", "Y": "pad*(A - 1) + R"},
-    ranges={"i": "H", "m": "Y", "q": "Y", "z": "V"},
+    ranges={"i": "H", "q": "Y", "z": "V"},
 )
 
 SEED = 16500

@@ -323,6 +323,9 @@ def test_an_index_guarded_by_where_is_read_clamped() -> None:
         "where(t[n] >= 1, x[n, t[n]], 0)",
         "where(t[n] < 0, 0, x[n, t[n]])",
         "where(t[n] <= -1, 0, x[n, t[n]])",
+        # a call on the pick stays under its guard, not lifted into a definition to be saved
+        # (derive/symbolic/saving.py): lifted, it read every ignored -1, refused at each call
+        "where(t[n] >= 0, exp(x[n, t[n]]), 0)",
     ],
 )
 def test_a_guard_written_any_way_reads_the_index_clamped(body: str) -> None:
@@ -334,14 +337,60 @@ def test_a_guard_written_any_way_reads_the_index_clamped(body: str) -> None:
     assert any("t.clamp(min=0)" in line for line in lines)
 
 
-@pytest.mark.parametrize(
-    "body", ["where(t[n] != -1, x[n, t[n]], 0)", "where(t[n] >= -1, x[n, t[n]], 0)"]
-)
-def test_a_condition_that_admits_a_negative_index_is_no_guard(body: str) -> None:
-    """``t[n] != -1`` would read a -2; ``t[n] >= -1`` a -1: each entry is checked whole."""
-    lines = _lines(["x[N, C]", "t[N]: int64"], [f"out = Sum({body}, n)"])
+def test_a_condition_that_admits_a_negative_index_is_no_guard() -> None:
+    """``t[n] >= -1`` would read a -1: each entry is checked whole."""
+    lines = _lines(["x[N, C]", "t[N]: int64"], ["out = Sum(where(t[n] >= -1, x[n, t[n]], 0), n)"])
     assert '_check_range("t", t, "C", C, before=True)' in lines
     assert not any("clamp" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "where(t[n] != -1, x[n, t[n]], 0)",
+        "where(-1 != t[n], x[n, t[n]], 0)",
+        "where(t[n] != -1, exp(x[n, t[n]]), 0)",
+        "where(t[n] == -1, 0, x[n, t[n]])",
+        "where(-1 == t[n], 0, x[n, t[n]])",
+    ],
+)
+def test_an_unequal_guard_ignores_exactly_its_value(body: str) -> None:
+    """``t[n] != -1`` (cross-entropy's ignore_index as users write it) reads t clamped and
+    admits -1, and no other value, outside the axis: on every device, before the kernels,
+    since the clamp would read a -2 as 0 where no kernel refuses it. It was no guard, and
+    every call with a -1 was refused as outside the axis (found writing ops as users do)."""
+    lines = _lines(["x[N, C]", "t[N]: int64"], [f"out = Sum({body}, n)"])
+    assert '_check_range("t", t, "C", C, ignored=(-1,))' in lines
+    assert any("t.clamp(min=0)" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("definitions", "check"),
+    [
+        # a non-negative value is in the axis or refused with any other entry: no guard
+        (["out = Sum(where(t[n] != 0, x[n, t[n]], 0), n)"], '"C", C, before=True)'),
+        (["out = Sum(where(t[n] == -1, x[n, t[n]], 0), n)"], '"C", C, before=True)'),
+        # two reads, each ignoring another value: a -1 is read by the second, a -2 by the first
+        (
+            ["out = Sum(where(t[n] != -1, x[n, t[n]], 0) + where(t[n] != -2, x[n, t[n]], 0), n)"],
+            '"C", C, before=True)',
+        ),
+        # one read ignoring any negative, the other -1: only -1 is ignored by both
+        (
+            ["out = Sum(where(t[n] >= 0, x[n, t[n]], 0) + where(t[n] != -1, x[n, t[n]], 0), n)"],
+            '"C", C, ignored=(-1,))',
+        ),
+        # nested: a read under both guards ignores what either does
+        (
+            ["out = Sum(where(t[n] != -100, where(t[n] >= 0, x[n, t[n]], 0), 0), n)"],
+            '"C", C, before=True, guarded=True)',
+        ),
+        (["out = Sum(where(t[n] != -100, x[n, t[n]], 0), n)"], '"C", C, ignored=(-100,))'),
+    ],
+)
+def test_what_each_read_ignores_is_what_the_check_admits(definitions, check) -> None:
+    lines = _lines(["x[N, C]", "t[N]: int64"], definitions)
+    assert f'_check_range("t", t, {check}' in lines, [ln for ln in lines if "_check_range" in ln]
 
 
 def test_an_index_used_unguarded_anywhere_is_checked_whole() -> None:

@@ -122,3 +122,30 @@ def test_the_backward_reads_an_outer_product_intermediate() -> None:
     )
     d = derive(parse(op))
     assert "h" in d.saved and not any(e.has(sp.tanh) for e in d.final.values())
+
+
+def test_a_call_on_a_guarded_pick_stays_under_its_guard() -> None:
+    # where(t[n] != -1, log(p[n, t[n]]), 0): lifted, log(p[n, t[n]]) read every ignored -1
+    # unguarded, and the module refused each as outside the axis
+    op = Op(
+        name="t",
+        inputs=["p[N, C]", "t[N]: int64"],
+        definitions=["out = Sum(where(t[n] != -1, log(p[n, t[n]]), 0), n)"],
+    )
+    assert _steps(lift_saved_calls(parse(op))) == ["out"]
+
+
+def test_the_forward_computes_only_what_its_stabilised_steps_read() -> None:
+    # the loss reads p only through log(p[n, y[n]]), which the forward's rules rewrite to
+    # x - m - log(Sum(e)): p, an N x C tensor, was computed and never read
+    op = Op(
+        name="t",
+        inputs=["x[N, C]", "y[N]: int64"],
+        definitions=[
+            "m[n] = Max(x[n, c], c)",
+            "e[n, c] = exp(x[n, c] - m[n])",
+            "p[n, c] = e[n, c] / Sum(e[n, c2], c2)",
+            "loss = -Sum((1 - p[n, y[n]])**2 * log(p[n, y[n]]), n) / N",
+        ],
+    )
+    assert [s.name for s in derive(parse(op)).forward] == ["m", "e", "loss"]
