@@ -87,27 +87,36 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
-def _check_range(name, t, size_name, size, before=False, guarded=False):
+def _check_range(name, t, size_name, size, before=False, guarded=False, ignored=()):
     # On the CPU the index kernels (index_select, gather, index_add_) reject a bad index
     # themselves, so forward() checks only when one fails and then names it (no host sync on the
     # fast path). On other devices a bad index is a device-side assert: check before, once.
     # Compiled, every range is asserted in the graph: Inductor's index_select wraps a negative
     # index where the eager kernel rejects it (embedding read C[-1], found by probing).
-    # guarded: read only under where(t >= 0, ...), so a negative entry marks a position to ignore
+    # guarded: read only under where(t >= 0, ...), so a negative entry marks a position to ignore;
+    # ignored: read only under where(t != -1, ...), so those values do, and no other negative
     if before and t.device.type == "cpu" and not torch.compiler.is_compiling():
         return
     if _shapes_only(t):
         return
     if torch.compiler.is_compiling():  # no host sync in a graph: asserted where it runs
         inside = t < size if guarded else (t >= 0) & (t < size)
+        for v in ignored:
+            inside = inside | (t == v)
         torch._assert_async(inside.all(), f"{OP}: {name} has values outside [0, {size_name})")
         return
-    if t.numel():
-        lo, hi = (int(v) for v in torch.aminmax(t))
+    kept = t
+    for v in ignored:
+        kept = kept[kept != v]
+    if kept.numel():
+        lo, hi = (int(v) for v in torch.aminmax(kept))
         if (lo < 0 and not guarded) or hi >= size:
-            ignored = " (a negative one is ignored)" if guarded else ""
+            skipped = (
+                f" (an entry of {' or '.join(map(str, ignored))} is ignored)" if ignored else ""
+            )
+            skipped = " (a negative one is ignored)" if guarded else skipped
             raise IndexError(
-                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size}){ignored}"
+                f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size}){skipped}"
             )
 
 
