@@ -26,7 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from bench.gpt import SIZES, make_step, problem
 
 
-class _Counting(TorchDispatchMode):
+class Counting(TorchDispatchMode):
     """Counts each aten operator that reaches dispatch below autograd."""
 
     def __init__(self) -> None:
@@ -47,7 +47,7 @@ def counts(name: str, size: str) -> tuple[Counter[str], Counter[str]]:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         step(params, *batches[1], one)
     profiled = Counter({e.key: e.count for e in prof.key_averages() if e.key.startswith("aten::")})
-    with _Counting() as mode:
+    with Counting() as mode:
         step(params, *batches[2], one)
     return profiled, mode.calls
 

@@ -6,26 +6,15 @@ the others; autograd through ``Function.apply`` passes its own flags, first and 
 from __future__ import annotations
 
 import inspect
-from collections import Counter
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench.aten_calls import Counting
 from generated import layernorm, linear
 from tests.op_table import OPS
 
 WITH_NEEDS = [s for s in OPS if "needs" in inspect.signature(s.module.backward).parameters]
-
-
-class _Calls(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: Counter[str] = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
 
 
 def test_every_op_with_several_float_inputs_takes_needs():
@@ -55,7 +44,7 @@ def test_autograd_skips_a_data_inputs_gradient():
     W = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
     b = torch.randn(3, dtype=torch.float64, requires_grad=True)
     out = linear.Function.apply(x, W, b)
-    with _Calls() as mode:
+    with Counting() as mode:
         dW, db = torch.autograd.grad(out.square().sum(), (W, b))
     assert mode.calls["mm"] == 1  # dW alone (with x requiring grad: 2)
     torch.testing.assert_close(dW, x.T @ (2 * (x @ W + b)))
