@@ -365,19 +365,20 @@ class _Backward(torch.autograd.Function):
         return (grads[3], None, None, None, *grads[:3])
 
 
-def _mask(flags):
-    return sum(1 << k for k, f in enumerate(flags) if f)
-
-
-def _flags(mask, n):
-    return tuple(bool(mask >> k & 1) for k in range(n))
-
-
 def _differentiated():
     # whether a backward run now may be differentiated: create_graph=True (grad mode on inside
     # the backward), or forward mode's dual numbers, which would otherwise see the backward's
     # torch lines with their saved tensors as constants (an unknown torch: assume it may)
     return torch.is_grad_enabled() or getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
+
+
+def _mask(flags):
+    # needs_input_grad as an int: torch.func's transforms flatten a tuple argument into leaves
+    return sum(1 << k for k, f in enumerate(flags) if f)
+
+
+def _flags(mask, n):
+    return tuple(bool(mask >> k & 1) for k in range(n))
 
 
 class _ThirdOrder(torch.autograd.Function):

@@ -16,9 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from derive.ir.nodes import Guarded
-from derive.ir.printer import Line, TorchPrinter
-
-_PRINTER = TorchPrinter()
+from derive.ir.printer import Line
+from derive.lower.lowerer import PRINTER
 
 
 class Code(str):
@@ -67,12 +66,13 @@ def statement(code: Line | Code) -> Statement:
 def statements(code: Line | Code) -> list[Statement]:
     """``code`` with what it writes and reads: one statement, or those a guard runs (shown
     without it: which gradients the caller asks for is no part of the derivation)."""
-    if isinstance(code, Line):
-        s = code.statement
-        if isinstance(s, Guarded):
-            return [Statement(_PRINTER.doprint(b), b.writes, b.reads | b.writes) for b in s.body]
-        return [Statement(code.strip(), s.writes, s.reads | s.writes)]
-    return [Statement(code.body.strip(), code.writes, code.reads | code.writes)]
+    if isinstance(code, Line) and isinstance(code.statement, Guarded):
+        return [
+            Statement(PRINTER.doprint(b), b.writes, b.reads | b.writes) for b in code.statement.body
+        ]
+    if isinstance(code, Code):
+        return [Statement(code.body.strip(), code.writes, code.reads | code.writes)]
+    return [statement(code)]
 
 
 def unguarded(lines: Iterable[Line | Code]) -> list[str]:
