@@ -51,9 +51,20 @@ FUNCTIONS = {  # the language's functions, read independently of derive.function
     "sigmoid": torch.sigmoid,
     "softplus": lambda x: torch.logaddexp(x, torch.zeros_like(x)),
     "relu": torch.relu,
-    "maximum": torch.maximum,
-    "minimum": torch.minimum,
+    "maximum": lambda a, b: _select(a >= b, a, b),
+    "minimum": lambda a, b: _select(a <= b, a, b),
 }
+
+
+def _select(pick_a: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """maximum/minimum as a selection, so that every mode of torch's autograd through the text
+    is exact away from a tie (draws keep |a - b| from 0). torch's own jvp of ``minimum`` is
+    ``other_t + mask * (self_t - other_t)``: against an unselected tangent far larger than the
+    selected one, the selected tangent's last digits round away (fuzz 1029546 and 1080291,
+    1e-10 off where the generated jvp is exact); where()'s tangent copies the selected one."""
+    return torch.where(pick_a, a, b)
+
+
 COMPARISONS = {
     ast.Eq: torch.eq,
     ast.NotEq: torch.ne,

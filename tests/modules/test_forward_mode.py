@@ -189,3 +189,18 @@ def test_the_text_oracle_tangent_is_torch_forward_mode():
     x = torch.linspace(-2, 2, 5, dtype=torch.float64)
     t = torch.ones_like(x)
     _close(oracle_tangent(op, {"x": x}, {"x": t}), 1 - torch.tanh(x) ** 2)
+
+
+def test_the_text_oracle_tangent_of_a_selection_is_the_selected_tangent_exactly():
+    """maximum/minimum in the text oracle select, so their tangent is the selected input's
+    tangent to the last bit. torch's own jvp of ``minimum``, ``other_t + mask * (self_t -
+    other_t)``, rounds a selected tangent of 0.2 away against an unselected one of 1e6 (fuzz
+    1080291 called the exact generated jvp wrong by 1e-10)."""
+    op = Op("sel", ["x[N]", "y[N]"], ["out[n] = minimum(x[n], y[n]) + maximum(x[n], -y[n])"])
+    x = torch.tensor([0.5, -2.0, 3.0], dtype=torch.float64)
+    y = torch.tensor([4.0, 1.0, -1.0], dtype=torch.float64)
+    tx = torch.tensor([0.21982558105162395, -0.3, 0.7], dtype=torch.float64)
+    ty = torch.tensor([1e6, -1e6, 3e5], dtype=torch.float64)
+    found = oracle_tangent(op, {"x": x, "y": y}, {"x": tx, "y": ty})
+    want = torch.where(x <= y, tx, ty) + torch.where(x >= -y, tx, -ty)
+    assert torch.equal(found, want)
