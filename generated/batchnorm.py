@@ -271,11 +271,15 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     )
 
 
-def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
+def _double_backward(
+    grad_out, saved, needs=(True, True, True, True, True, True, True), present=(True, True, True)
+):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
-    one flag per input, does not ask for, and their work skipped)."""
+    one flag per input, does not ask for, and their work skipped).
+    ``present``: which cotangents were given, one flag each; a term that only missing ones
+    reach is not read."""
     gain, bndiff, bnvar_inv, bnraw, grad_y, b_dx, b_dgain, b_dbias, v_x, v_gain, v_bias, _like = (
         saved
     )
@@ -294,17 +298,18 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
     if needs[0] or needs[3]:
         shared_bnvar_inv_gain = bnvar_inv * gain
     if needs[0]:
-        dbnraw = torch.addcmul(
+        acc = (
             torch.addcmul(
-                db_dgain * grad_y,
-                shared_bnvar_inv_gain * sum_bnraw_db_dx,
-                grad_y,
+                shared_bnvar_inv_gain * sum_bnraw_db_dx * (-1 / (N - 1)) * grad_y,
+                shared_bnvar_inv_gain * sum_bnraw_grad_y,
+                db_dx,
                 value=-1 / (N - 1),
-            ),
-            shared_bnvar_inv_gain * sum_bnraw_grad_y,
-            db_dx,
-            value=-1 / (N - 1),
+            )
+            if present[0]
+            else grad_out.new_zeros((N, M))
         )
+        dbnraw = torch.addcmul(acc, db_dgain, grad_y) if present[1] else acc
+        del acc
         sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
     if needs[0] or needs[1]:
         sum_grad_y = _sum_leading(grad_y, 1)
@@ -319,7 +324,11 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
         ).sum(1)
         del sum_bnraw_grad_y, sum_grad_y
     if needs[0]:
-        dbnvar_inv = torch.addcmul(sum_bndiff_dbnraw, sum_bnraw_db_dx_grad_y, gain)
+        dbnvar_inv = (
+            torch.addcmul(sum_bndiff_dbnraw, sum_bnraw_db_dx_grad_y, gain)
+            if present[0]
+            else sum_bndiff_dbnraw
+        )
         del sum_bndiff_dbnraw
         dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
         del dbnvar_inv
@@ -330,10 +339,14 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
         sum_dbndiff = _sum_leading(dbndiff, 1)
         dbnmeani = -sum_dbndiff
         del sum_dbndiff
-        dx = _add_scaled(dbndiff, dbnmeani, 1 / N)
+        dx = (
+            _add_scaled(dbndiff, dbnmeani, 1 / N)
+            if present[0] or present[1]
+            else grad_out.new_zeros((N, M))
+        )
         del dbndiff, dbnmeani
     if needs[1]:
-        dgain = bnvar_inv * sum_bnraw_db_dx_grad_y
+        dgain = bnvar_inv * sum_bnraw_db_dx_grad_y if present[0] else grad_out.new_zeros((M,))
     if needs[0] or needs[1]:
         del sum_bnraw_db_dx_grad_y
     if needs[3]:
@@ -343,18 +356,26 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
     if needs[0] or needs[3]:
         del sum_bnraw_db_dx
     if needs[3]:
-        dgrad_y = torch.addcmul(
-            torch.addcmul(torch.addcmul(db_dbias, shared_bnvar_inv_gain, db_dx), db_dgain, bnraw),
-            shared_bnvar_inv_gain,
-            sum_bnraw_db_dx_1,
-            value=-1,
+        acc_1 = (
+            torch.addcmul(
+                shared_bnvar_inv_gain * db_dx, shared_bnvar_inv_gain, sum_bnraw_db_dx_1, value=-1
+            )
+            if present[0]
+            else grad_out.new_zeros((N, M))
         )
-        del db_dbias, sum_bnraw_db_dx_1
-    if needs[0] or needs[3]:
-        del db_dgain
     del db_dx
+    if needs[3]:
+        del sum_bnraw_db_dx_1
     if needs[0] or needs[3]:
         del shared_bnvar_inv_gain
+    if needs[3]:
+        acc_2 = torch.addcmul(acc_1, db_dgain, bnraw) if present[1] else acc_1
+    if needs[0] or needs[3]:
+        del db_dgain
+    if needs[3]:
+        del acc_1
+        dgrad_y = acc_2 + db_dbias if present[2] else acc_2
+        del db_dbias, acc_2
     return (
         dx if needs[0] else None,
         dgain if needs[1] else None,
@@ -471,6 +492,7 @@ class _Backward(torch.autograd.Function):
         ctx.save_for_backward(grad_out, x, gain, bias)
         ctx.save_for_forward(grad_out, x, gain, bias)
         ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
@@ -534,10 +556,11 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # which of those gradients to compute (None: all), one flag each
     x, gain, bias = inputs
     _targets = (x, gain, bias)
+    present = tuple(v is not None for v in cotangents)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
     needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
-    return _double_backward(torch.ones_like(_pair), _saved, needs)
+    return _double_backward(torch.ones_like(_pair), _saved, needs, present)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -893,6 +916,7 @@ class _TransformableBackward(torch.autograd.Function):
         ctx.save_for_backward(inputs[0], *inputs[2:5])
         ctx.save_for_forward(inputs[0], *inputs[2:5])
         ctx.needs, ctx.params = _flags(inputs[1], 3), inputs[5:]
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
 
     @staticmethod
     def _saved(ctx, inputs):

@@ -188,11 +188,15 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b):
     )
 
 
-def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
+def _double_backward(
+    grad_out, saved, needs=(True, True, True, True, True, True, True), present=(True, True, True)
+):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
-    one flag per input, does not ask for, and their work skipped)."""
+    one flag per input, does not ask for, and their work skipped).
+    ``present``: which cotangents were given, one flag each; a term that only missing ones
+    reach is not read."""
     x, w, grad_y, b_dx, b_dw, b_db, v_x, v_w, v_b, _like = saved
     _check_grad_out(grad_out, _like)
     C = x.shape[1]
@@ -206,11 +210,13 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
     if needs[1] or needs[3]:
         db_dx = grad_out * v_x
     if needs[0]:
-        dx = torch.conv1d(
+        sum_db_dw_grad_y = torch.conv1d(
             torch.nn.functional.pad(grad_y, (0, K - 1)), db_dw.reshape(C, 1, K).flip(2), groups=C
         ).narrow(2, 0, T)
+        dx = sum_db_dw_grad_y if present[1] else grad_out.new_zeros((N, C, T))
+        del sum_db_dw_grad_y
     if needs[1]:
-        dw = (
+        sum_db_dx_grad_y = (
             torch.conv1d(
                 db_dx.permute(1, 0, 2).reshape(1, C * N, T),
                 grad_y.permute(1, 0, 2),
@@ -220,6 +226,8 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
             .narrow(2, 0, K)
             .reshape(C, K)
         )
+        dw = sum_db_dx_grad_y if present[0] else grad_out.new_zeros((C, K))
+        del sum_db_dx_grad_y
     if needs[3]:
         sum_db_dw_x = torch.conv1d(x, db_dw.reshape(C, 1, K), padding=K - 1, groups=C).narrow(
             2, 0, T
@@ -227,14 +235,18 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
     if needs[0] or needs[3]:
         del db_dw
     if needs[3]:
+        acc = sum_db_dw_x if present[1] else grad_out.new_zeros((N, C, T))
+        del sum_db_dw_x
         sum_db_dx_w = torch.conv1d(db_dx, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(
             2, 0, T
         )
     if needs[1] or needs[3]:
         del db_dx
     if needs[3]:
-        dgrad_y = db_db[:, None] + sum_db_dw_x + sum_db_dx_w
-        del db_db, sum_db_dw_x, sum_db_dx_w
+        acc_1 = acc + sum_db_dx_w if present[0] else acc
+        del acc, sum_db_dx_w
+        dgrad_y = acc_1 + db_db[:, None] if present[2] else acc_1
+        del db_db, acc_1
     return (
         dx if needs[0] else None,
         dw if needs[1] else None,
@@ -342,6 +354,7 @@ class _Backward(torch.autograd.Function):
         ctx.save_for_backward(grad_out, x, w, b)
         ctx.save_for_forward(grad_out, x, w, b)
         ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
@@ -405,10 +418,11 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # which of those gradients to compute (None: all), one flag each
     x, w, b = inputs
     _targets = (x, w, b)
+    present = tuple(v is not None for v in cotangents)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, w, b, grad_out, *cotangents)
     needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
-    return _double_backward(torch.ones_like(_pair), _saved, needs)
+    return _double_backward(torch.ones_like(_pair), _saved, needs, present)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -661,6 +675,7 @@ class _TransformableBackward(torch.autograd.Function):
         ctx.save_for_backward(inputs[0], *inputs[2:5])
         ctx.save_for_forward(inputs[0], *inputs[2:5])
         ctx.needs, ctx.params = _flags(inputs[1], 3), inputs[5:]
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
 
     @staticmethod
     def _saved(ctx, inputs):

@@ -493,12 +493,17 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
 
 
 def _double_backward(
-    grad_out, saved, needs=(True, True, True, True, True, True, True, True, True, True, True)
+    grad_out,
+    saved,
+    needs=(True, True, True, True, True, True, True, True, True, True, True),
+    present=(True, True, True, True, True),
 ):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
-    one flag per input, does not ask for, and their work skipped)."""
+    one flag per input, does not ask for, and their work skipped).
+    ``present``: which cotangents were given, one flag each; a term that only missing ones
+    reach is not read."""
     (
         x,
         Wh,
@@ -534,6 +539,7 @@ def _double_backward(
         _like,
     ) = saved
     _check_grad_out(grad_out, _like)
+    B = x.shape[0]
     C = x.shape[2]
     D = Wh.shape[3]
     H = Wh.shape[2]
@@ -564,72 +570,96 @@ def _double_backward(
         .contiguous()
     )
     sum_Wh_at_all_2_db_dx = shared_Wh_db_dx[2]
+    acc = sum_Wh_at_all_2_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
+    del sum_Wh_at_all_2_db_dx
     shared_db_dWh_x = (
         (x @ db_dWh.flatten(1))
         .unflatten(2, (db_dWh.shape[1], db_dWh.shape[2], db_dWh.shape[3]))
         .permute(2, 0, 3, 1, 4)
     )
     sum_db_dWh_at_all_2_x = shared_db_dWh_x[2]
-    dc_Woh_grad_y_probs = sum_Wh_at_all_2_db_dx + sum_db_dWh_at_all_2_x
-    del sum_Wh_at_all_2_db_dx, sum_db_dWh_at_all_2_x
+    dc_Woh_grad_y_probs = acc + sum_db_dWh_at_all_2_x if present[1] else acc
+    del acc, sum_db_dWh_at_all_2_x
     sum_Wh_at_all_1_db_dx = shared_Wh_db_dx[1]
+    acc_1 = sum_Wh_at_all_1_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
+    del sum_Wh_at_all_1_db_dx
     sum_db_dWh_at_all_1_x = shared_db_dWh_x[1]
-    dc_Woh_grad_y_probs_q_v = (sum_Wh_at_all_1_db_dx + sum_db_dWh_at_all_1_x) / math.sqrt(D)
-    del sum_Wh_at_all_1_db_dx, sum_db_dWh_at_all_1_x
+    dc_Woh_grad_y_probs_q_v = (acc_1 + sum_db_dWh_at_all_1_x if present[1] else acc_1) / math.sqrt(
+        D
+    )
+    del acc_1, sum_db_dWh_at_all_1_x
     sum_Wh_at_all_0_db_dx = shared_Wh_db_dx[0]
     del shared_Wh_db_dx
+    acc_2 = sum_Wh_at_all_0_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
+    del sum_Wh_at_all_0_db_dx
     sum_db_dWh_at_all_0_x = shared_db_dWh_x[0]
     del shared_db_dWh_x
-    dc_Woh_grad_y_k_probs_v = (sum_Wh_at_all_0_db_dx + sum_db_dWh_at_all_0_x) / math.sqrt(D)
-    del sum_Wh_at_all_0_db_dx, sum_db_dWh_at_all_0_x
+    dc_Woh_grad_y_k_probs_v = (acc_2 + sum_db_dWh_at_all_0_x if present[1] else acc_2) / math.sqrt(
+        D
+    )
+    del acc_2, sum_db_dWh_at_all_0_x
     sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3)
     sum_k_probs = probs @ k
+    sum_db_dbh_at_0_k_probs = torch.einsum("be,abce->abc", db_dbh[0], sum_k_probs)
+    sum_probs = probs.sum(3)
+    acc_3 = (
+        torch.addcmul(
+            sum_db_dbh_at_0_k_probs * (-1 / math.sqrt(D)),
+            sum_probs,
+            sum_db_dbh_at_1_q,
+            value=-1 / math.sqrt(D),
+        )
+        if present[2]
+        else grad_out.new_zeros((B, H, T))
+    )
+    del sum_db_dbh_at_0_k_probs, sum_probs
     sum_dc_Woh_grad_y_k_probs_v_k_probs = (dc_Woh_grad_y_k_probs_v * sum_k_probs).sum(3)
+    del sum_k_probs
     sum_dc_Woh_grad_y_probs_q_v_probs_q = (
         q @ dc_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2) * probs
     ).sum(3)
-    sum_db_dbh_at_0_k_probs = torch.einsum("be,abce->abc", db_dbh[0], sum_k_probs)
-    del sum_k_probs
-    sum_probs = probs.sum(3)
-    dc_Woh_grad_y_probs_v = torch.addcmul(
-        -sum_dc_Woh_grad_y_k_probs_v_k_probs
-        - sum_dc_Woh_grad_y_probs_q_v_probs_q
-        - (sum_db_dbh_at_0_k_probs / math.sqrt(D)),
-        sum_probs,
-        sum_db_dbh_at_1_q,
-        value=-1 / math.sqrt(D),
+    dc_Woh_grad_y_probs_v = (
+        acc_3 - sum_dc_Woh_grad_y_k_probs_v_k_probs - sum_dc_Woh_grad_y_probs_q_v_probs_q
+        if present[0] or present[1]
+        else acc_3
     )
-    del (
-        sum_dc_Woh_grad_y_k_probs_v_k_probs,
-        sum_dc_Woh_grad_y_probs_q_v_probs_q,
-        sum_db_dbh_at_0_k_probs,
-        sum_probs,
+    del acc_3, sum_dc_Woh_grad_y_k_probs_v_k_probs, sum_dc_Woh_grad_y_probs_q_v_probs_q
+    acc_4 = dc_Woh_grad_y_probs_v.permute(1, 0, 2)
+    sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
+    acc_5 = acc_4[:, :, :, None] + (
+        (sum_db_dbh_at_0_k.permute(1, 0, 2) / math.sqrt(D))[:, :, None]
+        + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
+        if present[2]
+        else grad_out.new_zeros((H, B, T, T))
     )
+    del acc_4
     sum_dc_Woh_grad_y_k_probs_v_k = dc_Woh_grad_y_k_probs_v.permute(1, 0, 2, 3) @ k.permute(
         1, 0, 3, 2
     )
     sum_dc_Woh_grad_y_probs_q_v_q = q.permute(1, 0, 2, 3) @ dc_Woh_grad_y_probs_q_v.permute(
         1, 0, 3, 2
     )
-    sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
     dc_Woh_grad_y_v = (
-        dc_Woh_grad_y_probs_v.permute(1, 0, 2)[:, :, :, None]
-        + sum_dc_Woh_grad_y_k_probs_v_k
-        + sum_dc_Woh_grad_y_probs_q_v_q
-        + (sum_db_dbh_at_0_k.permute(1, 0, 2) / math.sqrt(D))[:, :, None]
-        + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
+        acc_5 + sum_dc_Woh_grad_y_k_probs_v_k + sum_dc_Woh_grad_y_probs_q_v_q
+        if present[0] or present[1]
+        else acc_5
     ) * probs.permute(1, 0, 2, 3)
+    del acc_5
     if needs[3] or needs[5]:
-        sum_dc_Woh_grad_y_probs_probs = (
-            (dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2))
+        sum_dc_Woh_grad_y_v_v = (
+            (v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2))
             .permute(0, 2, 1, 3)
             .contiguous()
         )
-        sum_dc_Woh_grad_y_v_v = (
-            v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2)
+        sum_dc_Woh_grad_y_probs_probs = (
+            dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2)
         ).permute(0, 2, 1, 3)
-        dc_Woh_grad_y = sum_dc_Woh_grad_y_probs_probs + sum_dc_Woh_grad_y_v_v
-        del sum_dc_Woh_grad_y_probs_probs, sum_dc_Woh_grad_y_v_v
+        dc_Woh_grad_y = (
+            sum_dc_Woh_grad_y_v_v + sum_dc_Woh_grad_y_probs_probs
+            if present[0] or present[1]
+            else sum_dc_Woh_grad_y_v_v
+        )
+        del sum_dc_Woh_grad_y_v_v, sum_dc_Woh_grad_y_probs_probs
     if needs[0] or needs[1] or needs[2]:
         dy = (
             (grad_y @ db_dWoh.permute(2, 0, 1).flatten(1))
@@ -637,47 +667,56 @@ def _double_backward(
             .permute(0, 2, 1, 3)
             .contiguous()
         )
+        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
+            c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
+        )
+        acc_6 = (
+            torch.addcmul(
+                (sum_db_dbh_at_1_q / math.sqrt(D))[:, :, :, None]
+                * shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
+                sum_db_dbh_at_0_k[:, :, None],
+                shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
+                value=1 / math.sqrt(D),
+            )
+            if present[2]
+            else grad_out.new_zeros((B, H, T, T))
+        )
+    del sum_db_dbh_at_1_q, sum_db_dbh_at_0_k
+    if needs[0] or needs[1] or needs[2]:
+        sum_dy_v = dy @ v.permute(0, 1, 3, 2)
+        acc_7 = acc_6 + sum_dy_v if present[3] else acc_6
+        del acc_6, sum_dy_v
         sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
             2, 0, 3, 1
         ) @ dc_Woh_grad_y_probs.permute(0, 1, 3, 2)
     del dc_Woh_grad_y_probs
     if needs[0] or needs[1] or needs[2]:
-        sum_dy_v = dy @ v.permute(0, 1, 3, 2)
-        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
-            c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
-        )
-        dprobs = torch.addcmul(
+        acc_8 = (
             torch.addcmul(
                 torch.addcmul(
-                    torch.addcmul(
-                        torch.addcmul(
-                            sum_c_Woh_grad_y_dc_Woh_grad_y_probs + sum_dy_v,
-                            dc_Woh_grad_y_probs_v[:, :, :, None],
-                            c_Woh_grad_y_v.permute(1, 0, 2, 3),
-                        ),
-                        sum_dc_Woh_grad_y_probs_q_v_q.permute(1, 0, 2, 3),
-                        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
-                    ),
-                    sum_dc_Woh_grad_y_k_probs_v_k.permute(1, 0, 2, 3),
+                    acc_7 + sum_c_Woh_grad_y_dc_Woh_grad_y_probs,
+                    sum_dc_Woh_grad_y_probs_q_v_q.permute(1, 0, 2, 3),
                     shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
                 ),
-                sum_db_dbh_at_1_q[:, :, :, None],
+                sum_dc_Woh_grad_y_k_probs_v_k.permute(1, 0, 2, 3),
                 shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
-                value=1 / math.sqrt(D),
-            ),
-            sum_db_dbh_at_0_k[:, :, None],
-            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
-            value=1 / math.sqrt(D),
+            )
+            if present[0] or present[1]
+            else acc_7
         )
-    del (
-        sum_db_dbh_at_1_q,
-        dc_Woh_grad_y_probs_v,
-        sum_dc_Woh_grad_y_k_probs_v_k,
-        sum_dc_Woh_grad_y_probs_q_v_q,
-        sum_db_dbh_at_0_k,
-    )
+    del sum_dc_Woh_grad_y_k_probs_v_k, sum_dc_Woh_grad_y_probs_q_v_q
     if needs[0] or needs[1] or needs[2]:
-        del sum_c_Woh_grad_y_dc_Woh_grad_y_probs, sum_dy_v
+        del acc_7, sum_c_Woh_grad_y_dc_Woh_grad_y_probs
+        dprobs = (
+            torch.addcmul(
+                acc_8, dc_Woh_grad_y_probs_v[:, :, :, None], c_Woh_grad_y_v.permute(1, 0, 2, 3)
+            )
+            if present[0] or present[1] or present[2]
+            else acc_8
+        )
+    del dc_Woh_grad_y_probs_v
+    if needs[0] or needs[1] or needs[2]:
+        del acc_8
         sum_dprobs_probs = (probs * dprobs).sum(3)
         dcounts_sum = -sum_dprobs_probs / counts_sum
         del sum_dprobs_probs
@@ -692,30 +731,21 @@ def _double_backward(
         del dcounts
         dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
         del dmaxes
+        sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
+        del dy
+        acc_9 = sum_dy_probs if present[3] else grad_out.new_zeros((B, H, T, D))
+        del sum_dy_probs
         sum_c_Woh_grad_y_dc_Woh_grad_y_v = dc_Woh_grad_y_v.permute(
             1, 0, 3, 2
         ) @ c_Woh_grad_y.permute(2, 0, 3, 1)
     del dc_Woh_grad_y_v
     if needs[0] or needs[1] or needs[2]:
-        sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
-        del dy
-        dv = sum_c_Woh_grad_y_dc_Woh_grad_y_v + sum_dy_probs
-        del sum_c_Woh_grad_y_dc_Woh_grad_y_v, sum_dy_probs
-        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v * probs
+        dv = (
+            acc_9 + sum_c_Woh_grad_y_dc_Woh_grad_y_v
+            if present[0] or present[1] or present[2]
+            else acc_9
         )
-        del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(2)
-        )
-        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-            c_Woh_grad_y_v.permute(1, 0, 3, 2) - c_Woh_grad_y_probs_v[:, :, None]
-        ) * probs.permute(0, 1, 3, 2)
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
-        )
-    del dc_Woh_grad_y_k_probs_v
-    if needs[0] or needs[1] or needs[2]:
+        del acc_9, sum_c_Woh_grad_y_dc_Woh_grad_y_v
         t_dscores = torch.where(
             torch.arange(T, device=grad_out.device)[:, None]
             <= torch.arange(T, device=grad_out.device),
@@ -724,21 +754,55 @@ def _double_backward(
         )
         del dscores
         sum_dscores_q = t_dscores @ q
-        dk = torch.addcmul(
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs + sum_dscores_q,
-            db_dbh[0][:, None],
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs[:, :, :, None],
-            value=1 / math.sqrt(D),
+        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v * probs
         )
-        del (
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs,
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs,
-            sum_dscores_q,
+        del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(2)
         )
+        acc_10 = (
+            torch.addcmul(
+                sum_dscores_q,
+                db_dbh[0][:, None],
+                sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs[:, :, :, None],
+                value=1 / math.sqrt(D),
+            )
+            if present[2]
+            else sum_dscores_q
+        )
+        del sum_dscores_q, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
+            c_Woh_grad_y_v.permute(1, 0, 3, 2) - c_Woh_grad_y_probs_v[:, :, None]
+        ) * probs.permute(0, 1, 3, 2)
+        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
+            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
+        )
+    del dc_Woh_grad_y_k_probs_v
+    if needs[0] or needs[1] or needs[2]:
+        dk = (
+            acc_10 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
+            if present[0] or present[1]
+            else acc_10
+        )
+        del acc_10, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
+        sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
+        del t_dscores
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1 = (
             shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(3, keepdim=True)
         )
         del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+        acc_11 = (
+            torch.addcmul(
+                sum_dscores_k,
+                db_dbh[1][:, None],
+                sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
+                value=1 / math.sqrt(D),
+            )
+            if present[2]
+            else sum_dscores_k
+        )
+        del sum_dscores_k, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs = (
             t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2)
             @ dc_Woh_grad_y_probs_q_v
@@ -746,31 +810,28 @@ def _double_backward(
     del dc_Woh_grad_y_probs_q_v
     if needs[0] or needs[1] or needs[2]:
         del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-        sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
-        del t_dscores
-        dq = torch.addcmul(
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs + sum_dscores_k,
-            db_dbh[1][:, None],
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
-            value=1 / math.sqrt(D),
+        dq = (
+            acc_11 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
+            if present[0] or present[1]
+            else acc_11
         )
-        del (
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs,
-            sum_dscores_k,
-        )
+        del acc_11, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
     if needs[3]:
         sum_dc_Woh_grad_y_grad_y = dc_Woh_grad_y.flatten(2) @ grad_y.flatten(0, 1)
         sum_grad_y = grad_y.sum((1, 0))
-        dWoh = torch.addcmul(sum_dc_Woh_grad_y_grad_y, sum_grad_y, db_dbh[2][:, :, None])
+        dWoh = (
+            torch.addcmul(sum_dc_Woh_grad_y_grad_y, sum_grad_y, db_dbh[2][:, :, None])
+            if present[2]
+            else sum_dc_Woh_grad_y_grad_y
+        )
         del sum_dc_Woh_grad_y_grad_y, sum_grad_y
-        dWo = dWoh.reshape(C, C)
+        dWoh_as_Wo = dWoh.reshape(C, C)
         del dWoh
     if needs[0] or needs[2]:
         stacked_dq = torch.stack([dq, dk, dv], 1)
     if needs[2]:
         dbh = stacked_dq.sum((0, 3))
-        dbqkv = dbh.reshape(3 * C)
+        dbh_as_bqkv = dbh.reshape(3 * C)
         del dbh
     if needs[1]:
         sum_dq_x = (
@@ -779,25 +840,11 @@ def _double_backward(
     if needs[0] or needs[1] or needs[2]:
         del dq
     if needs[1]:
-        sum_c_Woh_grad_y_k_probs_v_db_dx = (
-            db_dx.permute(2, 0, 1).flatten(1)
-            @ c_Woh_grad_y_k_probs_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-        ).unflatten(1, (c_Woh_grad_y_k_probs_v.shape[1], c_Woh_grad_y_k_probs_v.shape[3]))
         sum_dk_x = (
             x.permute(2, 0, 1).flatten(1) @ dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
         ).unflatten(1, (dk.shape[1], dk.shape[3]))
     if needs[0] or needs[1] or needs[2]:
         del dk
-    if needs[1]:
-        sum_c_Woh_grad_y_probs_q_v_db_dx = (
-            db_dx.permute(2, 0, 1).flatten(1)
-            @ c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-        ).unflatten(1, (c_Woh_grad_y_probs_q_v.shape[1], c_Woh_grad_y_probs_q_v.shape[3]))
-        sum_c_Woh_grad_y_probs_db_dx = (
-            db_dx.permute(2, 0, 1).flatten(1)
-            @ c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-        ).unflatten(1, (c_Woh_grad_y_probs.shape[1], c_Woh_grad_y_probs.shape[3]))
-    del db_dx
     if needs[1]:
         sum_dv_x = (
             x.permute(2, 0, 1).flatten(1) @ dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
@@ -805,24 +852,64 @@ def _double_backward(
     if needs[0] or needs[1] or needs[2]:
         del dv
     if needs[1]:
-        dWh = torch.stack(
-            [
-                sum_dq_x + sum_c_Woh_grad_y_k_probs_v_db_dx / math.sqrt(D),
-                sum_dk_x + sum_c_Woh_grad_y_probs_q_v_db_dx / math.sqrt(D),
-                sum_c_Woh_grad_y_probs_db_dx + sum_dv_x,
-            ],
-            1,
+        acc_12 = (
+            torch.where(
+                (0 == torch.arange(3, device=grad_out.device))[:, None, None], sum_dq_x[:, None], 0
+            )
+            + torch.where(
+                (1 == torch.arange(3, device=grad_out.device))[:, None, None], sum_dk_x[:, None], 0
+            )
+            + torch.where(
+                (2 == torch.arange(3, device=grad_out.device))[:, None, None], sum_dv_x[:, None], 0
+            )
+        )
+        del sum_dq_x, sum_dk_x, sum_dv_x
+        sum_c_Woh_grad_y_probs_db_dx = (
+            db_dx.permute(2, 0, 1).flatten(1)
+            @ c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (c_Woh_grad_y_probs.shape[1], c_Woh_grad_y_probs.shape[3]))
+        sum_c_Woh_grad_y_k_probs_v_db_dx = (
+            db_dx.permute(2, 0, 1).flatten(1)
+            @ c_Woh_grad_y_k_probs_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (c_Woh_grad_y_k_probs_v.shape[1], c_Woh_grad_y_k_probs_v.shape[3]))
+        sum_c_Woh_grad_y_probs_q_v_db_dx = (
+            db_dx.permute(2, 0, 1).flatten(1)
+            @ c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (c_Woh_grad_y_probs_q_v.shape[1], c_Woh_grad_y_probs_q_v.shape[3]))
+    del db_dx
+    if needs[1]:
+        dWh = (
+            torch.where(
+                (2 == torch.arange(3, device=grad_out.device))[:, None, None],
+                sum_c_Woh_grad_y_probs_db_dx[:, None],
+                0,
+            )
+            + acc_12
+            + torch.where(
+                (0 == torch.arange(3, device=grad_out.device))[:, None, None],
+                (sum_c_Woh_grad_y_k_probs_v_db_dx / math.sqrt(D))[:, None],
+                0,
+            )
+            + torch.where(
+                (1 == torch.arange(3, device=grad_out.device))[:, None, None],
+                (sum_c_Woh_grad_y_probs_q_v_db_dx / math.sqrt(D))[:, None],
+                0,
+            )
+            if present[0]
+            else acc_12
         )
         del (
-            sum_dq_x,
-            sum_c_Woh_grad_y_k_probs_v_db_dx,
-            sum_dk_x,
-            sum_c_Woh_grad_y_probs_q_v_db_dx,
+            acc_12,
             sum_c_Woh_grad_y_probs_db_dx,
-            sum_dv_x,
+            sum_c_Woh_grad_y_k_probs_v_db_dx,
+            sum_c_Woh_grad_y_probs_q_v_db_dx,
         )
-        dWqkv = dWh.reshape(C, 3 * C)
+        dWh_as_Wqkv = dWh.reshape(C, 3 * C)
         del dWh
+    if needs[0]:
+        acc_13 = stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+    if needs[0] or needs[2]:
+        del stacked_dq
     if needs[0]:
         sum_c_Woh_grad_y_probs_db_dWh_at_all_2 = c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(
             2
@@ -836,32 +923,62 @@ def _double_backward(
     del db_dWh
     if needs[0]:
         dx = (
-            stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
-            + sum_c_Woh_grad_y_probs_db_dWh_at_all_2
-            + sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 / math.sqrt(D)
-            + sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 / math.sqrt(D)
+            (
+                acc_13
+                + sum_c_Woh_grad_y_probs_db_dWh_at_all_2
+                + sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 / math.sqrt(D)
+                + sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 / math.sqrt(D)
+                if present[1]
+                else acc_13
+            )
+            if present[0] or present[1] or present[2] or present[3]
+            else grad_out.new_zeros((B, T, C))
         )
         del (
+            acc_13,
             sum_c_Woh_grad_y_probs_db_dWh_at_all_2,
             sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0,
             sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1,
         )
-    if needs[0] or needs[2]:
-        del stacked_dq
-    if needs[5]:
-        sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
-    del db_dbh
-    if needs[5]:
-        sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)
-    if needs[3] or needs[5]:
-        del dc_Woh_grad_y
+    if needs[1]:
+        dWqkv = (
+            dWh_as_Wqkv
+            if present[0] or present[1] or present[2] or present[3]
+            else grad_out.new_zeros((C, 3 * C))
+        )
+        del dWh_as_Wqkv
+    if needs[2]:
+        dbqkv = (
+            dbh_as_bqkv
+            if present[0] or present[1] or present[2] or present[3]
+            else grad_out.new_zeros((3 * C,))
+        )
+        del dbh_as_bqkv
+    if needs[3]:
+        dWo = dWoh_as_Wo if present[0] or present[1] or present[2] else grad_out.new_zeros((C, C))
+        del dWoh_as_Wo
     if needs[5]:
         sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
     if needs[0] or needs[1] or needs[2] or needs[5]:
         del db_dWoh
     if needs[5]:
-        dgrad_y = db_dbo + sum_Woh_db_dbh_at_2 + sum_Woh_dc_Woh_grad_y + sum_db_dWoh_y
-        del db_dbo, sum_Woh_db_dbh_at_2, sum_Woh_dc_Woh_grad_y, sum_db_dWoh_y
+        acc_14 = sum_db_dWoh_y if present[3] else grad_out.new_zeros((B, T, C))
+        del sum_db_dWoh_y
+        sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)
+    if needs[3] or needs[5]:
+        del dc_Woh_grad_y
+    if needs[5]:
+        acc_15 = (
+            acc_14 + sum_Woh_dc_Woh_grad_y if present[0] or present[1] or present[2] else acc_14
+        )
+        del acc_14, sum_Woh_dc_Woh_grad_y
+        acc_16 = acc_15 + db_dbo if present[4] else acc_15
+        del db_dbo, acc_15
+        sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
+    del db_dbh
+    if needs[5]:
+        dgrad_y = acc_16 + sum_Woh_db_dbh_at_2 if present[2] else acc_16
+        del acc_16, sum_Woh_db_dbh_at_2
     return (
         dx if needs[0] else None,
         dWqkv if needs[1] else None,
@@ -1057,6 +1174,7 @@ class _Backward(torch.autograd.Function):
         ctx.save_for_backward(grad_out, x, Wqkv, bqkv, Wo, bo)
         ctx.save_for_forward(grad_out, x, Wqkv, bqkv, Wo, bo)
         ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2], grads[3], grads[4]))
 
@@ -1120,6 +1238,7 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # which of those gradients to compute (None: all), one flag each
     x, Wqkv, bqkv, Wo, bo = inputs
     _targets = (x, Wqkv, bqkv, Wo, bo)
+    present = tuple(v is not None for v in cotangents)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(
         x, Wqkv, bqkv, Wo, bo, grad_out, *cotangents, n_head=ctx.params[0]
@@ -1129,7 +1248,7 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
         if needs is None
         else needs + (False,) * 5
     )
-    return _double_backward(torch.ones_like(_pair), _saved, needs)
+    return _double_backward(torch.ones_like(_pair), _saved, needs, present)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -1495,6 +1614,7 @@ class _TransformableBackward(torch.autograd.Function):
         ctx.save_for_backward(inputs[0], *inputs[2:7])
         ctx.save_for_forward(inputs[0], *inputs[2:7])
         ctx.needs, ctx.params = _flags(inputs[1], 5), inputs[7:]
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
 
     @staticmethod
     def _saved(ctx, inputs):

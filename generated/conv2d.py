@@ -404,11 +404,15 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
     )
 
 
-def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
+def _double_backward(
+    grad_out, saved, needs=(True, True, True, True, True, True, True), present=(True, True, True)
+):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
-    one flag per input, does not ask for, and their work skipped)."""
+    one flag per input, does not ask for, and their work skipped).
+    ``present``: which cotangents were given, one flag each; a term that only missing ones
+    reach is not read."""
     (
         xg,
         wg,
@@ -463,6 +467,8 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
             dilation=(dilation, dilation),
             groups=groups,
         ).reshape(N, groups, OG, HO, WO)
+        acc = sum_db_dwg_xg if present[1] else grad_out.new_zeros((N, groups, OG, HO, WO))
+        del sum_db_dwg_xg
         sum_db_dxg_wg = torch.conv2d(
             db_dxg_as_x.reshape(N, groups * CG, H, W),
             wg.reshape(groups * OG, CG, KH, KW),
@@ -471,8 +477,10 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
             dilation=(dilation, dilation),
             groups=groups,
         ).reshape(N, groups, OG, HO, WO)
-        db_grad_out_as_outg = db_dbg[:, :, None, None] + sum_db_dwg_xg + sum_db_dxg_wg
-        del db_dbg, sum_db_dwg_xg, sum_db_dxg_wg
+        acc_1 = acc + sum_db_dxg_wg if present[0] else acc
+        del acc, sum_db_dxg_wg
+        db_grad_out_as_outg = acc_1 + db_dbg[:, :, None, None] if present[2] else acc_1
+        del db_dbg, acc_1
         dgrad_y = db_grad_out_as_outg.reshape(N, O, HO, WO)
         del db_grad_out_as_outg
     if needs[1]:
@@ -488,7 +496,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
     if needs[1] or needs[3]:
         del db_dxg_as_x
     if needs[1]:
-        dw = dwg.reshape(O, CG, KH, KW)
+        dwg_as_w = dwg.reshape(O, CG, KH, KW)
         del dwg
     if needs[0]:
         sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose2d(
@@ -508,8 +516,13 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
     if needs[0]:
         dxg = sum_b_grad_out_as_outg_db_dwg
         del sum_b_grad_out_as_outg_db_dwg
-        dx = dxg.reshape(N, C, H, W)
+        dxg_as_x = dxg.reshape(N, C, H, W)
         del dxg
+        dx = dxg_as_x if present[1] else grad_out.new_zeros((N, C, H, W))
+        del dxg_as_x
+    if needs[1]:
+        dw = dwg_as_w if present[0] else grad_out.new_zeros((O, CG, KH, KW))
+        del dwg_as_w
     return (
         dx if needs[0] else None,
         dw if needs[1] else None,
@@ -679,6 +692,7 @@ class _Backward(torch.autograd.Function):
         ctx.save_for_backward(grad_out, x, w, b)
         ctx.save_for_forward(grad_out, x, w, b)
         ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
@@ -742,6 +756,7 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # which of those gradients to compute (None: all), one flag each
     x, w, b = inputs
     _targets = (x, w, b)
+    present = tuple(v is not None for v in cotangents)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(
         x,
@@ -755,7 +770,7 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
         groups=ctx.params[3],
     )
     needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
-    return _double_backward(torch.ones_like(_pair), _saved, needs)
+    return _double_backward(torch.ones_like(_pair), _saved, needs, present)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -1027,6 +1042,7 @@ class _TransformableBackward(torch.autograd.Function):
         ctx.save_for_backward(inputs[0], *inputs[2:5])
         ctx.save_for_forward(inputs[0], *inputs[2:5])
         ctx.needs, ctx.params = _flags(inputs[1], 3), inputs[5:]
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
 
     @staticmethod
     def _saved(ctx, inputs):

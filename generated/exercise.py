@@ -696,11 +696,14 @@ def _double_backward(
         True,
         True,
     ),
+    present=(True, True, True, True, True, True, True),
 ):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
-    one flag per input, does not ask for, and their work skipped)."""
+    one flag per input, does not ask for, and their work skipped).
+    ``present``: which cotangents were given, one flag each; a term that only missing ones
+    reach is not read."""
     (
         X,
         Y,
@@ -765,9 +768,12 @@ def _double_backward(
     db_dembcat = db_dembcat_as_emb.reshape(N, E * T)
     del db_dembcat_as_emb
     sum_W1_db_dembcat = db_dembcat @ W1
-    sum_db_dW1_embcat = embcat @ db_dW1
-    db_dhprebn = db_db1 + sum_W1_db_dembcat + sum_db_dW1_embcat
-    del db_db1, sum_W1_db_dembcat, sum_db_dW1_embcat
+    acc = sum_W1_db_dembcat if present[0] else grad_out.new_zeros((N, H))
+    del sum_W1_db_dembcat
+    acc_1 = torch.addmm(acc, embcat, db_dW1) if present[1] else acc
+    del acc
+    db_dhprebn = acc_1 + db_db1 if present[2] else acc_1
+    del db_db1, acc_1
     db_dbnmeani = _sum_leading(db_dhprebn, 1, mean=True)
     db_dbndiff = db_dhprebn - db_dbnmeani
     del db_dhprebn, db_dbnmeani
@@ -779,14 +785,26 @@ def _double_backward(
     shared_bnvar_inv = torch.pow(bnvar_inv, 3)
     db_dbnvar_inv = shared_bnvar_inv * db_dbnvar * (-1 / 2)
     db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
-    db_dhpreact = torch.addcmul(torch.addcmul(db_dbnbias, db_dbngain, bnraw), bngain, db_dbnraw)
-    del db_dbnbias
+    acc_2 = db_dbngain * bnraw if present[3] else grad_out.new_zeros((N, H))
+    acc_3 = (
+        torch.addcmul(acc_2, bngain, db_dbnraw) if present[0] or present[1] or present[2] else acc_2
+    )
+    del acc_2
+    db_dhpreact = acc_3 + db_dbnbias if present[4] else acc_3
+    del db_dbnbias, acc_3
     shared_h = h * h
     db_dh = torch.addcmul(db_dhpreact, db_dhpreact, shared_h, value=-1)
-    sum_W2_db_dh = db_dh @ W2
     sum_db_dW2_h = h @ db_dW2
-    db_dlogits = db_db2 + sum_W2_db_dh + sum_db_dW2_h
-    del db_db2, sum_W2_db_dh, sum_db_dW2_h
+    acc_4 = sum_db_dW2_h if present[5] else grad_out.new_zeros((N, V))
+    del sum_db_dW2_h
+    acc_5 = (
+        torch.addmm(acc_4, db_dh, W2)
+        if present[0] or present[1] or present[2] or present[3] or present[4]
+        else acc_4
+    )
+    del acc_4
+    db_dlogits = acc_5 + db_db2 if present[6] else acc_5
+    del db_db2, acc_5
     db_dlogit_maxes = db_dlogits.gather(1, logit_maxes_argmax_first.unsqueeze(1)).squeeze(1)
     db_dnorm_logits = db_dlogits - db_dlogit_maxes[:, None]
     del db_dlogits, db_dlogit_maxes
@@ -843,51 +861,60 @@ def _double_backward(
         del dlogit_maxes
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
         sum_W2_dlogits = dlogits @ W2.T
-        sum_b_dlogits_db_dW2 = b_dlogits @ db_dW2.T
+        acc_6 = torch.addmm(sum_W2_dlogits, b_dlogits, db_dW2.T) if present[5] else sum_W2_dlogits
     del db_dW2
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
-        dh = torch.addcmul(sum_W2_dlogits + sum_b_dlogits_db_dW2, db_dhpreact * h, b_dh, value=-2)
+        del sum_W2_dlogits
+        dh = (
+            torch.addcmul(acc_6, db_dhpreact * h, b_dh, value=-2)
+            if present[0] or present[1] or present[2] or present[3] or present[4]
+            else acc_6
+        )
     del db_dhpreact
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
-        del sum_W2_dlogits, sum_b_dlogits_db_dW2
+        del acc_6
         dhpreact = torch.addcmul(dh, dh, shared_h, value=-1)
         del dh
     del shared_h
     if needs[2] or needs[3] or needs[4]:
-        dbnraw = torch.addcmul(db_dbngain * b_dhpreact, bngain, dhpreact)
+        acc_7 = bngain * dhpreact
+        dbnraw = torch.addcmul(acc_7, db_dbngain, b_dhpreact) if present[3] else acc_7
     del db_dbngain
     if needs[2] or needs[3] or needs[4]:
-        sum_b_dbnraw_db_dbndiff = _sum_leading(b_dbnraw * db_dbndiff, 1)
+        del acc_7
         sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
-        dbnvar_inv = torch.addcmul(
-            sum_b_dbnraw_db_dbndiff + sum_bndiff_dbnraw,
-            b_dbnvar_inv * db_dbnvar,
-            bnvar_inv * bnvar_inv,
-            value=-3 / 2,
+        sum_b_dbnraw_db_dbndiff = _sum_leading(b_dbnraw * db_dbndiff, 1)
+        dbnvar_inv = (
+            torch.addcmul(
+                sum_bndiff_dbnraw + sum_b_dbnraw_db_dbndiff,
+                b_dbnvar_inv * db_dbnvar,
+                bnvar_inv * bnvar_inv,
+                value=-3 / 2,
+            )
+            if present[0] or present[1] or present[2]
+            else sum_bndiff_dbnraw
         )
     del db_dbnvar
     if needs[2] or needs[3] or needs[4]:
-        del sum_b_dbnraw_db_dbndiff, sum_bndiff_dbnraw
+        del sum_bndiff_dbnraw, sum_b_dbnraw_db_dbndiff
         dbnvar = shared_bnvar_inv * dbnvar_inv * (-1 / 2)
         del dbnvar_inv
     del shared_bnvar_inv
     if needs[2] or needs[3] or needs[4]:
         dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
         del dbnvar
-        dbndiff = torch.addcmul(
+        acc_8 = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
+        del dbnraw, dbndiff2
+        dbndiff = (
             torch.addcmul(
-                torch.addcmul(db_dbnvar_inv * b_dbnraw, bnvar_inv, dbnraw),
-                dbndiff2,
-                bndiff,
-                value=2,
-            ),
-            db_dbndiff,
-            b_dbndiff2,
-            value=2,
+                torch.addcmul(acc_8, db_dbnvar_inv, b_dbnraw), db_dbndiff, b_dbndiff2, value=2
+            )
+            if present[0] or present[1] or present[2]
+            else acc_8
         )
     del db_dbndiff, db_dbnvar_inv
     if needs[2] or needs[3] or needs[4]:
-        del dbnraw, dbndiff2
+        del acc_8
         sum_dbndiff = _sum_leading(dbndiff, 1)
         dbnmeani = -sum_dbndiff
         del sum_dbndiff
@@ -895,42 +922,51 @@ def _double_backward(
         del dbndiff, dbnmeani
     if needs[2]:
         sum_W1_dhprebn = dhprebn @ W1.T
-        sum_b_dhprebn_db_dW1 = b_dhprebn @ db_dW1.T
+        dembcat = torch.addmm(sum_W1_dhprebn, b_dhprebn, db_dW1.T) if present[1] else sum_W1_dhprebn
     del db_dW1
     if needs[2]:
-        dembcat = sum_W1_dhprebn + sum_b_dhprebn_db_dW1
-        del sum_W1_dhprebn, sum_b_dhprebn_db_dW1
+        del sum_W1_dhprebn
         dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
         del dembcat
     if needs[3]:
-        sum_b_dhprebn_db_dembcat = db_dembcat.T @ b_dhprebn
+        sum_dhprebn_embcat = embcat.T @ dhprebn
+        dW1 = (
+            torch.addmm(sum_dhprebn_embcat, db_dembcat.T, b_dhprebn)
+            if present[0]
+            else sum_dhprebn_embcat
+        )
     del db_dembcat
     if needs[3]:
-        sum_dhprebn_embcat = embcat.T @ dhprebn
-        dW1 = sum_b_dhprebn_db_dembcat + sum_dhprebn_embcat
-        del sum_b_dhprebn_db_dembcat, sum_dhprebn_embcat
+        del sum_dhprebn_embcat
     if needs[4]:
         db1 = _sum_leading(dhprebn, 1)
     if needs[2] or needs[3] or needs[4]:
         del dhprebn
     if needs[5]:
+        sum_bnraw_dhpreact = _sum_leading(bnraw * dhpreact, 1)
         sum_b_dhpreact_db_dbnraw = _sum_leading(b_dhpreact * db_dbnraw, 1)
     del db_dbnraw
     if needs[5]:
-        sum_bnraw_dhpreact = _sum_leading(bnraw * dhpreact, 1)
-        dbngain = sum_b_dhpreact_db_dbnraw + sum_bnraw_dhpreact
-        del sum_b_dhpreact_db_dbnraw, sum_bnraw_dhpreact
+        dbngain = (
+            sum_bnraw_dhpreact + sum_b_dhpreact_db_dbnraw
+            if present[0] or present[1] or present[2]
+            else sum_bnraw_dhpreact
+        )
+        del sum_bnraw_dhpreact, sum_b_dhpreact_db_dbnraw
     if needs[6]:
         dbnbias = _sum_leading(dhpreact, 1)
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
         del dhpreact
     if needs[7]:
-        sum_b_dlogits_db_dh = db_dh.T @ b_dlogits
+        sum_dlogits_h = h.T @ dlogits
+        dW2 = (
+            torch.addmm(sum_dlogits_h, db_dh.T, b_dlogits)
+            if present[0] or present[1] or present[2] or present[3] or present[4]
+            else sum_dlogits_h
+        )
     del db_dh
     if needs[7]:
-        sum_dlogits_h = h.T @ dlogits
-        dW2 = sum_b_dlogits_db_dh + sum_dlogits_h
-        del sum_b_dlogits_db_dh, sum_dlogits_h
+        del sum_dlogits_h
     if needs[8]:
         db2 = _sum_leading(dlogits, 1)
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
@@ -1153,6 +1189,7 @@ class _Backward(torch.autograd.Function):
         ctx.save_for_backward(grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2)
         ctx.save_for_forward(grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2)
         ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved)
         return _distinct(
             grad_out, (grads[2], grads[3], grads[4], grads[5], grads[6], grads[7], grads[8])
@@ -1218,6 +1255,7 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # which of those gradients to compute (None: all), one flag each
     X, Y, C, W1, b1, bngain, bnbias, W2, b2 = inputs
     _targets = (C, W1, b1, bngain, bnbias, W2, b2)
+    present = tuple(v is not None for v in cotangents)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(
         X,
@@ -1258,7 +1296,7 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
         if needs is None
         else needs + (False,) * 8
     )
-    return _double_backward(torch.ones_like(_pair), _saved, needs)
+    return _double_backward(torch.ones_like(_pair), _saved, needs, present)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -1660,6 +1698,7 @@ class _TransformableBackward(torch.autograd.Function):
         ctx.save_for_backward(inputs[0], *inputs[2:11])
         ctx.save_for_forward(inputs[0], *inputs[2:11])
         ctx.needs, ctx.params = _flags(inputs[1], 9), inputs[11:]
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
 
     @staticmethod
     def _saved(ctx, inputs):

@@ -272,11 +272,15 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     )
 
 
-def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
+def _double_backward(
+    grad_out, saved, needs=(True, True, True, True, True, True, True), present=(True, True, True)
+):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
-    one flag per input, does not ask for, and their work skipped)."""
+    one flag per input, does not ask for, and their work skipped).
+    ``present``: which cotangents were given, one flag each; a term that only missing ones
+    reach is not read."""
     (
         gain,
         diff,
@@ -293,6 +297,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
         _like,
     ) = saved
     _check_grad_out(grad_out, _like)
+    Batch = diff.shape[0]
     C = gain.shape[0]
     if needs[3]:
         db_dbias = grad_out * v_bias
@@ -307,12 +312,19 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
         shared_gain_rstd = gain * rstd[:, None]
         shared_gain_rstd_sum_db_dx_xhat = shared_gain_rstd * sum_db_dx_xhat[:, None]
     if needs[0]:
-        dxhat = torch.addcmul(
-            torch.addcmul(db_dgain * grad_y, shared_gain_rstd_sum_db_dx_xhat, grad_y, value=-1 / C),
-            (rstd * sum_gain_grad_y_xhat)[:, None],
-            db_dx,
-            value=-1 / C,
+        acc = (
+            torch.addcmul(
+                shared_gain_rstd_sum_db_dx_xhat * (-1 / C) * grad_y,
+                (rstd * sum_gain_grad_y_xhat)[:, None],
+                db_dx,
+                value=-1 / C,
+            )
+            if present[0]
+            else grad_out.new_zeros((Batch, C))
         )
+        dxhat = torch.addcmul(acc, db_dgain, grad_y) if present[1] else acc
+        del acc
+        sum_diff_dxhat = (diff * dxhat).sum(1)
         sum_gain_grad_y = shared_gain_grad_y.sum(1, keepdim=True)
         del shared_gain_grad_y
         sum_db_dx_gain_grad_y_xhat = (
@@ -325,9 +337,8 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
             * db_dx
         ).sum(1)
         del sum_gain_grad_y_xhat, sum_gain_grad_y
-        sum_diff_dxhat = (diff * dxhat).sum(1)
-        drstd = sum_db_dx_gain_grad_y_xhat + sum_diff_dxhat
-        del sum_db_dx_gain_grad_y_xhat, sum_diff_dxhat
+        drstd = sum_diff_dxhat + sum_db_dx_gain_grad_y_xhat if present[0] else sum_diff_dxhat
+        del sum_diff_dxhat, sum_db_dx_gain_grad_y_xhat
         dvar = torch.pow(rstd, 3) * drstd * (-1 / 2)
         del drstd
         ddiff = torch.addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, value=2 / C)
@@ -335,7 +346,11 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
         sum_ddiff = ddiff.sum(1, keepdim=True)
         dmean = -sum_ddiff
         del sum_ddiff
-        dx = _add_scaled(ddiff, dmean, 1 / C)
+        dx = (
+            _add_scaled(ddiff, dmean, 1 / C)
+            if present[0] or present[1]
+            else grad_out.new_zeros((Batch, C))
+        )
         del ddiff, dmean
     if needs[1]:
         sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
@@ -347,30 +362,37 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
     if needs[1]:
         sum_db_dx_grad_y_rstd_xhat_1 = sum_db_dx_grad_y_rstd_1 + sum_db_dx_grad_y_rstd_xhat
         del sum_db_dx_grad_y_rstd_1, sum_db_dx_grad_y_rstd_xhat
-        dgain = sum_db_dx_grad_y_rstd - (sum_db_dx_grad_y_rstd_xhat_1 / C)
+        dgain = (
+            sum_db_dx_grad_y_rstd - (sum_db_dx_grad_y_rstd_xhat_1 / C)
+            if present[0]
+            else grad_out.new_zeros((C,))
+        )
         del sum_db_dx_grad_y_rstd, sum_db_dx_grad_y_rstd_xhat_1
     if needs[3]:
-        sum_db_dx = db_dx.sum(1)
-        dgrad_y = torch.addcmul(
+        sum_db_dx = db_dx.sum(1, keepdim=True)
+        acc_1 = (
             torch.addcmul(
-                torch.addcmul(
-                    torch.addcmul(db_dbias, (rstd * sum_db_dx)[:, None], gain, value=-1 / C),
-                    shared_gain_rstd,
-                    db_dx,
-                ),
-                db_dgain,
+                torch.addcmul(shared_gain_rstd * sum_db_dx * (-1 / C), shared_gain_rstd, db_dx),
+                shared_gain_rstd_sum_db_dx_xhat,
                 xhat,
-            ),
-            shared_gain_rstd_sum_db_dx_xhat,
-            xhat,
-            value=-1 / C,
+                value=-1 / C,
+            )
+            if present[0]
+            else grad_out.new_zeros((Batch, C))
         )
-        del db_dbias, sum_db_dx
-    if needs[0] or needs[3]:
-        del db_dgain
     del db_dx
+    if needs[3]:
+        del sum_db_dx
     if needs[0] or needs[3]:
         del shared_gain_rstd, shared_gain_rstd_sum_db_dx_xhat
+    if needs[3]:
+        acc_2 = torch.addcmul(acc_1, db_dgain, xhat) if present[1] else acc_1
+    if needs[0] or needs[3]:
+        del db_dgain
+    if needs[3]:
+        del acc_1
+        dgrad_y = acc_2 + db_dbias if present[2] else acc_2
+        del db_dbias, acc_2
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     if needs[3]:
@@ -491,6 +513,7 @@ class _Backward(torch.autograd.Function):
         ctx.save_for_backward(grad_out, x, gain, bias)
         ctx.save_for_forward(grad_out, x, gain, bias)
         ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
@@ -554,10 +577,11 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # which of those gradients to compute (None: all), one flag each
     x, gain, bias = inputs
     _targets = (x, gain, bias)
+    present = tuple(v is not None for v in cotangents)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
     needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
-    return _double_backward(torch.ones_like(_pair), _saved, needs)
+    return _double_backward(torch.ones_like(_pair), _saved, needs, present)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -913,6 +937,7 @@ class _TransformableBackward(torch.autograd.Function):
         ctx.save_for_backward(inputs[0], *inputs[2:5])
         ctx.save_for_forward(inputs[0], *inputs[2:5])
         ctx.needs, ctx.params = _flags(inputs[1], 3), inputs[5:]
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
 
     @staticmethod
     def _saved(ctx, inputs):

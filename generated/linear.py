@@ -178,13 +178,20 @@ def _double_forward(x, W, b, grad_y, v_x, v_W, v_b):
     )
 
 
-def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True, True)):
+def _double_backward(
+    grad_out, saved, needs=(True, True, True, True, True, True, True), present=(True, True, True)
+):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
-    one flag per input, does not ask for, and their work skipped)."""
+    one flag per input, does not ask for, and their work skipped).
+    ``present``: which cotangents were given, one flag each; a term that only missing ones
+    reach is not read."""
     x, W, grad_y, b_dx, b_dW, b_db, v_x, v_W, v_b, _like = saved
     _check_grad_out(grad_out, _like)
+    D = x.shape[1]
+    M = W.shape[1]
+    N = x.shape[0]
     if needs[3]:
         db_db = grad_out * v_b
     if needs[0] or needs[3]:
@@ -192,20 +199,27 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True, True, True,
     if needs[1] or needs[3]:
         db_dx = grad_out * v_x
     if needs[0]:
-        dx = grad_y @ db_dW.T
+        sum_db_dW_grad_y = grad_y @ db_dW.T
+        dx = sum_db_dW_grad_y if present[1] else grad_out.new_zeros((N, D))
+        del sum_db_dW_grad_y
     if needs[1]:
-        dW = db_dx.T @ grad_y
+        sum_db_dx_grad_y = db_dx.T @ grad_y
+        dW = sum_db_dx_grad_y if present[0] else grad_out.new_zeros((D, M))
+        del sum_db_dx_grad_y
     if needs[3]:
         sum_W_db_dx = db_dx @ W
     if needs[1] or needs[3]:
         del db_dx
     if needs[3]:
-        sum_db_dW_x = x @ db_dW
+        acc = sum_W_db_dx if present[0] else grad_out.new_zeros((N, M))
+        del sum_W_db_dx
+        acc_1 = torch.addmm(acc, x, db_dW) if present[1] else acc
     if needs[0] or needs[3]:
         del db_dW
     if needs[3]:
-        dgrad_y = db_db + sum_W_db_dx + sum_db_dW_x
-        del db_db, sum_W_db_dx, sum_db_dW_x
+        del acc
+        dgrad_y = acc_1 + db_db if present[2] else acc_1
+        del db_db, acc_1
     return (
         dx if needs[0] else None,
         dW if needs[1] else None,
@@ -309,6 +323,7 @@ class _Backward(torch.autograd.Function):
         ctx.save_for_backward(grad_out, x, W, b)
         ctx.save_for_forward(grad_out, x, W, b)
         ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved, _needs)
         return _distinct(grad_out, (grads[0], grads[1], grads[2]))
 
@@ -372,10 +387,11 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     # which of those gradients to compute (None: all), one flag each
     x, W, b = inputs
     _targets = (x, W, b)
+    present = tuple(v is not None for v in cotangents)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
     _pair, _saved = _double_forward(x, W, b, grad_out, *cotangents)
     needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
-    return _double_backward(torch.ones_like(_pair), _saved, needs)
+    return _double_backward(torch.ones_like(_pair), _saved, needs, present)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
@@ -724,6 +740,7 @@ class _TransformableBackward(torch.autograd.Function):
         ctx.save_for_backward(inputs[0], *inputs[2:5])
         ctx.save_for_forward(inputs[0], *inputs[2:5])
         ctx.needs, ctx.params = _flags(inputs[1], 3), inputs[5:]
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
 
     @staticmethod
     def _saved(ctx, inputs):

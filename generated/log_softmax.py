@@ -278,6 +278,7 @@ class _Backward(torch.autograd.Function):
         ctx.save_for_backward(grad_out, x)
         ctx.save_for_forward(grad_out, x)
         ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved)
         return _distinct(grad_out, (grads[0],))
 
@@ -585,6 +586,7 @@ class _TransformableBackward(torch.autograd.Function):
         ctx.save_for_backward(inputs[0], *inputs[2:3])
         ctx.save_for_forward(inputs[0], *inputs[2:3])
         ctx.needs, ctx.params = _flags(inputs[1], 1), inputs[3:]
+        ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
 
     @staticmethod
     def _saved(ctx, inputs):

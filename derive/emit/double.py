@@ -18,6 +18,7 @@ from derive.language.guards import data_guards
 from derive.progress import Stage, silent
 from derive.symbolic.derivation import Derivation, derive
 from derive.symbolic.second_order import second_order_graph
+from derive.symbolic.seeds import gated
 
 
 @dataclass
@@ -82,7 +83,7 @@ def double_data(
         so.graph.guarded = data_guards(g)  # the data's guards are the forward's
         second = derive(so.graph, lambda what: stage(f"the double backward, {what}"))
         stage("the double backward, lowering")
-        data = lower(second, source, command)
+        data = lower(*_given_cotangents(second, so.cotangents), source, command)
     except (DerivationError, EngineBug) as exc:
         reason = str(exc).split(": ", 1)[-1] if str(exc).startswith("op '") else str(exc)
         return dataclasses.replace(base, error=reason.splitlines()[0][:300])
@@ -92,3 +93,22 @@ def double_data(
         argmax_saved=[d.saved.index(a) for a in so.argmaxes],
         derivation=second,
     )
+
+
+def _given_cotangents(second: Derivation, cotangents: list[str]) -> tuple[Derivation, int]:
+    """``second`` with each term that some cotangents alone reach given on them (autograd's
+    None for a cotangent drops its chain instead of multiplying it by zeros:
+    :mod:`derive.symbolic.seeds`), and how many ``present`` flags its backward then takes
+    (0: nothing was given, the backward takes none)."""
+    adj = second.adjoints
+    final, changed = gated(
+        second.order,
+        second.final,
+        adj.names,
+        adj.views,
+        {v: k for k, v in enumerate(cotangents)},
+        [t for t in second.graph.inputs if t not in cotangents],
+    )
+    if not changed:
+        return second, 0
+    return dataclasses.replace(second, final=final), len(cotangents)

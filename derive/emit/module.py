@@ -76,6 +76,7 @@ class ModuleData:
     jvp: JvpData | None = None  # the derived tangent map (None: the second order's module)
     autocast: str = INPUT  # the dtype it runs in under torch.autocast (derive.emit.precision)
     needs: str = ""  # backward's ``needs`` default, one flag per input ("": it takes none)
+    present: str = ""  # a double backward's ``present`` default, one flag per cotangent
     marker: str = MARKER
 
 
@@ -306,6 +307,7 @@ def module_data(
     every_step: bool | None = None,
     zero_as_none: bool = False,
     graded_only: Collection[str] | None = None,
+    present: int = 0,
 ) -> ModuleData:
     """Lower forward and backward of ``d`` into the strings of one generated module; with
     ``double``, the derived second order too (:mod:`derive.emit.double`). ``stage`` hears the
@@ -321,7 +323,8 @@ def module_data(
     ``graded_only``: the inputs whose gradients the backward returns at all (the others
     None; default every float input). A backward returning several inputs' gradients
     takes ``needs``, one flag per input, as autograd's ``ctx.needs_input_grad``, and
-    computes only those asked for."""
+    computes only those asked for. ``present``: how many cotangent flags a double backward
+    whose terms are given on them takes (:mod:`derive.symbolic.seeds`; 0: none)."""
     g, adj = d.graph, d.adjoints
     every_step = g.op.stepwise if every_step is None else every_step
     zero = [t for t in d.order if zero_as_none and d.final[t] == 0]
@@ -357,11 +360,18 @@ def module_data(
     if double:
         stage("the double backward, deriving")
 
-        def lower(d2: Derivation, s: str, c: str) -> ModuleData:
+        def lower(d2: Derivation, present: int, s: str, c: str) -> ModuleData:
             # the inputs' and grad_out's gradients: the cotangents' are nobody's to read
             mine = d2.graph.inputs[: len(g.inputs) + 1]
             return module_data(
-                d2, s, c, False, every_step=False, zero_as_none=True, graded_only=mine
+                d2,
+                s,
+                c,
+                False,
+                every_step=False,
+                zero_as_none=True,
+                graded_only=mine,
+                present=present,
             )
 
         second = double_data(d, source, command, lower, stage)
@@ -401,6 +411,7 @@ def module_data(
         jvp=tangents,
         autocast=autocast_policy(g),
         needs=_tuple(["True"] * len(g.inputs)) if needs else "",
+        present=_tuple(["True"] * present) if present else "",
     )
 
 

@@ -210,6 +210,18 @@ class Select(Map):
 
 
 @dataclass(frozen=True)
+class Given(Node):
+    """``present[0] or present[2]``: whether one of those cotangents was given to the double
+    backward (a python bool per call; :mod:`derive.symbolic.seeds`)."""
+
+    on: tuple[int, ...]
+
+    @property
+    def scalar(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
 class Indicator(Node):
     """where(c, a, b) with numbers a, b: ``c.to(dtype) * (a - b) + b``, the mask as floats."""
 
@@ -643,6 +655,7 @@ class Free(Statement):
 
 
 NEEDS = "needs"  # the backward's flags, one per input: which gradients the caller asks for
+PRESENT = "present"  # the double backward's flags, one per cotangent: which were given
 
 
 @dataclass(frozen=True)

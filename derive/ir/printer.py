@@ -245,6 +245,9 @@ class TorchPrinter:
         a, cond, b = (self.doprint(n) for n in (node.a, node.cond, node.b))
         return f"({a} if {cond} else {b})"
 
+    def _print_Given(self, node: ir.Given) -> str:
+        return " or ".join(f"{ir.PRESENT}[{k}]" for k in node.on)
+
     def _print_Indicator(self, node: ir.Indicator) -> str:
         code = self._method(node.cond, f"to({self.doprint(node.like)}.dtype)")
         if node.scale is not None:

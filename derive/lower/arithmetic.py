@@ -19,11 +19,15 @@ from derive.ir.printer import ADD_SCALED
 from derive.language import Definition, ReduceMax
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
+from derive.lower.select import given_value
 from derive.lower.value import align, as_gate, is_gate, number_scale, ordered_terms, plain, union
 from derive.symbolic.indices import free_indices, without
+from derive.symbolic.seeds import given
 
 
 def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
+    if any(isinstance(t, given) for t in e.args):
+        return _accumulated(cx, e, order)
     fused = fuse(cx, e, order)
     if fused is not None:
         return fused
@@ -49,6 +53,48 @@ def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
         minus = term.could_extract_minus_sign()
         value = align(cx.value(-term if minus else term, order), axes)
         acc = ir.Binary("-" if minus else "+", acc, value, axes=axes)
+    return acc
+
+
+def _accumulated(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
+    """A sum with given terms (:mod:`derive.symbolic.seeds`), each added onto the sum before it
+    where its cotangents were given, one statement a term::
+
+        acc = rest
+        acc_1 = torch.addcmul(acc, b, c) if present[1] else acc
+
+    ``acc + T`` is lowered as any sum, so its fusions stand (a product T rides in one addcmul
+    onto acc, as in the whole sum), and with every cotangent given the kernels are the whole
+    sum's. Without ungiven terms the sum starts from a given term that is no product (a
+    product rides best onto another), of the most axes. A term wider than what comes before
+    it is added as ``(T if present[k] else zeros)``."""
+    terms = [t for t in e.args if isinstance(t, given)]
+    rest = sp.Add(*[t for t in e.args if not isinstance(t, given)])
+    if rest == 0:
+        terms.sort(key=lambda t: (-len(free_indices(t)), isinstance(t.args[0], sp.Mul)))
+        acc = given_value(cx, terms.pop(0), order)
+    else:
+        acc = cx.value(rest, order)
+    for term in terms:
+        if acc.scalar:
+            acc = ir.Binary("+", acc, given_value(cx, term, order))
+            continue
+        before = acc if isinstance(acc, ir.Ref) else ir.Ref(cx.fresh("acc"), axes=acc.axes)
+        if before is not acc:
+            cx.emit(ir.Assign((before.name,), acc))
+        label = cx.alias(before.name, before)  # what the sum below reads acc as
+        read = (
+            sp.IndexedBase(label, shape=tuple(cx.sizes[a] for a in acc.axes), real=True)[acc.axes]
+            if acc.axes
+            else sp.Symbol(label, real=True)
+        )
+        whole = cx.value(read + term.args[0], order)
+        if set(whole.axes) != set(acc.axes):
+            one = given_value(cx, term, order)
+            axes = union([acc.axes, one.axes], order)
+            acc = ir.Binary("+", align(before, axes), align(one, axes), axes=axes)
+            continue
+        acc = ir.Select(ir.Given(term.positions), whole, align(before, whole.axes), axes=whole.axes)
     return acc
 
 

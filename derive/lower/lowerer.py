@@ -56,9 +56,10 @@ from derive.lower.indexing import arange, clamped, digit, indexed, mask
 from derive.lower.maxes import reduce_max_many
 from derive.lower.memo import canonical, repeated_sums
 from derive.lower.reductions import sum_value
-from derive.lower.select import relation, safe_indices, slice_constants, where_value
+from derive.lower.select import given_value, relation, safe_indices, slice_constants, where_value
 from derive.lower.value import AxisError, stem
 from derive.symbolic.indices import free_indices
+from derive.symbolic.seeds import given
 
 PRINTER = TorchPrinter()
 
@@ -316,4 +317,5 @@ LOWERINGS: dict[type, Callable[[Context, sp.Expr, list[sp.Symbol]], ir.Node]] = 
     sp.core.relational.Relational: relation,
     where: where_value,
     clamp: clamped,
+    given: given_value,
 }

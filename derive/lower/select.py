@@ -22,6 +22,7 @@ from derive.ir import nodes as ir
 from derive.lower.context import Context
 from derive.lower.indexing import index_value
 from derive.lower.value import align, union
+from derive.symbolic.seeds import given
 
 RELATIONS = {
     sp.Equality: "==",
@@ -191,3 +192,15 @@ def _branch(cx: Context, x: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
 
 def _kind(base: sp.IndexedBase) -> dict:
     return {"integer": True} if base.is_integer else {"real": True}
+
+
+def given_value(cx: Context, e: given, order: list[sp.Symbol]) -> ir.Node:
+    """``(term if present[k] else zeros)``: a python conditional, so a term whose cotangents
+    were not given is never read (:mod:`derive.symbolic.seeds`); zeros of its own shape, so
+    the sum it is part of keeps its shape."""
+    term = cx.value(e.args[0], order)
+    cond = ir.Given(e.positions)
+    if term.scalar:
+        return ir.Select(cond, term, ir.Number(0))
+    zeros = ir.Zeros(tuple(cx.size(a) for a in term.axes), cx.like, axes=term.axes)
+    return ir.Select(cond, term, zeros, axes=term.axes)

@@ -40,6 +40,7 @@ class SecondOrder:
 
     graph: Graph  # inputs: the op's, then grad_out, a cotangent v_x per float input, argmaxes
     argmaxes: dict[str, str]  # argmax tensor the first backward reads -> its input name
+    cotangents: list[str]  # the v_x inputs, in the order of the inputs they belong to
 
 
 class TensorNames:
@@ -107,11 +108,12 @@ def second_order_graph(d: Derivation) -> SecondOrder:
             new = Tensor(b.fresh(f"{am.name}_first"), am.dims, integer=True)
             argmaxes[am.name] = b.add(new, am.base if am.dims else sp.Symbol(am.name)).name
     b.first_backward(gy.name)
-    terms = []
+    terms, cotangents = [], []
     for t in (t for t in g.inputs if t in d.final):
         x = g.tensors[t]
         v = b.add(Tensor(b.fresh(f"v_{t}"), x.dims, batched=x.batched))
         b.inputs.append(v.name)
+        cotangents.append(v.name)
         free, first = adj.free[t], b.firsts[adj.names[t]]
         term = _read(v)[free] * _read(first)[free] if free else _read(v) * _read(first)
         limits = [(i, 0, n - 1) for i, n in zip(free, x.dims, strict=True)]
@@ -134,7 +136,7 @@ def second_order_graph(d: Derivation) -> SecondOrder:
     inputs = b.inputs + list(argmaxes.values())
     graph = Graph(op, g.sizes, g.params, b.tensors, inputs, b.steps, pair.name, dict(g.derived))
     graph.like = gy.name
-    return SecondOrder(graph, argmaxes)
+    return SecondOrder(graph, argmaxes, cotangents)
 
 
 class _Builder:

@@ -437,8 +437,10 @@ def second_order(
 ) -> dict[str, torch.Tensor]:
     """Reverse over reverse through ``apply`` (a function of the inputs, in order): the
     gradient of ``<v, d<grad_out, out>/dx>`` with respect to every float input and grad_out
-    (key ``"grad_out"``), zeros where it does not depend on one. ``cotangents`` maps each float
-    input to its v. The same for the generated ``Function.apply`` and the text oracle."""
+    (key ``"grad_out"``), zeros where it does not depend on one. ``cotangents`` maps float
+    inputs to their v; an input left out has no part in the pair, and autograd gives its
+    first-order gradient's node no cotangent (None, as for a gradient penalty on x alone). The
+    same for the generated ``Function.apply`` and the text oracle."""
     leaves = {
         n: t.detach().clone().requires_grad_(t.is_floating_point()) for n, t in inputs.items()
     }
@@ -450,7 +452,11 @@ def second_order(
     if not out.requires_grad:
         return zeros
     firsts = torch.autograd.grad(out, targets, g, create_graph=True, allow_unused=True)
-    pair = sum((f * cotangents[n]).sum() for n, f in zip(floats, firsts) if f is not None)
+    pair = sum(
+        (f * cotangents[n]).sum()
+        for n, f in zip(floats, firsts)
+        if f is not None and n in cotangents
+    )
     if not isinstance(pair, torch.Tensor) or not pair.requires_grad:
         return zeros
     seconds = torch.autograd.grad(pair, targets + [g], allow_unused=True)

@@ -119,6 +119,35 @@ def test_a_gradient_penalty_through_layernorm():
     assert torch.allclose(mine, want, rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("learned", [False, True])
+def test_a_gradient_penalty_drops_the_chain_of_a_gradient_no_one_reads(learned, tmp_path):
+    """GeM pooling, ``(mean relu(x)**p)**(1/p)``, over a row a relu zeroed: dp is NaN there (as
+    torch's is). A gradient penalty on x alone gives p's first-order gradient no cotangent
+    (None: p is fixed, or its gradient is no part of the penalty); the double backward read
+    it as zeros, and 0 times the NaN partials of p's chain made the penalty's Hessian in x NaN
+    on that row, where torch's is 0 (derive.symbolic.seeds). The same through torch.func."""
+    module = imported(next(c for c in CASES if c.endswith("gem_pooling.py")), tmp_path)[0]
+    x0 = torch.tensor([[[0.0, 1.0, 2.0], [-1.0, -2.0, -3.0]]], dtype=torch.float64)
+    p = torch.tensor(3.0, dtype=torch.float64, requires_grad=learned)
+
+    def penalty(f):
+        x = x0.clone().requires_grad_()
+        (gx,) = torch.autograd.grad(f(x, p).sum(), x, create_graph=True)
+        return torch.autograd.grad((gx**2).sum(), x)[0]
+
+    want = penalty(lambda x, q: (torch.relu(x) ** q).mean(-1) ** (1 / q))
+    assert torch.isfinite(want).all() and (want[0, 1] == 0).all()
+    torch.testing.assert_close(penalty(module.Function.apply), want, rtol=0, atol=1e-12)
+    if not learned:
+        fixed = p.detach()
+
+        def gem(x):
+            return module.Function.apply(x, fixed).sum()
+
+        hessian_term = torch.func.grad(lambda x: (torch.func.grad(gem)(x) ** 2).sum())(x0)
+        torch.testing.assert_close(hessian_term, want, rtol=0, atol=1e-12)
+
+
 def _batchnorm_torch(x, gain, bias):
     """ops/batchnorm.py in torch ops: the batch's mean and its n-1 variance."""
     return gain * (x - x.mean(0)) / torch.sqrt(x.var(0, correction=1) + 1e-5) + bias
