@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import importlib
+import math
 import runpy
 import sys
 from pathlib import Path
@@ -100,20 +101,58 @@ def test_torch_compile_fullgraph(name):
         _close(got, ref)
 
 
-@pytest.mark.parametrize("name", ["layernorm", "cross_entropy"])
-def test_torch_export(name):
-    """torch.export traces Function (through _Node, as torch.compile does) into a program
-    whose numbers are the eager module's."""
-    module = importlib.import_module(f"generated.{name}")
-    op = runpy.run_path(f"ops/{name}.py")["OP"]
-    inputs, _ = defined_inputs(parse(op), 0)
+@pytest.mark.parametrize("path", CATALOGUE)
+def test_torch_export(path, tmp_path):
+    """torch.export keeps each op as one call of its custom op (``backgen::<op>_<digest>``),
+    whose derivative is the derived backward: the program's numbers and gradients are the eager
+    module's, and again after torch.export.save and load."""
+    op, module, inputs = _op(path)
 
     class Wrapped(torch.nn.Module):
         def forward(self, *args):
             return module.Function.apply(*args)
 
     program = torch.export.export(Wrapped(), tuple(inputs))
-    _close(program.module()(*inputs), module.Function.apply(*inputs))
+    calls = [n.target for n in program.graph.nodes if n.op == "call_function"]
+    ours = [str(c) for c in calls if str(c).startswith("backgen.")]
+    assert len(ours) == 1 and ours[0].startswith(f"backgen.{op.name}_"), calls
+    torch.export.save(program, tmp_path / "program.pt2")
+    for run in (program.module(), torch.export.load(tmp_path / "program.pt2").module()):
+        leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+        out = run(*leaves)
+        _close(out, module.Function.apply(*inputs))
+        floats = [t for t in leaves if t.requires_grad]
+        grads = torch.autograd.grad(out.pow(2).sum(), floats)
+        eager = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+        want = torch.autograd.grad(
+            module.Function.apply(*eager).pow(2).sum(), [t for t in eager if t.requires_grad]
+        )
+        for got, ref in zip(grads, want, strict=True):
+            _close(got, ref)
+
+
+def test_an_exported_program_differentiates_by_the_derived_backward(tmp_path, monkeypatch):
+    """Export inlined Function into the forward's aten ops, and the program's autograd then
+    differentiated those: ELU written with where() had the gradient NaN at x = 1e4 (0 * exp(1e4)
+    in where's backward) where eager and compiled give 1, silently. A custom op keeps the
+    derived backward, and the double backward through the program is the derived one too."""
+    from tests.modules.emitted import imported
+
+    module = imported(Path("tests/cases/elu_by_hand.py"), tmp_path)[0]
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # strict export imports it
+
+    class Wrapped(torch.nn.Module):
+        def forward(self, x):
+            return module.Function.apply(x)
+
+    x = torch.tensor([1e4, -1.0, 0.5], dtype=torch.float64)
+    for strict in (False, True):
+        run = torch.export.export(Wrapped(), (x,), strict=strict).module()
+        leaf = x.clone().requires_grad_()
+        (g,) = torch.autograd.grad(run(leaf).sum(), leaf, create_graph=True)
+        assert g.tolist() == [1.0, math.exp(-1.0), 1.0]
+        (h,) = torch.autograd.grad(g.sum(), leaf)
+        assert h.tolist() == [0.0, math.exp(-1.0), 0.0]
 
 
 def test_torch_compile_dynamic_shapes():
