@@ -17,6 +17,7 @@ Tangents (forward mode), derived by backgen from the forward, in _jvp:
 """
 
 import contextlib
+import hashlib
 
 import torch
 
@@ -575,7 +576,7 @@ def _exported():
     # Made on import, so that importing the module is what loading a saved program needs
     if _EXPORTED:
         return _EXPORTED[0]
-    name = "backgen::max_pool2d_d99113ded8d0"
+    name = f"backgen::{OP}_{_digest()}"
     try:
         op = torch.library.custom_op(
             name,
@@ -594,6 +595,17 @@ def _exported():
 
 
 _EXPORTED = []
+
+
+def _digest():
+    # of the module's own text: two modules share a custom op only where their code is the
+    # same (one patched after it was generated has its own), and a saved program finds it again
+    try:
+        with open(__file__, "rb") as f:
+            text = f.read()
+    except (NameError, OSError):  # run from a string
+        text = forward.__code__.co_code + backward.__code__.co_code
+    return hashlib.sha256(text).hexdigest()[:16]
 
 
 def _bound(x, kernel_size=2, stride=2):

@@ -8,7 +8,6 @@ saved) -> tuple`` (one entry per input, ``None`` for integer inputs), and ``Func
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,8 +77,7 @@ class ModuleData:
     autocast: str = INPUT  # the dtype it runs in under torch.autocast (derive.emit.precision)
     needs: str = ""  # backward's ``needs`` default, one flag per input ("": it takes none)
     present: str = ""  # a double backward's ``present`` default, one flag per cotangent
-    export_name: str = ""  # the custom op torch.export keeps opaque: backgen::<op>_<digest>
-    export_schema: str = ""  # its schema: the inputs as Tensors, the params as Scalars
+    export_schema: str = ""  # torch.export's custom op: the inputs as Tensors, params Scalars
     marker: str = MARKER
 
 
@@ -415,19 +413,8 @@ def module_data(
         autocast=autocast_policy(g),
         needs=_tuple(["True"] * len(g.inputs)) if needs else "",
         present=_tuple(["True"] * present) if present else "",
-        export_name=_export_name(
-            g.op.name, [*g.op.inputs, *(s.text for s in g.steps)], forward, backward
-        ),
         export_schema=_export_schema(g.inputs, [p.name for p in g.params]),
     )
-
-
-def _export_name(op: str, definitions: list[str], *lines: list) -> str:
-    """The module's custom op for torch.export, ``backgen::<op>_<digest>``: the digest of its
-    definitions and code, so two modules of one name but other definitions (or another
-    backgen's code) never share an op, and one module's text imported twice finds its own."""
-    text = "\n".join([*definitions, *(str(line) for block in lines for line in block)])
-    return f"backgen::{op}_{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
 def _export_schema(inputs: list[str], params: list[str]) -> str:

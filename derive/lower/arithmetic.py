@@ -347,7 +347,8 @@ def zero_mask(e: sp.Expr) -> sp.Expr:
     exactly 0, 1 where it may not be (1: no such structure). ``where(c, a, b)``'s is
     ``where(c, mask(a), mask(b))``, 0's is 0, a product's the product of its factors', a sum's
     the one mask all its terms share (1 where they differ),
-    ``Heaviside(u, h)``'s ``where(u < 0, 0, 1)`` (``where(u > 0, 1, 0)`` for h = 0)."""
+    ``Heaviside(u, h)``'s ``where(u < 0, 0, 1)`` (``where(u > 0, 1, 0)`` for h = 0), a given
+    term's its term's (:mod:`derive.symbolic.seeds`)."""
     if e == 0:
         return sp.S.Zero
     if isinstance(e, where):
@@ -366,6 +367,8 @@ def zero_mask(e: sp.Expr) -> sp.Expr:
         return sp.Mul(*[where(c, 1, 0) for c in sorted(common, key=sp.default_sort_key)])
     if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
         return zero_mask(e.base)
+    if isinstance(e, given):  # its term, or zeros where its cotangents were not given
+        return zero_mask(e.args[0])
     if isinstance(e, sp.Heaviside) and e.atoms(sp.Indexed):
         arg = e.args[0]
         at_zero = e.args[1] if len(e.args) > 1 else sp.Rational(1, 2)
