@@ -625,15 +625,13 @@ def _double_backward(
         else acc_3
     )
     del acc_3, sum_dc_Woh_grad_y_k_probs_v_k_probs, sum_dc_Woh_grad_y_probs_q_v_probs_q
-    acc_4 = dc_Woh_grad_y_probs_v.permute(1, 0, 2)
     sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
-    acc_5 = acc_4[:, :, :, None] + (
+    acc_4 = dc_Woh_grad_y_probs_v.permute(1, 0, 2)[:, :, :, None] + (
         (sum_db_dbh_at_0_k.permute(1, 0, 2) / math.sqrt(D))[:, :, None]
         + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
         if present[2]
         else grad_out.new_zeros((H, B, T, T))
     )
-    del acc_4
     sum_dc_Woh_grad_y_k_probs_v_k = dc_Woh_grad_y_k_probs_v.permute(1, 0, 2, 3) @ k.permute(
         1, 0, 3, 2
     )
@@ -641,11 +639,11 @@ def _double_backward(
         1, 0, 3, 2
     )
     dc_Woh_grad_y_v = (
-        acc_5 + sum_dc_Woh_grad_y_k_probs_v_k + sum_dc_Woh_grad_y_probs_q_v_q
+        acc_4 + sum_dc_Woh_grad_y_k_probs_v_k + sum_dc_Woh_grad_y_probs_q_v_q
         if present[0] or present[1]
-        else acc_5
+        else acc_4
     ) * probs.permute(1, 0, 2, 3)
-    del acc_5
+    del acc_4
     if needs[3] or needs[5]:
         sum_dc_Woh_grad_y_v_v = (
             (v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2))
@@ -671,7 +669,7 @@ def _double_backward(
         shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
             c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
         )
-        acc_6 = (
+        acc_5 = (
             torch.addcmul(
                 (sum_db_dbh_at_1_q / math.sqrt(D))[:, :, :, None]
                 * shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
@@ -685,17 +683,17 @@ def _double_backward(
     del sum_db_dbh_at_1_q, sum_db_dbh_at_0_k
     if needs[0] or needs[1] or needs[2]:
         sum_dy_v = dy @ v.permute(0, 1, 3, 2)
-        acc_7 = acc_6 + sum_dy_v if present[3] else acc_6
-        del acc_6, sum_dy_v
+        acc_6 = acc_5 + sum_dy_v if present[3] else acc_5
+        del acc_5, sum_dy_v
         sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
             2, 0, 3, 1
         ) @ dc_Woh_grad_y_probs.permute(0, 1, 3, 2)
     del dc_Woh_grad_y_probs
     if needs[0] or needs[1] or needs[2]:
-        acc_8 = (
+        acc_7 = (
             torch.addcmul(
                 torch.addcmul(
-                    acc_7 + sum_c_Woh_grad_y_dc_Woh_grad_y_probs,
+                    acc_6 + sum_c_Woh_grad_y_dc_Woh_grad_y_probs,
                     sum_dc_Woh_grad_y_probs_q_v_q.permute(1, 0, 2, 3),
                     shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
                 ),
@@ -703,21 +701,21 @@ def _double_backward(
                 shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
             )
             if present[0] or present[1]
-            else acc_7
+            else acc_6
         )
     del sum_dc_Woh_grad_y_k_probs_v_k, sum_dc_Woh_grad_y_probs_q_v_q
     if needs[0] or needs[1] or needs[2]:
-        del acc_7, sum_c_Woh_grad_y_dc_Woh_grad_y_probs
+        del acc_6, sum_c_Woh_grad_y_dc_Woh_grad_y_probs
         dprobs = (
             torch.addcmul(
-                acc_8, dc_Woh_grad_y_probs_v[:, :, :, None], c_Woh_grad_y_v.permute(1, 0, 2, 3)
+                acc_7, dc_Woh_grad_y_probs_v[:, :, :, None], c_Woh_grad_y_v.permute(1, 0, 2, 3)
             )
             if present[0] or present[1] or present[2]
-            else acc_8
+            else acc_7
         )
     del dc_Woh_grad_y_probs_v
     if needs[0] or needs[1] or needs[2]:
-        del acc_8
+        del acc_7
         sum_dprobs_probs = (probs * dprobs).sum(3)
         dcounts_sum = -sum_dprobs_probs / counts_sum
         del sum_dprobs_probs
@@ -734,7 +732,7 @@ def _double_backward(
         del dmaxes
         sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
         del dy
-        acc_9 = sum_dy_probs if present[3] else grad_out.new_zeros((B, H, T, D))
+        acc_8 = sum_dy_probs if present[3] else grad_out.new_zeros((B, H, T, D))
         del sum_dy_probs
         sum_c_Woh_grad_y_dc_Woh_grad_y_v = dc_Woh_grad_y_v.permute(
             1, 0, 3, 2
@@ -742,11 +740,11 @@ def _double_backward(
     del dc_Woh_grad_y_v
     if needs[0] or needs[1] or needs[2]:
         dv = (
-            acc_9 + sum_c_Woh_grad_y_dc_Woh_grad_y_v
+            acc_8 + sum_c_Woh_grad_y_dc_Woh_grad_y_v
             if present[0] or present[1] or present[2]
-            else acc_9
+            else acc_8
         )
-        del acc_9, sum_c_Woh_grad_y_dc_Woh_grad_y_v
+        del acc_8, sum_c_Woh_grad_y_dc_Woh_grad_y_v
         t_dscores = torch.where(
             torch.arange(T, device=grad_out.device)[:, None]
             <= torch.arange(T, device=grad_out.device),
@@ -762,7 +760,7 @@ def _double_backward(
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
             shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(2)
         )
-        acc_10 = (
+        acc_9 = (
             torch.addcmul(
                 sum_dscores_q,
                 db_dbh[0][:, None],
@@ -782,18 +780,18 @@ def _double_backward(
     del dc_Woh_grad_y_k_probs_v
     if needs[0] or needs[1] or needs[2]:
         dk = (
-            acc_10 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
+            acc_9 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
             if present[0] or present[1]
-            else acc_10
+            else acc_9
         )
-        del acc_10, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
+        del acc_9, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
         sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
         del t_dscores
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1 = (
             shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(3, keepdim=True)
         )
         del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-        acc_11 = (
+        acc_10 = (
             torch.addcmul(
                 sum_dscores_k,
                 db_dbh[1][:, None],
@@ -812,11 +810,11 @@ def _double_backward(
     if needs[0] or needs[1] or needs[2]:
         del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
         dq = (
-            acc_11 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
+            acc_10 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
             if present[0] or present[1]
-            else acc_11
+            else acc_10
         )
-        del acc_11, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
+        del acc_10, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
     if needs[3]:
         sum_dc_Woh_grad_y_grad_y = dc_Woh_grad_y.flatten(2) @ grad_y.flatten(0, 1)
         sum_grad_y = grad_y.sum((1, 0))
@@ -853,7 +851,7 @@ def _double_backward(
     if needs[0] or needs[1] or needs[2]:
         del dv
     if needs[1]:
-        acc_12 = (
+        acc_11 = (
             torch.where(
                 (0 == torch.arange(3, device=grad_out.device))[:, None, None], sum_dq_x[:, None], 0
             )
@@ -885,7 +883,7 @@ def _double_backward(
                 sum_c_Woh_grad_y_probs_db_dx[:, None],
                 0,
             )
-            + acc_12
+            + acc_11
             + torch.where(
                 (0 == torch.arange(3, device=grad_out.device))[:, None, None],
                 (sum_c_Woh_grad_y_k_probs_v_db_dx / math.sqrt(D))[:, None],
@@ -897,10 +895,10 @@ def _double_backward(
                 0,
             )
             if present[0]
-            else acc_12
+            else acc_11
         )
         del (
-            acc_12,
+            acc_11,
             sum_c_Woh_grad_y_probs_db_dx,
             sum_c_Woh_grad_y_k_probs_v_db_dx,
             sum_c_Woh_grad_y_probs_q_v_db_dx,
@@ -908,7 +906,7 @@ def _double_backward(
         dWh_as_Wqkv = dWh.reshape(C, 3 * C)
         del dWh
     if needs[0]:
-        acc_13 = stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+        acc_12 = stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
     if needs[0] or needs[2]:
         del stacked_dq
     if needs[0]:
@@ -925,18 +923,18 @@ def _double_backward(
     if needs[0]:
         dx = (
             (
-                acc_13
+                acc_12
                 + sum_c_Woh_grad_y_probs_db_dWh_at_all_2
                 + sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 / math.sqrt(D)
                 + sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 / math.sqrt(D)
                 if present[1]
-                else acc_13
+                else acc_12
             )
             if present[0] or present[1] or present[2] or present[3]
             else grad_out.new_zeros((B, T, C))
         )
         del (
-            acc_13,
+            acc_12,
             sum_c_Woh_grad_y_probs_db_dWh_at_all_2,
             sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0,
             sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1,
@@ -963,23 +961,23 @@ def _double_backward(
     if needs[0] or needs[1] or needs[2] or needs[5]:
         del db_dWoh
     if needs[5]:
-        acc_14 = sum_db_dWoh_y if present[3] else grad_out.new_zeros((B, T, C))
+        acc_13 = sum_db_dWoh_y if present[3] else grad_out.new_zeros((B, T, C))
         del sum_db_dWoh_y
         sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)
     if needs[3] or needs[5]:
         del dc_Woh_grad_y
     if needs[5]:
-        acc_15 = (
-            acc_14 + sum_Woh_dc_Woh_grad_y if present[0] or present[1] or present[2] else acc_14
+        acc_14 = (
+            acc_13 + sum_Woh_dc_Woh_grad_y if present[0] or present[1] or present[2] else acc_13
         )
-        del acc_14, sum_Woh_dc_Woh_grad_y
-        acc_16 = acc_15 + db_dbo if present[4] else acc_15
-        del db_dbo, acc_15
+        del acc_13, sum_Woh_dc_Woh_grad_y
+        acc_15 = acc_14 + db_dbo if present[4] else acc_14
+        del db_dbo, acc_14
         sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
     del db_dbh
     if needs[5]:
-        dgrad_y = acc_16 + sum_Woh_db_dbh_at_2 if present[2] else acc_16
-        del acc_16, sum_Woh_db_dbh_at_2
+        dgrad_y = acc_15 + sum_Woh_db_dbh_at_2 if present[2] else acc_15
+        del acc_15, sum_Woh_db_dbh_at_2
     return (
         dx if needs[0] else None,
         dWqkv if needs[1] else None,

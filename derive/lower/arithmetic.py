@@ -76,8 +76,8 @@ def _accumulated(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
     else:
         acc = cx.value(rest, order)
     for term in terms:
-        if acc.scalar:
-            acc = ir.Binary("+", acc, given_value(cx, term, order))
+        if acc.scalar or not free_indices(term.args[0]) <= set(acc.axes):
+            acc = _plus(acc, given_value(cx, term, order), order)
             continue
         before = acc if isinstance(acc, ir.Ref) else ir.Ref(cx.fresh("acc"), axes=acc.axes)
         if before is not acc:
@@ -89,13 +89,13 @@ def _accumulated(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
             else sp.Symbol(label, real=True)
         )
         whole = cx.value(read + term.args[0], order)
-        if set(whole.axes) != set(acc.axes):
-            one = given_value(cx, term, order)
-            axes = union([acc.axes, one.axes], order)
-            acc = ir.Binary("+", align(before, axes), align(one, axes), axes=axes)
-            continue
         acc = ir.Select(ir.Given(term.positions), whole, align(before, whole.axes), axes=whole.axes)
     return acc
+
+
+def _plus(a: ir.Node, b: ir.Node, order: list[sp.Symbol]) -> ir.Node:
+    axes = union([a.axes, b.axes], order)
+    return ir.Binary("+", align(a, axes), align(b, axes), axes=axes)
 
 
 def _python_number(cx: Context, c: sp.Expr) -> ir.Node:
