@@ -82,7 +82,7 @@ def gated(
         own = _seeds(e, seeds)
         if t in returned and own and own != every:
             body = given(body, *sorted(own))
-        changed |= body is not e
+        changed |= body.has(given)
         out[t] = body
         seeds[names[t]] = own
         for view, (dname, _) in views.items():
@@ -116,11 +116,7 @@ def _gate(e: sp.Expr, seeds: Mapping[str, frozenset[int]]) -> sp.Expr:
         c, a, b = e.args
         a, b = (_given(_gate(x, seeds), own, seeds) for x in (a, b))
         return where(c, a, b)
-    if isinstance(e, sp.Sum):
-        return sp.Sum(_gate(e.function, seeds), *e.limits)
-    if isinstance(e, (sp.Mul, sp.Pow)) or e.args:
-        return e.func(*[_gate(a, seeds) for a in e.args])
-    return e
+    return e.func(*[_gate(a, seeds) for a in e.args])  # a product, a Sum, a call: inside
 
 
 def _given(term: sp.Expr, whole: frozenset[int], seeds: Mapping[str, frozenset[int]]) -> sp.Expr:
