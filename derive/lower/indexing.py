@@ -196,10 +196,23 @@ def gather(cx: Context, base: ir.Node, e: sp.Indexed, order: list[sp.Symbol]) ->
             parts.append(cx.value(sub, order))
             cx.note_wrapping(i.base.label.name for i in sub.atoms(sp.Indexed))
     axes = union([p.axes for p in parts], order)
+    parts = [_one_entry(p) if axes else p for p in parts]
     read = ir.Index(base, tuple(align(p, axes) for p in parts), axes=axes)
     for inside in masks:  # zero padding: an affine subscript outside its axis reads 0
         read = ir.Where(align(inside, axes), read, ir.Number(0), axes=axes)
     return read
+
+
+def _one_entry(part: ir.Node) -> ir.Node:
+    """A 0-d int tensor among broadcast indices (``x[arange(N), t[1]]``) as a 1-element one.
+
+    Python indexing reads a 0-d int tensor as a python int (``.item()``), a value torch.export's
+    fake tensors cannot know (``GuardOnDataDependentSymNode``); a 1-element tensor is an
+    advanced index like the others, and broadcast against them (which hold an axis) it reads
+    the same entries."""
+    if part.axes or part.scalar:
+        return part
+    return ir.Unsqueeze(part, 0)
 
 
 def sized_apart(cx: Context, axis: sp.Symbol, size: sp.Expr) -> bool:

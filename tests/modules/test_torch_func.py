@@ -20,9 +20,10 @@ import torch
 
 from derive.language import parse
 from derive.verify.check import defined_inputs
-from tests.modules.emitted import as_functions
+from tests.modules.emitted import as_functions, imported
 
 CATALOGUE = sorted(glob.glob("ops/*.py"))
+CASES = sorted(glob.glob("tests/cases/*.py"))
 TOL = 1e-10
 
 
@@ -101,12 +102,19 @@ def test_torch_compile_fullgraph(name):
         _close(got, ref)
 
 
-@pytest.mark.parametrize("path", CATALOGUE)
-def test_torch_export(path, tmp_path):
+@pytest.mark.parametrize("path", CATALOGUE + CASES)
+def test_torch_export(path, tmp_path, monkeypatch):
     """torch.export keeps each op as one call of its custom op (``backgen::<op>_<digest>``),
     whose derivative is the derived backward: the program's numbers and gradients are the eager
-    module's, and again after torch.export.save and load."""
-    op, module, inputs = _op(path)
+    module's, and again after torch.export.save and load. Every case exports: an int entry
+    read as an index (``x[n, t[1]]``, single_entries) was a python int to fake tensors, a
+    data-dependent value they refuse."""
+    if path in CASES:
+        module, op = imported(path, tmp_path)
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        inputs, _ = defined_inputs(parse(op), 0)
+    else:
+        op, module, inputs = _op(path)
 
     class Wrapped(torch.nn.Module):
         def forward(self, *args):
@@ -136,7 +144,6 @@ def test_an_exported_program_differentiates_by_the_derived_backward(tmp_path, mo
     differentiated those: ELU written with where() had the gradient NaN at x = 1e4 (0 * exp(1e4)
     in where's backward) where eager and compiled give 1, silently. A custom op keeps the
     derived backward, and the double backward through the program is the derived one too."""
-    from tests.modules.emitted import imported
 
     module = imported(Path("tests/cases/elu_by_hand.py"), tmp_path)[0]
     monkeypatch.setitem(sys.modules, module.__name__, module)  # strict export imports it
@@ -194,7 +201,6 @@ def test_torch_compile_with_inductor_matches_eager(tmp_path, monkeypatch):
     add of a matrix product (``x + 0.5 * (x @ W)``, forward and backward) is where one of them
     drops torch.add's alpha (tests/cases/scaled_residual.py): compiled, the numbers and the
     gradients are the eager module's."""
-    from tests.modules.emitted import imported
 
     module, op = imported("tests/cases/scaled_residual.py", tmp_path)
     monkeypatch.setitem(sys.modules, module.__name__, module)  # dynamo imports it by name
@@ -213,7 +219,6 @@ def test_an_index_checked_before_a_wrapping_read_compiles_whole(tmp_path, monkey
     would reject it, is checked before the read: eagerly by its range on the host, compiled by
     an assert in the graph (a host sync there was a graph break). Compiled with fullgraph, a
     bad index still stops the call in one line naming the op."""
-    from tests.modules.emitted import imported
 
     module, op = imported("tests/cases/constant_sum_from_a_fold.py", tmp_path)
     monkeypatch.setitem(sys.modules, module.__name__, module)
@@ -313,8 +318,6 @@ def test_second_orders_under_torch_func_are_the_derived_ones(g, tmp_path):
     create_graph backward (a dual number), which raised torch's NotImplementedError."""
     import torch.autograd.forward_ad as fwAD
 
-    from tests.modules.emitted import imported
-
     case = Path(__file__).resolve().parents[1] / "cases" / "second_orders_under_transforms.py"
     module = imported(case, tmp_path)[0]
     x = torch.tensor([-1.0, 0.0, 0.5, 1.0, 2.0], dtype=torch.float64)
@@ -372,7 +375,6 @@ def test_an_output_or_gradient_that_is_an_input_works_under_torch_func(tmp_path)
     from derive import Op
     from derive.emit.generate import module_source
     from derive.verify.check import load_module
-    from tests.modules.emitted import imported
 
     op = Op(name="same", inputs=["x[N, M]"], definitions=["out[n, m] = x[n, m]"])
     path = tmp_path / "same.py"
