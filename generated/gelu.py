@@ -115,20 +115,14 @@ def _double_forward(x, grad_y, v_x):
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
     out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
-    b_dx = (
-        torch.addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)), x, value=0.7978845608028654)
-        * grad_y
-        * 0.5
-    )
-    pair = (b_dx * v_x).sum(0)
-    return pair, (
+    _returned = grad_y.new_ones(())
+    return _returned, (
         x,
         out_erf0,
         grad_y,
-        b_dx,
         v_x,
         batch_shape,
-        (pair.shape, pair.dtype, pair.device),
+        (_returned.shape, _returned.dtype, _returned.device),
     )
 
 
@@ -137,9 +131,9 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
     one flag per input, does not ask for, and their work skipped)."""
-    x, out_erf0, grad_y, b_dx, v_x, batch_shape, _like = saved
+    x, out_erf0, grad_y, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    db_dx = grad_out * v_x
+    db_dx = v_x
     if needs[0]:
         shared_db_dx_grad_y = db_dx * grad_y
         dout_erf0 = shared_db_dx_grad_y * 0.5
@@ -156,7 +150,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     del shared_x
     if needs[1]:
         dgrad_y = torch.addcmul(out_erf0 + 1, exp_x, x, value=0.7978845608028654) * db_dx * 0.5
-    del db_dx, exp_x
+    del exp_x
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     if needs[1]:

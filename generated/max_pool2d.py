@@ -216,44 +216,28 @@ def _double_forward(x, grad_y, v_x, out_argmax_first, *, kernel_size=2, stride=2
     _check_positive("H", H, "x[n, c, i*stride + p, j*stride + q] reads a window along it")
     _check_positive("K", K, "a Max runs over it")
     _check_positive("W", W, "it divides")
-    b_dx = grad_y.new_zeros((N, C, H * W))
-    shared_out_argmax_first = (torch.arange(HO, device=grad_y.device) * stride)[
-        :, None
-    ] + out_argmax_first // W
-    shared_out_argmax_first_1 = (
-        torch.arange(WO, device=grad_y.device) * stride + out_argmax_first % W
+    _returned = grad_y.new_ones(())
+    return _returned, (
+        out_argmax_first,
+        v_x,
+        stride,
+        (_returned.shape, _returned.dtype, _returned.device),
     )
-    b_dx.scatter_add_(
-        2,
-        (
-            shared_out_argmax_first.clamp(0, H - 1) * W + shared_out_argmax_first_1.clamp(0, W - 1)
-        ).reshape(N, C, HO * WO),
-        torch.where(
-            ((shared_out_argmax_first >= 0) & (shared_out_argmax_first <= (H - 1)))
-            & ((shared_out_argmax_first_1 >= 0) & (shared_out_argmax_first_1 <= (W - 1))),
-            grad_y,
-            0,
-        ).reshape(N, C, HO * WO),
-    )
-    del shared_out_argmax_first, shared_out_argmax_first_1
-    b_dx = b_dx.reshape(N, C, H, W)
-    pair = (b_dx * v_x).sum((0, 1, 2, 3))
-    return pair, (out_argmax_first, b_dx, v_x, stride, (pair.shape, pair.dtype, pair.device))
 
 
 def _double_backward(grad_out, saved):
     """Gradients of the double backward's inputs, in input order (``None`` for integer
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches)."""
-    out_argmax_first, b_dx, v_x, stride, _like = saved
+    out_argmax_first, v_x, stride, _like = saved
     _check_grad_out(grad_out, _like)
     C = out_argmax_first.shape[1]
-    H = b_dx.shape[2]
+    H = v_x.shape[2]
     HO = out_argmax_first.shape[2]
     N = out_argmax_first.shape[0]
-    W = b_dx.shape[3]
+    W = v_x.shape[3]
     WO = out_argmax_first.shape[3]
-    db_dx = grad_out * v_x
+    db_dx = v_x
     shared_out_argmax_first = (torch.arange(HO, device=grad_out.device) * stride)[
         :, None
     ] + out_argmax_first // W
@@ -274,7 +258,6 @@ def _double_backward(grad_out, saved):
         ),
         0,
     )
-    del db_dx
     del shared_out_argmax_first, shared_out_argmax_first_1
     return (None, dgrad_y, None, None)
 

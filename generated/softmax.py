@@ -139,20 +139,16 @@ def _double_forward(x, grad_y, v_x):
     del maxes
     counts_sum = counts.sum(1)
     out = torch.reciprocal(counts_sum)[:, None] * counts
-    sum_grad_y_out = (grad_y * out).sum(1, keepdim=True)
-    b_dx = (grad_y - sum_grad_y_out) * out
-    del sum_grad_y_out
-    pair = (b_dx * v_x).sum((0, 1))
-    return pair, (
+    _returned = grad_y.new_ones(())
+    return _returned, (
         counts,
         counts_sum,
         out,
         grad_y,
-        b_dx,
         v_x,
         maxes_argmax,
         batch_shape,
-        (pair.shape, pair.dtype, pair.device),
+        (_returned.shape, _returned.dtype, _returned.device),
     )
 
 
@@ -161,9 +157,9 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
     one flag per input, does not ask for, and their work skipped)."""
-    counts, counts_sum, out, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
+    counts, counts_sum, out, grad_y, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    db_dx = grad_out * v_x
+    db_dx = v_x
     if needs[0]:
         sum_grad_y_out = (grad_y * out).sum(1, keepdim=True)
     sum_db_dx_out = (db_dx * out).sum(1, keepdim=True)
@@ -184,7 +180,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         del dmaxes
     if needs[1]:
         dgrad_y = (db_dx - sum_db_dx_out) * out
-    del db_dx, sum_db_dx_out
+    del sum_db_dx_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     if needs[1]:

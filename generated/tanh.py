@@ -108,9 +108,14 @@ def _double_forward(x, grad_y, v_x):
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
     out = torch.tanh(x)
-    b_dx = torch.addcmul(grad_y, grad_y, out * out, value=-1)
-    pair = (b_dx * v_x).sum(0)
-    return pair, (out, grad_y, b_dx, v_x, batch_shape, (pair.shape, pair.dtype, pair.device))
+    _returned = grad_y.new_ones(())
+    return _returned, (
+        out,
+        grad_y,
+        v_x,
+        batch_shape,
+        (_returned.shape, _returned.dtype, _returned.device),
+    )
 
 
 def _double_backward(grad_out, saved, needs=(True, True, True)):
@@ -118,9 +123,9 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
     one flag per input, does not ask for, and their work skipped)."""
-    out, grad_y, b_dx, v_x, batch_shape, _like = saved
+    out, grad_y, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    db_dx = grad_out * v_x
+    db_dx = v_x
     if needs[0]:
         dout = db_dx * grad_y * out * (-2)
     shared_out = out * out
@@ -129,7 +134,6 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         del dout
     if needs[1]:
         dgrad_y = torch.addcmul(db_dx, db_dx, shared_out, value=-1)
-    del db_dx
     del shared_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

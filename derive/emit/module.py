@@ -30,7 +30,7 @@ from derive.emit.tangent import JvpData, jvp_data, max_ranges
 from derive.errors import DerivationError
 from derive.ir.nodes import NEEDS
 from derive.ir.printer import called_helpers
-from derive.language import BATCH_SIZE, Definition, ReduceMax
+from derive.language import BATCH_SIZE, Definition, Graph, ReduceMax
 from derive.language.argmax import Digits
 from derive.language.guards import guarded_data
 from derive.lower.lowerer import Lowerer
@@ -267,6 +267,8 @@ def _bodies(d: Derivation, flat: bool, kept: list[str], needs: bool) -> _Bodies:
     where the caller asks for it)."""
     lw = _lowerer(d, d.graph.like or first_float(d.graph))
     keep = {d.graph.output, *d.saved} | names_read(output_expr(d.graph, flat))
+    if d.graph.gradient_only:  # the output is not computed (see Graph.gradient_only)
+        keep = set(d.saved)
     forward = _forward_lines(d, lw, keep)
     checks, _ = input_checks(d.graph, flat, lw.wrapping)
     bind, extras = _backward_bindings(d, _needed_symbols(d))
@@ -288,6 +290,13 @@ def docstring_text(text: str) -> str:
         c if c.isprintable() or c == "\n" else c.encode("unicode_escape").decode("ascii")
         for c in text
     )
+
+
+def _seed(g: Graph) -> Code:
+    """What the forward of a gradient-only op returns in place of its output: the 1 that is
+    its cotangent (a 0-d output; ``_double`` hands it to the backward as grad_out)."""
+    like = g.like or first_float(g)
+    return Code(f"{like}.new_ones(())", reads={like})
 
 
 def _like(returned: str) -> str:
@@ -339,7 +348,7 @@ def module_data(
         flat = True  # the code names the flattened batch size after all
         b = _bodies(d, flat, d.order if every_step else graded, needs)
     checks, forward, backward, extras = b.checks, b.forward, b.backward, b.extras
-    output = output_expr(g, flat)
+    output = output_expr(g, flat) if not g.gradient_only else _seed(g)
     returned = output if output.isidentifier() else "_returned"
     kept = [Code(name, reads={name}) for name in d.saved + extras]
     checks = live_bindings(checks, forward + [output] + kept)

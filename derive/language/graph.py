@@ -206,6 +206,15 @@ class Graph:
     # backward's grad_y, which torch.func's vmap batches where the op's inputs may not be (a
     # hessian's), so that a buffer a scatter fills in place is batched as what it adds
     like: str | None = None
+    # float inputs whose gradient nobody asks for: the double backward's cotangents v, whose
+    # gradient, d<v, B>/dv = B, is the first backward's own result (autograd never asks the
+    # double backward for it). They get no adjoint, so nothing is saved to compute one
+    constants: frozenset[str] = frozenset()
+    # the output's value is never read, only its gradients at a cotangent of 1: the double
+    # backward's pair <v, B>, which autograd differentiates and never looks at. The forward
+    # computes what its backward saves and no more (the pair needs B, the first backward run
+    # again), and the backward reads grad_out as the 1 it is
+    gradient_only: bool = False
 
     def base(self, name: str) -> sp.IndexedBase:
         return self.tensors[name].base

@@ -192,6 +192,9 @@ def derive(g: Graph, stage: Stage = silent) -> Derivation:
         _stepwise(lifted, adj, stage) if collapser is None else _collapsed_inputs(collapser, stage)
     )
     final = _checked(lifted, adj, final)
+    if g.gradient_only:  # its cotangent is 1
+        one = {sp.Symbol(GRAD_OUT, real=True): sp.S.One}
+        final = {t: e.xreplace(one) for t, e in final.items()}
     saved = _saved(lifted, adj, final)
     graph = unlift(lifted, g, set(saved))
     # a definition neither the output nor the backward reads is not computed (its adjoint is
@@ -201,7 +204,9 @@ def derive(g: Graph, stage: Stage = silent) -> Derivation:
     # loss reads only through log(p[n, y[n]]) rewritten to x - m - log(Sum(e)), was computed
     # and never read, an N x C tensor per call)
     stabilised = _stabilised(graph, adj)
-    needed = live_tensors(dataclasses.replace(graph, steps=stabilised), also=saved)
+    needed = live_tensors(
+        dataclasses.replace(graph, steps=stabilised), also=saved, output=not g.gradient_only
+    )
     forward = [s for s in stabilised if s.name in needed]
     return Derivation(graph, adj, order, raw, final, saved, forward, collapser, written=g)
 

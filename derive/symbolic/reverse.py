@@ -222,18 +222,22 @@ def derive_adjoints(g: Graph) -> Adjoints:
             totals[step.source] += _view_contribution(step, adj)
             continue
         for v in sorted(tensor_reads(step.body, g.tensors)):
-            if not g.tensors[v].integer:
+            if not g.tensors[v].integer and v not in g.constants:
                 totals[v] += _contribution(step, g, adj, v, fresh)
-    adj.exprs = {t: e for t, e in totals.items() if t != g.output and not g.tensors[t].integer}
+    adj.exprs = {
+        t: e
+        for t, e in totals.items()
+        if t != g.output and not g.tensors[t].integer and t not in g.constants
+    }
     return adj
 
 
-def live_tensors(g: Graph, also: Iterable[str] = ()) -> set[str]:
-    """The tensors the output (and ``also``) depend on. Any other's adjoint is 0, and it
-    contributes nothing: written as dx * f'(x), its term would read 0 * inf where f' overflows
-    (a stepwise op whose output does not read sinh(b**3) gave NaN for db; fuzz range probe,
-    seed 120067)."""
-    live = {g.output, *also}
+def live_tensors(g: Graph, also: Iterable[str] = (), output: bool = True) -> set[str]:
+    """The tensors the output (and ``also``; without ``output``, ``also`` alone) depend on.
+    Any other's adjoint is 0, and it contributes nothing: written as dx * f'(x), its term would
+    read 0 * inf where f' overflows (a stepwise op whose output does not read sinh(b**3) gave
+    NaN for db; fuzz range probe, seed 120067)."""
+    live = {g.output, *also} if output else set(also)
     for step in reversed(g.steps):
         if step.name in live:
             if isinstance(step, View):

@@ -136,6 +136,8 @@ def second_order_graph(d: Derivation) -> SecondOrder:
     inputs = b.inputs + list(argmaxes.values())
     graph = Graph(op, g.sizes, g.params, b.tensors, inputs, b.steps, pair.name, dict(g.derived))
     graph.like = gy.name
+    graph.constants = frozenset(cotangents)
+    graph.gradient_only = True
     return SecondOrder(graph, argmaxes, cotangents)
 
 
