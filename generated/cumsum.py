@@ -16,6 +16,8 @@ Tangents (forward mode), derived by backgen from the forward, in _jvp:
     t_out[batch, t] = Sum(where(s <= t, 1, 0)*t_x[batch, s], (s, 0, T - 1))
 """
 
+import math
+
 import contextlib
 import hashlib
 
@@ -80,7 +82,7 @@ def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((math.prod(batch_shape),) + tuple(x.shape[x.dim() - 1 :]))
     out = x.cumsum(1)
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, ((_returned.shape, _returned.dtype, _returned.device),)
@@ -92,7 +94,7 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape[: grad_out.dim() - 1]
     grad_out = grad_out.reshape(
-        (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
+        (math.prod(batch_shape),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     dx = grad_out.flip(1).cumsum(1).flip(1)
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
@@ -103,17 +105,17 @@ def _double_forward(x, grad_y, v_x):
     """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((math.prod(batch_shape),) + tuple(x.shape[x.dim() - 1 :]))
     Batch = x.shape[0]
     T = x.shape[1]
     _check_input("grad_y", grad_y, 1, False, True)
     _check_batch("grad_y", grad_y.shape[: grad_y.dim() - 1], batch_shape)
-    grad_y = grad_y.reshape((batch_shape.numel(),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
+    grad_y = grad_y.reshape((math.prod(batch_shape),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
     _check_size("grad_y", 0, grad_y.shape[0], "Batch", Batch)
     _check_size("grad_y", 1, grad_y.shape[1], "T", T)
     _check_input("v_x", v_x, 1, False, True)
     _check_batch("v_x", v_x.shape[: v_x.dim() - 1], batch_shape)
-    v_x = v_x.reshape((batch_shape.numel(),) + tuple(v_x.shape[v_x.dim() - 1 :]))
+    v_x = v_x.reshape((math.prod(batch_shape),) + tuple(v_x.shape[v_x.dim() - 1 :]))
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_size("v_x", 1, v_x.shape[1], "T", T)
     _check_like("grad_y", grad_y, "x", x, True)
@@ -138,12 +140,12 @@ def _jvp(x, t_x):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((math.prod(batch_shape),) + tuple(x.shape[x.dim() - 1 :]))
     Batch = x.shape[0]
     T = x.shape[1]
     _check_input("t_x", t_x, 1, False, True)
     _check_batch("t_x", t_x.shape[: t_x.dim() - 1], batch_shape)
-    t_x = t_x.reshape((batch_shape.numel(),) + tuple(t_x.shape[t_x.dim() - 1 :]))
+    t_x = t_x.reshape((math.prod(batch_shape),) + tuple(t_x.shape[t_x.dim() - 1 :]))
     _check_size("t_x", 0, t_x.shape[0], "Batch", Batch)
     _check_size("t_x", 1, t_x.shape[1], "T", T)
     _check_like("t_x", t_x, "x", x, True)

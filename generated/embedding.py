@@ -17,6 +17,8 @@ Tangents (forward mode), derived by backgen from the forward, in _jvp:
     t_out[batch, e] = t_C[idx[batch], e]
 """
 
+import math
+
 import contextlib
 import hashlib
 
@@ -146,7 +148,7 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape[: grad_out.dim() - 1]
     grad_out = grad_out.reshape(
-        (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
+        (math.prod(batch_shape),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     E = grad_out.shape[1]
     dC = grad_out.new_zeros((V, E)).index_add_(0, idx, grad_out)
@@ -164,7 +166,7 @@ def _double_forward(idx, C, grad_y, v_C):
     E = C.shape[1]
     _check_input("grad_y", grad_y, 1, False, True)
     _check_batch("grad_y", grad_y.shape[: grad_y.dim() - 1], batch_shape)
-    grad_y = grad_y.reshape((batch_shape.numel(),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
+    grad_y = grad_y.reshape((math.prod(batch_shape),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
     _check_size("grad_y", 0, grad_y.shape[0], "Batch", Batch)
     _check_size("grad_y", 1, grad_y.shape[1], "E", E)
     _check_input("v_C", v_C, 2, False, False)

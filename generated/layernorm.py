@@ -143,7 +143,7 @@ def forward(x, gain, bias, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((math.prod(batch_shape),) + tuple(x.shape[x.dim() - 1 :]))
     C = x.shape[1]
     _check_input("gain", gain, 1, False, False)
     _check_size("gain", 0, gain.shape[0], "C", C)
@@ -174,7 +174,7 @@ def backward(grad_out, saved, needs=(True, True, True)):
     _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape[: grad_out.dim() - 1]
     grad_out = grad_out.reshape(
-        (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
+        (math.prod(batch_shape),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     C = grad_out.shape[1]
     if needs[0]:
@@ -202,7 +202,7 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((math.prod(batch_shape),) + tuple(x.shape[x.dim() - 1 :]))
     Batch = x.shape[0]
     C = x.shape[1]
     _check_input("gain", gain, 1, False, False)
@@ -211,12 +211,12 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     _check_size("bias", 0, bias.shape[0], "C", C)
     _check_input("grad_y", grad_y, 1, False, True)
     _check_batch("grad_y", grad_y.shape[: grad_y.dim() - 1], batch_shape)
-    grad_y = grad_y.reshape((batch_shape.numel(),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
+    grad_y = grad_y.reshape((math.prod(batch_shape),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
     _check_size("grad_y", 0, grad_y.shape[0], "Batch", Batch)
     _check_size("grad_y", 1, grad_y.shape[1], "C", C)
     _check_input("v_x", v_x, 1, False, True)
     _check_batch("v_x", v_x.shape[: v_x.dim() - 1], batch_shape)
-    v_x = v_x.reshape((batch_shape.numel(),) + tuple(v_x.shape[v_x.dim() - 1 :]))
+    v_x = v_x.reshape((math.prod(batch_shape),) + tuple(v_x.shape[v_x.dim() - 1 :]))
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_size("v_x", 1, v_x.shape[1], "C", C)
     _check_input("v_gain", v_gain, 1, False, False)
@@ -374,7 +374,7 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((math.prod(batch_shape),) + tuple(x.shape[x.dim() - 1 :]))
     Batch = x.shape[0]
     C = x.shape[1]
     _check_input("gain", gain, 1, False, False)
@@ -383,7 +383,7 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
     _check_size("bias", 0, bias.shape[0], "C", C)
     _check_input("t_x", t_x, 1, False, True)
     _check_batch("t_x", t_x.shape[: t_x.dim() - 1], batch_shape)
-    t_x = t_x.reshape((batch_shape.numel(),) + tuple(t_x.shape[t_x.dim() - 1 :]))
+    t_x = t_x.reshape((math.prod(batch_shape),) + tuple(t_x.shape[t_x.dim() - 1 :]))
     _check_size("t_x", 0, t_x.shape[0], "Batch", Batch)
     _check_size("t_x", 1, t_x.shape[1], "C", C)
     _check_input("t_gain", t_gain, 1, False, False)

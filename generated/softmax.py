@@ -22,6 +22,8 @@ Tangents (forward mode), derived by backgen from the forward, in _jvp:
     t_out[batch, c] = (-out[batch, c]*t_counts_sum[batch] + t_counts[batch, c])/counts_sum[batch]
 """
 
+import math
+
 import contextlib
 import hashlib
 
@@ -91,7 +93,7 @@ def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((math.prod(batch_shape),) + tuple(x.shape[x.dim() - 1 :]))
     C = x.shape[1]
     _check_positive("C", C, "a Max runs over it")
     out = torch.softmax(x, 1)
@@ -105,7 +107,7 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     batch_shape = grad_out.shape[: grad_out.dim() - 1]
     grad_out = grad_out.reshape(
-        (batch_shape.numel(),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
+        (math.prod(batch_shape),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     sum_grad_out_out = (grad_out * out).sum(1, keepdim=True)
     dx = (grad_out - sum_grad_out_out) * out
@@ -118,17 +120,17 @@ def _double_forward(x, grad_y, v_x):
     """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((math.prod(batch_shape),) + tuple(x.shape[x.dim() - 1 :]))
     Batch = x.shape[0]
     C = x.shape[1]
     _check_input("grad_y", grad_y, 1, False, True)
     _check_batch("grad_y", grad_y.shape[: grad_y.dim() - 1], batch_shape)
-    grad_y = grad_y.reshape((batch_shape.numel(),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
+    grad_y = grad_y.reshape((math.prod(batch_shape),) + tuple(grad_y.shape[grad_y.dim() - 1 :]))
     _check_size("grad_y", 0, grad_y.shape[0], "Batch", Batch)
     _check_size("grad_y", 1, grad_y.shape[1], "C", C)
     _check_input("v_x", v_x, 1, False, True)
     _check_batch("v_x", v_x.shape[: v_x.dim() - 1], batch_shape)
-    v_x = v_x.reshape((batch_shape.numel(),) + tuple(v_x.shape[v_x.dim() - 1 :]))
+    v_x = v_x.reshape((math.prod(batch_shape),) + tuple(v_x.shape[v_x.dim() - 1 :]))
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_size("v_x", 1, v_x.shape[1], "C", C)
     _check_like("grad_y", grad_y, "x", x, True)
@@ -192,12 +194,12 @@ def _jvp(x, t_x):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
-    x = x.reshape((batch_shape.numel(),) + tuple(x.shape[x.dim() - 1 :]))
+    x = x.reshape((math.prod(batch_shape),) + tuple(x.shape[x.dim() - 1 :]))
     Batch = x.shape[0]
     C = x.shape[1]
     _check_input("t_x", t_x, 1, False, True)
     _check_batch("t_x", t_x.shape[: t_x.dim() - 1], batch_shape)
-    t_x = t_x.reshape((batch_shape.numel(),) + tuple(t_x.shape[t_x.dim() - 1 :]))
+    t_x = t_x.reshape((math.prod(batch_shape),) + tuple(t_x.shape[t_x.dim() - 1 :]))
     _check_size("t_x", 0, t_x.shape[0], "Batch", Batch)
     _check_size("t_x", 1, t_x.shape[1], "C", C)
     _check_like("t_x", t_x, "x", x, True)

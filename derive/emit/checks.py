@@ -95,8 +95,9 @@ def input_checks(
             else:
                 lines.append(Code(f"{BATCH_SHAPE} = {shape}", {BATCH_SHAPE}, {name}, binds=True))
                 have_batch = True
-            # the batch size by number: (-1, 0) is ambiguous when a size is 0 (softmax's C = 0)
-            tail = f"({BATCH_SHAPE}.numel(),) + tuple({name}.shape[{name}.dim() - {rest}:])"
+            # the batch size by number: (-1, 0) is ambiguous when a size is 0 (softmax's C = 0);
+            # math.prod, not Size.numel(): under torch.export a dynamic batch stays symbolic
+            tail = f"(math.prod({BATCH_SHAPE}),) + tuple({name}.shape[{name}.dim() - {rest}:])"
             tail = tail if rest else "-1"
             if flat:
                 reads = {name, BATCH_SHAPE} if rest else {name}

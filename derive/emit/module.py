@@ -180,7 +180,7 @@ def _backward_lines(
         if unflattened or rest:  # rest: (-1, 0) would be ambiguous for an empty grad_out
             head.append(Code(f"{BATCH_SHAPE} = {shape}", {BATCH_SHAPE}, {GRAD_OUT}, binds=True))
         tail = (
-            f"({BATCH_SHAPE}.numel(),) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])"
+            f"(math.prod({BATCH_SHAPE}),) + tuple({GRAD_OUT}.shape[{GRAD_OUT}.dim() - {rest}:])"
             if rest
             else "-1"
         )
@@ -416,7 +416,9 @@ def module_data(
         input_names=list(g.inputs),
         grads=grads,
         n_params=len(g.params),
-        uses_math="math" in modules or bool(second and second.module and second.module.uses_math),
+        uses_math="math" in modules
+        or any("math." in str(line) for line in checks + backward)
+        or bool(second and second.module and second.module.uses_math),
         double=second,
         jvp=tangents,
         autocast=autocast_policy(g),

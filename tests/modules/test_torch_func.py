@@ -139,6 +139,39 @@ def test_torch_export(path, tmp_path, monkeypatch):
             _close(got, ref)
 
 
+def _batched(path: str) -> bool:
+    graph = parse(runpy.run_path(path)["OP"])
+    first = graph.tensors[graph.inputs[0]]
+    return first.batched and not first.integer
+
+
+@pytest.mark.parametrize("path", [p for p in CATALOGUE if _batched(p)])
+def test_torch_export_with_a_dynamic_batch(path):
+    """An ``x[..., C]`` op exports with its batch dimension dynamic, as F.layer_norm does, and
+    the program serves another batch size with the eager module's numbers and gradients: the
+    flattened batch's size was ``Size.numel()``, which export specialised to the example's."""
+    op, module, inputs = _op(path)
+
+    class Wrapped(torch.nn.Module):
+        def forward(self, *args):
+            return module.Function.apply(*args)
+
+    batch = torch.export.Dim("batch", min=2, max=64)
+    dims = tuple({0: batch} if k == 0 else None for k in range(len(inputs)))
+    x = inputs[0]  # a batch of at least 2 (export specialises a dimension of size 1)
+    example = (torch.cat([x, x * 0.5]), *inputs[1:])
+    program = torch.export.export(Wrapped(), example, dynamic_shapes=(dims,))
+    bigger = torch.cat([x, x * 0.5, x + 0.25])
+    leaves = [bigger.clone().requires_grad_(), *inputs[1:]]
+    out = program.module()(*leaves)
+    eager = bigger.clone().requires_grad_()
+    want = module.Function.apply(eager, *inputs[1:])
+    _close(out, want)
+    (got,) = torch.autograd.grad(out.pow(2).sum(), leaves[0])
+    (ref,) = torch.autograd.grad(want.pow(2).sum(), eager)
+    _close(got, ref)
+
+
 def test_an_exported_program_differentiates_by_the_derived_backward(tmp_path, monkeypatch):
     """Export inlined Function into the forward's aten ops, and the program's autograd then
     differentiated those: ELU written with where() had the gradient NaN at x = 1e4 (0 * exp(1e4)
