@@ -532,11 +532,13 @@ class Function:
     @staticmethod
     def apply(*args, **params):
         args = _arguments(args, params)
-        args, autocast = _dtype_policy(args, 2)
+        args, autocast, rounded = _dtype_policy(args, 2)
         if autocast is None:
-            return Function._apply(*args)
-        with torch.autocast(autocast, enabled=False):  # cast once here, not kernel by kernel
-            return Function._apply(*args)
+            out = Function._apply(*args)
+        else:
+            with torch.autocast(autocast, enabled=False):  # cast once here, not kernel by kernel
+                out = Function._apply(*args)
+        return out if rounded is None else out.to(rounded)
 
     @staticmethod
     def _apply(*args):
@@ -620,13 +622,18 @@ def _autocast_off(like):
 def _dtype_policy(args, n_inputs):
     # under torch.autocast the float inputs are cast to the op's dtype (AUTOCAST), but float64
     # ones, which autocast leaves as they are (F.linear of float64 stays float64); float inputs
-    # of mixed dtypes are then promoted to their common dtype, as torch's ops promote.
-    # Returns the arguments and the autocast device type to switch off inside (None: none on)
+    # of mixed dtypes are then promoted to their common dtype, as torch's ops promote. A half
+    # dtype (float16, bfloat16) is computed in float32 and the output rounded to it once, as
+    # torch's kernels compute a layer_norm, softmax or gelu of half inputs; kernel by kernel in
+    # half, layernorm's mean over 1,024 entries was 48x F.layer_norm's error. A contraction
+    # alone (AUTOCAST "lower") stays in half: its GEMM accumulates in float32 as torch's does.
+    # Returns the arguments, the autocast device type to switch off inside (None: none on) and
+    # the dtype to round the output to (None: the one it is computed in)
     floats = [
         a.dtype for a in args[:n_inputs] if isinstance(a, torch.Tensor) and a.is_floating_point()
     ]
     if not floats:
-        return args, None
+        return args, None, None
     device = next(a.device.type for a in args if isinstance(a, torch.Tensor))
     autocast = _autocast_on(device)
     wanted = floats
@@ -636,13 +643,16 @@ def _dtype_policy(args, n_inputs):
     dtype = wanted[0]
     for other in wanted[1:]:
         dtype = torch.promote_types(dtype, other)
+    rounded = None
+    if dtype in (torch.float16, torch.bfloat16) and AUTOCAST != "lower":
+        rounded, dtype = dtype, torch.float32
     if all(d == dtype for d in floats):
-        return args, device if autocast else None
+        return args, device if autocast else None, rounded
     cast = tuple(
         a.to(dtype) if k < n_inputs and isinstance(a, torch.Tensor) and a.is_floating_point() else a
         for k, a in enumerate(args)
     )
-    return cast, device if autocast else None
+    return cast, device if autocast else None, rounded
 
 
 def _single_forward_mode():
