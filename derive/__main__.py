@@ -4,6 +4,10 @@
 
 ``make generate`` is ``generate --formulas`` over the catalogue in ops/; ``make show OP=name``
 is ``show``.
+
+``generate`` and ``formulas`` derive every op first and write only when all succeeded; an
+error, Ctrl-C or SIGTERM is one line saying what was written (nothing, unless it came while the
+files were being written), exit 1, 130 or 143.
 """
 
 from __future__ import annotations
@@ -11,7 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from derive.errors import CheckFailed, DerivationError, OutputError
@@ -136,43 +144,115 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _generate(args: argparse.Namespace) -> list:
-    from derive.emit.generate import generate, output_folder
+def _generate(args: argparse.Namespace, written: list) -> None:
+    """Derive every op (and both pages) first, then write them all: an op that fails, or an
+    interrupt before the writing, writes nothing. ``written`` receives each file written."""
+    from derive.emit.generate import derive_modules, output_folder, write_files
 
-    written, made = [], []
-    output_folder(args.out)  # an existing file as --out: one line, before any work
+    output_folder(args.out, create=False)  # an existing file as --out: one line, before any work
+    jobs = 1
     if args.command == "generate" and not args.check:
-        from derive.parallel import cores, generate_parallel
+        from derive.parallel import cores
 
         jobs = min(args.jobs or cores(), len(set(args.files)))
-        if jobs > 1:  # the same bytes as below, on several cores (see derive.parallel)
-            return generate_parallel(args.files, args.out, jobs, args.formulas)
-    if args.command == "generate":
-        written += generate(args.files, args.out, check=args.check, made=made)
-    if args.command == "formulas" or args.formulas:
-        from derive.explain.formulas import write_formulas  # matplotlib: only for the pages
+    files, made = [], []
+    if jobs > 1:  # the same bytes as below, on several cores (see derive.parallel)
+        from derive.parallel import derive_parallel
 
-        written += write_formulas(args.files, args.out, made)  # one derivation for both
-    return written
+        files = derive_parallel(args.files, args.out, jobs, args.formulas)
+    else:
+        if args.command == "generate":
+            files += derive_modules(args.files, args.out, check=args.check, made=made)
+        if args.command == "formulas" or args.formulas:
+            from derive.explain.formulas import formulas_pages  # matplotlib: only for the pages
+
+            files += formulas_pages(args.files, args.out, made)  # one derivation for both
+    with STOP.held():
+        write_files(files, args.out, written, package=args.command == "generate")
+
+
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM, raised in the main thread by :class:`_Signals`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Signals:
+    """SIGINT and SIGTERM as :class:`Stopped`: the command stops with one line instead of a
+    traceback from inside SymPy, or (SIGTERM) dying with its --jobs workers left running. While
+    the files are written (milliseconds) a first signal is held until the last one is, so an
+    interrupt writes all of them or none; a second stops at once."""
+
+    def __init__(self) -> None:
+        self.writing = False
+        self.pending: int | None = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if self.writing and self.pending is None:
+            self.pending = signum
+            return
+        raise Stopped(signum)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():  # main() in a thread
+            yield
+            return
+        previous = {s: signal.signal(s, self) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self.writing, self.pending = True, None
+        try:
+            yield
+        finally:
+            self.writing = False
+        if self.pending is not None:
+            raise Stopped(self.pending)
+
+
+STOP = _Signals()
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m derive") -> int:
     args = _parser(prog).parse_args(argv)
+    written: list = []
     try:
-        if args.command == "show":
-            return _show(args)
-        if args.command == "check":
-            return _check(args)
-        written = _generate(args)
+        with STOP.installed():
+            if args.command == "show":
+                return _show(args)
+            if args.command == "check":
+                return _check(args)
+            _generate(args, written)
     except (DerivationError, OutputError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}{_after(args, written)}", file=sys.stderr)
         return 1
     except CheckFailed as exc:
-        print(f"FAILED: {exc}", file=sys.stderr)
+        print(f"FAILED: {exc}{_after(args, written)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Stopped)
+        signum = getattr(exc, "signum", signal.SIGINT)
+        word = "terminated" if signum == signal.SIGTERM else "interrupted"
+        print(f"{word}{_after(args, written, ': ')}", file=sys.stderr)
+        return 128 + signum
     for path, changed in written:
         print(f"{'wrote' if changed else 'unchanged'} {path}")
     return 0
+
+
+def _after(args: argparse.Namespace, written: list, sep: str = "; ") -> str:
+    """The end of a stopped command's one line: for generate and formulas, what it wrote."""
+    if args.command not in ("generate", "formulas"):
+        return ""
+    changed = [Path(path).as_posix() for path, was_changed in written if was_changed]
+    return sep + (f"wrote {', '.join(changed)}" if changed else "nothing was written")
 
 
 def run(prog: str = "backgen") -> int:

@@ -1,35 +1,31 @@
 """``generate`` on several cores (``--jobs``): the ops derived, and their formulas laid out, by
-worker processes; every file written by this one, in the order and with the bytes of one process.
+worker processes; every file's text made here, in the order and with the bytes of one process.
 
 ``make generate`` is a handful of independent ops plus, for formulas.html, mathtext laying out
 some 400 formulas (a pyparsing grammar, as slow as the derivations together). Each op's work is
 a pure function of its file: a worker derives and emits it (module text and its section of the
 pages, plain strings), then lays out its formulas (:class:`~derive.explain.mathsvg.Layout`,
-also pure). What depends on order stays here: modules are written in sorted order (the first
-op that fails stops the writing there, as in one process), and the pages give glyph and run ids
-in the order formulas appear (:func:`~derive.explain.formulas.typeset`). So the output is the
-same bytes whatever the number of workers, the order they finish in, or the hash seed.
+also pure). What depends on order stays here: modules are read in sorted order (the first op
+that fails, in that order, is the error, as in one process, and nothing is written), and the
+pages give glyph and run ids in the order formulas appear
+(:func:`~derive.explain.formulas.typeset`). So the output is the same bytes whatever the number
+of workers, the order they finish in, or the hash seed.
 
 Workers are forked where the platform can (the parent has SymPy imported already), else
-spawned.
+spawned. They ignore Ctrl-C: the parent, on Ctrl-C, SIGTERM or an op that fails, terminates
+them rather than waiting for their derivations, so none is left running without it.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from derive.emit.generate import (
-    emit,
-    load_op,
-    output_folder,
-    targets,
-    write_if_changed,
-    write_package_init,
-)
+from derive.emit.generate import emit, load_op, load_ops, output_folder, targets
 from derive.errors import DerivationError, OutputError
 from derive.progress import Stages
 
@@ -111,38 +107,60 @@ def _lay_out(pool: ProcessPoolExecutor, derived: list[Future]) -> list[Future]:
     return laid
 
 
-def generate_parallel(
+def derive_parallel(
     files: list[str], out_dir: str, jobs: int, formulas: bool
-) -> list[tuple[Path, bool]]:
-    """``generate`` (and, with ``formulas``, ``--formulas``) on ``jobs`` worker processes; what
-    is written, and the returned ``(path, changed)`` list, are those of the serial command."""
-    out = output_folder(out_dir)
-    ops = [load_op(f) for f in sorted(files)]
+) -> list[tuple[Path, str]]:
+    """The modules (and, with ``formulas``, the pages) of ``generate``, ``(path, text)`` as one
+    process derives them (:func:`~derive.emit.generate.derive_modules`), derived on ``jobs``
+    worker processes; nothing is written."""
+    out = output_folder(out_dir, create=False)
+    ops = load_ops(files)
     paths = targets(ops, out)  # checked before anything is derived, as in one process
     if formulas:
         import matplotlib.mathtext  # noqa: F401  (imported once, before the workers fork)
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_signals)
     try:
         derived = [pool.submit(_derive, op.source, out_dir, formulas) for op in ops]
         laid = _lay_out(pool, derived) if formulas else []
-        written, sections = [], []
+        modules, sections = [], []
         for path, future in zip(paths, derived, strict=True):
             status, value = future.result()
             if status != "ok":
                 raise WorkerError(value)
-            module, sec = value
-            written.append((path, write_if_changed(path, module)))
-            sections.append(sec)
+            modules.append((path, value[0]))
+            sections.append(value[1])
         layouts: dict = {}
         for future in laid:
             layouts.update(future.result())
+    except BaseException:  # an op failed, Ctrl-C, SIGTERM: stop the others' work now
+        _terminate(pool)
+        raise
     finally:
         pool.shutdown(cancel_futures=True)
-    write_package_init(out)
-    if formulas:
-        from derive.explain.formulas import write_pages
+    if not formulas:
+        return modules
+    from derive.explain.formulas import pages
 
-        written += write_pages(ops, sections, out, layouts)
-    return written
+    return modules + pages(ops, sections, out, layouts)
+
+
+def _worker_signals() -> None:
+    """Worker: Ctrl-C reaches the terminal's whole process group, and the parent answers it by
+    terminating the workers (a traceback from each would bury its one line); SIGTERM, which a
+    forked worker inherits the parent's handler of, ends a worker at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's workers, which ``shutdown`` would wait for (a derivation can take a
+    minute); Python 3.14 has ``terminate_workers``, earlier ones only ``_processes``."""
+    stop = getattr(pool, "terminate_workers", None)
+    if stop is not None:
+        stop()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.terminate()

@@ -9,6 +9,11 @@ file, a hand-written file quoting the word, another generator's output, or anyth
 keeps in ``--out`` is never overwritten, whatever the op is named or wherever ``--out`` points.
 With ``--check`` a module is written aside, checked, and moved into place only when it passed.
 A file that cannot be written (a full disk, a name too long) is one line, never a traceback.
+
+Several op files are all or nothing: every op is loaded, derived and rendered (and checked)
+before the first file is written or ``--out`` is created, so an op that fails writes none of
+them. Each file is written atomically (a temporary file renamed over it), with the mode a plain
+``open(path, "w")`` gives it: an existing file's own, else 0o666 less the umask.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import functools
 import os
 import re
 import runpy
+import secrets
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -50,10 +57,12 @@ def load_op(path: str | Path) -> Op:
         namespace = runpy.run_path(str(path))
     except DerivationError:
         raise
-    except Exception as exc:  # the user's file: report where, not a traceback of ours
-        raise DerivationError(
-            path.stem, f"{path} failed to run: {type(exc).__name__}: {exc}"
-        ) from None
+    except (Exception, SystemExit) as exc:  # the user's file: report where, not a traceback
+        # of ours; its exit() is a failure to run, not backgen's exit (Ctrl-C stays Ctrl-C)
+        why = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, SystemExit):
+            why = f"it called exit (SystemExit: {exc.code})"
+        raise DerivationError(path.stem, f"{path} failed to run: {why}") from None
     op = namespace.get("OP")
     if not isinstance(op, Op):
         raise DerivationError(path.stem, f"{path} must define OP = Op(...)")
@@ -125,9 +134,9 @@ def check_writable(path: Path) -> None:
         )
 
 
-def output_folder(out_dir: str | Path) -> Path:
-    """``--out`` as a folder, created if missing; an existing file there (or above it), an
-    empty name (which would write into the current folder unasked) are errors."""
+def output_folder(out_dir: str | Path, create: bool = True) -> Path:
+    """``--out`` as a folder, created if missing (with ``create``); an existing file there (or
+    above it), an empty name (which would write into the current folder unasked) are errors."""
     if not str(out_dir).strip():
         raise OutputError("--out is empty; name a folder (--out . for the current one)")
     out = Path(out_dir)
@@ -137,7 +146,8 @@ def output_folder(out_dir: str | Path) -> Path:
         above = next((p for p in out.parents if p.exists()), None)
         if above is not None and not above.is_dir():
             raise OutputError(f"--out {out}: {above} is a file, not a folder")
-        out.mkdir(parents=True, exist_ok=True)
+        if create:
+            out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot create --out {out}: {exc.strerror or exc}") from None
     return out
@@ -161,14 +171,33 @@ def write_if_changed(path: Path, text: str) -> bool:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".backgen-", suffix=".tmp")
+    """Write a temporary file beside ``path`` and rename it over ``path``. The temporary file is
+    opened as ``open(path, "w")`` would create ``path`` (0o666, less the umask, which the kernel
+    applies), not mkstemp's 0o600: a module only its writer could read would not import for
+    another user (a container, CI); replacing a file keeps that file's mode."""
+    fd, tmp = _temporary(path.parent)
     try:
+        if path.exists():
+            os.fchmod(fd, stat.S_IMODE(path.stat().st_mode))
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _temporary(folder: Path) -> tuple[int, Path]:
+    """A new file in ``folder`` under an unused random name, opened for writing (mkstemp's
+    exclusive create, with the default mode)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = folder / f".backgen-{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no unused temporary name in {folder}")
 
 
 def targets(ops: list[Op], out: Path) -> list[Path]:
@@ -197,17 +226,23 @@ def targets(ops: list[Op], out: Path) -> list[Path]:
     return paths
 
 
-def generate(
+def load_ops(files: list[str]) -> list[Op]:
+    """Each op file run, in sorted order: the order modules are derived and written."""
+    return [load_op(f) for f in sorted(files)]
+
+
+def derive_modules(
     files: list[str], out_dir: str, check: bool = False, made: list[Emitted] | None = None
-) -> list[tuple[Path, bool]]:
-    """Generate one module per op file into ``out_dir``; optionally verify each one.
+) -> list[tuple[Path, str]]:
+    """Each op file's module, ``(path, text)`` in ``out_dir``, every op derived (and with
+    ``check`` verified) before :func:`write_files` writes any: an op that fails writes none.
 
     ``made``: a list to receive each op's :class:`Emitted` (``generate --formulas`` hands them to
     the formulas pages, which then derive nothing).
     """
-    out = output_folder(out_dir)
-    ops = [load_op(f) for f in sorted(files)]
-    written = []
+    out = output_folder(out_dir, create=False)
+    ops = load_ops(files)
+    modules = []
     for op, path in zip(ops, targets(ops, out)):
         print(f"deriving {op.name} ({op.source})", file=sys.stderr, flush=True)
         emitted = emit(op, out_dir, Stages(op.name))
@@ -215,9 +250,30 @@ def generate(
             made.append(emitted)
         if check:
             print(checked_aside(op, emitted.module), file=sys.stderr)
-        written.append((path, write_if_changed(path, emitted.module)))
-    write_package_init(out)
-    return written
+        modules.append((path, emitted.module))
+    return modules
+
+
+def write_files(
+    files: list[tuple[Path, str]],
+    out_dir: str | Path,
+    written: list[tuple[Path, bool]],
+    package: bool = False,
+) -> None:
+    """Create ``out_dir`` and write each ``(path, text)`` that changed (``package``: and
+    ``__init__.py``), once every path is known to be one the writer may replace. Each file is
+    appended to ``written`` as ``(path, changed)`` when it is done, so whatever stops the
+    command can say what it wrote."""
+    for path, _ in files:
+        try:
+            check_writable(path)
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    out = output_folder(out_dir)
+    for path, text in files:
+        written.append((path, write_if_changed(path, text)))
+    if package:
+        write_package_init(out)
 
 
 def write_package_init(out: Path) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import jinja2
 from markupsafe import Markup
 
-from derive.emit.generate import Emitted, emit, load_op, write_if_changed
+from derive.emit.generate import Emitted, emit, load_ops
 from derive.emit.module import MARKER, TEMPLATES
 from derive.errors import DerivationError
 from derive.explain.explain import Explanation, explain
@@ -116,29 +116,29 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def write_formulas(
+def formulas_pages(
     files: list[str], out_dir: str, made: list[Emitted] | None = None
-) -> list[tuple[Path, bool]]:
-    """Write FORMULAS.md and formulas.html for the op files into ``out_dir``.
+) -> list[tuple[Path, str]]:
+    """FORMULAS.md and formulas.html for the op files, ``(path, text)`` in ``out_dir``, for
+    :func:`~derive.emit.generate.write_files` to write.
 
     ``made``: the ops as ``generate`` just derived and emitted them (generate --formulas): each
     page reads those derivations and modules instead of deriving the ops again.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    ops = [load_op(f) for f in sorted(files)]
+    ops = load_ops(files)
     by_name = {e.op.name: e for e in made or []}
     done = [by_name.get(op.name) or emit(op, out) for op in ops]
-    return write_pages(ops, [section(explain(e), e) for e in done], out)
+    return pages(ops, [section(explain(e), e) for e in done], out)
 
 
-def write_pages(
+def pages(
     ops: list[Op],
     sections: list[OpSection],
     out: Path,
     layouts: Mapping[str, Layout] | None = None,
-) -> list[tuple[Path, bool]]:
-    """Write both pages from the ops' sections (``layouts``: as :func:`typeset` takes them)."""
+) -> list[tuple[Path, str]]:
+    """Both pages from the ops' sections (``layouts``: as :func:`typeset` takes them)."""
     command = (
         f"python -m derive formulas {' '.join(op.source for op in ops)} --out {out.as_posix()}"
     )
@@ -146,7 +146,4 @@ def write_pages(
     data = {"marker": MARKER, "command": command, "sections": sections}
     markdown = env.get_template("formulas.md.jinja").render(**data)
     html = env.get_template("formulas.html.jinja").render(defs=typeset(sections, layouts), **data)
-    return [
-        (out / MARKDOWN, write_if_changed(out / MARKDOWN, markdown)),
-        (out / HTML, write_if_changed(out / HTML, html)),
-    ]
+    return [(out / MARKDOWN, markdown), (out / HTML, html)]

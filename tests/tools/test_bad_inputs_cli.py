@@ -84,6 +84,18 @@ ROWS = [
         (put("b.py", "1/0\n"),),
     ),
     Row(
+        "generate op file exiting",
+        gen("generate", "op.py", "b.py", "--out", "o"),
+        "b.py failed to run: it called exit (SystemExit: 3)",
+        (put("b.py", "raise SystemExit(3)\n"),),
+    ),
+    Row(
+        "generate op file calling sys.exit",
+        gen("generate", "b.py", "--out", "o"),
+        "b.py failed to run: it called exit (SystemExit: None)",
+        (put("b.py", "import sys\n\nsys.exit()\n"),),
+    ),
+    Row(
         "generate op file without OP",
         gen("generate", "b.py", "--out", "o"),
         "must define OP = Op(...)",
@@ -104,7 +116,7 @@ ROWS = [
     Row(
         "generate op name too long",
         gen("generate", "b.py", "--out", "o"),
-        "File name too long",
+        "300 characters long; at most 100",  # --out is made only to write: no ENAMETOOLONG
         (put("b.py", SIGMOID.replace('"sigmoid"', f'"{LONG}"')),),
     ),
     Row(
@@ -172,6 +184,12 @@ ROWS = [
         gen("show", "b.py"),
         "failed to run",
         (put("b.py", "raise SystemError('x')\n"),),
+    ),
+    Row(
+        "show op file exiting",
+        gen("show", "b.py"),
+        "b.py failed to run: it called exit (SystemExit: 3)",
+        (put("b.py", "raise SystemExit(3)\n"),),
     ),
     Row(
         "show --width 0",
