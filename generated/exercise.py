@@ -395,7 +395,7 @@ def backward_all(grad_out, saved):
     dhprebn = _add_scaled(dbndiff, dbnmeani, 1 / N)
     dembcat = dhprebn @ W1.T
     demb = dembcat.reshape(N, T, E)
-    dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
+    dC = demb.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
     dW1 = embcat.T @ dhprebn
     db1 = _sum_leading(dhprebn, 1)
     dbngain = _sum_leading(bnraw * dhpreact, 1)
@@ -871,8 +871,9 @@ def _double_backward(
         sum_W1_dhprebn = dhprebn @ W1.T
         dembcat = torch.addmm(sum_W1_dhprebn, b_dhprebn, db_dW1.T) if present[1] else sum_W1_dhprebn
         del sum_W1_dhprebn
-        dC = grad_out.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
-        del dembcat
+        demb = dembcat.reshape(N, T, E)
+        dC = demb.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
+        del dembcat, demb
     if needs[3]:
         sum_dhprebn_embcat = embcat.T @ dhprebn
         dW1 = (

@@ -253,7 +253,8 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     flat += [cx.size(a) for a in others[pos:]]
     shape = tuple(cx.size(a) for a in axes)
     src = source if len(bound) == 1 else ir.Reshape(source, tuple(flat))
-    zeros = ir.Zeros(shape, cx.like, axes=axes)
+    src, like = _buffer_like(cx, src)
+    zeros = ir.Zeros(shape, like, axes=axes)
     if scatter_reads(data, axes, set(bound)) == set(bound):
         index = cx.value(data, bound)
         idx = index if len(bound) == 1 else ir.Reshape(index, (merged,))
@@ -266,6 +267,26 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     idx = index if len(bound) == 1 else ir.Reshape(index, tuple(flat))
     cx.emit(ir.Assign((name,), zeros))
     cx.emit(ir.ScatterAdd(name, pos, idx, src))
+
+
+def _buffer_like(cx: Context, source: ir.Node) -> tuple[ir.Node, ir.Ref]:
+    """``(source, like)``: the tensor a buffer that ``source`` is added into in place is made
+    like (``like.new_zeros``), the source's own, so that under vmap the buffer is batched
+    where what it adds is (an ``index_add_`` of batched rows into an unbatched buffer is
+    refused). A view of a name is made like that name; another expression is named first.
+    Made like grad_out, the double backward's embedding gradient was refused under a
+    vectorized Hessian once grad_out became the 1 it always is there."""
+    root = source
+    while isinstance(root, ir.View):
+        root = root.arg
+    if isinstance(root, ir.Ref) and root.name not in cx.integers:
+        return source, ir.Ref(root.name)
+    if not isinstance(root, ir.Ref) and not source.scalar:
+        name = cx.fresh("added")
+        cx.emit(ir.Assign((name,), source))
+        ref = ir.Ref(name, axes=source.axes)
+        return ref, ir.Ref(name)
+    return source, cx.like
 
 
 def _source(cx: Context, e: sp.Expr, order: list) -> ir.Node:
@@ -345,7 +366,8 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
         if set().union(*map(dense_axes, index)) != set(source):  # the indices broadcast to
             # the value's shape: over a summed axis no index reads too (fuzz --windows 7067)
             index[0] = ir.Expand(index[0], full, axes=source)
-        cx.emit(ir.Assign((name,), ir.Zeros(shape, cx.like, axes=axes)))
+        value, like = _buffer_like(cx, value)
+        cx.emit(ir.Assign((name,), ir.Zeros(shape, like, axes=axes)))
         cx.emit(ir.IndexPut(name, tuple(index), value))
         return True
     # the solved axes last: one flat index over them, a scatter_add_ along it (the other axes
@@ -364,7 +386,8 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
         for v in (align(flat, source), value)
     )
     trailing = sp.Mul(*[cx.sizes[a] for a in axes[k:]])
-    cx.emit(ir.Assign((name,), ir.Zeros(shape[:k] + (cx.value(trailing, []),), cx.like)))
+    flat_value, like = _buffer_like(cx, flat_value)
+    cx.emit(ir.Assign((name,), ir.Zeros(shape[:k] + (cx.value(trailing, []),), like)))
     cx.emit(ir.ScatterAdd(name, k, flat_index, flat_value))
     cx.emit(ir.Assign((name,), ir.Reshape(ir.Ref(name), shape, axes=axes)))
     return True
