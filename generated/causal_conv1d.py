@@ -157,6 +157,7 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b):
     _check_like("v_w", v_w, "x", x, True)
     _check_like("v_b", v_b, "x", x, True)
     _check_positive("K", K, "k runs over it in x[n, c, -K + k + t + 1]")
+    _check_positive("N", N, "n is summed beside the window read x[n, c, -K + k + t + 1]")
     _check_positive("T", T, "x[n, c, -K + k + t + 1] reads a window along it")
     _returned = grad_y.new_ones(())
     return _returned, (

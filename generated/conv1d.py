@@ -275,6 +275,11 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
     )
     _check_size("v_w", 1, v_w.shape[1], "CG = C/groups", CG)
     _check_positive("K", K, "k runs over it in xg[n, g, c, dilation*k - padding + stride*t]")
+    _check_positive(
+        "N",
+        N,
+        "n is summed beside the window read xg[n, groups1, cg, dilation*k + l*stride - padding]",
+    )
     _check_positive("T", T, "xg[n, g, c, dilation*k - padding + stride*t] reads a window along it")
     xg = x.reshape(N, groups, CG, T)
     wg = w.reshape(groups, OG, CG, K)

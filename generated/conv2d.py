@@ -175,7 +175,7 @@ def forward(x, w, b, *, stride=1, padding=0, dilation=1, groups=1):
     _check_positive(
         "KW",
         KW,
-        "q runs over it in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+        "q is summed beside the window read xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
     )
     _check_positive(
         "W",
@@ -336,7 +336,12 @@ def _double_forward(x, w, b, grad_y, v_x, v_w, v_b, *, stride=1, padding=0, dila
     _check_positive(
         "KW",
         KW,
-        "q runs over it in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+        "q is summed beside the window read xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+    )
+    _check_positive(
+        "N",
+        N,
+        "n is summed beside the window read xg[n, groups1, cg, dilation*kh + ho*stride - padding, dilation*kw - padding + stride*wo]",
     )
     _check_positive(
         "W",
@@ -579,7 +584,7 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
     _check_positive(
         "KW",
         KW,
-        "q runs over it in xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
+        "q is summed beside the window read xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding]",
     )
     _check_positive(
         "W",

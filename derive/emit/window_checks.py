@@ -17,7 +17,10 @@ size or param and why:
   (write ``x[t + P]`` or ``x[t - P]`` for the direction you mean);
 - an axis read at an affine subscript that is empty (``T = 0``: every read is padding), and
   the range of an index in one (``K = 0``: an empty kernel; an output range such as
-  ``L = (T + 2 P - D (K - 1) - 1) // S + 1`` is a derived size, checked positive already).
+  ``L = (T + 2 P - D (K - 1) - 1) // S + 1`` is a derived size, checked positive already);
+- the range of any index summed beside a window read (a convolution's channels, ``C = 0``:
+  torch.conv1d of 0 input channels returns 0 output channels, where the definition's empty
+  sum leaves the bias over every one; found by probing, a wrong shape without a word).
 
 A plain subscript (``x[n, t]``, a constant, an entry of an int64 tensor) is no window: an
 empty axis read that way is legal (a batch of 0 rows, a cumulative sum over T = 0) and gives
@@ -80,6 +83,13 @@ def window_sizes(g: Graph) -> dict[sp.Expr, str]:
             extent = extents.get(i)
             if extent is not None and extent.free_symbols and extent not in g.derived:
                 found.setdefault(extent, f"{i} runs over it in {shown}")
+        for total in step.body.atoms(sp.Sum):  # a convolution's channels: torch.conv1d over
+            if not total.function.has(ind):  # 0 of them returned 0 output channels, not b
+                continue
+            for var, lo, hi in total.limits:
+                extent = sp.expand(hi - lo + 1)
+                if extent.free_symbols and extent not in g.derived:
+                    found.setdefault(extent, f"{var} is summed beside the window read {shown}")
     return found
 
 

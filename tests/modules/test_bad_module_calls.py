@@ -333,3 +333,33 @@ def test_the_autograd_function_takes_params_by_name_and_refuses_a_wrong_count(
             spec.module.Function.apply(*args, **names)
         _one_line(spec.name, info.value)
         assert "Function.apply(" in str(info.value), info.value
+
+
+def test_a_convolution_over_no_channels_is_refused_in_one_line(tmp_path) -> None:
+    """``out = Sum(x[n, c, S t + k - P] w[o, c, k], c, k) + b[o]`` over C = 0 channels is b
+    everywhere, but torch.conv1d of 0 input channels returns 0 output channels: the module
+    returned a (2, 0, 7) output without a word, and its backward failed in torch's words
+    (found by probing). A size summed beside a window read must be positive."""
+    from derive import Op
+    from derive.emit.generate import module_source
+    from derive.verify.check import load_module
+
+    op = Op(
+        name="conv_by_hand",
+        inputs=["x[N, C, T]", "w[O, C, K]", "b[O]"],
+        params={"stride": 1, "padding": 0},
+        sizes={"L": "(T + 2*padding - K) // stride + 1"},
+        ranges={"t": "L"},
+        definitions=[
+            "out[n, o, t] = Sum(x[n, c, stride*t + k - padding] * w[o, c, k], c, k) + b[o]"
+        ],
+    )
+    path = tmp_path / "conv_by_hand.py"
+    path.write_text(module_source(op, str(tmp_path)))
+    module = load_module(path)
+    with pytest.raises(ValueError) as info:
+        module.Function.apply(torch.randn(2, 0, 9), torch.randn(4, 0, 3), torch.randn(4))
+    _one_line("conv_by_hand", info.value)
+    assert "C is 0, but it must be positive: c is summed beside the window read" in str(info.value)
+    out = module.Function.apply(torch.randn(2, 3, 9), torch.randn(4, 3, 3), torch.randn(4))
+    assert out.shape == (2, 4, 7)
