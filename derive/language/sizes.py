@@ -35,7 +35,8 @@ def derived_size(name: str, text: str, sizes: dict[str, sp.Symbol], g: Graph) ->
 
 
 def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr:
-    """A product of sizes and int params, each to the power +-1 (``C / n_head``, ``n_head``)."""
+    """A product of sizes and int params, each to a whole power (``C / n_head``, ``n_head``,
+    ``K / (r * r)``: SymPy reads ``r * r`` as ``r**2``)."""
     problem = keyword_problem(text) or bracket_problem(text)
     if problem is not None:
         raise LangError(f"size expression '{text}': {problem}")
@@ -62,7 +63,7 @@ def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr
                 f"{shown}"
             )
         known = base in sizes.values() or base in g.params
-        if not known or power not in (1, -1):
+        if not known or not (power.is_Integer and power != 0):  # r * r is r**2
             raise LangError(
                 f"size expression '{text}': use sizes and int params, multiplied or divided "
                 f"('C / n_head'); '{factor}' is neither"

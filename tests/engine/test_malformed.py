@@ -258,6 +258,7 @@ SIZE_ROWS = [
     ("a fraction in a sum", {}, {"K": "N / 2 + 1"}, "//"),
     ("a float in a sum", {}, {"K": "N - 1.5"}, "integers"),
     ("a float param in a floor", {"s": 2.0}, {"K": "N // s"}, "must be an int"),
+    ("a square root of a size", {}, {"K": "N**0.5"}, "is neither"),
     ("an unknown name in a sum", {}, {"K": "N - q"}, "unknown name 'q'"),
     ("an unknown name", {}, {"K": "N / q"}, "unknown name 'q'"),
     ("an undeclared param", {}, {"K": "N / groups"}, "unknown name 'groups'"),
