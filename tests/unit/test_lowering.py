@@ -571,8 +571,11 @@ def test_a_coefficient_outside_a_scatter_sum_still_scatters(coef) -> None:
         (s["n"], 0, s["N"] - 1),
     )
     assign(lw.context, "dW", coef * summed, (s["v"], s["e"]), (sp.Symbol("V"), sp.Symbol("E")))
-    (statement,) = lw.context.statements
+    # c g named first, the buffer made like it (batched under vmap where the rows are)
+    added, statement = lw.context.statements
+    assert isinstance(added.value, ir.Binary), TorchPrinter().doprint(added)
     assert isinstance(statement.value, ir.IndexAdd), TorchPrinter().doprint(statement)
+    assert statement.value.target.like.name == added.targets[0]
 
 
 @pytest.mark.parametrize(
