@@ -39,7 +39,7 @@ from derive.symbolic.indices import (
     top_indexed,
     top_reductions,
 )
-from derive.symbolic.reverse import live_tensors, partial
+from derive.symbolic.reverse import live_tensors, partial, sums_of_squares
 from derive.symbolic.second_order import TensorNames
 from derive.symbolic.simplify import Simplifier
 
@@ -77,8 +77,9 @@ class _Tangent:
         slots = {r: sp.Symbol(f"_slot{k}", real=True) for k, r in enumerate(reads)}
         flat, back = expr.xreplace(slots), {s: r for r, s in slots.items()}
         total = sp.S.Zero
+        squares = sums_of_squares(slots)
         for original, slot in slots.items():
-            local = partial(flat, slot, self.op, self.text)
+            local = partial(flat, slot, self.op, self.text, squares)
             total += local.xreplace(back) * self._inner(original)
         return total
 

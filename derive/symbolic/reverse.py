@@ -90,8 +90,9 @@ class _Differentiator:
         slots = {o: sp.Symbol(f"_slot{k}", real=True) for k, o in enumerate(occurrences + nested)}
         flat = expr.xreplace(slots)
         total = sp.S.Zero
+        squares = sums_of_squares(slots)
         for original, slot in slots.items():
-            local = partial(flat, slot, self.op, self.text)
+            local = partial(flat, slot, self.op, self.text, squares)
             local = local.xreplace({s: o for o, s in slots.items()})
             if isinstance(original, sp.Indexed):
                 inner = _deltas(original.indices, J)
@@ -103,14 +104,19 @@ class _Differentiator:
         return total
 
 
-def partial(flat: sp.Expr, slot: sp.Symbol, op: str, text: str) -> sp.Expr:
+def partial(
+    flat: sp.Expr, slot: sp.Symbol, op: str, text: str, squares: frozenset = frozenset()
+) -> sp.Expr:
     """d flat / d slot, where ``slot`` stands for one read; reverse and forward mode share it.
 
     d step(x)/dx = DiracDelta(x) -> 0: zero wherever it is defined, as autograd's; so is
     d sign(u)/du, which SymPy leaves unevaluated for u not known real (the double backward of
     abs differentiates its adjoint's sign). A derivative SymPy cannot take is refused.
+    ``squares``: the slots that stand for a sum of squares (:func:`sums_of_squares`), whose
+    roots are held as :class:`_root`.
     """
-    local = sp.diff(_powers_held(flat, slot), slot).replace(_power, sp.Pow)
+    held = _roots_held(_powers_held(flat, slot), squares)
+    local = sp.diff(held, slot).replace(_power, sp.Pow).replace(_root, sp.Pow)
     local = local.replace(sp.DiracDelta, lambda *_: sp.S.Zero)
     local = local.replace(_step_derivative, lambda *_: sp.S.Zero)
     if local.has(sp.Derivative, sp.Subs):
@@ -149,6 +155,67 @@ class _power(sp.Function):  # noqa: N801
 
     def _eval_is_extended_real(self) -> bool | None:
         return sp.Pow(*self.args).is_extended_real
+
+
+class _root(sp.Function):  # noqa: N801
+    """S**p, 0 < p < 1, of a sum of squares S (a norm, ``sqrt(Sum(x[d]**2, d))``), held while
+    it is differentiated.
+
+    Where S = 0 every squared entry is 0, and so is each partial of S (2 x dx): the chain
+    multiplies p S**(p - 1) = inf by 0, NaN, where the forward is 0 and finite. As
+    torch.linalg.vector_norm's backward, the root's partial is taken as 0 there:
+
+        d/dS S**p = where(S = 0, 0, p S**(p - 1))
+
+    which only ever meets a partial of S that is 0 where S is (found by probing: the gradient
+    of a row's L2 norm, a triplet loss at a zero difference, an lp_pool over a zero window).
+    """
+
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        b, p = self.args  # S = 0 where S**p is: read so, the root may fold into a saved norm
+        return where(zero_in_floats(sp.Pow(b, p)), 0, p * sp.Pow(b, p - 1))
+
+    def _eval_is_real(self) -> bool | None:
+        return sp.Pow(*self.args).is_real
+
+    def _eval_is_extended_real(self) -> bool | None:
+        return sp.Pow(*self.args).is_extended_real
+
+
+def sums_of_squares(slots: dict[sp.Expr, sp.Symbol]) -> frozenset:
+    """The slots standing for a reduction that is a sum of squares (``Sum(x[n, d]**2, d)``)."""
+    return frozenset(
+        s for o, s in slots.items() if isinstance(o, sp.Sum) and _squares(o.function, frozenset())
+    )
+
+
+def _squares(e: sp.Expr, squares: frozenset) -> bool:
+    """``e`` is a sum of squares: an even power, a slot for one, or a sum of such with
+    positive numeric weights."""
+    if e in squares:
+        return True
+    if isinstance(e, sp.Pow):
+        return e.exp.is_Integer and e.exp > 0 and e.exp % 2 == 0
+    if isinstance(e, sp.Sum):
+        return _squares(e.function, squares)
+    if isinstance(e, sp.Mul):  # weights: positive numbers and sizes (a mean of squares)
+        weights = [f for f in e.args if f.is_positive and not f.has(sp.Indexed)]
+        rest = [f for f in e.args if f not in weights]
+        return len(rest) == 1 and _squares(rest[0], squares)
+    if isinstance(e, sp.Add):
+        return all(_squares(t, squares) for t in e.args)
+    return False
+
+
+def _roots_held(flat: sp.Expr, squares: frozenset) -> sp.Expr:
+    """``flat`` with each root (0 < p < 1) of a sum of squares held as :class:`_root`."""
+    return flat.replace(
+        lambda e: isinstance(e, sp.Pow)
+        and e.exp.is_Rational
+        and 0 < e.exp < 1
+        and _squares(e.base, squares),
+        lambda e: _root(*e.args),
+    )
 
 
 def _nonzero(e: sp.Expr) -> bool:
