@@ -55,6 +55,7 @@ def name_problem(name: str) -> str | None:
 
 
 LANGUAGE_CALLS = ("Sum", "Max", "view")  # written like functions, read by the parser itself
+IMPORTED = ("torch", "math", "sys", "contextlib", "hashlib")  # what a generated module imports
 MAX_NAME = 100  # an op's name is a file name: <out>/<name>.py
 MAX_TEXT = 10_000  # characters in one string of an op file: SymPy's parser recurses per term
 
@@ -70,6 +71,11 @@ def field_problem(op: Op) -> str | None:
         problem = f"is {len(op.name):,} characters long; at most {MAX_NAME}"
     if problem is not None:
         return f"the op name {problem}; it must name a Python module"
+    if op.name in IMPORTED:
+        return (
+            f"the op name '{op.name}' is a module the generated code imports: {op.name}.py "
+            "beside the other modules would shadow it; rename the op"
+        )
     for name, value, what in (
         ("inputs", op.inputs, "'x[N, D]', 'targets[N]: int64'"),
         ("definitions", op.definitions, "'out[n] = tanh(x[n])'"),

@@ -348,6 +348,8 @@ FIELD_ROWS: list[tuple[str, str, object, str]] = [
     ("name a dunder", "name", "__init__", "'__'"),
     ("name a path", "name", "../up", "path separator"),
     ("name huge", "name", HUGE, "characters long"),
+    ("name torch", "name", "torch", "would shadow it"),  # found by probing: out/torch.py
+    ("name math", "name", "math", "would shadow it"),
     ("inputs None", "inputs", None, "inputs must be a list of strings"),
     ("inputs an int", "inputs", 5, "inputs must be a list"),
     ("inputs a string", "inputs", "x[N, M]", "got str"),
