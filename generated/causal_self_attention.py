@@ -1205,7 +1205,9 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     _targets = (x, Wqkv, bqkv, Wo, bo)
     present = tuple(v is not None for v in cotangents)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
-    _pair, _saved = _double_forward(
+    # the pair itself is not computed: its forward returns the 1 that is its cotangent, and
+    # saves what the pair's gradients read
+    _one, _saved = _double_forward(
         x, Wqkv, bqkv, Wo, bo, grad_out, *cotangents, n_head=ctx.params[0]
     )
     needs = (
@@ -1213,7 +1215,7 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
         if needs is None
         else needs + (False,) * 5
     )
-    return _double_backward(torch.ones_like(_pair), _saved, needs, present)
+    return _double_backward(_one, _saved, needs, present)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):

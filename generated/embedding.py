@@ -338,8 +338,10 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     idx, C = inputs
     _targets = (C,)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
-    _pair, _saved = _double_forward(idx, C, grad_out, *cotangents)
-    return _double_backward(torch.ones_like(_pair), _saved)
+    # the pair itself is not computed: its forward returns the 1 that is its cotangent, and
+    # saves what the pair's gradients read
+    _one, _saved = _double_forward(idx, C, grad_out, *cotangents)
+    return _double_backward(_one, _saved)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):

@@ -541,9 +541,11 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     _targets = (x, gain, bias)
     present = tuple(v is not None for v in cotangents)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
-    _pair, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
+    # the pair itself is not computed: its forward returns the 1 that is its cotangent, and
+    # saves what the pair's gradients read
+    _one, _saved = _double_forward(x, gain, bias, grad_out, *cotangents, eps=ctx.params[0])
     needs = (True, True, True, True, True, True, True) if needs is None else needs + (False,) * 3
-    return _double_backward(torch.ones_like(_pair), _saved, needs, present)
+    return _double_backward(_one, _saved, needs, present)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):

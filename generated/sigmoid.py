@@ -282,9 +282,11 @@ def _double(ctx, grad_out, inputs, cotangents, needs=None):
     (x,) = inputs
     _targets = (x,)
     cotangents = [torch.zeros_like(t) if v is None else v for t, v in zip(_targets, cotangents)]
-    _pair, _saved = _double_forward(x, grad_out, *cotangents)
+    # the pair itself is not computed: its forward returns the 1 that is its cotangent, and
+    # saves what the pair's gradients read
+    _one, _saved = _double_forward(x, grad_out, *cotangents)
     needs = (True, True, True) if needs is None else needs + (False,) * 1
-    return _double_backward(torch.ones_like(_pair), _saved, needs)
+    return _double_backward(_one, _saved, needs)
 
 
 def _backward_tangent(ctx, grad_out, inputs, t_grad_out, t_inputs):
