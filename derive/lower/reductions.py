@@ -460,8 +460,14 @@ def _grouped(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contracti
     if any(is_gate(f) for f in grouped):
         # a gate selects what stands on its axes, a sum too: contracted as a 0/1 mask, it
         # multiplies an inf or nan the gate drops (fuzz --range 891045: maximum's derivative
-        # beside a sum that overflowed where the other argument was the larger one)
-        grouped += [f for f in factors if isinstance(f, sp.Sum) and scope.axes(f) <= axes]
+        # beside a sum that overflowed where the other argument was the larger one). A sum
+        # grouped already (it reads no tensor) is not grouped twice: the product squared it
+        # (fuzz 1140401: an IndexError where it left nothing to contract with)
+        grouped += [
+            f
+            for f in factors
+            if isinstance(f, sp.Sum) and scope.axes(f) <= axes and f not in grouped
+        ]
     if not any(f.atoms(sp.Indexed) for f in grouped):  # indices alone: onto a tensor
         hosts = [f for f in factors if plain(f) and axes <= set(f.indices)]
         grouped += [min(hosts, key=lambda f: len(set(f.indices)))] if hosts else []
