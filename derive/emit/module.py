@@ -292,6 +292,14 @@ def docstring_text(text: str) -> str:
     )
 
 
+def _flattens_by_prod(g: Graph, flat: bool) -> bool:
+    """Whether the checks or the backward flatten a batch with trailing axes by
+    ``math.prod(batch_shape)`` (an input or the output over ``x[..., C]``, flattened)."""
+    return flat and any(
+        g.tensors[t].batched and rest_dims(g.tensors[t]) for t in [*g.inputs, g.output]
+    )
+
+
 def _seed(g: Graph) -> Code:
     """What the forward of a gradient-only op returns in place of its output: the 1 that is
     its cotangent (a 0-d output; ``_double`` hands it to the backward as grad_out)."""
@@ -417,7 +425,7 @@ def module_data(
         grads=grads,
         n_params=len(g.params),
         uses_math="math" in modules
-        or any("math." in str(line) for line in checks + backward)
+        or _flattens_by_prod(g, flat)
         or bool(second and second.module and second.module.uses_math),
         double=second,
         jvp=tangents,

@@ -210,7 +210,7 @@ class Graph:
     ranges: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)  # declared: t -> L
     # the input the forward makes new tensors like, where not its first float input: the double
     # backward's grad_y, which torch.func's vmap batches where the op's inputs may not be (a
-    # hessian's), so that a buffer a scatter fills in place is batched as what it adds
+    # hessian's; a buffer a scatter fills in place is made like what it adds instead)
     like: str | None = None
     # float inputs whose gradient nobody asks for: the double backward's cotangents v, whose
     # gradient, d<v, B>/dv = B, is the first backward's own result (autograd never asks the
