@@ -61,8 +61,16 @@ def _read(t: Tensor, indices: tuple) -> sp.Expr:
 class _Tangent:
     """t(expr): the tangent of one body, given the tangents of the tensors it reads."""
 
-    def __init__(self, op: str, text: str, tangents: dict[str, Tensor], pick: sp.Expr | None):
+    def __init__(
+        self,
+        op: str,
+        text: str,
+        tangents: dict[str, Tensor],
+        pick: sp.Expr | None,
+        squares: frozenset[str] = frozenset(),
+    ):
         self.op, self.text, self.tangents, self.pick = op, text, tangents, pick
+        self.squares = squares  # tensors defined as sums of squares (reverse.square_tensors)
 
     def __call__(self, expr: sp.Expr) -> sp.Expr:
         if isinstance(expr, sp.Sum):
@@ -77,7 +85,7 @@ class _Tangent:
         slots = {r: sp.Symbol(f"_slot{k}", real=True) for k, r in enumerate(reads)}
         flat, back = expr.xreplace(slots), {s: r for r, s in slots.items()}
         total = sp.S.Zero
-        squares = sums_of_squares(slots)
+        squares = sums_of_squares(slots, flat, self.squares)
         for original, slot in slots.items():
             local = partial(flat, slot, self.op, self.text, squares)
             total += local.xreplace(back) * self._inner(original)
@@ -137,7 +145,9 @@ class _Builder:
             am = self.d.adjoints.argmax[step.name]
             self.tensors[am.name] = am
             pick = am.base[step.indices] if step.indices else sp.Symbol(am.name)
-        raw = _Tangent(g.op.name, step.text, self.tangents, pick)(step.body)
+        raw = _Tangent(g.op.name, step.text, self.tangents, pick, self.d.adjoints.squares)(
+            step.body
+        )
         body = simplify(raw)
         if body == 0:
             return

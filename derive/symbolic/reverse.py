@@ -51,6 +51,7 @@ class Adjoints:
     argmax: dict[str, Tensor] = field(default_factory=dict)  # Max definition -> argmax tensor
     fresh: Fresh = field(default_factory=Fresh)  # one source of bound names: no capture
     taken: frozenset[str] = frozenset()  # names an index must not read as (tensors, sizes)
+    squares: frozenset[str] = frozenset()  # tensors defined as sums of squares (square_tensors)
 
     def readable(self, expr: sp.Expr, tensor: str) -> sp.Expr:
         """``expr``, an adjoint of ``tensor``, with its bound indices named readably."""
@@ -71,8 +72,10 @@ def _deltas(indices: tuple, targets: tuple) -> sp.Expr:
 class _Differentiator:
     """d expr / d target[J], with Sums and Maxes handled structurally."""
 
-    def __init__(self, op: str, text: str, argmax: sp.Expr | None) -> None:
-        self.op, self.text, self.argmax = op, text, argmax
+    def __init__(
+        self, op: str, text: str, argmax: sp.Expr | None, squares: frozenset[str] = frozenset()
+    ) -> None:
+        self.op, self.text, self.argmax, self.squares = op, text, argmax, squares
 
     def __call__(self, expr: sp.Expr, target: str, J: tuple) -> sp.Expr:
         if isinstance(expr, sp.Sum):
@@ -90,7 +93,7 @@ class _Differentiator:
         slots = {o: sp.Symbol(f"_slot{k}", real=True) for k, o in enumerate(occurrences + nested)}
         flat = expr.xreplace(slots)
         total = sp.S.Zero
-        squares = sums_of_squares(slots)
+        squares = sums_of_squares(slots, flat, self.squares)
         for original, slot in slots.items():
             local = partial(flat, slot, self.op, self.text, squares)
             local = local.xreplace({s: o for o, s in slots.items()})
@@ -182,11 +185,48 @@ class _root(sp.Function):  # noqa: N801
         return sp.Pow(*self.args).is_extended_real
 
 
-def sums_of_squares(slots: dict[sp.Expr, sp.Symbol]) -> frozenset:
-    """The slots standing for a reduction that is a sum of squares (``Sum(x[n, d]**2, d)``)."""
-    return frozenset(
-        s for o, s in slots.items() if isinstance(o, sp.Sum) and _squares(o.function, frozenset())
-    )
+def sums_of_squares(
+    slots: dict[sp.Expr, sp.Symbol],
+    flat: sp.Expr = sp.S.Zero,
+    tensors: frozenset[str] = frozenset(),
+) -> frozenset:
+    """What stands for a sum of squares in ``flat``: the slots for a reduction that is one
+    (``Sum(x[n, d]**2, d)``), and the reads of a tensor defined as one (``tensors``, from
+    :func:`square_tensors`), as slots or as they stand in ``flat``."""
+    found = {s for o, s in slots.items() if _reads_squares(o, tensors)}
+    found |= {e for e in flat.atoms(sp.Indexed, sp.Symbol) if _reads_squares(e, tensors)}
+    found |= {
+        s
+        for o, s in slots.items()
+        if isinstance(o, sp.Sum) and _squares(o.function, _square_reads(o.function, tensors))
+    }
+    return frozenset(found)
+
+
+def square_tensors(g: Graph) -> frozenset[str]:
+    """The tensors defined as a sum of squares, maybe through others: ``sq[n] = Sum(x[n, d]**2,
+    d)``, ``ms[n] = sq[n] / D``, ``e[n, d] = (x[n, d] - y[n, d])**2``, a view of one. A root of
+    one read by name (``sqrt(sq[n])``) is held as a root of the sum itself (:class:`_root`):
+    where it is 0 so is every entry it squares, and each partial on the way back to them."""
+    found: set[str] = set()
+    for step in g.steps:
+        if isinstance(step, View):
+            if step.source in found:
+                found.add(step.name)
+        elif _squares(step.body, _square_reads(step.body, frozenset(found))):
+            found.add(step.name)
+    return frozenset(found)
+
+
+def _reads_squares(e: sp.Expr, tensors: frozenset[str]) -> bool:
+    """``e`` reads a tensor of ``tensors`` (an entry, or a 0-d tensor whole)."""
+    if isinstance(e, sp.Indexed):
+        return e.base.label.name in tensors
+    return isinstance(e, sp.Symbol) and not e.is_integer and e.name in tensors
+
+
+def _square_reads(e: sp.Expr, tensors: frozenset[str]) -> frozenset:
+    return frozenset(r for r in e.atoms(sp.Indexed, sp.Symbol) if _reads_squares(r, tensors))
 
 
 def _squares(e: sp.Expr, squares: frozenset) -> bool:
@@ -257,7 +297,8 @@ def _contribution(step: Definition, g: Graph, adj: Adjoints, v: str, fresh: Fres
     body = freshen_bound(step.body, fresh).xreplace(dict(zip(step.indices, lhs, strict=True)))
     argmax = adj.argmax.get(step.name)
     pick = argmax.base[lhs] if argmax is not None and lhs else argmax and sp.Symbol(argmax.name)
-    partial = _Differentiator(g.op.name, step.text, pick)(body, v, adj.free[v])
+    differentiate = _Differentiator(g.op.name, step.text, pick, adj.squares)
+    partial = differentiate(body, v, adj.free[v])
     term = adj.symbol(step.name, lhs) * partial
     dims = g.tensors[step.name].dims
     limits = [(i, 0, d - 1) for i, d in zip(lhs, dims, strict=True)]
@@ -276,7 +317,7 @@ def derive_adjoints(g: Graph) -> Adjoints:
     # an index never reads like a tensor (h[n, h] in exercise's docstring): names are avoided
     taken = frozenset({*g.tensors, *names.values(), *(str(s) for s in [*g.sizes, *g.params])})
     free = {t: nice_indices(info.dims, taken) for t, info in g.tensors.items()}
-    adj = Adjoints(g, names, free, {}, taken=taken)
+    adj = Adjoints(g, names, free, {}, taken=taken, squares=square_tensors(g))
     for step in g.steps:
         if isinstance(step, Definition) and (am := _argmax_tensor(step, g)) is not None:
             adj.argmax[step.name] = am

@@ -718,20 +718,31 @@ def test_celu_by_hand_has_torch_s_gradient_next_to_its_kink(dtype, tmp_path) -> 
     assert torch.allclose(mine, want, rtol=4 * torch.finfo(dtype).eps, atol=0), (mine, want)
 
 
-def test_a_norm_at_zero_has_the_norms_gradient_zero(tmp_path: Path) -> None:
+_NORM = torch.linalg.vector_norm
+# each case of tests/cases as torch.linalg.vector_norm writes it, rows of x and y
+NORMS = {
+    "norms_at_zero": lambda x, y: _NORM(x, dim=1) + _NORM(x - y, dim=1) + _NORM(y, dim=1) / 2**0.5,
+    "norms_through_definitions": lambda x, y: (
+        _NORM(x, dim=1) * (1 + 1 / 2**0.5) + _NORM(x - y, dim=1)
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NORMS))
+def test_a_norm_at_zero_has_the_norms_gradient_zero(case: str, tmp_path: Path) -> None:
     """``sqrt(Sum(x**2))`` at a zero row: x / sqrt(S) was 0 / 0 = NaN where the forward is 0
     (found by probing). The root's partial is 0 where its sum of squares is, as
     torch.linalg.vector_norm's backward takes it; the second order and the tangent are
-    finite there too (vector_norm's own second order is NaN)."""
-    module, _ = imported(Path(__file__).parents[1] / "cases" / "norms_at_zero.py", tmp_path)
+    finite there too (vector_norm's own second order is NaN). The sum may be a definition of
+    its own, read by name (norms_through_definitions)."""
+    module, _ = imported(Path(__file__).parents[1] / "cases" / f"{case}.py", tmp_path)
     x = torch.tensor([[0.0, 0.0], [3.0, 4.0], [1.0, -2.0]], dtype=torch.float64)
     y = torch.tensor([[0.0, 0.0], [3.0, 4.0], [0.5, 0.5]], dtype=torch.float64)
     leaves = [x.clone().requires_grad_(), y.clone().requires_grad_()]
     out = module.Function.apply(*leaves)
     mine = torch.autograd.grad(out.sum(), leaves, create_graph=True)
     refs = [t.clone().requires_grad_() for t in (x, y)]
-    norm = torch.linalg.vector_norm
-    want = norm(refs[0], dim=1) + norm(refs[0] - refs[1], dim=1) + norm(refs[1], dim=1) / 2**0.5
+    want = NORMS[case](*refs)
     theirs = torch.autograd.grad(want.sum(), refs)
     for got, ref in zip(mine, theirs, strict=True):
         torch.testing.assert_close(got.detach(), ref, rtol=1e-12, atol=1e-12)
