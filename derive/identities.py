@@ -202,8 +202,8 @@ def _split_log(e: sp.log) -> sp.Expr:
         asked = _where_defined(base)
         if isinstance(base, sp.exp) and asked.args[0].is_extended_real:
             terms.append(power * base.args[0])
-        elif asked.is_positive and power.is_extended_real:
-            terms.append(power * sp.log(base))
+        elif asked.is_positive and _where_defined(power).is_extended_real:
+            terms.append(power * sp.log(base))  # exp(a) is E**a: a split by the param too
         else:
             left.append(f)
     if len(left) == 1:

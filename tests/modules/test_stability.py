@@ -573,6 +573,34 @@ def test_the_entropy_of_a_softmax_with_a_temperature_is_finite(row, dtype, tmp_p
     assert torch.allclose(out, want, atol=1e-6) and torch.allclose(dx, want_dx, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("row", "dtype"),
+    [
+        ([2000.0, 0.0, 0.0], torch.float64),
+        ([0.0, 200.0, 0.0], torch.float32),
+        ([30, 0, -800], torch.float64),
+    ],
+)
+def test_a_softmax_of_a_scaled_exp_is_finite(row, dtype, tmp_path) -> None:
+    """log(p) of ``exp((x - m) / T) / sum`` split for range, T a 0-d input: the entropy was
+    0 * log(0) = nan and the cross-entropy log(0) = -inf where torch's are finite."""
+    module, _ = _module("softmax_of_a_scaled_exp", tmp_path)
+    x, temperature = torch.tensor([row], dtype=dtype), torch.tensor(1.5, dtype=dtype)
+    t = torch.zeros(1, dtype=torch.int64)
+    out, saved = module.forward(x, temperature, t)
+    dx, dT, _ = module.backward(torch.ones_like(out), saved)
+
+    def reference(v, temp):
+        lp = torch.log_softmax(v / temp, 1)
+        return -(lp.exp() * lp).sum(1) - lp[:, 0]
+
+    want, (want_dx, want_dT) = _reference_grad(reference, x, temperature)
+    assert all(torch.isfinite(v).all() for v in (out, dx, dT)), (out, dx, dT)
+    tol = 1e-4 if dtype == torch.float32 else 1e-10
+    for got, ref in ((out, want), (dx, want_dx), (dT, want_dT)):
+        assert torch.allclose(got, ref, rtol=tol, atol=tol), (got, ref)
+
+
 def _sigmoid_focal(v: torch.Tensor, t: torch.Tensor, gamma: float, alpha: float | None):
     p = torch.sigmoid(v)
     ce = torch.nn.functional.binary_cross_entropy_with_logits(v, t, reduction="none")
