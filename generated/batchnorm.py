@@ -265,18 +265,19 @@ def _double_backward(
     _check_grad_out(grad_out, _like)
     M = gain.shape[0]
     N = bndiff.shape[0]
-    if needs[3]:
+    if needs[3] and present[2]:
         db_dbias = v_bias
-    if needs[0] or needs[3]:
+    if (needs[0] or needs[3]) and present[1]:
         db_dgain = v_gain
-    db_dx = v_x
-    if needs[0] or needs[3]:
+    if present[0]:
+        db_dx = v_x
+    if (needs[0] or needs[3]) and present[0]:
         sum_bnraw_db_dx = _sum_leading(bnraw * db_dx, 1)
-    if needs[0] or needs[1]:
+    if (needs[0] or needs[1]) and present[0]:
         sum_bnraw_grad_y = _sum_leading(bnraw * grad_y, 1)
-    if needs[0] or needs[3]:
+    if (needs[0] or needs[3]) and present[0]:
         shared_bnvar_inv_gain = bnvar_inv * gain
-    if needs[0]:
+    if needs[0] and (present[0] or present[1]):
         acc = (
             torch.addcmul(
                 shared_bnvar_inv_gain * sum_bnraw_db_dx * (-1 / (N - 1)) * grad_y,
@@ -290,7 +291,7 @@ def _double_backward(
         dbnraw = torch.addcmul(acc, db_dgain, grad_y) if present[1] else acc
         del acc
         sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
-    if needs[0] or needs[1]:
+    if (needs[0] or needs[1]) and present[0]:
         sum_grad_y = _sum_leading(grad_y, 1)
         sum_bnraw_db_dx_grad_y = (
             torch.addcmul(
@@ -302,7 +303,7 @@ def _double_backward(
             * db_dx.T
         ).sum(1)
         del sum_bnraw_grad_y, sum_grad_y
-    if needs[0]:
+    if needs[0] and (present[0] or present[1]):
         dbnvar_inv = (
             torch.addcmul(sum_bndiff_dbnraw, sum_bnraw_db_dx_grad_y, gain)
             if present[0]
@@ -318,21 +319,23 @@ def _double_backward(
         sum_dbndiff = _sum_leading(dbndiff, 1)
         dbnmeani = -sum_dbndiff
         del sum_dbndiff
+    if needs[0]:
         dx = (
             _add_scaled(dbndiff, dbnmeani, 1 / N)
             if present[0] or present[1]
             else grad_out.new_zeros((N, M))
         )
+    if needs[0] and (present[0] or present[1]):
         del dbndiff, dbnmeani
     if needs[1]:
         dgain = bnvar_inv * sum_bnraw_db_dx_grad_y if present[0] else grad_out.new_zeros((M,))
-    if needs[0] or needs[1]:
+    if (needs[0] or needs[1]) and present[0]:
         del sum_bnraw_db_dx_grad_y
-    if needs[3]:
+    if needs[3] and present[0]:
         sum_bnraw_db_dx_1 = torch.addcmul(
             _sum_leading(db_dx, 1, mean=True), sum_bnraw_db_dx, bnraw, value=(N - 1) ** (-1)
         )
-    if needs[0] or needs[3]:
+    if (needs[0] or needs[3]) and present[0]:
         del sum_bnraw_db_dx
     if needs[3]:
         acc_1 = (
@@ -342,8 +345,9 @@ def _double_backward(
             if present[0]
             else grad_out.new_zeros((N, M))
         )
+    if needs[3] and present[0]:
         del sum_bnraw_db_dx_1
-    if needs[0] or needs[3]:
+    if (needs[0] or needs[3]) and present[0]:
         del shared_bnvar_inv_gain
     if needs[3]:
         acc_2 = torch.addcmul(acc_1, db_dgain, bnraw) if present[1] else acc_1

@@ -516,127 +516,173 @@ def _double_backward(
     D = Wh.shape[3]
     H = Wh.shape[2]
     T = x.shape[1]
-    if needs[5]:
+    if needs[5] and present[4]:
         db_dbo = v_bo
-    if needs[0] or needs[1] or needs[2] or needs[5]:
+    if (needs[0] or needs[1] or needs[2] or needs[5]) and present[3]:
         db_dWo = v_Wo
         db_dWoh_as_Wo = db_dWo
         db_dWoh = db_dWoh_as_Wo.reshape(H, D, C)
         del db_dWoh_as_Wo
-    db_dbqkv = v_bqkv
-    db_dbh_as_bqkv = db_dbqkv
-    db_dbh = db_dbh_as_bqkv.reshape(3, H, D)
-    del db_dbh_as_bqkv
-    db_dWqkv = v_Wqkv
-    db_dWh_as_Wqkv = db_dWqkv
-    db_dWh = db_dWh_as_Wqkv.reshape(C, 3, H, D)
-    del db_dWh_as_Wqkv
-    db_dx = v_x
-    shared_Wh_db_dx = (
-        (db_dx @ Wh.flatten(1))
-        .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
-        .permute(2, 0, 3, 1, 4)
-        .contiguous()
-    )
-    sum_Wh_at_all_2_db_dx = shared_Wh_db_dx[2]
-    acc = sum_Wh_at_all_2_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
-    del sum_Wh_at_all_2_db_dx
-    shared_db_dWh_x = (
-        (x @ db_dWh.flatten(1))
-        .unflatten(2, (db_dWh.shape[1], db_dWh.shape[2], db_dWh.shape[3]))
-        .permute(2, 0, 3, 1, 4)
-    )
-    sum_db_dWh_at_all_2_x = shared_db_dWh_x[2]
-    dc_Woh_grad_y_probs = acc + sum_db_dWh_at_all_2_x if present[1] else acc
-    del acc, sum_db_dWh_at_all_2_x
-    sum_Wh_at_all_1_db_dx = shared_Wh_db_dx[1]
-    acc_1 = sum_Wh_at_all_1_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
-    del sum_Wh_at_all_1_db_dx
-    sum_db_dWh_at_all_1_x = shared_db_dWh_x[1]
-    dc_Woh_grad_y_probs_q_v = (acc_1 + sum_db_dWh_at_all_1_x if present[1] else acc_1) / math.sqrt(
-        D
-    )
-    del acc_1, sum_db_dWh_at_all_1_x
-    sum_Wh_at_all_0_db_dx = shared_Wh_db_dx[0]
-    del shared_Wh_db_dx
-    acc_2 = sum_Wh_at_all_0_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
-    del sum_Wh_at_all_0_db_dx
-    sum_db_dWh_at_all_0_x = shared_db_dWh_x[0]
-    del shared_db_dWh_x
-    dc_Woh_grad_y_k_probs_v = (acc_2 + sum_db_dWh_at_all_0_x if present[1] else acc_2) / math.sqrt(
-        D
-    )
-    del acc_2, sum_db_dWh_at_all_0_x
-    sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3)
-    sum_k_probs = probs @ k
-    sum_db_dbh_at_0_k_probs = torch.einsum("be,abce->abc", db_dbh[0], sum_k_probs)
-    sum_probs = probs.sum(3)
-    acc_3 = (
-        torch.addcmul(
-            sum_db_dbh_at_0_k_probs * (-1 / math.sqrt(D)),
-            sum_probs,
-            sum_db_dbh_at_1_q,
-            value=-1 / math.sqrt(D),
+    if present[2]:
+        db_dbqkv = v_bqkv
+        db_dbh_as_bqkv = db_dbqkv
+        db_dbh = db_dbh_as_bqkv.reshape(3, H, D)
+        del db_dbh_as_bqkv
+    if present[1]:
+        db_dWqkv = v_Wqkv
+        db_dWh_as_Wqkv = db_dWqkv
+        db_dWh = db_dWh_as_Wqkv.reshape(C, 3, H, D)
+        del db_dWh_as_Wqkv
+    if present[0]:
+        db_dx = v_x
+        shared_Wh_db_dx = (
+            (db_dx @ Wh.flatten(1))
+            .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+            .permute(2, 0, 3, 1, 4)
+            .contiguous()
         )
-        if present[2]
-        else grad_out.new_zeros((B, H, T))
-    )
-    del sum_db_dbh_at_0_k_probs, sum_probs
-    sum_dc_Woh_grad_y_k_probs_v_k_probs = (dc_Woh_grad_y_k_probs_v * sum_k_probs).sum(3)
-    del sum_k_probs
-    sum_dc_Woh_grad_y_probs_q_v_probs_q = (
-        q @ dc_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2) * probs
-    ).sum(3)
-    dc_Woh_grad_y_probs_v = (
-        acc_3 - sum_dc_Woh_grad_y_k_probs_v_k_probs - sum_dc_Woh_grad_y_probs_q_v_probs_q
-        if present[0] or present[1]
-        else acc_3
-    )
-    del acc_3, sum_dc_Woh_grad_y_k_probs_v_k_probs, sum_dc_Woh_grad_y_probs_q_v_probs_q
-    sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
-    acc_4 = dc_Woh_grad_y_probs_v.permute(1, 0, 2)[:, :, :, None] + (
-        (sum_db_dbh_at_0_k.permute(1, 0, 2) / math.sqrt(D))[:, :, None]
-        + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
-        if present[2]
-        else grad_out.new_zeros((H, B, T, T))
-    )
-    sum_dc_Woh_grad_y_k_probs_v_k = dc_Woh_grad_y_k_probs_v.permute(1, 0, 2, 3) @ k.permute(
-        1, 0, 3, 2
-    )
-    sum_dc_Woh_grad_y_probs_q_v_q = q.permute(1, 0, 2, 3) @ dc_Woh_grad_y_probs_q_v.permute(
-        1, 0, 3, 2
-    )
-    dc_Woh_grad_y_v = (
-        acc_4 + sum_dc_Woh_grad_y_k_probs_v_k + sum_dc_Woh_grad_y_probs_q_v_q
-        if present[0] or present[1]
-        else acc_4
-    ) * probs.permute(1, 0, 2, 3)
-    del acc_4
-    if needs[3] or needs[5]:
+        sum_Wh_at_all_2_db_dx = shared_Wh_db_dx[2]
+    if present[0] or present[1]:
+        acc = sum_Wh_at_all_2_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
+    if present[0]:
+        del sum_Wh_at_all_2_db_dx
+    if present[1]:
+        shared_db_dWh_x = (
+            (x @ db_dWh.flatten(1))
+            .unflatten(2, (db_dWh.shape[1], db_dWh.shape[2], db_dWh.shape[3]))
+            .permute(2, 0, 3, 1, 4)
+        )
+        sum_db_dWh_at_all_2_x = shared_db_dWh_x[2]
+    if present[0] or present[1]:
+        dc_Woh_grad_y_probs = acc + sum_db_dWh_at_all_2_x if present[1] else acc
+        del acc
+    if present[1]:
+        del sum_db_dWh_at_all_2_x
+    if present[0]:
+        sum_Wh_at_all_1_db_dx = shared_Wh_db_dx[1]
+    if present[0] or present[1]:
+        acc_1 = sum_Wh_at_all_1_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
+    if present[0]:
+        del sum_Wh_at_all_1_db_dx
+    if present[1]:
+        sum_db_dWh_at_all_1_x = shared_db_dWh_x[1]
+    if present[0] or present[1]:
+        dc_Woh_grad_y_probs_q_v = (
+            acc_1 + sum_db_dWh_at_all_1_x if present[1] else acc_1
+        ) / math.sqrt(D)
+        del acc_1
+    if present[1]:
+        del sum_db_dWh_at_all_1_x
+    if present[0]:
+        sum_Wh_at_all_0_db_dx = shared_Wh_db_dx[0]
+        del shared_Wh_db_dx
+    if present[0] or present[1]:
+        acc_2 = sum_Wh_at_all_0_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
+    if present[0]:
+        del sum_Wh_at_all_0_db_dx
+    if present[1]:
+        sum_db_dWh_at_all_0_x = shared_db_dWh_x[0]
+        del shared_db_dWh_x
+    if present[0] or present[1]:
+        dc_Woh_grad_y_k_probs_v = (
+            acc_2 + sum_db_dWh_at_all_0_x if present[1] else acc_2
+        ) / math.sqrt(D)
+        del acc_2
+    if present[1]:
+        del sum_db_dWh_at_all_0_x
+    if present[2]:
+        sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3)
+    if present[0] or present[1] or present[2]:
+        sum_k_probs = probs @ k
+    if present[2]:
+        sum_db_dbh_at_0_k_probs = torch.einsum("be,abce->abc", db_dbh[0], sum_k_probs)
+        sum_probs = probs.sum(3)
+    if present[0] or present[1] or present[2]:
+        acc_3 = (
+            torch.addcmul(
+                sum_db_dbh_at_0_k_probs * (-1 / math.sqrt(D)),
+                sum_probs,
+                sum_db_dbh_at_1_q,
+                value=-1 / math.sqrt(D),
+            )
+            if present[2]
+            else grad_out.new_zeros((B, H, T))
+        )
+    if present[2]:
+        del sum_db_dbh_at_0_k_probs, sum_probs
+    if present[0] or present[1]:
+        sum_dc_Woh_grad_y_k_probs_v_k_probs = (dc_Woh_grad_y_k_probs_v * sum_k_probs).sum(3)
+    if present[0] or present[1] or present[2]:
+        del sum_k_probs
+    if present[0] or present[1]:
+        sum_dc_Woh_grad_y_probs_q_v_probs_q = (
+            q @ dc_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2) * probs
+        ).sum(3)
+    if present[0] or present[1] or present[2]:
+        dc_Woh_grad_y_probs_v = (
+            acc_3 - sum_dc_Woh_grad_y_k_probs_v_k_probs - sum_dc_Woh_grad_y_probs_q_v_probs_q
+            if present[0] or present[1]
+            else acc_3
+        )
+        del acc_3
+    if present[0] or present[1]:
+        del sum_dc_Woh_grad_y_k_probs_v_k_probs, sum_dc_Woh_grad_y_probs_q_v_probs_q
+    if present[2]:
+        sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
+    if present[0] or present[1] or present[2]:
+        acc_4 = dc_Woh_grad_y_probs_v.permute(1, 0, 2)[:, :, :, None] + (
+            (sum_db_dbh_at_0_k.permute(1, 0, 2) / math.sqrt(D))[:, :, None]
+            + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
+            if present[2]
+            else grad_out.new_zeros((H, B, T, T))
+        )
+    if present[0] or present[1]:
+        sum_dc_Woh_grad_y_k_probs_v_k = dc_Woh_grad_y_k_probs_v.permute(1, 0, 2, 3) @ k.permute(
+            1, 0, 3, 2
+        )
+        sum_dc_Woh_grad_y_probs_q_v_q = q.permute(1, 0, 2, 3) @ dc_Woh_grad_y_probs_q_v.permute(
+            1, 0, 3, 2
+        )
+    if present[0] or present[1] or present[2]:
+        dc_Woh_grad_y_v = (
+            acc_4 + sum_dc_Woh_grad_y_k_probs_v_k + sum_dc_Woh_grad_y_probs_q_v_q
+            if present[0] or present[1]
+            else acc_4
+        ) * probs.permute(1, 0, 2, 3)
+        del acc_4
+    if (needs[3] or needs[5]) and (present[0] or present[1] or present[2]):
         sum_dc_Woh_grad_y_v_v = (
             (v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2))
             .permute(0, 2, 1, 3)
             .contiguous()
         )
+    if (needs[3] or needs[5]) and (present[0] or present[1]):
         sum_dc_Woh_grad_y_probs_probs = (
             dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2)
         ).permute(0, 2, 1, 3)
+    if (needs[3] or needs[5]) and (present[0] or present[1] or present[2]):
         dc_Woh_grad_y = (
             sum_dc_Woh_grad_y_v_v + sum_dc_Woh_grad_y_probs_probs
             if present[0] or present[1]
             else sum_dc_Woh_grad_y_v_v
         )
-        del sum_dc_Woh_grad_y_v_v, sum_dc_Woh_grad_y_probs_probs
-    if needs[0] or needs[1] or needs[2]:
+        del sum_dc_Woh_grad_y_v_v
+    if (needs[3] or needs[5]) and (present[0] or present[1]):
+        del sum_dc_Woh_grad_y_probs_probs
+    if (needs[0] or needs[1] or needs[2]) and present[3]:
         dy = (
             (grad_y @ db_dWoh.permute(2, 0, 1).flatten(1))
             .unflatten(2, (db_dWoh.shape[0], db_dWoh.shape[1]))
             .permute(0, 2, 1, 3)
             .contiguous()
         )
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
         shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
             c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
         )
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         acc_5 = (
             torch.addcmul(
                 (sum_db_dbh_at_1_q / math.sqrt(D))[:, :, :, None]
@@ -648,16 +694,26 @@ def _double_backward(
             if present[2]
             else grad_out.new_zeros((B, H, T, T))
         )
-    del sum_db_dbh_at_1_q, sum_db_dbh_at_0_k
-    if needs[0] or needs[1] or needs[2]:
+    if present[2]:
+        del sum_db_dbh_at_1_q, sum_db_dbh_at_0_k
+    if (needs[0] or needs[1] or needs[2]) and present[3]:
         sum_dy_v = dy @ v.permute(0, 1, 3, 2)
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         acc_6 = acc_5 + sum_dy_v if present[3] else acc_5
-        del acc_5, sum_dy_v
+        del acc_5
+    if (needs[0] or needs[1] or needs[2]) and present[3]:
+        del sum_dy_v
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
         sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
             2, 0, 3, 1
         ) @ dc_Woh_grad_y_probs.permute(0, 1, 3, 2)
-    del dc_Woh_grad_y_probs
-    if needs[0] or needs[1] or needs[2]:
+    if present[0] or present[1]:
+        del dc_Woh_grad_y_probs
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         acc_7 = (
             torch.addcmul(
                 torch.addcmul(
@@ -671,9 +727,17 @@ def _double_backward(
             if present[0] or present[1]
             else acc_6
         )
-    del sum_dc_Woh_grad_y_k_probs_v_k, sum_dc_Woh_grad_y_probs_q_v_q
-    if needs[0] or needs[1] or needs[2]:
-        del acc_6, sum_c_Woh_grad_y_dc_Woh_grad_y_probs
+    if present[0] or present[1]:
+        del sum_dc_Woh_grad_y_k_probs_v_k, sum_dc_Woh_grad_y_probs_q_v_q
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
+        del acc_6
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
+        del sum_c_Woh_grad_y_dc_Woh_grad_y_probs
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         dprobs = (
             torch.addcmul(
                 acc_7, dc_Woh_grad_y_probs_v[:, :, :, None], c_Woh_grad_y_v.permute(1, 0, 2, 3)
@@ -681,8 +745,11 @@ def _double_backward(
             if present[0] or present[1] or present[2]
             else acc_7
         )
-    del dc_Woh_grad_y_probs_v
-    if needs[0] or needs[1] or needs[2]:
+    if present[0] or present[1] or present[2]:
+        del dc_Woh_grad_y_probs_v
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         del acc_7
         sum_dprobs_probs = (probs * dprobs).sum(3)
         dcounts_sum = -sum_dprobs_probs / counts_sum
@@ -698,21 +765,35 @@ def _double_backward(
         del dcounts
         dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
         del dmaxes
+    if (needs[0] or needs[1] or needs[2]) and present[3]:
         sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy
         del dy
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         acc_8 = sum_dy_probs if present[3] else grad_out.new_zeros((B, H, T, D))
+    if (needs[0] or needs[1] or needs[2]) and present[3]:
         del sum_dy_probs
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
         sum_c_Woh_grad_y_dc_Woh_grad_y_v = dc_Woh_grad_y_v.permute(
             1, 0, 3, 2
         ) @ c_Woh_grad_y.permute(2, 0, 3, 1)
-    del dc_Woh_grad_y_v
-    if needs[0] or needs[1] or needs[2]:
+    if present[0] or present[1] or present[2]:
+        del dc_Woh_grad_y_v
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         dv = (
             acc_8 + sum_c_Woh_grad_y_dc_Woh_grad_y_v
             if present[0] or present[1] or present[2]
             else acc_8
         )
-        del acc_8, sum_c_Woh_grad_y_dc_Woh_grad_y_v
+        del acc_8
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
+        del sum_c_Woh_grad_y_dc_Woh_grad_y_v
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         t_dscores = torch.where(
             torch.arange(T, device=grad_out.device)[:, None]
             <= torch.arange(T, device=grad_out.device),
@@ -721,13 +802,19 @@ def _double_backward(
         )
         del dscores
         sum_dscores_q = t_dscores @ q
+    if (needs[0] or needs[1] or needs[2]) and present[2]:
         shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
             shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v * probs
         )
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
         del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v
+    if (needs[0] or needs[1] or needs[2]) and present[2]:
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
             shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(2)
         )
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         acc_9 = (
             torch.addcmul(
                 sum_dscores_q,
@@ -738,27 +825,42 @@ def _double_backward(
             if present[2]
             else sum_dscores_q
         )
-        del sum_dscores_q, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+        del sum_dscores_q
+    if (needs[0] or needs[1] or needs[2]) and present[2]:
+        del sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
         t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
             c_Woh_grad_y_v.permute(1, 0, 3, 2) - c_Woh_grad_y_probs_v[:, :, None]
         ) * probs.permute(0, 1, 3, 2)
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
             t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
         )
-    del dc_Woh_grad_y_k_probs_v
-    if needs[0] or needs[1] or needs[2]:
+    if present[0] or present[1]:
+        del dc_Woh_grad_y_k_probs_v
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         dk = (
             acc_9 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
             if present[0] or present[1]
             else acc_9
         )
-        del acc_9, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
+        del acc_9
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
+        del sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
         del t_dscores
+    if (needs[0] or needs[1] or needs[2]) and present[2]:
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1 = (
             shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(3, keepdim=True)
         )
         del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         acc_10 = (
             torch.addcmul(
                 sum_dscores_k,
@@ -769,56 +871,76 @@ def _double_backward(
             if present[2]
             else sum_dscores_k
         )
-        del sum_dscores_k, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1
+        del sum_dscores_k
+    if (needs[0] or needs[1] or needs[2]) and present[2]:
+        del sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
         sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs = (
             t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2)
             @ dc_Woh_grad_y_probs_q_v
         )
-    del dc_Woh_grad_y_probs_q_v
-    if needs[0] or needs[1] or needs[2]:
+    if present[0] or present[1]:
+        del dc_Woh_grad_y_probs_q_v
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
         del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         dq = (
             acc_10 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
             if present[0] or present[1]
             else acc_10
         )
-        del acc_10, sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
-    if needs[3]:
+        del acc_10
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
+        del sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
+    if needs[3] and (present[0] or present[1] or present[2]):
         sum_dc_Woh_grad_y_grad_y = dc_Woh_grad_y.flatten(2) @ grad_y.flatten(0, 1)
+    if needs[3] and present[2]:
         sum_grad_y = grad_y.sum((1, 0))
+    if needs[3] and (present[0] or present[1] or present[2]):
         dWoh = (
             torch.addcmul(sum_dc_Woh_grad_y_grad_y, sum_grad_y, db_dbh[2][:, :, None])
             if present[2]
             else sum_dc_Woh_grad_y_grad_y
         )
-        del sum_dc_Woh_grad_y_grad_y, sum_grad_y
+        del sum_dc_Woh_grad_y_grad_y
+    if needs[3] and present[2]:
+        del sum_grad_y
+    if needs[3] and (present[0] or present[1] or present[2]):
         dWoh_as_Wo = dWoh.reshape(C, C)
         del dWoh
-    if needs[0] or needs[2]:
+    if (needs[0] or needs[2]) and (present[0] or present[1] or present[2] or present[3]):
         stacked_dq = torch.stack([dq, dk, dv], 1)
-    if needs[2]:
+    if needs[2] and (present[0] or present[1] or present[2] or present[3]):
         dbh = stacked_dq.sum((0, 3))
         dbh_as_bqkv = dbh.reshape(3 * C)
         del dbh
-    if needs[1]:
+    if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         sum_dq_x = (
             x.permute(2, 0, 1).flatten(1) @ dq.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
         ).unflatten(1, (dq.shape[1], dq.shape[3]))
-    if needs[0] or needs[1] or needs[2]:
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         del dq
-    if needs[1]:
+    if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         sum_dk_x = (
             x.permute(2, 0, 1).flatten(1) @ dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
         ).unflatten(1, (dk.shape[1], dk.shape[3]))
-    if needs[0] or needs[1] or needs[2]:
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         del dk
-    if needs[1]:
+    if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         sum_dv_x = (
             x.permute(2, 0, 1).flatten(1) @ dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
         ).unflatten(1, (dv.shape[1], dv.shape[3]))
-    if needs[0] or needs[1] or needs[2]:
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         del dv
-    if needs[1]:
+    if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         acc_11 = (
             torch.where(
                 (0 == torch.arange(3, device=grad_out.device))[:, None, None], sum_dq_x[:, None], 0
@@ -831,6 +953,7 @@ def _double_backward(
             )
         )
         del sum_dq_x, sum_dk_x, sum_dv_x
+    if needs[1] and present[0]:
         sum_c_Woh_grad_y_probs_db_dx = (
             db_dx.permute(2, 0, 1).flatten(1)
             @ c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
@@ -843,6 +966,7 @@ def _double_backward(
             db_dx.permute(2, 0, 1).flatten(1)
             @ c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
         ).unflatten(1, (c_Woh_grad_y_probs_q_v.shape[1], c_Woh_grad_y_probs_q_v.shape[3]))
+    if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         dWh = (
             torch.where(
                 (2 == torch.arange(3, device=grad_out.device))[:, None, None],
@@ -863,19 +987,21 @@ def _double_backward(
             if present[0]
             else acc_11
         )
+        del acc_11
+    if needs[1] and present[0]:
         del (
-            acc_11,
             sum_c_Woh_grad_y_probs_db_dx,
             sum_c_Woh_grad_y_k_probs_v_db_dx,
             sum_c_Woh_grad_y_probs_q_v_db_dx,
         )
+    if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         dWh_as_Wqkv = dWh.reshape(C, 3 * C)
         del dWh
-    if needs[0]:
+    if needs[0] and (present[0] or present[1] or present[2] or present[3]):
         acc_12 = stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
-    if needs[0] or needs[2]:
+    if (needs[0] or needs[2]) and (present[0] or present[1] or present[2] or present[3]):
         del stacked_dq
-    if needs[0]:
+    if needs[0] and present[1]:
         sum_c_Woh_grad_y_probs_db_dWh_at_all_2 = c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(
             2
         ) @ db_dWh[:, 2].permute(1, 2, 0).flatten(0, 1)
@@ -885,7 +1011,8 @@ def _double_backward(
         sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 = c_Woh_grad_y_probs_q_v.permute(
             0, 2, 1, 3
         ).flatten(2) @ db_dWh[:, 1].permute(1, 2, 0).flatten(0, 1)
-    del db_dWh
+    if present[1]:
+        del db_dWh
     if needs[0]:
         dx = (
             (
@@ -899,8 +1026,10 @@ def _double_backward(
             if present[0] or present[1] or present[2] or present[3]
             else grad_out.new_zeros((B, T, C))
         )
+    if needs[0] and (present[0] or present[1] or present[2] or present[3]):
+        del acc_12
+    if needs[0] and present[1]:
         del (
-            acc_12,
             sum_c_Woh_grad_y_probs_db_dWh_at_all_2,
             sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0,
             sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1,
@@ -911,6 +1040,7 @@ def _double_backward(
             if present[0] or present[1] or present[2] or present[3]
             else grad_out.new_zeros((C, 3 * C))
         )
+    if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         del dWh_as_Wqkv
     if needs[2]:
         dbqkv = (
@@ -918,32 +1048,43 @@ def _double_backward(
             if present[0] or present[1] or present[2] or present[3]
             else grad_out.new_zeros((3 * C,))
         )
+    if needs[2] and (present[0] or present[1] or present[2] or present[3]):
         del dbh_as_bqkv
     if needs[3]:
         dWo = dWoh_as_Wo if present[0] or present[1] or present[2] else grad_out.new_zeros((C, C))
+    if needs[3] and (present[0] or present[1] or present[2]):
         del dWoh_as_Wo
-    if needs[5]:
+    if needs[5] and present[3]:
         sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
-    if needs[0] or needs[1] or needs[2] or needs[5]:
+    if (needs[0] or needs[1] or needs[2] or needs[5]) and present[3]:
         del db_dWoh
     if needs[5]:
         acc_13 = sum_db_dWoh_y if present[3] else grad_out.new_zeros((B, T, C))
+    if needs[5] and present[3]:
         del sum_db_dWoh_y
+    if needs[5] and (present[0] or present[1] or present[2]):
         sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)
-    if needs[3] or needs[5]:
+    if (needs[3] or needs[5]) and (present[0] or present[1] or present[2]):
         del dc_Woh_grad_y
     if needs[5]:
         acc_14 = (
             acc_13 + sum_Woh_dc_Woh_grad_y if present[0] or present[1] or present[2] else acc_13
         )
-        del acc_13, sum_Woh_dc_Woh_grad_y
+        del acc_13
+    if needs[5] and (present[0] or present[1] or present[2]):
+        del sum_Woh_dc_Woh_grad_y
+    if needs[5]:
         acc_15 = acc_14 + db_dbo if present[4] else acc_14
         del acc_14
+    if needs[5] and present[2]:
         sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
-    del db_dbh
+    if present[2]:
+        del db_dbh
     if needs[5]:
         dgrad_y = acc_15 + sum_Woh_db_dbh_at_2 if present[2] else acc_15
-        del acc_15, sum_Woh_db_dbh_at_2
+        del acc_15
+    if needs[5] and present[2]:
+        del sum_Woh_db_dbh_at_2
     return (
         dx if needs[0] else None,
         dWqkv if needs[1] else None,

@@ -370,8 +370,10 @@ def backward_all(grad_out, saved):
     N = X.shape[0]
     T = X.shape[1]
     V = W2.shape[1]
-    dlogprobs = grad_out.new_zeros((N, V))
-    dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_out * (-1 / N)).expand(N, 1))
+    added = grad_out * (-1 / N)
+    dlogprobs = added.new_zeros((N, V))
+    dlogprobs.scatter_add_(1, Y.unsqueeze(1), added.expand(N, 1))
+    del added
     dprobs = dlogprobs / probs
     dcounts_sum_inv = (counts * dprobs).sum(1)
     dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
@@ -556,8 +558,10 @@ def _double_forward(
         counts_sum_inv = torch.reciprocal(counts_sum)
         del counts_sum
         probs = counts_sum_inv[:, None] * counts
-        b_dlogprobs = grad_y.new_zeros((N, V))
-        b_dlogprobs.scatter_add_(1, Y.unsqueeze(1), (grad_y * (-1 / N)).expand(N, 1))
+        added = grad_y * (-1 / N)
+        b_dlogprobs = added.new_zeros((N, V))
+        b_dlogprobs.scatter_add_(1, Y.unsqueeze(1), added.expand(N, 1))
+        del added
         b_dprobs = b_dlogprobs / probs
         del b_dlogprobs
         b_dcounts_sum_inv = (b_dprobs * counts).sum(1)
@@ -706,48 +710,65 @@ def _double_backward(
     N = X.shape[0]
     T = X.shape[1]
     V = W2.shape[1]
-    db_db2 = v_b2
-    db_dW2 = v_W2
-    db_dbnbias = v_bnbias
-    db_dbngain = v_bngain
-    db_db1 = v_b1
-    db_dW1 = v_W1
-    db_dC = v_C
-    db_demb = db_dC.index_select(0, X.reshape(-1)).reshape(N, T, E)
-    db_dembcat_as_emb = db_demb
-    del db_demb
-    db_dembcat = db_dembcat_as_emb.reshape(N, E * T)
-    del db_dembcat_as_emb
-    sum_W1_db_dembcat = db_dembcat @ W1
-    acc = sum_W1_db_dembcat if present[0] else grad_out.new_zeros((N, H))
-    del sum_W1_db_dembcat
-    acc_1 = torch.addmm(acc, embcat, db_dW1) if present[1] else acc
-    del acc
-    db_dhprebn = acc_1 + db_db1 if present[2] else acc_1
-    del acc_1
-    db_dbnmeani = _sum_leading(db_dhprebn, 1, mean=True)
-    db_dbndiff = db_dhprebn - db_dbnmeani
-    del db_dhprebn, db_dbnmeani
-    db_dbndiff2 = bndiff * db_dbndiff * 2
-    sum_db_dbndiff2 = _sum_leading(db_dbndiff2, 1)
-    del db_dbndiff2
-    db_dbnvar = sum_db_dbndiff2 / (N - 1)
-    del sum_db_dbndiff2
+    if present[6]:
+        db_db2 = v_b2
+    if present[5]:
+        db_dW2 = v_W2
+    if present[4]:
+        db_dbnbias = v_bnbias
+    if present[3]:
+        db_dbngain = v_bngain
+    if present[2]:
+        db_db1 = v_b1
+    if present[1]:
+        db_dW1 = v_W1
+    if present[0]:
+        db_dC = v_C
+        db_demb = db_dC.index_select(0, X.reshape(-1)).reshape(N, T, E)
+        db_dembcat_as_emb = db_demb
+        del db_demb
+        db_dembcat = db_dembcat_as_emb.reshape(N, E * T)
+        del db_dembcat_as_emb
+        sum_W1_db_dembcat = db_dembcat @ W1
+    if present[0] or present[1] or present[2]:
+        acc = sum_W1_db_dembcat if present[0] else grad_out.new_zeros((N, H))
+    if present[0]:
+        del sum_W1_db_dembcat
+    if present[0] or present[1] or present[2]:
+        acc_1 = torch.addmm(acc, embcat, db_dW1) if present[1] else acc
+        del acc
+        db_dhprebn = acc_1 + db_db1 if present[2] else acc_1
+        del acc_1
+        db_dbnmeani = _sum_leading(db_dhprebn, 1, mean=True)
+        db_dbndiff = db_dhprebn - db_dbnmeani
+        del db_dhprebn, db_dbnmeani
+        db_dbndiff2 = bndiff * db_dbndiff * 2
+        sum_db_dbndiff2 = _sum_leading(db_dbndiff2, 1)
+        del db_dbndiff2
+        db_dbnvar = sum_db_dbndiff2 / (N - 1)
+        del sum_db_dbndiff2
     shared_bnvar_inv = torch.pow(bnvar_inv, 3)
-    db_dbnvar_inv = shared_bnvar_inv * db_dbnvar * (-1 / 2)
-    db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
-    acc_2 = db_dbngain * bnraw if present[3] else grad_out.new_zeros((N, H))
-    acc_3 = (
-        torch.addcmul(acc_2, bngain, db_dbnraw) if present[0] or present[1] or present[2] else acc_2
-    )
-    del acc_2
-    db_dhpreact = acc_3 + db_dbnbias if present[4] else acc_3
-    del acc_3
+    if present[0] or present[1] or present[2]:
+        db_dbnvar_inv = shared_bnvar_inv * db_dbnvar * (-1 / 2)
+        db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
+    if present[0] or present[1] or present[2] or present[3] or present[4]:
+        acc_2 = db_dbngain * bnraw if present[3] else grad_out.new_zeros((N, H))
+        acc_3 = (
+            torch.addcmul(acc_2, bngain, db_dbnraw)
+            if present[0] or present[1] or present[2]
+            else acc_2
+        )
+        del acc_2
+        db_dhpreact = acc_3 + db_dbnbias if present[4] else acc_3
+        del acc_3
     shared_h = h * h
-    db_dh = torch.addcmul(db_dhpreact, db_dhpreact, shared_h, value=-1)
-    sum_db_dW2_h = h @ db_dW2
+    if present[0] or present[1] or present[2] or present[3] or present[4]:
+        db_dh = torch.addcmul(db_dhpreact, db_dhpreact, shared_h, value=-1)
+    if present[5]:
+        sum_db_dW2_h = h @ db_dW2
     acc_4 = sum_db_dW2_h if present[5] else grad_out.new_zeros((N, V))
-    del sum_db_dW2_h
+    if present[5]:
+        del sum_db_dW2_h
     acc_5 = (
         torch.addmm(acc_4, db_dh, W2)
         if present[0] or present[1] or present[2] or present[3] or present[4]
@@ -819,7 +840,8 @@ def _double_backward(
             if present[0] or present[1] or present[2] or present[3] or present[4]
             else acc_6
         )
-    del db_dhpreact
+    if present[0] or present[1] or present[2] or present[3] or present[4]:
+        del db_dhpreact
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
         del acc_6
         dhpreact = torch.addcmul(dh, dh, shared_h, value=-1)
@@ -830,7 +852,9 @@ def _double_backward(
         dbnraw = torch.addcmul(acc_7, db_dbngain, b_dhpreact) if present[3] else acc_7
         del acc_7
         sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
+    if (needs[2] or needs[3] or needs[4]) and (present[0] or present[1] or present[2]):
         sum_b_dbnraw_db_dbndiff = _sum_leading(b_dbnraw * db_dbndiff, 1)
+    if needs[2] or needs[3] or needs[4]:
         dbnvar_inv = (
             torch.addcmul(
                 sum_bndiff_dbnraw + sum_b_dbnraw_db_dbndiff,
@@ -841,9 +865,13 @@ def _double_backward(
             if present[0] or present[1] or present[2]
             else sum_bndiff_dbnraw
         )
-    del db_dbnvar
+    if present[0] or present[1] or present[2]:
+        del db_dbnvar
     if needs[2] or needs[3] or needs[4]:
-        del sum_bndiff_dbnraw, sum_b_dbnraw_db_dbndiff
+        del sum_bndiff_dbnraw
+    if (needs[2] or needs[3] or needs[4]) and (present[0] or present[1] or present[2]):
+        del sum_b_dbnraw_db_dbndiff
+    if needs[2] or needs[3] or needs[4]:
         dbnvar = shared_bnvar_inv * dbnvar_inv * (-1 / 2)
         del dbnvar_inv
     del shared_bnvar_inv
@@ -859,7 +887,8 @@ def _double_backward(
             if present[0] or present[1] or present[2]
             else acc_8
         )
-    del db_dbndiff, db_dbnvar_inv
+    if present[0] or present[1] or present[2]:
+        del db_dbndiff, db_dbnvar_inv
     if needs[2] or needs[3] or needs[4]:
         del acc_8
         sum_dbndiff = _sum_leading(dbndiff, 1)
@@ -881,7 +910,8 @@ def _double_backward(
             if present[0]
             else sum_dhprebn_embcat
         )
-    del db_dembcat
+    if present[0]:
+        del db_dembcat
     if needs[3]:
         del sum_dhprebn_embcat
     if needs[4]:
@@ -890,15 +920,19 @@ def _double_backward(
         del dhprebn
     if needs[5]:
         sum_bnraw_dhpreact = _sum_leading(bnraw * dhpreact, 1)
+    if needs[5] and (present[0] or present[1] or present[2]):
         sum_b_dhpreact_db_dbnraw = _sum_leading(b_dhpreact * db_dbnraw, 1)
-    del db_dbnraw
+    if present[0] or present[1] or present[2]:
+        del db_dbnraw
     if needs[5]:
         dbngain = (
             sum_bnraw_dhpreact + sum_b_dhpreact_db_dbnraw
             if present[0] or present[1] or present[2]
             else sum_bnraw_dhpreact
         )
-        del sum_bnraw_dhpreact, sum_b_dhpreact_db_dbnraw
+        del sum_bnraw_dhpreact
+    if needs[5] and (present[0] or present[1] or present[2]):
+        del sum_b_dhpreact_db_dbnraw
     if needs[6]:
         dbnbias = _sum_leading(dhpreact, 1)
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
@@ -910,7 +944,8 @@ def _double_backward(
             if present[0] or present[1] or present[2] or present[3] or present[4]
             else sum_dlogits_h
         )
-    del db_dh
+    if present[0] or present[1] or present[2] or present[3] or present[4]:
+        del db_dh
     if needs[7]:
         del sum_dlogits_h
     if needs[8]:

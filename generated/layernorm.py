@@ -266,19 +266,20 @@ def _double_backward(
     _check_grad_out(grad_out, _like)
     Batch = diff.shape[0]
     C = gain.shape[0]
-    if needs[3]:
+    if needs[3] and present[2]:
         db_dbias = v_bias
-    if needs[0] or needs[3]:
+    if (needs[0] or needs[3]) and present[1]:
         db_dgain = v_gain
-    db_dx = v_x
-    sum_db_dx_xhat = (db_dx * xhat).sum(1)
-    if needs[0]:
+    if present[0]:
+        db_dx = v_x
+        sum_db_dx_xhat = (db_dx * xhat).sum(1)
+    if needs[0] and present[0]:
         shared_gain_grad_y = gain * grad_y
         sum_gain_grad_y_xhat = (shared_gain_grad_y * xhat).sum(1)
-    if needs[0] or needs[3]:
+    if (needs[0] or needs[3]) and present[0]:
         shared_gain_rstd = gain * rstd[:, None]
         shared_gain_rstd_sum_db_dx_xhat = shared_gain_rstd * sum_db_dx_xhat[:, None]
-    if needs[0]:
+    if needs[0] and (present[0] or present[1]):
         acc = (
             torch.addcmul(
                 shared_gain_rstd_sum_db_dx_xhat * (-1 / C) * grad_y,
@@ -292,6 +293,7 @@ def _double_backward(
         dxhat = torch.addcmul(acc, db_dgain, grad_y) if present[1] else acc
         del acc
         sum_diff_dxhat = (diff * dxhat).sum(1)
+    if needs[0] and present[0]:
         sum_gain_grad_y = shared_gain_grad_y.sum(1, keepdim=True)
         del shared_gain_grad_y
         sum_db_dx_gain_grad_y_xhat = (
@@ -304,8 +306,12 @@ def _double_backward(
             * db_dx
         ).sum(1)
         del sum_gain_grad_y_xhat, sum_gain_grad_y
+    if needs[0] and (present[0] or present[1]):
         drstd = sum_diff_dxhat + sum_db_dx_gain_grad_y_xhat if present[0] else sum_diff_dxhat
-        del sum_diff_dxhat, sum_db_dx_gain_grad_y_xhat
+        del sum_diff_dxhat
+    if needs[0] and present[0]:
+        del sum_db_dx_gain_grad_y_xhat
+    if needs[0] and (present[0] or present[1]):
         dvar = torch.pow(rstd, 3) * drstd * (-1 / 2)
         del drstd
         ddiff = torch.addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, value=2 / C)
@@ -313,30 +319,36 @@ def _double_backward(
         sum_ddiff = ddiff.sum(1, keepdim=True)
         dmean = -sum_ddiff
         del sum_ddiff
+    if needs[0]:
         dx = (
             _add_scaled(ddiff, dmean, 1 / C)
             if present[0] or present[1]
             else grad_out.new_zeros((Batch, C))
         )
+    if needs[0] and (present[0] or present[1]):
         del ddiff, dmean
-    if needs[1]:
+    if needs[1] and present[0]:
         sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
         sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, db_dx, grad_y)
         sum_db_dx_grad_y_rstd_xhat = (
             torch.einsum("b,ba->ab", torch.einsum("b,b->b", rstd, sum_db_dx_xhat), grad_y) * xhat.T
         ).sum(1)
-    del sum_db_dx_xhat
-    if needs[1]:
+    if present[0]:
+        del sum_db_dx_xhat
+    if needs[1] and present[0]:
         sum_db_dx_grad_y_rstd_xhat_1 = sum_db_dx_grad_y_rstd_1 + sum_db_dx_grad_y_rstd_xhat
         del sum_db_dx_grad_y_rstd_1, sum_db_dx_grad_y_rstd_xhat
+    if needs[1]:
         dgain = (
             sum_db_dx_grad_y_rstd - (sum_db_dx_grad_y_rstd_xhat_1 / C)
             if present[0]
             else grad_out.new_zeros((C,))
         )
+    if needs[1] and present[0]:
         del sum_db_dx_grad_y_rstd, sum_db_dx_grad_y_rstd_xhat_1
-    if needs[3]:
+    if needs[3] and present[0]:
         sum_db_dx = db_dx.sum(1, keepdim=True)
+    if needs[3]:
         acc_1 = (
             torch.addcmul(
                 torch.addcmul(shared_gain_rstd * sum_db_dx * (-1 / C), shared_gain_rstd, db_dx),
@@ -347,8 +359,9 @@ def _double_backward(
             if present[0]
             else grad_out.new_zeros((Batch, C))
         )
+    if needs[3] and present[0]:
         del sum_db_dx
-    if needs[0] or needs[3]:
+    if (needs[0] or needs[3]) and present[0]:
         del shared_gain_rstd, shared_gain_rstd_sum_db_dx_xhat
     if needs[3]:
         acc_2 = torch.addcmul(acc_1, db_dgain, xhat) if present[1] else acc_1

@@ -661,10 +661,13 @@ PRESENT = "present"  # the double backward's flags, one per cotangent: which wer
 @dataclass(frozen=True)
 class Guarded(Statement):
     """``if needs[0] or needs[2]: body``: statements that feed only the gradients at those
-    positions, run where the caller needs one of them (:mod:`derive.ir.needs`)."""
+    positions, run where the caller needs one of them (:mod:`derive.ir.needs`); with
+    ``given``, also only where one of those cotangents was given to a double backward
+    (``present``, :mod:`derive.ir.given`): ``if needs[0] and present[1]: body``."""
 
     on: tuple[int, ...]
     body: tuple[Statement, ...]
+    given: tuple[int, ...] = ()
 
     @property
     def writes(self) -> frozenset[str]:
@@ -672,7 +675,8 @@ class Guarded(Statement):
 
     @property
     def reads(self) -> frozenset[str]:
-        return frozenset({NEEDS}).union(*(s.reads for s in self.body))
+        flags = ({NEEDS} if self.on else set()) | ({PRESENT} if self.given else set())
+        return frozenset(flags).union(*(s.reads for s in self.body))
 
     def nodes(self) -> Iterator[Node]:
         for s in self.body:

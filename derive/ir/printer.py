@@ -463,5 +463,11 @@ class TorchPrinter:
 
     def _print_Guarded(self, s: ir.Guarded) -> str:
         # one line: black puts each statement of the body on its own line under the if
-        flags = " or ".join(f"{ir.NEEDS}[{k}]" for k in s.on)
-        return f"if {flags}: {'; '.join(self.doprint(b) for b in s.body)}"
+        parts = [
+            " or ".join(f"{flag}[{k}]" for k in on)
+            for flag, on in ((ir.NEEDS, s.on), (ir.PRESENT, s.given))
+            if on
+        ]
+        if len(parts) > 1:
+            parts = [f"({p})" if " or " in p else p for p in parts]
+        return f"if {' and '.join(parts)}: {'; '.join(self.doprint(b) for b in s.body)}"

@@ -22,6 +22,8 @@ anything is lowered (:func:`delta_form`):
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 from derive.errors import DerivationError
@@ -71,10 +73,58 @@ def assign(cx: Context, name: str, expr: sp.Expr, axes: tuple, dims: tuple) -> N
     # them in a term, or one against an argmax) becomes an equality mask, always right
     plain, picks = form if form is not None else (expr, [])
     value = materialise(cx, checked(cx, plain, axes, name), axes, fresh=bool(picks))
+    start = len(cx.statements)
     cx.emit(ir.Assign((name,), value))
     for coef, axis, data in picks:
         pick_update(cx, name, coef, axis, data, axes)
+    if picks:
+        _made_like_its_update(cx, name, start)
     return None
+
+
+def _made_like_its_update(cx: Context, name: str, start: int) -> None:
+    """A buffer of zeros (or one number) that picks are added into in place, made like what
+    the first adds, as :func:`_buffer_like` makes a scatter's: made like grad_out, which is
+    the unbatched 1 of a double backward, it refused a batched source under a vectorized
+    Hessian (``vmap: scatter_add_(self, ...) is not possible``; found probing a maxout
+    squared). The buffer is moved down to just before that update, past the statements
+    lowering its source, which never read it."""
+    made = cx.statements[start]
+    if not (
+        isinstance(made, ir.Assign)
+        and isinstance(made.value, (ir.Zeros, ir.Full))
+        and made.value.like == cx.like
+    ):
+        return
+    at = next(
+        (
+            k
+            for k in range(start + 1, len(cx.statements))
+            if isinstance(cx.statements[k], (ir.ScatterAdd, ir.Update))
+            and cx.statements[k].target == name
+        ),
+        None,
+    )
+    if at is None:
+        return
+    update = cx.statements[at]
+    source = update.source if isinstance(update, ir.ScatterAdd) else update.value
+    root = source
+    while isinstance(root, ir.View):
+        root = root.arg
+    if source.scalar or (isinstance(root, ir.Ref) and (root.scalar or root.name in cx.integers)):
+        return
+    before: list[ir.Statement] = []
+    if isinstance(root, ir.Ref):
+        like = ir.Ref(root.name)
+    else:
+        added = cx.fresh("added")  # the views stay on the read: the buffer takes no shape
+        before.append(ir.Assign((added,), root))
+        like, source = ir.Ref(added), _rooted(source, ir.Ref(added, axes=root.axes))
+        field = "source" if isinstance(update, ir.ScatterAdd) else "value"
+        update = dataclasses.replace(update, **{field: source})
+    buffer = ir.Assign(made.targets, dataclasses.replace(made.value, like=like))
+    cx.statements[start : at + 1] = [*cx.statements[start + 1 : at], *before, buffer, update]
 
 
 def _coefficient_inside(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Expr:
@@ -267,6 +317,13 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     idx = index if len(bound) == 1 else ir.Reshape(index, tuple(flat))
     cx.emit(ir.Assign((name,), zeros))
     cx.emit(ir.ScatterAdd(name, pos, idx, src))
+
+
+def _rooted(view: ir.Node, root: ir.Node) -> ir.Node:
+    """``view`` (a chain of views down to a root) read from ``root`` instead."""
+    if isinstance(view, ir.View):
+        return dataclasses.replace(view, arg=_rooted(view.arg, root))
+    return root
 
 
 def _buffer_like(cx: Context, source: ir.Node) -> tuple[ir.Node, ir.Ref]:

@@ -29,6 +29,7 @@ from derive.errors import DerivationError
 from derive.functions import BY_NODE, clamp, where
 from derive.ir import nodes as ir
 from derive.ir.fused import softmaxes
+from derive.ir.given import given_guarded
 from derive.ir.keepdim import kept_dims
 from derive.ir.layout import contiguous_layouts
 from derive.ir.needs import guarded
@@ -125,7 +126,7 @@ class Lowerer:
                 cx.statements[:] = released(kept_dims(cx.statements, self._keep), self._keep)
             cx.statements[:] = ieee_scalars(cx.statements, self._params)
             if self._results:
-                cx.statements[:] = guarded(cx.statements, self._results)
+                cx.statements[:] = given_guarded(guarded(cx.statements, self._results))
             self._lines = [PRINTER.line(s) for s in cx.statements]
         return list(self._lines)
 

@@ -127,3 +127,38 @@ def test_torch_func_asks_only_for_the_arguments_it_differentiates():
         linear.backward = real
     assert asked and all(n == (False, True, False) for n in asked)
     torch.testing.assert_close(mine, per_sample(lambda x, W, b: x @ W + b), rtol=1e-12, atol=1e-12)
+
+
+WITH_PRESENT = [
+    s
+    for s in OPS
+    if hasattr(s.module, "_double_backward")
+    and "present" in inspect.signature(s.module._double_backward).parameters
+]
+
+
+@pytest.mark.parametrize("spec", WITH_PRESENT, ids=lambda s: s.name)
+def test_a_missing_cotangent_is_never_read(spec):
+    """The double backward reads a cotangent autograd gave as None (a penalty on one
+    gradient) only under its ``present`` flag (derive/ir/given.py): run with each missing
+    cotangent as a tensor without data (device meta: its shape may be read, any kernel with a
+    CPU tensor raises), every gradient is the one computed with it as zeros. Before, the parts of a term only it reaches were computed and thrown away
+    (linear's penalty on x: a GEMM on zeros)."""
+    inputs, params = spec.draw(4)
+    floats = [t for t in inputs if t.is_floating_point()]
+    out, _ = spec.module.forward(*inputs, **params)
+    grad_y = torch.randn_like(out)
+    for k in range(len(floats)):
+        cotangents = [
+            torch.randn_like(t) if j == k else torch.zeros_like(t) for j, t in enumerate(floats)
+        ]
+        present = tuple(j == k for j in range(len(floats)))
+        one, saved = spec.module._double_forward(*inputs, grad_y, *cotangents, **params)
+        missing = {id(v) for j, v in enumerate(cotangents) if j != k}
+        blind = tuple(s.to("meta") if id(s) in missing else s for s in saved)
+        want = spec.module._double_backward(one, saved, present=present)
+        got = spec.module._double_backward(one, blind, present=present)
+        for g, w in zip(got, want, strict=True):
+            assert (g is None) == (w is None)
+            if w is not None:
+                torch.testing.assert_close(g, w, rtol=0, atol=0)
