@@ -142,8 +142,9 @@ def test_a_missing_cotangent_is_never_read(spec):
     """The double backward reads a cotangent autograd gave as None (a penalty on one
     gradient) only under its ``present`` flag (derive/ir/given.py): run with each missing
     cotangent as a tensor without data (device meta: its shape may be read, any kernel with a
-    CPU tensor raises), every gradient is the one computed with it as zeros. Before, the parts of a term only it reaches were computed and thrown away
-    (linear's penalty on x: a GEMM on zeros)."""
+    CPU tensor raises), every gradient is the one computed with it as zeros. Before, the
+    parts of a term only it reaches were computed and thrown away (linear's penalty on x: a
+    GEMM on zeros)."""
     inputs, params = spec.draw(4)
     floats = [t for t in inputs if t.is_floating_point()]
     out, _ = spec.module.forward(*inputs, **params)
