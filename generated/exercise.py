@@ -190,7 +190,7 @@ def _check_range(name, t, size_name, size, before=False, guarded=False, ignored=
             inside = inside | (t == v)
         torch._assert_async(inside.all(), f"{OP}: {name} has values outside [0, {size_name})")
         return
-    kept = t
+    kept = _unbatched(t)
     for v in ignored:
         kept = kept[kept != v]
     if kept.numel():
@@ -203,6 +203,15 @@ def _check_range(name, t, size_name, size, before=False, guarded=False, ignored=
             raise IndexError(
                 f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size}){skipped}"
             )
+
+
+def _unbatched(t):
+    # under vmap an index is a batched tensor, whose values python cannot read (.item() and
+    # masking are refused): the tensor it wraps holds every sample's, checked at once
+    functorch = torch._C._functorch
+    while functorch.is_batchedtensor(t):
+        t = functorch.get_unwrapped(t)
+    return t
 
 
 def _shapes_only(t):
