@@ -54,6 +54,8 @@ def test_batched_hessian_vector_products_equal_the_definitions(path, tmp_path):
 
     for got, want in zip(rows(mine), rows(text), strict=True):
         _close(got, want, 1e-8)
+
+
 @pytest.mark.parametrize("path", CASES)
 def test_vmap_over_every_input_equals_each_sample(path, tmp_path):
     module, op = imported(path, tmp_path)
