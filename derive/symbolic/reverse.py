@@ -176,6 +176,9 @@ class _root(sp.Function):  # noqa: N801
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         b, p = self.args  # S = 0 where S**p is: read so, the root may fold into a saved norm
+        if argindex == 2:  # an exponent read from a tensor (1/p of a p-norm): _power's partial
+            d = sp.Pow(b, p) * sp.log(b)
+            return where(zero_in_floats(b), where(p >= 0, 0, d), d)
         return where(zero_in_floats(sp.Pow(b, p)), 0, p * sp.Pow(b, p - 1))
 
     def _eval_is_real(self) -> bool | None:
@@ -230,32 +233,45 @@ def _square_reads(e: sp.Expr, tensors: frozenset[str]) -> frozenset:
 
 
 def _squares(e: sp.Expr, squares: frozenset) -> bool:
-    """``e`` is a sum of squares: an even power, a slot for one, or a sum of such with
-    positive numeric weights."""
+    """``e`` is a sum of squares: an even power (or a positive one of a magnitude, |u|**p),
+    a slot for one, or a sum or product of such with positive numeric weights: each term
+    is 0 or more, and where the whole is 0 so is each term and each of its partials."""
     if e in squares:
         return True
-    if isinstance(e, sp.Pow):
-        return e.exp.is_Integer and e.exp > 0 and e.exp % 2 == 0
+    if isinstance(e, (sp.Pow, _power)):
+        base, k = e.args
+        if isinstance(base, sp.Abs):  # |u|**p: 0 only where u is (p > 0), its partial too (p >= 1)
+            return not k.is_number or bool(k.is_positive)
+        return isinstance(e, sp.Pow) and k.is_Integer and k > 0 and k % 2 == 0
     if isinstance(e, sp.Sum):
         return _squares(e.function, squares)
+    if isinstance(e, sp.Abs):
+        return True
     if isinstance(e, sp.Mul):  # weights: positive numbers and sizes (a mean of squares)
         weights = [f for f in e.args if f.is_positive and not f.has(sp.Indexed)]
         rest = [f for f in e.args if f not in weights]
-        return len(rest) == 1 and _squares(rest[0], squares)
+        # a product of such: 0 where one factor is, and so is each partial (|x| x**2 is
+        # SymPy's |x|**3)
+        return bool(rest) and all(_squares(f, squares) for f in rest)
     if isinstance(e, sp.Add):
         return all(_squares(t, squares) for t in e.args)
     return False
 
 
 def _roots_held(flat: sp.Expr, squares: frozenset) -> sp.Expr:
-    """``flat`` with each root (0 < p < 1) of a sum of squares held as :class:`_root`."""
-    return flat.replace(
-        lambda e: isinstance(e, sp.Pow)
-        and e.exp.is_Rational
-        and 0 < e.exp < 1
-        and _squares(e.base, squares),
-        lambda e: _root(*e.args),
-    )
+    """``flat`` with each root of a sum of squares held as :class:`_root`: a power 0 < p < 1,
+    or one read from a tensor (a p-norm's 1/p, held as :class:`_power` already): where it
+    is 0 or more, the mask is exact (the partial it meets is 0 there); below 0 the forward
+    is inf at S = 0."""
+
+    def root(e: sp.Basic) -> bool:
+        if not isinstance(e, (sp.Pow, _power)):
+            return False
+        base, p = e.args
+        numeric = p.is_Rational and 0 < p < 1 and isinstance(e, sp.Pow)
+        return (numeric or not p.is_number) and _squares(base, squares)
+
+    return flat.replace(root, lambda e: _root(*e.args))
 
 
 def _nonzero(e: sp.Expr) -> bool:

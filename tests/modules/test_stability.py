@@ -573,6 +573,33 @@ def test_the_entropy_of_a_softmax_with_a_temperature_is_finite(row, dtype, tmp_p
     assert torch.allclose(out, want, atol=1e-6) and torch.allclose(dx, want_dx, atol=1e-6)
 
 
+def test_a_p_norm_at_zero_has_the_norms_gradient_zero(tmp_path: Path) -> None:
+    """``Sum(|x|**p)**(1/p)`` at a zero row, p a 0-d input: x's gradient is vector_norm's (0
+    there), p's is finite (0 at the zero row: the norm is 0 for every p), and the second
+    order and the tangent are finite (p_norms_at_zero)."""
+    module, _ = _module("p_norms_at_zero", tmp_path)
+    x = torch.tensor([[0.0, 0.0, 0.0], [1.0, -2.0, 0.0]], dtype=torch.float64)
+    leaves = [x.clone().requires_grad_(), torch.tensor(2.5, dtype=torch.float64).requires_grad_()]
+    dx, dp = torch.autograd.grad(module.Function.apply(*leaves).sum(), leaves, create_graph=True)
+    refs = [t.detach().clone().requires_grad_() for t in leaves]
+    norm = torch.linalg.vector_norm
+    want = norm(refs[0], ord=2.5, dim=1) + norm(refs[0], ord=3, dim=1)
+    (want_dx,) = torch.autograd.grad(want.sum(), refs[0])
+    torch.testing.assert_close(dx.detach(), want_dx, rtol=1e-12, atol=1e-12)
+    h = 1e-6  # p's gradient: central differences of vector_norm's p-norm, the only term in p
+    row = x[1]
+    fd = (norm(row, ord=2.5 + h) - norm(row, ord=2.5 - h)) / (2 * h)
+    assert torch.isfinite(dp) and abs(float(dp.detach()) - float(fd)) < 1e-7, (dp, fd)
+    second = torch.autograd.grad((dx * dx).sum() + dp * dp, leaves)
+    assert all(torch.isfinite(s).all() for s in second)
+    _, tangent = torch.func.jvp(
+        module.Function.apply,
+        (x, leaves[1].detach()),
+        (torch.ones_like(x), torch.tensor(1.0, dtype=x.dtype)),
+    )
+    assert torch.isfinite(tangent).all()
+
+
 @pytest.mark.parametrize(
     ("row", "dtype"),
     [
