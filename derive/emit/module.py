@@ -429,7 +429,7 @@ def module_data(
         or bool(second and second.module and second.module.uses_math),
         double=second,
         jvp=tangents,
-        autocast=autocast_policy(g),
+        autocast=autocast_policy(d.written or g),  # as written: a lifted call is no operand
         needs=_tuple(["True"] * len(g.inputs)) if needs else "",
         present=_tuple(["True"] * present) if present else "",
         export_schema=_export_schema(g.inputs, [p.name for p in g.params]),

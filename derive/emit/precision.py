@@ -6,13 +6,17 @@ torch's own ops each carry a policy (its autocast op lists): contractions (``F.l
 ``embedding``) in the dtype of their inputs. A generated op gets the same, by a rule on its
 reductions:
 
-- every reduction a contraction (a Sum whose terms each multiply two or more float tensors:
-  ``Sum(x[n, k] * W[k, m], k)``; a square, ``Sum(x[n, c]**2, c)``, is a norm, not one), and
-  at least one: ``lower`` (the autocast dtype);
+- every reduction a contraction (a Sum whose terms each multiply two or more float tensors
+  and that keeps an index: ``Sum(x[n, k] * W[k, m], k)``; a square, ``Sum(x[n, c]**2, c)``,
+  is a norm, and a weighted sum to one number a loss, not one), and at least one: ``lower``
+  (the autocast dtype);
 - any other reduction (a mean ``Sum(x[n, c], c) / C``, a softmax's normaliser, a Max, a
   loss's sum): ``float32``, as CUDA's lists hold layer_norm, softmax and the losses on every
   device (CPU's lists leave softmax and layer_norm in bfloat16; backgen keeps range);
 - no reduction (element-wise, gathers): ``input``, the inputs' own dtype.
+
+The rule reads the definitions as the op wrote them: a call lifted into a definition of its
+own for the backward (``softplus(x)`` of a weighted BCE) is no operand of a contraction.
 
 Outside autocast, float inputs of mixed dtypes are promoted to their common dtype
 (``torch.promote_types``), as torch's element-wise ops promote.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derive.language import Definition, Graph, ReduceMax
+from derive.symbolic.indices import free_indices
 
 LOWER, FLOAT32, INPUT = "lower", "float32", "input"
 
@@ -44,6 +49,11 @@ def _float_reads(term: sp.Expr, g: Graph) -> int:
 
 
 def _contraction(s: sp.Sum, g: Graph) -> bool:
+    """A matrix product: a sum of products of two float reads or more that keeps an index.
+    Summed to one number, ``Sum(w[c] * l[n, c], n, c)``, it is a loss's weighted sum (torch
+    lists ``dot`` in neither list, and ``sum`` in float32's)."""
+    if not free_indices(s):
+        return False
     return all(_float_reads(t, g) >= 2 for t in sp.Add.make_args(sp.expand(s.function)))
 
 
