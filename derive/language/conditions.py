@@ -44,6 +44,12 @@ class _Relations(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         if not (isinstance(node.func, ast.Name) and node.func.id == "where" and node.args):
             return self.generic_visit(node)
+        joined = _bitwise(node.args[0])
+        if joined:  # (a < b) & (c < d): not a comparison outside where(), as it would read
+            raise LangError(
+                f"'{joined}' in '{ast.unparse(node.args[0])}': nest where() to combine "
+                "conditions (where(a < b, where(c < d, x, y), y))"
+            )
         self.condition = isinstance(node.args[0], ast.Compare)
         first = self.visit(node.args[0])
         self.condition = False
@@ -96,3 +102,11 @@ def relations_as_calls(text: str) -> str:
     if not has:
         return text  # nothing to rewrite: the text goes to SymPy exactly as written
     return ast.unparse(_Relations().visit(tree))
+
+
+def _bitwise(node: ast.AST) -> str:
+    """The bitwise operator joining (or negating) a condition: ``&``, ``|``, ``^``, ``~``."""
+    ops = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.Invert: "~"}
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        return ops.get(type(node.op), "")
+    return ""

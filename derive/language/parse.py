@@ -131,6 +131,11 @@ def _check_data_use(body: sp.Expr, g: Graph) -> None:
     def walk(e: sp.Basic) -> None:
         if isinstance(e, sp.core.relational.Relational):
             return  # a where() condition may compare int data: where(t[n] >= 0, ..., 0)
+        if isinstance(e, (sp.floor, sp.ceiling, sp.Mod)):  # no kernel: t // 2 of an index
+            raise LangError(
+                f"'{e}' divides with a floor or takes a remainder (// or %): the op language "
+                "reads indices and sizes as numbers only in sums and products (2*t + 1, t/T)"
+            )
         if isinstance(e, sp.Indexed):
             t = g.tensors.get(e.base.label.name)
             if t is not None and t.integer:
@@ -377,6 +382,11 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
     except Exception as exc:  # SymPy's parser raises many types; the user needs one message
         if "Rank mismatch" in str(exc):
             raise LangError(f"wrong number of indices in '{shown}': one per dimension") from None
+        if "slice" in str(exc):
+            raise LangError(
+                f"cannot parse '{shown}': a slice (':') is no index of the op language; name "
+                "the index and sum over it (Sum(x[n, c], c))"
+            ) from None
         raise LangError(f"cannot parse '{shown}': {exc}") from None
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:

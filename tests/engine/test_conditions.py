@@ -85,6 +85,8 @@ def test_equal_of_float_values_and_of_data(tmp_path):
         ("out[n] = Sum(where(c > 0 and c < 2, x[n, c], 0), c)", "'and'"),
         ("out[n] = Sum(where(c < 1 or c > 2, x[n, c], 0), c)", "'or'"),
         ("out[n] = Sum(where(not c > 0, x[n, c], 0), c)", "'not'"),
+        ("out[n] = Sum(where((c > 0) & (c < 2), x[n, c], 0), c)", "'&' in"),  # probing: it
+        ("out[n] = Sum(where((c < 1) | (c > 2), x[n, c], 0), c)", "'|' in"),  # said "outside"
         ("out[n] = Sum(x[n, c] if c > 0 else 0, c)", "where(c, a, b)"),
         ("out[n] = Sum(where(c is 1, x[n, c], 0), c)", "use ==, !=, <, <=, > or >="),
         ("out[n] = Sum(where(c in t, x[n, c], 0), c)", "use ==, !=, <, <=, > or >="),

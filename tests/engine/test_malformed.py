@@ -140,6 +140,10 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
         "outside a where() condition",
     ),
     ("constant subscript, symbolic axis", X, ["out[n] = x[n, 0]"], {}, "fixed size"),
+    # probing: these said "cannot lower floor(t/2)" without the definition, and SympifyError
+    ("an index floor-divided", X, ["out[n, m] = x[n, m] * (m // 2)"], {}, "(// or %)"),
+    ("an index's remainder", X, ["out[n, m] = x[n, m] * (m % 2)"], {}, "(// or %)"),
+    ("a slice", X, ["out[n] = Sum(x[n, :], m)"], {}, "a slice (':')"),
     (
         "constant subscript past the axis",
         ["x[N, 2*M]"],
