@@ -76,6 +76,13 @@ FORWARD_RULES: list[Rule] = [
     ("log-one-minus-sigmoid", sp.log(1 - sigmoid(_x)), lambda m: -softplus(m[_x])),
     # softplus(x) - softplus(-x) -> x
     ("softplus-odd-part", softplus(_x) - softplus(-_x), lambda m: m[_x]),
+    # log(cosh(x)) -> |x| + softplus(-2|x|) - log(2)   (cosh overflows at |x| > 710 in
+    # float64, 89 in float32, where a log-cosh loss is |x| - log 2 and finite; found by probing)
+    (
+        "log-cosh",
+        sp.log(sp.cosh(_x)),
+        lambda m: sp.Abs(m[_x]) + softplus(-2 * sp.Abs(m[_x])) - sp.log(2),
+    ),
     # r sinh(x) / cosh(x)**2 -> r tanh(x) / cosh(x)   (1/cosh's derivative: at |x| = 450
     # cosh(x)**2 overflows, r sinh(x) may too, and inf / inf is nan; tanh is at most 1)
     (

@@ -7,6 +7,7 @@ References are written independently in torch with range-safe functions (logadde
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -571,6 +572,22 @@ def test_the_entropy_of_a_softmax_with_a_temperature_is_finite(row, dtype, tmp_p
     want, (want_dx,) = _reference_grad(reference, x)
     assert torch.isfinite(out).all() and torch.isfinite(dx).all(), (out, dx)
     assert torch.allclose(out, want, atol=1e-6) and torch.allclose(dx, want_dx, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_log_cosh_loss_is_finite_where_cosh_overflows(dtype, tmp_path) -> None:
+    """log(cosh(d)) at |d| of 100 (float32) and 1e3 (float64) was inf; the loss is |d| - log 2
+    there, and the gradient tanh(d) / (N M) as it was (log_cosh_loss)."""
+    module, _ = _module("log_cosh_loss", tmp_path)
+    d = torch.tensor([[100.0, -1e3, 0.5, -3.0]], dtype=dtype)
+    out, saved = module.forward(d, torch.zeros_like(d))
+    dyhat, dy = module.backward(torch.ones_like(out), saved)
+    wide = d.double()
+    want = (wide.abs() + torch.nn.functional.softplus(-2 * wide.abs()) - math.log(2)).mean()
+    tol = 1e-6 if dtype == torch.float32 else 1e-14
+    assert torch.isfinite(out) and abs(float(out) - float(want)) <= tol * float(want), out
+    torch.testing.assert_close(dyhat, torch.tanh(d) / d.numel(), rtol=tol, atol=0)
+    torch.testing.assert_close(dy, -dyhat, rtol=0, atol=0)
 
 
 def test_a_p_norm_at_zero_has_the_norms_gradient_zero(tmp_path: Path) -> None:
