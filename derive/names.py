@@ -57,6 +57,8 @@ RESERVED = frozenset(
         "grad_out",
         "grads",  # the double backward's locals and constants (the template's _Backward)
         "cotangents",
+        "needs",  # the backward's flags (derive/ir/needs.py) and the double backward's
+        "present",  # (derive/ir/given.py): a param of the name was read as the flags
         "NOT_DERIVED",
         BATCH_SHAPE,
         "Batch",

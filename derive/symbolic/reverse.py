@@ -330,6 +330,19 @@ def derive_adjoints(g: Graph) -> Adjoints:
         raise DerivationError(
             g.op.name, f"tensor names collide with gradient names ({said}): rename the tensor"
         )
+    # a param or size of a gradient's name: the backward would read one as the other (a param
+    # dx, x's gradient assigned over it, gave w's gradient 5x too large; found by probing)
+    values = {
+        str(s): kind for kind, group in (("param", g.params), ("size", g.sizes)) for s in group
+    }
+    clash = sorted((t, a) for t, a in names.items() if a in values)
+    if clash:
+        t, a = clash[0]
+        whose = "the double backward's" if g.constants or g.gradient_only else "the backward's"
+        raise DerivationError(
+            g.op.name,
+            f"{values[a]} '{a}' has the name of {whose} gradient of '{t}': rename the {values[a]}",
+        )
     # an index never reads like a tensor (h[n, h] in exercise's docstring): names are avoided
     taken = frozenset({*g.tensors, *names.values(), *(str(s) for s in [*g.sizes, *g.params])})
     free = {t: nice_indices(info.dims, taken) for t, info in g.tensors.items()}

@@ -144,6 +144,10 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("an index floor-divided", X, ["out[n, m] = x[n, m] * (m // 2)"], {}, "(// or %)"),
     ("an index's remainder", X, ["out[n, m] = x[n, m] * (m % 2)"], {}, "(// or %)"),
     ("a slice", X, ["out[n] = Sum(x[n, :], m)"], {}, "a slice (':')"),
+    # probing: a param named as a gradient was assigned over by it (dx: w's gradient 5x off)
+    ("a param named as a gradient", X, ["out[n, m] = x[n, m] * dx"], {"dx": 3.0}, "'dx' has"),
+    ("a param named needs", X, ["out[n, m] = x[n, m] * needs"], {"needs": 3.0}, "uses itself"),
+    ("a param named present", X, ["out[n, m] = x[n, m] * present"], {"present": 3.0}, "itself"),
     (
         "constant subscript past the axis",
         ["x[N, 2*M]"],

@@ -91,6 +91,29 @@ def test_an_underived_second_order_raises_one_line(tmp_path, monkeypatch):
         g.sum().backward()
 
 
+def test_a_param_named_as_a_second_order_gradient_is_refused_there(tmp_path):
+    """A param ``dout`` beside the output ``out``: the first backward names out's gradient
+    grad_out, the double backward, where out is an intermediate, dout, which was assigned
+    over the param, and d2/dw2 came out 0 (found by probing). The second order is refused in
+    the module's words; the first stands."""
+    op = Op(
+        name="named",
+        inputs=["x[N]", "w[N]"],
+        params={"dout": 3.0},
+        definitions=["h[n] = sin(x[n]) * w[n]", "out[n] = h[n] * dout * w[n]"],
+    )
+    module = _emitted(op, tmp_path)
+    assert "param 'dout' has the name of the double backward's gradient of 'out'" in (
+        module.__doc__
+    )
+    w = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(3, dtype=torch.float64)
+    (g,) = torch.autograd.grad(module.Function.apply(x, w).sum(), w, create_graph=True)
+    torch.testing.assert_close(g, 2 * 3.0 * torch.sin(x) * w)
+    with pytest.raises(RuntimeError, match="^named: the second derivative was not derived"):
+        g.sum().backward()
+
+
 def test_third_order_is_refused_not_computed_on_constants():
     from generated import tanh
 
