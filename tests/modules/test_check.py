@@ -149,3 +149,30 @@ def test_a_length_compared_with_an_index_is_drawn_from_one(tmp_path: Path) -> No
     )
     path, op = _module(op_file, tmp_path)
     assert "gradcheck passed" in check_module(path, op, seeds=2)
+
+
+def test_a_partner_index_that_may_read_a_masked_diagonal_is_checked_at_another_seed(
+    tmp_path: Path,
+) -> None:
+    """NT-Xent: the diagonal masked with -inf, each row's partner ``pos[i]`` an index. A draw
+    with ``pos[i] = i`` reads the mask and makes the loss inf, and the first seed had one at
+    every draw: "no draw gives finite values", and generate --check refused a correct module
+    (found by probing). The next seeds are drawn too."""
+    (tmp_path / "op").mkdir()
+    op_file = tmp_path / "op" / "ntxent.py"
+    op_file.write_text(
+        "from derive import Op\n\n"
+        "OP = Op(\n"
+        '    name="ntxent",\n'
+        '    inputs=["z[M, D]", "pos[M]: int64"],\n'
+        '    params={"tau": 0.5},\n'
+        "    definitions=[\n"
+        '        "sim[i, j] = where(i != j, Sum(z[i, d] * z[j, d], d) / tau, -inf)",\n'
+        '        "m[i] = Max(sim[i, j], j)",\n'
+        '        "lse[i] = m[i] + log(Sum(exp(sim[i, j] - m[i]), j))",\n'
+        '        "loss = Sum(lse[i] - sim[i, pos[i]], i) / M",\n'
+        "    ],\n"
+        ")\n"
+    )
+    path, op = _module(op_file, tmp_path)
+    assert "gradcheck passed" in check_module(path, op, seeds=1)
