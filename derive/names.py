@@ -64,6 +64,33 @@ RESERVED = frozenset(
         "Batch",
         "batch",
     }
+    # python's own names the generated functions call where an op's names are bound (a tensor
+    # named tuple made tuple(batch_shape) a call of it; a param float made float("-inf") one;
+    # found by probing): tests/unit/test_names.py holds the generated modules to this list
+    | {
+        "IndexError",
+        "RuntimeError",
+        "all",
+        "any",
+        "bool",
+        "enumerate",
+        "float",
+        "int",
+        "isinstance",
+        "len",
+        "list",
+        "max",
+        "min",
+        "next",
+        "range",
+        "set",
+        "staticmethod",
+        "str",
+        "sum",
+        "tuple",
+        "type",
+        "zip",
+    }
 )
 
 

@@ -148,6 +148,8 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("a param named as a gradient", X, ["out[n, m] = x[n, m] * dx"], {"dx": 3.0}, "'dx' has"),
     ("a param named needs", X, ["out[n, m] = x[n, m] * needs"], {"needs": 3.0}, "uses itself"),
     ("a param named present", X, ["out[n, m] = x[n, m] * present"], {"present": 3.0}, "itself"),
+    ("a param named float", X, ["out[n, m] = x[n, m] * float"], {"float": 3.0}, "itself"),
+    ("an input named tuple", ["x[N, M]", "tuple[M]"], ["out[n, m] = x[n, m] * tuple[m]"], {}, "it"),
     (
         "constant subscript past the axis",
         ["x[N, 2*M]"],
