@@ -35,6 +35,9 @@ class Schedule:
     batch_size: int
     dtype: str = "float32"
     backward: str = "generated"
+    # the step lr drops to lr / 10 at; 0: the halfway step. A resumed run that extends --steps
+    # past a drop keeps it there (preflight.resume_config): its lr never rises again
+    decay_at: int = 0
 
     def __init_subclass__(cls, **defaults: object) -> None:
         super().__init_subclass__()
@@ -49,9 +52,14 @@ class Schedule:
         for name, value in defaults.items():
             setattr(cls, name, value)
 
+    @property
+    def decay_step(self) -> int:
+        """The step from which the lr is ``lr / 10``: the halfway step unless fixed earlier."""
+        return self.decay_at or self.steps // 2
+
     def lr_at(self, step: int) -> float:
         """Step decay: ``lr`` for the first half of the steps, ``lr / 10`` from the halfway step."""
-        return self.lr if step < self.steps // 2 else self.lr / 10
+        return self.lr if step < self.decay_step else self.lr / 10
 
     @property
     def torch_dtype(self) -> torch.dtype:

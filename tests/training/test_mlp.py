@@ -170,6 +170,21 @@ def test_resume_refuses_options_that_change_the_run(reference):
     assert "--n-hidden 16" in stderr
 
 
+def test_extending_a_finished_run_keeps_its_lr_dropped(reference, tmp_path):
+    """A finished run's lr dropped to lr / 10 at its halfway step; extended with --steps, the
+    drop was recomputed as half the new steps and the lr went back up ten times (found by
+    probing). The drop stays where it was, and the stored config says so."""
+    out = tmp_path / "run"
+    out.mkdir()
+    for f in reference["out"].iterdir():
+        (out / f.name).write_bytes(f.read_bytes())
+    code, stdout, stderr = train_cli("--resume", "--steps", str(STEPS + 20), "--out", str(out))
+    assert code == 0, stderr
+    assert f"from step {STEPS // 2:,}" in stdout + stderr, stdout + stderr
+    config = mlp.MLPConfig.from_dict(load(out / "checkpoint.pt")["config"])
+    assert config.steps == STEPS + 20 and config.lr_at(STEPS) == config.lr / 10
+
+
 def test_a_new_run_does_not_overwrite_an_existing_one(words, reference):
     code, _, stderr = train_cli("--data", str(words), "--out", str(reference["out"]))
     assert code == 2

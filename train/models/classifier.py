@@ -229,7 +229,7 @@ def describe(run: Run, job: Job) -> str:
         f"data: {d.source}: train {len(d.Y_train):,} / val {len(d.Y_val):,} / test "
         f"{len(d.Y_test):,} images of {d.image_shape[0]}x{d.image_shape[1]}\n"
         f"MLP {run.network()} ({n_params:,} parameters), backward {c.backward}, {c.dtype}\n"
-        f"{c.optimizer} lr {c.lr:g} then {c.lr / 10:g} from step {c.steps // 2:,}{extra}, "
+        f"{c.optimizer} lr {c.lr:g} then {c.lr / 10:g} from step {c.decay_step:,}{extra}, "
         f"batch {c.batch_size}, steps {run.step:,} -> {c.steps:,}"
     )
 

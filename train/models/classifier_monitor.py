@@ -159,7 +159,7 @@ def summary(run: Run, final: dict[str, Evaluation]) -> list[str]:
     lines = [
         f"data      {run.data.name} ({len(run.data.Y_train):,} train)",
         f"network   {run.network()}",
-        f"optimizer {c.optimizer} lr {c.lr:g} (/10 at {c.steps // 2:,})",
+        f"optimizer {c.optimizer} lr {c.lr:g} (/10 at {c.decay_step:,})",
         f"          momentum {c.momentum:g}, weight decay {c.weight_decay:g}",
         f"clip      {c.clip_grad_norm:g}" if c.clip_grad_norm else "clip      none",
         f"steps     {run.step:,} of batch {c.batch_size}, {c.dtype}",

@@ -196,7 +196,7 @@ def describe(run: Run, job: Job) -> str:
         f"{len(d.Y_test):,} images of {d.image_shape[0]}x{d.image_shape[1]}\n"
         f"CNN {run.network()}, {c.kernel}x{c.kernel} convs, {POOL}x{POOL} max pools "
         f"({n_params:,} parameters), backward {c.backward}, {c.dtype}\n"
-        f"{c.optimizer} lr {c.lr:g} then {c.lr / 10:g} from step {c.steps // 2:,}{extra}, "
+        f"{c.optimizer} lr {c.lr:g} then {c.lr / 10:g} from step {c.decay_step:,}{extra}, "
         f"batch {c.batch_size}, steps {run.step:,} -> {c.steps:,}"
     )
 

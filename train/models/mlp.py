@@ -88,6 +88,7 @@ def options(groups: OptionGroups) -> None:
         type=positive_float,
         metavar="X",
         help="learning rate X for the first half of the steps, then X/10 from step steps//2 "
+        "(a resumed run that extends --steps past the drop keeps it) "
         f"({DEFAULT_LR['sgd']} for sgd, {DEFAULT_LR['adamw']} for adamw)",
     )
     run.add_argument("--n-embd", type=positive(), metavar="N", help=f"embedding size ({d.n_embd})")
@@ -274,7 +275,7 @@ def describe(run: Run, job: Job) -> str:
         f"{n_params:,} parameters, vocabulary {len(d.chars)}, examples train {len(d.Y_train):,} "
         f"/ val {len(d.Y_val):,} / test {len(d.Y_test):,}\n"
         f"backward {c.backward}, {c.dtype}, {c.optimizer} lr {c.lr:g} then {c.lr / 10:g} from "
-        f"step {c.steps // 2:,}, batch {c.batch_size}, steps {run.step:,} -> {c.steps:,}"
+        f"step {c.decay_step:,}, batch {c.batch_size}, steps {run.step:,} -> {c.steps:,}"
     )
 
 
