@@ -94,7 +94,9 @@ def build_parser(spec: ModelSpec) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     groups = OptionGroups(
-        p.add_argument_group("run (stored in the checkpoint; --resume reuses them)"),
+        p.add_argument_group(
+            "run (stored in the checkpoint; --resume reuses them, but --steps and --backward)"
+        ),
         p.add_argument_group("data"),
         p.add_argument_group("output and control"),
     )

@@ -14,6 +14,7 @@ import math
 import os
 import shlex
 import struct
+import tempfile
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -77,6 +78,12 @@ def check_folder(flag: str, given: Path, folder: Path) -> None:
             raise UsageError(f"{flag} {given}: {above} is a file, not a folder")
         if not os.access(above, os.W_OK | os.X_OK):
             raise UsageError(f"{flag} {given}: cannot write in {above} (permission denied)")
+        try:  # access() says yes to root everywhere: a file made and dropped at once tells
+            with tempfile.TemporaryFile(dir=above):  # (a read-only mount, /sys; found by
+                pass  # probing: refused only after every step had run)
+        except OSError as exc:
+            why = exc.strerror or exc
+            raise UsageError(f"{flag} {given}: cannot write in {above} ({why})") from None
         return
 
 

@@ -104,6 +104,15 @@ def read_only(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(preflight.os, "access", lambda path, mode: False)
 
 
+def unwritable(mp: pytest.MonkeyPatch) -> None:
+    """access() says yes (as to root) but no file can be made: a read-only mount, /sys."""
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    mp.setattr(preflight.tempfile, "TemporaryFile", refuse)
+
+
 # --- the MLP: python -m train -------------------------------------------------------------------
 ARGPARSE_MLP = [
     (flag, value, f"argument {flag}")
@@ -149,6 +158,7 @@ ROWS += [
     ),
     Row("mlp --out the data", mlp("--out", "w.txt"), "--out w.txt is a file"),
     Row("mlp --out read-only", mlp(), "cannot write in", (), read_only),
+    Row("mlp --out unwritable to root too", mlp(), "(Permission denied)", (), unwritable),
     Row("mlp --out name too long", mlp("--out", LONG), "longer than 255 bytes"),
     Row("mlp --checkpoint name too long", mlp("--checkpoint", LONG + ".pt"), "longer than 255"),
     Row("mlp --metrics name too long", mlp("--metrics", f"x/{LONG}.json"), "longer than 255"),
