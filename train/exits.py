@@ -83,7 +83,16 @@ def session(
         say(f"resume with: {resume_hint}")
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:  # a second Ctrl-C: stopped mid-step, so nothing is saved
-        say(f"stopped without saving. {last_good(run, ckpt)}")
+        if run.saved_step is not None and run.saved_step == run.config.steps:
+            # after the last step's checkpoint, in the report (calibration, metrics, plot):
+            # the run is whole, its report may be the one before (found by probing)
+            say(
+                f"stopped while writing the report: {ckpt} holds the finished run (step "
+                f"{run.saved_step:,}); its metrics and plot may be older. `{resume_hint}` "
+                "writes them again"
+            )
+        else:
+            say(f"stopped without saving. {last_good(run, ckpt)}")
         return EXIT_INTERRUPTED
     except Diverged as exc:
         say(f"error: training diverged: {exc}. {last_good(run, ckpt)}")

@@ -188,3 +188,24 @@ def test_ranks_meet_before_leaving_only_where_the_loop_ended_on_every_rank(
     ckpt = tmp_path / "checkpoint.pt"
     code = session(run, ckpt, train, progress, lambda: None, finish, "", meet=lambda: met.append(1))
     assert (code, met) == (exit_code, [1] if meets else [])
+
+
+@pytest.mark.parametrize(("saved", "says"), [(8, "holds the finished run"), (5, "without saving")])
+def test_a_second_ctrl_c_in_the_report_says_the_run_is_whole(saved, says, tmp_path, capsys):
+    """A Ctrl-C while the final report is written (after the last step's checkpoint) said
+    "stopped without saving" beside a checkpoint of the finished run, and gave no way on;
+    metrics.json was the run's before (found by probing). It says the run is whole and how
+    to write the report again; mid-run it says what it said."""
+
+    def finish() -> bool:
+        raise KeyboardInterrupt
+
+    run = SimpleNamespace(step=8, saved_step=saved, config=SimpleNamespace(steps=8))
+    progress = SimpleNamespace(close=lambda: None)
+    hint = "python -m train --resume --out x"
+    code = session(
+        run, tmp_path / "checkpoint.pt", lambda: None, progress, lambda: None, finish, hint
+    )
+    err = capsys.readouterr().err
+    assert code == 130 and says in err and len(err.strip().splitlines()) == 1, err
+    assert (hint in err) == (saved == 8), err
