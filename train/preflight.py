@@ -116,10 +116,12 @@ def check_new_run(args: argparse.Namespace, ckpt: Path, spec: ModelSpec) -> None
         )
 
 
-def check_outputs(paths: list[Path]) -> None:
+def check_outputs(paths: dict[str, Path]) -> None:
     """metrics JSON and loss.png (monitor.png) replace only what an earlier run wrote there: a
-    metrics file with the run's keys, a PNG carrying the run's mark (``PNG_MARK``)."""
-    for path in paths:
+    metrics file with the run's keys, a PNG carrying the run's mark (``PNG_MARK``). ``paths``:
+    each output by what sets it (``--metrics``, or a name inside ``--out``)."""
+    for what, path in paths.items():
+        flag = what if what.startswith("--") else "--out"
         if not path.exists():
             continue
         if path.is_dir() or path.is_symlink():
@@ -129,7 +131,7 @@ def check_outputs(paths: list[Path]) -> None:
             kind = "a PNG without backgen's mark" if path.suffix == ".png" else "not run metrics"
             raise UsageError(
                 f"{path} exists and was not written by a training run ({kind}); "
-                "refusing to replace it: move it or pick another --out"
+                f"refusing to replace it: move it or pick another {flag}"
             )
 
 
@@ -195,7 +197,7 @@ def check_run_paths(args: argparse.Namespace, ckpt: Path, figure: str) -> None:
     either absent or a file an earlier run wrote (the checkpoint is checked by its caller)."""
     outputs = run_outputs(args, ckpt, figure)
     check_distinct(outputs, getattr(args, "data", None))
-    check_outputs([path for what, path in outputs.items() if what != "--checkpoint"])
+    check_outputs({what: path for what, path in outputs.items() if what != "--checkpoint"})
 
 
 def _is_metrics(path: Path) -> bool:

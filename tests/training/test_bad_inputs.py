@@ -223,7 +223,7 @@ ROWS += [
     Row(
         "mlp --metrics a user json",
         mlp("--metrics", "notes.json"),
-        "notes.json exists and was not written",
+        "move it or pick another --metrics",  # it said --out (found by probing)
         (put("notes.json", '{"mine": 1}'),),
     ),
     Row(
@@ -241,7 +241,8 @@ ROWS += [
     Row(
         "mlp a user's metrics.json",
         mlp(),
-        "new/metrics.json exists and was not written",
+        "was not written by a training run (not run metrics); refusing to replace it: move it "
+        "or pick another --out",
         (put("new/metrics.json", '{"mine": 1}'),),
     ),
     Row("mlp loss.png a folder", mlp(), "is not a regular file", (put("new/loss.png", None),)),
