@@ -82,6 +82,9 @@ class Explanation:
     # the text of each step of ``forward``: a definition's own, or, for a Max lifted out of one
     # (a Max over two indices is two steps), the lifted step and the definition it came from
     texts: list[str] = field(default_factory=list)
+    # (lhs, rhs) per call the derivation named to compute it once (derive/symbolic/saving.py):
+    # the backward's steps read them (``dout_tanh0``), and no definition of the op file names them
+    lifted: list[tuple[sp.Expr, sp.Expr]] = field(default_factory=list)
 
     @property
     def module(self) -> str:
@@ -168,4 +171,9 @@ def explain(e: Emitted) -> Explanation:
         e,
         argmax=_argmaxes(d),
         texts=[step.text for step in written.steps],
+        lifted=[
+            (lhs, rhs)
+            for step, (lhs, rhs) in zip(adj.graph.steps, _forward(adj.graph), strict=True)
+            if step.name not in written.tensors
+        ],
     )

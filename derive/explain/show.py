@@ -37,6 +37,10 @@ def render_text(ex: Explanation, width: int = 100) -> str:
     lines = _header(ex) + ["", "Forward"]
     for lhs, rhs in ex.forward:  # a blank line apart: 2-D forms would run into each other
         lines += [_indent(equation_pretty(lhs, rhs, width - 4)), ""]
+    if ex.lifted:  # the backward's steps name them: say what they are
+        lines += ["Named for the backward (a costly call, computed once and read again)"]
+        for lhs, rhs in ex.lifted:
+            lines += [_indent(equation_pretty(lhs, rhs, width - 4)), ""]
     if ex.argmax:  # read by a simplified backward: say where they come from
         lines += ["Saved by the forward (the index each Max picks; the backward reads it)"]
         for lhs, rhs in ex.argmax:
@@ -105,6 +109,9 @@ def record(ex: Explanation) -> dict:
         "definitions": [
             {"text": text, "latex": equation_latex(lhs, rhs)}
             for text, (lhs, rhs) in zip(ex.texts, ex.forward, strict=True)
+        ],
+        "lifted": [
+            {"lhs": _expr(lhs), "latex": equation_latex(lhs, rhs)} for lhs, rhs in ex.lifted
         ],
         "adjoints": {
             t: {
