@@ -109,9 +109,7 @@ def _made_like_its_update(cx: Context, name: str, start: int) -> None:
         return
     update = cx.statements[at]
     source = update.source if isinstance(update, ir.ScatterAdd) else update.value
-    root = source
-    while isinstance(root, ir.View):
-        root = root.arg
+    root = _view_root(source)
     if source.scalar or (isinstance(root, ir.Ref) and (root.scalar or root.name in cx.integers)):
         return
     before: list[ir.Statement] = []
@@ -319,6 +317,13 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     cx.emit(ir.ScatterAdd(name, pos, idx, src))
 
 
+def _view_root(node: ir.Node) -> ir.Node:
+    """What a chain of views reads: the node below every view of ``node``."""
+    while isinstance(node, ir.View):
+        node = node.arg
+    return node
+
+
 def _rooted(view: ir.Node, root: ir.Node) -> ir.Node:
     """``view`` (a chain of views down to a root) read from ``root`` instead."""
     if isinstance(view, ir.View):
@@ -333,9 +338,7 @@ def _buffer_like(cx: Context, source: ir.Node) -> tuple[ir.Node, ir.Ref]:
     refused). A view of a name is made like that name; another expression is named first.
     Made like grad_out, the double backward's embedding gradient was refused under a
     vectorized Hessian once grad_out became the 1 it always is there."""
-    root = source
-    while isinstance(root, ir.View):
-        root = root.arg
+    root = _view_root(source)
     if isinstance(root, ir.Ref) and root.name not in cx.integers:
         return source, ir.Ref(root.name)
     if not isinstance(root, ir.Ref) and not source.scalar:
