@@ -28,6 +28,7 @@ import sympy as sp
 from derive.errors import DerivationError
 from derive.functions import BY_NODE, clamp, where
 from derive.ir import nodes as ir
+from derive.ir.dead import dead_dropped
 from derive.ir.fused import softmaxes
 from derive.ir.given import given_guarded
 from derive.ir.keepdim import kept_dims
@@ -122,6 +123,9 @@ class Lowerer:
             if self._keep is not None:  # a fused kernel's parts go only where none is handed on
                 shared = softmaxes(shared, self._keep)
             cx.statements[:] = contiguous_layouts(shared, self._keep)
+            hand_on = self._keep if self._keep is not None else self._returns
+            if hand_on is not None:  # nothing reads a name a rewrite left unread
+                cx.statements[:] = dead_dropped(cx.statements, hand_on)
             if self._keep is not None:  # what the function hands on keeps its shape
                 cx.statements[:] = released(kept_dims(cx.statements, self._keep), self._keep)
             cx.statements[:] = ieee_scalars(cx.statements, self._params)

@@ -8,6 +8,7 @@ import sympy as sp
 
 from derive.ir import nodes as ir
 from derive.ir import sharing
+from derive.ir.dead import dead_dropped
 from derive.ir.fused import softmaxes
 from derive.ir.layout import contiguous_layouts
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
@@ -416,6 +417,22 @@ def test_a_temporary_is_freed_after_its_last_read_but_not_what_is_kept() -> None
 def test_a_name_freed_already_is_not_freed_twice() -> None:
     block = [ir.Assign(("t",), _mul(x, g)), ir.Assign(("d",), _mul(x, x)), ir.Free(("t",))]
     assert released(block, keep={"d"}) == block
+
+
+def test_a_name_nothing_reads_goes_with_what_only_it_read() -> None:
+    """s = zeros; s.scatter_add_(.., a) where no later statement reads s: s, its update and
+    the a only they read are dropped, and so is a's ``del``; what d reads stays."""
+    i0 = ir.Ref("idx", axes=(i,))
+    block = [
+        ir.Assign(("a",), _mul(x, g)),
+        ir.Assign(("s",), ir.Apply("torch.zeros_like({0})", (x,), axes=(i, j))),
+        ir.ScatterAdd("s", 0, i0, ir.Ref("a", axes=(i, j))),
+        ir.Free(("a", "x")),
+        ir.Assign(("d",), _mul(y, y)),
+    ]
+    got = [TorchPrinter().doprint(s) for s in dead_dropped(block, keep={"d"})]
+    assert got == ["del x", "d = y * y"]
+    assert dead_dropped(block, keep={"d", "s"}) == block
 
 
 # -- a bias in the matmul, element-wise siblings over slices, layouts ------------------------------
