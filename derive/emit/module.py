@@ -404,7 +404,7 @@ def module_data(
         doc=docstring_text(g.op.doc or g.op.name),
         source=source,
         command=command,
-        definitions=list(g.op.inputs) + [s.text for s in g.steps],
+        definitions=list(g.op.inputs) + [c.text for c in g.taken] + [s.text for s in g.steps],
         formulas=formulas,
         signature=signature,
         function_signature=", ".join(g.inputs + params),

@@ -208,6 +208,9 @@ class Graph:
     # backward's gated picks, whose guard is a product, not an enclosing where())
     guarded: Mapping[str, Ignored] | None = None
     ranges: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)  # declared: t -> L
+    # definitions that read no tensor, taken into their readers (derive.language.constants):
+    # no step computes them; kept for the module's docstring
+    taken: tuple[Definition, ...] = ()
     # the input the forward makes new tensors like, where not its first float input: the double
     # backward's grad_y, which torch.func's vmap batches where the op's inputs may not be (a
     # hessian's; a buffer a scatter fills in place is made like what it adds instead)

@@ -24,6 +24,7 @@ from derive.identities import DEFINITION_RULES, rewrite
 from derive.language.affine import check_affine_params, check_ranges_used, parse_ranges
 from derive.language.conditions import NAMESPACE as RELATION_CALLS
 from derive.language.conditions import relations_as_calls
+from derive.language.constants import taken_in
 from derive.language.graph import (
     BATCH_INDEX,
     BATCH_SIZE,
@@ -150,8 +151,6 @@ def _check_data_use(body: sp.Expr, g: Graph) -> None:
     walk(body)
     _check_numbers(body)
     check_infinities(body)
-    if not tensor_reads(body, g.tensors):
-        raise LangError("the right-hand side reads no tensor: nothing to differentiate")
 
 
 def _check_numbers(body: sp.Expr) -> None:
@@ -543,13 +542,33 @@ def parse(op: Op) -> Graph:
                 raise LangError(f"size '{name}' = {text} reads itself")
         current = None
         g.ranges = parse_ranges(op.ranges, sizes)
+        constants: dict[str, Definition] = {}  # definitions that read no tensor (constants)
         for k, text in enumerate(op.definitions):
             current = text
             ns = _namespace(g.tensors, sizes, g.params, g.ranges)
             step = _parse_definition(text, g, ns, sizes, _defined_names(op.definitions[k:]))
+            if isinstance(step, View) and step.source in constants:
+                raise LangError(
+                    f"'{step.source}' reads no tensor, a constant taken into its readers: "
+                    "read it with indices instead of a view"
+                )
+            if isinstance(step, Definition):
+                body = taken_in(step.body, constants, g.tensors)
+                took, step = body != step.body, Definition(step.name, step.indices, body, step.text)
+                if not tensor_reads(body, g.tensors):
+                    if k == len(op.definitions) - 1:
+                        only = ", only definitions that read none" if took else ""
+                        raise LangError(
+                            f"the right-hand side reads no tensor{only}: nothing to differentiate"
+                        )
+                    constants[step.name] = step
+                    continue
             g.steps.extend(lift_maxes(step, g, set(sizes.values())))
         current = None
-        check_ranges_used(g.ranges, g.steps)
+        check_ranges_used(g.ranges, g.steps + list(constants.values()))
+        for name in constants:  # no step computes them: their readers hold their values
+            del g.tensors[name]
+        g.taken = tuple(constants.values())
     except LangError as exc:
         raise DerivationError(op.name, str(exc), current) from None
     except RecursionError:  # SymPy's parser and printer recurse once per term or parenthesis

@@ -242,6 +242,7 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
         {},
         "'s' is both a tensor and the index",
     ),
+    ("an output of constants only", X, ["c = 2", "out = c"], {}, "only definitions that read"),
     ("too deeply nested", X, ["out[n, m] = " + "(" * 400 + "x[n, m]" + ")" * 400], {}, "nested"),
 ]
 

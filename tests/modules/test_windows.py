@@ -40,6 +40,13 @@ def _avg_pool1d(rng: random.Random) -> tuple:
     )
 
 
+def _avg_pool1d_excluding_padding(rng: random.Random) -> tuple:
+    params = {"kernel": 3, "stride": rng.choice([1, 2, 3]), "padding": rng.choice([0, 1])}
+    x = torch.randn(rng.choice([1, 3]), 3, rng.choice([7, 9, 10]), dtype=torch.float64)
+    k, s, p = params["kernel"], params["stride"], params["padding"]
+    return (x,), params, lambda x: F.avg_pool1d(x, k, s, p, count_include_pad=False)
+
+
 def _conv2d_strided_bias(rng: random.Random) -> tuple:
     n, c, o = rng.choice([1, 2]), rng.choice([1, 3]), rng.choice([2, 4])
     params = {"S": rng.choice([1, 2]), "P": rng.choice([0, 1])}
@@ -94,6 +101,7 @@ TORCH = {
     "conv1d_padded_dilated": _conv1d_padded_dilated,
     "conv1d_strided": _conv1d_strided,
     "avg_pool1d": _avg_pool1d,
+    "avg_pool1d_excluding_padding": _avg_pool1d_excluding_padding,
     "conv2d_strided_bias": _conv2d_strided_bias,
     "max_pool2d": _max_pool2d,
     "avg_pool2d": _avg_pool2d,

@@ -1,0 +1,65 @@
+"""Definitions that read no tensor: constants of the indices, taken into their readers.
+
+A user names a number that depends only on indices, sizes and params as naturally as any
+other step: an average pool's divisor that counts only the entries inside x,
+
+    cnt[t] = Sum(where(stride*t + k - P >= 0, where(stride*t + k - P <= T - 1, 1, 0), 0), k)
+    out[n, c, t] = Sum(x[n, c, stride*t + k - P], k) / cnt[t]
+
+ALiBi's slope per head ``slope[h] = 2**(-8*(h + 1)/H)``, a scale ``s = 1/sqrt(D)``. Such a
+definition has no adjoint (nothing flows into it) and no tensor for the lowering to compute
+it from; written into each definition that reads it, it is an expression of that
+definition's indices like ``stride*t + k - P`` itself, which the lowering computes with
+``arange``. So the parser takes it in: a read ``cnt[e]`` becomes the constant's body with
+its left-hand indices replaced by ``e`` (a 0-d constant's symbol by its body), and the
+constant's own summed indices renamed apart from every symbol of the reader, so that a
+``Sum(.., k)`` of the constant never captures the reader's k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sympy as sp
+
+from derive.language.graph import Definition, Tensor
+
+
+def taken_in(
+    body: sp.Expr, constants: Mapping[str, Definition], tensors: Mapping[str, Tensor]
+) -> sp.Expr:
+    """``body`` with each read of a constant in ``constants`` replaced by its value at the
+    indices read (``tensors``: the constants' shapes, to tell a 0-d constant's symbol)."""
+    if not constants:
+        return body
+    taken: dict[sp.Basic, sp.Expr] = {}
+    for read in body.atoms(sp.Indexed):
+        c = constants.get(read.base.label.name)
+        if c is not None:
+            taken[read] = _at(c, read.indices, body)
+    for s in body.free_symbols:
+        c = constants.get(getattr(s, "name", ""))
+        if c is not None and not tensors[c.name].dims and not s.is_integer:
+            taken[s] = _at(c, (), body)
+    return body.xreplace(taken) if taken else body
+
+
+def _at(c: Definition, at: tuple[sp.Expr, ...], reader: sp.Expr) -> sp.Expr:
+    """The constant ``c`` at the indices ``at``, its bound indices renamed apart from the
+    symbols of ``reader`` and of ``at``."""
+    taken = {s.name for s in reader.free_symbols | _bound(reader)}
+    taken |= {s.name for e in at for s in e.free_symbols}
+    fresh: dict[sp.Symbol, sp.Symbol] = {}
+    for s in sorted(_bound(c.body), key=str):
+        name, k = f"{s.name}_{c.name}", 1
+        while name in taken:
+            name, k = f"{s.name}_{c.name}{k}", k + 1
+        taken.add(name)
+        fresh[s] = sp.Symbol(name, **s.assumptions0)
+    value = c.body.xreplace(fresh)
+    return value.xreplace(dict(zip(c.indices, at, strict=True)))
+
+
+def _bound(e: sp.Expr) -> set[sp.Symbol]:
+    """The indices a sum or a maximum inside ``e`` runs over."""
+    return {lim[0] for node in sp.preorder_traversal(e) for lim in getattr(node, "limits", ())}
