@@ -67,9 +67,11 @@ def range_of(index: sp.Symbol, expr: sp.Expr, declared: dict | None = None) -> s
     if not sizes:
         named = ", ".join(repr(k.name) for k in sorted(declared or {}, key=str))
         misspelt = f" (ranges names {named}, not '{index}')" if named else ""  # {'q': 'T'}
+        shown = str(expr) if len(str(expr)) <= 60 else str(expr)[:57] + "..."
         raise LangError(
-            f"cannot infer the range of index '{index}': it subscripts no tensor as a plain "
-            f"index; declare it in the op, ranges={{'{index}': 'L'}} with L a size{misspelt}"
+            f"cannot infer the range of index '{index}' in {shown}: it subscripts no tensor "
+            f"there as a plain index; declare it in the op, ranges={{'{index}': '...'}} with "
+            f"the size it runs over{misspelt}"
         )
     if len(sizes) > 1:
         shown = ", ".join(sorted(map(str, sizes)))

@@ -17,12 +17,14 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import sympy as sp
 import torch
+from torch.autograd.gradcheck import GradcheckError
 
 from derive.errors import CheckFailed
 from derive.language import Graph, Op, View, parse
@@ -359,18 +361,42 @@ def _against_the_text(g: Graph, named: dict, grad_out, out, derived, seed: int) 
 
 
 FULL_GRADCHECK = 256  # float entries up to which gradcheck builds the whole Jacobian
+GRADCHECK_EPS, GRADCHECK_ATOL = 1e-6, 1e-5  # torch.autograd.gradcheck's own defaults
 
 
-def _gradcheck(module: ModuleType, g: Graph, seed: int) -> bool:
+def _gradcheck(module: ModuleType, g: Graph, seed: int) -> str | None:
     """gradcheck on ``Function``: the whole Jacobian for small inputs; past
     :data:`FULL_GRADCHECK` entries its fast mode (one random projection, against the same
-    finite differences), as attention's full Jacobian took minutes per seed."""
+    finite differences), as attention's full Jacobian took minutes per seed. None if it
+    passes, else which input's gradient failed.
+
+    Its absolute tolerance grows with the output: a central difference of f at a step eps
+    carries f's rounding, about |f| 2**-52 / eps, and a loss of 1e5 (a Gaussian NLL whose
+    variance is clamped at eps = 1e-6) put that at 1.5e-5, past gradcheck's default 1e-5, on
+    Jacobian entries the derived backward had right to 1e-16 (found by probing). The rows of
+    :func:`check_seed` hold every gradient to autograd at 1e-10 already."""
     inputs, _ = defined_inputs(g, seed)
     leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
     entries = sum(t.numel() for t in inputs if t.is_floating_point())
-    return torch.autograd.gradcheck(
-        module.Function.apply, leaves, raise_exception=False, fast_mode=entries > FULL_GRADCHECK
-    )
+    with torch.no_grad():
+        out, _ = module.forward(*inputs)
+    rounding = 64 * float(out.abs().max()) * torch.finfo(out.dtype).eps / GRADCHECK_EPS
+    try:
+        torch.autograd.gradcheck(
+            module.Function.apply,
+            leaves,
+            eps=GRADCHECK_EPS,
+            atol=max(GRADCHECK_ATOL, rounding),
+            fast_mode=entries > FULL_GRADCHECK,
+        )
+    except GradcheckError as exc:
+        first = str(exc).splitlines()[0].rstrip(",")
+        floats = [n for n, t in zip(g.inputs, inputs, strict=True) if t.is_floating_point()]
+        found = re.search(r"with respect to input (\d+)", first)
+        if found and int(found.group(1)) < len(floats):
+            return f"the gradient of {floats[int(found.group(1))]}: {first}"
+        return first
+    return None
 
 
 def check_module(path: str | Path, op: Op, seeds: int = 3) -> str:
@@ -388,8 +414,11 @@ def check_module(path: str | Path, op: Op, seeds: int = 3) -> str:
                 worst[row.name] = row
             if not row.ok:
                 raise CheckFailed(_failure(g, row, seed))
-        if not _gradcheck(module, g, seed):
-            raise CheckFailed(f"op '{g.op.name}': torch.autograd.gradcheck fails (seed {seed})")
+        failed = _gradcheck(module, g, seed)
+        if failed is not None:
+            raise CheckFailed(
+                f"op '{g.op.name}': torch.autograd.gradcheck fails (seed {seed}), {failed}"
+            )
     return (
         _report(g, list(worst.values()), seeds, sorted(draws))
         + "\n"

@@ -327,7 +327,7 @@ RANGE_ROWS = [
         {},
         {"q": "M"},
         "out[n, t] = Sum(where(s <= t, x[n, s], 0), s)",
-        "ranges={'t': 'L'} with L a size (ranges names 'q', not 't')",
+        "ranges={'t': '...'} with the size it runs over (ranges names 'q', not 't')",
     ),
 ]
 

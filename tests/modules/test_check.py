@@ -176,3 +176,42 @@ def test_a_partner_index_that_may_read_a_masked_diagonal_is_checked_at_another_s
     )
     path, op = _module(op_file, tmp_path)
     assert "gradcheck passed" in check_module(path, op, seeds=1)
+
+
+def test_gradcheck_allows_for_the_rounding_of_a_large_output(tmp_path: Path) -> None:
+    """A Gaussian NLL with its variance clamped at eps = 1e-6: every negative draw of var makes
+    a loss of ~1e5, whose rounding over gradcheck's step (1e-6) is 1.5e-5, past its default
+    atol of 1e-5, and ``generate --check`` refused a correct module (found by probing). The
+    tolerance grows with the output; the rows still hold each gradient to autograd at 1e-10."""
+    (tmp_path / "op").mkdir()
+    op_file = tmp_path / "op" / "gaussian_nll.py"
+    op_file.write_text(
+        "from derive import Op\n\n"
+        "OP = Op(\n"
+        '    name="gaussian_nll",\n'
+        '    inputs=["inp[N, D]", "target[N, D]", "var[N, D]"],\n'
+        '    params={"eps": 1e-6},\n'
+        "    definitions=[\n"
+        '        "v[n, d] = maximum(var[n, d], eps)",\n'
+        '        "loss = Sum(0.5 * (log(v[n, d]) + (inp[n, d] - target[n, d])**2 / v[n, d]),'
+        ' n, d) / (N * D)",\n'
+        "    ],\n"
+        ")\n"
+    )
+    path, op = _module(op_file, tmp_path)
+    assert "gradcheck passed" in check_module(path, op, seeds=1)
+
+
+def test_a_failing_gradcheck_names_the_input(tmp_path: Path) -> None:
+    """What gradcheck found, in one line naming the gradient: it said only "fails" before."""
+    from derive.language import parse
+    from derive.verify.check import _gradcheck, load_module
+
+    path, op = _module(
+        ROOT / "ops" / "linear.py",
+        tmp_path,
+        lambda t: t.replace("dW if needs[1] else None", "dW * 1.01 if needs[1] else None"),
+    )
+    failed = _gradcheck(load_module(path), parse(op), 0)
+    assert failed is not None and failed.startswith("the gradient of W: Jacobian mismatch")
+    assert "\n" not in failed
