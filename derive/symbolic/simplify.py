@@ -406,6 +406,8 @@ def _match_reduction(red: Reduction, body: sp.Expr, lim: Limit) -> sp.Expr | Non
     k, lo, hi = lim
     if (lo, hi) != red.limit[1:]:
         return None
+    if not _kinds(red.body) <= _kinds(body):  # a tensor or function the body lacks: no match
+        return None
     pattern = red.body.xreplace({red.limit[0]: k})
     wilds = {i: sp.Wild(f"w_{i}", exclude=[k]) for i in red.indices}
     found = body.match(pattern.xreplace(wilds)) if wilds else ({} if body == pattern else None)
@@ -418,6 +420,21 @@ def _match_reduction(red: Reduction, body: sp.Expr, lim: Limit) -> sp.Expr | Non
     # the coefficient is read at the same indices (res[r, w] = S1[r, w] / S2[r, w]: at [a, b]
     # the sum folds to res[a, b] * S2[a, b], never to S2 at the definition's own names)
     return value / red.coef.xreplace(dict(zip(red.indices, at, strict=True)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _kinds(e: sp.Expr) -> frozenset:
+    """The tensors ``e`` reads and the kinds of call it makes: whatever a pattern holds, a
+    body it matches holds too (a wild stands for an index expression, which only adds), so a
+    pattern with one the body lacks cannot match it, and SymPy's ``match``, most of the time
+    a large derivation takes, is not asked."""
+    out: set = set()
+    for node in sp.preorder_traversal(e):
+        if isinstance(node, sp.Indexed):
+            out.add(node.base.label)
+        elif isinstance(node, sp.Function):
+            out.add(type(node))
+    return frozenset(out)
 
 
 class Simplifier:
