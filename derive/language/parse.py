@@ -32,6 +32,7 @@ from derive.language.graph import (
     Graph,
     LangError,
     Op,
+    ReduceMax,
     Tensor,
     View,
     field_problem,
@@ -39,6 +40,7 @@ from derive.language.graph import (
     name_problem,
     tensor_reads,
 )
+from derive.language.logsumexp import shifted_logsumexps
 from derive.language.ranges import (
     kept_nested,
     lang_max,
@@ -554,6 +556,10 @@ def parse(op: Op) -> Graph:
                 )
             if isinstance(step, Definition):
                 body = taken_in(step.body, constants, g.tensors)
+                maxima = [
+                    s.name for s in g.steps if isinstance(getattr(s, "body", None), ReduceMax)
+                ]
+                body = shifted_logsumexps(body, g.tensors, maxima)
                 took, step = body != step.body, Definition(step.name, step.indices, body, step.text)
                 if not tensor_reads(body, g.tensors):
                     if k == len(op.definitions) - 1:

@@ -267,6 +267,22 @@ def test_cross_entropy_by_hand_collapses_and_stays_finite(tmp_path: Path) -> Non
     assert torch.allclose(dx, want_dx, rtol=1e-12, atol=GRAD_ATOL)
 
 
+def test_cross_entropy_with_an_unshifted_logsumexp_stays_finite(tmp_path: Path) -> None:
+    """``log(Sum(exp(x[n, k]), k))`` as written overflows at logits of 1e4 (inf loss, NaN
+    gradient); shifted by its maximum at parse, it is F.cross_entropy's, and the shift's
+    adjoint collapses: nothing but the exps is saved."""
+    d = derive(parse(load_op(CASES / "cross_entropy_as_logsumexp.py")))
+    assert len(d.saved) == 2 and "y" in d.saved
+    module, _ = _module("cross_entropy_as_logsumexp", tmp_path)
+    y = torch.tensor([1, 0, 3])
+    loss, saved = module.forward(SATURATED, y)
+    dx, _ = module.backward(torch.tensor(1.0, dtype=torch.float64), saved)
+    want, (want_dx,) = _reference_grad(lambda v: torch.nn.functional.cross_entropy(v, y), SATURATED)
+    assert torch.isfinite(loss) and torch.isfinite(dx).all()
+    assert torch.allclose(loss, want, rtol=1e-14)
+    assert torch.allclose(dx, want_dx, rtol=1e-12, atol=GRAD_ATOL)
+
+
 def test_kl_to_a_softmax_written_inline_stays_finite(tmp_path: Path) -> None:
     module, _ = _module("kl_to_a_softmax", tmp_path)
     q = torch.softmax(torch.linspace(-1, 1, 12, dtype=torch.float64).reshape(3, 4), 1)
