@@ -197,7 +197,68 @@ def _where_defined(e: sp.Expr) -> sp.Expr:
     return e.xreplace({s: sp.Dummy(s.name, real=True, nonzero=True) for s in params})
 
 
+def _exp_term(t: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """``t = exp(a) r`` with a real and r > 0 (one exp factor): ``(a, r)``, else None."""
+    exps = [f for f in sp.Mul.make_args(t) if isinstance(f, sp.exp)]
+    if len(exps) != 1 or not _where_defined(exps[0].args[0]).is_extended_real:
+        return None
+    rest = sp.Mul(*(f for f in sp.Mul.make_args(t) if f is not exps[0]))
+    return (exps[0].args[0], rest) if _where_defined(rest).is_positive else None
+
+
+def _log_weight(a: sp.Expr, r: sp.Expr) -> sp.Expr:
+    """``log(exp(a) r)`` as ``a + log(r)``, the log split in turn."""
+    return a + (split_logs(sp.log(r)) if r != 1 else 0)
+
+
+def _log_of_two_exps(e: sp.log) -> sp.Expr | None:
+    """``log(exp(a) r + exp(b) s)`` with r, s > 0 as ``A + softplus(B - A)``, A = a + log(r)
+    and B = b + log(s): a logaddexp, finite wherever A and B are. Written out, both exps
+    underflow at once where a and b are both far below the rest of their rows: the log of a
+    mixture of two softmaxes (a Jensen-Shannon divergence's ``log((p + q) / 2)``) was -inf
+    there, and ``p (log p - log mid)`` 0 * inf (found by probing). None where the sum is
+    not two such terms."""
+    terms = [_exp_term(t) for t in sp.Add.make_args(e.args[0])]
+    if len(terms) != 2 or None in terms:
+        return None
+    first, second = (_log_weight(*t) for t in terms)
+    return first + softplus(second - first)
+
+
+def exp_ratios(expr: sp.Expr) -> sp.Expr:
+    """Each ``exp(a) / (exp(a) r + exp(b) s)`` in a product, r, s > 0, as
+    ``sigmoid(A - B) / r`` (A = a + log(r), B = b + log(s)): the derivative of a log of two
+    exp terms (:func:`_log_of_two_exps`) divides by their sum, 0 / 0 where both underflow, and
+    the sigmoid is 0 or 1 there."""
+    if not isinstance(expr, sp.Basic) or not expr.has(sp.exp):
+        return expr
+    return expr.replace(lambda e: isinstance(e, sp.Mul), _exp_ratio)
+
+
+def _exp_ratio(e: sp.Mul) -> sp.Expr:
+    factors = list(sp.Mul.make_args(e))
+    for k, f in enumerate(factors):
+        if not (isinstance(f, sp.Pow) and f.exp == -1 and isinstance(f.base, sp.Add)):
+            continue
+        terms = [_exp_term(t) for t in sp.Add.make_args(f.base)]
+        if len(terms) != 2 or None in terms:
+            continue
+        for j in (0, 1):
+            (a, r), (b, s) = terms[j], terms[1 - j]
+            top = next((i for i, g in enumerate(factors) if g == sp.exp(a)), None)
+            if top is None:
+                continue
+            rest = [g for i, g in enumerate(factors) if i not in (k, top)]
+            ratio = sigmoid(_log_weight(a, r) - _log_weight(b, s)) / r
+            return sp.Mul(*rest) * ratio
+    return e
+
+
 def _split_log(e: sp.log) -> sp.Expr:
+    if isinstance(e.args[0], sp.Add):
+        both = _log_of_two_exps(e)
+        if both is not None:
+            return both
     coef, rest = e.args[0].as_coeff_Mul()
     terms, left = [], []
     if coef.is_positive and coef != 1:

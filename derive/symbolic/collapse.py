@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.identities import ACCURACY_RULES, FORWARD_RULES, rewrite, split_logs
+from derive.identities import ACCURACY_RULES, FORWARD_RULES, exp_ratios, rewrite, split_logs
 from derive.language import Graph, View
 from derive.symbolic.canon import Canon, fold
 from derive.symbolic.reverse import Adjoints, inline
@@ -91,6 +91,7 @@ class Collapser:
         simplified = rewrite(simplified, FORWARD_RULES)  # log(sigma(z)) in a backward too
         simplified = split_logs(simplified)  # log(probs) as z - m - log(S), as the forward's
         simplified = rewrite(simplified, FORWARD_RULES)  # and the rows on what the split left
+        simplified = exp_ratios(simplified)  # e^a / (e^a r + e^b s) as a sigmoid, as the log's
         # log1p and expm1 in a backward too: d log(1 - e^-y) = 1 / (e^y - 1) cancels as the
         # forward did (inf at y = 1e-30, where the forward's log(-expm1(-y)) is -69)
         simplified = rewrite(simplified, ACCURACY_RULES)

@@ -283,6 +283,30 @@ def test_cross_entropy_with_an_unshifted_logsumexp_stays_finite(tmp_path: Path) 
     assert torch.allclose(dx, want_dx, rtol=1e-12, atol=GRAD_ATOL)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_jensen_shannon_divergence_stays_finite_where_both_softmaxes_underflow(
+    dtype: torch.dtype, tmp_path: Path
+) -> None:
+    module, _ = _module("jensen_shannon", tmp_path)
+    big = 800.0 if dtype == torch.float64 else 120.0
+    a = torch.tensor([[big, -big, 0.0], [1.0, 2.0, 3.0]], dtype=dtype)
+    b = torch.tensor([[-big, big, 0.0], [3.0, 1.0, -2.0]], dtype=dtype)
+    out, saved = module.forward(a, b)
+    da, db = module.backward(torch.tensor(1.0, dtype=dtype), saved)
+
+    def reference(x, y):  # the stable form: a logaddexp of the two log-softmaxes
+        lp, lq = x.log_softmax(1), y.log_softmax(1)
+        lm = torch.logaddexp(lp, lq) - math.log(2)
+        return (lp.exp() * (lp - lm) + lq.exp() * (lq - lm)).sum() / (2 * x.shape[0])
+
+    want, (want_da, want_db) = _reference_grad(reference, a.double(), b.double())
+    assert torch.isfinite(out) and torch.isfinite(da).all() and torch.isfinite(db).all()
+    rtol = 1e-11 if dtype == torch.float64 else 1e-5
+    assert torch.allclose(out.double(), want, rtol=rtol)
+    assert torch.allclose(da.double(), want_da, rtol=rtol, atol=rtol)
+    assert torch.allclose(db.double(), want_db, rtol=rtol, atol=rtol)
+
+
 def test_kl_to_a_softmax_written_inline_stays_finite(tmp_path: Path) -> None:
     module, _ = _module("kl_to_a_softmax", tmp_path)
     q = torch.softmax(torch.linspace(-1, 1, 12, dtype=torch.float64).reshape(3, 4), 1)
