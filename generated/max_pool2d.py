@@ -559,28 +559,30 @@ def _exported():
     # under torch.export: one call of a custom op whose derivative is the derived backward
     # (_Transformable's). Export inlines an autograd.Function into the forward's aten ops, and
     # the program's autograd would differentiate those instead (ELU by where() at 1e4: NaN).
-    # Made on import, so that importing the module is what loading a saved program needs
-    if _EXPORTED:
-        return _EXPORTED[0]
-    name = f"backgen::{OP}_{_digest()}"
+    # Made on import, so that importing the module is what loading a saved program needs.
+    # Looked up by name at each call, never held: a second copy of this text (the file under
+    # another name, a reload) finds it registered and leaves it, where torch's custom_op
+    # would replace the registration, and an op the first copy held then read a destroyed
+    # schema ("no overload name 'Y'", one of its argument names: found in the test suite)
+    if not _EXPORTED:
+        _EXPORTED.append(f"backgen::{OP}_{_digest()}")
+    namespace, short = _EXPORTED[0].split("::")
     try:
-        op = torch.library.custom_op(
-            name,
-            _Transformable.forward,
-            mutates_args=(),
-            schema="(Tensor x, Scalar kernel_size, Scalar stride) -> Tensor",
-        )
-    except RuntimeError:  # made by this module's very text, imported before
-        namespace, short = name.split("::")
-        op = getattr(getattr(torch.ops, namespace), short).default
-    else:
-        op.register_fake(_Transformable.forward)
-        op.register_autograd(_Transformable.backward, setup_context=_Transformable.setup_context)
-    _EXPORTED.append(op)
+        return getattr(getattr(torch.ops, namespace), short).default
+    except AttributeError:  # not registered in this process yet
+        pass
+    op = torch.library.custom_op(
+        _EXPORTED[0],
+        _Transformable.forward,
+        mutates_args=(),
+        schema="(Tensor x, Scalar kernel_size, Scalar stride) -> Tensor",
+    )
+    op.register_fake(_Transformable.forward)
+    op.register_autograd(_Transformable.backward, setup_context=_Transformable.setup_context)
     return op
 
 
-_EXPORTED = []
+_EXPORTED = []  # the custom op's qualified name, once read
 
 
 def _digest():

@@ -172,6 +172,35 @@ def test_torch_export_with_a_dynamic_batch(path):
     _close(got, ref)
 
 
+def test_a_second_copy_of_a_module_leaves_the_first_ones_export_working(tmp_path):
+    """Two copies of one module's text (the file under two names, a reload) share one custom
+    op. The second asked torch's custom_op for it again, which replaced the registration, and
+    the op the first copy held read a destroyed schema: "has no overload name 'Y'" (an
+    argument's name) in one run of three, seen twice as a flaky make test. Each copy now looks
+    the op up by name."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, op = imported("ops/exercise.py", tmp_path / "a")
+    inputs, _ = defined_inputs(parse(op), 0)
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self, module):
+            super().__init__()
+            self.module = module
+
+        def forward(self, *args):
+            return self.module.Function.apply(*args)
+
+    want = first.Function.apply(*inputs)
+    torch.export.export(Wrapped(first), tuple(inputs))
+    second, _ = imported("ops/exercise.py", tmp_path / "b")
+    torch.export.export(Wrapped(second), tuple(inputs))
+    assert first._exported() is second._exported()  # the registration, live, for both
+    for _ in range(3):
+        program = torch.export.export(Wrapped(first), tuple(inputs))
+        _close(program.module()(*inputs), want)
+
+
 def test_an_exported_program_differentiates_by_the_derived_backward(tmp_path, monkeypatch):
     """Export inlined Function into the forward's aten ops, and the program's autograd then
     differentiated those: ELU written with where() had the gradient NaN at x = 1e4 (0 * exp(1e4)
