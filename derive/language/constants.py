@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import sympy as sp
 
 from derive.language.graph import Definition, Tensor
+from derive.symbolic.indices import rename_bound
 
 
 def taken_in(
@@ -46,17 +47,21 @@ def taken_in(
 
 def _at(c: Definition, at: tuple[sp.Expr, ...], reader: sp.Expr) -> sp.Expr:
     """The constant ``c`` at the indices ``at``, its bound indices renamed apart from the
-    symbols of ``reader`` and of ``at``."""
+    symbols of ``reader`` and of ``at`` (by the engine's one renamer, which cannot capture)."""
     taken = {s.name for s in reader.free_symbols | _bound(reader)}
     taken |= {s.name for e in at for s in e.free_symbols}
-    fresh: dict[sp.Symbol, sp.Symbol] = {}
-    for s in sorted(_bound(c.body), key=str):
-        name, k = f"{s.name}_{c.name}", 1
-        while name in taken:
-            name, k = f"{s.name}_{c.name}{k}", k + 1
-        taken.add(name)
-        fresh[s] = sp.Symbol(name, **s.assumptions0)
-    value = c.body.xreplace(fresh)
+
+    def namer(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
+        out = []
+        for s, *_ in limits:
+            name, k = f"{s.name}_{c.name}", 1
+            while name in taken or name in scope:
+                name, k = f"{s.name}_{c.name}{k}", k + 1
+            taken.add(name)
+            out.append(sp.Symbol(name, **s.assumptions0))
+        return out
+
+    value = rename_bound(c.body, namer, taken)
     return value.xreplace(dict(zip(c.indices, at, strict=True)))
 
 

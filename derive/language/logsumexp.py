@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping
 import sympy as sp
 
 from derive.language.graph import ReduceMax, Tensor, may_be_infinite
+from derive.symbolic.indices import rename_bound
 
 
 def shifted_logsumexps(
@@ -44,15 +45,19 @@ def shifted_logsumexps(
         if may_be_infinite(e, tensors) or _reads_a_maximum(e, maxima):
             return node
         taken = {s.name for s in body.free_symbols} | {lim[0].name for lim in _limits(body)}
-        fresh = {}
-        for k, *_ in total.limits:
-            name = f"{k.name}_max"
-            while name in taken:
-                name += "_"
-            taken.add(name)
-            fresh[k] = sp.Symbol(name, **k.assumptions0)
-        limits = [(fresh[k], lo, hi) for k, lo, hi in total.limits]
-        m = ReduceMax(e.xreplace(fresh), *limits)
+
+        def namer(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
+            out = []
+            for k, *_ in limits:
+                name = f"{k.name}_max"
+                while name in taken or name in scope:
+                    name += "_"
+                taken.add(name)
+                out.append(sp.Symbol(name, **k.assumptions0))
+            return out
+
+        apart = rename_bound(total, namer, taken)  # the Max's own indices, as the sum's
+        m = ReduceMax(apart.function.args[0], *apart.limits)
         return m + sp.log(sp.Sum(sp.exp(e - m), *total.limits))
 
     return body.replace(lambda n: isinstance(n, sp.log), shifted)
