@@ -23,7 +23,7 @@ from collections.abc import Mapping
 import sympy as sp
 
 from derive.language.graph import Definition, Tensor
-from derive.symbolic.indices import rename_bound
+from derive.symbolic.indices import bound_indices, rename_bound
 
 
 def taken_in(
@@ -48,7 +48,7 @@ def taken_in(
 def _at(c: Definition, at: tuple[sp.Expr, ...], reader: sp.Expr) -> sp.Expr:
     """The constant ``c`` at the indices ``at``, its bound indices renamed apart from the
     symbols of ``reader`` and of ``at`` (by the engine's one renamer, which cannot capture)."""
-    taken = {s.name for s in reader.free_symbols | _bound(reader)}
+    taken = {s.name for s in reader.free_symbols | bound_indices(reader)}
     taken |= {s.name for e in at for s in e.free_symbols}
 
     def namer(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
@@ -63,8 +63,3 @@ def _at(c: Definition, at: tuple[sp.Expr, ...], reader: sp.Expr) -> sp.Expr:
 
     value = rename_bound(c.body, namer, taken)
     return value.xreplace(dict(zip(c.indices, at, strict=True)))
-
-
-def _bound(e: sp.Expr) -> set[sp.Symbol]:
-    """The indices a sum or a maximum inside ``e`` runs over."""
-    return {lim[0] for node in sp.preorder_traversal(e) for lim in getattr(node, "limits", ())}

@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 import sympy as sp
 
 from derive.language.graph import ReduceMax, Tensor, may_be_infinite
-from derive.symbolic.indices import rename_bound
+from derive.symbolic.indices import bound_indices, rename_bound
 
 
 def shifted_logsumexps(
@@ -44,7 +44,7 @@ def shifted_logsumexps(
         e = total.function.args[0]
         if may_be_infinite(e, tensors) or _reads_a_maximum(e, maxima):
             return node
-        taken = {s.name for s in body.free_symbols} | {lim[0].name for lim in _limits(body)}
+        taken = {s.name for s in body.free_symbols | bound_indices(body)}
 
         def namer(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:
             out = []
@@ -66,7 +66,3 @@ def shifted_logsumexps(
 def _reads_a_maximum(e: sp.Expr, maxima: Collection[str]) -> bool:
     read = {i.base.label.name for i in e.atoms(sp.Indexed)} | {s.name for s in e.free_symbols}
     return e.has(ReduceMax) or bool(read & set(maxima))
-
-
-def _limits(e: sp.Expr) -> list[tuple]:
-    return [lim for node in sp.preorder_traversal(e) for lim in getattr(node, "limits", ())]

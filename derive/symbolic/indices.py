@@ -109,7 +109,7 @@ def replace_apart(expr: sp.Expr, mapping: dict[sp.Symbol, sp.Expr]) -> sp.Expr:
 def rename_apart(expr: sp.Expr, clash: set[sp.Symbol]) -> sp.Expr:
     """``expr`` with each bound index named in ``clash`` renamed: the old name with a
     number, none that ``expr`` or ``clash`` already uses."""
-    if not clash & _bound(expr):
+    if not clash & bound_indices(expr):
         return expr
     taken = {str(a) for a in expr.atoms(sp.Symbol)} | {str(a) for a in clash}
 
@@ -144,7 +144,8 @@ def _subscripts_expanded(expr: sp.Expr, value: sp.Expr) -> sp.Expr:
     return expr.xreplace({x: y for x, y in reads.items() if x != y})
 
 
-def _bound(expr: sp.Basic) -> set[sp.Symbol]:
+def bound_indices(expr: sp.Basic) -> set[sp.Symbol]:
+    """The indices the sums and maximums inside ``expr`` run over."""
     return {lim[0] for r in expr.atoms(sp.Sum, ReduceMax) for lim in r.limits}
 
 
