@@ -447,13 +447,21 @@ class Function:
 
     @staticmethod
     def _apply(*args):
-        if torch.compiler.is_exporting():
+        if _exporting():
             return _exported()(*args)
         if torch.compiler.is_compiling():
             return _Node.apply(*args)
         if torch._C._are_functorch_transforms_active():
             return _Transformable.apply(*args)
         return _Dual.apply(*args)
+
+
+def _exporting():
+    # torch.export, never torch.compile: dynamo before torch 2.13 folds is_exporting() to True
+    # under torch.compile too, which sent compiled calls to the custom op (found on torch 2.11,
+    # where Inductor then traced its backward outside dynamo: a gradient 0.8 off), so the flag
+    # export sets must agree; a torch without that flag has is_exporting() alone
+    return torch.compiler.is_exporting() and getattr(torch.compiler, "_is_exporting_flag", True)
 
 
 def _exported():
@@ -546,7 +554,7 @@ def _dtype_policy(args, n_inputs):
         wanted = [d if d == torch.float64 else to for d in floats]
     dtype = wanted[0]
     for other in wanted[1:]:
-        dtype = torch.promote_types(dtype, other)
+        dtype = _promoted(dtype, other)
     rounded = None
     if dtype in (torch.float16, torch.bfloat16) and AUTOCAST != "lower":
         rounded, dtype = dtype, torch.float32
@@ -557,6 +565,19 @@ def _dtype_policy(args, n_inputs):
         for k, a in enumerate(args)
     )
     return cast, device if autocast else None, rounded
+
+
+def _promoted(a, b):
+    # torch.promote_types of two float dtypes, in python where it can: non-strict torch.export
+    # records the call as an aten.promote_types node, which torch.compile of the exported
+    # program cannot run ("torch.* op returned non-Tensor"; found by probing)
+    if a == b:
+        return a
+    if {a, b} == {torch.float16, torch.bfloat16}:
+        return torch.float32
+    if {a, b} <= {torch.float16, torch.bfloat16, torch.float32, torch.float64}:
+        return a if a.itemsize > b.itemsize else b
+    return torch.promote_types(a, b)
 
 
 def _single_forward_mode():

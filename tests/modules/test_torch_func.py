@@ -224,6 +224,65 @@ def test_an_exported_program_differentiates_by_the_derived_backward(tmp_path, mo
         assert h.tolist() == [0.0, math.exp(-1.0), 0.0]
 
 
+@pytest.mark.parametrize("path", ["ops/layernorm.py", "tests/cases/scaled_residual.py"])
+def test_an_exported_program_compiles_with_inductor(path, tmp_path, monkeypatch):
+    """Export, then torch.compile of the program (as a deployment compiles it): the program
+    held an ``aten.promote_types`` node beside the custom op, from the dtype policy's call,
+    which dynamo refused ("torch.* op returned non-Tensor"). Compiled, Inductor traces the
+    custom op's backward outside dynamo, where a scale riding in torch.add's alpha is dropped
+    by its addmm pattern: numbers and gradients are the eager module's."""
+    if path.startswith("ops/"):
+        op, module, inputs = _op(path)
+    else:
+        module, op = imported(path, tmp_path)
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        inputs, _ = defined_inputs(parse(op), 0)
+
+    class Wrapped(torch.nn.Module):
+        def forward(self, *args):
+            return module.Function.apply(*args)
+
+    program = torch.export.export(Wrapped(), tuple(inputs))
+    calls = [str(n.target) for n in program.graph.nodes if n.op == "call_function"]
+    assert len(calls) == 1 and calls[0].startswith(f"backgen.{op.name}_"), calls
+    torch._dynamo.reset()
+    compiled = torch.compile(program.module(), fullgraph=True)
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    eager = [t.clone().requires_grad_() for t in inputs]
+    _same_output_and_gradients(compiled(*leaves), leaves, module.Function.apply(*eager), eager)
+
+
+def test_export_is_read_from_the_flag_torch_export_sets(monkeypatch):
+    """Dynamo before torch 2.13 answers ``torch.compiler.is_exporting()`` True under plain
+    torch.compile too; the module then called its export custom op there, and on torch 2.11
+    (an H100's) Inductor dropped the backward's scale: dx of ``x + 0.5 x W`` was 0.8 off,
+    silently. Export is now also read from the flag torch.export sets. (torch 2.13 answers
+    it right; this holds the rule, and tests/modules/test_cuda.py the compiled numbers.)"""
+    from generated import layernorm
+
+    assert isinstance(torch.compiler._is_exporting_flag, bool)  # a torch without it: look again
+    monkeypatch.setattr(torch.compiler, "is_exporting", lambda: True)  # as dynamo < 2.13 says
+    monkeypatch.setattr(torch.compiler, "_is_exporting_flag", False)
+    assert not layernorm._exporting()
+    monkeypatch.setattr(torch.compiler, "_is_exporting_flag", True)
+    assert layernorm._exporting()
+
+
+def test_a_scaled_add_traced_by_make_fx_writes_the_scale_out(tmp_path):
+    """AOTAutograd traces a custom op's backward with make_fx, outside dynamo, where
+    ``is_compiling()`` may be False (torch 2.11): ``_add_scaled`` must still write ``r + t * c``
+    and not torch.add's alpha, which Inductor's addmm pattern drops."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    module, _ = imported("tests/cases/scaled_residual.py", tmp_path)
+    r, t = torch.randn(3, 4), torch.randn(3, 4)
+    for mode in ("real", "fake"):
+        graph = make_fx(lambda a, b: module._add_scaled(a, b, 0.5), tracing_mode=mode)(r, t)
+        assert not [n for n in graph.graph.nodes if "alpha" in n.kwargs], graph.code
+    assert torch.equal(graph(r, t), r + t * 0.5)
+    assert torch.equal(module._add_scaled(r, t, 0.5), torch.add(r, t, alpha=0.5))  # eager
+
+
 def test_torch_compile_dynamic_shapes():
     """One dynamic-shape graph serves batches of several sizes, its numbers and gradients the
     eager module's: the generated checks and reshapes read sizes off tensors (symbolic under
