@@ -10,6 +10,8 @@ the tensor) and folds python numbers into one operation; a node a fusion matches
 
 from __future__ import annotations
 
+import itertools
+
 import sympy as sp
 
 from derive.errors import DerivationError
@@ -125,6 +127,9 @@ def mul(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> ir.Node:
     merged = powers_over_their_base(e)
     if merged is not e:
         return cx.value(merged, order)
+    split = exps_over_their_sums(e)
+    if split is not e:
+        return cx.value(split, order)
     fused = fuse(cx, e, order)
     if fused is not None:
         return fused
@@ -166,6 +171,99 @@ def powers_over_their_base(e: sp.Mul) -> sp.Expr:
                 spread = sp.Add(*[powers_over_their_base(power * t) for t in f.args])
                 return sp.Mul(*rest[:j], spread, *rest[j + 1 :])
     return e
+
+
+# RANGE: SymPy writes exp(a) exp(b) as exp(a + b), and a quotient rule's adjoint of a sum of
+# exps holds one: d(exp(l) / S) / dy[w] = -exp(l) exp(y[w]) / S**2 with S = Sum(exp(y[w]), w),
+# lowered as exp(l + y) / S / S. exp(l + y) overflows (l and y near 450: exp(900)) where
+# exp(y) / S <= 1 and exp(l) / S do not, and the running product had underflowed to 0: 0 * inf
+# = nan, where autograd's chain order, (g exp(l) / S**2) exp(y), is finite (fuzz --range
+# --powers 1179003). So the exp's terms that are a term of a divisor's sum are taken out as
+# that exp over that sum, a ratio of at most 1 (:func:`at_most_one`), multiplied first.
+def exps_over_their_sums(e: sp.Mul) -> sp.Expr:
+    """``e`` with ``exp(t + r) / S**k`` written ``(exp(t) / S) exp(r) / S**(k - 1)``, unevaluated
+    (SymPy would merge the exps again), where ``S = Sum(exp(u), w..)`` and t is u at some w;
+    ``e`` itself where no exp of a sum of terms has such a divisor."""
+    coef, rest = e.as_coeff_Mul()
+    factors = list(sp.Mul.make_args(rest))
+    divisors = [
+        (j, d)
+        for j, d in enumerate(factors)
+        if isinstance(d, sp.Pow) and d.exp.is_Integer and d.exp < 0
+    ]
+    for k, f in enumerate(factors):
+        for j, d in divisors:
+            if j == k:
+                continue
+            found = _exp_taking(f, d.base)
+            if found is None:
+                continue
+            part, left = found
+            others = [x for i, x in enumerate(factors) if i not in (k, j)]
+            if d.exp < -1:
+                others.append(d.base ** (d.exp + 1))
+            ratio = sp.Mul(sp.exp(part), sp.Pow(d.base, -1), evaluate=False)
+            lead = [coef] if coef != 1 else []  # a number first, where as_coeff_Mul reads it
+            return sp.Mul(*lead, ratio, left, *others, evaluate=False)
+    return e
+
+
+def _exp_taking(f: sp.Expr, s: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """``(t, f / exp(t))`` where ``f`` is ``exp(t + r)``, or a sum whose body multiplies one
+    and t reads none of its bound indices (the scatter of a quotient rule: exp(y[X[j]]) taken
+    out of a sum over the other axes), and exp(t) is a term of the sum of exps ``s``."""
+    if isinstance(f, sp.exp) and isinstance(f.args[0], sp.Add):
+        part = _summand_in(f.args[0], s)
+        return None if part is None else (part, sp.exp(f.args[0] - part))
+    if not isinstance(f, sp.Sum):
+        return None
+    bound = {lim[0] for lim in f.limits}
+    body = list(sp.Mul.make_args(f.function))
+    for k, g in enumerate(body):
+        if isinstance(g, sp.exp) and isinstance(g.args[0], sp.Add):
+            part = _summand_in(g.args[0], s)
+            if part is not None and not part.free_symbols & bound:
+                inner = sp.Mul(*body[:k], sp.exp(g.args[0] - part), *body[k + 1 :])
+                return part, f.func(inner, *f.limits)
+    return None
+
+
+def _summand_in(exponent: sp.Add, s: sp.Expr) -> sp.Expr | None:
+    """The part of ``exponent`` (some of its terms, not all) that is the exponent of a term of
+    ``s``, a sum of exps; None if no part is."""
+    if not (isinstance(s, sp.Sum) and isinstance(s.function, sp.exp)):
+        return None
+    n = len(sp.Add.make_args(s.function.args[0]))
+    terms = exponent.args
+    if n >= len(terms) or len(terms) > 8:
+        return None
+    for chosen in itertools.combinations(terms, n):
+        if _summand_of(sp.Add(*chosen), s):
+            return sp.Add(*chosen)
+    return None
+
+
+def _summand_of(t: sp.Expr, s: sp.Sum) -> bool:
+    """Whether ``exp(t)`` is a term of ``s = Sum(exp(u), w..)``: t is u at some w."""
+    wilds = {lim[0]: sp.Wild(f"_bound{k}") for k, lim in enumerate(s.limits)}
+    pattern = s.function.args[0].xreplace(wilds)
+    found = t.match(pattern)
+    return found is not None and pattern.xreplace(found) == t
+
+
+def _is_ratio(f: sp.Expr) -> bool:
+    """An exp over a sum that holds it, as :func:`exps_over_their_sums` writes it."""
+    if not (isinstance(f, sp.Mul) and len(f.args) == 2):
+        return False
+    num, den = sorted(f.args, key=lambda a: isinstance(a, sp.Pow))
+    return (
+        isinstance(num, sp.exp)
+        and isinstance(den, sp.Pow)
+        and den.exp == -1
+        and isinstance(den.base, sp.Sum)
+        and isinstance(den.base.function, sp.exp)
+        and _summand_of(num.args[0], den.base)
+    )
 
 
 def _summed_power(f: sp.Expr) -> bool:
@@ -240,7 +338,7 @@ def at_most_one(cx: Context, f: sp.Expr) -> bool:
     another tensor's maximum is a factor like any other)."""
     if isinstance(f, sp.exp):
         return _shifted(f, cx.maxima)
-    return _tensor_name(f) in cx.shifted
+    return _tensor_name(f) in cx.shifted or _is_ratio(f)
 
 
 def shifted_maxima(steps: list) -> tuple[set[str], set[str]]:

@@ -865,3 +865,29 @@ def test_an_index_read_on_an_axis_of_another_size_is_zero_past_it(inputs, defini
     torch.testing.assert_close(out, want.detach(), rtol=0, atol=1e-12)
     for d, w in zip(got, grads, strict=True):
         torch.testing.assert_close(d, w, rtol=0, atol=1e-12)
+
+
+def test_an_exp_over_a_sum_that_holds_it_is_taken_out_as_their_ratio() -> None:
+    """``exp(a + y[k]) / S**2``, S = Sum(exp(y[w]), w): exp(y[k]) / S (at most 1) is one
+    factor, exp(a) and the other 1 / S the rest, unevaluated so SymPy does not merge the exps
+    again; inside a sum over another index too. An exp whose terms are no term of a divisor's
+    sum is left as it is."""
+    from types import SimpleNamespace
+
+    from derive.lower.arithmetic import at_most_one, exps_over_their_sums
+
+    a, k, w, c = sp.symbols("a k w c", integer=True)
+    y, z, g = sp.IndexedBase("y"), sp.IndexedBase("z"), sp.IndexedBase("g")
+    S = sp.Sum(sp.exp(y[w]), (w, 0, 4))
+    ratio = sp.Mul(sp.exp(y[k]), sp.Pow(S, -1), evaluate=False)
+    split = exps_over_their_sums(sp.exp(a + y[k]) / S**2)
+    assert set(split.args) == {ratio, sp.exp(a), 1 / S}
+    assert at_most_one(SimpleNamespace(shifted=set(), maxima=set()), ratio)
+    inner = sp.Sum(g[c] * sp.exp(z[c] + y[k]), (c, 0, 2))
+    assert set(exps_over_their_sums(inner / S).args) == {
+        ratio,
+        sp.Sum(g[c] * sp.exp(z[c]), (c, 0, 2)),
+    }
+    assert exps_over_their_sums(sp.exp(a + z[k]) / S**2) == sp.exp(a + z[k]) / S**2
+    bound = sp.Sum(g[c] * sp.exp(z[c] + y[c]), (c, 0, 2)) / S  # y[c] reads the sum's index
+    assert exps_over_their_sums(bound) == bound
