@@ -242,3 +242,32 @@ def test_half_inputs_are_computed_in_float32_and_rounded_once(name, reference, d
     assert err <= 1.01 * (reference(x, *rest).double() - exact).abs().max() + 1e-12
     mine.float().pow(2).sum().backward()
     assert [t.grad.dtype for t in leaves] == [dtype] * len(leaves)
+
+
+def test_a_compiled_backward_under_autocast_runs_in_float32():
+    """Compiled under a bfloat16 autocast, a float32-policy op's backward ran in bfloat16:
+    dynamo traced it with autocast off, so no autocast-off region was recorded, and
+    AOTAutograd then ran the backward graph under the forward's autocast (avg_pool2d's
+    gradient 2e-3 off, its conv_transpose2d in bfloat16; found by probing). The compiled
+    gradient is the eager one, to float32's rounding (aot_eager: the graph AOTAutograd makes,
+    which Inductor compiles; with Inductor itself too when this was found, 35 s more)."""
+    from generated import avg_pool2d
+
+    g = _gen()
+    x = torch.randn(2, 3, 7, 6, generator=g)
+    w = torch.randn(2, 3, 2, 2, generator=g)
+
+    def grad(compiled):
+        torch._dynamo.reset()
+        leaf = x.clone().requires_grad_()
+        f = lambda t: avg_pool2d.Function.apply(t, kernel_size=4, stride=3, padding=1)  # noqa: E731
+        if compiled:
+            f = torch.compile(f, fullgraph=True, backend="aot_eager")
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = f(leaf)
+        (out * w).sum().backward()
+        return out.dtype, leaf.grad
+
+    (eager_dtype, eager), (dtype, got) = grad(False), grad(True)
+    assert dtype == eager_dtype == torch.float32
+    assert torch.allclose(got, eager, rtol=1e-6, atol=1e-7)
