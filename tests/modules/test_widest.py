@@ -29,6 +29,10 @@ KNOWN = {
     # its second order holds a (T, T, T) temporary where autograd's widest is (T, T), on the
     # engine before the fourteenth session too (not located; docs/fuzzing.md, Open finds)
     "stabilised_gated_recurrence": "a (T, T, T) temporary in the second order",
+    # its second order grows a degree over autograd's (40,000 against 1,600 entries at doubled
+    # sizes), on the engine before exps_over_their_sums too: the gathered read's adjoint, as
+    # --widest 1180007's (docs/fuzzing.md, Open finds)
+    "exp_over_two_exp_sums": "a degree over autograd's in the second order",
 }
 
 
