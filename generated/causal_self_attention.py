@@ -1232,7 +1232,9 @@ def _laid_out_as(tangent, stride):
 def _own_output(out, inputs):
     # an output that is an input, or a view of one (out[n] = x[n]), or a view of part of an
     # intermediate (a causal conv's .narrow) is returned as a copy: a node's output aliasing an
-    # input, or a part of a larger storage, asks forward mode for a view as its tangent
+    # input, or a part of a larger storage, asks forward mode for a view as its tangent, and
+    # dynamo traces the backward with grad_out strided as that view (torch.compile(dynamic=True)
+    # of a causal conv at T = 1 read K from grad_out.stride(1), which autograd then made 1)
     base = _storage(out)
     return out.clone() if any(base is x or base is x._base for x in inputs) else _unviewed(out)
 
@@ -1400,7 +1402,7 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, Wqkv, bqkv, Wo, bo, *saved[:8])
         ctx.extra = saved[8:]
         ctx.params = (n_head,)
-        return out
+        return _own_output(out, (x, Wqkv, bqkv, Wo, bo))
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -1424,7 +1426,6 @@ class _Dual(_Node):
     @staticmethod
     def forward(ctx, x, Wqkv, bqkv, Wo, bo, n_head=4):
         out = _Node.forward(ctx, x, Wqkv, bqkv, Wo, bo, n_head)
-        out = _own_output(out, (x, Wqkv, bqkv, Wo, bo))
         ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
         ctx.save_for_forward(x, Wqkv, bqkv, Wo, bo)
         return out

@@ -406,6 +406,30 @@ def test_a_grouped_convolution_compiles_with_dynamic_shapes() -> None:
         _same_output_and_gradients(out, leaves, want, eager)
 
 
+def test_a_narrowed_output_compiles_with_dynamic_shapes_at_a_length_of_1() -> None:
+    """torch.compile(dynamic=True) traces the node's backward with grad_out strided as the
+    forward's output. causal_conv1d's output is ``.narrow`` of a K + T - 1 long convolution;
+    at T = 1 its stride along C is K itself, dynamo read K from grad_out.stride(1), and
+    autograd's grad_out is contiguous (stride 1): "shape '[C, 1, 1]' is invalid". The node
+    returns an output of its own under compile as in eager. T of 5, then 1 (a new graph: 0/1
+    are specialised), forward and gradients against torch's convolution."""
+    import torch.nn.functional as F
+
+    conv = importlib.import_module("generated.causal_conv1d")
+    torch._dynamo.reset()
+    compiled = torch.compile(conv.Function.apply, dynamic=True, backend="aot_eager")
+    gen = torch.Generator().manual_seed(0)
+    for t in (5, 1):
+        x, w, b = (
+            torch.randn(s, generator=gen, dtype=torch.float64) for s in ((2, 3, t), (3, 4), (3,))
+        )
+        leaves = [v.clone().requires_grad_() for v in (x, w, b)]
+        out = compiled(*leaves)
+        eager = [v.clone().requires_grad_() for v in (x, w, b)]
+        want = F.conv1d(eager[0], eager[1][:, None], eager[2], padding=3, groups=3)[..., :t]
+        _same_output_and_gradients(out, leaves, want, eager)
+
+
 def test_softplus_has_its_derivative_at_0_when_the_backward_is_differentiated(tmp_path):
     """torch.func's hessian differentiates the generated backward as torch code, so the code's
     own derivatives count: softplus written relu(x) + log1p(exp(-|x|)) has derivative 0 at 0
