@@ -139,8 +139,10 @@ def _add_scaled(r, t, c):
 
 
 def _plain(*ts):
-    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing
-    return all(type(t) is torch.Tensor for t in ts) and not torch._C._len_torch_dispatch_stack()
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
+    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
 
 
 def forward(x, gain, bias, *, eps=1e-05):

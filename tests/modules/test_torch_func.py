@@ -284,6 +284,19 @@ def test_a_scaled_add_traced_by_make_fx_writes_the_scale_out(tmp_path):
         assert not [n for n in graph.graph.nodes if "alpha" in n.kwargs], graph.code
     assert torch.equal(graph(r, t), r + t * 0.5)
     assert torch.equal(module._add_scaled(r, t, 0.5), torch.add(r, t, alpha=0.5))  # eager
+    assert module._plain(r, t)
+
+
+def test_a_torch_without_the_private_mode_stack_gets_the_written_out_scaled_add(
+    tmp_path, monkeypatch
+):
+    """``_plain`` asks torch's private ``_len_torch_dispatch_stack`` whether a mode traces; a
+    torch without it must not fail every scaled add, only lose the one-kernel form."""
+    module, _ = imported("tests/cases/scaled_residual.py", tmp_path)
+    monkeypatch.delattr(torch._C, "_len_torch_dispatch_stack")
+    r, t = torch.randn(3, 4), torch.randn(3, 4)
+    assert not module._plain(r, t)
+    assert torch.equal(module._add_scaled(r, t, 0.5), r + t * 0.5)
 
 
 def test_torch_compile_dynamic_shapes():
