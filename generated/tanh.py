@@ -208,6 +208,13 @@ def _storage(t):
     return t if t._base is None else t._base
 
 
+def _dual(*ts):
+    # whether forward mode carries a tangent on any of these (torch.autograd.forward_ad)
+    if torch.compiler.is_compiling():  # dynamo traces no forward mode
+        return False
+    return any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in ts)
+
+
 class _Backward(torch.autograd.Function):
     """The generated backward as an autograd node of its own, so that differentiating it
     (``create_graph=True``: a gradient penalty, a Hessian-vector product) runs the derived
@@ -218,7 +225,11 @@ class _Backward(torch.autograd.Function):
         # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
         ctx.save_for_backward(grad_out, x)
         ctx.save_for_forward(grad_out, x)
-        ctx.saved, ctx.params, ctx.needs = _saved, _params, _needs
+        ctx.params, ctx.needs = _params, _needs
+        # the forward's saved tensors are read by the jvp, which runs now if at all (a dual
+        # grad_out or input), and its argmaxes by the second order: the rest kept here would
+        # bypass saved_tensors_hooks (save_on_cpu) and live as long as the gradient's graph
+        ctx.saved = _saved if _dual(grad_out, x) else None
         ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved)
         return _distinct(grad_out, (grads[0],))

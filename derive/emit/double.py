@@ -44,6 +44,14 @@ class DoubleData:
         return _tuple([self.inputs[k] for k in self.differentiable])
 
     @property
+    def kept(self) -> str:
+        """What ``_Backward`` keeps of the forward's saved tuple for its backward: the argmaxes
+        the second order reads, each in its place (``None`` elsewhere), or nothing."""
+        if not self.argmax_saved:
+            return "None"
+        return f"_only(_saved, {_tuple([str(k) for k in self.argmax_saved])})"
+
+    @property
     def call(self) -> str:
         """``_double_forward``'s arguments: inputs, grad_out, cotangents, argmaxes, params."""
         argmaxes = [f"ctx.saved[{k}]" for k in self.argmax_saved]

@@ -142,6 +142,45 @@ def test_a_gradient_penalty_through_layernorm():
     assert torch.allclose(mine, want, rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("name", ["gelu_tanh", "max_pool2d"])
+def test_the_backward_node_holds_no_saved_tensor_past_saved_tensors_hooks(name):
+    """Under ``create_graph=True`` the generated backward is a node of its own, handed the
+    forward's saved tensors (gelu_tanh's tanh). Its jvp reads them, at once or never, and the
+    second order only max_pool2d's argmax: kept otherwise, they bypassed saved_tensors_hooks
+    (save_on_cpu's copy) and lived as long as the gradient's graph. Each tensor the hooks
+    unpack is a fresh copy here; after the gradient only the argmax may be alive, and the
+    penalty still equals torch's."""
+    import gc
+    import weakref
+
+    module = importlib.import_module(f"generated.{name}")
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 6, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    if name == "gelu_tanh":
+        mine = lambda t: module.Function.apply(t)  # noqa: E731
+        torch_op = lambda t: F.gelu(t, approximate="tanh")  # noqa: E731
+    else:
+        mine = lambda t: module.Function.apply(t, 2, 2)  # noqa: E731
+        torch_op = lambda t: F.max_pool2d(t, 2, 2)  # noqa: E731
+    unpacked = []
+
+    def unpack(t):
+        t = t.clone()
+        unpacked.append(weakref.ref(t))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), unpack):
+        y = mine(x)
+        (gx,) = torch.autograd.grad((y**2).sum(), x, create_graph=True)
+    gc.collect()
+    alive = [r() for r in unpacked if r() is not None]
+    assert all(not t.is_floating_point() for t in alive), [(t.dtype, t.shape) for t in alive]
+    (penalty,) = torch.autograd.grad(gx.pow(2).sum(), x)
+    (gt,) = torch.autograd.grad((torch_op(x) ** 2).sum(), x, create_graph=True)
+    (want,) = torch.autograd.grad(gt.pow(2).sum(), x)
+    assert torch.allclose(penalty, want, rtol=0, atol=1e-10)
+
+
 @pytest.mark.parametrize("learned", [False, True])
 def test_a_gradient_penalty_drops_the_chain_of_a_gradient_no_one_reads(learned, tmp_path):
     """GeM pooling, ``(mean relu(x)**p)**(1/p)``, over a row a relu zeroed: dp is NaN there (as
