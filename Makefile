@@ -32,7 +32,7 @@ help:
 	@echo "make bench     time one training step: autograd vs generated, eager and compiled (BENCH_ARGS=...),"
 	@echo "               then the peers per op (bench-ops)"
 	@echo "make bench-quick   the smoke run: makemore size, A B G GC, the GPT step (A G), bench-ops --tiny"
-	@echo "make bench-ops     the peers per op: fused op, compiled, generated, JAX (OPS_ARGS=, PEER_PY=)"
+	@echo "make bench-ops     the peers per op: fused op, compiled, generated, JAX, tensorgrad (OPS_ARGS=, PEER_PY=)"
 	@echo "make bench-hvp     time an HVP through the generated MLP against torch.func (and JAX if installed)"
 	@echo "make bench-windows time a derived conv2d, max and avg pool (fwd + bwd) against autograd through F"
 	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
@@ -140,8 +140,8 @@ bench-quick: $(STAMP)
 
 # bench/ops.py: issue 27's rows (GPT step, attention, layernorm, GELU, batchnorm, softmax-CE,
 # softmax, log_softmax, MLP), each against autograd on decomposed ops: the fused torch op,
-# autograd compiled, generated eager and compiled, and JAX jit where PEER_PY has JAX
-# (docs/benchmarks.md: a venv of its own; JAX is never a dependency of backgen)
+# autograd compiled, generated eager and compiled, and JAX jit and tensorgrad where PEER_PY has
+# them (docs/benchmarks.md: a venv of its own; neither is ever a dependency of backgen)
 OPS_ARGS ?=
 PEER_PY ?= $(PY)
 bench-ops: $(STAMP)

@@ -5,7 +5,9 @@ Variants, each a forward and backward of the row's function (``bench.op_cases``)
 **F** autograd through torch's fused op, **AC** autograd through ``torch.compile`` of the
 decomposed forward (AOTAutograd compiles its backward too), **G** the generated forward and
 backward chained by hand, **GC** ``torch.compile`` of G's whole forward and backward, **J**
-``jax.jit`` of ``jax.vjp`` of the decomposed forward (``bench.jax_peer``), where JAX imports.
+``jax.jit`` of ``jax.vjp`` of the decomposed forward (``bench.jax_peer``), where JAX imports,
+**T** tensorgrad's derivation of the row compiled to torch (``bench.tensorgrad_peer``), where
+tensorgrad imports and the row is written in it.
 
 Each variant's output and gradients are compared with A's in float64 and then in float32 (the
 graphs that are timed; a compiled variant compiles per dtype), relative to A's largest entry
@@ -34,6 +36,7 @@ VARIANTS = {
     "G": "generated eager",
     "GC": "generated compiled",
     "J": "JAX jit",
+    "T": "tensorgrad",
 }
 COMPILED = ("AC", "GC")
 Run = Callable[[], tuple]  # run() -> (out, gradients of the floats)
@@ -93,8 +96,11 @@ def chained(fwd_bwd: Callable) -> Prepare:
     return lambda inputs: lambda: fwd_bwd(inputs.floats, inputs.others, inputs.cotangent)
 
 
-def build(case: Case, names: list[str], jax_peer, cfg: OpsConfig) -> dict[str, Prepare]:
-    """The variants asked for, less those ``cfg.skip_notes`` leaves out (J without JAX)."""
+def build(
+    case: Case, names: list[str], jax_peer, cfg: OpsConfig, tensorgrad_peer=None
+) -> dict[str, Prepare]:
+    """The variants asked for, less those ``cfg.skip_notes`` leaves out (J without JAX) and T
+    where tensorgrad has no program for the row."""
     options = cfg.compile_options
     made = {
         "A": lambda: autograd(case.decomposed),
@@ -103,8 +109,10 @@ def build(case: Case, names: list[str], jax_peer, cfg: OpsConfig) -> dict[str, P
         "G": lambda: chained(case.generated),
         "GC": lambda: chained(torch.compile(case.generated, dynamic=False, **options)),
         "J": lambda: chained(jax_peer.fwd_bwd(case.jax(jax_peer))),
+        "T": lambda: tensorgrad_peer.prepare(case.key),
     }
-    return {name: made[name]() for name in names if name not in cfg.skip_notes}
+    built = {name: made[name]() for name in names if name not in cfg.skip_notes}
+    return {name: prepare for name, prepare in built.items() if prepare is not None}
 
 
 def _flat(arrays) -> torch.Tensor:
@@ -155,8 +163,17 @@ def check(prepared: dict[str, Prepare], inputs: Inputs) -> dict[str, Outcome]:
     return outcomes
 
 
+def _unbuilt(name: str) -> str:
+    return "not written in tensorgrad" if name == "T" else "not run"
+
+
 def run_row(
-    case: Case, names: list[str], jax_peer, cfg: OpsConfig, extra: dict | None = None
+    case: Case,
+    names: list[str],
+    jax_peer,
+    cfg: OpsConfig,
+    extra: dict | None = None,
+    tensorgrad_peer=None,
 ) -> RowResult:
     """Check (float64, float32), time the variants that agree (float32), then their peaks.
 
@@ -164,11 +181,11 @@ def run_row(
     """
     torch._dynamo.reset()  # each row compiles its own static graphs
     built = {name: make(case) for name, make in (extra or {}).items()}
-    prepared = {**build(case, names, jax_peer, cfg), **built}
+    prepared = {**build(case, names, jax_peer, cfg, tensorgrad_peer), **built}
     inputs = case.make(cfg.device)
     checked = check(prepared, inputs)
     outcomes = {
-        name: checked.get(name) or Outcome("skipped", cfg.skip_notes.get(name, "not run"))
+        name: checked.get(name) or Outcome("skipped", cfg.skip_notes.get(name) or _unbuilt(name))
         for name in [*names, *built]
     }
     result = RowResult(case.key, case.title, case.fused_label, outcomes)

@@ -3,11 +3,11 @@
 Rows are issue 27's table (``bench.op_cases``): the GPT step at two sizes, causal attention at
 two sizes, layernorm, GELU-tanh, batchnorm (n-1), softmax cross-entropy, softmax, log_softmax
 and the MLP step at three sizes. Columns are ratios to **A**, autograd through the decomposed
-forward: the fused torch op, autograd compiled, generated eager, generated compiled and JAX jit
-(``bench.op_run``), then the peak memory of G against A's. Every variant is checked against A
-in float64 first; a WRONG one is reported and not timed. ``--threads N`` gives torch and JAX the
-same N cores (``bench.machine.pin_threads``); the JAX column is left out, with a note, where this
-python cannot import JAX (it is never a dependency of backgen).
+forward: the fused torch op, autograd compiled, generated eager, generated compiled, JAX jit and
+tensorgrad (``bench.op_run``), then the peak memory of G against A's. Every variant is checked
+against A in float64 first; a WRONG one is reported and not timed. ``--threads N`` gives torch
+and JAX the same N cores (``bench.machine.pin_threads``); the JAX and tensorgrad columns are left
+out, with a note, where this python cannot import them (neither is a dependency of backgen).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--no-compile", action="store_true", help="leave out AC and GC (no torch.compile)")
     add("--compile-mode", help="torch.compile mode for AC and GC alike (default: torch's)")
     add("--no-jax", action="store_true", help="leave out J even where JAX is installed")
+    add("--no-tensorgrad", action="store_true", help="leave out T even where it is installed")
     add("--no-memory", action="store_true", help="measure no peak memory")
     add("--tiny", action="store_true", help="every row at a tiny size (tests, smoke runs)")
     add("--out", type=Path, default=Path("runs/bench"), help="folder for ops.md and ops.json")
@@ -70,6 +71,17 @@ def _jax(args: argparse.Namespace, names: list[str]) -> tuple[object | None, str
     except ImportError as exc:
         return None, f"J column skipped: this python cannot import JAX ({exc})"
     return jax_peer, jax_peer.version()
+
+
+def _tensorgrad(args: argparse.Namespace, names: list[str]) -> tuple[object | None, str]:
+    """(bench.tensorgrad_peer or None, the report's line on tensorgrad)."""
+    if "T" not in names or args.no_tensorgrad:
+        return None, "T not asked for"
+    try:
+        from bench import tensorgrad_peer
+    except ImportError as exc:
+        return None, f"T column skipped: this python cannot import tensorgrad ({exc})"
+    return tensorgrad_peer, tensorgrad_peer.version()
 
 
 def _ratio(o: Outcome) -> str:
@@ -141,7 +153,7 @@ def markdown(rows: list[RowResult], info: dict) -> str:
             "## backgen bench.ops: forward + backward, ratio to autograd on decomposed torch ops",
             "",
             f"Machine: {header_line(info['machine'])}.",
-            f"Threads: {info['threads']}. JAX: {info['jax']}.",
+            f"Threads: {info['threads']}. JAX: {info['jax']}. tensorgrad: {info['tensorgrad']}.",
             f"{info['rounds']} rounds per row, the order rotated each round, blocks of "
             f"~{info['block_s'] * 1e3:.0f} ms; a cell is the median per-round ratio to A "
             "(quartiles); below 1 is faster. Every variant was checked against A in float64 and "
@@ -164,12 +176,14 @@ def markdown(rows: list[RowResult], info: dict) -> str:
     )
 
 
-def _config(args: argparse.Namespace, jax_peer, jax_note: str) -> tuple[list[str], OpsConfig]:
+def _config(args: argparse.Namespace, jax_peer, tensorgrad_peer) -> tuple[list[str], OpsConfig]:
     """A first, then the variants asked for; those that cannot run here get a skip note."""
     names = ["A", *[n for n in (args.variants or VARIANTS) if n != "A"]]
     if unknown := [n for n in names if n not in VARIANTS]:
         raise ValueError(f"unknown variant(s) {unknown}: choose from {', '.join(VARIANTS)}")
     skip = {} if jax_peer is not None else {"J": "no JAX: see the header"}
+    if tensorgrad_peer is None:
+        skip["T"] = "no tensorgrad: see the header"
     if args.no_compile:
         skip |= {n: "--no-compile" for n in COMPILED}
     options = {"mode": args.compile_mode} if args.compile_mode else {}
@@ -192,8 +206,9 @@ def main(argv: list[str] | None = None, extra: dict | None = None) -> int:
     args = parse_args(argv)
     start, cpu_start, threads = time.perf_counter(), cpu_seconds(), _threads(args)
     jax_peer, jax_note = _jax(args, args.variants or list(VARIANTS))
+    tensorgrad_peer, tensorgrad_note = _tensorgrad(args, args.variants or list(VARIANTS))
     try:
-        names, cfg = _config(args, jax_peer, jax_note)
+        names, cfg = _config(args, jax_peer, tensorgrad_peer)
         chosen = [c for c in cases(args.tiny) if not args.rows or c.key in args.rows]
         if unknown := sorted(set(args.rows or ()) - {c.key for c in chosen}):
             raise ValueError(f"unknown row(s) {unknown}: see --help")
@@ -207,12 +222,13 @@ def main(argv: list[str] | None = None, extra: dict | None = None) -> int:
     gc.collect()
     gc.freeze()  # what is alive now (modules, sympy's caches) is never garbage: scan it no more
     info = {"machine": machine_info(args.device), "threads": threads, "jax": jax_note}
+    info["tensorgrad"] = tensorgrad_note
     info |= {"rounds": args.rounds, "block_s": args.block_s}
     rows, timed = [], ", ".join(n for n in names if n not in cfg.skip_notes)
     try:
         for case in chosen:
             print(f"[bench.ops] {case.title}: check, then time {timed}", file=sys.stderr)
-            rows.append(run_row(case, names, jax_peer, cfg, extra))
+            rows.append(run_row(case, names, jax_peer, cfg, extra, tensorgrad_peer))
     finally:
         gc.unfreeze()
     info["total_s"] = time.perf_counter() - start
