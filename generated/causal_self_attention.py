@@ -1239,6 +1239,17 @@ def _own_output(out, inputs):
     return out.clone() if any(base is x or base is x._base for x in inputs) else _unviewed(out)
 
 
+def _traced_layout(t):
+    # compiled, dynamo traces a node's backward with grad_out strided as the node's output,
+    # and autograd may hand it other strides: a transposed output (hid[t, i] computed as a
+    # product's .T) had its gradient 1.14 off under torch.compile(dynamic=True) with duck
+    # shaping off (found by probing). Handed on dense, in a memory format torch's ops return
+    if t is None or not torch.compiler.is_compiling() or t.is_contiguous():
+        return t
+    formats = (torch.channels_last, torch.channels_last_3d)
+    return t if any(t.is_contiguous(memory_format=f) for f in formats) else t.contiguous()
+
+
 def _unviewed(t):
     # a view a node made handed on as a tensor of its own: part of a larger storage copied (a
     # narrow), a whole view detached (out = outg.reshape(..)); autograd refuses an in-place
@@ -1284,21 +1295,26 @@ class _Backward(torch.autograd.Function):
     second order, never autograd replaying the backward on its saved tensors as constants."""
 
     @staticmethod
-    def forward(ctx, grad_out, _saved, _params, _needs, x, Wqkv, bqkv, Wo, bo):
-        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None
+    def forward(ctx, grad_out, _saved, _params, _needs, _dual_now, x, Wqkv, bqkv, Wo, bo):
+        # _needs: autograd's needs_input_grad for the inputs; a gradient not asked for is None.
+        # _dual_now: whether forward mode carries a tangent on grad_out or an input, read by
+        # the caller (in here autograd hands the primals alone)
         ctx.save_for_backward(grad_out, x, Wqkv, bqkv, Wo, bo)
         ctx.save_for_forward(grad_out, x, Wqkv, bqkv, Wo, bo)
         ctx.params, ctx.needs = _params, _needs
-        # the forward's saved tensors are read by the jvp, which runs now if at all (a dual
-        # grad_out or input), and its argmaxes by the second order: the rest kept here would
-        # bypass saved_tensors_hooks (save_on_cpu) and live as long as the gradient's graph
-        ctx.saved = _saved if _dual(grad_out, x, Wqkv, bqkv, Wo, bo) else None
+        # the forward's saved tensors are read by the jvp, which runs now if at all, and its
+        # argmaxes by the second order: the rest kept here would bypass saved_tensors_hooks
+        # (save_on_cpu) and live as long as the gradient's graph
+        ctx.saved = _saved if _dual_now else None
         ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
         grads = backward(grad_out, _saved, _needs)
-        return _distinct(grad_out, (grads[0], grads[1], grads[2], grads[3], grads[4]))
+        return tuple(
+            _traced_layout(g)
+            for g in _distinct(grad_out, (grads[0], grads[1], grads[2], grads[3], grads[4]))
+        )
 
     @staticmethod
-    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, *t_inputs):
+    def jvp(ctx, t_grad_out, _t_saved, _t_params, _t_needs, _t_dual_now, *t_inputs):
         # forward mode through the backward (a dual number under create_graph=True)
         grad_out, *inputs = ctx.saved_tensors
         with _autocast_off(grad_out), _legacy_vmap(t_grad_out, *t_inputs):
@@ -1308,13 +1324,13 @@ class _Backward(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *cotangents):
         grad_out, *inputs = ctx.saved_tensors
-        needs = (*ctx.needs_input_grad[4:], ctx.needs_input_grad[0])
+        needs = (*ctx.needs_input_grad[5:], ctx.needs_input_grad[0])
         with torch.no_grad(), _autocast_off(grad_out), _legacy_vmap(*cotangents):
             grads = _double(ctx, grad_out, inputs, cotangents, needs)
         given = [v for v in cotangents if v is not None]
         grads = _no_third_order((grad_out, *inputs, *given), grads)
         grads = _distinct(None, grads)
-        return (grads[5], None, None, None, *grads[:5])
+        return (grads[5], None, None, None, None, *grads[:5])
 
 
 def _differentiated():
@@ -1413,7 +1429,7 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, Wqkv, bqkv, Wo, bo, *saved[:8])
         ctx.extra = saved[8:]
         ctx.params = (n_head,)
-        return _own_output(out, (x, Wqkv, bqkv, Wo, bo))
+        return _traced_layout(_own_output(out, (x, Wqkv, bqkv, Wo, bo)))
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -1423,7 +1439,8 @@ class _Node(torch.autograd.Function):
         with _autocast_off(grad_out), _legacy_vmap(grad_out):
             needs = ctx.needs_input_grad[:5]
             if _differentiated():
-                grads = _Backward.apply(grad_out, _saved, ctx.params, needs, *_inputs)
+                dual = _dual(grad_out, *_inputs)
+                grads = _Backward.apply(grad_out, _saved, ctx.params, needs, dual, *_inputs)
             else:  # nothing will differentiate the backward: run it without a node of its own
                 grads = backward(grad_out, _saved, needs)
                 grads = _distinct(grad_out, (grads[0], grads[1], grads[2], grads[3], grads[4]))

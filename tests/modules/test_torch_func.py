@@ -443,6 +443,33 @@ def test_a_narrowed_output_compiles_with_dynamic_shapes_at_a_length_of_1() -> No
         _same_output_and_gradients(out, leaves, want, eager)
 
 
+def test_a_transposed_output_compiles_with_dynamic_shapes_and_no_duck_shaping(
+    tmp_path, monkeypatch
+):
+    """The class of the narrowed output above, silent: saturated_tanh_of_a_product computes
+    ``hid[t, i]`` as a product's ``.T``, an output strided (1, Z). With duck shaping off (equal
+    sizes get symbols of their own) torch.compile(dynamic=True) traced the node's backward
+    with grad_out strided so, and dW1 was 1.14 off. Compiled, the node hands autograd a dense
+    output (channels_last kept); the numbers and gradients are the eager module's."""
+    import torch.fx.experimental._config as fx_config
+
+    module, op = imported("tests/cases/saturated_tanh_of_a_product.py", tmp_path)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(fx_config, "use_duck_shape", False)
+    inputs, _ = defined_inputs(parse(op), 0)
+    assert module.Function.apply(*inputs).stride()[0] == 1  # eagerly the transposed view
+    torch._dynamo.reset()
+    compiled = torch.compile(module.Function.apply, dynamic=True, backend="aot_eager")
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    out = compiled(*leaves)
+    eager = [t.clone().requires_grad_() for t in inputs]
+    _same_output_and_gradients(out, leaves, module.Function.apply(*eager), eager)
+    assert out.is_contiguous()
+    x = torch.randn(2, 3, 4, 4).to(memory_format=torch.channels_last)
+    traced = torch.compile(module._traced_layout, backend="eager", fullgraph=True)
+    assert traced(x).stride() == x.stride() and traced(x.mT).is_contiguous()
+
+
 def test_softplus_has_its_derivative_at_0_when_the_backward_is_differentiated(tmp_path):
     """torch.func's hessian differentiates the generated backward as torch code, so the code's
     own derivatives count: softplus written relu(x) + log1p(exp(-|x|)) has derivative 0 at 0
