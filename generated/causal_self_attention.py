@@ -157,6 +157,23 @@ def _sum_leading(x, k, mean=False):
     return out / n if mean else out
 
 
+def _plain(*ts):
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
+    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
+
+
+# A buffer of the module's own updated in place where its tensors are plain (one kernel, no
+# copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
+# anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
+# moving its data, cross_entropy's gradient of batch-sharded logits (found by probing)
+def _scatter_add(target, dim, index, source):
+    if torch.compiler.is_compiling() or not _plain(target, index, source):
+        return target.scatter_add(dim, index, source)
+    return target.scatter_add_(dim, index, source)
+
+
 def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 3, False, False)
@@ -763,7 +780,7 @@ def _double_backward(
         del sum_counts_dcounts
         dscores = counts * dcounts
         del dcounts
-        dscores.scatter_add_(3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
+        dscores = _scatter_add(dscores, 3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
         del dmaxes
     if (needs[0] or needs[1] or needs[2]) and present[3]:
         sum_dy_probs = probs.permute(0, 1, 3, 2) @ dy

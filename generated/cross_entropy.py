@@ -143,6 +143,23 @@ def _shapes_only(t):
     return is_fake is not None and is_fake(t)
 
 
+def _plain(*ts):
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
+    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
+
+
+# A buffer of the module's own updated in place where its tensors are plain (one kernel, no
+# copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
+# anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
+# moving its data, cross_entropy's gradient of batch-sharded logits (found by probing)
+def _scatter_add(target, dim, index, source):
+    if torch.compiler.is_compiling() or not _plain(target, index, source):
+        return target.scatter_add(dim, index, source)
+    return target.scatter_add_(dim, index, source)
+
+
 def forward(logits, targets):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("logits", logits, 2, False, False)
@@ -173,7 +190,7 @@ def backward(grad_out, saved):
     _check_grad_out(grad_out, _like)
     N = targets.shape[0]
     dlogits = grad_out / N * probs
-    dlogits.scatter_add_(1, targets.unsqueeze(1), (grad_out * (-1 / N)).expand(N, 1))
+    dlogits = _scatter_add(dlogits, 1, targets.unsqueeze(1), (grad_out * (-1 / N)).expand(N, 1))
     return (dlogits, None)
 
 
@@ -243,7 +260,9 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
         del sum_dnorm_logits
         dlogits = dnorm_logits.clone()
         del dnorm_logits
-        dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
+        dlogits = _scatter_add(
+            dlogits, 1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1)
+        )
         del dlogit_maxes
     if needs[2]:
         sum_db_dlogits_probs = (db_dlogits * probs).sum((0, 1))

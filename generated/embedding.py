@@ -133,6 +133,23 @@ def _shapes_only(t):
     return is_fake is not None and is_fake(t)
 
 
+def _plain(*ts):
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
+    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
+
+
+# A buffer of the module's own updated in place where its tensors are plain (one kernel, no
+# copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
+# anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
+# moving its data, cross_entropy's gradient of batch-sharded logits (found by probing)
+def _index_add(target, dim, index, source):
+    if torch.compiler.is_compiling() or not _plain(target, index, source):
+        return target.index_add(dim, index, source)
+    return target.index_add_(dim, index, source)
+
+
 def forward(idx, C):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("idx", idx, 0, True, True)
@@ -160,7 +177,7 @@ def backward(grad_out, saved):
         (math.prod(batch_shape),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     E = grad_out.shape[1]
-    dC = grad_out.new_zeros((V, E)).index_add_(0, idx, grad_out)
+    dC = _index_add(grad_out.new_zeros((V, E)), 0, idx, grad_out)
     return (None, dC)
 
 

@@ -268,6 +268,22 @@ def _plain(*ts):
     return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
 
 
+# A buffer of the module's own updated in place where its tensors are plain (one kernel, no
+# copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
+# anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
+# moving its data, cross_entropy's gradient of batch-sharded logits (found by probing)
+def _scatter_add(target, dim, index, source):
+    if torch.compiler.is_compiling() or not _plain(target, index, source):
+        return target.scatter_add(dim, index, source)
+    return target.scatter_add_(dim, index, source)
+
+
+def _index_add(target, dim, index, source):
+    if torch.compiler.is_compiling() or not _plain(target, index, source):
+        return target.index_add(dim, index, source)
+    return target.index_add_(dim, index, source)
+
+
 def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("X", X, 2, True, False)
@@ -390,7 +406,7 @@ def backward_all(grad_out, saved):
     V = W2.shape[1]
     added = grad_out * (-1 / N)
     dlogprobs = added.new_zeros((N, V))
-    dlogprobs.scatter_add_(1, Y.unsqueeze(1), added.expand(N, 1))
+    dlogprobs = _scatter_add(dlogprobs, 1, Y.unsqueeze(1), added.expand(N, 1))
     del added
     dprobs = dlogprobs / probs
     dcounts_sum_inv = (counts * dprobs).sum(1)
@@ -401,7 +417,7 @@ def backward_all(grad_out, saved):
     dlogit_maxes = -sum_dnorm_logits
     del sum_dnorm_logits
     dlogits = dnorm_logits.clone()
-    dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
+    dlogits = _scatter_add(dlogits, 1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
     dh = dlogits @ W2.T
     dhpreact = torch.addcmul(dh, dh, h * h, value=-1)
     dbnraw = bngain * dhpreact
@@ -415,7 +431,7 @@ def backward_all(grad_out, saved):
     dhprebn = _add_scaled(dbndiff, dbnmeani, 1 / N)
     dembcat = dhprebn @ W1.T
     demb = dembcat.reshape(N, T, E)
-    dC = demb.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
+    dC = _index_add(demb.new_zeros((V, E)), 0, X.reshape(N * T), dembcat.reshape(N * T, E))
     dW1 = embcat.T @ dhprebn
     db1 = _sum_leading(dhprebn, 1)
     dbngain = _sum_leading(bnraw * dhpreact, 1)
@@ -578,7 +594,7 @@ def _double_forward(
         probs = counts_sum_inv[:, None] * counts
         added = grad_y * (-1 / N)
         b_dlogprobs = added.new_zeros((N, V))
-        b_dlogprobs.scatter_add_(1, Y.unsqueeze(1), added.expand(N, 1))
+        b_dlogprobs = _scatter_add(b_dlogprobs, 1, Y.unsqueeze(1), added.expand(N, 1))
         del added
         b_dprobs = b_dlogprobs / probs
         del b_dlogprobs
@@ -592,8 +608,8 @@ def _double_forward(
         del sum_b_dnorm_logits
         b_dlogits = b_dnorm_logits.clone()
         del b_dnorm_logits
-        b_dlogits.scatter_add_(
-            1, logit_maxes_argmax_first.unsqueeze(1), b_dlogit_maxes.unsqueeze(1)
+        b_dlogits = _scatter_add(
+            b_dlogits, 1, logit_maxes_argmax_first.unsqueeze(1), b_dlogit_maxes.unsqueeze(1)
         )
         del b_dlogit_maxes
         b_dh = b_dlogits @ W2.T
@@ -847,7 +863,9 @@ def _double_backward(
         del sum_dnorm_logits
         dlogits = dnorm_logits.clone()
         del dnorm_logits
-        dlogits.scatter_add_(1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
+        dlogits = _scatter_add(
+            dlogits, 1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1)
+        )
         del dlogit_maxes
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
         sum_W2_dlogits = dlogits @ W2.T
@@ -919,7 +937,7 @@ def _double_backward(
         dembcat = torch.addmm(sum_W1_dhprebn, b_dhprebn, db_dW1.T) if present[1] else sum_W1_dhprebn
         del sum_W1_dhprebn
         demb = dembcat.reshape(N, T, E)
-        dC = demb.new_zeros((V, E)).index_add_(0, X.reshape(N * T), dembcat.reshape(N * T, E))
+        dC = _index_add(demb.new_zeros((V, E)), 0, X.reshape(N * T), dembcat.reshape(N * T, E))
         del dembcat, demb
     if needs[3]:
         sum_dhprebn_embcat = embcat.T @ dhprebn

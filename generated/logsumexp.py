@@ -89,6 +89,23 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
+def _plain(*ts):
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
+    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
+
+
+# A buffer of the module's own updated in place where its tensors are plain (one kernel, no
+# copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
+# anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
+# moving its data, cross_entropy's gradient of batch-sharded logits (found by probing)
+def _scatter_add(target, dim, index, source):
+    if torch.compiler.is_compiling() or not _plain(target, index, source):
+        return target.scatter_add(dim, index, source)
+    return target.scatter_add_(dim, index, source)
+
+
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
@@ -178,7 +195,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         del sum_counts_sum_exp0_dcounts_sum_exp0
         dx = counts_sum_exp0 * dcounts_sum_exp0
         del dcounts_sum_exp0
-        dx.scatter_add_(1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
+        dx = _scatter_add(dx, 1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
         del dmaxes
     if needs[1]:
         sum_counts_sum_exp0_db_dx = (counts_sum_exp0 * db_dx).sum(1)

@@ -109,6 +109,23 @@ def _check_nonnegative(name, value, why):
         raise ValueError(f"{OP}: {name} is {value}, but it must be >= 0: {why}")
 
 
+def _plain(*ts):
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
+    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
+
+
+# A buffer of the module's own updated in place where its tensors are plain (one kernel, no
+# copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
+# anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
+# moving its data, cross_entropy's gradient of batch-sharded logits (found by probing)
+def _scatter_add(target, dim, index, source):
+    if torch.compiler.is_compiling() or not _plain(target, index, source):
+        return target.scatter_add(dim, index, source)
+    return target.scatter_add_(dim, index, source)
+
+
 def forward(x, *, kernel_size=2, stride=2):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 4, False, False)
@@ -155,7 +172,8 @@ def backward(grad_out, saved):
     N = grad_out.shape[0]
     WO = grad_out.shape[3]
     dx = grad_out.new_zeros((N, C, H * W))
-    dx.scatter_add_(
+    dx = _scatter_add(
+        dx,
         2,
         (
             (torch.arange(HO, device=grad_out.device) * stride * W)[:, None]

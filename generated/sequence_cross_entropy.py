@@ -142,6 +142,23 @@ def _shapes_only(t):
     return is_fake is not None and is_fake(t)
 
 
+def _plain(*ts):
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
+    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
+
+
+# A buffer of the module's own updated in place where its tensors are plain (one kernel, no
+# copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
+# anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
+# moving its data, cross_entropy's gradient of batch-sharded logits (found by probing)
+def _scatter_add(target, dim, index, source):
+    if torch.compiler.is_compiling() or not _plain(target, index, source):
+        return target.scatter_add(dim, index, source)
+    return target.scatter_add_(dim, index, source)
+
+
 def forward(logits, targets):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("logits", logits, 3, False, False)
@@ -183,7 +200,8 @@ def backward(grad_out, saved):
     shared_grad_out_sum_targets = grad_out / sum_targets
     del sum_targets
     dlogits = torch.where(shared_targets[:, :, None], shared_grad_out_sum_targets * probs, 0)
-    dlogits.scatter_add_(
+    dlogits = _scatter_add(
+        dlogits,
         2,
         targets.clamp(min=0).unsqueeze(2),
         torch.where(shared_targets, -shared_grad_out_sum_targets, 0).unsqueeze(2),
@@ -262,7 +280,9 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
         del sum_dnorm_logits
         dlogits = dnorm_logits.clone()
         del dnorm_logits
-        dlogits.scatter_add_(2, logit_maxes_argmax.unsqueeze(2), dlogit_maxes.unsqueeze(2))
+        dlogits = _scatter_add(
+            dlogits, 2, logit_maxes_argmax.unsqueeze(2), dlogit_maxes.unsqueeze(2)
+        )
         del dlogit_maxes
     if needs[2]:
         t_targets = where_targets

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterator
 from enum import IntEnum
 
 import sympy as sp
@@ -104,6 +105,10 @@ def batched(node: ir.Matmul) -> bool:
 
 SUM_LEADING = "_sum_leading"  # the module's helper for a sum over leading axes
 ADD_SCALED = "_add_scaled"  # the module's helper for r + c * t, torch.add's alpha when eager
+# the module's in-place updates of a buffer of its own (scatter_add_, index_put_, index_add_):
+# in place on plain tensors, out of place on a Tensor subclass (DTensor) or under a mode
+IN_PLACE = {ir.ScatterAdd: "_scatter_add", ir.IndexPut: "_index_put", ir.IndexAdd: "_index_add"}
+PLAIN = "_plain"  # whether tensors are plain and run now: what those and _add_scaled ask
 # the module's context that reroutes einsum, flatten and unflatten under autograd's legacy vmap
 LEGACY_VMAP = "_legacy_vmap"
 LEGACY_UNBATCHED = (ir.Contract, ir.Flatten, ir.Unflatten)
@@ -125,6 +130,13 @@ def leading_sum(node: ir.Reduce) -> int | None:
     return k if ndim == k + len(node.axes) else None
 
 
+def _flat(statement: ir.Statement) -> Iterator[ir.Statement]:
+    """The statement and those a guard (``if needs[0]: ...``) holds."""
+    yield statement
+    for inner in getattr(statement, "body", ()):
+        yield from _flat(inner)
+
+
 def called_helpers(lines: list) -> set[str]:
     """The module helpers the printed ``lines`` call (a :class:`Line` keeps its statement)."""
     called = set()
@@ -132,6 +144,9 @@ def called_helpers(lines: list) -> set[str]:
         statement = getattr(line, "statement", None)
         if statement is None:
             continue
+        for inner in _flat(statement):
+            if type(inner) in IN_PLACE:
+                called |= {IN_PLACE[type(inner)], PLAIN}
         for root in statement.nodes():
             for n in ir.walk(root):
                 if isinstance(n, LEGACY_UNBATCHED):
@@ -139,7 +154,9 @@ def called_helpers(lines: list) -> set[str]:
                 if isinstance(n, ir.Reduce) and leading_sum(n):
                     called |= {SUM_LEADING, LEGACY_VMAP}  # it flattens and unflattens
                 elif isinstance(n, ir.Apply) and n.form.startswith(ADD_SCALED + "("):
-                    called.add(ADD_SCALED)
+                    called |= {ADD_SCALED, PLAIN}
+                elif isinstance(n, ir.IndexAdd):
+                    called |= {IN_PLACE[ir.IndexAdd], PLAIN}
                 else:
                     called |= helpers_called(n)
     return called
@@ -438,8 +455,8 @@ class TorchPrinter:
         return f"torch.full({shape}, {self.doprint(node.value)}, {self._like(node.like)})"
 
     def _print_IndexAdd(self, node: ir.IndexAdd) -> str:
-        args = f"{node.dim}, {self._args((node.index, node.source))}"
-        return self._method(node.target, f"index_add_({args})")
+        target, rest = self.doprint(node.target), self._args((node.index, node.source))
+        return f"{IN_PLACE[ir.IndexAdd]}({target}, {node.dim}, {rest})"
 
     def _print_Stack(self, node: ir.Stack) -> str:
         return f"torch.stack([{self._args(node.parts)}], {node.dim})"
@@ -452,11 +469,13 @@ class TorchPrinter:
         return f"{s.target}[{self._args(s.index)}] {s.sign}= {self.doprint(s.value)}"
 
     def _print_ScatterAdd(self, s: ir.ScatterAdd) -> str:
-        return f"{s.target}.scatter_add_({s.dim}, {self._args((s.index, s.source))})"
+        args = f"{s.target}, {s.dim}, {self._args((s.index, s.source))}"
+        return f"{s.target} = {IN_PLACE[ir.ScatterAdd]}({args})"
 
     def _print_IndexPut(self, s: ir.IndexPut) -> str:
         index = f"({self._args(s.index)},)" if len(s.index) == 1 else f"({self._args(s.index)})"
-        return f"{s.target}.index_put_({index}, {self.doprint(s.value)}, accumulate=True)"
+        value = self.doprint(s.value)
+        return f"{s.target} = {IN_PLACE[ir.IndexPut]}({s.target}, {index}, {value})"
 
     def _print_Free(self, s: ir.Free) -> str:
         return f"del {', '.join(s.names)}"

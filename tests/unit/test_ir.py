@@ -13,7 +13,7 @@ import sympy as sp
 from derive.emit.generate import emit, load_op
 from derive.emit.statements import statement
 from derive.ir import nodes as ir
-from derive.ir.printer import LEGACY_VMAP, Line, TorchPrinter, called_helpers
+from derive.ir.printer import LEGACY_VMAP, PLAIN, Line, TorchPrinter, called_helpers
 
 i, j, k = sp.symbols("i j k", integer=True)
 x, y, z = (ir.Ref(n, axes=(i, j)) for n in "xyz")
@@ -143,6 +143,7 @@ def test_statements_agree_with_their_syntax_tree(name: str) -> None:
         got = statement(line)
         # a module helper a lowered statement calls (_sum_leading) is said by the IR it was
         # printed from, not by the variables it reads; _legacy_vmap is the module's context
-        # around its functions (its contractions, flattens), which no line names
-        assert got.reads | (called_helpers([line]) - {LEGACY_VMAP}) == mentioned, line
+        # around its functions (its contractions, flattens), which no line names, and _plain
+        # what the helpers ask, not the lines
+        assert got.reads | (called_helpers([line]) - {LEGACY_VMAP, PLAIN}) == mentioned, line
         assert got.writes == writes, line
