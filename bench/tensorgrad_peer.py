@@ -7,7 +7,7 @@ in tensorgrad's named-edge language from its primitives, as the op file defines 
 pow, exp, tanh; its ``cross_entropy``, ``softmax`` and ``log_softmax``), asked for the loss and
 its gradients (a tensor output: the gradients of ``<out, cotangent>``), compiled once per shape
 and dtype, and run on the row's own inputs; what its compiler maps onto a fused torch kernel
-is part of what is measured. Rows it cannot express (the GPT step, attention) are skipped.
+is part of what is measured. Rows not written in it (the GPT step, attention) are skipped.
 
 How each row is written, where tensorgrad asks for more than the definition:
 
