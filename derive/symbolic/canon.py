@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from derive.functions import where
 from derive.identities import ACCURACY_RULES, FORWARD_RULES, rewrite, split_logs
 from derive.language import Definition, Graph
 from derive.symbolic.indices import (
@@ -42,6 +43,9 @@ class Pattern:
     indices: tuple[sp.Symbol, ...]
     body: sp.Expr
     of_exp: bool = False  # body is exp(the definition's body): fold to exp(name[...])
+    # conditions under which body is the definition: its where()s read as their first branch
+    # (:func:`_resolved`), folded only inside where()s that hold them
+    holds: tuple[sp.Basic, ...] = ()
 
     def target(self, bind: dict) -> sp.Expr:
         at = self.base[tuple(bind[i] for i in self.indices)] if bind else self.base
@@ -206,7 +210,50 @@ class Canon:
             exp_body = _exp_of_logs(body)
             if exp_body is not None:
                 out.append(Pattern(name, base, idx, exp_body, of_exp=True))
+            for branch in (1, 2):
+                resolved, holds = _resolved(body, branch)
+                if holds and resolved.free_symbols:  # a branch of -inf or 0 names nothing
+                    out.append(Pattern(name, base, idx, resolved, holds=holds))
         return out
+
+
+def _resolved(body: sp.Expr, branch: int) -> tuple[sp.Expr, tuple[sp.Basic, ...]]:
+    """``body`` with each where() outside its sums read as its first (``branch`` 1) or second
+    (2) branch, and the conditions that reading needs.
+
+    Inside ``where(t <= f, .., 0)`` the simplifier reads a masked ``hid = where(t <= f, a,
+    -inf)`` as ``a``, so ``x = exp(hid - z)`` inlined there is ``exp(a - z)``, which no longer
+    matches x's body: the backward recomputed it, by another rounding than the forward's
+    (``torch.addcmul``), and ``a - z``, exactly 0 at the Max in the forward, was +ulp(a) there,
+    an overflow at a ~ 1e22 (fuzz --range 1210288). Folded under its conditions it reads x.
+    """
+    holds: list[sp.Basic] = []
+
+    def walk(e: sp.Basic) -> sp.Basic:
+        if isinstance(e, sp.Sum) or not e.args:
+            return e
+        if isinstance(e, where):
+            c = e.args[0]
+            holds.append(condition(c) if branch == 1 else negation(c))
+            return walk(e.args[branch])
+        return e.func(*[walk(a) for a in e.args])
+
+    resolved = walk(body)
+    return resolved, tuple(holds)
+
+
+def condition(c: sp.Basic) -> sp.Basic:
+    """A where()'s condition in one spelling: ``f >= t`` and ``t <= f`` alike."""
+    return c.canonical if type(c) in _RELATIONS else c
+
+
+def negation(c: sp.Basic) -> sp.Basic:
+    """Where a where()'s condition fails, in :func:`condition`'s spelling (``t > f``); a
+    condition of the language's own (:class:`~derive.functions.zero_in_floats`) as Not(c)."""
+    return condition(c.negated) if type(c) in _RELATIONS else sp.Not(c, evaluate=False)
+
+
+_RELATIONS = (sp.Eq, sp.Ne, sp.Lt, sp.Le, sp.Gt, sp.Ge)
 
 
 def _exp_of_logs(body: sp.Expr) -> sp.Expr | None:
@@ -338,10 +385,12 @@ def _same_value(a: sp.Basic, b: sp.Basic) -> bool:
     return exprs and not a.is_Relational and sp.expand(a - b) == 0
 
 
-def _fold_node(patterns: list[Pattern], e: sp.Expr) -> sp.Expr:
+def _fold_node(patterns: list[Pattern], e: sp.Expr, holds: frozenset = frozenset()) -> sp.Expr:
     for pat in patterns:
+        if pat.holds and not holds:
+            continue
         for bind in _bindings(pat, e):
-            if _may_leave(pat, bind) or _captured(bind, e):
+            if _may_leave(pat, bind) or _captured(bind, e) or not _held(pat, bind, holds):
                 continue
             inst = _instance(pat.body, tuple(bind.items()))
             target = pat.target(bind)
@@ -374,29 +423,49 @@ def _may_leave(pattern: Pattern, bind: dict) -> bool:
     return any(may_leave_axis(sub, dims[i]) for i, sub in bind.items())
 
 
-def fold(expr: sp.Expr, patterns: list[Pattern], memo: dict | None = None) -> sp.Expr:
+def _held(pattern: Pattern, bind: dict, holds: frozenset) -> bool:
+    """Whether each condition the pattern's reading needs holds where it would be folded."""
+    bound = tuple(bind.items())
+    return all(condition(_instance(c, bound)) in holds for c in pattern.holds)
+
+
+def fold(
+    expr: sp.Expr,
+    patterns: list[Pattern],
+    memo: dict | None = None,
+    holds: frozenset = frozenset(),
+) -> sp.Expr:
     """Fold canonical sub-expressions back into the intermediates that name them.
 
     Top-down, so the largest instance wins: ``exp(l - M) / S`` becomes ``probs`` before its
     ``l - M`` could become ``norm_logits``. ``memo`` (for one list of patterns) folds each
     distinct sub-expression once: a shared subtree is not folded again per occurrence.
+    ``holds``: the conditions of the where()s around ``expr`` whose first branch it is in.
     """
     if not isinstance(expr, sp.Basic) or not expr.args:
         return expr
     memo = {} if memo is None else memo
-    if expr not in memo:
-        memo[expr] = _fold(expr, patterns, memo)
-    return memo[expr]
+    key = (expr, holds) if holds else expr
+    if key not in memo:
+        memo[key] = _fold(expr, patterns, memo, holds)
+    return memo[key]
 
 
-def _fold(expr: sp.Expr, patterns: list[Pattern], memo: dict) -> sp.Expr:
+def _fold(expr: sp.Expr, patterns: list[Pattern], memo: dict, holds: frozenset) -> sp.Expr:
     if isinstance(expr, sp.Sum):
-        return sp.Sum(fold(expr.function, patterns, memo), *expr.limits)
-    node = _fold_node(patterns, expr)
+        bound = {lim[0] for lim in expr.limits}
+        inner = frozenset(c for c in holds if not c.free_symbols & bound)
+        return sp.Sum(fold(expr.function, patterns, memo, inner), *expr.limits)
+    node = _fold_node(patterns, expr, holds)
     if node != expr:
-        plain = fold(node, patterns, memo)
+        plain = fold(node, patterns, memo, holds)
+    elif isinstance(expr, where):
+        c, a, b = expr.args
+        first = fold(a, patterns, memo, holds | {condition(c)})
+        second = fold(b, patterns, memo, holds | {negation(c)})
+        plain = where(fold(c, patterns, memo, holds), first, second)
     else:
-        plain = expr.func(*[fold(a, patterns, memo) for a in expr.args])
+        plain = expr.func(*[fold(a, patterns, memo, holds) for a in expr.args])
     sums = [f for f in expr.args if isinstance(f, sp.Sum)] if isinstance(expr, sp.Mul) else []
     if len(sums) != 1:
         return plain
@@ -408,10 +477,11 @@ def _fold(expr: sp.Expr, patterns: list[Pattern], memo: dict) -> sp.Expr:
     others = sp.Mul(*without(expr.args, s))
     if others.free_symbols & bound:
         return plain
-    inner = fold(others * s.function, patterns, memo)
+    within = frozenset(c for c in holds if not c.free_symbols & bound)
+    inner = fold(others * s.function, patterns, memo, within)
     outside = [f for f in sp.Mul.make_args(inner) if not f.free_symbols & bound]
     kept = [f for f in sp.Mul.make_args(inner) if f.free_symbols & bound]
-    pulled = fold(sp.Mul(*outside), patterns, memo) * sp.Sum(sp.Mul(*kept), *s.limits)
+    pulled = fold(sp.Mul(*outside), patterns, memo, holds) * sp.Sum(sp.Mul(*kept), *s.limits)
     return pulled if cost(pulled) < cost(plain) else plain
 
 

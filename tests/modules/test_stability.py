@@ -865,3 +865,35 @@ def test_a_norm_at_zero_has_the_norms_gradient_zero(case: str, tmp_path: Path) -
     assert all(torch.isfinite(s).all() for s in second)
     _, tangent = torch.func.jvp(module.Function.apply, (x, y), (torch.ones_like(x), y))
     assert torch.isfinite(tangent).all()
+
+
+def test_a_max_shifted_exp_under_its_mask_reads_the_forwards_exp(tmp_path: Path) -> None:
+    # fuzz --range 1210288, shrunk: under where(t <= f, .., 0) the simplifier reads the masked
+    # hid as its product, so x = exp(hid - z) was recomputed there as exp(logits^2 y - z), one
+    # torch.addcmul: at logits^2 y ~ 4e22 its rounding differs from the forward's by an ulp
+    # (8e6) at the Max, where the forward's hid - z is exactly 0, and exp overflowed (dy inf
+    # and NaN where autograd's is finite). Folded under its condition, it reads the saved x.
+    module, _ = _module("max_shifted_exp_under_its_mask", tmp_path)
+    d = derive(parse(load_op(CASES / "max_shifted_exp_under_its_mask.py")))
+    assert "x" in d.saved and "z" not in d.saved
+    torch.manual_seed(0)
+    y = 300.0 * (2 * torch.rand(3, 4, 5, dtype=torch.float64) - 1)
+    y[0, 0, 4] = -23.0  # logits[0] = 1/sigmoid(-23) ~ 1e10: hid ~ 1e20 y at t = 0
+    tgt, pos = torch.tensor([0, 1, 2]), torch.tensor([4, 0, 1])
+    grad_out = torch.randn(3, 4, 5, dtype=torch.float64)
+    out, saved = module.forward(y, tgt, pos)
+    dy, _, _ = module.backward(grad_out, saved)
+
+    def reference(y):
+        logits = 1 / torch.sigmoid(y[torch.arange(3), tgt, pos])
+        causal = (torch.arange(3)[:, None] <= torch.arange(5))[:, None, :]
+        hid = torch.where(causal, (logits * logits)[:, None, None] * y, -math.inf)
+        return torch.exp(hid - hid.amax(0))
+
+    leaf = y.clone().requires_grad_(True)
+    want = reference(leaf)
+    (want_dy,) = torch.autograd.grad(want, leaf, grad_out)
+    assert torch.isfinite(out).all() and torch.isfinite(want_dy).all()
+    assert torch.isfinite(dy).all()
+    assert torch.allclose(out, want.detach(), rtol=1e-12)
+    assert torch.allclose(dy, want_dy, rtol=1e-10, atol=0)
