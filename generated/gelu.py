@@ -34,6 +34,10 @@ def _check_input(name, t, ndim, integer, batched):
         raise TypeError(f"{OP}: {name} must be a torch.Tensor, got {type(t).__name__}")
     if t.layout != torch.strided:  # sparse: most kernels below would fail in their own words
         raise TypeError(f"{OP}: {name} must be a dense (strided) tensor, got {t.layout}")
+    if t.is_nested:  # a nested tensor of strided layout has no .shape to read
+        raise TypeError(f"{OP}: {name} must be a dense tensor, got a nested tensor")
+    if isinstance(t, getattr(torch.masked, "MaskedTensor", ())):  # its masks would be lost
+        raise TypeError(f"{OP}: {name} is a MaskedTensor; pass its data (and mask the result)")
     if integer and t.dtype != torch.int64:
         raise TypeError(f"{OP}: {name} must be an int64 tensor, got {t.dtype}")
     if not integer and not t.is_floating_point():
@@ -291,6 +295,27 @@ def _differentiated():
     return torch.is_grad_enabled() or getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
 
 
+def _is_legacy_batched(t):
+    check = getattr(torch._C._functorch, "is_legacy_batchedtensor", None)
+    return check is not None and isinstance(t, torch.Tensor) and check(t)
+
+
+def _graph_refused(tensors, grads):
+    # torch's legacy vmap (autograd.grad(is_grads_batched=True), jacobian and hessian with
+    # vectorize=True) hands back an autograd.Function's result run inside a backward without
+    # its graph: the derived second order (or the third order's guard) would be a constant,
+    # its derivative silently 0 (found by probing), so a graph asked for there is refused
+    if not torch.is_grad_enabled() or not any(t.requires_grad for t in tensors):
+        return
+    if any(_is_legacy_batched(t) for t in (*tensors, *grads)):
+        raise RuntimeError(
+            f"{OP}: create_graph=True with batched gradients (autograd.grad(is_grads_batched="
+            "True), jacobian or hessian with vectorize=True) is not supported: torch's legacy "
+            "vmap drops the graph of the generated backward there; use vectorize=False, or "
+            "torch.func (vmap over vjp, jacrev, hessian)"
+        )
+
+
 def _mask(flags):
     # needs_input_grad as an int: torch.func's transforms flatten a tuple argument into leaves
     return sum(1 << k for k, f in enumerate(flags) if f)
@@ -359,6 +384,7 @@ def _no_third_order(tensors, grads):
     depends_on = [t for t in tensors if t.requires_grad]
     if not depends_on:
         return grads
+    _graph_refused(tensors, grads)
     return tuple(None if g is None else _ThirdOrder.apply(g, *depends_on) for g in grads)
 
 
@@ -383,6 +409,7 @@ class _Node(torch.autograd.Function):
         with _autocast_off(grad_out):
             needs = ctx.needs_input_grad[:1]
             if _differentiated():
+                _graph_refused(_inputs, (grad_out,))
                 dual = _dual(grad_out, *_inputs)
                 grads = _Backward.apply(grad_out, _saved, ctx.params, needs, dual, *_inputs)
             else:  # nothing will differentiate the backward: run it without a node of its own

@@ -35,6 +35,8 @@ BAD: list[tuple[str, Mutation, bool, bool]] = [
     ("a numpy array", lambda t: t.numpy(), True, True),
     ("a string", lambda t: "x", True, True),
     ("sparse", lambda t: t.to_sparse(), True, True),
+    ("nested", lambda t: torch.nested.nested_tensor([t, t]), True, True),  # its layout is strided
+    ("a MaskedTensor", lambda t: torch.masked.masked_tensor(t, t == t), False, True),
     ("bool", lambda t: t > 0, True, True),
     ("float for int64", lambda t: t.double(), True, False),
     ("float requiring grad for int64", lambda t: t.double().requires_grad_(), True, False),

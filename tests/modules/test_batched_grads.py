@@ -182,3 +182,26 @@ def test_each_module_calling_einsum_or_flatten_reroutes_them(path):
     calls = ("torch.einsum(", ".flatten(", ".unflatten(")
     if any(c in text for c in calls):
         assert "def _legacy_vmap(" in text
+
+
+@pytest.mark.parametrize("path", CATALOGUE)
+def test_a_graph_through_batched_gradients_is_refused_not_dropped(path):
+    """create_graph=True under the legacy vmap: torch hands an autograd.Function run inside a
+    backward back without its graph, so the generated gradients came back as constants and a
+    penalty on them added nothing to the inputs' gradients (found by probing: tanh's
+    ``d/dx [sum(g**2) + sum(x)]`` was all ones). torch.func's transforms keep the graph
+    (test_torch_func.py); here it is refused in one line that names the op."""
+    op, module = _catalogue(path)
+    mine, _, xs = as_functions(op, module, defined_inputs(parse(op), 0)[0])
+    leaves = [x.clone().requires_grad_() for x in xs]
+    out = mine(*leaves)
+    v = torch.randn((2, *out.shape), dtype=out.dtype, generator=torch.Generator().manual_seed(4))
+    with pytest.raises(RuntimeError) as info:
+        torch.autograd.grad(out, leaves, v, is_grads_batched=True, create_graph=True)
+    message = str(info.value)
+    assert message.startswith(f"{op.name}: ") and "\n" not in message, message
+    assert "is_grads_batched" in message and "torch.func" in message
+    scalar = lambda *a: (mine(*a) * v[0]).sum()  # noqa: E731
+    with pytest.raises(RuntimeError) as info:
+        hessian(scalar, tuple(leaves), create_graph=True, vectorize=True)
+    assert str(info.value).startswith(f"{op.name}: "), info.value
