@@ -71,7 +71,7 @@ def _check_input(name, t, ndim, integer, batched):
         raise TypeError(f"{OP}: {name} must be a dense (strided) tensor, got {t.layout}")
     if t.is_nested:  # a nested tensor of strided layout has no .shape to read
         raise TypeError(f"{OP}: {name} must be a dense tensor, got a nested tensor")
-    if isinstance(t, getattr(torch.masked, "MaskedTensor", ())):  # its masks would be lost
+    if type(t) is not torch.Tensor and type(t).__name__ == "MaskedTensor":  # masks get lost
         raise TypeError(f"{OP}: {name} is a MaskedTensor; pass its data (and mask the result)")
     if integer and t.dtype != torch.int64:
         raise TypeError(f"{OP}: {name} must be an int64 tensor, got {t.dtype}")
