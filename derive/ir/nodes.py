@@ -29,9 +29,9 @@ The families, with the torch they print as (:mod:`derive.ir.printer`):
   :class:`AsTensor`.
 
 Statements (:class:`Statement`) say which variables they write and read, so that emission
-follows them without reading code back: :class:`Assign`, :class:`Update` (``x[i, t] += v``),
-:class:`ScatterAdd` (``x.scatter_add_(...)``), :class:`IndexPut` (``x.index_put_(...,
-accumulate=True)``), :class:`Free` (``del t``).
+follows them without reading code back: :class:`Assign`, :class:`ScatterAdd`
+(``x.scatter_add_(...)``), :class:`IndexPut` (``x.index_put_(..., accumulate=True)``: a pick
+``x[i, t] += v`` too), :class:`Free` (``del t``).
 """
 
 from __future__ import annotations
@@ -582,24 +582,6 @@ class Assign(Statement):
     @property
     def writes(self) -> frozenset[str]:
         return frozenset(self.targets)
-
-
-@dataclass(frozen=True)
-class Update(Statement):
-    """``target[index] += value`` (``-=`` with sign ``-``): a one-hot term added in place."""
-
-    target: str
-    index: tuple[Node, ...]
-    sign: str
-    value: Node
-
-    @property
-    def writes(self) -> frozenset[str]:
-        return frozenset({self.target})
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return super().reads | {self.target}
 
 
 @dataclass(frozen=True)

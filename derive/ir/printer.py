@@ -465,9 +465,6 @@ class TorchPrinter:
     def _print_Assign(self, s: ir.Assign) -> str:
         return f"{', '.join(s.targets)} = {self.doprint(s.value)}"
 
-    def _print_Update(self, s: ir.Update) -> str:
-        return f"{s.target}[{self._args(s.index)}] {s.sign}= {self.doprint(s.value)}"
-
     def _print_ScatterAdd(self, s: ir.ScatterAdd) -> str:
         args = f"{s.target}, {s.dim}, {self._args((s.index, s.source))}"
         return f"{s.target} = {IN_PLACE[ir.ScatterAdd]}({args})"

@@ -100,7 +100,7 @@ def _made_like_its_update(cx: Context, name: str, start: int) -> None:
         (
             k
             for k in range(start + 1, len(cx.statements))
-            if isinstance(cx.statements[k], (ir.ScatterAdd, ir.Update))
+            if isinstance(cx.statements[k], (ir.ScatterAdd, ir.IndexPut))
             and cx.statements[k].target == name
         ),
         None,
@@ -263,7 +263,7 @@ def _stacked(cx: Context, expr: sp.Expr, axes: tuple) -> tuple | None:
 
 
 def pick_update(cx: Context, name: str, coef: sp.Expr, axis, data: sp.Indexed, axes: tuple) -> None:
-    """``name[..., data, ...] += coef``: one one-hot term added in place."""
+    """``name[..., data, ...] += coef``: one one-hot term added (in place where it may be)."""
     others = [a for a in axes if a != axis]
     fused = fuse(cx, PickUpdate(name, coef, axis, data, axes), others)
     if fused is not None:
@@ -276,9 +276,11 @@ def pick_update(cx: Context, name: str, coef: sp.Expr, axis, data: sp.Indexed, a
         else:
             arange = ir.Arange(cx.size(a), ir.Ref(name), axes=(a,))
             index.append(align(arange, tuple(others)))
-    sign, coef = ("-", -coef) if coef.could_extract_minus_sign() else ("+", coef)
+    # one index_put_(accumulate=True), not x[i, t] += v: one kernel where indexing, adding and
+    # writing back are three, and in place only through _index_put (a Tensor subclass such as
+    # DTensor relabels an in-place update's target without moving its data)
     value = align(cx.value(coef, others), tuple(others))
-    cx.emit(ir.Update(name, tuple(index), sign, value))
+    cx.emit(ir.IndexPut(name, tuple(index), value))
 
 
 def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:

@@ -8,6 +8,8 @@ and reductions only), so identities between them become visible to SymPy. Afterw
     exp(l[n,c] - M[n]) * S[n]**-1    -> probs[n, c]            (a product of powers)
     (var[m] + eps)**(-3/2)           -> bnvar_inv[m]**3        (an integer power of a pattern)
     c * sum_k f(k)                   -> sum_k c f(k), folded, then factors pulled back out
+    where(t <= f, exp(a - z), 0)     -> where(t <= f, x, 0)      (x = exp(where(t <= f, a,
+                                        -inf) - z): folded where its where() holds)
 """
 
 from __future__ import annotations

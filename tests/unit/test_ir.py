@@ -86,7 +86,7 @@ def test_printer_is_strict() -> None:
 
 
 def test_statements_say_what_they_write_and_read() -> None:
-    upd = ir.Update("dx", (ir.Ref("t", axes=(i,)),), "-", ir.Ref("g", axes=(i,)))
+    upd = ir.IndexPut("dx", (ir.Ref("t", axes=(i,)),), ir.Ref("g", axes=(i,)))
     assert (upd.writes, upd.reads) == ({"dx"}, {"dx", "t", "g"})
     both = ir.Assign(("m", "am"), ir.Reduce("max", x, (1,), axes=(i,)))
     assert (both.writes, both.reads) == ({"m", "am"}, {"x"})

@@ -891,3 +891,17 @@ def test_an_exp_over_a_sum_that_holds_it_is_taken_out_as_their_ratio() -> None:
     assert exps_over_their_sums(sp.exp(a + z[k]) / S**2) == sp.exp(a + z[k]) / S**2
     bound = sp.Sum(g[c] * sp.exp(z[c] + y[c]), (c, 0, 2)) / S  # y[c] reads the sum's index
     assert exps_over_their_sums(bound) == bound
+
+
+def test_a_pick_update_is_one_index_put_through_its_helper() -> None:
+    """``dy[z, X[j, k], t, l] -= v`` where no scatter fits: one ``index_put_(accumulate=True)``
+    through ``_index_put`` (in place only on a plain tensor: a Tensor subclass such as DTensor
+    relabels an in-place update's target without moving its data), not an indexed ``-=``,
+    which indexes, subtracts and writes back, in place whatever the tensor."""
+    import runpy
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "cases" / "exp_over_two_exp_sums.py"
+    source = module_source(runpy.run_path(str(path))["OP"], "out")
+    assert "    dy = _index_put(\n        dy,\n" in source
+    assert "] -= " not in source and "] += " not in source

@@ -47,13 +47,13 @@ def test_the_largest_repeat_first_and_across_statements() -> None:
 
 def test_an_assignment_updated_in_place_never_holds_a_shared_value() -> None:
     """``a = x * g`` then ``a[t] += v``: a name bound to x * g would see the update."""
-    update = ir.Update("a", (ir.Ref("t", axes=(i,)),), "+", ir.Ref("v", axes=(i,)))
+    update = ir.IndexPut("a", (ir.Ref("t", axes=(i,)),), ir.Ref("v", axes=(i,)))
     block = [
         ir.Assign(("a",), _mul(x, g)),
         update,
         ir.Assign(("b",), ir.Neg(_mul(x, g), axes=(i, j))),
     ]
-    assert _printed(block) == ["a = x * g", "a[t] += v", "b = -x * g"]
+    assert _printed(block) == ["a = x * g", "a = _index_put(a, (t,), v)", "b = -x * g"]
 
 
 def test_a_name_assigned_once_holds_its_value_for_later_reads() -> None:
@@ -63,9 +63,13 @@ def test_a_name_assigned_once_holds_its_value_for_later_reads() -> None:
 
 
 def test_nothing_is_shared_across_a_write_of_what_it_reads() -> None:
-    update = ir.Update("x", (ir.Ref("t", axes=(i,)),), "+", ir.Ref("v", axes=(i,)))
+    update = ir.IndexPut("x", (ir.Ref("t", axes=(i,)),), ir.Ref("v", axes=(i,)))
     block = [ir.Assign(("a",), ir.Neg(square)), update, ir.Assign(("b",), ir.Neg(square))]
-    assert _printed(block) == ["a = -torch.square(x)", "x[t] += v", "b = -torch.square(x)"]
+    assert _printed(block) == [
+        "a = -torch.square(x)",
+        "x = _index_put(x, (t,), v)",
+        "b = -torch.square(x)",
+    ]
 
 
 def test_views_and_python_numbers_stay_inline() -> None:
@@ -187,12 +191,12 @@ def test_two_temporaries_alike_once_a_value_inside_is_shared_are_one() -> None:
 
 
 def test_no_name_holds_a_value_across_a_write_of_what_it_reads() -> None:
-    update = ir.Update("x", (ir.Ref("k", axes=(i,)),), "+", ir.Ref("v", axes=(i,)))
+    update = ir.IndexPut("x", (ir.Ref("k", axes=(i,)),), ir.Ref("v", axes=(i,)))
     block = [ir.Assign(("s",), square), ir.Free(("s",)), update, ir.Assign(("b",), _mul(square, y))]
     assert _printed(block) == [
         "s = torch.square(x)",
         "del s",
-        "x[k] += v",
+        "x = _index_put(x, (k,), v)",
         "b = torch.square(x) * y",
     ]
 
@@ -253,11 +257,11 @@ def test_slices_that_leave_part_of_the_axis_unread_stay_apart() -> None:
 
 
 def test_no_siblings_merge_across_a_write_of_what_they_read() -> None:
-    update = ir.Update("x", (ir.Ref("t", axes=(i,)),), "+", ir.Ref("u", axes=(i,)))
+    update = ir.IndexPut("x", (ir.Ref("t", axes=(i,)),), ir.Ref("u", axes=(i,)))
     block = [ir.Assign(("q",), _sibling(0)), update, ir.Assign(("k",), _sibling(1))]
     assert _merged(block) == [
         'q = torch.einsum("ac,cb->ab", x, W[:, 0])',
-        "x[t] += u",
+        "x = _index_put(x, (t,), u)",
         'k = torch.einsum("ac,cb->ab", x, W[:, 1])',
     ]
 
@@ -490,9 +494,9 @@ def test_siblings_updated_in_place_or_of_other_forms_stay_apart() -> None:
     scaled = [
         ir.Binary("*", _sliced("S", k, (i, j), size=2), ir.Number(2), axes=(i, j)) for k in (0, 1)
     ]
-    update = ir.Update("k", (ir.Ref("t", axes=(i,)),), "+", ir.Ref("u", axes=(i,)))
+    update = ir.IndexPut("k", (ir.Ref("t", axes=(i,)),), ir.Ref("u", axes=(i,)))
     block = [ir.Assign(("q",), scaled[0]), ir.Assign(("k",), scaled[1]), update]
-    assert _maps(block) == ["q = S[0] * 2", "k = S[1] * 2", "k[t] += u"]
+    assert _maps(block) == ["q = S[0] * 2", "k = S[1] * 2", "k = _index_put(k, (t,), u)"]
     other = ir.Binary("+", _sliced("S", 1, (i, j), size=2), ir.Number(2), axes=(i, j))
     assert _maps([ir.Assign(("q",), scaled[0]), ir.Assign(("k",), other)]) == [
         "q = S[0] * 2",
