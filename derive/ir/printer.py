@@ -58,8 +58,10 @@ def number(x: sp.Expr) -> str:
     python name, and an int that large no tensor takes)."""
     if overflows(x):
         return f'float("{"-" if x < 0 else ""}inf")'
-    if x.is_Integer:
+    if x.is_Integer and abs(x) < 2**53:
         return str(int(x))
+    if x.is_Integer:  # 10**30 (1e30 as written) as a float: torch refuses an int past int64
+        return repr(float(x))
     if x.is_Rational:
         return f"{x.p} / {x.q}"
     return repr(float(x))

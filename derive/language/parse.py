@@ -61,11 +61,33 @@ from derive.names import did_you_mean
 # SymPy's relations as calls, which a user may write for a comparison: Ne(t[n], -1)
 SYMPY_RELATIONS = {"Eq": "==", "Ne": "!=", "Lt": "<", "Le": "<=", "Gt": ">", "Ge": ">="}
 
+
+def exact_decimal(text: str | float, *args) -> sp.Float | sp.Rational:
+    """A decimal literal: an integer (``-10000.0`` is -10000) or one of magnitude at least
+    :data:`EXACT_FROM` as the exact number it writes (``1000.5`` is 2001/2), else a Float.
+
+    SymPy takes a term of an exponent out of its exp as a factor the moment its exp is a
+    number, and a Float's always is: a BERT mask, ``s = x + (1 - keep) * -10000.0``, made a
+    softmax's ``exp(s - m)`` the float ``1e-4343`` times ``exp(x + 10000 keep - m)``, and
+    the backward computed ``0 * inf`` (NaN gradients at unit-scale inputs; found by probing).
+    ``exp(-10000)`` of an integer stays in the exp it was written in, and python rounds a
+    quotient ``p / q`` once, to the float the literal is. Small fractions (GELU's 0.044715)
+    stay Floats: exp of one is a factor near 1, and as fractions SymPy would clear their
+    denominators (``26829 x**2 + 200000``) into the code."""
+    if not isinstance(text, str):
+        return sp.Float(text, *args)
+    exact = sp.Rational(text)
+    return exact if exact.is_Integer or abs(exact) >= EXACT_FROM else sp.Float(text, *args)
+
+
+EXACT_FROM = 64  # exp(64) ~ 6e27: a Float term past it moves a factor that far out of its exp
+
+
 # What parse_expr may build besides our names: numbers and symbols, never SymPy's namespace
 # (which would let erf(), floor() or oo through to fail later, far from the op file).
 _PARSER_GLOBALS = {
     "Integer": sp.Integer,
-    "Float": sp.Float,
+    "Float": exact_decimal,
     "Rational": sp.Rational,
     "Symbol": sp.Symbol,
     "Function": sp.Function,

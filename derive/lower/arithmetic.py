@@ -34,11 +34,15 @@ def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
     if fused is not None:
         return fused
     scope = cx.scope(order)
-    terms = ordered_terms(e)
-    # a scaled first term gives way to an unscaled tensor term: the scaled one rides in its add
-    plain_terms = [t for t in terms if not scope.scalar(t) and _scaled(t, scope) is None]
-    if plain_terms and _scaled(terms[0], scope) is not None:
-        terms = [plain_terms[0]] + [t for t in terms if t is not plain_terms[0]]
+    large = large_terms(e)
+    if large:  # added first, as one sum of their own (lowered as any sum)
+        terms = [sp.Add(*large)] + ordered_terms(sp.Add(*[t for t in e.args if t not in large]))
+    else:
+        terms = ordered_terms(e)
+        # a scaled first term gives way to an unscaled tensor term: it rides in that one's add
+        plain_terms = [t for t in terms if not scope.scalar(t) and _scaled(t, scope) is None]
+        if plain_terms and _scaled(terms[0], scope) is not None:
+            terms = [plain_terms[0]] + [t for t in terms if t is not plain_terms[0]]
     first = [cx.value(t, order) for t in terms]  # every term lowered once, for the axes
     # sibling sums stay a + b: stacked_siblings reads contractions as one stacked matmul
     contractions = sum(t.has(sp.Sum) for t in terms) > 1
@@ -56,6 +60,26 @@ def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
         value = align(cx.value(-term if minus else term, order), axes)
         acc = ir.Binary("-" if minus else "+", acc, value, axes=axes)
     return acc
+
+
+# RANGE: SymPy multiplies a number into a sum, c (1 - keep) = c - c keep, so an additive mask
+# written x + (1 - keep) * -1e30 is x - 1e30 + 1e30 keep: added in that order, x is lost in
+# 1e30's rounding where keep = 1 (the whole row off, found by probing; 1e-8 relative at a
+# mask of 1e9), where the sum as written is x + 0. The number and the terms scaled like it
+# are added first: their own sum is exactly 0 or the mask's value, and x comes onto that.
+LARGE_NUMBER = 2**10
+
+
+def large_terms(e: sp.Add) -> list[sp.Expr]:
+    """The number term of ``e`` past :data:`LARGE_NUMBER` and the terms whose coefficient
+    is at least half its size, where there are such terms besides it and others besides
+    them; else []."""
+    numbers = [t for t in e.args if t.is_Number]
+    if len(numbers) != 1 or abs(numbers[0]) < LARGE_NUMBER:
+        return []
+    bound = abs(numbers[0]) / 2
+    large = [t for t in e.args if abs(t.as_coeff_Mul()[0]) >= bound]
+    return large if 1 < len(large) < len(e.args) else []
 
 
 def _accumulated(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:

@@ -897,3 +897,74 @@ def test_a_max_shifted_exp_under_its_mask_reads_the_forwards_exp(tmp_path: Path)
     assert torch.isfinite(dy).all()
     assert torch.allclose(out, want.detach(), rtol=1e-12)
     assert torch.allclose(dy, want_dy, rtol=1e-10, atol=0)
+
+
+# not a tests/cases file: at the random keep the case checks draw, the gradient in keep is
+# 1e30 times a rounded difference, as ill-conditioned in autograd as in the generated code
+HUGE_MASK_OP = """from derive import Op
+
+OP = Op(
+    name="attention_under_a_huge_additive_mask",
+    inputs=["x[N, T, T]", "keep[N, T]", "v[N, T, D]"],
+    definitions=[
+        "s[n, t, u] = x[n, t, u] - (1 - keep[n, u]) * 1e30",
+        "m[n, t] = Max(s[n, t, u], u)",
+        "e[n, t, u] = exp(s[n, t, u] - m[n, t])",
+        "out[n, t, d] = Sum(e[n, t, u] * v[n, u, d], u) / Sum(e[n, t, u2], u2)",
+    ],
+)
+"""
+
+
+def _keep(*shape: int) -> torch.Tensor:
+    keep = (torch.rand(*shape) < 0.6).double()
+    keep[..., 0] = 1.0  # a kept entry in every row
+    return keep
+
+
+@pytest.mark.parametrize(
+    ("case", "draw", "reference"),
+    [
+        (
+            "softmax_under_an_additive_mask",
+            lambda: (torch.randn(4, 6, dtype=torch.float64), _keep(4, 6), torch.randn(4, 6)),
+            lambda x, keep, w: (torch.softmax(x + (1 - keep) * -10000.0, 1) * w).sum(1),
+        ),
+        (
+            "logsumexp_of_a_float_offset",
+            lambda: (torch.randn(4, 6, dtype=torch.float64),),
+            lambda x: torch.logsumexp(x + 1000.5, 1),
+        ),
+        (
+            "attention_under_a_huge_additive_mask",
+            lambda: (torch.randn(2, 5, 5, dtype=torch.float64), _keep(2, 5), torch.randn(2, 5, 3)),
+            lambda x, keep, v: torch.softmax(x - (1 - keep[:, None, :]) * 1e30, 2) @ v,
+        ),
+    ],
+)
+def test_a_decimal_constant_stays_in_the_exponent_it_is_written_in(
+    case: str, draw, reference, tmp_path: Path
+) -> None:
+    # found by probing: SymPy takes a term of an exponent out of its exp as a factor once its
+    # exp is a number, as a Float's is: BERT's mask made exp(s - m) 1e-4343 exp(x + 10000 keep
+    # - m), 0 * inf in the backward, and x + 1000.5 made it 3.2e434 exp(x - m), inf * 0: NaN
+    # gradients at unit-scale inputs. And SymPy multiplies a number into a sum, x - 1e30 +
+    # 1e30 keep, which added in that order lost x in 1e30's rounding (the forward 0.66 off)
+    if (CASES / f"{case}.py").exists():
+        module, _ = _module(case, tmp_path)
+    else:
+        (tmp_path / "ops").mkdir()
+        (tmp_path / "ops" / f"{case}.py").write_text(HUGE_MASK_OP)
+        module, _ = imported(tmp_path / "ops" / f"{case}.py", tmp_path)
+    torch.manual_seed(0)
+    inputs = [t.double() for t in draw()]
+    out, saved = module.forward(*inputs)
+    grad_out = torch.randn_like(out)
+    grads = module.backward(grad_out, saved)
+    leaves = [t.clone().requires_grad_(True) for t in inputs]
+    want = reference(*leaves)
+    wanted = torch.autograd.grad(want, leaves, grad_out)
+    assert torch.allclose(out, want.detach(), rtol=1e-12, atol=1e-12)
+    for got, expected in zip(grads, wanted, strict=True):
+        assert torch.isfinite(got).all()
+        assert torch.allclose(got, expected, rtol=1e-10, atol=1e-12)

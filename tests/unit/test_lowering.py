@@ -905,3 +905,23 @@ def test_a_pick_update_is_one_index_put_through_its_helper() -> None:
     source = module_source(runpy.run_path(str(path))["OP"], "out")
     assert "    dy = _index_put(\n        dy,\n" in source
     assert "] -= " not in source and "] += " not in source
+
+
+def test_a_decimal_literal_is_exact_where_its_exp_would_leave_floats() -> None:
+    """An integer or a decimal of magnitude 64 or more is the exact number it writes (SymPy
+    takes a Float term out of an exp as a factor: exp(x + 1000.5) = 3.2e434 exp(x)); a small
+    fraction stays a Float, whose denominator SymPy would otherwise clear into the code."""
+    from derive.language.parse import exact_decimal
+
+    assert exact_decimal("-10000.0") == -10000 and exact_decimal("-10000.0").is_Integer
+    assert exact_decimal("1000.5") == sp.Rational(2001, 2)
+    assert exact_decimal("1e30") == 10**30
+    assert exact_decimal("0.044715").is_Float and exact_decimal("63.5").is_Float
+
+
+def test_a_mask_scaled_past_a_number_is_added_before_what_it_masks() -> None:
+    # x + (1 - keep) * -1e30 is x - 1e30 + 1e30 keep in SymPy: added in that order x is lost
+    # in 1e30's rounding where keep = 1; the number and its like-sized terms go first. An
+    # integer past int64 prints as a float (torch refuses the int)
+    lines = _lines(["x[N]", "keep[N]"], ["out[n] = x[n] + (1 - keep[n]) * -1e30"])
+    assert "out = keep * 1e30 - 1e30 + x" in lines
