@@ -51,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         " a param): another op for each seed; combines with --affine and --windows",
     )
     parser.add_argument(
+        "--constants",
+        action="store_true",
+        help="draw some leaves as decimals far from 1 (-10000.0, 1000.5, -1e9, as masks and"
+        " shifts are written): another op for each seed; combines with the others",
+    )
+    parser.add_argument(
         "--widest",
         action="store_true",
         help="judge memory instead of values: wrong where the widest tensor of the forward,"
@@ -76,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         windows=args.windows,
         widest=args.widest,
         powers=args.powers,
+        constants=args.constants,
     )
     print(summary.text())
     return 1 if summary.count("wrong") or summary.count("nonfinite") else 0

@@ -24,6 +24,12 @@ DIAGONAL = 0.03  # x[i, i]: a repeated index in one access
 MULTI_DATA = 0.05  # a second data subscript in one access: x[t[n], u[n]]
 
 
+# --constants: numbers past exp's comfortable range, written as users write masks and shifts
+# (SymPy takes a Float term out of its exp as a factor: exp(x - 10000.0) is 1e-4343 exp(x))
+LARGE_NUMBERS = ["-10000.0", "1000.5", "-1e9", "700.0", "-800.0", "64.5", "1e4"]
+LARGE_SHARE = 0.08  # of the leaves drawn
+
+
 @dataclass
 class Tensor:
     """A tensor the generator may read: its dims as size text (``N``, ``T*E``)."""
@@ -84,6 +90,9 @@ class Leaves:
     wide: random.Random | None = None
     # indices read as numbers (slope * (i - j)), a sixth stream: None unless --windows
     numbers: random.Random | None = None
+    # decimal constants far from 1 (a BERT mask's -10000.0, a shift of 1000.5), a stream of
+    # its own: None unless --constants (a leaf of its drawing: another op for each seed)
+    large: random.Random | None = None
     parents: dict = field(default_factory=dict)  # a window's derived size -> its axis: L -> T
     forms: dict = field(default_factory=dict)  # size -> the subscript of a window being drawn
     ranged: dict = field(default_factory=dict)  # index -> size, each index an affine read uses
@@ -186,6 +195,8 @@ class Leaves:
         return Expr(f"{t.name}[{', '.join(s.text for s in subs)}]", used)
 
     def leaf(self, scope: dict, need: set) -> Expr:
+        if self.large is not None and self.large.random() < LARGE_SHARE:
+            return Expr(self.large.choice(LARGE_NUMBERS))
         r = self.rng.random()
         if r < 0.06:
             return Expr(self.rng.choice(["2", "3", "0.5", "1.5"] + self.constants))

@@ -16,12 +16,12 @@ import textwrap
 from derive.language import Graph, Op
 from fuzz.functions import (
     available_functions,
-    constants,
     elementwise_extremes,
     fast_growing,
     positive_argument,
     positive_valued,
 )
+from fuzz.functions import constants as named_constants
 from fuzz.leaves import FLOAT_NAMES, PARAM_NAMES, SIZE_NAMES, Expr, Tensor
 from fuzz.windows import Windows
 
@@ -227,6 +227,7 @@ def random_op(
     affine: bool = False,
     windows: bool = False,
     powers: bool = False,
+    constants: bool = False,
 ) -> Op:
     """The op of one fuzz case: 1 to ``max_definitions`` definitions, names and shapes at random.
 
@@ -237,12 +238,14 @@ def random_op(
     kernels given by int params, grouped convolutions; from a fifth stream, so that no
     ``--affine`` seed changes. ``powers`` draws some powers with an exponent that is not a
     number (``relu(a)**alpha``, ``alpha**(a)``): a mode of its own, as each seed's op changes.
+    ``constants`` draws some leaves as decimals far from 1 (``-10000.0``, ``1000.5``), from a
+    stream of its own: a mode of its own, as each seed's op changes.
     """
     affine = affine or windows
     rng = random.Random(f"{seed}/{attempt}")
     b = _Builder(rng, stepwise=rng.random() < 0.25, functions=available_functions())
     b.extremes = elementwise_extremes()
-    b.positive_only, b.constants = positive_argument(), constants()
+    b.positive_only, b.constants = positive_argument(), named_constants()
     b.positive_valued, b.fast_growing = positive_valued(), fast_growing()
     for _ in range(rng.randint(1, 2)):
         b.new_input(tuple(b.size() for _ in range(rng.randint(1, 3))))
@@ -254,6 +257,7 @@ def random_op(
     b.numbers = random.Random(f"{seed}/{attempt}/numbers") if windows else None
     # --powers: a power of a param exponent, or a param raised to a tensor (its own stream)
     b.exponents = random.Random(f"{seed}/{attempt}/exponents") if powers else None
+    b.large = random.Random(f"{seed}/{attempt}/constants") if constants else None
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:
@@ -270,15 +274,16 @@ def random_op(
         definitions=b.lines,
         params=dict(sorted(b.params.items())),
         sizes=dict(b.derived),
-        doc=f"fuzz case, seed {seed}" + _mode(affine, windows, powers),
+        doc=f"fuzz case, seed {seed}" + _mode(affine, windows, powers, constants),
         stepwise=b.stepwise,
     )
     return dataclasses.replace(op, ranges=b.declared_ranges(op)) if affine else op
 
 
-def _mode(affine: bool, windows: bool, powers: bool) -> str:
+def _mode(affine: bool, windows: bool, powers: bool, constants: bool = False) -> str:
     flags = ["--windows"] if windows else ["--affine"] if affine else []
     flags += ["--powers"] if powers else []
+    flags += ["--constants"] if constants else []
     return f" ({' '.join(flags)})" if flags else ""
 
 
@@ -313,6 +318,7 @@ def case_op(
     affine: bool = False,
     windows: bool = False,
     powers: bool = False,
+    constants: bool = False,
 ) -> Op:
     """``random_op`` for this seed, drawn again while SymPy's own simplification leaves it invalid
     (``x[i] - x[i]`` is 0: index i then subscripts nothing). With ``windows``, a derived size
@@ -321,7 +327,7 @@ def case_op(
     from derive.language import parse
 
     for attempt in range(20):
-        op = random_op(seed, attempt, max_definitions, affine, windows, powers)
+        op = random_op(seed, attempt, max_definitions, affine, windows, powers, constants)
         try:
             g = parse(op)
         except DerivationError:

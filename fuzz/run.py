@@ -104,6 +104,7 @@ def fuzz(
     windows: bool = False,
     widest: bool = False,
     powers: bool = False,
+    constants: bool = False,
 ) -> Summary:
     """Judge each seed's op: by value (:func:`~fuzz.check.run_case`), or with ``range_mode`` at
     scaled inputs (:func:`~fuzz.range.run_range_case`). The first case of each failing class
@@ -111,7 +112,8 @@ def fuzz(
     tests replay the value check, which it passes). ``affine`` draws the ops with affine
     subscripts and windows (``fuzz.affine``), a mode of its own: the same seed, another op;
     ``windows`` draws them wider (``fuzz.ops.random_op``), a mode of its own again, as is
-    ``powers`` (exponents that are not numbers, with any of the others). With
+    ``powers`` (exponents that are not numbers, with any of the others); ``constants``
+    (leaves that are decimals far from 1) too. With
     ``widest`` the verdict is the memory oracle's (``bench.widest.judge``): wrong where the
     widest tensor of the forward, backward and second order outgrows autograd's through the
     definitions, recorded as ``memory_s<seed>.py``."""
@@ -123,7 +125,7 @@ def fuzz(
     summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest)
     shrunk: set[str] = set()
     for seed in seeds:
-        op = case_op(seed, max_definitions, affine, windows, powers)
+        op = case_op(seed, max_definitions, affine, windows, powers, constants)
         outcome = judge(op, seed, timeout)
         summary.outcomes[seed] = outcome
         print(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 import time
@@ -186,6 +187,25 @@ def test_cases_are_deterministic_and_print_as_op_files(tmp_path: Path) -> None:
     path = tmp_path / "case.py"
     path.write_text(op_source(op) + "\nSEED = 1234\n")
     assert load(path) == (op, 1234)
+
+
+def test_constants_mode_draws_decimals_far_from_one() -> None:
+    """``--constants``: some leaves are the decimals masks and shifts are written with
+    (``-10000.0``, ``1000.5``), which the base mode never draws (SymPy takes a Float term out
+    of its exp as a factor: the twenty-second session's NaN gradients under a BERT mask)."""
+    from fuzz.leaves import LARGE_NUMBERS
+
+    def large(op) -> bool:
+        return any(
+            re.search(rf"(?<![\w.]){re.escape(c)}", d)
+            for d in op.definitions
+            for c in LARGE_NUMBERS
+        )
+
+    ops = [case_op(s, constants=True) for s in range(100)]
+    assert sum(large(op) for op in ops) >= 10
+    assert not any(large(case_op(s)) for s in range(100))
+    assert all(op.doc.endswith("(--constants)") for op in ops)  # how a regression replays it
 
 
 def test_cases_do_not_depend_on_the_hash_seed() -> None:
