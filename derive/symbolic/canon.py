@@ -214,7 +214,11 @@ class Canon:
                 out.append(Pattern(name, base, idx, exp_body, of_exp=True))
             for branch in (1, 2):
                 resolved, holds = _resolved(body, branch)
-                if holds and resolved.free_symbols:  # a branch of -inf or 0 names nothing
+                # a branch of -inf or 0 names nothing; and the name is read only where it is
+                # finite on the other side too: a later derivation (the second order) may take
+                # a read out of its where(), and -inf * 0 is NaN (fuzz --constants 1260227)
+                other, _ = _resolved(body, 3 - branch)
+                if holds and resolved.free_symbols and _finite(other):
                     out.append(Pattern(name, base, idx, resolved, holds=holds))
         return out
 
@@ -242,6 +246,14 @@ def _resolved(body: sp.Expr, branch: int) -> tuple[sp.Expr, tuple[sp.Basic, ...]
 
     resolved = walk(body)
     return resolved, tuple(holds)
+
+
+def _finite(e: sp.Expr) -> bool:
+    """Whether ``e`` is finite at a typical point (each read and symbol 1/3): no -inf
+    branch, no exp(-inf) aside (exp(-inf - z) is 0)."""
+    at = e.xreplace({a: sp.Rational(1, 3) for a in e.atoms(sp.Indexed)})
+    at = at.xreplace({a: sp.Rational(1, 3) for a in at.free_symbols})
+    return at.is_finite is True
 
 
 def condition(c: sp.Basic) -> sp.Basic:
