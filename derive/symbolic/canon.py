@@ -45,7 +45,7 @@ class Pattern:
     indices: tuple[sp.Symbol, ...]
     body: sp.Expr
     of_exp: bool = False  # body is exp(the definition's body): fold to exp(name[...])
-    # conditions under which body is the definition: its where()s read as their first branch
+    # conditions under which body is the definition: its where()s read as one branch
     # (:func:`_resolved`), folded only inside where()s that hold them
     holds: tuple[sp.Basic, ...] = ()
 
@@ -454,7 +454,8 @@ def fold(
     Top-down, so the largest instance wins: ``exp(l - M) / S`` becomes ``probs`` before its
     ``l - M`` could become ``norm_logits``. ``memo`` (for one list of patterns) folds each
     distinct sub-expression once: a shared subtree is not folded again per occurrence.
-    ``holds``: the conditions of the where()s around ``expr`` whose first branch it is in.
+    ``holds``: what the where()s around ``expr`` decide there (``c`` in a first branch, its
+    negation in a second).
     """
     if not isinstance(expr, sp.Basic) or not expr.args:
         return expr
