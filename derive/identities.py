@@ -5,7 +5,7 @@ point):
 
 - :data:`DEFINITION_RULES` rewrite what an op writes into the registry's stable functions before
   anything is derived, so the backward is derived from the stable form too (the log-sigmoid loss
-  written as ``1/(1 + exp(-z))`` derives ``g (s - 1) / N`` from ``sigmoid``'s own derivative).
+  written as ``1/(1 + exp(-z))`` derives ``-g sigmoid(-z) / N`` from ``sigmoid``'s own derivative).
 - :data:`FORWARD_RULES` rewrite a forward step seen through its canonical form (intermediates
   inlined): ``log(probs)`` of a softmax becomes ``norm_logits - log(counts_sum)``, ``log(s)`` of a
   sigmoid ``-softplus(-z)``, so logits of 1e4 or z = -800 give finite losses.
@@ -21,7 +21,7 @@ from collections.abc import Callable
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
-from derive.functions import sigmoid, softplus
+from derive.functions import sigmoid, softplus, where
 
 _x = sp.Wild("x")
 _r = sp.Wild("r", exclude=[0])
@@ -251,6 +251,60 @@ def _exp_ratio(e: sp.Mul) -> sp.Expr:
             rest = [g for i, g in enumerate(factors) if i not in (k, top)]
             ratio = sigmoid(_log_weight(a, r) - _log_weight(b, s)) / r
             return sp.Mul(*rest) * ratio
+    return e
+
+
+def sigmoid_complements(expr: sp.Expr) -> sp.Expr:
+    """Each ``c (1 - sigmoid(u))`` that multiplies the whole of ``expr`` as ``c sigmoid(-u)``,
+    unless ``sigmoid(u)`` multiplies it too.
+
+    ``1 - sigmoid(u)`` keeps no relative accuracy once sigmoid(u) is near 1: it is 1e-3 off at
+    u = 30 (about ``eps e^u``) and 0 past u = 37, where ``sigmoid(-u) = e^-u / (1 + e^-u)`` is
+    exact to an ulp. A log's derivative divides the sigmoid out of its own derivative,
+    ``d log(sigmoid(u)) = 1 - sigmoid(u)``, and a second log divides by the first, so the
+    gradient of ``log(-log(sigmoid(x)))``, ``-(1 - s) / softplus(-x)``, was 0.1% off at x = 30
+    and 0 (for -1) past 37 (found by probing; ``F.logsigmoid``'s backward is exact there).
+
+    Only a factor of the whole adjoint (through products, powers, the terms of a Sum and the
+    branches of a where()) is rewritten: there its relative error is the result's. A term of
+    a sum is left as it is (``(1 - p) (1 - t) + p t`` of a focal loss, the forward's own
+    form), and so is the complement beside its sigmoid, sigmoid's own derivative ``s (1 - s)``,
+    computed from the saved output as torch's sigmoid backward is: written ``sigmoid(-u)``
+    either would cost another pass over u. The forward is computed as the op writes it."""
+    if not isinstance(expr, sp.Basic) or not expr.has(sigmoid):
+        return expr
+    return _complements(expr, frozenset())
+
+
+def _complement(e: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """``e = c (1 - sigmoid(u))``, c a nonzero number, as ``(c, u)``; else None."""
+    if not isinstance(e, sp.Add):
+        return None
+    c, rest = e.as_coeff_Add()
+    k, s = rest.as_coeff_Mul()
+    return (c, s.args[0]) if c != 0 and k == -c and isinstance(s, sigmoid) else None
+
+
+def _complements(e: sp.Expr, beside: frozenset) -> sp.Expr:
+    """``beside``: the arguments of the sigmoids that multiply ``e`` where it stands."""
+    complement = _complement(e)
+    if complement is not None:
+        c, u = complement
+        return e if u in beside else c * sigmoid(-u)
+    if isinstance(e, sp.Mul):
+        factors = sp.Mul.make_args(e)
+        args = []
+        for k, f in enumerate(factors):
+            others = factors[:k] + factors[k + 1 :]
+            near = {s.args[0] for g in others for s in g.atoms(sigmoid)}
+            args.append(_complements(f, beside | near))
+        return sp.Mul(*args)
+    if isinstance(e, sp.Pow):
+        return sp.Pow(_complements(e.base, beside), e.exp)
+    if isinstance(e, sp.Sum):
+        return sp.Sum(_complements(e.function, beside), *e.limits)
+    if isinstance(e, where):
+        return where(e.args[0], *(_complements(a, beside) for a in e.args[1:]))
     return e
 
 

@@ -102,6 +102,7 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
         finite=set(g.inputs) | {GRAD_OUT},
         params={p.name: v for p, v in g.params.items()},
         steps=d.forward,
+        sums=g.sums,
     )
 
 

@@ -106,6 +106,7 @@ def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
         finite=set(g.inputs),
         params={p.name: v for p, v in g.params.items()},
         steps=g.steps,
+        sums=g.sums,
     )
     lw.share([s.body for s in g.steps if isinstance(s, Definition)])
     for step in g.steps:

@@ -224,6 +224,9 @@ class Graph:
     # computes what its backward saves and no more (the pair needs B, the first backward run
     # again), and the backward reads grad_out as the 1 it is
     gradient_only: bool = False
+    # the sums the definitions' text adds as one, ``a - b`` of ``(a - b) + c`` as torch adds
+    # them (derive.language.parse.written_sums): SymPy flattens them into one sum
+    sums: tuple[sp.Expr, ...] = ()
 
     def base(self, name: str) -> sp.IndexedBase:
         return self.tensors[name].base

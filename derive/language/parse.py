@@ -10,6 +10,7 @@ Every definition's body goes through the identity table's definition rules
 
 from __future__ import annotations
 
+import ast
 import functools
 import math
 import re
@@ -427,6 +428,38 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
     return expr
 
 
+def written_sums(text: str, ns: dict[str, object]) -> list[sp.Expr]:
+    """The sums a definition's text adds as one, each as SymPy reads it: every ``a + b`` and
+    ``a - b`` of the right-hand side, ``(x - y) + c`` giving ``x - y`` and the whole.
+
+    SymPy flattens ``(x - y) + c`` into one sum of three terms and forgets which two the text
+    adds first; torch, running the text, adds them in its order, and that order is what a
+    user writes for accuracy: ``expm1(d) - (y - x)`` with d = y - x is 5e-19 as written and 0
+    added as ``(expm1(d) + x) - y``, a margin ``a - b + eps`` loses eps where a and b are
+    large (found by probing). The lowering adds a written sum's terms first where a sum holds
+    them (:func:`derive.lower.arithmetic.written_terms`). A part SymPy cannot read alone is
+    left out: the order is a matter of rounding, never of value."""
+    m = _DEF.match(text)
+    if not m:
+        return []
+    rhs = relations_as_calls(m.group(3).replace("...", "batch"))
+    lhs = f"[{m.group(2)}]" if m.group(2) else ""
+    try:
+        tree = ast.parse(rhs.strip(), mode="eval")
+    except SyntaxError:
+        return []
+    sums = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            try:
+                e = rewrite(_parse_rhs(ast.unparse(node), ns, lhs), DEFINITION_RULES)
+            except (LangError, DerivationError, RecursionError):
+                continue
+            if isinstance(e, sp.Add):
+                sums.append(e)
+    return sums
+
+
 def _bare_tensors(e: sp.Expr) -> list[sp.IndexedBase]:
     """The tensors ``e`` names without subscripts (``x[n, m] ** x``, ``out = x``): SymPy
     reads a bare IndexedBase as a symbol, which the checks below called an unknown name and
@@ -567,10 +600,12 @@ def parse(op: Op) -> Graph:
         current = None
         g.ranges = parse_ranges(op.ranges, sizes)
         constants: dict[str, Definition] = {}  # definitions that read no tensor (constants)
+        sums: list[sp.Expr] = []
         for k, text in enumerate(op.definitions):
             current = text
             ns = _namespace(g.tensors, sizes, g.params, g.ranges)
             step = _parse_definition(text, g, ns, sizes, _defined_names(op.definitions[k:]))
+            sums += written_sums(text, ns) if isinstance(step, Definition) else []
             if isinstance(step, View) and step.source in constants:
                 raise LangError(
                     f"'{step.source}' reads no tensor, a constant taken into its readers: "
@@ -597,6 +632,7 @@ def parse(op: Op) -> Graph:
         for name in constants:  # no step computes them: their readers hold their values
             del g.tensors[name]
         g.taken = tuple(constants.values())
+        g.sums = tuple(dict.fromkeys(sums))
     except LangError as exc:
         raise DerivationError(op.name, str(exc), current) from None
     except RecursionError:  # SymPy's parser and printer recurse once per term or parenthesis

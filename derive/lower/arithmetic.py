@@ -11,6 +11,7 @@ the tensor) and folds python numbers into one operation; a node a fusion matches
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection
 
 import sympy as sp
 
@@ -35,8 +36,10 @@ def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
         return fused
     scope = cx.scope(order)
     large = large_terms(e)
-    if large:  # added first, as one sum of their own (lowered as any sum)
-        terms = [sp.Add(*large)] + ordered_terms(sp.Add(*[t for t in e.args if t not in large]))
+    groups = written_terms(cx, e) or ([large] if large else shifted_terms(cx, e))
+    if groups:  # each added first, as one sum of its own (lowered as any sum), then the rest
+        rest = sp.Add(*[t for t in e.args if not any(t in g for g in groups)])
+        terms = [sp.Add(*g) for g in groups] + ordered_terms(rest)
     else:
         terms = ordered_terms(e)
         # a scaled first term gives way to an unscaled tensor term: it rides in that one's add
@@ -80,6 +83,64 @@ def large_terms(e: sp.Add) -> list[sp.Expr]:
     bound = abs(numbers[0]) / 2
     large = [t for t in e.args if abs(t.as_coeff_Mul()[0]) >= bound]
     return large if 1 < len(large) < len(e.args) else []
+
+
+# RANGE: a log-softmax written in one line, ``x - m - log(S)`` with m = Max(x), is exact in x's
+# shift (F.log_softmax is), but added as SymPy orders it, ``x - log(S) - m``, the first sum
+# rounds at x's magnitude: 200 ulps off at logits of 800, 1e-6 relative at 1e10 (found by
+# probing; the catalogue's log_softmax double backward computed its output so). Near its
+# maximum, ``x - m`` is exact (Sterbenz), so a sum adds each shift first.
+def shifted_terms(cx: Context, e: sp.Add) -> list[list[sp.Expr]]:
+    """The terms of ``e`` that a Max of the forward shifts, one list per Max read: ``c m[..]``
+    and the terms of opposite sign that read a tensor it is the maximum of (``d x[..]``),
+    where a term besides them is left; else []."""
+    names = {t: _tensor_name(t.as_coeff_Mul()[1]) for t in e.args}
+    groups, taken = [], set()
+    for t in e.args:
+        if names[t] not in cx.maxima:
+            continue
+        sign = t.as_coeff_Mul()[0].is_negative
+        partners = [
+            u
+            for u in e.args
+            if u not in taken
+            and names[u] in cx.maxima[names[t]]
+            and u.as_coeff_Mul()[0].is_negative != sign
+        ]
+        if partners and len(taken) + len(partners) + 1 < len(e.args):
+            groups.append([t, *partners])
+            taken |= {t, *partners}
+    return groups
+
+
+def written_order(sums: tuple[sp.Expr, ...]) -> tuple[sp.Expr, ...]:
+    """The op's written sums (:func:`derive.language.parse.written_sums`), the largest first:
+    a sum holding a written one and its parts adds the written one first, and the parts
+    inside it, as the text nests them."""
+    return tuple(sorted(sums, key=lambda s: -len(s.args)))
+
+
+def written_terms(cx: Context, e: sp.Add) -> list[list[sp.Expr]]:
+    """The terms of ``e`` that a sum of the op's text adds as one, scaled by one number
+    (``2*(a - b) + c`` is ``2 a - 2 b + c`` to SymPy), one list per written sum, none twice;
+    [] where no written sum is a part of ``e`` (a whole ``e`` is no part of itself)."""
+    if not cx.sums:
+        return []
+    left = {t.as_coeff_Mul()[1]: t for t in e.args}  # a term by its part without its number
+    groups = []
+    for written in cx.sums:
+        if len(written.args) >= len(e.args) or len(written.args) > len(left):
+            continue
+        parts = [t.as_coeff_Mul() for t in written.args]
+        found = [left.get(rest) for _, rest in parts]
+        if None in found:
+            continue
+        scale = {t.as_coeff_Mul()[0] / c for t, (c, _) in zip(found, parts, strict=True)}
+        if len(scale) == 1:
+            groups.append(found)
+            for _, rest in parts:
+                del left[rest]
+    return groups
 
 
 def _accumulated(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
@@ -365,22 +426,23 @@ def at_most_one(cx: Context, f: sp.Expr) -> bool:
     return _tensor_name(f) in cx.shifted or _is_ratio(f)
 
 
-def shifted_maxima(steps: list) -> tuple[set[str], set[str]]:
-    """The Max reductions among the forward's ``steps``, and the tensors defined as an exp
-    shifted by one of them (``e[s] = exp(a[s] - m)``, ``m = Max(a[s], s)``)."""
-    maxima: set[str] = set()
+def shifted_maxima(steps: list) -> tuple[dict[str, frozenset[str]], set[str]]:
+    """The Max reductions among the forward's ``steps``, each with the tensors it reads, and
+    the tensors defined as an exp shifted by one of them (``e[s] = exp(a[s] - m)``,
+    ``m = Max(a[s], s)``)."""
+    maxima: dict[str, frozenset[str]] = {}
     shifted: set[str] = set()
     for step in steps:
         if not isinstance(step, Definition):
             continue
         if isinstance(step.body, ReduceMax):
-            maxima.add(step.name)
+            maxima[step.name] = frozenset(i.base.label.name for i in step.body.atoms(sp.Indexed))
         elif isinstance(step.body, sp.exp) and _shifted(step.body, maxima):
             shifted.add(step.name)
     return maxima, shifted
 
 
-def _shifted(e: sp.exp, maxima: set[str]) -> bool:
+def _shifted(e: sp.exp, maxima: Collection[str]) -> bool:
     for term in sp.Add.make_args(e.args[0]):
         coef, rest = term.as_coeff_Mul()
         if coef.is_negative and _tensor_name(rest) in maxima:
@@ -692,8 +754,14 @@ def call(cx: Context, f: Function, args: tuple, order: list[sp.Symbol]) -> ir.No
         t, c = (values[0], values[1]) if values[1].scalar else (values[1], values[0])
         bound = "min" if f.name == "maximum" else "max"
         return ir.Apply(f"torch.clamp({{0}}, {bound}={{1}})", (t, c), axes=t.axes)
+    form = f.torch
+    if "-{0}" in form:
+        # a form that negates its argument gets the argument negated, one kernel fewer where
+        # it is a negation or a sum: softplus(-x) is -logsigmoid(x), not -logsigmoid(-(-x)),
+        # and softplus(x - y) -logsigmoid(y - x)
+        form, values = form.replace("-{0}", "{0}"), [cx.value(-args[0], order), *values[1:]]
     axes = union([v.axes for v in values], order)
-    return ir.Apply(f.torch, tuple(align(v, axes) for v in values), axes=axes)
+    return ir.Apply(form, tuple(align(v, axes) for v in values), axes=axes)
 
 
 def heaviside(cx: Context, e: sp.Heaviside, order: list[sp.Symbol]) -> ir.Node:

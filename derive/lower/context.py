@@ -148,7 +148,9 @@ class Context:
     params: frozenset[str] = frozenset()
     # the forward's Max reductions, and the tensors it defines as an exp shifted by one of them
     # (a softmax's numerator exp(a - max a)): at most 1 where read, a product's first factors
-    maxima: set[str] = field(default_factory=set)
+    maxima: dict[str, frozenset[str]] = field(default_factory=dict)  # each with what it reads
+    # the sums the op's text adds as one (Graph.sums): a sum holding one adds its terms first
+    sums: tuple[sp.Expr, ...] = ()
     shifted: set[str] = field(default_factory=set)
     # the tensors the forward defines as a function that overflows (exp, cosh: grows_fast)
     overflowing: set[str] = field(default_factory=set)

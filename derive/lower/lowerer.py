@@ -51,6 +51,7 @@ from derive.lower.arithmetic import (
     overflowing,
     power,
     shifted_maxima,
+    written_order,
 )
 from derive.lower.assign import assign, is_scatter, is_solved_scatter, scatter, solved_scatter
 from derive.lower.context import Context
@@ -83,6 +84,7 @@ class Lowerer:
         finite: set[str] | None = None,
         params: Mapping[str, float] | None = None,
         steps: list | None = None,
+        sums: tuple[sp.Expr, ...] = (),
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
@@ -95,6 +97,7 @@ class Lowerer:
         self.context.maxima.update(maxima)
         self.context.shifted.update(shifted)
         self.context.overflowing.update(overflowing(steps or []))
+        self.context.sums = written_order(sums)
         self._params = frozenset(params or ())  # python numbers a caller sets (see scalars)
         # an int param (a stride) is never inf: only float ones may make a product non-finite
         self.context.params = frozenset(

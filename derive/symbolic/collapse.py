@@ -16,7 +16,14 @@ from collections.abc import Callable, Iterator, Mapping
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.identities import ACCURACY_RULES, FORWARD_RULES, exp_ratios, rewrite, split_logs
+from derive.identities import (
+    ACCURACY_RULES,
+    FORWARD_RULES,
+    exp_ratios,
+    rewrite,
+    sigmoid_complements,
+    split_logs,
+)
 from derive.language import Graph, View
 from derive.symbolic.canon import Canon, fold
 from derive.symbolic.reverse import Adjoints, inline
@@ -94,7 +101,7 @@ class Collapser:
         simplified = exp_ratios(simplified)  # e^a / (e^a r + e^b s) as a sigmoid, as the log's
         # log1p and expm1 in a backward too: d log(1 - e^-y) = 1 / (e^y - 1) cancels as the
         # forward did (inf at y = 1e-30, where the forward's log(-expm1(-y)) is -69)
-        simplified = rewrite(simplified, ACCURACY_RULES)
+        simplified = sigmoid_complements(rewrite(simplified, ACCURACY_RULES))
         # common factors out first: exp(a)/S inside (g/S - h/S**2) exp(a) folds to probs only
         # once 1/S stands beside exp(a)
         return tidy(fold(tidy(simplified), self.patterns, self.folded))

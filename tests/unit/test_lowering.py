@@ -925,3 +925,33 @@ def test_a_mask_scaled_past_a_number_is_added_before_what_it_masks() -> None:
     # integer past int64 prints as a float (torch refuses the int)
     lines = _lines(["x[N]", "keep[N]"], ["out[n] = x[n] + (1 - keep[n]) * -1e30"])
     assert "out = keep * 1e30 - 1e30 + x" in lines
+
+
+def test_a_sum_the_text_groups_is_added_first() -> None:
+    # SymPy flattens (y - x) into the sum around it; torch adds it first, and so does the code:
+    # expm1(d) - d was (expm1(d) + x) - y, 0 where it is 5e-19; a scaled group, 2 (a - b),
+    # is 2 a - 2 b to SymPy and still one sum
+    from derive.language import parse
+
+    op = Op("t", ["x[N]", "y[N]"], ["out[n] = expm1(y[n] - x[n]) - (y[n] - x[n]) + 3"])
+    sums = {str(s) for s in parse(op).sums}
+    assert "-x[n] + y[n]" in sums and "-x[n] + y[n] - expm1(-x[n] + y[n])" not in sums
+    lines = _lines(["x[N]", "y[N]"], ["out[n] = expm1(y[n] - x[n]) - (y[n] - x[n]) + 3"])
+    assert "out = x - y + out_expm10 + 3" in lines  # the expm1, lifted, is saved
+    lines = _lines(["a[N]", "b[N]", "c[N]"], ["out[n] = c[n] + 2 * (a[n] - b[n])"])
+    assert "out = _add_scaled(a * 2, b, -2) + c" in lines  # 2 a - 2 b, then c
+
+
+def test_a_max_shift_is_added_before_the_rest_of_a_sum() -> None:
+    # x - m - log(S) with m = Max(x): x - m is exact near the maximum, x - log(S) rounds at
+    # x's magnitude (a log-softmax 1e-6 off at logits of 1e10)
+    lp = "lp[n, c] = x[n, c] - m[n] - log(Sum(exp(x[n, c2] - m[n]), c2))"
+    lines = _lines(["x[N, C]"], ["m[n] = Max(x[n, c], c)", lp])
+    assert any(line.startswith("lp = shared_m_x - torch.log(") for line in lines), lines
+
+
+def test_a_form_that_negates_its_argument_reads_it_negated() -> None:
+    # softplus(u) is -logsigmoid(-u): softplus(-x) reads x, softplus(x - y) reads y - x
+    lines = _lines(["x[N]", "y[N]"], ["out[n] = softplus(-x[n]) + softplus(x[n] - y[n])"])
+    text = "\n".join(lines)
+    assert "logsigmoid(x)" in text and "logsigmoid(y - x)" in text and "-(-" not in text
