@@ -266,10 +266,15 @@ def _add_scaled(r, t, c):
 
 
 def _plain(*ts):
-    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
-    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing,
+    # no torch.func transform (its wrapped tensors are plain to python; a buffer vmap does not
+    # batch cannot take a batched update in place: hessian in one input of several, found by
+    # probing). The mode stack's depth is private to torch: a torch without it gets the
+    # written-out form
     depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
-    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
+    if depth is None or depth() or torch._C._are_functorch_transforms_active():
+        return False
+    return all(type(t) is torch.Tensor for t in ts)
 
 
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
@@ -472,12 +477,13 @@ def backward_all(grad_out, saved):
     }
 
 
-def backward(grad_out, saved):
-    """Gradients of the inputs, in input order (``None`` for integer inputs)."""
+def backward(grad_out, saved, needs=(True, True, True, True, True, True, True, True, True)):
+    """Gradients of the inputs, in input order (``None`` for integer inputs and for
+    those ``needs``, one flag per input as autograd's ``ctx.needs_input_grad``, does not ask
+    for)."""
     grads = backward_all(grad_out, saved)
-    return tuple(
-        grads.get(name) for name in ["X", "Y", "C", "W1", "b1", "bngain", "bnbias", "W2", "b2"]
-    )
+    names = ["X", "Y", "C", "W1", "b1", "bngain", "bnbias", "W2", "b2"]
+    return tuple(grads.get(name) if need else None for name, need in zip(names, needs))
 
 
 def _double_forward(
@@ -1243,7 +1249,7 @@ class _Backward(torch.autograd.Function):
         # (save_on_cpu) and live as long as the gradient's graph
         ctx.saved = _saved if _dual_now else _only(_saved, (14,))
         ctx.set_materialize_grads(False)  # a gradient no one reads: None, its chain not built
-        grads = backward(grad_out, _saved)
+        grads = backward(grad_out, _saved, _needs)
         return tuple(
             _traced_layout(g)
             for g in _distinct(
@@ -1434,7 +1440,7 @@ class _Node(torch.autograd.Function):
                 dual = _dual(grad_out, *_inputs)
                 grads = _Backward.apply(grad_out, _saved, ctx.params, needs, dual, *_inputs)
             else:  # nothing will differentiate the backward: run it without a node of its own
-                grads = backward(grad_out, _saved)
+                grads = backward(grad_out, _saved, needs)
                 grads = _distinct(
                     grad_out, (grads[2], grads[3], grads[4], grads[5], grads[6], grads[7], grads[8])
                 )
@@ -1839,7 +1845,7 @@ class _TransformableBackward(torch.autograd.Function):
         # _needs: the inputs' needs_input_grad under the transform as a bit mask (an int: the
         # transforms flatten a tuple argument into leaves); a gradient not asked for is None
         _, _saved = forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, eps=eps)
-        grads = backward(grad_out, _saved)
+        grads = backward(grad_out, _saved, _flags(_needs, 9))
         # a gradient that is grad_out or an input (a residual sum) is returned as a copy: an
         # output that is a saved input is refused by torch under setup_context
         _ins = (grad_out, X, Y, C, W1, b1, bngain, bnbias, W2, b2)

@@ -92,10 +92,15 @@ def _check_batch(name, got, want):
 
 
 def _plain(*ts):
-    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
-    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing,
+    # no torch.func transform (its wrapped tensors are plain to python; a buffer vmap does not
+    # batch cannot take a batched update in place: hessian in one input of several, found by
+    # probing). The mode stack's depth is private to torch: a torch without it gets the
+    # written-out form
     depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
-    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
+    if depth is None or depth() or torch._C._are_functorch_transforms_active():
+        return False
+    return all(type(t) is torch.Tensor for t in ts)
 
 
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
@@ -156,8 +161,10 @@ def _double_forward(x, grad_y, v_x):
     _check_like("v_x", v_x, "x", x, True)
     _check_positive("C", C, "a Max runs over it")
     maxes, maxes_argmax = x.max(1)
-    counts_sum = torch.exp(x - maxes[:, None]).sum(1)
-    out = x - torch.log(counts_sum)[:, None] - maxes[:, None]
+    shared_maxes_x = x - maxes[:, None]
+    counts_sum = torch.exp(shared_maxes_x).sum(1)
+    out = shared_maxes_x - torch.log(counts_sum)[:, None]
+    del shared_maxes_x
     _returned = grad_y.new_ones(())
     return _returned, (
         x,

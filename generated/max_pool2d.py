@@ -114,10 +114,15 @@ def _check_nonnegative(name, value, why):
 
 
 def _plain(*ts):
-    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing.
-    # The mode stack's depth is private to torch: a torch without it gets the written-out form
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing,
+    # no torch.func transform (its wrapped tensors are plain to python; a buffer vmap does not
+    # batch cannot take a batched update in place: hessian in one input of several, found by
+    # probing). The mode stack's depth is private to torch: a torch without it gets the
+    # written-out form
     depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
-    return depth is not None and all(type(t) is torch.Tensor for t in ts) and not depth()
+    if depth is None or depth() or torch._C._are_functorch_transforms_active():
+        return False
+    return all(type(t) is torch.Tensor for t in ts)
 
 
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
