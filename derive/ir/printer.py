@@ -37,10 +37,14 @@ class Precedence(IntEnum):
 
 
 # op: (its precedence, the least its left operand needs bare, the least its right one needs);
-# a - (b - c), a - (b + c) but a - b * c bare; a / (b * c); a relation below all arithmetic
+# a - (b - c), a - (b + c) but a - b * c bare; a / (b * c); a relation below all arithmetic.
+# Floats add in the order written, so a + (b + c) keeps its parentheses: printed bare, python
+# ran (a + b) + c (a sum the text groups, (a - b) + (c - d), lost at a and c near 1e10; found
+# by probing). A product's factors are ordered for range (lower.arithmetic.product) and
+# printed flat, left to right, as that order was chosen and tested
 _ADD, _MUL, _POW = Precedence.ADD, Precedence.MUL, Precedence.POW
 OPERATORS: dict[str, tuple[int, int, int]] = {
-    "+": (_ADD, _ADD, _ADD),
+    "+": (_ADD, _ADD, _ADD + 1),
     "-": (_ADD, _ADD, _MUL + 1),
     "*": (_MUL, _MUL, _MUL),
     "/": (_MUL, _MUL, _POW),

@@ -36,12 +36,15 @@ def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
         return fused
     scope = cx.scope(order)
     large = large_terms(e)
-    groups = written_terms(cx, e) or ([large] if large else shifted_terms(cx, e))
+    groups = written_terms(cx, e)
+    if not groups:
+        groups = [(sp.S.One, g) for g in ([large] if large else shifted_terms(cx, e))]
     if groups:  # each added first, as one sum of its own (lowered as any sum), then the rest
-        rest = sp.Add(*[t for t in e.args if not any(t in g for g in groups)])
-        terms = [sp.Add(*g) for g in groups] + ordered_terms(rest)
+        rest = sp.Add(*[t for t in e.args if not any(t in g for _, g in groups)])
+        leading = [_group(cx, scale, g, order) for scale, g in groups]
+        terms = ordered_terms(rest) if rest != 0 else []
     else:
-        terms = ordered_terms(e)
+        leading, terms = [], ordered_terms(e)
         # a scaled first term gives way to an unscaled tensor term: it rides in that one's add
         plain_terms = [t for t in terms if not scope.scalar(t) and _scaled(t, scope) is None]
         if plain_terms and _scaled(terms[0], scope) is not None:
@@ -49,9 +52,15 @@ def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
     first = [cx.value(t, order) for t in terms]  # every term lowered once, for the axes
     # sibling sums stay a + b: stacked_siblings reads contractions as one stacked matmul
     contractions = sum(t.has(sp.Sum) for t in terms) > 1
-    axes = union([v.axes for v in first], order)
-    acc = align(first[0], axes)
-    for term in terms[1:]:  # a - b rather than a + -b: the negated term lowered again
+    axes = union([v.axes for _, v in leading] + [v.axes for v in first], order)
+    if leading:
+        sign, acc = leading[0]
+        acc = align(acc if sign > 0 else ir.Neg(acc, axes=acc.axes), axes)
+        for sign, value in leading[1:]:  # a group is one operand: (a - b) + (c - d)
+            acc = ir.Binary("+" if sign > 0 else "-", acc, align(value, axes), axes=axes)
+    else:
+        acc, terms = align(first[0], axes), terms[1:]
+    for term in terms:  # a - b rather than a + -b: the negated term lowered again
         scaled = _scaled(term, scope) if not (acc.scalar or contractions) else None
         if scaled is not None:  # r + c * t -> _add_scaled(r, t, c): torch.add's alpha, eager
             coef, rest = scaled
@@ -63,6 +72,17 @@ def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
         value = align(cx.value(-term if minus else term, order), axes)
         acc = ir.Binary("-" if minus else "+", acc, value, axes=axes)
     return acc
+
+
+def _group(cx: Context, scale: sp.Expr, terms: list, order: list) -> tuple[int, ir.Node]:
+    """A sum added as one, ``scale * (written parts)``: ``(sign, |scale| * (parts))``, the
+    parts' own sum lowered first and scaled once (``3 (a - b)``, not ``3 a - 3 b``: each
+    product would round before the difference)."""
+    if abs(scale) == 1:
+        return int(scale), cx.value(sp.Add(*[t * scale for t in terms]), order)
+    inner = cx.value(sp.Add(*[t / scale for t in terms]), order)
+    scaled = ir.Binary("*", inner, ir.Number(abs(scale)), axes=inner.axes)
+    return (1 if scale > 0 else -1), scaled
 
 
 # RANGE: SymPy multiplies a number into a sum, c (1 - keep) = c - c keep, so an additive mask
@@ -120,10 +140,11 @@ def written_order(sums: tuple[sp.Expr, ...]) -> tuple[sp.Expr, ...]:
     return tuple(sorted(sums, key=lambda s: -len(s.args)))
 
 
-def written_terms(cx: Context, e: sp.Add) -> list[list[sp.Expr]]:
+def written_terms(cx: Context, e: sp.Add) -> list[tuple[sp.Expr, list[sp.Expr]]]:
     """The terms of ``e`` that a sum of the op's text adds as one, scaled by one number
-    (``2*(a - b) + c`` is ``2 a - 2 b + c`` to SymPy), one list per written sum, none twice;
-    [] where no written sum is a part of ``e`` (a whole ``e`` is no part of itself)."""
+    (``2*(a - b) + c`` is ``2 a - 2 b + c`` to SymPy), as ``(scale, terms)``, one per written
+    sum, no term twice; [] where no written sum is a part of ``e`` (a whole ``e`` is no part
+    of itself)."""
     if not cx.sums:
         return []
     left = {t.as_coeff_Mul()[1]: t for t in e.args}  # a term by its part without its number
@@ -137,7 +158,7 @@ def written_terms(cx: Context, e: sp.Add) -> list[list[sp.Expr]]:
             continue
         scale = {t.as_coeff_Mul()[0] / c for t, (c, _) in zip(found, parts, strict=True)}
         if len(scale) == 1:
-            groups.append(found)
+            groups.append((scale.pop(), found))
             for _, rest in parts:
                 del left[rest]
     return groups

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.errors import DerivationError, EngineBug
+from derive.identities import sigmoid_complements
 from derive.language import Definition, Graph, ReduceMax, View
 from derive.progress import Stage, silent
 from derive.symbolic.canon import Canon, Pattern, fold, stabilise
@@ -138,7 +139,8 @@ def _stepwise(g: Graph, adj: Adjoints, stage: Stage = silent) -> tuple[list[str]
     final = {}
     for k, t in enumerate(order):
         stage(f"simplifying the adjoint of {t} ({k + 1} of {len(order)})")
-        final[t] = tidy(fold(simplifier.simplify(raw[t]), patterns, folded))
+        simplified = sigmoid_complements(simplifier.simplify(raw[t]))  # 1 - s exact, as in
+        final[t] = tidy(fold(simplified, patterns, folded))  # a collapsed adjoint (collapse.py)
     return order, raw, final
 
 

@@ -189,6 +189,7 @@ def tangent_graph(d: Derivation) -> Tangents:
         op, g.sizes, g.params, b.tensors, list(g.inputs) + inputs, forward + b.steps, output
     )
     graph.derived = dict(g.derived)
+    graph.sums = g.sums  # the forward's text: its sums are added as written in the tangent too
     live = live_tensors(graph, also=b.argmaxes)  # a Max whose argmax a tangent reads
     graph.steps = [s for s in graph.steps if s.name in live]
     return Tangents(graph, b.argmaxes, [s for s in b.steps if s.name in live])

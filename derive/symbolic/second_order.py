@@ -138,6 +138,7 @@ def second_order_graph(d: Derivation) -> SecondOrder:
     graph.like = gy.name
     graph.constants = frozenset(cotangents)
     graph.gradient_only = True
+    graph.sums = g.sums  # the forward's text: its sums are added as written here too
     return SecondOrder(graph, argmaxes, cotangents)
 
 

@@ -1029,3 +1029,57 @@ def test_sums_are_added_in_the_order_the_text_adds_them(tmp_path: Path) -> None:
     out, _ = module.forward(x, y, a, a.clone(), eps=1e-6)
     d = y - x
     assert torch.equal(out, (torch.expm1(d) - d) * 1e-6)
+
+
+def test_an_additive_mask_after_a_written_sum_keeps_the_sum(tmp_path: Path) -> None:
+    # x + y + (1 - keep) * -1e30: the written x + y was added first, then the mask's terms one
+    # by one (printed x + y + keep * 1e30 - 1e30: x + y lost) where keep = 1, at unit scale
+    path = tmp_path / "mask_after_a_sum.py"
+    path.write_text(
+        'from derive import Op\nOP = Op(name="mask_after_a_sum", inputs=["x[N]", "y[N]", '
+        '"keep[N]"], definitions=["out[n] = x[n] + y[n] + (1 - keep[n]) * -1e30"])\n'
+    )
+    module, _ = imported(path, tmp_path)
+    x, y = torch.tensor([0.5, 1.25, -2.0]).double(), torch.tensor([0.25, -1.0, 3.0]).double()
+    keep = torch.tensor([1.0, 1.0, 0.0]).double()
+    out, _ = module.forward(x, y, keep)
+    assert torch.equal(out, x + y + (1 - keep) * -1e30)
+
+
+def test_grouped_sums_are_added_as_written_in_forward_tangent_and_backward(
+    tmp_path: Path,
+) -> None:
+    module, _ = _module("grouped_sums", tmp_path)
+    k = torch.tensor([1.0, 3.0, -5.0]).double() * 2.0**-19
+    a, c = torch.full((3,), 1e10).double(), torch.full((3,), 3e10).double()
+    b, d = a + k, c - k
+    args = [t.clone().requires_grad_(True) for t in (a, b, c, d)]
+
+    def written(a, b, c, d):
+        pairs, scaled = (a - b) + (c - d), 3 * (a - b) + c
+        return pairs * scaled + torch.log(a - b + 1e-6 + 1)
+
+    out = module.Function.apply(*args, eps=1e-6)
+    want = written(*args)
+    assert torch.equal(out.detach(), want.detach())
+    grads = torch.autograd.grad(out.sum(), args)
+    want_grads = torch.autograd.grad(want.sum(), args)
+    for got, ref in zip(grads, want_grads, strict=True):
+        assert torch.allclose(got, ref, rtol=1e-12, atol=0)
+    tangents = tuple(torch.ones(3).double() for _ in args)
+    _, t_out = torch.func.jvp(
+        lambda *z: module.Function.apply(*z, eps=1e-6), (a, b, c, d), tangents
+    )
+    _, t_want = torch.func.jvp(written, (a, b, c, d), tangents)
+    assert torch.allclose(t_out, t_want, rtol=1e-12, atol=0)
+
+
+def test_a_stepwise_log_of_a_log_sigmoid_has_its_gradient_where_the_sigmoid_rounds_to_1(
+    tmp_path: Path,
+) -> None:
+    module, _ = _module("stepwise_log_of_a_log_sigmoid", tmp_path)
+    x = torch.tensor([-40.0, 0.0, 20.0, 30.0, 37.5, 40.0, 100.0]).double().requires_grad_(True)
+    y = torch.ones(7).double()
+    (dx,) = torch.autograd.grad(module.Function.apply(x, y).sum(), x)
+    (want,) = torch.autograd.grad(torch.log(-torch.nn.functional.logsigmoid(x)).sum(), x)
+    assert torch.allclose(dx, want, rtol=1e-13, atol=0)

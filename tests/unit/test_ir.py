@@ -32,6 +32,11 @@ def _sub(a, b):
         (_sub(x, _sub(y, z)), "x - (y - z)"),
         (_sub(_sub(x, y), z), "x - y - z"),
         (ir.Binary("*", _sub(x, y), z), "(x - y) * z"),
+        # floats add and multiply in the order written: a right operand keeps its parentheses
+        (ir.Binary("+", x, ir.Binary("+", y, z)), "x + (y + z)"),
+        (ir.Binary("+", x, _sub(y, z)), "x + (y - z)"),
+        (ir.Binary("+", _sub(x, y), z), "x - y + z"),
+        (ir.Binary("*", ir.Binary("*", x, y), z), "x * y * z"),
         (ir.Binary("/", x, ir.Binary("*", y, z)), "x / (y * z)"),
         (ir.Neg(ir.Binary("*", x, y)), "-x * y"),
         # python numbers as SymPy writes them, tensors as black hugs them
