@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import torch
+
 from derive import Op
 from derive.emit.generate import load_op, module_source
 from derive.language import parse
@@ -61,3 +63,13 @@ def as_functions(op: Op, module, inputs: list) -> tuple:
     mine = call(lambda args: module.Function.apply(*args))
     text = call(lambda args: oracle_output(op, dict(zip(names, args, strict=True))))
     return mine, text, tuple(inputs[k] for k in floats)
+
+
+def hessian_in(f, xs: tuple, w: torch.Tensor, k: int) -> torch.Tensor:
+    """The Hessian of ``<w, f(xs)>`` in ``xs[k]`` alone, the other inputs held: torch.func's
+    forward over reverse with one input of several differentiated."""
+
+    def scalar(x):
+        return (f(*xs[:k], x, *xs[k + 1 :]) * w).sum()
+
+    return torch.func.hessian(scalar)(xs[k])

@@ -23,7 +23,7 @@ import torch
 
 from derive.language import parse
 from derive.verify.check import defined_inputs
-from tests.modules.emitted import as_functions, imported
+from tests.modules.emitted import as_functions, hessian_in, imported
 
 CASES = sorted(glob.glob("tests/cases/*.py"))
 
@@ -92,13 +92,4 @@ def test_a_hessian_in_one_input_of_several_equals_the_definitions(path, tmp_path
         pytest.skip("one float input: its Hessian is the one over every input")
     w = _randn(mine(*xs).shape, 1)
     for k in range(len(xs)):
-        _close(_hessian_in(mine, xs, w, k), _hessian_in(text, xs, w, k), 1e-8)
-
-
-def _hessian_in(f, xs: tuple, w: torch.Tensor, k: int) -> torch.Tensor:
-    """The Hessian of ``<w, f(xs)>`` in ``xs[k]`` alone, the other inputs held."""
-
-    def scalar(x):
-        return (f(*xs[:k], x, *xs[k + 1 :]) * w).sum()
-
-    return torch.func.hessian(scalar)(xs[k])
+        _close(hessian_in(mine, xs, w, k), hessian_in(text, xs, w, k), 1e-8)

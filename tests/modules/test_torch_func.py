@@ -20,7 +20,7 @@ import torch
 
 from derive.language import parse
 from derive.verify.check import defined_inputs
-from tests.modules.emitted import as_functions, imported
+from tests.modules.emitted import as_functions, hessian_in, imported
 
 CATALOGUE = sorted(glob.glob("ops/*.py"))
 CASES = sorted(glob.glob("tests/cases/*.py"))
@@ -80,16 +80,7 @@ def test_a_hessian_in_one_input_of_several_equals_the_definitions(path):
         mine(*xs).shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
     )
     for k in range(len(xs)):
-        _close(_hessian_in(mine, xs, w, k), _hessian_in(text, xs, w, k), 1e-8)
-
-
-def _hessian_in(f, xs: tuple, w: torch.Tensor, k: int) -> torch.Tensor:
-    """The Hessian of ``<w, f(xs)>`` in ``xs[k]`` alone, the other inputs held."""
-
-    def scalar(x):
-        return (f(*xs[:k], x, *xs[k + 1 :]) * w).sum()
-
-    return torch.func.hessian(scalar)(xs[k])
+        _close(hessian_in(mine, xs, w, k), hessian_in(text, xs, w, k), 1e-8)
 
 
 @pytest.mark.parametrize("path", CATALOGUE)
