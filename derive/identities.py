@@ -254,9 +254,9 @@ def _exp_ratio(e: sp.Mul) -> sp.Expr:
     return e
 
 
-def sigmoid_complements(expr: sp.Expr) -> sp.Expr:
+def sigmoid_complements(expr: sp.Expr, terms: bool = False) -> sp.Expr:
     """Each ``c (1 - sigmoid(u))`` that multiplies the whole of ``expr`` as ``c sigmoid(-u)``,
-    unless ``sigmoid(u)`` multiplies it too.
+    unless ``sigmoid(u)`` multiplies it too; with ``terms``, one that multiplies a term of it.
 
     ``1 - sigmoid(u)`` keeps no relative accuracy once sigmoid(u) is near 1: it is 1e-3 off at
     u = 30 (about ``eps e^u``) and 0 past u = 37, where ``sigmoid(-u) = e^-u / (1 + e^-u)`` is
@@ -265,15 +265,21 @@ def sigmoid_complements(expr: sp.Expr) -> sp.Expr:
     gradient of ``log(-log(sigmoid(x)))``, ``-(1 - s) / softplus(-x)``, was 0.1% off at x = 30
     and 0 (for -1) past 37 (found by probing; ``F.logsigmoid``'s backward is exact there).
 
-    Only a factor of the whole adjoint (through products, powers, the terms of a Sum and the
-    branches of a where()) is rewritten: there its relative error is the result's. A term of
-    a sum is left as it is (``(1 - p) (1 - t) + p t`` of a focal loss, the forward's own
-    form), and so is the complement beside its sigmoid, sigmoid's own derivative ``s (1 - s)``,
-    computed from the saved output as torch's sigmoid backward is: written ``sigmoid(-u)``
-    either would cost another pass over u. The forward is computed as the op writes it."""
+    A factor of the whole adjoint (through products, powers, Sums and the branches of a
+    where()) is rewritten: there its relative error is the result's; so is a complement SymPy
+    multiplied out there, ``F s - F`` (:func:`_multiplied_out`). A step-by-step adjoint
+    (``terms``: stepwise ops and every second order) sums terms that cancel, each from one
+    step of the chain (``-log(sigmoid(x))``'s second order was 1e-3 off at x = 30 where its
+    first order was exact), so there a term's complement is rewritten too. A collapsed
+    adjoint's term keeps its complement: a focal loss's gradient reads ``1 - p`` beside ``p``
+    in one term and alone in another, and rewriting one computed the same factor twice. The
+    complement beside its sigmoid stays, sigmoid's own derivative ``s (1 - s)`` computed
+    from the saved output as torch's sigmoid backward is: written ``sigmoid(-u)`` it would
+    cost another pass over u for the ulp that a product already small in relative terms
+    carries either way. The forward is computed as the op writes it."""
     if not isinstance(expr, sp.Basic) or not expr.has(sigmoid):
         return expr
-    return _complements(expr, frozenset())
+    return _complements(expr, frozenset(), terms)
 
 
 def _complement(e: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
@@ -285,7 +291,7 @@ def _complement(e: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
     return (c, s.args[0]) if c != 0 and k == -c and isinstance(s, sigmoid) else None
 
 
-def _complements(e: sp.Expr, beside: frozenset) -> sp.Expr:
+def _complements(e: sp.Expr, beside: frozenset, terms: bool) -> sp.Expr:
     """``beside``: the arguments of the sigmoids that multiply ``e`` where it stands."""
     complement = _complement(e)
     if complement is not None:
@@ -297,14 +303,37 @@ def _complements(e: sp.Expr, beside: frozenset) -> sp.Expr:
         for k, f in enumerate(factors):
             others = factors[:k] + factors[k + 1 :]
             near = {s.args[0] for g in others for s in g.atoms(sigmoid)}
-            args.append(_complements(f, beside | near))
+            args.append(_complements(f, beside | near, terms))
         return sp.Mul(*args)
     if isinstance(e, sp.Pow):
-        return sp.Pow(_complements(e.base, beside), e.exp)
+        return sp.Pow(_complements(e.base, beside, terms), e.exp)
     if isinstance(e, sp.Sum):
-        return sp.Sum(_complements(e.function, beside), *e.limits)
+        return sp.Sum(_complements(e.function, beside, terms), *e.limits)
     if isinstance(e, where):
-        return where(e.args[0], *(_complements(a, beside) for a in e.args[1:]))
+        return where(e.args[0], *(_complements(a, beside, terms) for a in e.args[1:]))
+    if isinstance(e, sp.Add):
+        if terms:
+            e = sp.Add(*(_complements(t, beside, terms) for t in e.args))
+        return _multiplied_out(e, beside)
+    return e
+
+
+def _multiplied_out(e: sp.Add, beside: frozenset) -> sp.Expr:
+    """``e`` with a complement SymPy multiplied out, ``F sigmoid(u) - F`` among its terms, as
+    ``-F sigmoid(-u)``: a stepwise second order's adjoint (the derivative of ``-log(sigmoid(x))``
+    times its cotangent, expanded beside the other terms) was 1e-3 off at x = 30 (found by
+    probing). Where F holds sigmoid(u) itself it is sigmoid's own derivative and stays."""
+    terms = list(e.args)
+    for k, t in enumerate(terms):
+        for f in sp.Mul.make_args(t):
+            if not isinstance(f, sigmoid) or f.args[0] in beside:
+                continue
+            rest = t / f
+            if rest.has(f) or -rest not in terms[:k] + terms[k + 1 :]:
+                continue
+            j = next(i for i, x in enumerate(terms) if x == -rest and i != k)
+            left = [x for i, x in enumerate(terms) if i not in (j, k)]
+            return _multiplied_out(sp.Add(*left, -rest * sigmoid(-f.args[0])), beside)
     return e
 
 

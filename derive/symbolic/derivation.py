@@ -139,8 +139,8 @@ def _stepwise(g: Graph, adj: Adjoints, stage: Stage = silent) -> tuple[list[str]
     final = {}
     for k, t in enumerate(order):
         stage(f"simplifying the adjoint of {t} ({k + 1} of {len(order)})")
-        simplified = sigmoid_complements(simplifier.simplify(raw[t]))  # 1 - s exact, as in
-        final[t] = tidy(fold(simplified, patterns, folded))  # a collapsed adjoint (collapse.py)
+        simplified = sigmoid_complements(simplifier.simplify(raw[t]), terms=True)  # 1 - s
+        final[t] = tidy(fold(simplified, patterns, folded))  # exact, a term's too
     return order, raw, final
 
 

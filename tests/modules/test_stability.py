@@ -1083,3 +1083,19 @@ def test_a_stepwise_log_of_a_log_sigmoid_has_its_gradient_where_the_sigmoid_roun
     (dx,) = torch.autograd.grad(module.Function.apply(x, y).sum(), x)
     (want,) = torch.autograd.grad(torch.log(-torch.nn.functional.logsigmoid(x)).sum(), x)
     assert torch.allclose(dx, want, rtol=1e-13, atol=0)
+
+
+def test_a_stepwise_second_order_reads_each_terms_complement_as_a_sigmoid(
+    tmp_path: Path,
+) -> None:
+    module, _ = _module("stepwise_root_of_a_log_sigmoid", tmp_path)
+    x = torch.tensor([-5.0, 0.0, 20.0, 30.0, 36.0, 40.0]).double().requires_grad_(True)
+    (g,) = torch.autograd.grad(
+        module.Function.apply(x, torch.ones(6).double()).sum(), x, create_graph=True
+    )
+    (h,) = torch.autograd.grad(g.sum(), x)
+    # f = sqrt(L), L = softplus(-x): f'' = s(-x) (s(x) - s(-x) / (2 L)) / (2 sqrt(L))
+    s_neg, s_pos = torch.sigmoid(-x.detach()), torch.sigmoid(x.detach())
+    big_l = torch.nn.functional.softplus(-x.detach(), threshold=50)
+    want = s_neg * (s_pos - s_neg / (2 * big_l)) / (2 * big_l.sqrt())
+    assert torch.allclose(h, want, rtol=1e-13, atol=0)

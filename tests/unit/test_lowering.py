@@ -924,7 +924,7 @@ def test_a_mask_scaled_past_a_number_is_added_before_what_it_masks() -> None:
     # in 1e30's rounding where keep = 1; the number and its like-sized terms go first. An
     # integer past int64 prints as a float (torch refuses the int)
     lines = _lines(["x[N]", "keep[N]"], ["out[n] = x[n] + (1 - keep[n]) * -1e30"])
-    assert "out = keep * 1e30 - 1e30 + x" in lines
+    assert "out = -(1 - keep) * 1e30 + x" in lines  # the written 1 - keep, scaled once
 
 
 def test_a_sum_the_text_groups_is_added_first() -> None:
@@ -937,9 +937,10 @@ def test_a_sum_the_text_groups_is_added_first() -> None:
     sums = {str(s) for s in parse(op).sums}
     assert "-x[n] + y[n]" in sums and "-x[n] + y[n] - expm1(-x[n] + y[n])" not in sums
     lines = _lines(["x[N]", "y[N]"], ["out[n] = expm1(y[n] - x[n]) - (y[n] - x[n]) + 3"])
-    assert "out = x - y + out_expm10 + 3" in lines  # the expm1, lifted, is saved
+    # y - x computed once, for the expm1 (lifted and saved) and as the group: -(y - x) + ..
+    assert "shared_x_y = y - x" in lines and "out = -shared_x_y + out_expm10 + 3" in lines
     lines = _lines(["a[N]", "b[N]", "c[N]"], ["out[n] = c[n] + 2 * (a[n] - b[n])"])
-    assert "out = _add_scaled(a * 2, b, -2) + c" in lines  # 2 a - 2 b, then c
+    assert "out = (a - b) * 2 + c" in lines  # the parts first, scaled once
 
 
 def test_a_max_shift_is_added_before_the_rest_of_a_sum() -> None:
