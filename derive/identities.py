@@ -236,22 +236,47 @@ def exp_ratios(expr: sp.Expr) -> sp.Expr:
 
 
 def _exp_ratio(e: sp.Mul) -> sp.Expr:
+    """One ``exp(a) / B`` of ``e`` as a sigmoid (see :func:`exp_ratios`); also a power,
+    ``exp(k a + c) / B**n`` (k <= n whole) as ``(exp(a) / B)**k exp(c) / B**(n - k)``: SymPy
+    merges the exps of a square, and ``exp(2 x) / B**2`` of a derivative underflowed to 0 at
+    x = y = -400 where the sigmoid squared is 1/4 (``exp(x) / (exp(x) + exp(y))``'s gradient
+    was 1/2 there; found by probing)."""
     factors = list(sp.Mul.make_args(e))
     for k, f in enumerate(factors):
-        if not (isinstance(f, sp.Pow) and f.exp == -1 and isinstance(f.base, sp.Add)):
+        if not (isinstance(f, sp.Pow) and f.exp.is_Integer and f.exp < 0):
+            continue
+        if not isinstance(f.base, sp.Add):
             continue
         terms = [_exp_term(t) for t in sp.Add.make_args(f.base)]
         if len(terms) != 2 or None in terms:
             continue
         for j in (0, 1):
             (a, r), (b, s) = terms[j], terms[1 - j]
-            top = next((i for i, g in enumerate(factors) if g == sp.exp(a)), None)
-            if top is None:
-                continue
-            rest = [g for i, g in enumerate(factors) if i not in (k, top)]
-            ratio = sigmoid(_log_weight(a, r) - _log_weight(b, s)) / r
-            return sp.Mul(*rest) * ratio
+            for top, g in enumerate(factors):
+                if not isinstance(g, sp.exp) or top == k:
+                    continue
+                taken = _multiple_of(g.args[0], a, -f.exp)
+                if taken is None:
+                    continue
+                n, left = taken
+                rest = [h for i, h in enumerate(factors) if i not in (k, top)]
+                ratio = sigmoid(_log_weight(a, r) - _log_weight(b, s)) / r
+                return sp.Mul(*rest, ratio**n, sp.exp(left), f.base ** (f.exp + n))
     return e
+
+
+def _multiple_of(e: sp.Expr, a: sp.Expr, most: int) -> tuple[int, sp.Expr] | None:
+    """``(n, e - n a)`` for the largest whole n <= ``most`` that takes n copies of ``a`` out of
+    the exponent ``e`` with fewer terms left (``2 x`` is 2 copies of x, nothing left); None
+    where no n does."""
+    if e == a:
+        return 1, sp.S.Zero
+    size = len(sp.Add.make_args(sp.expand(e)))
+    for n in range(int(most), 0, -1):
+        left = sp.expand(e - n * a)
+        if left == 0 or len(sp.Add.make_args(left)) < size:
+            return n, left
+    return None
 
 
 def sigmoid_complements(expr: sp.Expr, terms: bool = False) -> sp.Expr:

@@ -383,7 +383,7 @@ def _double_backward(
     )
 
 
-def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
+def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05, present=(True, True, True)):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 2, False, False)
     N = x.shape[0]
@@ -407,21 +407,26 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
     _check_like("t_bias", t_bias, "x", x, True)
     _check_positive("N", N, "it divides")
     _check_positive("N - 1", N - 1, "it divides")
-    bnmeani = _sum_leading(x, 1, mean=True)
-    bndiff = x - bnmeani
-    bndiff2 = bndiff * bndiff
-    sum_bndiff2 = _sum_leading(bndiff2, 1)
-    bnvar = sum_bndiff2 / (N - 1)
-    bnvar_inv = torch.rsqrt(eps + bnvar)
-    bnraw = bnvar_inv * bndiff
-    t_bnmeani = _sum_leading(t_x, 1, mean=True)
-    t_bndiff = t_x - t_bnmeani
-    t_bndiff2 = bndiff * t_bndiff * 2
-    sum_t_bndiff2 = _sum_leading(t_bndiff2, 1)
-    t_bnvar = sum_t_bndiff2 / (N - 1)
-    t_bnvar_inv = torch.pow(bnvar_inv, 3) * t_bnvar * (-1 / 2)
-    t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
-    t_out = torch.addcmul(torch.addcmul(t_bias, t_gain, bnraw), gain, t_bnraw)
+    if present[0] or present[1]:
+        bnmeani = _sum_leading(x, 1, mean=True)
+        bndiff = x - bnmeani
+        bndiff2 = bndiff * bndiff
+        sum_bndiff2 = _sum_leading(bndiff2, 1)
+        bnvar = sum_bndiff2 / (N - 1)
+        bnvar_inv = torch.rsqrt(eps + bnvar)
+    if present[1]:
+        bnraw = bnvar_inv * bndiff
+    if present[0]:
+        t_bnmeani = _sum_leading(t_x, 1, mean=True)
+        t_bndiff = t_x - t_bnmeani
+        t_bndiff2 = bndiff * t_bndiff * 2
+        sum_t_bndiff2 = _sum_leading(t_bndiff2, 1)
+        t_bnvar = sum_t_bndiff2 / (N - 1)
+        t_bnvar_inv = torch.pow(bnvar_inv, 3) * t_bnvar * (-1 / 2)
+        t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
+    acc = gain * t_bnraw if present[0] else x.new_zeros((N, M))
+    acc_1 = torch.addcmul(acc, t_gain, bnraw) if present[1] else acc
+    t_out = acc_1 + t_bias if present[2] else acc_1
     return t_out
 
 
@@ -650,10 +655,15 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, gain, bias, *saved[:3])
         ctx.extra = saved[3:]
         ctx.params = (eps,)
+        # an input without a tangent: None in jvp (its terms are not read), not zeros that its
+        # partial multiplies (0 * inf); and a gradient no one reads: None, as in backward below
+        ctx.set_materialize_grads(False)
         return _traced_layout(_own_output(out, (x, gain, bias)))
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:  # no gradient reached the output: none leaves the inputs
+            return (None,) * 4
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
@@ -693,6 +703,11 @@ class _Dual(_Node):
                     _tangent(1, gain, tangents),
                     _tangent(2, bias, tangents),
                     eps=ctx.params[0],
+                    present=(
+                        tangents[0] is not None,
+                        tangents[1] is not None,
+                        tangents[2] is not None,
+                    ),
                 ),
                 ctx.layout,
             )
@@ -985,9 +1000,12 @@ class _Transformable(torch.autograd.Function):
         ctx.save_for_backward(*inputs[:3])
         ctx.save_for_forward(*inputs[:3])
         ctx.params = inputs[3:]
+        ctx.set_materialize_grads(False)  # as _Node's: None for a missing tangent or gradient
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:
+            return (None,) * 4
         with _autocast_off(grad_out):
             needs = _mask(ctx.needs_input_grad[:3])
             grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
@@ -1005,6 +1023,7 @@ class _Transformable(torch.autograd.Function):
             _tangent(1, gain, tangents),
             _tangent(2, bias, tangents),
             eps=ctx.params[0],
+            present=(tangents[0] is not None, tangents[1] is not None, tangents[2] is not None),
         )
 
 

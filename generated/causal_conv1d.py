@@ -250,7 +250,7 @@ def _double_backward(
     )
 
 
-def _jvp(x, w, b, t_x, t_w, t_b):
+def _jvp(x, w, b, t_x, t_w, t_b, *, present=(True, True, True)):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 3, False, False)
     N = x.shape[0]
@@ -277,9 +277,13 @@ def _jvp(x, w, b, t_x, t_w, t_b):
     _check_like("t_b", t_b, "x", x, True)
     _check_positive("K", K, "k runs over it in x[n, c, -K + k + t + 1]")
     _check_positive("T", T, "x[n, c, -K + k + t + 1] reads a window along it")
-    sum_t_w_x = torch.conv1d(x, t_w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
-    sum_t_x_w = torch.conv1d(t_x, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
-    t_out = t_b[:, None] + sum_t_w_x + sum_t_x_w
+    if present[1]:
+        sum_t_w_x = torch.conv1d(x, t_w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
+    acc = sum_t_w_x if present[1] else x.new_zeros((N, C, T))
+    if present[0]:
+        sum_t_x_w = torch.conv1d(t_x, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
+    acc_1 = acc + sum_t_x_w if present[0] else acc
+    t_out = acc_1 + t_b[:, None] if present[2] else acc_1
     return t_out
 
 
@@ -508,10 +512,15 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, w, b, *saved[:2])
         ctx.extra = saved[2:]
         ctx.params = ()
+        # an input without a tangent: None in jvp (its terms are not read), not zeros that its
+        # partial multiplies (0 * inf); and a gradient no one reads: None, as in backward below
+        ctx.set_materialize_grads(False)
         return _traced_layout(_own_output(out, (x, w, b)))
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:  # no gradient reached the output: none leaves the inputs
+            return (None,) * 3
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
@@ -549,6 +558,7 @@ class _Dual(_Node):
                 _tangent(0, x, tangents),
                 _tangent(1, w, tangents),
                 _tangent(2, b, tangents),
+                present=(tangents[0] is not None, tangents[1] is not None, tangents[2] is not None),
             ),
             ctx.layout,
         )
@@ -751,9 +761,12 @@ class _Transformable(torch.autograd.Function):
         ctx.save_for_backward(*inputs[:3])
         ctx.save_for_forward(*inputs[:3])
         ctx.params = inputs[3:]
+        ctx.set_materialize_grads(False)  # as _Node's: None for a missing tangent or gradient
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:
+            return (None,) * 3
         with _autocast_off(grad_out):
             needs = _mask(ctx.needs_input_grad[:3])
             grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
@@ -764,7 +777,13 @@ class _Transformable(torch.autograd.Function):
         _single_forward_mode()
         x, w, b = ctx.saved_tensors
         return _jvp(
-            x, w, b, _tangent(0, x, tangents), _tangent(1, w, tangents), _tangent(2, b, tangents)
+            x,
+            w,
+            b,
+            _tangent(0, x, tangents),
+            _tangent(1, w, tangents),
+            _tangent(2, b, tangents),
+            present=(tangents[0] is not None, tangents[1] is not None, tangents[2] is not None),
         )
 
 

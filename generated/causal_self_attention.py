@@ -1126,7 +1126,21 @@ def _double_backward(
     )
 
 
-def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
+def _jvp(
+    x,
+    Wqkv,
+    bqkv,
+    Wo,
+    bo,
+    t_x,
+    t_Wqkv,
+    t_bqkv,
+    t_Wo,
+    t_bo,
+    *,
+    n_head=4,
+    present=(True, True, True, True, True),
+):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 3, False, False)
     B = x.shape[0]
@@ -1170,76 +1184,108 @@ def _jvp(x, Wqkv, bqkv, Wo, bo, t_x, t_Wqkv, t_bqkv, t_Wo, t_bo, *, n_head=4):
     _check_size("t_bqkv", 0, t_bqkv.shape[0], "3*C", 3 * C)
     _check_positive("D", D, "it divides")
     _check_positive("T", T, "a Max runs over it")
-    Wh = Wqkv.reshape(C, 3, H, D)
-    bh = bqkv.reshape(3, H, D)
-    Woh = Wo.reshape(H, D, C)
-    shared_Wh_x_bh = (
-        torch.addmm(bh.flatten(0), x.flatten(0, 1), Wh.flatten(1))
-        .unflatten(1, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
-        .unflatten(0, (x.shape[0], x.shape[1]))
-        .permute(2, 0, 3, 1, 4)
-        .contiguous()
-    )
-    q = shared_Wh_x_bh[0]
-    k = shared_Wh_x_bh[1]
-    v = shared_Wh_x_bh[2]
-    del shared_Wh_x_bh
-    sum_k_q = q @ k.permute(0, 1, 3, 2)
-    scores = torch.where(
-        torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
-        sum_k_q / math.sqrt(D),
-        float("-inf"),
-    )
-    maxes, maxes_argmax = scores.max(3)
-    counts = torch.exp(scores - maxes[:, :, :, None])
-    counts_sum = counts.sum(3)
-    shared_counts_sum = torch.reciprocal(counts_sum)
-    probs = shared_counts_sum[:, :, :, None] * counts
-    y = probs @ v
-    t_Wh = t_Wqkv.reshape(C, 3, H, D)
-    t_bh = t_bqkv.reshape(3, H, D)
-    t_Woh = t_Wo.reshape(H, D, C)
-    shared_t_Wh_x = (
-        (x @ t_Wh.flatten(1))
-        .unflatten(2, (t_Wh.shape[1], t_Wh.shape[2], t_Wh.shape[3]))
-        .permute(2, 0, 3, 1, 4)
-    )
-    shared_Wh_t_x_t_Wh_x_t_bh = (
-        torch.addmm(t_bh.flatten(0), t_x.flatten(0, 1), Wh.flatten(1))
-        .unflatten(1, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
-        .unflatten(0, (t_x.shape[0], t_x.shape[1]))
-        .permute(2, 0, 3, 1, 4)
-        + shared_t_Wh_x
-    )
-    t_q = shared_Wh_t_x_t_Wh_x_t_bh[0]
-    t_k = shared_Wh_t_x_t_Wh_x_t_bh[1]
-    del shared_t_Wh_x
-    t_v = shared_Wh_t_x_t_Wh_x_t_bh[2]
-    del shared_Wh_t_x_t_Wh_x_t_bh
-    sum_k_t_q = t_q @ k.permute(0, 1, 3, 2)
-    sum_q_t_k = q @ t_k.permute(0, 1, 3, 2)
-    t_scores = torch.where(
-        torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
-        (sum_k_t_q + sum_q_t_k) / math.sqrt(D),
-        0,
-    )
-    t_maxes = t_scores.gather(3, maxes_argmax.unsqueeze(3)).squeeze(3)
-    t_counts = (t_scores - t_maxes[:, :, :, None]) * counts
-    t_counts_sum = t_counts.sum(3)
-    t_probs = shared_counts_sum[:, :, :, None] * torch.addcmul(
-        t_counts, t_counts_sum[:, :, :, None], probs, value=-1
-    )
-    del shared_counts_sum
-    sum_probs_t_v = probs @ t_v
-    sum_t_probs_v = t_probs @ v
-    t_y = sum_probs_t_v + sum_t_probs_v
-    sum_t_Woh_y = y.permute(0, 2, 1, 3).flatten(2) @ t_Woh.flatten(0, 1)
-    t_out = (
-        torch.addmm(
-            t_bo, t_y.permute(0, 2, 1, 3).flatten(2).flatten(0, 1), Woh.flatten(0, 1)
-        ).unflatten(0, (t_y.shape[0], t_y.shape[2]))
-        + sum_t_Woh_y
-    )
+    if present[0] or present[1] or present[2] or present[3]:
+        Wh = Wqkv.reshape(C, 3, H, D)
+        bh = bqkv.reshape(3, H, D)
+    if present[0] or present[1] or present[2]:
+        Woh = Wo.reshape(H, D, C)
+    if present[0] or present[1] or present[2] or present[3]:
+        shared_Wh_x_bh = (
+            torch.addmm(bh.flatten(0), x.flatten(0, 1), Wh.flatten(1))
+            .unflatten(1, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+            .unflatten(0, (x.shape[0], x.shape[1]))
+            .permute(2, 0, 3, 1, 4)
+            .contiguous()
+        )
+        q = shared_Wh_x_bh[0]
+        k = shared_Wh_x_bh[1]
+        v = shared_Wh_x_bh[2]
+        del shared_Wh_x_bh
+        sum_k_q = q @ k.permute(0, 1, 3, 2)
+        scores = torch.where(
+            torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
+            sum_k_q / math.sqrt(D),
+            float("-inf"),
+        )
+        maxes, maxes_argmax = scores.max(3)
+        counts = torch.exp(scores - maxes[:, :, :, None])
+        counts_sum = counts.sum(3)
+        shared_counts_sum = torch.reciprocal(counts_sum)
+        probs = shared_counts_sum[:, :, :, None] * counts
+    if present[3]:
+        y = probs @ v
+    if present[1]:
+        t_Wh = t_Wqkv.reshape(C, 3, H, D)
+    if present[2]:
+        t_bh = t_bqkv.reshape(3, H, D)
+    if present[3]:
+        t_Woh = t_Wo.reshape(H, D, C)
+    if present[0]:
+        shared_Wh_t_x = (
+            (t_x @ Wh.flatten(1))
+            .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
+            .permute(2, 0, 3, 1, 4)
+            .contiguous()
+        )
+        sum_Wh_at_all_0_t_x = shared_Wh_t_x[0]
+    if present[0] or present[1] or present[2]:
+        acc = sum_Wh_at_all_0_t_x if present[0] else x.new_zeros((B, H, T, D))
+    if present[1]:
+        shared_t_Wh_x = (
+            (x @ t_Wh.flatten(1))
+            .unflatten(2, (t_Wh.shape[1], t_Wh.shape[2], t_Wh.shape[3]))
+            .permute(2, 0, 3, 1, 4)
+        )
+        sum_t_Wh_at_all_0_x = shared_t_Wh_x[0]
+    if present[0] or present[1] or present[2]:
+        acc_1 = acc + sum_t_Wh_at_all_0_x if present[1] else acc
+        t_q = acc_1 + t_bh[0][:, None] if present[2] else acc_1
+    if present[0]:
+        sum_Wh_at_all_1_t_x = shared_Wh_t_x[1]
+    if present[0] or present[1] or present[2]:
+        acc_2 = sum_Wh_at_all_1_t_x if present[0] else x.new_zeros((B, H, T, D))
+    if present[1]:
+        sum_t_Wh_at_all_1_x = shared_t_Wh_x[1]
+    if present[0] or present[1] or present[2]:
+        acc_3 = acc_2 + sum_t_Wh_at_all_1_x if present[1] else acc_2
+        t_k = acc_3 + t_bh[1][:, None] if present[2] else acc_3
+    if present[0]:
+        sum_Wh_at_all_2_t_x = shared_Wh_t_x[2]
+        del shared_Wh_t_x
+    if present[0] or present[1] or present[2]:
+        acc_4 = sum_Wh_at_all_2_t_x if present[0] else x.new_zeros((B, H, T, D))
+    if present[1]:
+        sum_t_Wh_at_all_2_x = shared_t_Wh_x[2]
+        del shared_t_Wh_x
+    if present[0] or present[1] or present[2]:
+        acc_5 = acc_4 + sum_t_Wh_at_all_2_x if present[1] else acc_4
+        t_v = acc_5 + t_bh[2][:, None] if present[2] else acc_5
+        sum_k_t_q = t_q @ k.permute(0, 1, 3, 2)
+        sum_q_t_k = q @ t_k.permute(0, 1, 3, 2)
+        t_scores = torch.where(
+            torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
+            (sum_k_t_q + sum_q_t_k) / math.sqrt(D),
+            0,
+        )
+        t_maxes = t_scores.gather(3, maxes_argmax.unsqueeze(3)).squeeze(3)
+        t_counts = (t_scores - t_maxes[:, :, :, None]) * counts
+        t_counts_sum = t_counts.sum(3)
+        t_probs = shared_counts_sum[:, :, :, None] * torch.addcmul(
+            t_counts, t_counts_sum[:, :, :, None], probs, value=-1
+        )
+    if present[0] or present[1] or present[2] or present[3]:
+        del shared_counts_sum
+    if present[0] or present[1] or present[2]:
+        sum_probs_t_v = probs @ t_v
+        sum_t_probs_v = t_probs @ v
+        t_y = sum_probs_t_v + sum_t_probs_v
+    if present[3]:
+        sum_t_Woh_y = y.permute(0, 2, 1, 3).flatten(2) @ t_Woh.flatten(0, 1)
+    acc_6 = sum_t_Woh_y if present[3] else x.new_zeros((B, T, C))
+    if present[0] or present[1] or present[2]:
+        sum_Woh_t_y = t_y.permute(0, 2, 1, 3).flatten(2) @ Woh.flatten(0, 1)
+    acc_7 = acc_6 + sum_Woh_t_y if present[0] or present[1] or present[2] else acc_6
+    t_out = acc_7 + t_bo if present[4] else acc_7
     return t_out
 
 
@@ -1477,10 +1523,15 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, Wqkv, bqkv, Wo, bo, *saved[:8])
         ctx.extra = saved[8:]
         ctx.params = (n_head,)
+        # an input without a tangent: None in jvp (its terms are not read), not zeros that its
+        # partial multiplies (0 * inf); and a gradient no one reads: None, as in backward below
+        ctx.set_materialize_grads(False)
         return _traced_layout(_own_output(out, (x, Wqkv, bqkv, Wo, bo)))
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:  # no gradient reached the output: none leaves the inputs
+            return (None,) * 6
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:5]
         _saved = (*_all[5:], *ctx.extra)
@@ -1524,6 +1575,13 @@ class _Dual(_Node):
                     _tangent(3, Wo, tangents),
                     _tangent(4, bo, tangents),
                     n_head=ctx.params[0],
+                    present=(
+                        tangents[0] is not None,
+                        tangents[1] is not None,
+                        tangents[2] is not None,
+                        tangents[3] is not None,
+                        tangents[4] is not None,
+                    ),
                 ),
                 ctx.layout,
             )
@@ -1818,9 +1876,12 @@ class _Transformable(torch.autograd.Function):
         ctx.save_for_backward(*inputs[:5])
         ctx.save_for_forward(*inputs[:5])
         ctx.params = inputs[5:]
+        ctx.set_materialize_grads(False)  # as _Node's: None for a missing tangent or gradient
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:
+            return (None,) * 6
         with _autocast_off(grad_out):
             needs = _mask(ctx.needs_input_grad[:5])
             grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
@@ -1842,6 +1903,13 @@ class _Transformable(torch.autograd.Function):
             _tangent(3, Wo, tangents),
             _tangent(4, bo, tangents),
             n_head=ctx.params[0],
+            present=(
+                tangents[0] is not None,
+                tangents[1] is not None,
+                tangents[2] is not None,
+                tangents[3] is not None,
+                tangents[4] is not None,
+            ),
         )
 
 

@@ -459,7 +459,9 @@ def _double_backward(
     )
 
 
-def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
+def _jvp(
+    x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1, present=(True, True, True)
+):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 3, False, False)
     N = x.shape[0]
@@ -506,24 +508,29 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
     _check_size("t_w", 1, t_w.shape[1], "CG = C/groups", CG)
     _check_positive("K", K, "k runs over it in xg[n, g, c, dilation*k - padding + stride*t]")
     _check_positive("T", T, "xg[n, g, c, dilation*k - padding + stride*t] reads a window along it")
-    t_bg = t_b.reshape(groups, OG)
-    sum_t_wg_xg = torch.conv1d(
-        x.reshape(N, groups * CG, T),
-        t_w.reshape(groups * OG, CG, K),
-        stride=stride,
-        padding=padding,
-        dilation=dilation,
-        groups=groups,
-    ).reshape(N, groups, OG, L)
-    sum_t_xg_wg = torch.conv1d(
-        t_x.reshape(N, groups * CG, T),
-        w.reshape(groups * OG, CG, K),
-        stride=stride,
-        padding=padding,
-        dilation=dilation,
-        groups=groups,
-    ).reshape(N, groups, OG, L)
-    t_outg = t_bg[:, :, None] + sum_t_wg_xg + sum_t_xg_wg
+    if present[2]:
+        t_bg = t_b.reshape(groups, OG)
+    if present[1]:
+        sum_t_wg_xg = torch.conv1d(
+            x.reshape(N, groups * CG, T),
+            t_w.reshape(groups * OG, CG, K),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+        ).reshape(N, groups, OG, L)
+    acc = sum_t_wg_xg if present[1] else x.new_zeros((N, groups, OG, L))
+    if present[0]:
+        sum_t_xg_wg = torch.conv1d(
+            t_x.reshape(N, groups * CG, T),
+            w.reshape(groups * OG, CG, K),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+        ).reshape(N, groups, OG, L)
+    acc_1 = acc + sum_t_xg_wg if present[0] else acc
+    t_outg = acc_1 + t_bg[:, :, None] if present[2] else acc_1
     t_out = t_outg.reshape(N, O, L)
     return t_out
 
@@ -765,10 +772,15 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, w, b, *saved[:2])
         ctx.extra = saved[2:]
         ctx.params = (stride, padding, dilation, groups)
+        # an input without a tangent: None in jvp (its terms are not read), not zeros that its
+        # partial multiplies (0 * inf); and a gradient no one reads: None, as in backward below
+        ctx.set_materialize_grads(False)
         return _traced_layout(_own_output(out, (x, w, b)))
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:  # no gradient reached the output: none leaves the inputs
+            return (None,) * 7
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
@@ -810,6 +822,7 @@ class _Dual(_Node):
                 padding=ctx.params[1],
                 dilation=ctx.params[2],
                 groups=ctx.params[3],
+                present=(tangents[0] is not None, tangents[1] is not None, tangents[2] is not None),
             ),
             ctx.layout,
         )
@@ -1014,9 +1027,12 @@ class _Transformable(torch.autograd.Function):
         ctx.save_for_backward(*inputs[:3])
         ctx.save_for_forward(*inputs[:3])
         ctx.params = inputs[3:]
+        ctx.set_materialize_grads(False)  # as _Node's: None for a missing tangent or gradient
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:
+            return (None,) * 7
         with _autocast_off(grad_out):
             needs = _mask(ctx.needs_input_grad[:3])
             grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
@@ -1037,6 +1053,7 @@ class _Transformable(torch.autograd.Function):
             padding=ctx.params[1],
             dilation=ctx.params[2],
             groups=ctx.params[3],
+            present=(tangents[0] is not None, tangents[1] is not None, tangents[2] is not None),
         )
 
 

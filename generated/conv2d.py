@@ -535,7 +535,9 @@ def _double_backward(
     )
 
 
-def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
+def _jvp(
+    x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1, present=(True, True, True)
+):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
@@ -608,24 +610,29 @@ def _jvp(x, w, b, t_x, t_w, t_b, *, stride=1, padding=0, dilation=1, groups=1):
         W,
         "xg[n, g, c, dilation*p + i*stride - padding, dilation*q + j*stride - padding] reads a window along it",
     )
-    t_bg = t_b.reshape(groups, OG)
-    sum_t_wg_xg = torch.conv2d(
-        x.reshape(N, groups * CG, H, W),
-        t_w.reshape(groups * OG, CG, KH, KW),
-        stride=(stride, stride),
-        padding=(padding, padding),
-        dilation=(dilation, dilation),
-        groups=groups,
-    ).reshape(N, groups, OG, HO, WO)
-    sum_t_xg_wg = torch.conv2d(
-        t_x.reshape(N, groups * CG, H, W),
-        w.reshape(groups * OG, CG, KH, KW),
-        stride=(stride, stride),
-        padding=(padding, padding),
-        dilation=(dilation, dilation),
-        groups=groups,
-    ).reshape(N, groups, OG, HO, WO)
-    t_outg = t_bg[:, :, None, None] + sum_t_wg_xg + sum_t_xg_wg
+    if present[2]:
+        t_bg = t_b.reshape(groups, OG)
+    if present[1]:
+        sum_t_wg_xg = torch.conv2d(
+            x.reshape(N, groups * CG, H, W),
+            t_w.reshape(groups * OG, CG, KH, KW),
+            stride=(stride, stride),
+            padding=(padding, padding),
+            dilation=(dilation, dilation),
+            groups=groups,
+        ).reshape(N, groups, OG, HO, WO)
+    acc = sum_t_wg_xg if present[1] else x.new_zeros((N, groups, OG, HO, WO))
+    if present[0]:
+        sum_t_xg_wg = torch.conv2d(
+            t_x.reshape(N, groups * CG, H, W),
+            w.reshape(groups * OG, CG, KH, KW),
+            stride=(stride, stride),
+            padding=(padding, padding),
+            dilation=(dilation, dilation),
+            groups=groups,
+        ).reshape(N, groups, OG, HO, WO)
+    acc_1 = acc + sum_t_xg_wg if present[0] else acc
+    t_outg = acc_1 + t_bg[:, :, None, None] if present[2] else acc_1
     t_out = t_outg.reshape(N, O, HO, WO)
     return t_out
 
@@ -867,10 +874,15 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, w, b, *saved[:2])
         ctx.extra = saved[2:]
         ctx.params = (stride, padding, dilation, groups)
+        # an input without a tangent: None in jvp (its terms are not read), not zeros that its
+        # partial multiplies (0 * inf); and a gradient no one reads: None, as in backward below
+        ctx.set_materialize_grads(False)
         return _traced_layout(_own_output(out, (x, w, b)))
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:  # no gradient reached the output: none leaves the inputs
+            return (None,) * 7
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
@@ -912,6 +924,7 @@ class _Dual(_Node):
                 padding=ctx.params[1],
                 dilation=ctx.params[2],
                 groups=ctx.params[3],
+                present=(tangents[0] is not None, tangents[1] is not None, tangents[2] is not None),
             ),
             ctx.layout,
         )
@@ -1116,9 +1129,12 @@ class _Transformable(torch.autograd.Function):
         ctx.save_for_backward(*inputs[:3])
         ctx.save_for_forward(*inputs[:3])
         ctx.params = inputs[3:]
+        ctx.set_materialize_grads(False)  # as _Node's: None for a missing tangent or gradient
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:
+            return (None,) * 7
         with _autocast_off(grad_out):
             needs = _mask(ctx.needs_input_grad[:3])
             grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
@@ -1139,6 +1155,7 @@ class _Transformable(torch.autograd.Function):
             padding=ctx.params[1],
             dilation=ctx.params[2],
             groups=ctx.params[3],
+            present=(tangents[0] is not None, tangents[1] is not None, tangents[2] is not None),
         )
 
 

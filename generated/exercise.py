@@ -1044,6 +1044,7 @@ def _jvp(
     t_b2,
     *,
     eps=1e-05,
+    present=(True, True, True, True, True, True, True),
 ):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("X", X, 2, True, False)
@@ -1124,23 +1125,39 @@ def _jvp(
     counts = torch.exp(norm_logits)
     counts_sum = counts.sum(1)
     counts_sum_inv = torch.reciprocal(counts_sum)
-    t_emb = t_C.index_select(0, X.reshape(-1)).reshape(N, T, E)
-    t_embcat = t_emb.reshape(N, E * T)
-    sum_W1_t_embcat = t_embcat @ W1
-    sum_embcat_t_W1 = embcat @ t_W1
-    t_hprebn = t_b1 + sum_W1_t_embcat + sum_embcat_t_W1
-    t_bnmeani = _sum_leading(t_hprebn, 1, mean=True)
-    t_bndiff = t_hprebn - t_bnmeani
-    t_bndiff2 = bndiff * t_bndiff * 2
-    sum_t_bndiff2 = _sum_leading(t_bndiff2, 1)
-    t_bnvar = sum_t_bndiff2 / (N - 1)
-    t_bnvar_inv = torch.pow(bnvar_inv, 3) * t_bnvar * (-1 / 2)
-    t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
-    t_hpreact = torch.addcmul(torch.addcmul(t_bnbias, t_bngain, bnraw), bngain, t_bnraw)
-    t_h = torch.addcmul(t_hpreact, t_hpreact, h * h, value=-1)
-    sum_W2_t_h = t_h @ W2
-    sum_h_t_W2 = h @ t_W2
-    t_logits = t_b2 + sum_W2_t_h + sum_h_t_W2
+    if present[0]:
+        t_emb = t_C.index_select(0, X.reshape(-1)).reshape(N, T, E)
+        t_embcat = t_emb.reshape(N, E * T)
+        sum_W1_t_embcat = t_embcat @ W1
+    if present[0] or present[1] or present[2]:
+        acc = sum_W1_t_embcat if present[0] else C.new_zeros((N, H))
+        acc_1 = torch.addmm(acc, embcat, t_W1) if present[1] else acc
+        t_hprebn = acc_1 + t_b1 if present[2] else acc_1
+        t_bnmeani = _sum_leading(t_hprebn, 1, mean=True)
+        t_bndiff = t_hprebn - t_bnmeani
+        t_bndiff2 = bndiff * t_bndiff * 2
+        sum_t_bndiff2 = _sum_leading(t_bndiff2, 1)
+        t_bnvar = sum_t_bndiff2 / (N - 1)
+        t_bnvar_inv = torch.pow(bnvar_inv, 3) * t_bnvar * (-1 / 2)
+        t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
+    if present[0] or present[1] or present[2] or present[3] or present[4]:
+        acc_2 = t_bngain * bnraw if present[3] else C.new_zeros((N, H))
+        acc_3 = (
+            torch.addcmul(acc_2, bngain, t_bnraw)
+            if present[0] or present[1] or present[2]
+            else acc_2
+        )
+        t_hpreact = acc_3 + t_bnbias if present[4] else acc_3
+        t_h = torch.addcmul(t_hpreact, t_hpreact, h * h, value=-1)
+    if present[5]:
+        sum_h_t_W2 = h @ t_W2
+    acc_4 = sum_h_t_W2 if present[5] else C.new_zeros((N, V))
+    acc_5 = (
+        torch.addmm(acc_4, t_h, W2)
+        if present[0] or present[1] or present[2] or present[3] or present[4]
+        else acc_4
+    )
+    t_logits = acc_5 + t_b2 if present[6] else acc_5
     t_logit_maxes = t_logits.gather(1, logit_maxes_argmax.unsqueeze(1)).squeeze(1)
     t_norm_logits = t_logits - t_logit_maxes[:, None]
     t_counts = counts * t_norm_logits
@@ -1426,10 +1443,15 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *saved[:15])
         ctx.extra = saved[15:]
         ctx.params = (eps,)
+        # an input without a tangent: None in jvp (its terms are not read), not zeros that its
+        # partial multiplies (0 * inf); and a gradient no one reads: None, as in backward below
+        ctx.set_materialize_grads(False)
         return _traced_layout(_own_output(out, (X, Y, C, W1, b1, bngain, bnbias, W2, b2)))
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:  # no gradient reached the output: none leaves the inputs
+            return (None,) * 10
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:9]
         _saved = (*_all[9:], *ctx.extra)
@@ -1492,6 +1514,15 @@ class _Dual(_Node):
                     _tangent(7, W2, tangents),
                     _tangent(8, b2, tangents),
                     eps=ctx.params[0],
+                    present=(
+                        tangents[2] is not None,
+                        tangents[3] is not None,
+                        tangents[4] is not None,
+                        tangents[5] is not None,
+                        tangents[6] is not None,
+                        tangents[7] is not None,
+                        tangents[8] is not None,
+                    ),
                 ),
                 ctx.layout,
             )
@@ -1786,9 +1817,12 @@ class _Transformable(torch.autograd.Function):
         ctx.save_for_backward(*inputs[:9])
         ctx.save_for_forward(*inputs[:9])
         ctx.params = inputs[9:]
+        ctx.set_materialize_grads(False)  # as _Node's: None for a missing tangent or gradient
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:
+            return (None,) * 10
         with _autocast_off(grad_out):
             needs = _mask(ctx.needs_input_grad[:9])
             grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
@@ -1827,6 +1861,15 @@ class _Transformable(torch.autograd.Function):
             _tangent(7, W2, tangents),
             _tangent(8, b2, tangents),
             eps=ctx.params[0],
+            present=(
+                tangents[2] is not None,
+                tangents[3] is not None,
+                tangents[4] is not None,
+                tangents[5] is not None,
+                tangents[6] is not None,
+                tangents[7] is not None,
+                tangents[8] is not None,
+            ),
         )
 
 

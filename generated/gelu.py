@@ -399,10 +399,15 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, *saved[:2])
         ctx.extra = saved[2:]
         ctx.params = ()
+        # an input without a tangent: None in jvp (its terms are not read), not zeros that its
+        # partial multiplies (0 * inf); and a gradient no one reads: None, as in backward below
+        ctx.set_materialize_grads(False)
         return _traced_layout(_own_output(out, (x,)))
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:  # no gradient reached the output: none leaves the inputs
+            return (None,) * 1
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:1]
         _saved = (*_all[1:], *ctx.extra)
@@ -629,9 +634,12 @@ class _Transformable(torch.autograd.Function):
         ctx.save_for_backward(*inputs[:1])
         ctx.save_for_forward(*inputs[:1])
         ctx.params = inputs[1:]
+        ctx.set_materialize_grads(False)  # as _Node's: None for a missing tangent or gradient
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:
+            return (None,) * 1
         with _autocast_off(grad_out):
             needs = _mask(ctx.needs_input_grad[:1])
             grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)

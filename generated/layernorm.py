@@ -401,7 +401,7 @@ def _double_backward(
     )
 
 
-def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
+def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05, present=(True, True, True)):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 1, False, True)
     batch_shape = x.shape[: x.dim() - 1]
@@ -428,18 +428,23 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05):
     _check_like("t_gain", t_gain, "x", x, True)
     _check_like("t_bias", t_bias, "x", x, True)
     _check_positive("C", C, "it divides")
-    mean = x.mean(1)
-    diff = x - mean[:, None]
-    var = (diff * diff).mean(1)
-    rstd = torch.rsqrt(eps + var)
-    xhat = rstd[:, None] * diff
-    t_mean = t_x.mean(1)
-    t_diff = t_x - t_mean[:, None]
-    sum_diff_t_diff = (diff * t_diff).sum(1)
-    t_var = sum_diff_t_diff * (2 / C)
-    t_rstd = torch.pow(rstd, 3) * t_var * (-1 / 2)
-    t_xhat = torch.addcmul(t_rstd[:, None] * diff, rstd[:, None], t_diff)
-    t_out = torch.addcmul(torch.addcmul(t_bias, t_gain, xhat), gain, t_xhat)
+    if present[0] or present[1]:
+        mean = x.mean(1)
+        diff = x - mean[:, None]
+        var = (diff * diff).mean(1)
+        rstd = torch.rsqrt(eps + var)
+    if present[1]:
+        xhat = rstd[:, None] * diff
+    if present[0]:
+        t_mean = t_x.mean(1)
+        t_diff = t_x - t_mean[:, None]
+        sum_diff_t_diff = (diff * t_diff).sum(1)
+        t_var = sum_diff_t_diff * (2 / C)
+        t_rstd = torch.pow(rstd, 3) * t_var * (-1 / 2)
+        t_xhat = torch.addcmul(t_rstd[:, None] * diff, rstd[:, None], t_diff)
+    acc = gain * t_xhat if present[0] else x.new_zeros((Batch, C))
+    acc_1 = torch.addcmul(acc, t_gain, xhat) if present[1] else acc
+    t_out = acc_1 + t_bias if present[2] else acc_1
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
 
 
@@ -668,10 +673,15 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, gain, bias, *saved[:3])
         ctx.extra = saved[3:]
         ctx.params = (eps,)
+        # an input without a tangent: None in jvp (its terms are not read), not zeros that its
+        # partial multiplies (0 * inf); and a gradient no one reads: None, as in backward below
+        ctx.set_materialize_grads(False)
         return _traced_layout(_own_output(out, (x, gain, bias)))
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:  # no gradient reached the output: none leaves the inputs
+            return (None,) * 4
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
@@ -711,6 +721,11 @@ class _Dual(_Node):
                     _tangent(1, gain, tangents),
                     _tangent(2, bias, tangents),
                     eps=ctx.params[0],
+                    present=(
+                        tangents[0] is not None,
+                        tangents[1] is not None,
+                        tangents[2] is not None,
+                    ),
                 ),
                 ctx.layout,
             )
@@ -1003,9 +1018,12 @@ class _Transformable(torch.autograd.Function):
         ctx.save_for_backward(*inputs[:3])
         ctx.save_for_forward(*inputs[:3])
         ctx.params = inputs[3:]
+        ctx.set_materialize_grads(False)  # as _Node's: None for a missing tangent or gradient
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:
+            return (None,) * 4
         with _autocast_off(grad_out):
             needs = _mask(ctx.needs_input_grad[:3])
             grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
@@ -1023,6 +1041,7 @@ class _Transformable(torch.autograd.Function):
             _tangent(1, gain, tangents),
             _tangent(2, bias, tangents),
             eps=ctx.params[0],
+            present=(tangents[0] is not None, tangents[1] is not None, tangents[2] is not None),
         )
 
 

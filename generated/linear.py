@@ -227,7 +227,7 @@ def _double_backward(
     )
 
 
-def _jvp(x, W, b, t_x, t_W, t_b):
+def _jvp(x, W, b, t_x, t_W, t_b, *, present=(True, True, True)):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
     _check_input("x", x, 2, False, False)
     N = x.shape[0]
@@ -250,9 +250,11 @@ def _jvp(x, W, b, t_x, t_W, t_b):
     _check_like("t_x", t_x, "x", x, True)
     _check_like("t_W", t_W, "x", x, True)
     _check_like("t_b", t_b, "x", x, True)
-    sum_W_t_x = t_x @ W
-    sum_t_W_x = x @ t_W
-    t_out = t_b + sum_W_t_x + sum_t_W_x
+    if present[0]:
+        sum_W_t_x = t_x @ W
+    acc = sum_W_t_x if present[0] else x.new_zeros((N, M))
+    acc_1 = torch.addmm(acc, x, t_W) if present[1] else acc
+    t_out = acc_1 + t_b if present[2] else acc_1
     return t_out
 
 
@@ -481,10 +483,15 @@ class _Node(torch.autograd.Function):
         ctx.save_for_backward(x, W, b, *saved[:2])
         ctx.extra = saved[2:]
         ctx.params = ()
+        # an input without a tangent: None in jvp (its terms are not read), not zeros that its
+        # partial multiplies (0 * inf); and a gradient no one reads: None, as in backward below
+        ctx.set_materialize_grads(False)
         return _traced_layout(_own_output(out, (x, W, b)))
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:  # no gradient reached the output: none leaves the inputs
+            return (None,) * 3
         _all = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each once
         _inputs = _all[:3]
         _saved = (*_all[3:], *ctx.extra)
@@ -523,6 +530,11 @@ class _Dual(_Node):
                     _tangent(0, x, tangents),
                     _tangent(1, W, tangents),
                     _tangent(2, b, tangents),
+                    present=(
+                        tangents[0] is not None,
+                        tangents[1] is not None,
+                        tangents[2] is not None,
+                    ),
                 ),
                 ctx.layout,
             )
@@ -815,9 +827,12 @@ class _Transformable(torch.autograd.Function):
         ctx.save_for_backward(*inputs[:3])
         ctx.save_for_forward(*inputs[:3])
         ctx.params = inputs[3:]
+        ctx.set_materialize_grads(False)  # as _Node's: None for a missing tangent or gradient
 
     @staticmethod
     def backward(ctx, grad_out):
+        if grad_out is None:
+            return (None,) * 3
         with _autocast_off(grad_out):
             needs = _mask(ctx.needs_input_grad[:3])
             grads = _TransformableBackward.apply(grad_out, needs, *ctx.saved_tensors, *ctx.params)
@@ -828,7 +843,13 @@ class _Transformable(torch.autograd.Function):
         _single_forward_mode()
         x, W, b = ctx.saved_tensors
         return _jvp(
-            x, W, b, _tangent(0, x, tangents), _tangent(1, W, tangents), _tangent(2, b, tangents)
+            x,
+            W,
+            b,
+            _tangent(0, x, tangents),
+            _tangent(1, W, tangents),
+            _tangent(2, b, tangents),
+            present=(tangents[0] is not None, tangents[1] is not None, tangents[2] is not None),
         )
 
 

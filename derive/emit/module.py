@@ -103,6 +103,7 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
         params={p.name: v for p, v in g.params.items()},
         steps=d.forward,
         sums=g.sums,
+        logs=g.logs,
     )
 
 
@@ -274,6 +275,7 @@ def _bodies(d: Derivation, flat: bool, kept: list[str], needs: bool) -> _Bodies:
     checks, _ = input_checks(d.graph, flat, lw.wrapping)
     bind, extras = _backward_bindings(d, _needed_symbols(d))
     back = _lowerer(d, GRAD_OUT)
+    back.saved_zeros(d.forward, d.saved)
     backward = _backward_lines(d, back, bind, flat, kept, needs)
     if BATCH_SHAPE in set().union(*map(names_read, backward)) and not any(
         size_binding(line) == BATCH_SHAPE for line in backward

@@ -36,6 +36,7 @@ from derive.language.guards import data_guards, guarded_data
 from derive.lower.lowerer import Lowerer
 from derive.symbolic.derivation import Derivation
 from derive.symbolic.forward_mode import Tangents, tangent_graph
+from derive.symbolic.seeds import gated_tangents
 
 
 @dataclass
@@ -53,6 +54,7 @@ class JvpData:
     steps: list = field(default_factory=list)  # the tangent steps, Definitions and Views
     helpers: set[str] = field(default_factory=set)
     modules: set[str] = field(default_factory=set)
+    present: bool = False  # whether ``_jvp`` takes ``present``: a term only some tangents reach
 
     @property
     def formulas(self) -> list[str]:
@@ -62,10 +64,14 @@ class JvpData:
     @property
     def call(self) -> str:
         """``_jvp``'s arguments inside ``Function.jvp``: the inputs, each float input's tangent
-        (zeros where the caller gave none), the params."""
+        (zeros where the caller gave none), the params, and which tangents were given where
+        ``_jvp`` reads a term only some reach (:func:`~derive.symbolic.seeds.gated_tangents`)."""
         tangents = [f"_tangent({k}, {self.inputs[k]}, tangents)" for k in self.tangents]
         params = [f"{p}=ctx.params[{k}]" for k, p in enumerate(self.params)]
-        return ", ".join([*self.inputs, *tangents, *params])
+        given = [f"tangents[{k}] is not None" for k in self.tangents]
+        present = [f"present=({', '.join(given)}{',' if len(given) == 1 else ''})"]
+        present = present if self.present else []
+        return ", ".join([*self.inputs, *tangents, *params, *present])
 
 
 def max_ranges(steps: list, argmaxes: Mapping[str, str]) -> dict[str, sp.Expr | Digits]:
@@ -107,6 +113,7 @@ def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
         params={p.name: v for p, v in g.params.items()},
         steps=g.steps,
         sums=g.sums,
+        logs=g.logs,
     )
     lw.share([s.body for s in g.steps if isinstance(s, Definition)])
     for step in g.steps:
@@ -136,7 +143,7 @@ def jvp_data(d: Derivation) -> JvpData:
     g = d.graph
     base = JvpData("", list(g.inputs), params=[p.name for p in g.params])
     try:
-        tg = tangent_graph(d)
+        tg, present = _given_tangents(tangent_graph(d), len(g.inputs))
         # the data's guards are the forward's: a tangent reads a guarded pick times its mask
         tg.graph.guarded = data_guards(g)
         flat, lines, lw = _lowered(tg)
@@ -149,6 +156,8 @@ def jvp_data(d: Derivation) -> JvpData:
     output = output_expr(tg.graph, flat)
     checks = live_bindings(checks, lines + [output])
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
+    n = len(tg.graph.inputs) - len(g.inputs)
+    params += [f"present={_flags(n)}"] if present else []
     signature = ", ".join(tg.graph.inputs) + (", *, " + ", ".join(params) if params else "")
     helpers = {f for line in checks for f in names_read(line) if f.startswith("_check_")}
     helpers |= called_helpers(lines)
@@ -162,4 +171,23 @@ def jvp_data(d: Derivation) -> JvpData:
         steps=list(tg.steps),
         helpers=helpers,
         modules=set(lw.modules),
+        present=present,
     )
+
+
+def _flags(n: int) -> str:
+    return f"({', '.join(['True'] * n)}{',' if n == 1 else ''})"
+
+
+def _given_tangents(tg: Tangents, n_inputs: int) -> tuple[Tangents, bool]:
+    """``tg`` with each term that some input tangents alone reach given on them (torch hands
+    None for an input that carries no tangent: :func:`~derive.symbolic.seeds.gated_tangents`),
+    and whether anything was given."""
+    g = tg.graph
+    tangents = {t: k for k, t in enumerate(g.inputs[n_inputs:])}
+    steps, changed = gated_tangents(tg.steps, tangents, g.output)
+    if not changed:
+        return tg, False
+    by_name = {s.name: s for s in steps}
+    graph = dataclasses.replace(g, steps=[by_name.get(s.name, s) for s in g.steps])
+    return dataclasses.replace(tg, graph=graph, steps=steps), True

@@ -91,6 +91,8 @@ def refs(node: Node) -> frozenset[str]:
     if known is None:
         if isinstance(node, Ref):
             known = frozenset({node.name})
+        elif isinstance(node, Given):  # the flags, a parameter of the function
+            known = frozenset({PRESENT})
         else:
             known = frozenset().union(*map(refs, node.children()))
         object.__setattr__(node, "_refs", known)  # not a field: equality and hash ignore it

@@ -41,6 +41,7 @@ from derive.language.graph import (
     name_problem,
     tensor_reads,
 )
+from derive.language.logs import exp_logs
 from derive.language.logsumexp import shifted_logsumexps
 from derive.language.ranges import (
     kept_nested,
@@ -376,9 +377,29 @@ def _checked_call(f, make=None):
 
 
 def _subscripts(text: str) -> set[str]:
-    """Lower-case names used inside [...]: indices for sure (``e`` there is not Euler's e)."""
-    parts = re.findall(r"\[([^\[\]]*)", text)
-    return {w for part in parts for w in re.findall(r"\b[a-z_]\w*", part)}
+    """Lower-case names used inside [...], at any depth: indices for sure (``e`` there is not
+    Euler's e, nor in ``C[a[n], e]`` after a nested subscript, where a pattern for the
+    innermost brackets missed it and Sum over e was refused as over 'E': found by probing)."""
+    return {w for part in bracket_parts(text) for w in re.findall(r"\b[a-z_]\w*", part)}
+
+
+def bracket_parts(text: str) -> list[str]:
+    """What each [...] of ``text`` holds itself, a nested [...] left out: ``C[a[n], e]`` holds
+    ``a , e`` and ``n``."""
+    parts: list[list[str]] = []
+    open_: list[int] = []
+    for ch in text:
+        if ch == "[":
+            parts.append([])
+            open_.append(len(parts) - 1)
+        elif ch == "]":
+            if open_:
+                open_.pop()
+            if open_:
+                parts[open_[-1]].append(" ")
+        elif open_:
+            parts[open_[-1]].append(ch)
+    return ["".join(p) for p in parts]
 
 
 def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
@@ -458,6 +479,30 @@ def written_sums(text: str, ns: dict[str, object]) -> list[sp.Expr]:
             if isinstance(e, sp.Add):
                 sums.append(e)
     return sums
+
+
+def _exp_logs(text: str, ns: dict[str, object], g: Graph) -> list[sp.Expr]:
+    """:func:`derive.language.logs.exp_logs` of a definition's text: the u of each log(u) it
+    adds inside an exp, which SymPy takes out of the exp as a factor."""
+    m = _DEF.match(text)
+    if not m:
+        return []
+    lhs = f"[{m.group(2)}]" if m.group(2) else ""
+    rhs = relations_as_calls(m.group(3).replace("...", "batch"))
+    definitions = {s.name: s for s in g.steps if isinstance(s, Definition)}
+    return exp_logs(
+        rhs, lambda part: rewrite(_parse_rhs(part, ns, lhs), DEFINITION_RULES), definitions
+    )
+
+
+def _named(dim: sp.Expr, g: Graph) -> sp.Expr:
+    """A view's dimension as the derived size it equals, where one does (``view(x, N, A*B)``
+    beside ``sizes={"F": "A*B"}`` and ``W[F, H]``: one size, where an index over both was
+    refused as running over two, A*B and F; found by probing)."""
+    for size, value in g.derived.items():
+        if not isinstance(dim, sp.Integer) and sp.expand(dim - value) == 0:
+            return size
+    return dim
 
 
 def _bare_tensors(e: sp.Expr) -> list[sp.IndexedBase]:
@@ -541,13 +586,13 @@ def _parse_definition(
             raise LangError(f"view of unknown tensor '{source}'")
         if not g.tensors[source].dims:
             raise LangError(f"view of a 0-d tensor '{source}': read it whole instead")
-        dims = tuple(_parse_rhs(d, ns) for d in view.group(2).split(","))
+        dims = tuple(_named(_parse_rhs(d, ns), g) for d in view.group(2).split(","))
         _check_view(source, dims, g, sizes)
         g.tensors[name] = Tensor(name, dims, unbounded=g.tensors[source].unbounded)
         return View(name, source, text.strip())
     lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
-    inside = re.findall(r"\[([^\[\]]*)", f"{rhs}[{lhs_text or ''}]")
+    inside = bracket_parts(f"{rhs}[{lhs_text or ''}]")
     subscripts = {w for part in inside for w in re.findall(r"\b[A-Za-z_]\w*", part)}
     _check_index_names(inside, g)
     whole = sorted(w for w in subscripts if w in g.tensors and not g.tensors[w].dims)
@@ -601,11 +646,14 @@ def parse(op: Op) -> Graph:
         g.ranges = parse_ranges(op.ranges, sizes)
         constants: dict[str, Definition] = {}  # definitions that read no tensor (constants)
         sums: list[sp.Expr] = []
+        logs: list[sp.Expr] = []
         for k, text in enumerate(op.definitions):
             current = text
             ns = _namespace(g.tensors, sizes, g.params, g.ranges)
             step = _parse_definition(text, g, ns, sizes, _defined_names(op.definitions[k:]))
-            sums += written_sums(text, ns) if isinstance(step, Definition) else []
+            if isinstance(step, Definition):
+                sums += written_sums(text, ns)
+                logs += _exp_logs(text, ns, g)
             if isinstance(step, View) and step.source in constants:
                 raise LangError(
                     f"'{step.source}' reads no tensor, a constant taken into its readers: "
@@ -633,6 +681,7 @@ def parse(op: Op) -> Graph:
             del g.tensors[name]
         g.taken = tuple(constants.values())
         g.sums = tuple(dict.fromkeys(sums))
+        g.logs = tuple(dict.fromkeys(logs))
     except LangError as exc:
         raise DerivationError(op.name, str(exc), current) from None
     except RecursionError:  # SymPy's parser and printer recurse once per term or parenthesis

@@ -22,6 +22,7 @@ from derive.ir.printer import ADD_SCALED
 from derive.language import Definition, ReduceMax
 from derive.lower.context import Context
 from derive.lower.fusions import fuse
+from derive.lower.logged import logged_exps
 from derive.lower.select import given_value
 from derive.lower.value import align, as_gate, is_gate, number_scale, ordered_terms, plain, union
 from derive.symbolic.indices import free_indices, without
@@ -29,6 +30,10 @@ from derive.symbolic.seeds import given
 
 
 def add(cx: Context, e: sp.Add, order: list[sp.Symbol]) -> ir.Node:
+    if cx.logged:  # before a fusion takes a term's product apart (addcmul(acc, a exp, u))
+        terms = [logged_exps(cx, t) if isinstance(t, sp.Mul) else t for t in e.args]
+        if any(t is not u for t, u in zip(terms, e.args, strict=True)):
+            return cx.value(sp.Add(*terms), order)
     if any(isinstance(t, given) for t in e.args):
         return _accumulated(cx, e, order)
     fused = fuse(cx, e, order)
@@ -230,6 +235,9 @@ def _scaled(term: sp.Expr, scope) -> tuple[sp.Expr, sp.Expr] | None:
 
 
 def mul(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> ir.Node:
+    logged = logged_exps(cx, e)
+    if logged is not e:
+        return cx.value(logged, order)
     merged = powers_over_their_base(e)
     if merged is not e:
         return cx.value(merged, order)

@@ -40,8 +40,9 @@ from derive.ir.reshapes import reshapes_read_through
 from derive.ir.scalars import EXTREMES, helpers_called, ieee_scalars
 from derive.ir.sharing import common_subexpressions
 from derive.ir.slices import merged_maps
-from derive.language import ReduceMax
+from derive.language import Definition, ReduceMax
 from derive.language.argmax import Digits
+from derive.language.logs import logged_key
 from derive.lower.arithmetic import (
     add,
     call,
@@ -52,6 +53,7 @@ from derive.lower.arithmetic import (
     power,
     shifted_maxima,
     written_order,
+    zero_mask,
 )
 from derive.lower.assign import assign, is_scatter, is_solved_scatter, scatter, solved_scatter
 from derive.lower.context import Context
@@ -85,6 +87,7 @@ class Lowerer:
         params: Mapping[str, float] | None = None,
         steps: list | None = None,
         sums: tuple[sp.Expr, ...] = (),
+        logs: tuple[sp.Expr, ...] = (),
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
@@ -98,6 +101,7 @@ class Lowerer:
         self.context.shifted.update(shifted)
         self.context.overflowing.update(overflowing(steps or []))
         self.context.sums = written_order(sums)
+        self.context.logged = frozenset(logged_key(u) for u in logs)
         self._params = frozenset(params or ())  # python numbers a caller sets (see scalars)
         # an int param (a stride) is never inf: only float ones may make a product non-finite
         self.context.params = frozenset(
@@ -134,6 +138,8 @@ class Lowerer:
             cx.statements[:] = ieee_scalars(cx.statements, self._params)
             if self._results:
                 cx.statements[:] = given_guarded(guarded(cx.statements, self._results))
+            else:  # a tangent map's terms given on its input tangents (seeds.gated_tangents)
+                cx.statements[:] = given_guarded(cx.statements)
             self._lines = [PRINTER.line(s) for s in cx.statements]
         return list(self._lines)
 
@@ -235,6 +241,24 @@ class Lowerer:
             note_zeros(self.context, name, sp.sympify(expr), axes)
         except (AxisError, ValueError) as exc:  # a shape the lowering cannot do: say so, clearly
             raise DerivationError(self.context.op, f"cannot lower {name} = {expr}: {exc}") from None
+
+    def saved_zeros(self, steps: list, saved: Collection[str]) -> None:
+        """Remember the zero masks (:func:`~derive.lower.arithmetic.note_zeros`) of the
+        forward's ``steps`` that the backward reads ``saved``, where the mask reads only saved
+        tensors too: a second order's ``dx = -b_dx / x * v`` reads the first backward's
+        ``b_dx = where(x > 0, g / x, 0)`` beside a division by x, 0 / 0 = nan at x = 0 where
+        the second derivative is 0 (found by probing); with the mask, it is selected."""
+        cx = self.context
+        for step in steps:
+            if not isinstance(step, Definition) or step.name not in saved:
+                continue
+            if isinstance(step.body, ReduceMax):
+                continue
+            mask = zero_mask(step.body)
+            reads = {i.base.label.name for i in mask.atoms(sp.Indexed)}
+            reads |= {s.name for s in mask.atoms(sp.Symbol)} & {s.name for s in steps}
+            if reads <= set(saved):
+                note_zeros(cx, step.name, step.body, step.indices)
 
     def _rewrite(self, start: int) -> None:
         """The statements from ``start`` on (one entry's), rewritten by the IR's passes."""

@@ -20,6 +20,7 @@ from derive.functions import where
 from derive.ir import nodes as ir
 from derive.lower.context import Context, lowers_to_int
 from derive.lower.indexing import indexed
+from derive.lower.logged import logged_exps
 from derive.lower.memo import canonical
 from derive.lower.scans import plan_scan, scan_value
 from derive.lower.value import Scope, filled, is_gate, matmul, natural_order, plain, stem
@@ -89,6 +90,10 @@ def _out_of_gate(f: sp.Expr, bound: set) -> tuple[list, sp.Expr]:
 def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
     if (whole := counted(e)) is not e:
         return cx.value(whole, order)
+    if cx.logged and isinstance(e.function, sp.Mul):  # before a contraction takes it apart
+        body = logged_exps(cx, e.function)
+        if body is not e.function:
+            return cx.value(sp.Sum(body, *e.limits), order)
     known = cx.recall(e)
     if known is not None:
         return cx.permuted(known, order)

@@ -190,6 +190,7 @@ def tangent_graph(d: Derivation) -> Tangents:
     )
     graph.derived = dict(g.derived)
     graph.sums = g.sums  # the forward's text: its sums are added as written in the tangent too
+    graph.logs = g.logs  # and its logs put back in their exps
     live = live_tensors(graph, also=b.argmaxes)  # a Max whose argmax a tangent reads
     graph.steps = [s for s in graph.steps if s.name in live]
     return Tangents(graph, b.argmaxes, [s for s in b.steps if s.name in live])

@@ -32,6 +32,7 @@ import sympy as sp
 from derive.functions import BY_NODE, FUNCTIONS, where
 from derive.language import BATCH_INDEX, Definition, Graph, ReduceMax, Tensor, View, tensor_reads
 from derive.language.guards import guard_of
+from derive.language.logs import logged_factors, logged_key
 from derive.language.ranges import range_of, subscript_ranges
 from derive.symbolic.indices import is_reduction
 
@@ -54,9 +55,10 @@ def lift_saved_calls(g: Graph) -> Graph:
         return g
     tensors, steps = dict(g.tensors), []
     chained = {s.name for s in g.steps if isinstance(s, Definition) and not is_reduction(s.body)}
+    logged = frozenset(logged_key(u) for u in g.logs)
     for step in g.steps:
         if isinstance(step, Definition):
-            steps.extend(_lifted(step, tensors, set(g.sizes), chained))
+            steps.extend(_lifted(step, tensors, set(g.sizes), chained, logged))
         else:
             steps.append(step)
     if len(steps) == len(g.steps):
@@ -65,7 +67,11 @@ def lift_saved_calls(g: Graph) -> Graph:
 
 
 def _lifted(
-    step: Definition, tensors: dict[str, Tensor], sizes: set, chained: set[str]
+    step: Definition,
+    tensors: dict[str, Tensor],
+    sizes: set,
+    chained: set[str],
+    logged: frozenset[sp.Expr] = frozenset(),
 ) -> list[Definition]:
     lifted: list[Definition] = []
     # ranges of the indices a lifted call may read only through an affine subscript (t of
@@ -74,20 +80,36 @@ def _lifted(
     known = {v: hi - lo + 1 for s in reductions for v, lo, hi in s.limits}
     known.update(zip(step.indices, tensors[step.name].dims))
 
-    def lift(e: sp.Basic, top: bool, guarded: frozenset = frozenset()) -> sp.Basic:
+    def lift(
+        e: sp.Basic, top: bool, guarded: frozenset = frozenset(), beside: bool = False
+    ) -> sp.Basic:
         if not isinstance(e, sp.Basic) or not e.args or isinstance(e, (sp.Indexed, sp.Tuple)):
             return e
         guards = (None,) * len(e.args)
         if isinstance(e, where):  # the condition reads the data itself, as it is
             guards = (None, *guard_of(e.args[0]))
+        # an exp beside a factor the text logged in it stays there: the lowering takes the
+        # factor back in, exp(a + log(u)) (derive.language.logs), which a name would hide
+        taken = isinstance(e, sp.Mul) and bool(logged_factors(e, logged))
         args = tuple(
-            lift(a, False, guarded | {guard[0]} if guard is not None else guarded)
+            lift(
+                a,
+                False,
+                guarded | {guard[0]} if guard is not None else guarded,
+                taken and isinstance(a, sp.exp),
+            )
             for a, guard in zip(e.args, guards, strict=True)
         )
         if args != e.args:
             e = e.func(*args)
         free = _free_indices(e, sizes)
-        if top or weight(e) <= SAVE_COST or not free or tensor_reads(e, tensors) & chained:
+        if (
+            top
+            or beside
+            or weight(e) <= SAVE_COST
+            or not free
+            or tensor_reads(e, tensors) & chained
+        ):
             return e  # the whole body (already named), cheap, a number, or along a chain
         if guarded & _subscripts(e):
             return e  # a guarded pick: its own definition would read the ignored entries

@@ -139,6 +139,7 @@ def second_order_graph(d: Derivation) -> SecondOrder:
     graph.constants = frozenset(cotangents)
     graph.gradient_only = True
     graph.sums = g.sums  # the forward's text: its sums are added as written here too
+    graph.logs = g.logs  # and its logs put back in their exps
     return SecondOrder(graph, argmaxes, cotangents)
 
 

@@ -25,6 +25,12 @@ where one of its own is present, ``given(term, k, ..)``, lowered to the python c
 reaches, by induction over the adjoints in order. A returned gradient whose seeds are not all
 cotangents is given the same way, or a missing chain is returned as its gradient. With every
 cotangent present (a Hessian-vector product), the code computes what it computed before.
+
+Forward mode is the same map the other way (:func:`gated_tangents`): the tangent map is linear
+in the inputs' tangents, and torch hands ``jvp`` None for an input that carries none (a mask, a
+constant of ``torch.func.jvp`` or ``hessian``). Read as zeros, its partial multiplied them:
+``x sqrt(y)``'s tangent along x alone was ``t_x sqrt(y) + 0 x / (2 sqrt(y))``, NaN at y = 0
+where torch's is 0 (found by probing). Its terms are given on the tangents that reach them.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from collections.abc import Mapping
 import sympy as sp
 
 from derive.functions import where
+from derive.language import Definition, View
 
 
 class given(sp.Function):  # noqa: N801  (SymPy's naming, as where's)
@@ -88,6 +95,34 @@ def gated(
         for view, (dname, _) in views.items():
             if dname == names[t]:
                 seeds[view] = own
+    return out, changed
+
+
+def gated_tangents(
+    steps: list[Definition | View], tangents: Mapping[str, int], returned: str
+) -> tuple[list[Definition | View], bool]:
+    """Forward mode's tangent ``steps`` (in forward order; ``tangents``: each input tangent's
+    name -> its position in ``present``; ``returned``: the output's tangent) with every term
+    that some input tangents alone reach given on them, as :func:`gated` does for cotangents;
+    and whether anything was given (one input tangent: never)."""
+    every = frozenset(tangents.values())
+    seeds: dict[str, frozenset[int]] = {n: frozenset({k}) for n, k in tangents.items()}
+    out: list[Definition | View] = []
+    changed = False
+    for step in steps:
+        if isinstance(step, View):
+            seeds[step.name] = seeds.get(step.source, frozenset())
+            out.append(step)
+            continue
+        own = _seeds(step.body, seeds)
+        body = _gate(step.body, seeds) if len(every) > 1 else step.body
+        if step.name == returned and own and own != every:
+            body = given(body, *sorted(own))
+        seeds[step.name] = own
+        if body != step.body:
+            changed = True
+            step = Definition(step.name, step.indices, body, step.text)
+        out.append(step)
     return out, changed
 
 

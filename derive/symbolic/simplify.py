@@ -699,9 +699,24 @@ def _cancelled(e: sp.Expr) -> sp.Expr:
     hidden = {w: sp.Symbol(f"_where{k}") for k, w in enumerate(wheres)}
     try:
         out = sp.cancel(e.xreplace(hidden))
+        num, den = (_factored(p) for p in sp.fraction(out))
     except sp.PolynomialError:
         return e
-    return out.xreplace({d: w for w, d in hidden.items()})
+    return (num / den).xreplace({d: w for w, d in hidden.items()})
+
+
+FACTORED_TERMS = 12  # a numerator or denominator factored back while it has at most this many
+
+
+def _factored(p: sp.Expr) -> sp.Expr:
+    """``p``, a polynomial :func:`sp.cancel` multiplied out, factored back where it has few
+    terms: ``x**2 - 2 x + 1`` is ``(x - 1)**2`` again. Multiplied out, it loses to cancellation
+    what the factors keep: ``x / (x - 1)``'s derivative ``-g / (x**2 - 2 x + 1)`` was 9e-5
+    off at x = 1 + 1e-6 and -inf at 1 + 1e-8 (the factor ``x - 1`` is exact there: Sterbenz),
+    ``(1 - x**2)`` over ``x**4 + 2 x**2 + 1`` overflowed at x = 1e77 (found by probing)."""
+    if not isinstance(p, sp.Add) or len(p.args) > FACTORED_TERMS:
+        return p
+    return sp.factor(p)
 
 
 def cancel_exps(expr: sp.Expr, simplify: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:

@@ -140,10 +140,6 @@ def _subscript_parts(node: ast.Subscript) -> list[ast.AST]:
     return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
 
 
-def _lower_names(text: str) -> set[str]:
-    return set(re.findall(r"\b[a-z_]\w*", text))
-
-
 class _Evaluator:
     def __init__(self, grid: _Grid) -> None:
         self.g = grid
@@ -388,7 +384,13 @@ def _definition(text: str, tensors: dict, sizes: dict, params: dict, declared: d
     lhs = ["batch" if s == _BATCH else s for s in lhs]
     tree = _Bound().visit(ast.parse(rhs.replace(_BATCH, "batch"), mode="eval"))
     known = set(tensors) | set(sizes) | set(params) | set(FUNCTIONS) | {"Sum", "Max", "where"}
-    subscripted = {w for part in re.findall(r"\[([^\[\]]*)", rhs) for w in _lower_names(part)}
+    subscripted = {  # any name in a subscript, nested ones too (``C[a[n], e]``: e an index)
+        n.id
+        for node in ast.walk(ast.parse(rhs.replace(_BATCH, "batch"), mode="eval"))
+        if isinstance(node, ast.Subscript)
+        for n in ast.walk(node.slice)
+        if isinstance(n, ast.Name)
+    }
     subscripted |= set(lhs)
     indices = [n for n in dict.fromkeys(lhs + _names(tree)) if n not in known]
     indices = [n for n in indices if n not in CONSTANTS or n in subscripted]

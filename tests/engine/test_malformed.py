@@ -4,9 +4,13 @@ where there is one, the definition; none is emitted as a broken module (issue 11
 from __future__ import annotations
 
 import pytest
+import sympy as sp
+import torch
 
 from derive import DerivationError, Op
 from derive.emit.generate import module_source
+from derive.language import parse
+from derive.verify.oracle import oracle_output
 
 X = ["x[N, M]"]
 ROWS: list[tuple[str, list, list, dict, str]] = [
@@ -444,3 +448,20 @@ def test_any_doc_is_emitted_as_itself(doc: str, tmp_path) -> None:
 def test_the_table_is_large_enough() -> None:
     assert len(ROWS) >= 60
     assert len(ROWS) + len(SIZE_ROWS) + len(FIELD_ROWS) >= 190
+
+
+def test_e_after_a_nested_subscript_is_an_index_not_eulers_number():
+    # found by probing: a pattern for the innermost brackets read C[a[n], e] without its e,
+    # so Sum over e (a dot product of two embedding rows) was refused as a Sum over 'E'
+    op = Op(
+        "rows_dot",
+        ["C[V, E]", "a[N]: int64", "b[N]: int64"],
+        ["out[n] = Sum(C[a[n], e] * C[b[n], pi] * C[b[n], e], e)"],
+    )
+    with pytest.raises(DerivationError, match="pi"):
+        parse(op)  # pi subscripts C: an index too, and then one the left side lacks
+    op = Op("rows_dot", op.inputs, ["out[n] = Sum(C[a[n], e] * C[b[n], e], e)"])
+    assert parse(op).steps[0].body.has(sp.Sum)
+    C = torch.randn(5, 3, dtype=torch.float64)
+    a, b = torch.tensor([0, 2, 4]), torch.tensor([1, 1, 3])
+    torch.testing.assert_close(oracle_output(op, {"C": C, "a": a, "b": b}), (C[a] * C[b]).sum(1))

@@ -204,3 +204,31 @@ def test_the_text_oracle_tangent_of_a_selection_is_the_selected_tangent_exactly(
     found = oracle_tangent(op, {"x": x, "y": y}, {"x": tx, "y": ty})
     want = torch.where(x <= y, tx, ty) + torch.where(x >= -y, tx, -ty)
     assert torch.equal(found, want)
+
+
+def test_a_tangent_along_some_inputs_reads_no_partial_of_the_others(tmp_path):
+    """torch hands jvp None for an input that carries no tangent (a constant of
+    torch.func.jvp or hessian); read as zeros, its partial multiplied them: x sqrt(y)'s
+    tangent along x alone was t_x sqrt(y) + 0 * inf = nan at y = 0, and so the Hessian in x
+    (found by probing). Its terms are now not read (seeds.gated_tangents)."""
+    import torch.autograd.forward_ad as fwad
+
+    op = Op("x_root_y", ["x[N]", "y[N]"], ["out[n] = x[n] * sqrt(y[n])"])
+    module = _emitted(op, tmp_path)
+    x = torch.tensor([1.0, 2.0, -3.0], dtype=torch.float64)
+    y = torch.tensor([0.0, 4.0, 0.25], dtype=torch.float64)
+    t = torch.tensor([1.0, -3.0, 0.5], dtype=torch.float64)
+    want = oracle_tangent(op, {"x": x, "y": y}, {"x": t})
+    assert torch.isfinite(want).all()
+    _, got = torch.func.jvp(lambda x: module.Function.apply(x, y), (x,), (t,))
+    _close(got, want)
+    with fwad.dual_level():
+        dual = module.Function.apply(fwad.make_dual(x, t), y)
+        _close(fwad.unpack_dual(dual).tangent, want)
+    w = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+
+    def loss(f):
+        return lambda x: (f(x) * x * w).sum()
+
+    hessian = torch.func.hessian(loss(lambda x: module.Function.apply(x, y)))(x)
+    _close(hessian, torch.func.hessian(loss(lambda x: x * y.sqrt()))(x))

@@ -1099,3 +1099,104 @@ def test_a_stepwise_second_order_reads_each_terms_complement_as_a_sigmoid(
     big_l = torch.nn.functional.softplus(-x.detach(), threshold=50)
     want = s_neg * (s_pos - s_neg / (2 * big_l)) / (2 * big_l.sqrt())
     assert torch.allclose(h, want, rtol=1e-13, atol=0)
+
+
+LOG_MASKED = {
+    "softmax_under_a_log_mask": lambda x, keep: torch.softmax(x + keep.log(), 1),
+    "log_mask_inside_the_exp": lambda x, keep, v: torch.softmax(x + keep.log(), 1) @ v,
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOG_MASKED))
+def test_a_log_mask_stays_in_its_exp_in_every_order(case: str, tmp_path: Path) -> None:
+    # found by probing: SymPy takes exp(log(keep)) = keep out of the exp, so exp(x +
+    # log(keep) - m) was keep exp(x - m): 0 * inf = nan at a masked logit of 1e4 (the forward
+    # too where the log was written inside the exp), and u * inf for a tiny u
+    module, _ = _module(case, tmp_path)
+    reference = LOG_MASKED[case]
+    x = torch.tensor([[1e4, 0.0, 1.0, 3.0], [-1e4, 2.0, 1e4, 5.0]], dtype=torch.float64)
+    keep = torch.tensor([[0.0, 1.0, 1.0, 1e-300], [1.0, 1.0, 0.0, 0.5]], dtype=torch.float64)
+    rest = (torch.randn(4, 3, dtype=torch.float64),) if case.startswith("log_mask") else ()
+    mine = lambda x: module.Function.apply(x, keep, *rest)  # noqa: E731
+    want = lambda x: reference(x, keep, *rest)  # noqa: E731
+    w = torch.randn_like(want(x))
+    assert torch.allclose(mine(x), want(x), rtol=1e-13, atol=1e-300)
+    t = torch.randn_like(x)
+    for got, expected in [
+        (
+            torch.func.grad(lambda x: (mine(x) * w).sum())(x),
+            torch.func.grad(lambda x: (want(x) * w).sum())(x),
+        ),
+        (torch.func.jvp(mine, (x,), (t,))[1], torch.func.jvp(want, (x,), (t,))[1]),
+        (
+            torch.func.hessian(lambda x: (mine(x) * w).sum())(x),
+            torch.func.hessian(lambda x: (want(x) * w).sum())(x),
+        ),
+    ]:
+        assert torch.isfinite(got).all()
+        assert torch.allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_an_exp_of_a_logged_tiny_factor_is_the_exp_of_the_sum(tmp_path: Path) -> None:
+    # exp(x + log(y)) as y exp(x) was inf at (800, 1e-300) and 0 at (-800, 1e300)
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "exp_of_a_log.py").write_text(
+        'from derive import Op\n\nOP = Op(name="exp_of_a_log", inputs=["x[N]", "y[N]"], '
+        'definitions=["out[n] = exp(x[n] + log(y[n]))"])\n'
+    )
+    module, _ = imported(tmp_path / "ops" / "exp_of_a_log.py", tmp_path)
+    x = torch.tensor([800.0, -800.0, 1.0], dtype=torch.float64).requires_grad_(True)
+    y = torch.tensor([1e-300, 1e300, 0.5], dtype=torch.float64)
+    out = module.Function.apply(x, y)
+    (dx,) = torch.autograd.grad(out.sum(), x)
+    want = torch.exp(x.detach() + y.log())
+    assert torch.allclose(out, want, rtol=1e-14, atol=0)
+    assert torch.allclose(dx, want, rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("at", [1.001, 1 + 1e-6, 1 + 1e-8, 3.0])
+def test_a_quotient_near_its_pole_keeps_its_digits(at: float, tmp_path: Path) -> None:
+    # found by probing: SymPy's cancel multiplied out (x - 1)**2 in x / (x - 1)'s derivative,
+    # -g / (x**2 - 2 x + 1): 9e-5 off at 1 + 1e-6, -inf at 1 + 1e-8; torch's is exact
+    module, _ = _module("quotients_near_their_poles", tmp_path)
+    x = torch.tensor([at, -at], dtype=torch.float64).requires_grad_(True)
+    y = torch.tensor([-(2 - at), 2 - at], dtype=torch.float64).requires_grad_(True)
+
+    def written(x, y):
+        return x / (x - 1) + (y - 1) / (y + 1) + y / (1 + y * y)
+
+    for f in (module.Function.apply, written):
+        dx, dy = torch.autograd.grad(f(x, y).sum(), (x, y), create_graph=True)
+        second = torch.autograd.grad((dx + dy).sum(), (x, y))
+        if f is written:
+            want = (dx, dy, *second)
+        else:
+            got = (dx, dy, *second)
+    for g, w in zip(got, want, strict=True):
+        assert torch.allclose(g, w, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize(
+    "body, second",
+    [
+        ("where(x[n] > 0, log(x[n]), 0)", lambda x: -1 / (x * x)),
+        ("where(x[n] > 0, sqrt(x[n]), 0)", lambda x: -0.25 * x**-1.5),
+        ("where(x[n] != 0, 1 / x[n], 0)", lambda x: 2 / x**3),
+    ],
+)
+def test_a_guarded_branch_keeps_its_guard_in_the_second_order(body, second, tmp_path) -> None:
+    # found by probing: the double backward read the first backward's saved gradient,
+    # b_dx = where(x > 0, g / x, 0), as -b_dx / x * v: 0 / 0 = nan at x = 0, where the
+    # selected branch is the constant 0 (torch's own double backward is nan there too)
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "guarded.py").write_text(
+        f'from derive import Op\n\nOP = Op(name="guarded", inputs=["x[N]"], '
+        f'definitions=["out[n] = {body}"])\n'
+    )
+    module, _ = imported(tmp_path / "ops" / "guarded.py", tmp_path)
+    x = torch.tensor([0.0, -1.0, 2.0, 1e-3], dtype=torch.float64)
+    h = torch.func.hessian(lambda x: module.Function.apply(x).sum())(x).diag()
+    selected = (x > 0) if ">" in body else (x != 0)
+    want = torch.where(selected, second(torch.where(selected, x, 1.0)), 0.0)
+    assert torch.isfinite(h).all()
+    assert torch.allclose(h, want, rtol=1e-13, atol=0)
