@@ -143,7 +143,8 @@ def jvp_data(d: Derivation) -> JvpData:
     g = d.graph
     base = JvpData("", list(g.inputs), params=[p.name for p in g.params])
     try:
-        tg, present = _given_tangents(tangent_graph(d), len(g.inputs))
+        shown = tangent_graph(d)  # the steps as math; the lowering reads them given
+        tg, present = _given_tangents(shown, len(g.inputs))
         # the data's guards are the forward's: a tangent reads a guarded pick times its mask
         tg.graph.guarded = data_guards(g)
         flat, lines, lw = _lowered(tg)
@@ -168,7 +169,7 @@ def jvp_data(d: Derivation) -> JvpData:
         check_lines=checks,
         lines=lines,
         output=output,
-        steps=list(tg.steps),
+        steps=list(shown.steps),
         helpers=helpers,
         modules=set(lw.modules),
         present=present,

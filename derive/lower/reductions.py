@@ -93,7 +93,7 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     if cx.logged and isinstance(e.function, sp.Mul):  # before a contraction takes it apart
         body = logged_exps(cx, e.function)
         if body is not e.function:
-            return cx.value(sp.Sum(body, *e.limits), order)
+            return sum_value(cx, sp.Sum(body, *e.limits), order, name)
     known = cx.recall(e)
     if known is not None:
         return cx.permuted(known, order)

@@ -33,6 +33,10 @@ KNOWN = {
     # sizes), on the engine before exps_over_their_sums too: the gathered read's adjoint, as
     # --widest 1180007's (docs/fuzzing.md, Open finds)
     "exp_over_two_exp_sums": "a degree over autograd's in the second order",
+    # its second order merges keep[c] exp(x[c] - m) keep[c1] exp(x[c1] - m) into one exp over
+    # (N, C, C) where autograd's widest is (N, C), on the engine before language/logs.py too
+    # (docs/fuzzing.md, Open finds)
+    "softmax_under_a_log_mask": "an (N, C, C) exp in the second order",
 }
 
 
