@@ -227,9 +227,9 @@ class Graph:
     # the sums the definitions' text adds as one, ``a - b`` of ``(a - b) + c`` as torch adds
     # them (derive.language.parse.written_sums): SymPy flattens them into one sum
     sums: tuple[sp.Expr, ...] = ()
-    # the u of each log(u) the text adds inside an exp, which SymPy takes out of it as a
-    # factor (derive.language.logs): the lowering computes u exp(a) as exp(a + log(u))
-    logs: tuple[sp.Expr, ...] = ()
+    # each factor u of a log the text adds inside an exp, which SymPy takes out of it, with
+    # the tensors the rest of that exp reads (derive.language.logs): the lowering puts it back
+    logs: tuple[tuple[sp.Expr, frozenset[str]], ...] = ()
 
     def base(self, name: str) -> sp.IndexedBase:
         return self.tensors[name].base

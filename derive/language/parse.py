@@ -41,7 +41,7 @@ from derive.language.graph import (
     name_problem,
     tensor_reads,
 )
-from derive.language.logs import exp_logs
+from derive.language.logs import Logged, exp_logs
 from derive.language.logsumexp import shifted_logsumexps
 from derive.language.ranges import (
     kept_nested,
@@ -481,18 +481,17 @@ def written_sums(text: str, ns: dict[str, object]) -> list[sp.Expr]:
     return sums
 
 
-def _exp_logs(text: str, ns: dict[str, object], g: Graph) -> list[sp.Expr]:
-    """:func:`derive.language.logs.exp_logs` of a definition's text: the u of each log(u) it
-    adds inside an exp, which SymPy takes out of the exp as a factor."""
+def _exp_logs(text: str, ns: dict[str, object], g: Graph) -> list[Logged]:
+    """:func:`derive.language.logs.exp_logs` of a definition's text: the factors of each
+    log it adds inside an exp, which SymPy takes out of the exp, read as SymPy first reads
+    them (before any rule: ``log(sigmoid(z))`` is taken out before it is a softplus)."""
     m = _DEF.match(text)
     if not m:
         return []
     lhs = f"[{m.group(2)}]" if m.group(2) else ""
     rhs = relations_as_calls(m.group(3).replace("...", "batch"))
     definitions = {s.name: s for s in g.steps if isinstance(s, Definition)}
-    return exp_logs(
-        rhs, lambda part: rewrite(_parse_rhs(part, ns, lhs), DEFINITION_RULES), definitions
-    )
+    return exp_logs(rhs, lambda part: _parse_rhs(part, ns, lhs), definitions)
 
 
 def _named(dim: sp.Expr, g: Graph) -> sp.Expr:
@@ -646,7 +645,7 @@ def parse(op: Op) -> Graph:
         g.ranges = parse_ranges(op.ranges, sizes)
         constants: dict[str, Definition] = {}  # definitions that read no tensor (constants)
         sums: list[sp.Expr] = []
-        logs: list[sp.Expr] = []
+        logs: list[Logged] = []
         for k, text in enumerate(op.definitions):
             current = text
             ns = _namespace(g.tensors, sizes, g.params, g.ranges)

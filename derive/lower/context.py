@@ -151,9 +151,10 @@ class Context:
     maxima: dict[str, frozenset[str]] = field(default_factory=dict)  # each with what it reads
     # the sums the op's text adds as one (Graph.sums): a sum holding one adds its terms first
     sums: tuple[sp.Expr, ...] = ()
-    # the u of each log(u) the text adds inside an exp (Graph.logs), under canonical index
-    # names: SymPy's ``u exp(a)`` is computed as the text's ``exp(a + log(u))``
-    logged: frozenset[sp.Expr] = frozenset()
+    # each factor u of a log the text adds inside an exp (Graph.logs), under canonical index
+    # names, with the tensors that exp reads besides: SymPy's ``u exp(a)`` is computed as the
+    # text's ``exp(a + log(u))`` (derive.lower.logged)
+    logged: dict[sp.Expr, list[frozenset[str]]] = field(default_factory=dict)
     shifted: set[str] = field(default_factory=set)
     # the tensors the forward defines as a function that overflows (exp, cosh: grows_fast)
     overflowing: set[str] = field(default_factory=set)

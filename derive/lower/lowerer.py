@@ -87,7 +87,7 @@ class Lowerer:
         params: Mapping[str, float] | None = None,
         steps: list | None = None,
         sums: tuple[sp.Expr, ...] = (),
-        logs: tuple[sp.Expr, ...] = (),
+        logs: tuple[tuple[sp.Expr, frozenset[str]], ...] = (),
     ) -> None:
         self.context = Context(
             op, known, sizes, lower, set(scalars or ()), device_of, set(guarded or ())
@@ -101,7 +101,8 @@ class Lowerer:
         self.context.shifted.update(shifted)
         self.context.overflowing.update(overflowing(steps or []))
         self.context.sums = written_order(sums)
-        self.context.logged = frozenset(logged_key(u) for u in logs)
+        for u, reads in logs:
+            self.context.logged.setdefault(logged_key(u), []).append(reads)
         self._params = frozenset(params or ())  # python numbers a caller sets (see scalars)
         # an int param (a stride) is never inf: only float ones may make a product non-finite
         self.context.params = frozenset(

@@ -90,13 +90,15 @@ def _out_of_gate(f: sp.Expr, bound: set) -> tuple[list, sp.Expr]:
 def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
     if (whole := counted(e)) is not e:
         return cx.value(whole, order)
-    if cx.logged and isinstance(e.function, sp.Mul):  # before a contraction takes it apart
-        body = logged_exps(cx, e.function)
-        if body is not e.function:
-            return sum_value(cx, sp.Sum(body, *e.limits), order, name)
     known = cx.recall(e)
     if known is not None:
         return cx.permuted(known, order)
+    written = e  # remembered as written: an assignment reads it back so
+    if cx.logged and isinstance(e.function, sp.Mul):  # before a contraction takes it apart
+        body = e.function
+        while isinstance(body, sp.Mul) and (taken := logged_exps(cx, body)) is not body:
+            body = taken
+        e = sp.Sum(body, *e.limits) if body is not e.function else e
     bound = [lim[0] for lim in e.limits]
     cx.learn_limits(e.limits)
     inner = natural_order(e.function, order)
@@ -122,9 +124,9 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
             value = cx.value(split, order_in)
         else:
             value = _summed(cx, selected.function, bound, inner, selected)
-    name = name or cx.fresh("sum_" + stem(e))
+    name = name or cx.fresh("sum_" + stem(written))
     cx.emit(ir.Assign((name,), value))
-    cx.remember(e, ir.Ref(name, axes=value.axes))
+    cx.remember(written, ir.Ref(name, axes=value.axes))
     return cx.permuted(ir.Ref(name, axes=value.axes), order)
 
 

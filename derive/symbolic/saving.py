@@ -55,7 +55,9 @@ def lift_saved_calls(g: Graph) -> Graph:
         return g
     tensors, steps = dict(g.tensors), []
     chained = {s.name for s in g.steps if isinstance(s, Definition) and not is_reduction(s.body)}
-    logged = frozenset(logged_key(u) for u in g.logs)
+    logged: dict[sp.Expr, list[frozenset[str]]] = {}
+    for u, reads in g.logs:
+        logged.setdefault(logged_key(u), []).append(reads)
     for step in g.steps:
         if isinstance(step, Definition):
             steps.extend(_lifted(step, tensors, set(g.sizes), chained, logged))
@@ -71,7 +73,7 @@ def _lifted(
     tensors: dict[str, Tensor],
     sizes: set,
     chained: set[str],
-    logged: frozenset[sp.Expr] = frozenset(),
+    logged: dict | None = None,
 ) -> list[Definition]:
     lifted: list[Definition] = []
     # ranges of the indices a lifted call may read only through an affine subscript (t of
@@ -88,15 +90,18 @@ def _lifted(
         guards = (None,) * len(e.args)
         if isinstance(e, where):  # the condition reads the data itself, as it is
             guards = (None, *guard_of(e.args[0]))
-        # an exp beside a factor the text logged in it stays there: the lowering takes the
-        # factor back in, exp(a + log(u)) (derive.language.logs), which a name would hide
-        taken = isinstance(e, sp.Mul) and bool(logged_factors(e, logged))
+        # an exp beside a factor the text logged in it stays there, and so does the factor
+        # (sigmoid(z) of exp(x + log(sigmoid(z)))): the lowering takes the factor back in,
+        # exp(a + log(u)) (derive.language.logs), which a name for either would hide
+        exps = [f for f in e.args if isinstance(f, sp.exp)] if isinstance(e, sp.Mul) else []
+        taken = {f for f, _ in logged_factors(e, logged or {}, None)} if exps else set()
+        kept = set(exps) | taken if taken else set()  # neither hidden behind a name
         args = tuple(
             lift(
                 a,
                 False,
                 guarded | {guard[0]} if guard is not None else guarded,
-                taken and isinstance(a, sp.exp),
+                a in kept,
             )
             for a, guard in zip(e.args, guards, strict=True)
         )

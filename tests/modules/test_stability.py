@@ -1200,3 +1200,86 @@ def test_a_guarded_branch_keeps_its_guard_in_the_second_order(body, second, tmp_
     want = torch.where(selected, second(torch.where(selected, x, 1.0)), 0.0)
     assert torch.isfinite(h).all()
     assert torch.allclose(h, want, rtol=1e-13, atol=0)
+
+
+F64 = torch.float64
+_X8 = torch.tensor([[800.0, 1.0, 2.0, 700.0], [-5.0, 0.5, 3.0, 10.0]], dtype=F64)
+
+
+def _safe_log(k: torch.Tensor) -> torch.Tensor:
+    return torch.where(k > 0, k, 1.0).log()
+
+
+@pytest.mark.parametrize(
+    "inputs, definitions, draw, reference",
+    [
+        (  # the guard is SymPy's to merge: both branches are k exp(x) to it
+            ["x[N, C]", "k[N, C]"],
+            ["out[n, c] = where(k[n, c] > 0, exp(x[n, c] + log(k[n, c])), k[n, c] * exp(x[n, c]))"],
+            lambda: [torch.randn(3, 4, dtype=F64), torch.randn(3, 4, dtype=F64)],
+            lambda x, k: torch.where(k > 0, torch.exp(x + _safe_log(k)), k * torch.exp(x)),
+        ),
+        (  # k logged under a guard, and multiplied by another exp where it is negative
+            ["x[N, C]", "y[N, C]", "k[N, C]"],
+            [
+                "out[n, c] = where(k[n, c] > 0, exp(x[n, c] + log(k[n, c])), 0) "
+                "+ k[n, c] * exp(y[n, c])"
+            ],
+            lambda: [torch.randn(3, 4, dtype=F64) for _ in range(3)],
+            lambda x, y, k: torch.where(k > 0, torch.exp(x + _safe_log(k)), 0) + k * torch.exp(y),
+        ),
+        (  # a definition that is only the log
+            ["x[N, C]", "keep[N, C]"],
+            [
+                "s[n, c] = log(keep[n, c])",
+                "m[n] = Max(x[n, c] + s[n, c], c)",
+                "p[n, c] = exp(x[n, c] + s[n, c] - m[n]) / Sum(exp(x[n, k] + s[n, k] - m[n]), k)",
+            ],
+            lambda: [
+                torch.tensor([[1e4, 0.0, 1.0, 3.0], [-1e4, 2.0, 1e4, 5.0]], dtype=F64),
+                torch.tensor([[0.0, 1.0, 1.0, 1e-300], [1.0, 1.0, 0.0, 0.5]], dtype=F64),
+            ],
+            lambda x, keep: torch.softmax(x + keep.log(), 1),
+        ),
+        (  # the log of a product: SymPy takes out u v, a factor at a time here
+            ["x[N, C]", "u[N, C]", "v[N, C]"],
+            ["out[n, c] = exp(x[n, c] + log(u[n, c] * v[n, c]))"],
+            lambda: [
+                _X8,
+                torch.tensor([[0.0, 1.0, 2.0, 0.5], [1.0, 2.0, 0.0, 3.0]], dtype=F64),
+                torch.tensor([[1.0, 0.0, 3.0, 1e-300], [0.5, 1.0, 1.0, 2.0]], dtype=F64),
+            ],
+            lambda x, u, v: torch.exp(x + torch.log(u * v)),
+        ),
+        (  # the log of a call the saving would lift into a name of its own
+            ["x[N, C]", "z[N, C]"],
+            ["out[n, c] = exp(x[n, c] + log(sigmoid(z[n, c])))"],
+            lambda: [_X8, torch.tensor([[-800.0, 0.0, 3.0, -30.0], [1.0, -2.0, 5.0, 0.0]])],
+            lambda x, z: torch.exp(x + torch.nn.functional.logsigmoid(z)),
+        ),
+    ],
+)
+def test_a_logged_factor_goes_back_in_its_exp_with_its_sign(
+    inputs, definitions, draw, reference, tmp_path: Path
+) -> None:
+    # found probing the log rule: a factor logged under a guard, or in a branch SymPy merged,
+    # is negative where the other branch is taken, and exp(a + log(k)) was NaN there; and
+    # three forms the rule first missed (NaN at a masked logit; inf at exp(800) times 0)
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "logged.py").write_text(
+        f"from derive import Op\n\nOP = Op(name='logged', inputs={inputs!r}, "
+        f"definitions={definitions!r})\n"
+    )
+    module, _ = imported(tmp_path / "ops" / "logged.py", tmp_path)
+    torch.manual_seed(0)
+    args = [t.double() for t in draw()]
+    leaves = [t.clone().requires_grad_(True) for t in args]
+    out = module.Function.apply(*leaves)
+    w = torch.randn_like(out)
+    (grad,) = torch.autograd.grad((out * w).sum(), leaves[:1])
+    refs = [t.clone().requires_grad_(True) for t in args]
+    want = reference(*refs)
+    (wanted,) = torch.autograd.grad((want * w).sum(), refs[:1])
+    assert torch.isfinite(out).all() and torch.isfinite(grad).all()
+    assert torch.allclose(out, want, rtol=1e-12, atol=1e-300)
+    assert torch.allclose(grad, wanted, rtol=1e-12, atol=1e-300)
