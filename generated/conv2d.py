@@ -674,10 +674,13 @@ def _unviewed(t):
     # a view a node made handed on as a tensor of its own: part of a larger storage copied (a
     # narrow), a whole view detached (out = outg.reshape(..)); autograd refuses an in-place
     # change (y.relu_(), a dropout in place) to a view a node made, where torch's own outputs
-    # take it (found by probing)
+    # take it (found by probing). Copied when compiled under a torch.func transform: dynamo
+    # differentiates the node's traced forward there, and a detach cut every gradient to 0
+    # (torch.compile(torch.func.grad(f)) of softmax, layernorm, conv2d, ..: found by probing)
     if t._base is None:
         return t
-    return t.clone() if t._base.numel() != t.numel() else t.detach()
+    traced = torch.compiler.is_compiling() and torch._C._are_functorch_transforms_active()
+    return t.detach() if t._base.numel() == t.numel() and not traced else t.clone()
 
 
 def _distinct(grad_out, grads):
