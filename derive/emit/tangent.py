@@ -27,6 +27,7 @@ from derive.emit.checks import (
     live_bindings,
     output_expr,
 )
+from derive.emit.double import _tuple
 from derive.emit.statements import names_read
 from derive.errors import DerivationError, EngineBug
 from derive.ir.printer import called_helpers
@@ -69,8 +70,7 @@ class JvpData:
         tangents = [f"_tangent({k}, {self.inputs[k]}, tangents)" for k in self.tangents]
         params = [f"{p}=ctx.params[{k}]" for k, p in enumerate(self.params)]
         given = [f"tangents[{k}] is not None" for k in self.tangents]
-        present = [f"present=({', '.join(given)}{',' if len(given) == 1 else ''})"]
-        present = present if self.present else []
+        present = [f"present={_tuple(given)}"] if self.present else []
         return ", ".join([*self.inputs, *tangents, *params, *present])
 
 
@@ -158,7 +158,7 @@ def jvp_data(d: Derivation) -> JvpData:
     checks = live_bindings(checks, lines + [output])
     params = [f"{p.name}={v!r}" for p, v in g.params.items()]
     n = len(tg.graph.inputs) - len(g.inputs)
-    params += [f"present={_flags(n)}"] if present else []
+    params += [f"present={_tuple(['True'] * n)}"] if present else []
     signature = ", ".join(tg.graph.inputs) + (", *, " + ", ".join(params) if params else "")
     helpers = {f for line in checks for f in names_read(line) if f.startswith("_check_")}
     helpers |= called_helpers(lines)
@@ -174,10 +174,6 @@ def jvp_data(d: Derivation) -> JvpData:
         modules=set(lw.modules),
         present=present,
     )
-
-
-def _flags(n: int) -> str:
-    return f"({', '.join(['True'] * n)}{',' if n == 1 else ''})"
 
 
 def _given_tangents(tg: Tangents, n_inputs: int) -> tuple[Tangents, bool]:
