@@ -120,7 +120,10 @@ class Number(Node):
     value: sp.Expr
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "value", sp.sympify(self.value))  # Number(1) is SymPy's 1
+        value = sp.sympify(self.value)  # Number(1) is SymPy's 1
+        if value.has(sp.Sum, sp.Product):  # a count over numeric bounds: Sum(1, (n, 0, 2)) is 3
+            value = value.doit()
+        object.__setattr__(self, "value", value)
 
     @property
     def scalar(self) -> bool:
