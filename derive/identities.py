@@ -235,12 +235,25 @@ def exp_ratios(expr: sp.Expr) -> sp.Expr:
     return expr.replace(lambda e: isinstance(e, sp.Mul), _exp_ratio)
 
 
-def _exp_ratio(e: sp.Mul) -> sp.Expr:
+def _exp_ratio(e: sp.Expr) -> sp.Expr:
+    """Every ``exp(a) / B`` of ``e`` as a sigmoid, one at a time until none is left: what one
+    leaves may be another, ``exp(x) exp(y) / B**2`` is the sigmoid of x times ``exp(y) / B``,
+    the sigmoid of y (taken once, that ``exp(y) / B`` was NaN at y = 800 and the Hessian of
+    ``2 exp(x) / (2 exp(x) + 3 exp(y))`` 3x off at x = y = 400; found by probing)."""
+    while isinstance(e, sp.Mul):
+        taken = _one_exp_ratio(e)
+        if taken is e:
+            break
+        e = taken
+    return e
+
+
+def _one_exp_ratio(e: sp.Mul) -> sp.Expr:
     """One ``exp(a) / B`` of ``e`` as a sigmoid (see :func:`exp_ratios`); also a power,
     ``exp(k a + c) / B**n`` (k <= n whole) as ``(exp(a) / B)**k exp(c) / B**(n - k)``: SymPy
     merges the exps of a square, and ``exp(2 x) / B**2`` of a derivative underflowed to 0 at
     x = y = -400 where the sigmoid squared is 1/4 (``exp(x) / (exp(x) + exp(y))``'s gradient
-    was 1/2 there; found by probing)."""
+    was 1/2 there; found by probing). ``e`` itself where there is none."""
     factors = list(sp.Mul.make_args(e))
     for k, f in enumerate(factors):
         if not (isinstance(f, sp.Pow) and f.exp.is_Integer and f.exp < 0):

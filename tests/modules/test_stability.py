@@ -1283,3 +1283,31 @@ def test_a_logged_factor_goes_back_in_its_exp_with_its_sign(
     assert torch.isfinite(out).all() and torch.isfinite(grad).all()
     assert torch.allclose(out, want, rtol=1e-12, atol=1e-300)
     assert torch.allclose(grad, wanted, rtol=1e-12, atol=1e-300)
+
+
+def test_every_exp_ratio_of_a_product_is_read_as_a_sigmoid(tmp_path: Path) -> None:
+    # found by probing: exp(x) exp(y) / B**2 took one sigmoid and left exp(y) / B, NaN at
+    # y = 800 (the forward 0) and the Hessian in y 3x off at x = y = 400 (0.144 for 0.048)
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "weighted_pair.py").write_text(
+        'from derive import Op\n\nOP = Op(name="weighted_pair", inputs=["x[N]", "y[N]"], '
+        'definitions=["out = Sum(2*exp(x[n]) / (2*exp(x[n]) + 3*exp(y[n])), n)"])\n'
+    )
+    module, _ = imported(tmp_path / "ops" / "weighted_pair.py", tmp_path)
+    at = [(0.0, 800.0), (400.0, 400.0), (-800.0, 0.0), (1.0, -2.0), (30.0, 0.0)]
+    x = torch.tensor([a for a, _ in at], dtype=torch.float64).requires_grad_(True)
+    y = torch.tensor([b for _, b in at], dtype=torch.float64).requires_grad_(True)
+
+    out = module.Function.apply(x, y)
+    dx, dy = torch.autograd.grad(out, (x, y), create_graph=True)
+    hx = torch.autograd.grad(dx.sum(), (x, y), retain_graph=True)
+    hy = torch.autograd.grad(dy.sum(), (x, y))
+    # the same function is sigmoid(u), u = x - y + log(2/3): s' = s(u) s(-u), exact for any u,
+    # and s'' = s' (s(-u) - s(u)); 1 - s beside s stays (GRAD_ATOL: 3e-17 off at u = 30)
+    u = x.detach() - y.detach() + math.log(2 / 3)
+    first = torch.sigmoid(u) * torch.sigmoid(-u)
+    second = first * (torch.sigmoid(-u) - torch.sigmoid(u))
+    want = (first, -first, second, -second, -second, second)
+    for got, w in zip((dx, dy, *hx, *hy), want, strict=True):
+        assert torch.isfinite(got).all()
+        assert torch.allclose(got, w, rtol=1e-12, atol=GRAD_ATOL)
