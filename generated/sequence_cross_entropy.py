@@ -11,10 +11,10 @@ Forward, as defined (element-wise, SymPy index notation):
     counts_sum[b, t] = Sum(counts[b, t, v], v)
     probs[b, t, v] = counts[b, t, v] / counts_sum[b, t]
     logprobs[b, t, v] = log(probs[b, t, v])
-    loss = -Sum(where(targets[b, t] >= 0, logprobs[b, t, targets[b, t]], 0), b, t) / Sum(where(targets[b, t] >= 0, 1, 0), b, t)
+    loss = -Sum(where(targets[b, t] != -1, logprobs[b, t, targets[b, t]], 0), b, t) / Sum(where(targets[b, t] != -1, 1, 0), b, t)
 
 Backward, derived and simplified by backgen:
-    dlogits[b, t, v] = grad_out*(-KroneckerDelta(v, targets[b, t])/Sum(where(targets[b1, t1] >= 0, 1, 0), (b1, 0, B - 1), (t1, 0, T - 1)) + probs[b, t, v]/Sum(where(targets[b1, t1] >= 0, 1, 0), (b1, 0, B - 1), (t1, 0, T - 1)))*where(targets[b, t] >= 0, 1, 0)
+    dlogits[b, t, v] = grad_out*(-KroneckerDelta(v, targets[b, t])/Sum(where(Ne(targets[b1, t1], -1), 1, 0), (b1, 0, B - 1), (t1, 0, T - 1)) + probs[b, t, v]/Sum(where(Ne(targets[b1, t1], -1), 1, 0), (b1, 0, B - 1), (t1, 0, T - 1)))*where(Ne(targets[b, t], -1), 1, 0)
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
@@ -25,7 +25,7 @@ Tangents (forward mode), derived by backgen from the forward, in _jvp:
     t_counts[b, t, v] = counts[b, t, v]*t_norm_logits[b, t, v]
     t_counts_sum[b, t] = Sum(t_counts[b, t, v], (v, 0, V - 1))
     t_logprobs[b, t, v] = t_norm_logits[b, t, v] - t_counts_sum[b, t]/counts_sum[b, t]
-    t_loss = -Sum(where(targets[b, t] >= 0, 1, 0)*t_logprobs[b, t, targets[b, t]], (b, 0, B - 1), (t, 0, T - 1))/Sum(where(targets[b, t] >= 0, 1, 0), (b, 0, B - 1), (t, 0, T - 1))
+    t_loss = -Sum(where(Ne(targets[b, t], -1), 1, 0)*t_logprobs[b, t, targets[b, t]], (b, 0, B - 1), (t, 0, T - 1))/Sum(where(Ne(targets[b, t], -1), 1, 0), (b, 0, B - 1), (t, 0, T - 1))
 """
 
 import contextlib
@@ -179,11 +179,11 @@ def forward(logits, targets):
     _check_size("targets", 1, targets.shape[1], "T", T)
     _check_like("targets", targets, "logits", logits, False)
     _check_positive("V", V, "a Max runs over it")
-    _check_range("targets", targets, "V", V, before=True, guarded=True)
+    _check_range("targets", targets, "V", V, ignored=(-1,))
     try:
         probs = torch.softmax(logits, 2)
         logprobs = torch.log_softmax(logits, 2)
-        shared_targets = targets >= 0
+        shared_targets = targets != -1
         sum_targets = (shared_targets.to(logits.dtype)).sum((0, 1))
         sum_logprobs_targets_targets_index = torch.where(
             shared_targets, logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
@@ -193,7 +193,7 @@ def forward(logits, targets):
         loss = -sum_logprobs_targets_targets_index / sum_targets
         del sum_targets, sum_logprobs_targets_targets_index
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
-        _check_range("targets", targets, "V", V, guarded=True)
+        _check_range("targets", targets, "V", V, ignored=(-1,))
         raise
     return loss, (targets, probs, (loss.shape, loss.dtype, loss.device))
 
@@ -202,7 +202,7 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     targets, probs, _like = saved
     _check_grad_out(grad_out, _like)
-    shared_targets = targets >= 0
+    shared_targets = targets != -1
     where_targets = shared_targets.to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
     del where_targets
@@ -237,7 +237,7 @@ def _double_forward(logits, targets, grad_y, v_logits):
     _check_like("grad_y", grad_y, "logits", logits, True)
     _check_like("v_logits", v_logits, "logits", logits, True)
     _check_positive("V", V, "a Max runs over it")
-    _check_range("targets", targets, "V", V, before=True, guarded=True)
+    _check_range("targets", targets, "V", V, ignored=(-1,))
     try:
         logit_maxes, logit_maxes_argmax = logits.max(2)
         norm_logits = logits - logit_maxes[:, :, None]
@@ -247,7 +247,7 @@ def _double_forward(logits, targets, grad_y, v_logits):
         counts_sum = counts.sum(2)
         probs = torch.reciprocal(counts_sum)[:, :, None] * counts
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
-        _check_range("targets", targets, "V", V, guarded=True)
+        _check_range("targets", targets, "V", V, ignored=(-1,))
         raise
     _returned = grad_y.new_ones(())
     return _returned, (
@@ -270,7 +270,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
     targets, counts, counts_sum, probs, grad_y, v_logits, logit_maxes_argmax, _like = saved
     _check_grad_out(grad_out, _like)
     db_dlogits = v_logits
-    shared_targets = targets >= 0
+    shared_targets = targets != -1
     where_targets = shared_targets.to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
     if needs[0]:
@@ -329,7 +329,7 @@ def _jvp(logits, targets, t_logits):
     _check_like("targets", targets, "logits", logits, False)
     _check_like("t_logits", t_logits, "logits", logits, True)
     _check_positive("V", V, "a Max runs over it")
-    _check_range("targets", targets, "V", V, before=True, guarded=True)
+    _check_range("targets", targets, "V", V, ignored=(-1,))
     logit_maxes, logit_maxes_argmax = logits.max(2)
     norm_logits = logits - logit_maxes[:, :, None]
     counts = torch.exp(norm_logits)
@@ -339,7 +339,7 @@ def _jvp(logits, targets, t_logits):
     t_counts = counts * t_norm_logits
     t_counts_sum = t_counts.sum(2)
     t_logprobs = t_norm_logits - (t_counts_sum / counts_sum)[:, :, None]
-    shared_targets = targets >= 0
+    shared_targets = targets != -1
     where_targets = shared_targets.to(logits.dtype)
     sum_targets = where_targets.sum((0, 1))
     sum_t_logprobs_targets_targets_index = torch.where(

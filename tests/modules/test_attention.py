@@ -153,6 +153,25 @@ def test_sequence_cross_entropy_refuses_a_target_past_the_vocabulary() -> None:
     from generated import sequence_cross_entropy as sce
 
     with pytest.raises(
-        IndexError, match=r"^sequence_cross_entropy: targets has values in \[-1, 4\]"
+        IndexError, match=r"^sequence_cross_entropy: targets has values in \[4, 4\].*-1 is ignored"
     ):
         sce.forward(torch.randn(1, 2, 4, dtype=DT), torch.tensor([[-1, 4]]))
+
+
+def test_sequence_cross_entropy_ignores_minus_one_alone_as_its_ignore_index() -> None:
+    # found by probing: written ``targets >= 0``, every negative target was ignored where
+    # F.cross_entropy(..., ignore_index=-1), which the op's doc names, refuses -5 and -100
+    from generated import sequence_cross_entropy as sce
+
+    logits, targets = torch.randn(2, 3, 4, dtype=DT), torch.tensor([[-1, 2, 0], [3, -1, 1]])
+    loss, _ = sce.forward(logits, targets)
+    want = torch.nn.functional.cross_entropy(logits.view(-1, 4), targets.view(-1), ignore_index=-1)
+    assert torch.allclose(loss, want, rtol=1e-12, atol=0)
+    for bad in (-5, -100):
+        targets[0, 1] = bad
+        with pytest.raises(IndexError):
+            torch.nn.functional.cross_entropy(logits.view(-1, 4), targets.view(-1), ignore_index=-1)
+        with pytest.raises(
+            IndexError, match=rf"^sequence_cross_entropy: targets has values in \[{bad}, "
+        ):
+            sce.forward(logits, targets)
