@@ -32,7 +32,41 @@ RELATIONS = {
     ast.Gt: ("_rel_gt", sp.Gt),
     ast.GtE: ("_rel_ge", sp.Ge),
 }
-NAMESPACE = {name: build for name, build in RELATIONS.values()}
+_SPELLED = {sp.Eq: "==", sp.Ne: "!=", sp.Lt: "<", sp.Le: "<=", sp.Gt: ">", sp.Ge: ">="}
+
+
+def _deciding(build: type) -> object:
+    """``build``, refusing a comparison with inf that SymPy decides only because it takes the
+    other side finite: inputs are finite reals to the engine, so ``x[n] > -inf`` is True and
+    ``where(x[n] > -inf, x[n], 0)`` was read as ``x[n]``, where the text meant to catch an
+    inf (found by probing). A definition that may hold -inf (``where(c, s, -inf)``) is an
+    extended real, and its comparisons stay; so do those true of infinities too (``v <= inf``)."""
+
+    def relation(a: object, b: object) -> sp.Basic:
+        r = build(a, b)
+        if not isinstance(r, sp.logic.boolalg.BooleanAtom):
+            return r
+        left, right = sp.sympify(a), sp.sympify(b)
+        for k, (inf, other) in enumerate(((left, right), (right, left))):
+            if inf not in (sp.oo, -sp.oo) or other.is_number:
+                continue
+            extended = sp.Dummy("v", extended_real=True)
+            if build(*((inf, extended) if k == 0 else (extended, inf))) == r:
+                continue  # true (or false) of every extended real: inf too
+            spelled = {sp.oo: sp.Symbol("inf"), -sp.oo: -sp.Symbol("inf")}
+            left, right = left.xreplace(spelled), right.xreplace(spelled)
+            raise LangError(
+                f"'{left} {_SPELLED[build]} {right}' compares with inf a value the engine takes "
+                f"as finite (inputs are finite reals: SymPy decides it {r}), so it cannot catch "
+                "a caller's inf; compare with a finite bound, or write the inf as a where() "
+                "branch"
+            )
+        return r
+
+    return relation
+
+
+NAMESPACE = {name: _deciding(build) for name, build in RELATIONS.values()}
 
 
 class _Relations(ast.NodeTransformer):

@@ -136,6 +136,12 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     # SymPy evaluates cos(inf) to AccumBounds(-1, 1): the inf is gone, the error must not be
     ("a function of inf", X, ["out[n, m] = cos(inf) * x[n, m]"], {}, "inf may only be a branch"),
     ("exp of a masked -inf", X, ["out[n, m] = exp(where(m <= n, x[n, m], -inf) * inf)"], {}, "inf"),
+    # probing: SymPy takes an input finite and decided these, where(x > -inf, x, 0) read as x
+    ("an input above -inf", X, ["out[n, m] = where(x[n, m] > -inf, x[n, m], 0)"], {}, "decides"),
+    ("an input below inf", X, ["out[n, m] = where(inf > x[n, m], x[n, m], 0)"], {}, "'inf > x"),
+    ("a finite test", X, ["out[n, m] = where(abs(x[n, m]) < inf, x[n, m], 0)"], {}, "< inf'"),
+    ("an input equal to inf", X, ["out[n, m] = where(x[n, m] == inf, 0, x[n, m])"], {}, "False"),
+    ("an input not -inf", X, ["out[n, m] = where(x[n, m] != -inf, x[n, m], 0)"], {}, "!= -inf"),
     (
         "a comparison as a value",
         X,
