@@ -142,6 +142,7 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("a finite test", X, ["out[n, m] = where(abs(x[n, m]) < inf, x[n, m], 0)"], {}, "< inf'"),
     ("an input equal to inf", X, ["out[n, m] = where(x[n, m] == inf, 0, x[n, m])"], {}, "False"),
     ("an input not -inf", X, ["out[n, m] = where(x[n, m] != -inf, x[n, m], 0)"], {}, "!= -inf"),
+    ("a NaN test", X, ["out[n, m] = where(x[n, m] != x[n, m], 0, x[n, m])"], {}, "with itself"),
     (
         "a comparison as a value",
         X,
