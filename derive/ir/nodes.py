@@ -113,6 +113,26 @@ class Ref(Node):
     scalar: bool = False
 
 
+EXACT_TERMS = 1000  # a numeric Sum of up to this many terms is added exactly
+
+
+def _evaluated(value: sp.Expr) -> sp.Expr:
+    """A number that holds a Sum or Product over numeric bounds, as its value: a count over
+    literal axes, ``Sum(1, (n, 0, 2))`` (fuzz 1501090: left a Sum, the printer's float() of
+    it failed), exactly where it has few terms, else to 30 digits (SymPy adds 200,000
+    rationals term by term for minutes, and their sum has thousands of digits)."""
+    if not value.has(sp.Sum, sp.Product):
+        return value
+    terms = 1
+    for node in value.atoms(sp.Sum, sp.Product):
+        for _, lo, hi in node.limits:
+            terms *= max(int(hi - lo + 1), 0)
+    if terms <= EXACT_TERMS:
+        return value.doit()
+    approx = value.evalf(30)
+    return value.doit() if approx.has(sp.Sum, sp.Product) else approx
+
+
 @dataclass(frozen=True)
 class Number(Node):
     """A python number (SymPy's value, printed once: ``2``, ``1 / 3``, ``0.7978845608028654``)."""
@@ -120,10 +140,7 @@ class Number(Node):
     value: sp.Expr
 
     def __post_init__(self) -> None:
-        value = sp.sympify(self.value)  # Number(1) is SymPy's 1
-        if value.has(sp.Sum, sp.Product):  # a count over numeric bounds: Sum(1, (n, 0, 2)) is 3
-            value = value.doit()
-        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "value", _evaluated(sp.sympify(self.value)))  # 1 is SymPy's 1
 
     @property
     def scalar(self) -> bool:

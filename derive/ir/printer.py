@@ -66,8 +66,10 @@ def number(x: sp.Expr) -> str:
         return str(int(x))
     if x.is_Integer:  # 10**30 (1e30 as written) as a float: torch refuses an int past int64
         return repr(float(x))
-    if x.is_Rational:
+    if x.is_Rational and max(abs(x.p), x.q) < 2**53:
         return f"{x.p} / {x.q}"
+    if x.is_Rational:  # past int64 as a tensor's operand (a sum of 64 rationals): one rounding
+        return repr(x.p / x.q)
     return repr(float(x))
 
 

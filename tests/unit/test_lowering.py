@@ -956,3 +956,27 @@ def test_a_form_that_negates_its_argument_reads_it_negated() -> None:
     lines = _lines(["x[N]", "y[N]"], ["out[n] = softplus(-x[n]) + softplus(x[n] - y[n])"])
     text = "\n".join(lines)
     assert "logsigmoid(x)" in text and "logsigmoid(y - x)" in text and "-(-" not in text
+
+
+@pytest.mark.parametrize("terms", [3, 64, 200_000])
+def test_a_numeric_sum_is_printed_as_its_number(terms: int, tmp_path) -> None:
+    # fuzz 1501090: a count over literal axes reached the printer as a Sum; evaluated exactly,
+    # the 64 rationals of a harmonic sum printed an int past int64 beside a tensor, and
+    # 200,000 of them took SymPy minutes (found by probing)
+    import torch
+
+    from tests.modules.emitted import imported
+
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "harmonic.py").write_text(
+        'from derive import Op\n\nOP = Op(name="harmonic", '
+        f'inputs=["x[A, {terms}]"], '
+        'definitions=["h[a] = Sum((x[a, k] - x[a, 0]) / (k + 1), k)"])\n'
+    )
+    module, _ = imported(tmp_path / "ops" / "harmonic.py", tmp_path)
+    x = torch.randn(2, terms, dtype=torch.float64, requires_grad=True)
+    (got,) = torch.autograd.grad(module.Function.apply(x).sum(), x)
+    want = 1 / torch.arange(1, terms + 1, dtype=torch.float64).expand(2, terms).clone()
+    want[:, 0] -= want[0].sum()
+    torch.testing.assert_close(got, want, rtol=1e-13, atol=0)
+    assert ir.Number(sp.Sum(1, (sp.Symbol("n"), 0, 2), (sp.Symbol("m"), 0, 2))).value == 9
