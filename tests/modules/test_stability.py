@@ -1311,3 +1311,20 @@ def test_every_exp_ratio_of_a_product_is_read_as_a_sigmoid(tmp_path: Path) -> No
     for got, w in zip((dx, dy, *hx, *hy), want, strict=True):
         assert torch.isfinite(got).all()
         assert torch.allclose(got, w, rtol=1e-12, atol=GRAD_ATOL)
+
+
+def test_a_log_sum_exp_over_every_index_is_shifted_by_a_0d_max(tmp_path: Path) -> None:
+    # found by probing: the shift's Max over every index was refused as "a Max over every
+    # index inside an expression", a Max the text never wrote; lifted, it is a 0-d definition
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "lse_all.py").write_text(
+        'from derive import Op\n\nOP = Op(name="lse_all", inputs=["x[N, M]"], '
+        'definitions=["h = log(Sum(exp(x[n, m]), n, m))"])\n'
+    )
+    module, _ = imported(tmp_path / "ops" / "lse_all.py", tmp_path)
+    x = torch.tensor([[1e4, -1e4], [3.0, 1e4 - 1]], dtype=torch.float64).requires_grad_(True)
+    (dx,) = torch.autograd.grad(module.Function.apply(x), x)
+    # the gradient is the softmax: torch.logsumexp's exp(x - lse) carries the ulp of lse = 1e4
+    want, want_dx = torch.logsumexp(x.detach().flatten(), 0), torch.softmax(x.detach().flatten(), 0)
+    assert torch.allclose(module.Function.apply(x), want, rtol=1e-14, atol=0)
+    assert torch.allclose(dx, want_dx.view_as(x), rtol=1e-14, atol=1e-300)
