@@ -249,11 +249,17 @@ def _resolved(body: sp.Expr, branch: int) -> tuple[sp.Expr, tuple[sp.Basic, ...]
 
 
 def _finite(e: sp.Expr) -> bool:
-    """Whether ``e`` is finite at a typical point (each read and symbol 1/3): no -inf
-    branch, no exp(-inf) aside (exp(-inf - z) is 0)."""
+    """Whether ``e`` is finite at a typical point (each read and param 1/3, each size and
+    index 3): no -inf branch, no exp(-inf) aside (exp(-inf - z) is 0). Sizes were 1/3 too,
+    and a maximum of a Sum over ``(i, 0, -2/3)`` could not be compared (a ValueError out of
+    the derivation, fuzz 1610008, found on an H200's CPU cores); a point SymPy cannot
+    evaluate answers False, as an infinite one (no conditional fold)."""
     at = e.xreplace({a: sp.Rational(1, 3) for a in e.atoms(sp.Indexed)})
-    at = at.xreplace({a: sp.Rational(1, 3) for a in at.free_symbols})
-    return at.is_finite is True
+    try:
+        at = at.xreplace({a: 3 if a.is_integer else sp.Rational(1, 3) for a in at.free_symbols})
+        return at.is_finite is True
+    except (TypeError, ValueError):
+        return False
 
 
 def condition(c: sp.Basic) -> sp.Basic:
