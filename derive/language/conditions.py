@@ -41,14 +41,15 @@ def _deciding(build: type) -> object:
     ``where(x[n] > -inf, x[n], 0)`` was read as ``x[n]``, where the text meant to catch an
     inf (found by probing). A definition that may hold -inf (``where(c, s, -inf)``) is an
     extended real, and its comparisons stay; so do those true of infinities too (``v <= inf``).
-    Likewise a value compared with itself, ``x[n] != x[n]``: a NaN test, decided False."""
+    Likewise a value tested for equality with itself, ``x[n] != x[n]``: a NaN test, decided
+    False (``x < x`` is false for every value, NaN too, as SymPy decides it)."""
 
     def relation(a: object, b: object) -> sp.Basic:
         r = build(a, b)
         if not isinstance(r, sp.logic.boolalg.BooleanAtom):
             return r
         left, right = sp.sympify(a), sp.sympify(b)
-        if left == right and not left.is_number:
+        if left == right and not left.is_number and build in (sp.Eq, sp.Ne):
             raise LangError(
                 f"'{left} {_SPELLED[build]} {right}' compares a value with itself: SymPy decides "
                 f"it {r} (inputs are finite reals), so it cannot test a caller's NaN"
