@@ -7,6 +7,7 @@ recorded (same inputs, definitions, params, mode) is not written again.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import runpy
@@ -30,16 +31,38 @@ def _key(op: Op) -> tuple:
 
 
 def recorded(folder: Path = FOLDER) -> dict[tuple, Path]:
-    """The ops already in the folder, by content."""
+    """The ops already in the folder, by content: each file's ``OP = Op(...)`` read as
+    literals, never run (``--out`` may name a folder of the user's own scripts, and running
+    them to find their ops ran whatever they do; found by probing)."""
     out = {}
     for path in sorted(folder.glob("*.py")):
-        try:
-            namespace = runpy.run_path(str(path))
-        except Exception:  # noqa: BLE001 - not an op file (a user's own file in --out): skip it
-            continue
-        if isinstance(namespace.get("OP"), Op):
-            out[_key(namespace["OP"])] = path
+        op = _literal_op(path)
+        if op is not None:
+            out[_key(op)] = path
     return out
+
+
+def _literal_op(path: Path) -> Op | None:
+    """The file's ``OP = Op(name=..., ...)`` with every argument a literal, as the fuzzer
+    writes it; None for any other file (unreadable, not python, or not such an op)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    for stmt in tree.body:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and [getattr(t, "id", None) for t in stmt.targets] == ["OP"]
+            and isinstance(stmt.value, ast.Call)
+            and getattr(stmt.value.func, "id", None) == "Op"
+            and not stmt.value.args
+        ):
+            continue
+        try:
+            return Op(**{k.arg: ast.literal_eval(k.value) for k in stmt.value.keywords})
+        except (ValueError, TypeError, SyntaxError):
+            return None
+    return None
 
 
 def short_name(outcome: Outcome, seed: int) -> str:

@@ -486,3 +486,20 @@ def test_powers_mode_draws_exponents_that_are_not_numbers() -> None:
     assert sum(any(symbolic.search(d) for d in op.definitions) for op in powered) >= 3
     plain = [case_op(seed) for seed in range(2000, 2060)]
     assert not any(symbolic.search(d) for op in plain for d in op.definitions)
+
+
+def test_the_out_folder_is_read_never_run(tmp_path: Path) -> None:
+    # found by probing: recording a regression ran every .py of --out to find its ops, a
+    # user's own scripts there too; the ops are read as literals now
+    from fuzz.regressions import recorded, write
+
+    (tmp_path / "cleanup.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_name('RAN').write_text('ran')\n"
+    )
+    op = case_op(3)
+    outcome = Outcome("wrong", "gradient value", "dx differs")
+    path = write(op, 3, outcome, op, folder=tmp_path)
+    assert path is not None and not (tmp_path / "RAN").exists()
+    assert list(recorded(tmp_path).values()) == [path]  # the fuzzer's own file, read back
+    assert write(op, 3, outcome, op, folder=tmp_path) is None  # and known as recorded
+    assert not (tmp_path / "RAN").exists()
