@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from bench.outputs import claim, write
 from bench.problem import SIZES, parse_size
 from bench.report import markdown, plot, write_json
 from bench.runner import BenchConfig, log, run
@@ -71,6 +72,8 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         raise ValueError(f"--device {args.device!r} is not a device: choose cpu or cuda")
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out} is a file; --out names a folder")
+    if args.json is not None and args.json.is_dir():
+        raise ValueError(f"--json {args.json} is a folder; --json names a file")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda, but torch sees no CUDA device")
     if args.no_compile:
@@ -92,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    json_path = args.json or args.out / "bench.json"
+    png = args.out / "bench.png"
     try:
         cfg = config_from(args)
+        claim(args.out / "bench.md", json_path, *([] if args.no_plot else [png]))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -101,11 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     result = run(cfg)
     text = markdown(result)
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench.md").write_text(text)
-    json_path = args.json or args.out / "bench.json"
+    write(args.out / "bench.md", text)
     write_json(result, json_path)
-    png = args.out / "bench.png"
     plotted = not args.no_plot and plot(result, png)
     log(f"wrote {args.out / 'bench.md'}, {json_path}{f', {png}' if plotted else ''}")
     return 0

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from bench.machine import header_line, machine_info
+from bench.outputs import OutputError, claim, write
 from bench.timing import paired_ratio, time_interleaved
 from train.models.gpt import GPTConfig, autograd_step, generated_step
 from train.models.gpt_net import Params, Shape, init_params
@@ -162,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := [n for n in names if n not in VARIANTS] + [s for s in sizes if s not in SIZES]:
         print(f"error: unknown variant or size {unknown}", file=sys.stderr)
         return 2
+    try:
+        claim(args.out / "gpt.md", args.out / "gpt.json")
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if any(n.endswith("C") for n in names):
         import torch._inductor.config as inductor_config
 
@@ -173,9 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         results[s] = bench_size(SIZES[s], names, rounds, args.device, 0.02 if args.quick else 0.05)
     text = markdown(results, header_line(machine_info(args.device)))
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "gpt.md").write_text(text)
-    (args.out / "gpt.json").write_text(json.dumps(results, indent=2) + "\n")
+    write(args.out / "gpt.md", text)
+    write(args.out / "gpt.json", json.dumps(results, indent=2) + "\n")
     return 0
 
 

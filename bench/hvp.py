@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.machine import cpu_model
+from bench.outputs import OutputError, claim, write
 from bench.timing import QUIET, Round, Spread, time_rotated
 from generated import batchnorm, cross_entropy, embedding, linear, tanh
 
@@ -321,8 +323,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        claim(args.out / "hvp.md", args.out / "hvp.json")
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     pin(args.core)  # before JAX is imported: its thread pools inherit the affinity
     torch.set_num_threads(args.threads)
     names = ["T"] + [n for n in args.variants.split(",") if n and n != "T"]
@@ -332,9 +339,9 @@ def main(argv: list[str] | None = None) -> None:
         results.append(bench_size(SIZES[size_name], names, args))
     report = markdown(results, args)
     print(report)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "hvp.md").write_text(report + "\n")
-    (args.out / "hvp.json").write_text(json.dumps([_jsonable(res) for res in results], indent=1))
+    write(args.out / "hvp.md", report + "\n")
+    write(args.out / "hvp.json", json.dumps([_jsonable(res) for res in results], indent=1))
+    return 0
 
 
 def _jsonable(res: dict) -> dict:
@@ -348,4 +355,4 @@ def _jsonable(res: dict) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

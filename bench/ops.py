@@ -32,6 +32,7 @@ from bench.machine import (
 )
 from bench.op_cases import cases
 from bench.op_run import COMPILED, VARIANTS, OpsConfig, Outcome, RowResult, run_row
+from bench.outputs import claim, write
 
 COLUMNS = [name for name in VARIANTS if name != "A"]
 
@@ -212,6 +213,7 @@ def main(argv: list[str] | None = None, extra: dict | None = None) -> int:
         chosen = [c for c in cases(args.tiny) if not args.rows or c.key in args.rows]
         if unknown := sorted(set(args.rows or ()) - {c.key for c in chosen}):
             raise ValueError(f"unknown row(s) {unknown}: see --help")
+        claim(args.out / "ops.md", args.out / "ops.json")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -236,10 +238,9 @@ def main(argv: list[str] | None = None, extra: dict | None = None) -> int:
     info["machine"]["others_cores"] = others_cores(cpu_start, info["total_s"])
     text = markdown(rows, info)
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ops.md").write_text(text + "\n")
     data = {"info": info, "rows": [dataclasses.asdict(r) for r in rows]}
-    (args.out / "ops.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
+    write(args.out / "ops.md", text + "\n")
+    write(args.out / "ops.json", json.dumps(data, indent=1, default=str) + "\n")
     return 0
 
 

@@ -7,10 +7,12 @@ against A survives other load far better than a millisecond figure does.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 
 from bench.machine import contention_warning, header_line
+from bench.outputs import write
 from bench.runner import BenchResult, SizeResult, VariantResult
 from bench.timing import Spread
 
@@ -158,14 +160,13 @@ def markdown(result: BenchResult) -> str:
 
 def write_json(result: BenchResult, path: Path) -> None:
     """Everything, absolute per-step seconds included."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = dataclasses.asdict(result)
     for size in data["sizes"]:
         for v in size["variants"]:
             if v["timing"]:
                 spread = Spread.of(v["timing"]["per_step_s"])
                 v["timing"]["seconds_per_step"] = dataclasses.asdict(spread)
-    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    write(path, json.dumps(data, indent=1, default=str) + "\n")
 
 
 def plot(result: BenchResult, path: Path) -> bool:
@@ -196,7 +197,8 @@ def plot(result: BenchResult, path: Path) -> bool:
     ax.set_ylabel("step time / A's")
     ax.legend(ncol=len(names), fontsize="small", loc="lower center", bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
+    write(path, png.getvalue())
     return True

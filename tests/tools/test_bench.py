@@ -153,3 +153,25 @@ def test_last_line_names_the_plot_with_its_folder(tmp_path, capsys):
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.endswith(f"{out / 'bench.json'}, {out / 'bench.png'}"), last
     assert (out / "bench.png").stat().st_size > 1000
+
+
+def test_a_report_never_replaces_a_file_no_run_wrote(tmp_path, capsys):
+    # found by probing: --json names.txt replaced the data with a report, and --out a
+    # folder's own bench.md; refused before any timing now, and a run's own reports replaced
+    argv = ["--sizes", "4x8", "--variants", "A", "--rounds", "1", "--warmup", "0", "--no-plot"]
+    argv += ["--no-generate", "--no-compile"]
+    data = tmp_path / "names.txt"
+    data.write_text("emma\nolivia\n")
+    assert main([*argv, "--out", str(tmp_path / "a"), "--json", str(data)]) == 2
+    assert data.read_text() == "emma\nolivia\n" and not (tmp_path / "a").exists()
+    assert "names.txt exists and no benchmark run wrote it" in capsys.readouterr().err
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "bench.md").write_text("my notes\n")
+    assert main([*argv, "--out", str(mine)]) == 2
+    assert (mine / "bench.md").read_text() == "my notes\n"
+    fresh = tmp_path / "fresh"
+    assert main([*argv, "--out", str(fresh)]) == 0
+    assert main([*argv, "--out", str(fresh)]) == 0  # its own reports, replaced
+    (fresh / "bench.md").write_text("edited by hand\n")
+    assert main([*argv, "--out", str(fresh)]) == 2  # changed since: the user's now
