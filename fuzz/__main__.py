@@ -10,10 +10,13 @@ grouped convolutions whose derived sizes name an input's dimension), another mod
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from fuzz.regressions import FOLDER
 from fuzz.run import fuzz
+
+MAX_DEFINITIONS = 12  # the draw of a million definitions ran for minutes before its first case
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.range and args.widest:
         parser.error("--range and --widest are two verdicts: choose one")
-    if args.n < 1 or args.timeout <= 0 or args.max_definitions < 1:
-        parser.error("-n, --timeout and --max-definitions must be positive")
+    if args.n < 1 or not 0 < args.timeout < math.inf or args.max_definitions < 1:
+        parser.error("-n, --timeout and --max-definitions must be positive (and finite)")
+    if args.seed < 0 or args.max_shrinks < 0:
+        parser.error("--seed and --max-shrinks must be 0 or more")
+    if args.max_definitions > MAX_DEFINITIONS:
+        parser.error(f"--max-definitions {args.max_definitions}: at most {MAX_DEFINITIONS}")
     from pathlib import Path
 
     summary = fuzz(
@@ -85,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         constants=args.constants,
     )
     print(summary.text())
+    if summary.interrupted:
+        print(f"interrupted after {len(summary.seeds)} of {args.n} cases", file=sys.stderr)
+        return 130
     return 1 if summary.count("wrong") or summary.count("nonfinite") else 0
 
 

@@ -25,6 +25,8 @@ class Summary:
     written: list[Path] = field(default_factory=list)
     range_mode: bool = False  # --range: the statuses include nonfinite (fuzz/range.py)
     widest: bool = False  # --widest: skipped is "not measured" (bench/widest.py)
+    timeout: float = 60.0  # CPU seconds per case
+    interrupted: bool = False  # stopped by Ctrl-C: seeds holds the cases judged
 
     def count(self, status: str) -> int:
         return sum(o.status == status for o in self.outcomes.values())
@@ -122,11 +124,30 @@ def fuzz(
         from bench.widest import judge as memory
 
         judge = memory
-    summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest)
+    summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest, timeout=timeout)
+    modes = (affine, windows, powers, constants)
+    try:
+        _judge_each(summary, judge, out, folder, shrink_wrong, max_shrinks, max_definitions, modes)
+    except KeyboardInterrupt:  # Ctrl-C: the summary of the cases judged, not a traceback
+        summary.seeds = [s for s in summary.seeds if s in summary.outcomes]
+        summary.interrupted = True
+    return summary
+
+
+def _judge_each(
+    summary: Summary,
+    judge: Callable[..., Outcome],
+    out,
+    folder: Path,
+    shrink_wrong: bool,
+    max_shrinks: int,
+    max_definitions: int,
+    modes: tuple[bool, bool, bool, bool],
+) -> None:
     shrunk: set[str] = set()
-    for seed in seeds:
-        op = case_op(seed, max_definitions, affine, windows, powers, constants)
-        outcome = judge(op, seed, timeout)
+    for seed in summary.seeds:
+        op = case_op(seed, max_definitions, *modes)
+        outcome = judge(op, seed, summary.timeout)
         summary.outcomes[seed] = outcome
         print(
             f"seed {seed}: {outcome.line()[:240]}  [{outcome.seconds:.2f} s]", file=out, flush=True
@@ -148,4 +169,3 @@ def fuzz(
             if path is not None:
                 summary.written.append(path)
                 print(f"  shrunk to {len(small.definitions)} definition(s): {path}", file=out)
-    return summary

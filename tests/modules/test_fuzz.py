@@ -503,3 +503,30 @@ def test_the_out_folder_is_read_never_run(tmp_path: Path) -> None:
     assert list(recorded(tmp_path).values()) == [path]  # the fuzzer's own file, read back
     assert write(op, 3, outcome, op, folder=tmp_path) is None  # and known as recorded
     assert not (tmp_path / "RAN").exists()
+
+
+def test_ctrl_c_ends_with_the_summary_of_the_cases_judged(monkeypatch, tmp_path) -> None:
+    # found by probing: Ctrl-C gave a KeyboardInterrupt traceback and no summary
+    import fuzz.run
+
+    def judge(op, seed, timeout):
+        if seed == 2:
+            raise KeyboardInterrupt
+        return Outcome("passed")
+
+    monkeypatch.setattr(fuzz.run, "run_case", judge)
+    summary = fuzz.run.fuzz([0, 1, 2, 3], folder=tmp_path, out=io.StringIO())
+    assert summary.interrupted and summary.seeds == [0, 1] and summary.count("passed") == 2
+    assert "seeds: 0..1" in summary.text()
+
+
+@pytest.mark.parametrize(
+    "flag", [["--timeout", "nan"], ["--timeout", "inf"], ["--seed", "-5"], ["--max-shrinks", "-1"]]
+)
+def test_a_bad_fuzz_flag_is_one_line(flag, capsys) -> None:
+    # found by probing: these ran, and --timeout nan's failures were blamed on the engine
+    from fuzz.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["-n", "1", *flag])
+    assert exit_.value.code == 2 and flag[0] in capsys.readouterr().err
