@@ -76,6 +76,11 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         raise ValueError(f"--json {args.json} is a folder; --json names a file")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda, but torch sees no CUDA device")
+    for flag, value, least in (("rounds", args.rounds, 1), ("warmup", args.warmup, 0)):
+        if value is not None and value < least:
+            raise ValueError(f"--{flag} {value}: at least {least}")
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads {args.threads}: at least 1")
     if args.no_compile:
         variants = [v for v in variants if v not in ("GC", "AC")]
     return BenchConfig(
@@ -93,8 +98,6 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
 def main(argv: list[str] | None = None) -> int:
     """Run, print the markdown, write bench.md, the JSON and the plot; 2 on bad options."""
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     json_path = args.json or args.out / "bench.json"
     png = args.out / "bench.png"
     try:
@@ -103,8 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.threads:
+        torch.set_num_threads(args.threads)
     log(f"threads: {torch.get_num_threads()}")
-    result = run(cfg)
+    try:
+        result = run(cfg)
+    except KeyboardInterrupt:
+        print("interrupted: no report written", file=sys.stderr)
+        return 130
     text = markdown(result)
     print(text)
     write(args.out / "bench.md", text)

@@ -155,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--out", type=Path, default=Path("runs/bench"))
     args = p.parse_args(argv)
+    for flag, value in (("--rounds", args.rounds), ("--threads", args.threads)):
+        if value is not None and value < 1:
+            p.error(f"{flag} {value}: at least 1")
     if args.threads:
         torch.set_num_threads(args.threads)
     sizes = (args.sizes or ("makemore" if args.quick else "makemore,large")).split(",")
@@ -174,9 +177,14 @@ def main(argv: list[str] | None = None) -> int:
         inductor_config.compile_threads = 1  # a worker pool's CPU time would be others' load
     rounds = args.rounds or (5 if args.quick else 20)
     results = {}
-    for s in sizes:
-        print(f"[bench.gpt] {s}: checking and timing {', '.join(names)}", file=sys.stderr)
-        results[s] = bench_size(SIZES[s], names, rounds, args.device, 0.02 if args.quick else 0.05)
+    try:
+        for s in sizes:
+            print(f"[bench.gpt] {s}: checking and timing {', '.join(names)}", file=sys.stderr)
+            block_s = 0.02 if args.quick else 0.05
+            results[s] = bench_size(SIZES[s], names, rounds, args.device, block_s)
+    except KeyboardInterrupt:
+        print("interrupted: no report written", file=sys.stderr)
+        return 130
     text = markdown(results, header_line(machine_info(args.device)))
     print(text)
     write(args.out / "gpt.md", text)

@@ -42,7 +42,7 @@ def parse_size(text: str) -> Size:
     if text in SIZES:
         return SIZES[text]
     match = re.fullmatch(r"(\d+)x(\d+)", text)
-    if not match or int(match[1]) < 2:  # batchnorm's Bessel correction needs two examples
+    if not match or int(match[1]) < 2 or int(match[2]) < 1:  # Bessel's n-1 needs two examples
         raise ValueError(f"unknown size {text!r}: use one of {sorted(SIZES)} or BATCHxHIDDEN")
     return Size(text, int(match[1]), int(match[2]))
 

@@ -175,3 +175,21 @@ def test_a_report_never_replaces_a_file_no_run_wrote(tmp_path, capsys):
     assert main([*argv, "--out", str(fresh)]) == 0  # its own reports, replaced
     (fresh / "bench.md").write_text("edited by hand\n")
     assert main([*argv, "--out", str(fresh)]) == 2  # changed since: the user's now
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--rounds", "0"],
+        ["--rounds", "-3"],
+        ["--warmup", "-2"],
+        ["--threads", "0"],
+        ["--sizes", "4x0"],
+    ],
+)
+def test_a_bad_count_is_one_line_before_the_run(option, tmp_path, capsys):
+    # found by probing: --rounds 0 became 10, -3 and --sizes 4x0 ended in tracebacks
+    assert main([*option, "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: {option[0]}" if option[0] != "--sizes" else "error: unknown size"
+    )
