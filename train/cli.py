@@ -181,7 +181,8 @@ def start(spec: ModelSpec, job: Job) -> RunState:
     preflight.check_run_paths(args, ckpt, spec.figure)
     saved = engine.load_checkpoint(spec, ckpt) if args.resume else None
     if saved is None:
-        preflight.check_new_run(args, ckpt, spec)
+        out = Path(args.out)
+        preflight.check_new_run(args, ckpt, spec, (out / "metrics.json", out / spec.figure))
     config = checkpoint.usable(ckpt, lambda: spec.resolve_config(args, saved), saved)
     preflight.check_numbers(config)
     if config.batch_size % job.world.size:

@@ -99,9 +99,21 @@ def command(args: argparse.Namespace, flags: str, spec: ModelSpec, prog: str = "
     return f"{prog or spec.prog} {flags} --out {args.out}{where}"
 
 
-def check_new_run(args: argparse.Namespace, ckpt: Path, spec: ModelSpec) -> None:
-    """A new run may replace only a backgen checkpoint, and only when told to (--overwrite)."""
+def check_new_run(
+    args: argparse.Namespace, ckpt: Path, spec: ModelSpec, reports: tuple[Path, ...] = ()
+) -> None:
+    """A new run may replace only a backgen checkpoint, and only when told to (--overwrite);
+    likewise an earlier run's report in ``--out`` (``reports``: its metrics.json and plot),
+    which a new run with its ``--checkpoint`` elsewhere replaced without a word while the
+    folder's checkpoint stayed the earlier run's (found by probing)."""
     if not ckpt.exists():
+        earlier = [p for p in reports if p.exists()]
+        if earlier and not args.overwrite:
+            overwrite = command(args, "--overwrite", spec)
+            raise UsageError(
+                f"{earlier[0]} is an earlier run's report; start over with `{overwrite}`, "
+                "or pick another --out"
+            )
         return
     if not checkpoint.is_checkpoint(ckpt):
         raise UsageError(

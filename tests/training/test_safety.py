@@ -76,6 +76,18 @@ def test_overwrite_replaces_a_checkpoint(words, finished, tmp_path):
     assert load(out / "checkpoint.pt")["step"] == 20
 
 
+def test_a_new_run_never_replaces_an_earlier_runs_report(words, tmp_path):
+    # found by probing: with its --checkpoint elsewhere, a new run replaced the folder's
+    # metrics.json and loss.png while the folder's checkpoint stayed the earlier run's
+    out = tmp_path / "run"
+    assert _short(words, out, "--steps", "20")[0] == 0
+    before = (out / "metrics.json").read_bytes()
+    code, _, stderr = _short(words, out, "--checkpoint", str(tmp_path / "other.pt"))
+    assert code == 2 and (out / "metrics.json").read_bytes() == before
+    assert "is an earlier run's report" in stderr and "--overwrite" in stderr
+    assert not (tmp_path / "other.pt").exists()
+
+
 def test_metrics_never_replace_a_user_file(words, tmp_path):
     code, _, stderr = _short(words, tmp_path / "run", "--metrics", str(words))
     assert code == 2 and "refusing" in stderr and str(words) in stderr
