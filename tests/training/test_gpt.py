@@ -209,3 +209,21 @@ def test_a_second_ctrl_c_in_the_report_says_the_run_is_whole(saved, says, tmp_pa
     err = capsys.readouterr().err
     assert code == 130 and says in err and len(err.strip().splitlines()) == 1, err
     assert (hint in err) == (saved == 8), err
+
+
+@pytest.mark.parametrize(("block", "rows"), [(16, 1024), (32, 256), (301, 32)])
+def test_a_splits_loss_takes_no_more_attention_than_a_step(block, rows, monkeypatch):
+    # found by probing: 1,024 words of a 2,001-character word's attention at once took 20 GB
+    # past the memory check (which counts the training batch) and the run was killed
+    from train.models import gpt_net
+
+    seen = []
+
+    def logits(params, X, config):
+        seen.append(X.shape[0])
+        return torch.zeros(*X.shape, 3)
+
+    monkeypatch.setattr(gpt_net, "logits_torch", logits)
+    X = torch.zeros(2000, block, dtype=torch.long)
+    gpt_net.split_loss({}, X, torch.zeros_like(X), SimpleNamespace(batch_size=32))
+    assert max(seen) == rows and sum(seen) == 2000

@@ -61,10 +61,12 @@ def step_bytes(s: Shape, batch_size: int, dtype: str) -> int:
     """Estimated peak bytes of a step, in items of the dtype: parameters with their gradients,
     AdamW's two moments and the float64 draw of the initialisation (~6 per parameter); per
     position of a batch about 20 activations of width n_embd per layer, the attention weights
-    (3 per head per position it sees) and 3 of the vocabulary. An estimate, as the MLP's."""
+    (6 per head per position it sees: the forward's scores, their mask and the probabilities,
+    and the backward's three of that shape; counted 3, a 500-character word's step outgrew
+    it) and 3 of the vocabulary. An estimate, as the MLP's."""
     C, L, H, V, T = s.n_embd, s.n_layer, s.n_head, s.vocab_size, s.block_size
     n_params = 2 * V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C
-    per_position = L * (20 * C + 3 * H * T) + 3 * V
+    per_position = L * (20 * C + 6 * H * T) + 3 * V
     item = 8 if dtype == "float64" else 4
     return (6 * n_params + batch_size * T * per_position) * item
 
@@ -130,12 +132,19 @@ def loss_torch(logits: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y.reshape(-1), ignore_index=IGNORE)
 
 
+EVAL_WEIGHTS = 1024 * 16 * 16  # words x positions**2 a split's loss takes at once (makemore's)
+
+
 @torch.no_grad()
 def split_loss(params: Params, X: torch.Tensor, Y: torch.Tensor, config: GPTConfig) -> float:
-    """The loss over a whole split, per counted position, in batches of 1,024 words."""
+    """The loss over a whole split, per counted position, in batches of words whose attention
+    weights are no larger than the training step's: 1,024 words of makemore's 16 positions,
+    fewer of longer ones (a fixed 1,024 of a 2,001-character word's attention took 20 GB past
+    the memory check, which counts the training batch; found by probing)."""
+    rows = max(config.batch_size, EVAL_WEIGHTS // max(X.shape[1], 1) ** 2)
     total, count = 0.0, 0
-    for i in range(0, X.shape[0], 1024):
-        Xb, Yb = X[i : i + 1024], Y[i : i + 1024]
+    for i in range(0, X.shape[0], rows):
+        Xb, Yb = X[i : i + rows], Y[i : i + rows]
         n = int((Yb != IGNORE).sum())
         total += loss_torch(logits_torch(params, Xb, config), Yb).item() * n
         count += n
