@@ -229,7 +229,18 @@ def launcher(spec: ModelSpec, world: World) -> str:
 
 
 def cmd_sample(spec: ModelSpec, args: argparse.Namespace, device: str) -> int:
-    """Names from a saved run, without training; the same sampler seed as a run's end."""
+    """Names from a saved run, without training; the same sampler seed as a run's end. A
+    training option given beside ``--sample`` is refused: the checkpoint's run is what samples
+    (``--sample 2 --n-hidden 50 --steps 99 --overwrite`` ignored all three; found by probing)."""
+    given = sorted(set(preflight.given_options(args, spec.config)) - {"seed"})
+    flags = [f"--{name.replace('_', '-')}" for name in given]
+    flags += [f"--{name}" for name in ("overwrite", "resume", "compile") if getattr(args, name, 0)]
+    flags += ["--metrics"] if getattr(args, "metrics", None) else []
+    if flags:
+        raise UsageError(
+            f"--sample prints names from the checkpoint's run and trains nothing: "
+            f"{', '.join(flags)} would be ignored; drop {'it' if len(flags) == 1 else 'them'}"
+        )
     ckpt = checkpoint_path(args)
     saved = engine.load_checkpoint(spec, ckpt)
 

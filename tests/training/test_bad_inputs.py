@@ -311,6 +311,11 @@ ROWS += [
         (run_of("clf"),),
     ),
     Row("mlp --sample nothing", ["train", "--sample", "3", "--out", "new"], "no checkpoint at"),
+    Row(  # probing: every training option beside --sample was ignored without a word
+        "mlp --sample with training options",
+        ["train", "--sample", "2", "--n-hidden", "50", "--steps", "99", "--overwrite"],
+        "--n-hidden, --steps, --overwrite would be ignored",
+    ),
     Row(
         "mlp --sample a folder checkpoint",
         ["train", "--sample", "3", "--checkpoint", "dir"],
