@@ -133,7 +133,11 @@ def check_memory(config: MLPConfig, data: Contexts) -> None:
     need = step_bytes(
         shape(config, len(data.chars)), config.batch_size, config.dtype, len(data.Y_train)
     )
-    preflight.check_fits(need, f"--batch-size {config.batch_size}", "use a smaller --batch-size")
+    what = (
+        f"--block-size {config.block_size} --n-embd {config.n_embd} "
+        f"--n-hidden {config.n_hidden} --batch-size {config.batch_size}"
+    )
+    preflight.check_fits(need, what, "use a smaller model or --batch-size")
 
 
 # --- init and the step --------------------------------------------------------------------------
