@@ -5,8 +5,22 @@
 and writes its checkpoint, metrics and plot; only what it prints is dropped.
 """
 
-from train.cli import main
-from train.streams import survive_closed_pipes
+import signal
+import sys
 
+
+def _stopped_before_starting(signum, frame):  # Ctrl-C while torch loads: nothing to save yet
+    print("interrupted before the run started: nothing written", file=sys.stderr)
+    raise SystemExit(130)
+
+
+# a Ctrl-C in the first second, while torch is imported, ended in a traceback through the
+# import (found by probing); once it is loaded, the run's own handling of Ctrl-C applies
+signal.signal(signal.SIGINT, _stopped_before_starting)
+
+from train.cli import main  # noqa: E402 - after the handler: this import loads torch
+from train.streams import survive_closed_pipes  # noqa: E402
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # the run's own Ctrl-C from here on
 survive_closed_pipes()
 raise SystemExit(main())
