@@ -194,7 +194,11 @@ def start(spec: ModelSpec, job: Job) -> RunState:
     if saved is None:
         return engine.new_run(spec, config, data, args)
     if data.sha256 != saved["data"]["sha256"]:
-        raise UsageError(f"{data.source} is not the data this checkpoint was trained on")
+        stored = saved["data"].get("path")
+        raise UsageError(
+            f"{data.source} is not the data this checkpoint was trained on"
+            + (f" ({stored}): pass that file as --data" if stored else "")
+        )
     return checkpoint.usable(ckpt, lambda: engine.restore_run(spec, saved, config, data, args))
 
 

@@ -295,7 +295,7 @@ ROWS += [
     Row(
         "mlp --resume other data",
         ["train", "--resume", "--out", "run", "--data", "o.txt"],
-        "is not the data this checkpoint",
+        "is not the data this checkpoint was trained on (",  # and names the run's own file
         (run_of("mlp"), put("o.txt", "ab\ncd\n" * 9)),
     ),
     Row(
