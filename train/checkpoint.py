@@ -68,6 +68,18 @@ def _feed(digest: Any, value: object) -> None:
         digest.update(f"V{value!r}".encode())
 
 
+def new_file_mode(path: Path) -> int:
+    """The permissions of a file written over ``path``: its own where it exists (a user's chmod
+    is kept), else what the umask gives a new file (mkstemp's 0600 hid every checkpoint from
+    other users and reset a chmod at each save; found by probing)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def save(path: Path, payload: dict) -> None:
     """Write ``payload`` with its digest to ``path`` atomically (temp file + fsync + replace)."""
     path = Path(path)
@@ -75,6 +87,7 @@ def save(path: Path, payload: dict) -> None:
     body = {"format": FORMAT, **payload}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
+        os.chmod(tmp, new_file_mode(path))
         with os.fdopen(fd, "wb") as f:
             torch.save({**body, "sha256": content_digest(body)}, f)
             f.flush()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from train.checkpoint import new_file_mode
 from train.config import sampler_seed
 
 if TYPE_CHECKING:
@@ -92,19 +93,13 @@ def replace_atomically(path: Path, write, mode: str = "wb") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide the file from others
+        os.chmod(tmp, new_file_mode(path))  # mkstemp's 0600 would hide the file from others
         with os.fdopen(fd, mode) as f:
             write(f)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_metrics(path: Path, metrics: dict) -> None:

@@ -301,3 +301,19 @@ def test_the_makefile_tells_train_it_runs_under_make():
     makefile = (REPO / "Makefile").read_text()
     recipe = makefile.split("\ntrain:", 1)[1].split("\n\n", 1)[0]
     assert f"{preflight.MAKE_ENV}=train $(PY) -m train" in recipe
+
+
+def test_a_checkpoint_keeps_its_permissions(words, tmp_path):
+    # found by probing: mkstemp's 0600 made every checkpoint private and reset a user's chmod
+    # at each save
+    import os
+
+    out = tmp_path / "perm"
+    assert _short(words, out, "--steps", "10")[0] == 0
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (out / "checkpoint.pt").stat().st_mode & 0o777 == 0o666 & ~mask
+    (out / "checkpoint.pt").chmod(0o640)
+    assert _short(words, out, "--steps", "20", "--resume")[0] == 0
+    assert load(out / "checkpoint.pt")["step"] == 20
+    assert (out / "checkpoint.pt").stat().st_mode & 0o777 == 0o640
