@@ -256,7 +256,9 @@ def _finite(e: sp.Expr) -> bool:
     evaluate answers False, as an infinite one (no conditional fold)."""
     at = e.xreplace({a: sp.Rational(1, 3) for a in e.atoms(sp.Indexed)})
     try:
-        at = at.xreplace({a: 3 if a.is_integer else sp.Rational(1, 3) for a in at.free_symbols})
+        at = at.xreplace(
+            {a: sp.Integer(3) if a.is_integer else sp.Rational(1, 3) for a in at.free_symbols}
+        )
         return at.is_finite is True
     except (TypeError, ValueError):
         return False
