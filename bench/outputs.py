@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from train.report import replace_atomically
 
 LEDGER = ".bench-written.json"
 
@@ -67,12 +67,4 @@ def _ledger(folder: Path) -> dict[str, str]:
 
 
 def _replace(path: Path, raw: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_atomically(path, lambda f: f.write(raw))

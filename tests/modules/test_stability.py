@@ -37,6 +37,14 @@ def _module(name: str, tmp_path: Path):
     return imported(CASES / f"{name}.py", tmp_path)
 
 
+def _written(tmp_path: Path, name: str, inputs: list[str], definitions: list[str]):
+    """The module of an op written here (a file of its own, as a user writes one)."""
+    (tmp_path / "ops").mkdir(exist_ok=True)
+    text = f"from derive import Op\n\nOP = Op({name!r}, {inputs!r}, {definitions!r})\n"
+    (tmp_path / "ops" / f"{name}.py").write_text(text)
+    return imported(tmp_path / "ops" / f"{name}.py", tmp_path)[0]
+
+
 def _reference_grad(f, *inputs):
     leaves = [x.clone().requires_grad_(True) for x in inputs]
     out = f(*leaves)
@@ -1139,12 +1147,9 @@ def test_a_log_mask_stays_in_its_exp_in_every_order(case: str, tmp_path: Path) -
 
 def test_an_exp_of_a_logged_tiny_factor_is_the_exp_of_the_sum(tmp_path: Path) -> None:
     # exp(x + log(y)) as y exp(x) was inf at (800, 1e-300) and 0 at (-800, 1e300)
-    (tmp_path / "ops").mkdir()
-    (tmp_path / "ops" / "exp_of_a_log.py").write_text(
-        'from derive import Op\n\nOP = Op(name="exp_of_a_log", inputs=["x[N]", "y[N]"], '
-        'definitions=["out[n] = exp(x[n] + log(y[n]))"])\n'
+    module = _written(
+        tmp_path, "exp_of_a_log", ["x[N]", "y[N]"], ["out[n] = exp(x[n] + log(y[n]))"]
     )
-    module, _ = imported(tmp_path / "ops" / "exp_of_a_log.py", tmp_path)
     x = torch.tensor([800.0, -800.0, 1.0], dtype=torch.float64).requires_grad_(True)
     y = torch.tensor([1e-300, 1e300, 0.5], dtype=torch.float64)
     out = module.Function.apply(x, y)
@@ -1288,12 +1293,8 @@ def test_a_logged_factor_goes_back_in_its_exp_with_its_sign(
 def test_every_exp_ratio_of_a_product_is_read_as_a_sigmoid(tmp_path: Path) -> None:
     # found by probing: exp(x) exp(y) / B**2 took one sigmoid and left exp(y) / B, NaN at
     # y = 800 (the forward 0) and the Hessian in y 3x off at x = y = 400 (0.144 for 0.048)
-    (tmp_path / "ops").mkdir()
-    (tmp_path / "ops" / "weighted_pair.py").write_text(
-        'from derive import Op\n\nOP = Op(name="weighted_pair", inputs=["x[N]", "y[N]"], '
-        'definitions=["out = Sum(2*exp(x[n]) / (2*exp(x[n]) + 3*exp(y[n])), n)"])\n'
-    )
-    module, _ = imported(tmp_path / "ops" / "weighted_pair.py", tmp_path)
+    pair = ["out = Sum(2*exp(x[n]) / (2*exp(x[n]) + 3*exp(y[n])), n)"]
+    module = _written(tmp_path, "weighted_pair", ["x[N]", "y[N]"], pair)
     at = [(0.0, 800.0), (400.0, 400.0), (-800.0, 0.0), (1.0, -2.0), (30.0, 0.0)]
     x = torch.tensor([a for a, _ in at], dtype=torch.float64).requires_grad_(True)
     y = torch.tensor([b for _, b in at], dtype=torch.float64).requires_grad_(True)
@@ -1316,12 +1317,7 @@ def test_every_exp_ratio_of_a_product_is_read_as_a_sigmoid(tmp_path: Path) -> No
 def test_a_log_sum_exp_over_every_index_is_shifted_by_a_0d_max(tmp_path: Path) -> None:
     # found by probing: the shift's Max over every index was refused as "a Max over every
     # index inside an expression", a Max the text never wrote; lifted, it is a 0-d definition
-    (tmp_path / "ops").mkdir()
-    (tmp_path / "ops" / "lse_all.py").write_text(
-        'from derive import Op\n\nOP = Op(name="lse_all", inputs=["x[N, M]"], '
-        'definitions=["h = log(Sum(exp(x[n, m]), n, m))"])\n'
-    )
-    module, _ = imported(tmp_path / "ops" / "lse_all.py", tmp_path)
+    module = _written(tmp_path, "lse_all", ["x[N, M]"], ["h = log(Sum(exp(x[n, m]), n, m))"])
     x = torch.tensor([[1e4, -1e4], [3.0, 1e4 - 1]], dtype=torch.float64).requires_grad_(True)
     (dx,) = torch.autograd.grad(module.Function.apply(x), x)
     # the gradient is the softmax: torch.logsumexp's exp(x - lse) carries the ulp of lse = 1e4
