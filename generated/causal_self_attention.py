@@ -255,18 +255,12 @@ def backward(grad_out, saved, needs=(True, True, True, True, True)):
     if needs[0] or needs[1]:
         sum_Woh_grad_out_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_out).permute(0, 2, 1, 3)
     if needs[0] or needs[1] or needs[2]:
-        sum_Woh_grad_out_v = (sum_Woh_grad_out @ v.permute(0, 1, 3, 2)).permute(0, 2, 1, 3)
-        sum_Woh_grad_out_probs_v = (
-            (probs * sum_Woh_grad_out_v.permute(0, 2, 1, 3)).sum(3).permute(0, 2, 1)
-        )
-        t_Woh_grad_out_probs_v = (
-            sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v[:, :, :, None]
-        ) * probs.permute(0, 2, 1, 3)
+        sum_Woh_grad_out_v = sum_Woh_grad_out @ v.permute(0, 1, 3, 2)
+        sum_Woh_grad_out_probs_v = (probs * sum_Woh_grad_out_v).sum(3, keepdim=True)
+        t_Woh_grad_out_probs_v = (sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v) * probs
         del sum_Woh_grad_out_v, sum_Woh_grad_out_probs_v
-        sum_Woh_grad_out_k_probs_v = (t_Woh_grad_out_probs_v.permute(0, 2, 1, 3) @ k).permute(
-            0, 2, 1, 3
-        )
-        sum_Woh_grad_out_probs_q_v = (t_Woh_grad_out_probs_v.permute(0, 2, 3, 1) @ q).permute(
+        sum_Woh_grad_out_k_probs_v = (t_Woh_grad_out_probs_v @ k).permute(0, 2, 1, 3)
+        sum_Woh_grad_out_probs_q_v = (t_Woh_grad_out_probs_v.permute(0, 1, 3, 2) @ q).permute(
             0, 2, 1, 3
         )
         del t_Woh_grad_out_probs_v

@@ -40,15 +40,15 @@ def contiguous_layouts(
     unknown, none counted)."""
     kept = frozenset(keep or ())
     block = list(block)
-    copies = _copies(block, kept)
+    count = copies(block, kept)
     for k, s in enumerate(block):
         if not _candidate(s):
             continue
         trial = list(block)
         trial[k] = ir.Assign(s.targets, ir.Contiguous(s.value, axes=s.value.axes))
-        fewer = _copies(trial, kept)
-        if copies - fewer >= 2:
-            block, copies = trial, fewer
+        fewer = copies(trial, kept)
+        if count - fewer >= 2:
+            block, count = trial, fewer
     return block
 
 
@@ -64,7 +64,7 @@ def _candidate(s: ir.Statement) -> bool:
     return isinstance(v, _FRESH)
 
 
-def _copies(block: list[ir.Statement], kept: frozenset[str]) -> int:
+def copies(block: list[ir.Statement], kept: frozenset[str]) -> int:
     """How many matmul operands of ``block`` would be copied, plus the names handed on that
     are not stored in their axes' order."""
     orders: dict[str, Order | None] = {}
@@ -131,7 +131,7 @@ def _order(node: ir.Node, orders: dict[str, Order | None]) -> Order | None:
     if isinstance(node, ir.Flatten):
         inner = order(node.arg, orders)
         end = _end(node)
-        if inner is None or not _neighbours(inner, range(node.start, end + 1)):
+        if inner is None or not neighbours(inner, range(node.start, end + 1)):
             return tuple(range(n))  # a copy, contiguous
         gone = end - node.start
         return tuple(q - gone if q > end else q for q in inner if not node.start < q <= end)
@@ -153,14 +153,14 @@ def _copied(v: ir.Node, lead: int, orders: dict[str, Order | None]) -> bool:
     while isinstance(w, ir.View):
         if isinstance(w, ir.Flatten):
             inner = order(w.arg, orders)
-            if inner is not None and not _neighbours(inner, range(w.start, _end(w) + 1)):
+            if inner is not None and not neighbours(inner, range(w.start, _end(w) + 1)):
                 return True  # the flatten copies (and what it returns is contiguous)
         w = w.arg
     o = order(v, orders)
     if o is None or len(o) < 2:
         return False
     r = len(o)
-    if lead > 1 and not _neighbours(o, range(lead)):
+    if lead > 1 and not neighbours(o, range(lead)):
         return True
     return lead < r - 1 and o[-1] not in (r - 1, r - 2)
 
@@ -177,7 +177,7 @@ def _end(v: ir.Flatten) -> int:
     return len(v.arg.axes) - 1 if v.end == -1 else v.end
 
 
-def _neighbours(o: Order, group: range) -> bool:
+def neighbours(o: Order, group: range) -> bool:
     """The positions ``group`` follow one another in memory, in their own order."""
     positions = list(group)
     if len(positions) < 2:

@@ -34,6 +34,7 @@ from derive.ir.given import given_guarded
 from derive.ir.keepdim import kept_dims
 from derive.ir.layout import contiguous_layouts
 from derive.ir.needs import guarded
+from derive.ir.orders import natural_orders
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
 from derive.ir.reshapes import reshapes_read_through
@@ -130,7 +131,7 @@ class Lowerer:
             )
             if self._keep is not None:  # a fused kernel's parts go only where none is handed on
                 shared = softmaxes(shared, self._keep)
-            cx.statements[:] = contiguous_layouts(shared, self._keep)
+            cx.statements[:] = natural_orders(contiguous_layouts(shared, self._keep), keep)
             hand_on = self._keep if self._keep is not None else self._returns
             if hand_on is not None:  # nothing reads a name a rewrite left unread
                 cx.statements[:] = dead_dropped(cx.statements, hand_on)
