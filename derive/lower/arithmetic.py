@@ -644,9 +644,25 @@ def _masked(cx: Context, factors: tuple) -> tuple:
     the mask is decided (and selecting again would not end)."""
     if not any(may_overflow(cx, f) for f in factors):
         return factors
+    return _with_masks(cx, factors)
+
+
+def _with_masks(cx: Context, factors: tuple) -> tuple:
+    """``factors`` with each plain read of a name :func:`note_zeros` remembered multiplied by
+    its mask (see :func:`_masked`), and each sum by the gates every one of its terms carries
+    that way: a second order's ``(dout_log0 - b_dx db_dx) / x`` is 0 where x <= 0 in both
+    terms (``w where(x > 0, log(x), 0)``'s Hessian at x = 0 was 0 / 0 = nan; found by
+    probing)."""
     decided = {w.args[0] for w in cx.within if isinstance(w, where)}
     out: list[sp.Expr] = []
     for f in factors:
+        if isinstance(f, sp.Add):
+            mask = zero_mask(_known_zeros(cx, f))
+            gates = [g for g in sp.Mul.make_args(mask) if is_gate(g)]
+            if any(g.args[0] in decided for g in gates):
+                gates = []
+            out.extend([*gates, f])
+            continue
         entry = cx.zeros.get(_tensor_name(f) or "")
         indices = f.indices if isinstance(f, sp.Indexed) else ()
         if entry is None or len(entry[0]) != len(indices) or indices and not plain(f):
@@ -659,6 +675,23 @@ def _masked(cx: Context, factors: tuple) -> tuple:
             continue
         out.extend([*sp.Mul.make_args(mask), f])
     return tuple(out)
+
+
+def _known_zeros(cx: Context, e: sp.Expr) -> sp.Expr:
+    """``e`` with each plain read of a name :func:`note_zeros` remembered multiplied by its
+    mask, through sums, products and a double backward's given terms: what
+    :func:`zero_mask` of it finds is where ``e`` is 0."""
+    if isinstance(e, (sp.Add, sp.Mul)):
+        return e.func(*[_known_zeros(cx, a) for a in e.args])
+    if isinstance(e, given):
+        return e.func(_known_zeros(cx, e.args[0]), *e.args[1:])
+    entry = cx.zeros.get(_tensor_name(e) or "")
+    if entry is None or not isinstance(e, sp.Indexed) or not plain(e):
+        return e
+    axes, mask = entry
+    if len(axes) != len(e.indices):
+        return e
+    return mask.xreplace(dict(zip(axes, e.indices, strict=True))) * e
 
 
 def _reads_param(cx: Context, e: sp.Expr) -> bool:

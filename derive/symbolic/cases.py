@@ -47,6 +47,41 @@ def zero_by_cases(e: sp.Mul, depth: int = DEPTH) -> sp.Expr:
     return e
 
 
+def gate_divided(e: sp.Mul) -> sp.Expr:
+    """``where(c, a, 0) / B**k`` -> ``where(c, a / B**k, 0)`` where B is a factor of a: a gate
+    selects, so a divisor that cancels in the branch it keeps goes inside it.
+
+    The chain rule writes an adjoint gated by where() times the local derivative of what the
+    gated branch read: ``where(x > 0, x log(x), 0)`` reads ``log(x)``, whose derivative is
+    ``1 / x``, so its backward holds ``where(x > 0, x, 0) / x``. That is ``where(x > 0, 1, 0)``
+    wherever x is not 0, and 0 / 0 at x = 0, where the branch is not taken: the lowering's
+    gate (``derive.lower.arithmetic._gated``) selects there, but a second order differentiates
+    the quotient first, ``(where(c, 1, 0) - where(c, x, 0) / x) / x``, a difference of two
+    masks SymPy cannot cancel over a divisor that is 0: NaN at x = 0 where the Hessian is 0
+    (the second order of ``t (log t - log q)`` at a zero of the target t; found by probing).
+    Equal wherever the divisor is not 0."""
+    factors = list(e.args)
+    for k, w in enumerate(factors):
+        if not (isinstance(w, where) and w.args[2] == 0):
+            continue
+        c, a, _ = w.args
+        bases = {f.base if isinstance(f, sp.Pow) else f for f in sp.Mul.make_args(a)}
+        bases = {b for b in bases if (a.as_powers_dict().get(b, 0)).is_positive}
+        moved = [
+            f
+            for j, f in enumerate(factors)
+            if j != k
+            and isinstance(f, sp.Pow)
+            and f.exp.is_Integer
+            and f.exp < 0
+            and f.base in bases
+        ]
+        if moved:
+            rest = [f for j, f in enumerate(factors) if j != k and not any(f is m for m in moved)]
+            return where(c, a * sp.Mul(*moved), 0) * sp.Mul(*rest)
+    return e
+
+
 def _zero(e: sp.Expr, depth: int) -> bool:
     if e == 0:
         return True

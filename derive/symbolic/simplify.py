@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.functions import clamp, where
-from derive.symbolic.cases import zero_by_cases
+from derive.symbolic.cases import gate_divided, zero_by_cases
 from derive.symbolic.cost import cost
 from derive.symbolic.indices import bound_shape, canonical_bound, substitute_apart, without
 from derive.symbolic.indices import factors as _factors
@@ -519,6 +519,8 @@ class Simplifier:
             e = _merge_renamed(e)
         if isinstance(e, sp.Mul):
             e = _merge_renamed_factors(e)
+        if isinstance(e, sp.Mul):  # where(c, x, 0) / x -> where(c, 1, 0)
+            e = gate_divided(e)
         if isinstance(e, sp.Mul):  # where(c, 0, 1) where(c, 1, 0) f -> 0: 0 whether c holds or not
             e = zero_by_cases(e)
         # where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi)) -> .. delta(u, a)

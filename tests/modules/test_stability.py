@@ -1187,6 +1187,10 @@ def test_a_quotient_near_its_pole_keeps_its_digits(at: float, tmp_path: Path) ->
         ("where(x[n] > 0, log(x[n]), 0)", lambda x: -1 / (x * x)),
         ("where(x[n] > 0, sqrt(x[n]), 0)", lambda x: -0.25 * x**-1.5),
         ("where(x[n] != 0, 1 / x[n], 0)", lambda x: 2 / x**3),
+        # found by probing (twenty-sixth session): the backward of x log(x) holds
+        # where(x > 0, x, 0) / x, whose derivative was 0 / 0 at x = 0 (simplify.gate_divided)
+        ("where(x[n] > 0, x[n] * log(x[n]), 0)", lambda x: 1 / x),
+        ("where(x[n] > 0, log(x[n])**2, 0)", lambda x: (2 - 2 * torch.log(x)) / (x * x)),
     ],
 )
 def test_a_guarded_branch_keeps_its_guard_in_the_second_order(body, second, tmp_path) -> None:
@@ -1205,6 +1209,43 @@ def test_a_guarded_branch_keeps_its_guard_in_the_second_order(body, second, tmp_
     want = torch.where(selected, second(torch.where(selected, x, 1.0)), 0.0)
     assert torch.isfinite(h).all()
     assert torch.allclose(h, want, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize(
+    "inputs, definition, reference",
+    [
+        (
+            ["x[N]", "w[N]"],
+            "loss = Sum(w[n] * where(x[n] > 0, log(x[n]), 0), n)",
+            lambda x, w: (w * torch.where(x > 0, _safe_log(x), 0)).sum(),
+        ),
+        (  # KL divergence to a target with zeros, the Hessian in the target
+            ["x[N]", "w[N]"],
+            "loss = Sum(where(x[n] > 0, x[n] * (log(x[n]) - w[n]), 0), n)",
+            lambda x, w: torch.where(x > 0, x * (_safe_log(x) - w), 0).sum(),
+        ),
+    ],
+)
+def test_a_guarded_log_beside_another_input_keeps_its_guard_in_the_second_order(
+    inputs, definition, reference, tmp_path
+) -> None:
+    # found by probing: the second order of w where(x > 0, log(x), 0) is
+    # (dout_log0 - b_dx v) / x, a sum each of whose terms is 0 at x <= 0 (the adjoint's
+    # gate, the first gradient's saved mask): 0 / 0 = nan at x = 0 where the Hessian is 0
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "guarded_sum.py").write_text(
+        f'from derive import Op\n\nOP = Op(name="guarded_sum", inputs={inputs!r}, '
+        f"definitions=[{definition!r}])\n"
+    )
+    module, _ = imported(tmp_path / "ops" / "guarded_sum.py", tmp_path)
+    x = torch.tensor([0.0, -1.0, 2.0, 1e-3], dtype=torch.float64)
+    w = torch.tensor([1.5, -2.0, 3.0, 0.25], dtype=torch.float64)
+    got = torch.func.hessian(module.Function.apply, argnums=(0, 1))(x, w)
+    want = torch.func.hessian(reference, argnums=(0, 1))(x, w)
+    for g_row, w_row in zip(got, want, strict=True):
+        for g, r in zip(g_row, w_row, strict=True):
+            assert torch.isfinite(g).all()
+            assert torch.allclose(g, r, rtol=1e-12, atol=1e-300)
 
 
 F64 = torch.float64
