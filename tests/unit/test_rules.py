@@ -705,3 +705,17 @@ def test_a_product_is_multiplied_into_the_terms_whose_reciprocals_it_cancels() -
     # a reciprocal the rest of the product does not hold is left alone
     kept = q * (t / (1 - p) + p)
     assert cancel_exps(kept, Simplifier().simplify) == kept
+
+
+def test_a_divisor_that_cancels_in_a_gates_kept_branch_goes_inside_it() -> None:
+    """where(x > 0, x, 0) / x is where(x > 0, 1, 0) wherever x != 0 (and 0 / 0 at x = 0,
+    where the gate drops its branch): the backward of where(x > 0, x log(x), 0) holds it, and
+    its second order was NaN at x = 0. A divisor that is no factor of the branch stays."""
+    from derive.symbolic.cases import gate_divided
+
+    x, y = (sp.IndexedBase(n)[sp.Symbol("n", integer=True)] for n in "xy")
+    c = x > 0
+    assert gate_divided(where(c, x, 0) / x) == where(c, 1, 0)
+    assert gate_divided(where(c, y * x**2, 0) * y / x) == where(c, y * x, 0) * y
+    assert gate_divided(where(c, y, 0) / x) == where(c, y, 0) / x
+    assert gate_divided(where(c, 0, x) / x) == where(c, 0, x) / x  # kept where c fails
