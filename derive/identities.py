@@ -360,7 +360,14 @@ def _multiplied_out(e: sp.Add, beside: frozenset) -> sp.Expr:
     """``e`` with a complement SymPy multiplied out, ``F sigmoid(u) - F`` among its terms, as
     ``-F sigmoid(-u)``: a stepwise second order's adjoint (the derivative of ``-log(sigmoid(x))``
     times its cotangent, expanded beside the other terms) was 1e-3 off at x = 30 (found by
-    probing). Where F holds sigmoid(u) itself it is sigmoid's own derivative and stays."""
+    probing). Where F holds sigmoid(u) itself it is sigmoid's own derivative and stays.
+
+    Only a sum's terms are read as terms: where the rewrite leaves one term, a product, its
+    factors are not terms (taken for them, ``-F sigmoid(-u)``'s factor -1 was ``-rest`` for
+    ``rest = 1``, and ``softplus(x) - x``'s gradient came out ``g - sigmoid(x)``: the DPO
+    loss ``-log(sigmoid(a - b))`` climbed in a; found by probing)."""
+    if not isinstance(e, sp.Add):
+        return e
     terms = list(e.args)
     for k, t in enumerate(terms):
         for f in sp.Mul.make_args(t):
