@@ -22,7 +22,9 @@ from collections.abc import Mapping
 
 import sympy as sp
 
-from derive.language.graph import Definition, Tensor
+from derive.functions import where
+from derive.language.affine import is_index
+from derive.language.graph import Definition, LangError, Tensor
 from derive.symbolic.indices import bound_indices, rename_bound
 
 
@@ -37,12 +39,33 @@ def taken_in(
     for read in body.atoms(sp.Indexed):
         c = constants.get(read.base.label.name)
         if c is not None:
-            taken[read] = _at(c, read.indices, body)
+            value = _at(c, read.indices, body)
+            taken[read] = _in_axes(c, read, value, tensors[c.name].dims)
     for s in body.free_symbols:
         c = constants.get(getattr(s, "name", ""))
         if c is not None and not tensors[c.name].dims and not s.is_integer:
             taken[s] = _at(c, (), body)
     return body.xreplace(taken) if taken else body
+
+
+def _in_axes(c: Definition, read: sp.Indexed, value: sp.Expr, dims: tuple) -> sp.Expr:
+    """``value``, the constant read at ``read``'s subscripts, where each is inside its axis, and
+    0 outside: a read past an axis is 0 (an affine subscript, a literal), as a tensor's is.
+    Taken in as a formula, ``kern[t - s]`` with ``kern[k] = gamma**k`` was the formula's
+    ``gamma**-1`` at s = t + 1 (an EMA as a causal convolution added the future; found by
+    probing). A plain index is in range: its reads give it its range. A subscript that reads
+    an int tensor is refused: a tensor's would be range-checked at run time, a formula has
+    no entries to check."""
+    for e, size in zip(read.indices, dims, strict=True):
+        if is_index(e):
+            continue
+        if e.has(sp.Indexed):
+            raise LangError(
+                f"'{c.name}' reads no tensor (a constant taken into its readers), so it cannot "
+                f"be read at a subscript of data ({e}): make it an input"
+            )
+        value = where(e >= 0, where(e <= size - 1, value, 0), 0)
+    return value
 
 
 def _at(c: Definition, at: tuple[sp.Expr, ...], reader: sp.Expr) -> sp.Expr:

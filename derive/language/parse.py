@@ -433,6 +433,8 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
                 "the index and sum over it (Sum(x[n, c], c))"
             ) from None
         raise LangError(f"cannot parse '{shown}': {exc}") from None
+    if isinstance(expr, (tuple, list, dict, set, sp.Tuple)):  # (a, b), {a: 1}: python's
+        raise LangError(f"cannot parse '{shown}': a {type(expr).__name__} is no expression")
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:
         spelt = [f"{SYMPY_RELATIONS[f]} for {f}" for f in undefined if f in SYMPY_RELATIONS]

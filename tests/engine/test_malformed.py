@@ -254,6 +254,10 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
         "'s' is both a tensor and the index",
     ),
     ("an output of constants only", X, ["c = 2", "out = c"], {}, "only definitions that read"),
+    # tuples and dicts parse as python's, not as expressions (found by probing: a raw
+    # AttributeError)
+    ("a tuple", X, ["out[n, m] = (x[n, m], x[n, m])"], {}, "tuple"),
+    ("a dict", X, ["out[n, m] = {x[n, m]: 1}"], {}, "dict"),
     ("too deeply nested", X, ["out[n, m] = " + "(" * 400 + "x[n, m]" + ")" * 400], {}, "nested"),
 ]
 
@@ -472,3 +476,21 @@ def test_e_after_a_nested_subscript_is_an_index_not_eulers_number():
     C = torch.randn(5, 3, dtype=torch.float64)
     a, b = torch.tensor([0, 2, 4]), torch.tensor([1, 1, 3])
     torch.testing.assert_close(oracle_output(op, {"C": C, "a": a, "b": b}), (C[a] * C[b]).sum(1))
+
+
+def test_a_constant_read_at_data_is_refused_in_one_line(tmp_path) -> None:
+    """A tensor read at an int tensor's entry is range-checked at run time; a constant is a
+    formula taken into its reader, with no entries to check (found by probing: ``c[idx[n]]``
+    with idx = 5 past c's 3 entries gave the formula's 6)."""
+    op = Op(
+        name="bad",
+        inputs=["x[N]", "idx[N]: int64"],
+        ranges={"k": "K"},
+        sizes={"K": "3"},
+        definitions=["c[k] = k + 1", "out[n] = x[n] * c[idx[n]]"],
+    )
+    with pytest.raises(DerivationError) as info:
+        module_source(op, tmp_path)
+    message = str(info.value)
+    assert message.startswith("op 'bad'") and "\n" not in message, message
+    assert "cannot be read at a subscript of data" in message, message
