@@ -234,8 +234,9 @@ def rank(node: ir.Node) -> int:
         return 0
     if isinstance(node, ir.Broadcast):
         return len(node.kept) + rank(node.arg) - sum(node.kept)
-    if isinstance(node, _ALIGNED):
-        return max((rank(v) for v in ir.Node.children(node)), default=0)
+    if isinstance(node, _ALIGNED):  # not an argument read for its dtype alone (torch.tensor)
+        ranks = (rank(v) for v in ir.Node.children(node) if set(v.axes) <= set(node.axes))
+        return max(ranks, default=0)
     return len(node.axes)
 
 
