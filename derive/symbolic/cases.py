@@ -65,8 +65,11 @@ def gate_divided(e: sp.Mul) -> sp.Expr:
         if not (isinstance(w, where) and w.args[2] == 0):
             continue
         c, a, _ = w.args
-        bases = {f.base if isinstance(f, sp.Pow) else f for f in sp.Mul.make_args(a)}
-        bases = {b for b in bases if (a.as_powers_dict().get(b, 0)).is_positive}
+        bases = {
+            f.base if isinstance(f, sp.Pow) else f
+            for f in sp.Mul.make_args(a)
+            if not isinstance(f, sp.Pow) or f.exp.is_positive
+        }
         moved = [
             f
             for j, f in enumerate(factors)
