@@ -76,7 +76,8 @@ def natural_orders(block: list[ir.Statement], keep: Collection[str]) -> list[ir.
 
 
 def _cost(block: list[ir.Statement]) -> tuple[int, int, int]:
-    """(matmul copies, other reshapes that copy, permutes): the first two may not grow."""
+    """(matmul copies, other reshapes that copy or reductions of a permuted view, permutes):
+    the first two may not grow."""
     orders: dict[str, Order | None] = {}
     permutes = reshaped = 0
     for s in block:
@@ -92,8 +93,7 @@ def _cost(block: list[ir.Statement]) -> tuple[int, int, int]:
 
 def _copied_reshape(n: ir.Node, orders: dict[str, Order | None]) -> bool:
     """A flatten of axes not neighbours in memory, or a reshape of a tensor not stored in
-    its axes' order: torch copies it (where it can be viewed, the same count before and after
-    a new order: a view)."""
+    its axes' order (torch copies it), or a sum of a permuted view."""
     if isinstance(n, ir.Flatten):
         inner = order(n.arg, orders)
         end = len(n.arg.axes) - 1 if n.end == -1 else n.end
@@ -101,7 +101,9 @@ def _copied_reshape(n: ir.Node, orders: dict[str, Order | None]) -> bool:
     if isinstance(n, ir.Reshape):
         inner = order(n.arg, orders)
         return inner is not None and inner != tuple(range(len(inner)))
-    return False
+    # a sum over leading axes of a permuted view loses _sum_leading's blocks (it needs a
+    # contiguous tensor): counted with the copies, so a new order never adds one
+    return isinstance(n, ir.Reduce) and isinstance(n.arg, ir.Permute)
 
 
 def _candidates(block: list[ir.Statement], name: str) -> Iterator[Perm]:
