@@ -642,9 +642,21 @@ def _masked(cx: Context, factors: tuple) -> tuple:
     may overflow; ``factors``
     where none does. Not inside a where() that selects on the mask's own condition: there
     the mask is decided (and selecting again would not end)."""
-    if not any(may_overflow(cx, f) for f in factors):
+    if not any(may_overflow(cx, f) or _off_domain(cx, f) for f in factors):
         return factors
     return _with_masks(cx, factors)
+
+
+def _off_domain(cx: Context, f: sp.Expr) -> bool:
+    """A factor that is NaN where its argument leaves its function's domain: a fractional
+    power or a log of a tensor. ``x**0.5`` beside the adjoint ``where(x > 0, g v, 0)`` in the
+    second order of ``w where(x > 0, x**1.5, 0)`` was 0 * nan at x < 0, where the where()
+    never read it (found by probing)."""
+    if isinstance(f, sp.Pow):
+        return f.exp.is_integer is not True and not cx.scope([]).scalar(f.base)
+    if type(f) in BY_NODE:
+        return BY_NODE[type(f)].domain != "real" and bool(f.atoms(sp.Indexed))
+    return False
 
 
 def _with_masks(cx: Context, factors: tuple) -> tuple:

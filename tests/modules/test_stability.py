@@ -1224,9 +1224,14 @@ def test_a_guarded_branch_keeps_its_guard_in_the_second_order(body, second, tmp_
             "loss = Sum(where(x[n] > 0, x[n] * (log(x[n]) - w[n]), 0), n)",
             lambda x, w: torch.where(x > 0, x * (_safe_log(x) - w), 0).sum(),
         ),
+        (  # x**0.5 beside the adjoint's gate: nan * 0 at x < 0 (arithmetic._off_domain)
+            ["x[N]", "w[N]"],
+            "loss = Sum(w[n] * where(x[n] > 0, x[n]**1.5, 0), n)",
+            lambda x, w: (w * torch.where(x > 0, torch.where(x > 0, x, 1.0) ** 1.5, 0)).sum(),
+        ),
     ],
 )
-def test_a_guarded_log_beside_another_input_keeps_its_guard_in_the_second_order(
+def test_a_guarded_branch_beside_another_input_keeps_its_guard_in_the_second_order(
     inputs, definition, reference, tmp_path
 ) -> None:
     # found by probing: the second order of w where(x > 0, log(x), 0) is
