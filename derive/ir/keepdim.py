@@ -23,7 +23,7 @@ import sympy as sp
 
 from derive.ir import nodes as ir
 from derive.ir.printer import leading_sum
-from derive.ir.rewrite import assigned_once, rebuilt
+from derive.ir.rewrite import assigned_once, mapped_operands, rebuilt
 
 REDUCTIONS = ("sum", "mean", "amax")
 # element-wise nodes: the size-1 axes of their operands pass through to the result
@@ -185,13 +185,5 @@ def _widened(node: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node:
         return node
     if isinstance(node, ir.Ref):
         return dataclasses.replace(node, axes=axes)
-    changes = {}
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        if isinstance(value, ir.Node):
-            changes[f.name] = _widened(value, axes)
-        elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
-            changes[f.name] = tuple(
-                _widened(v, axes) if isinstance(v, ir.Node) else v for v in value
-            )
+    changes = mapped_operands(node, lambda v: _widened(v, axes))
     return dataclasses.replace(node, **changes, axes=axes)

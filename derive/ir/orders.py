@@ -32,7 +32,7 @@ import sympy as sp
 from derive.ir import nodes as ir
 from derive.ir.layout import Order, copies, neighbours, order
 from derive.ir.passes import aligned
-from derive.ir.rewrite import assigned_once
+from derive.ir.rewrite import assigned_once, mapped_operands
 
 Perm = tuple[int, ...]
 
@@ -210,15 +210,7 @@ def transposed(node: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node | None:
     if node.axes == axes:
         return node
     if isinstance(node, _ALIGNED) and not node.scalar and _operands_aligned(node):
-        changes = {}
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
-            if isinstance(value, ir.Node):
-                changes[f.name] = _operand(value, axes)
-            elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
-                changes[f.name] = tuple(
-                    _operand(v, axes) if isinstance(v, ir.Node) else v for v in value
-                )
+        changes = mapped_operands(node, lambda v: _operand(v, axes))
         if any(v is None or (isinstance(v, tuple) and None in v) for v in changes.values()):
             return None
         return dataclasses.replace(node, axes=axes, **changes)

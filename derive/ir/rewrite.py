@@ -101,6 +101,19 @@ def data(node: ir.Node) -> Iterator[str]:
                 yield from data(v) if isinstance(v, ir.Node) else ()
 
 
+def mapped_operands(node, fn: Callable[[ir.Node], ir.Node | None]) -> dict:
+    """Each field of ``node`` (a node or a statement) that holds a node, or a tuple holding
+    nodes, mapped by ``fn``: the changes for :func:`dataclasses.replace`."""
+    changes: dict = {}
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, ir.Node):
+            changes[f.name] = fn(value)
+        elif isinstance(value, tuple) and any(isinstance(v, ir.Node) for v in value):
+            changes[f.name] = tuple(fn(v) if isinstance(v, ir.Node) else v for v in value)
+    return changes
+
+
 def replaced(x, old: ir.Node, new: ir.Node):
     """``x`` (a statement or a node) with every ``old`` read as ``new``."""
     if x == old:

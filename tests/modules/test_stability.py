@@ -1237,12 +1237,7 @@ def test_a_guarded_branch_beside_another_input_keeps_its_guard_in_the_second_ord
     # found by probing: the second order of w where(x > 0, log(x), 0) is
     # (dout_log0 - b_dx v) / x, a sum each of whose terms is 0 at x <= 0 (the adjoint's
     # gate, the first gradient's saved mask): 0 / 0 = nan at x = 0 where the Hessian is 0
-    (tmp_path / "ops").mkdir()
-    (tmp_path / "ops" / "guarded_sum.py").write_text(
-        f'from derive import Op\n\nOP = Op(name="guarded_sum", inputs={inputs!r}, '
-        f"definitions=[{definition!r}])\n"
-    )
-    module, _ = imported(tmp_path / "ops" / "guarded_sum.py", tmp_path)
+    module = _written(tmp_path, "guarded_sum", inputs, [definition])
     x = torch.tensor([0.0, -1.0, 2.0, 1e-3], dtype=torch.float64)
     w = torch.tensor([1.5, -2.0, 3.0, 0.25], dtype=torch.float64)
     got = torch.func.hessian(module.Function.apply, argnums=(0, 1))(x, w)
