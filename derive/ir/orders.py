@@ -15,8 +15,10 @@ none; an element-wise value takes the order into its operands, which are aligned
 their labels), and every read of the name ``old`` becomes ``N.permute(p^-1)``, composed with
 the permute around it. An element-wise result is laid out in memory as its operands are
 (torch's TensorIterator sorts its output's strides by theirs), so only views move: a rewrite
-that makes a matmul copy an operand (:func:`derive.ir.layout.copies`), or puts a permute
-under a reshape or flatten (which copies a permuted view), is not kept.
+that makes a matmul copy an operand (:func:`derive.ir.layout.copies`), puts a permute under a
+reshape or flatten (which copies a permuted view) or under a sum (``_sum_leading`` blocks only
+a contiguous tensor), is not kept; costs compare in that order, permutes last. A value that
+holds fewer dimensions than labels (a broadcast's size-1 axis dropped) keeps its order.
 
 Names handed on (saved for the backward, returned) keep their order: the code that reads
 them next assumes it, as :mod:`derive.ir.layout` says.
