@@ -675,18 +675,23 @@ def _with_masks(cx: Context, factors: tuple) -> tuple:
                 gates = []
             out.extend([*gates, f])
             continue
-        entry = cx.zeros.get(_tensor_name(f) or "")
-        indices = f.indices if isinstance(f, sp.Indexed) else ()
-        if entry is None or len(entry[0]) != len(indices) or indices and not plain(f):
-            out.append(f)
-            continue
-        axes, mask = entry
-        mask = mask.xreplace(dict(zip(axes, indices, strict=True)))
-        if {w.args[0] for w in mask.atoms(where)} & decided:
+        mask = _read_mask(cx, f)
+        if mask is None or {w.args[0] for w in mask.atoms(where)} & decided:
             out.append(f)
             continue
         out.extend([*sp.Mul.make_args(mask), f])
     return tuple(out)
+
+
+def _read_mask(cx: Context, f: sp.Expr) -> sp.Expr | None:
+    """The mask :func:`note_zeros` remembered for the name ``f`` reads plainly, at the
+    indices read; None where there is none."""
+    entry = cx.zeros.get(_tensor_name(f) or "")
+    indices = f.indices if isinstance(f, sp.Indexed) else ()
+    if entry is None or len(entry[0]) != len(indices) or indices and not plain(f):
+        return None
+    axes, mask = entry
+    return mask.xreplace(dict(zip(axes, indices, strict=True)))
 
 
 def _known_zeros(cx: Context, e: sp.Expr) -> sp.Expr:
@@ -697,13 +702,8 @@ def _known_zeros(cx: Context, e: sp.Expr) -> sp.Expr:
         return e.func(*[_known_zeros(cx, a) for a in e.args])
     if isinstance(e, given):
         return e.func(_known_zeros(cx, e.args[0]), *e.args[1:])
-    entry = cx.zeros.get(_tensor_name(e) or "")
-    if entry is None or not isinstance(e, sp.Indexed) or not plain(e):
-        return e
-    axes, mask = entry
-    if len(axes) != len(e.indices):
-        return e
-    return mask.xreplace(dict(zip(axes, e.indices, strict=True))) * e
+    mask = _read_mask(cx, e)
+    return e if mask is None else mask * e
 
 
 def _reads_param(cx: Context, e: sp.Expr) -> bool:
