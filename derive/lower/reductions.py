@@ -268,7 +268,7 @@ def _window_among(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node | N
             continue
         rest = sp.Mul(*[g for g in factors if g is not k])
         axes = [a for a in natural_order(rest, order) if a in free_indices(rest)]
-        if not all(a in cx.sizes for a in axes) or lowers_to_int(cx, rest):
+        if not axes or not all(a in cx.sizes for a in axes) or lowers_to_int(cx, rest):
             continue
         shape = tuple(cx.sizes[a] for a in axes)
         stand_in = sp.IndexedBase("_Y", shape=shape, real=True)[tuple(axes)]
