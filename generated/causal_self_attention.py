@@ -217,9 +217,7 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
         .permute(2, 0, 3, 1, 4)
         .contiguous()
     )
-    q = shared_Wh_x_bh[0]
-    k = shared_Wh_x_bh[1]
-    v = shared_Wh_x_bh[2]
+    q, k, v = shared_Wh_x_bh.unbind(0)
     del shared_Wh_x_bh
     sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
@@ -391,9 +389,7 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
         .permute(2, 0, 3, 1, 4)
         .contiguous()
     )
-    q = shared_Wh_x_bh[0]
-    k = shared_Wh_x_bh[1]
-    v = shared_Wh_x_bh[2]
+    q, k, v = shared_Wh_x_bh.unbind(0)
     del shared_Wh_x_bh
     sum_k_q = q @ k.permute(0, 1, 3, 2)
     scores = torch.where(
@@ -1191,9 +1187,7 @@ def _jvp(
             .permute(2, 0, 3, 1, 4)
             .contiguous()
         )
-        q = shared_Wh_x_bh[0]
-        k = shared_Wh_x_bh[1]
-        v = shared_Wh_x_bh[2]
+        q, k, v = shared_Wh_x_bh.unbind(0)
         del shared_Wh_x_bh
         sum_k_q = q @ k.permute(0, 1, 3, 2)
         scores = torch.where(

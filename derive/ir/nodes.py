@@ -400,6 +400,14 @@ class Flip(View):
 
 
 @dataclass(frozen=True)
+class Unbind(View):
+    """``arg.unbind(dim)``: every slice of the axis ``dim`` at once, a tuple of views, so only
+    an assignment to as many names takes it; ``axes`` are each slice's."""
+
+    dim: int
+
+
+@dataclass(frozen=True)
 class Clone(View):
     """A copy: the tensor will be updated in place and must not be a view of another."""
 

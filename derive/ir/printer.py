@@ -304,6 +304,9 @@ class TorchPrinter:
         parts = ", ".join(":" if k is None else str(k) for k in node.at)
         return f"{self.wrap(node.arg, Precedence.ATOM)}[{parts}]"
 
+    def _print_Unbind(self, node: ir.Unbind) -> str:
+        return self._method(node.arg, f"unbind({node.dim})")
+
     def _print_Reshape(self, node: ir.Reshape) -> str:
         return self._method(node.arg, f"reshape({self._args(node.shape)})")
 
