@@ -27,7 +27,7 @@ from derive.identities import (
 from derive.language import Graph, View
 from derive.symbolic.canon import Canon, fold
 from derive.symbolic.reverse import Adjoints, inline
-from derive.symbolic.simplify import Simplifier, cancel_exps, cost, masked_tensors
+from derive.symbolic.simplify import Simplifier, cancel_exps, cost, masked_tensors, raised_powers
 
 # A stepwise op's intermediates are collapsed only while the inlined chain stays small (the
 # loss head of the exercise): SymPy needs seconds per tensor beyond ~30 nested sums.
@@ -60,8 +60,11 @@ class Lazy(Mapping[str, sp.Expr]):
 
 
 def tidy(expr: sp.Expr) -> sp.Expr:
-    # g*a + g*b -> g*(a + b): one multiply fewer per element, and the seeds' closed forms
+    # g*a + g*b -> g*(a + b): one multiply fewer per element, and the seeds' closed forms;
+    # never b**g + b**(g + 1) as b (b**(g - 1) + b**g): range before cost (raised_powers)
     tidied = sp.factor_terms(expr)
+    if raised_powers(tidied, expr):
+        return expr
     return tidied if cost(tidied) <= cost(expr) else expr
 
 

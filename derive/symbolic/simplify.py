@@ -733,7 +733,7 @@ def cancel_exps(expr: sp.Expr, simplify: Callable[[sp.Expr], sp.Expr]) -> sp.Exp
     memo: dict[sp.Basic, sp.Basic] = {}
 
     def walk(e: sp.Basic) -> sp.Basic:
-        if not e.args or (len(e.atoms(sp.exp)) < 2 and not _denominators(e)):
+        if not e.args or (len(e.atoms(sp.exp)) < 2 and not _denominators(e) | _lowered(e)):
             return e
         if e not in memo:
             args = [walk(a) for a in e.args]
@@ -804,6 +804,48 @@ def _denominators(e: sp.Basic) -> set[sp.Expr]:
     }
 
 
+def _lowered(e: sp.Basic) -> set[sp.Expr]:
+    """The bases (reading a tensor) of ``e``'s powers whose exponent a param may make negative:
+    ``(1 - p)**(gamma - 1)``, a focal loss's derivative, is inf at p = 1 for gamma < 1, where
+    the forward's ``(1 - p)**gamma`` is 0."""
+    return {base for base, _ in _lowered_powers(e)}
+
+
+def _lowered_powers(e: sp.Basic) -> collections.Counter:
+    """(base, exponent) of each power :func:`_lowered` counts, as often as it occurs."""
+    return collections.Counter(
+        (f.base, f.exp)
+        for f in sp.preorder_traversal(e)
+        if isinstance(f, sp.Pow)
+        and not f.exp.is_number
+        and f.exp.is_nonnegative is not True
+        and not all(s.is_integer for s in f.base.free_symbols)
+        and f.base.has(sp.Indexed)
+    )
+
+
+def _raised(old: collections.Counter, after: sp.Expr) -> bool:
+    """Whether ``after`` holds the powers :func:`_lowered` counts (``old``, those of the
+    factors it was made of) with some of their exponents raised by a whole number and none
+    new: ``b * b**(g - 1)`` as ``b**g`` is finite at b = 0 for every g > 0 the forward's
+    ``b**g`` is."""
+    new = _lowered_powers(after)
+    gone, came = old - new, new - old
+    if not gone:
+        return False
+    return all(
+        any(b == b0 and (k - k0).is_Integer and (k - k0).is_positive for b0, k0 in gone)
+        for b, k in came
+    )
+
+
+def raised_powers(e: sp.Expr, other: sp.Expr) -> bool:
+    """Whether ``other`` is ``e`` with powers a param may make negative raised (see
+    :func:`_raised`): ``e`` is then inf where ``other`` is finite, so no rule that trades one
+    for the other by cost may pick ``e``."""
+    return _raised(_lowered_powers(e), other)
+
+
 def _cancelling_distributed(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
     """``f (a + b) -> f a + (f b)`` where ``f b`` simplifies to fewer exps or fewer
     reciprocals: range before cost.
@@ -844,12 +886,23 @@ def _cancelling_distributed(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp
                     len(_denominators(out)) < len(denominators | _denominators(rest))
                 ):
                     out = None
+            if out is None and _lowered(t) & bases:
+                out = walk(_pushed(rest, t, _lowered))
+                before = _lowered_powers(rest) + _lowered_powers(t)  # rest * t merges some
+                if len(out.atoms(sp.exp)) > n_exps or not _raised(before, out):
+                    out = None
             if out is None:
                 kept.append(t)
             else:
                 moved.append(out)
         if moved:
             return rest * sp.Add(*kept) + sp.Add(*moved)
+    for i, w in enumerate(factors):  # b where(c, 0, b**(g - 1)): into the branches
+        rest = sp.Mul(*factors[:i], *factors[i + 1 :])
+        if isinstance(w, where) and _lowered(w) & _factor_bases(rest):
+            out = walk(_pushed(rest, w, _lowered))
+            if _raised(_lowered_powers(rest) + _lowered_powers(w), out):
+                return out
     return e
 
 
@@ -877,24 +930,48 @@ def _factor_bases(e: sp.Expr) -> set[sp.Expr]:
     return bases
 
 
-def _pushed(rest: sp.Expr, t: sp.Expr) -> sp.Expr:
+def _pushed(
+    rest: sp.Expr, t: sp.Expr, held: Callable[[sp.Expr], set[sp.Expr]] = _denominators
+) -> sp.Expr:
     """``rest * t`` with ``rest`` multiplied into the sums inside ``t`` that hold reciprocals
-    of its factors, down to the products that hold them, where SymPy's Mul cancels ``b / b``:
-    ``p (1 - p) ((1 - y) / (1 - p) - y / p) -> p (1 - y) - (1 - p) y``. Unlike ``expand``,
-    nothing else is multiplied out (expanded, ``1 - p`` is ``1 - p`` no longer)."""
+    of its factors (``held`` names their bases), down to the products that hold them, where
+    SymPy's Mul cancels ``b / b``: ``p (1 - p) ((1 - y) / (1 - p) - y / p) -> p (1 - y) -
+    (1 - p) y``, and into the branches of a where() that holds one (``b where(c, 0, b**(g -
+    1)) -> where(c, 0, b**g)``; 0 rather than nan where ``rest`` is not finite and c picks
+    the 0, as a guard hoisted gives). Unlike ``expand``, nothing else is multiplied out
+    (expanded, ``1 - p`` is ``1 - p`` no longer)."""
     bases = _factor_bases(rest)
-    if not _denominators(t) & bases:
+    if not held(t) & bases:
         return rest * t
     if isinstance(t, sp.Add):
-        return sp.Add(*[_pushed(rest, u) for u in t.args])
-    inner = [f for f in sp.Mul.make_args(t) if isinstance(f, sp.Add) and _denominators(f) & bases]
+        return sp.Add(*[_pushed(rest, u, held) for u in t.args])
+    inner = [f for f in sp.Mul.make_args(t) if isinstance(f, sp.Add) and held(f) & bases]
     if inner:
-        return _pushed(rest * sp.Mul(*without(sp.Mul.make_args(t), inner[0])), inner[0])
+        return _pushed(rest * sp.Mul(*without(sp.Mul.make_args(t), inner[0])), inner[0], held)
+    cases = [f for f in sp.Mul.make_args(t) if isinstance(f, where) and held(f) & bases]
+    if cases:
+        outer = rest * sp.Mul(*without(sp.Mul.make_args(t), cases[0]))
+        c, a, b = cases[0].args
+        return where(c, _pushed(outer, a, held), _pushed(outer, b, held))
     # a factor b of rest against 1 / (-b): b = -1 * (-b), which Mul cancels
-    negated = {-d for d in _denominators(t)}
+    negated = {-d for d in held(t)}
     signs = sum(1 for f in sp.Mul.make_args(rest) if f in negated)
     aligned = [-f if f in negated else f for f in sp.Mul.make_args(rest)]
-    return sp.Mul(sp.Integer(-1) ** signs, *aligned, t)
+    return _same_bases_merged(sp.Mul(sp.Integer(-1) ** signs, *aligned, t), held(t))
+
+
+def _same_bases_merged(e: sp.Expr, bases: set[sp.Expr]) -> sp.Expr:
+    """``e``'s factors over each of ``bases`` as one power: ``b * b**(g - 1) -> b**g``, which
+    SymPy's Mul leaves apart where b is a sum (``(1 - p) (1 - p)**(g - 1)``)."""
+    exponents: dict[sp.Expr, list[sp.Expr]] = {}
+    others = []
+    for f in sp.Mul.make_args(e):
+        base, power = f.as_base_exp()
+        if base in bases:
+            exponents.setdefault(base, []).append(power)
+        else:
+            others.append(f)
+    return sp.Mul(*others, *(b ** sp.Add(*ks) for b, ks in exponents.items()))
 
 
 def _multiplied_out(e: sp.Expr, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr | None:

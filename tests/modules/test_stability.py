@@ -1365,3 +1365,34 @@ def test_a_log_sum_exp_over_every_index_is_shifted_by_a_0d_max(tmp_path: Path) -
     want, want_dx = torch.logsumexp(x.detach().flatten(), 0), torch.softmax(x.detach().flatten(), 0)
     assert torch.allclose(module.Function.apply(x), want, rtol=1e-14, atol=0)
     assert torch.allclose(dx, want_dx.view_as(x), rtol=1e-14, atol=1e-300)
+
+
+@pytest.mark.parametrize("gamma", [0.5, 1.5])
+def test_a_focal_exponent_below_one_stays_finite_where_the_prediction_is_sure(
+    gamma: float, tmp_path: Path
+) -> None:
+    """(1 - p)**(gamma - 1) from d(1 - p)**gamma, inf at p = 1 for gamma < 1, takes the chain's
+    factor (1 - p) into its power (simplify._raised); gamma < 2 likewise in the second order.
+    The reference is torch on the same formula with 1 - p written as sigmoid(-x), which stays
+    positive where 1 - p rounds to 0 (x = 40 in float64; at 800 it is 0 too, and the
+    reference nan: compared where it is finite). Absolute tolerances: where 1 - p rounds to 0
+    the module's terms are 0 where the reference's are ~1e-27."""
+    module, _ = _module("focal_loss_of_a_sure_sigmoid", tmp_path)
+    x = torch.tensor([40.0, 800.0, 30.0, 0.3, -2.0, -800.0], dtype=torch.float64)
+    mine = x.clone().requires_grad_()
+    out = module.Function.apply(mine, gamma)
+    (dx,) = torch.autograd.grad(out, mine, create_graph=True)
+    ref = x.clone().requires_grad_()
+    want = -(torch.sigmoid(-ref) ** gamma * torch.nn.functional.logsigmoid(ref)).sum()
+    (want_dx,) = torch.autograd.grad(want, ref, create_graph=True)
+    assert torch.isfinite(dx).all(), dx
+    torch.testing.assert_close(out, want, rtol=1e-12, atol=0)
+    seen = torch.isfinite(want_dx)
+    assert seen.sum() >= 5
+    torch.testing.assert_close(dx[seen], want_dx[seen], rtol=1e-12, atol=1e-15)
+    if gamma > 1:  # below 1 the double backward's dp, the gradient in p, is inf itself
+        (ddx,) = torch.autograd.grad(dx.sum(), mine)
+        (want_ddx,) = torch.autograd.grad(want_dx.sum(), ref)
+        assert torch.isfinite(ddx).all(), ddx
+        seen = torch.isfinite(want_ddx)
+        torch.testing.assert_close(ddx[seen], want_ddx[seen], rtol=1e-10, atol=1e-15)
