@@ -33,6 +33,7 @@ import sympy as sp
 
 from derive.emit.sizes import floor_parts, size_code
 from derive.emit.statements import Code
+from derive.errors import DerivationError
 from derive.language import Definition, Graph, ReduceMax
 
 
@@ -58,14 +59,27 @@ def param_checks(g: Graph) -> list[Code]:
         for i in sorted(_indices(g, sub), key=str):
             for p in sorted(expanded.coeff(i).free_symbols & set(g.params), key=str):
                 positive.setdefault(p, f"it multiplies {i} in {shown}")
+    nonnegative = {  # derive.lower.bounds proves reads in range for int params >= 0
+        p: why + "; window reads take it as >= 0" for p, why in ints.items() if p not in positive
+    }
+    _check_defaults(g, positive, nonnegative)
     lines = [_check("_check_int", p, why) for p, why in ints.items()]
     lines += [_check("_check_positive", p, why) for p, why in positive.items()]
-    lines += [  # derive.lower.bounds proves reads in range for int params >= 0: hold it to that
-        _check("_check_nonnegative", p, why + "; window reads take it as >= 0")
-        for p, why in ints.items()
-        if p not in positive
-    ]
+    lines += [_check("_check_nonnegative", p, why) for p, why in nonnegative.items()]
     return lines
+
+
+def _check_defaults(g: Graph, positive: dict, nonnegative: dict) -> None:
+    """Refuse an op whose param defaults the forward's own checks refuse: a module whose call
+    with the defaults always raises (``x[n, t + p]`` with ``p = -1``) is no op to write."""
+    for rules, bound, word in ((positive, 0, "positive"), (nonnegative, -1, ">= 0")):
+        for p, why in rules.items():
+            value = g.op.params.get(p.name)
+            if isinstance(value, (int, float)) and not value > bound:
+                raise DerivationError(
+                    g.op.name,
+                    f"param '{p.name}' defaults to {value!r}, but it must be {word}: {why}",
+                )
 
 
 def _check(helper: str, p: sp.Symbol, why: str) -> Code:

@@ -134,6 +134,27 @@ def _parse_dims(text: str, sizes: dict[str, sp.Symbol]) -> tuple[tuple[sp.Expr, 
     return ((BATCH_SIZE,) if batched else ()) + tuple(dims), batched
 
 
+def _size_order(derived: dict[str, str]) -> list[str]:
+    """The derived sizes' names, each after the sizes it reads (``{"P": "(K - 1) // 2", "L":
+    "T + 2*P - K + 1"}``: P first), ties by name: the forward binds them in this order. Sizes
+    that read each other are refused (one reading itself: its own message, at its parse)."""
+    reads = {
+        n: {w for w in re.findall(r"[A-Za-z_]\w*", str(t)) if w in derived and w != n}
+        for n, t in derived.items()
+    }
+    order: list[str] = []
+    while len(order) < len(derived):
+        ready = sorted(n for n in derived if n not in order and reads[n] <= set(order))
+        if not ready:
+            left = sorted(n for n in derived if n not in order)
+            raise LangError(
+                f"sizes {', '.join(repr(n) for n in left)} read each other: a derived size reads "
+                "the inputs' sizes, int params and other derived sizes, none of them in a cycle"
+            )
+        order.append(ready[0])
+    return order
+
+
 def _parse_input(text: str, sizes: dict[str, sp.Symbol]) -> Tensor:
     m = _INPUT.match(text)
     if not m:
@@ -637,7 +658,8 @@ def parse(op: Op) -> Graph:
         if clash:  # the forward binds each size from a shape: it would replace the input
             raise LangError(f"input '{clash[0]}' has the name of a size; rename one of them")
         g.params = _parse_params(op, g, sizes)
-        for name, text in sorted(op.sizes.items()):
+        for name in _size_order(op.sizes):
+            text = op.sizes[name]
             current = f"{name} = {text}"
             size = derived_size(name, text, sizes, g)
             g.derived[size] = parse_size_expr(text, sizes, g)

@@ -20,6 +20,7 @@ from derive.language.text import bracket_problem, keyword_problem
 
 _GLOBALS = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
 _GLOBALS["floor"] = sp.floor  # what parse_expr makes of a // b
+_GLOBALS["Function"] = sp.Function  # what it makes of a call (Max(T, 2)): refused by name below
 
 
 def derived_size(name: str, text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Symbol:
@@ -47,6 +48,12 @@ def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr
         raise LangError(f"cannot parse size expression '{text}': {exc}") from None
     if not isinstance(expr, sp.Expr) or expr.is_Relational:  # C == 2 read as True or False
         raise LangError(f"size expression '{text}' is a comparison, not a size ('C / n_head')")
+    calls = sorted(str(f.func) for f in expr.atoms(sp.Function) if not isinstance(f, sp.floor))
+    if calls:
+        raise LangError(
+            f"size expression '{text}': no function but // (floor division) is allowed in a "
+            f"size, not {calls[0]}"
+        )
     _check_known(text, expr, sizes, g)
     if isinstance(expr, sp.Add) or expr.has(sp.floor):
         _check_integer_size(text, expr, sizes, g)
@@ -102,7 +109,8 @@ def _check_integer_size(text: str, expr: sp.Expr, sizes: dict, g: Graph) -> None
         if isinstance(e, sp.floor):
             return walk(e.args[0], True)
         fraction = e.is_Rational and not e.is_Integer and not floored  # N / 2 + 1
-        if fraction or isinstance(e, sp.Pow) and not (e.exp == -1 and floored):
+        whole = isinstance(e, sp.Pow) and e.exp.is_Integer and (e.exp > 0 or floored)
+        if fraction or isinstance(e, sp.Pow) and not whole:  # pad**2, (T - 1) // pad**2 whole
             raise LangError(
                 f"size expression '{text}': a size that adds or subtracts divides with // "
                 "(floor division), not / or **"

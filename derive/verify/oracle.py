@@ -136,6 +136,23 @@ def _names(node: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
 
 
+def _whole(v) -> bool:
+    """An int, or a tensor of ints."""
+    return isinstance(v, int) or (isinstance(v, torch.Tensor) and not _floating(v))
+
+
+def _integral(v, node: ast.Subscript):
+    """A subscript's value as ints: ``t + 1.0`` is ``t + 1``, as SymPy reads the text; a
+    fractional one is no subscript (the language refuses it too)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, torch.Tensor) and _floating(v):
+        if not torch.equal(v, v.round()):
+            raise OracleError(f"subscript '{ast.unparse(node)}' is no whole number")
+        return v.round().long()
+    return v
+
+
 def _subscript_parts(node: ast.Subscript) -> list[ast.AST]:
     return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
 
@@ -179,7 +196,7 @@ class _Evaluator:
             raise OracleError(f"'{ast.unparse(node)}' subscripts no tensor")
         tensor = self.g.tensors[node.value.id].value
         parts = _subscript_parts(node)
-        subs = [self(p) for p in parts]
+        subs = [_integral(self(p), node) for p in parts]
         # an affine subscript (t + k - P) outside the axis reads 0: zero padding
         inside = torch.ones((), dtype=torch.bool)
         for k, (p, n) in enumerate(zip(parts, tensor.shape)):
@@ -203,6 +220,8 @@ class _Evaluator:
         if op is None:
             raise OracleError(f"operator in '{ast.unparse(node)}'")
         a, b = self(node.left), self(node.right)
+        if isinstance(node.op, ast.Pow) and _whole(a) and isinstance(b, int) and b >= 0:
+            return a**b  # pad**2 in a subscript: an int, as the language reads it
         if isinstance(node.op, (ast.Div, ast.Pow)):  # 1/2 is a half, as in SymPy; c/C a float
             a = self.g.real(a)
         if _floating(a) or _floating(b):  # 0.25*t: the index in the data's dtype, as torch's
@@ -310,6 +329,8 @@ def _whole_size(text: str, sizes: dict, params: dict) -> int:
         if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
             a, b = value(node.left), value(node.right)
             return a / b if isinstance(node.op, ast.Div) else ARITHMETIC[type(node.op)](a, b)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return -value(node.operand) if isinstance(node.op, ast.USub) else value(node.operand)
         raise OracleError(f"cannot evaluate the size '{text}'")
 
     v = value(ast.parse(text.strip(), mode="eval"))

@@ -106,6 +106,9 @@ def _index_value(e: sp.Expr, s: _Scope) -> Value:
         return torch.tensor(s.params[e]), ()
     if isinstance(e, (sp.Add, sp.Mul)):
         return _arithmetic(e, [_index_value(a, s) for a in e.args])
+    if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp >= 0:  # x[t + pad**2]
+        base, axes = _index_value(e.base, s)
+        return base ** int(e.exp), axes
     raise InterpretError(f"cannot use '{e}' as a subscript")
 
 

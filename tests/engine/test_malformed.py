@@ -303,6 +303,11 @@ SIZE_ROWS = [
     ("a size that is not a string", {}, {"K": 5}, "must be a string"),
     ("a size that is a list", {}, {"K": ["N"]}, "must be a string"),
     ("a size keyed by an int", {}, {5: "N"}, "must be a string"),
+    # a call was SymPy's "name 'Function' is not defined" (found by probing)
+    ("a Max in a size", {"p": 2}, {"K": "Max(N, p)"}, "no function but // (floor division)"),
+    ("an abs in a size", {"p": 2}, {"K": "abs(N - p)"}, "not abs"),
+    ("sizes that read each other", {}, {"K": "L - 1", "L": "K + 1"}, "'K', 'L' read each other"),
+    ("a power of a size in a sum", {}, {"K": "N**-1 + 1"}, "//"),
 ]
 
 
@@ -494,3 +499,24 @@ def test_a_constant_read_at_data_is_refused_in_one_line(tmp_path) -> None:
     message = str(info.value)
     assert message.startswith("op 'bad'") and "\n" not in message, message
     assert "cannot be read at a subscript of data" in message, message
+
+
+@pytest.mark.parametrize(
+    ("params", "subscript", "says"),
+    [
+        ({"p": -1}, "m + p", "param 'p' defaults to -1, but it must be >= 0"),
+        ({"s": 0}, "s*m", "param 's' defaults to 0, but it must be positive"),
+    ],
+)
+def test_a_default_the_forward_would_refuse_is_refused_in_one_line(
+    params, subscript, says, tmp_path
+) -> None:
+    """A module whose call with its own defaults always raised was written without a word,
+    and `derive check` printed a traceback (found by probing)."""
+    definition = f"out[n, m] = x[n, {subscript}]"
+    op = Op(name="bad", inputs=X, definitions=[definition], params=params, ranges={"m": "M"})
+    with pytest.raises(DerivationError) as info:
+        module_source(op, tmp_path)
+    message = str(info.value)
+    assert message.startswith("op 'bad'") and "\n" not in message, message
+    assert says in message, message
