@@ -612,7 +612,14 @@ def _parse_definition(
         _check_view(source, dims, g, sizes)
         g.tensors[name] = Tensor(name, dims, unbounded=g.tensors[source].unbounded)
         return View(name, source, text.strip())
-    lhs = tuple(_index(s.strip()) for s in (lhs_text or "").split(",") if s.strip())
+    written = [s.strip() for s in (lhs_text or "").split(",") if s.strip()]
+    odd = [s for s in written if s != "..." and not re.fullmatch(r"[A-Za-z_]\w*", s)]
+    if odd:  # out[n, t + p] was an index named 't + p', "neither on the left-hand side..."
+        raise LangError(
+            f"the left-hand side's subscripts are index names (out[n, t]), not '{odd[0]}': "
+            "shift the read on the right instead (out[n, t] = x[n, t - p])"
+        )
+    lhs = tuple(_index(s) for s in written)
     lhs = tuple(BATCH_INDEX if s.name == "..." else s for s in lhs)
     inside = bracket_parts(f"{rhs}[{lhs_text or ''}]")
     subscripts = {w for part in inside for w in re.findall(r"\b[A-Za-z_]\w*", part)}

@@ -259,6 +259,8 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("a tuple", X, ["out[n, m] = (x[n, m], x[n, m])"], {}, "tuple"),
     ("a dict", X, ["out[n, m] = {x[n, m]: 1}"], {}, "dict"),
     ("too deeply nested", X, ["out[n, m] = " + "(" * 400 + "x[n, m]" + ")" * 400], {}, "nested"),
+    # an index named 't + p' was "neither on the left-hand side nor summed" (found by probing)
+    ("a shifted left-hand side", X, ["out[n, m + p] = x[n, m]"], {"p": 1}, "not 'm + p'"),
 ]
 
 
