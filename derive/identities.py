@@ -116,7 +116,31 @@ def _exp_minus_one(q: sp.Expr, c: sp.Expr, x: sp.Expr) -> sp.Expr | None:
 ACCURACY_RULES: list[Rule] = [
     ("log1p", sp.log(1 + _x), lambda m: _log_one_plus(m[_x])),
     ("expm1", _q + _c * sp.exp(_x), lambda m: _exp_minus_one(m[_q], m[_c], m[_x])),
+    # r e^x / expm1(x)**k -> -r / (expm1(x)**(k - 1) expm1(-x))  (1 / expm1(x)'s derivative:
+    # past x = 710 e^x and expm1(x) overflow and inf / inf is nan; e^x / (e^x - 1) is
+    # 1 / (1 - e^-x), at most 1 there; the second order of log(1 - e^-x), found by probing)
+    # log(-expm1(x)) -> log1p(-e^x) for x < -log 2 (log(1 - e^x) as Maechler's log1mexp:
+    # -expm1(-40) is 1 as a double, so the log was 0 where log1p(-e^-40) keeps -4.2e-18;
+    # near 0 expm1 is the exact one)
+    ("log1mexp", sp.log(-expm1(_x)), lambda m: _log_one_minus_exp(m[_x])),
+    (
+        "exp-over-expm1",
+        _r * sp.exp(_x) * expm1(_x) ** _p,
+        lambda m: _exp_over_expm1(m[_r], m[_x], m[_p]),
+    ),
 ]
+
+
+def _log_one_minus_exp(x: sp.Expr) -> sp.Expr | None:
+    if x.is_number:
+        return None
+    return where(x > -sp.log(2), sp.log(-expm1(x)), log1p(-sp.exp(x)))
+
+
+def _exp_over_expm1(r: sp.Expr, x: sp.Expr, p: sp.Expr) -> sp.Expr | None:
+    if not (p.is_Integer and p < 0) or r.has(sp.exp(x), expm1(x)):
+        return None
+    return -r * expm1(x) ** (p + 1) / expm1(-x)
 
 
 def _apply(rules: list[Rule], e: sp.Expr) -> sp.Expr:
@@ -167,6 +191,7 @@ def rewrite(expr: sp.Expr, rules: list[Rule], memo: dict | None = None) -> sp.Ex
     if expr not in memo:
         node = expr.func(*[rewrite(a, rules, memo) for a in expr.args])
         out = _apply(rules, node)
+        memo[expr] = node  # a row may keep what it matched as a part (log1mexp's branch)
         memo[expr] = rewrite(out, rules, memo) if out != node else node
     return memo[expr]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.errors import DerivationError, EngineBug
-from derive.identities import sigmoid_complements
+from derive.identities import ACCURACY_RULES, rewrite, sigmoid_complements
 from derive.language import Definition, Graph, ReduceMax, View
 from derive.progress import Stage, silent
 from derive.symbolic.canon import Canon, Pattern, fold, stabilise
@@ -140,6 +140,7 @@ def _stepwise(g: Graph, adj: Adjoints, stage: Stage = silent) -> tuple[list[str]
     for k, t in enumerate(order):
         stage(f"simplifying the adjoint of {t} ({k + 1} of {len(order)})")
         simplified = sigmoid_complements(simplifier.simplify(raw[t]), terms=True)  # 1 - s
+        simplified = rewrite(simplified, ACCURACY_RULES)  # expm1's e^x / expm1(x), as collapsed
         final[t] = tidy(fold(simplified, patterns, folded))  # exact, a term's too
     return order, raw, final
 

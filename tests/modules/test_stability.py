@@ -1396,3 +1396,22 @@ def test_a_focal_exponent_below_one_stays_finite_where_the_prediction_is_sure(
         assert torch.isfinite(ddx).all(), ddx
         seen = torch.isfinite(want_ddx)
         torch.testing.assert_close(ddx[seen], want_ddx[seen], rtol=1e-10, atol=1e-15)
+
+
+def test_log_one_minus_exp_keeps_its_value_and_a_finite_second_order_far_out(
+    tmp_path: Path,
+) -> None:
+    """log(1 - e^-x) is -e^-x far out, not the 0 that log(-expm1(-x)) rounds to past x = 37;
+    its second order -e^x / expm1(x)**2 is finite past x = 710, where e^x overflows."""
+    module, _ = _module("log_one_minus_exp", tmp_path)
+    x = torch.tensor([1e-30, 0.3, 0.7, 2.0, 40.0, 700.0, 710.0, 800.0], dtype=torch.float64)
+    mine = x.clone().requires_grad_()
+    out = module.Function.apply(mine)
+    want = torch.where(x < 0.69, torch.log(-torch.expm1(-x)), torch.log1p(-torch.exp(-x)))
+    torch.testing.assert_close(out, want, rtol=1e-15, atol=0)
+    assert out[4].item() == pytest.approx(-math.exp(-40.0), rel=1e-15)
+    (dx,) = torch.autograd.grad(out.sum(), mine, create_graph=True)
+    (ddx,) = torch.autograd.grad(dx.sum(), mine)
+    want_ddx = -1 / (torch.expm1(x) * -torch.expm1(-x))  # -e^x / expm1(x)**2
+    assert torch.isfinite(ddx).all(), ddx
+    torch.testing.assert_close(ddx, want_ddx, rtol=1e-13, atol=1e-300)
