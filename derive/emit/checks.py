@@ -116,8 +116,13 @@ def input_checks(
                 bound[dim] = dim.name
     lines += [_call("_check_param", f"{p.name!r}, {p.name}", p) for p in g.params]
     lines += param_checks(g)
-    lines += _solved_sizes(composite, bound)
-    lines += _derived_lines(g)
+    # sizes of params alone first (H = n_head), so that a product with one (x[N, H*D]) gives
+    # the other; a NameError at every call before (found by probing)
+    early = [d for d, e in g.derived.items() if e.free_symbols <= set(g.params) | set(bound)]
+    lines += _derived_lines(g, early)
+    bound.update({d: d.name for d in early})
+    lines += _solved_sizes(composite, bound, set(g.params))
+    lines += _derived_lines(g, [d for d in g.derived if d not in early])
     lines += like
     for name, pos, dim in composite:  # e.g. W1[T*E, H]: checked once T and E are known
         shown = f"{dim} = {size_code(g.derived[dim])}" if dim in g.derived else str(dim)
@@ -158,9 +163,10 @@ def _derived_line(
     return Code(code, {size.name}, {"_check_derived", *reads})
 
 
-def _solved_sizes(composite: list, bound: dict) -> list[Code]:
+def _solved_sizes(composite: list, bound: dict, params: set) -> list[Code]:
     """A size seen only inside a product (M of ``x[N, 3*M]``) is the dimension divided by the
-    rest of the product, checked whole like a derived size."""
+    rest of the product (numbers, bound sizes, int params), checked whole like a derived
+    size."""
     lines = []
     for name, pos, dim in composite:
         unknown = [s for s in dim.free_symbols if s not in bound]
@@ -168,7 +174,8 @@ def _solved_sizes(composite: list, bound: dict) -> list[Code]:
             continue
         (size,) = unknown
         rest = dim / size
-        if rest.has(size) or not all(f.is_Integer or f in bound for f in sp.Mul.make_args(rest)):
+        known = bound.keys() | params
+        if rest.has(size) or not all(f.is_Integer or f in known for f in sp.Mul.make_args(rest)):
             continue
         got = f"{name}.shape[{pos}]"
         text = f"{got} / {rest}"
@@ -177,11 +184,12 @@ def _solved_sizes(composite: list, bound: dict) -> list[Code]:
     return lines
 
 
-def _derived_lines(g: Graph) -> list[Code]:
-    """``D = C / n_head`` bound once the inputs' sizes are: a positive whole number, or one
-    line naming the op (``C = 10 is not divisible by n_head = 3``)."""
+def _derived_lines(g: Graph, sizes: list[sp.Symbol]) -> list[Code]:
+    """``D = C / n_head`` for each of ``sizes``, bound once the sizes it reads are: a positive
+    whole number, or one line naming the op (``C = 10 is not divisible by n_head = 3``)."""
     lines = []
-    for size, expr in g.derived.items():
+    for size in sizes:
+        expr = g.derived[size]
         if isinstance(expr, sp.Add) or expr.has(sp.floor):  # L = (T - K) // S + 1
             code = size_code(expr)
             for f in sorted(expr.atoms(sp.floor), key=str):  # (T - K) // S: S > 0 first

@@ -63,6 +63,7 @@ def param_checks(g: Graph) -> list[Code]:
         p: why + "; window reads take it as >= 0" for p, why in ints.items() if p not in positive
     }
     _check_defaults(g, positive, nonnegative)
+    _check_default_divisors(g)
     lines = [_check("_check_int", p, why) for p, why in ints.items()]
     lines += [_check("_check_positive", p, why) for p, why in positive.items()]
     lines += [_check("_check_nonnegative", p, why) for p, why in nonnegative.items()]
@@ -79,6 +80,22 @@ def _check_defaults(g: Graph, positive: dict, nonnegative: dict) -> None:
                 raise DerivationError(
                     g.op.name,
                     f"param '{p.name}' defaults to {value!r}, but it must be {word}: {why}",
+                )
+
+
+def _check_default_divisors(g: Graph) -> None:
+    """Refuse an op whose derived size divides by params alone that are 0 or less at their
+    defaults (``T // (p - 1)`` at p = 1, ``C / h`` at h = 0): its forward refuses every call
+    with the defaults, and `derive check` could draw no sizes for it."""
+    ints = {p: v for p, v in g.params.items() if isinstance(v, int)}
+    for size, expr in g.derived.items():
+        dens = [floor_parts(f)[1] for f in expr.atoms(sp.floor)] + [sp.fraction(expr)[1]]
+        for den in dens:
+            if den.free_symbols and den.free_symbols <= set(ints) and not den.subs(ints) > 0:
+                raise DerivationError(
+                    g.op.name,
+                    f"size {size} = {g.op.sizes.get(size.name, expr)} divides by {den}, which "
+                    f"is {den.subs(ints)} at the params' defaults: it must be positive",
                 )
 
 

@@ -44,6 +44,7 @@ from derive.language.graph import (
 from derive.language.logs import Logged, exp_logs
 from derive.language.logsumexp import shifted_logsumexps
 from derive.language.ranges import (
+    Ranges,
     kept_nested,
     lang_max,
     lang_sum,
@@ -132,6 +133,22 @@ def _parse_dims(text: str, sizes: dict[str, sp.Symbol]) -> tuple[tuple[sp.Expr, 
             )
         )
     return ((BATCH_SIZE,) if batched else ()) + tuple(dims), batched
+
+
+def _written_ranges(text: str, g: Graph, sizes: dict[str, sp.Symbol]) -> dict:
+    """index -> size for each bare index the text writes as a subscript of a tensor above it
+    (``x[n, t]``: n over x's first axis), where every such use agrees on the size."""
+    found: dict[sp.Symbol, set] = {}
+    for name, inside in re.findall(r"\b([A-Za-z_]\w*)\s*\[([^\[\]]*)\]", text):
+        t = g.tensors.get(name)
+        parts = [p.strip() for p in inside.split(",")]
+        if t is None or len(parts) != len(t.dims):
+            continue
+        for part, size in zip(parts, t.dims, strict=True):
+            known = part in sizes or part in g.tensors or sp.Symbol(part, real=True) in g.params
+            if re.fullmatch(r"[a-z_]\w*", part) and not known:
+                found.setdefault(_index(part), set()).add(size)
+    return {i: next(iter(s)) for i, s in found.items() if len(s) == 1}
 
 
 def _size_order(derived: dict[str, str]) -> list[str]:
@@ -677,10 +694,17 @@ def parse(op: Op) -> Graph:
         constants: dict[str, Definition] = {}  # definitions that read no tensor (constants)
         sums: list[sp.Expr] = []
         logs: list[Logged] = []
+        declared = g.ranges
         for k, text in enumerate(op.definitions):
             current = text
+            # an index's range as the text subscripts it, where SymPy's evaluation drops the
+            # read (x[n] - (x[n] - 1) is 1: "cannot infer the range of n", found by probing)
+            g.ranges = Ranges(_written_ranges(text, g, sizes), declared)
             ns = _namespace(g.tensors, sizes, g.params, g.ranges)
-            step = _parse_definition(text, g, ns, sizes, _defined_names(op.definitions[k:]))
+            try:
+                step = _parse_definition(text, g, ns, sizes, _defined_names(op.definitions[k:]))
+            finally:
+                g.ranges = declared
             if isinstance(step, Definition):
                 sums += written_sums(text, ns)
                 logs += _exp_logs(text, ns, g)

@@ -59,13 +59,23 @@ def subscript_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
     return ranges
 
 
+class Ranges(dict):
+    """The ranges a definition is parsed with: the op's ``ranges=`` (``user``, what a message
+    names) and those its text shows (:func:`derive.language.parse._written_ranges`)."""
+
+    def __init__(self, written: dict, user: dict) -> None:
+        super().__init__({**written, **user})
+        self.user = user
+
+
 def range_of(index: sp.Symbol, expr: sp.Expr, declared: dict | None = None) -> sp.Expr:
     sizes = subscript_ranges(expr).get(index)
     size = declared_range(index, sizes or set(), declared or {})
     if size is not None:  # declared (ranges=...), or known from the definition (a lifted call)
         return size
     if not sizes:
-        named = ", ".join(repr(k.name) for k in sorted(declared or {}, key=str))
+        user = getattr(declared, "user", declared) or {}
+        named = ", ".join(repr(k.name) for k in sorted(user, key=str))
         misspelt = f" (ranges names {named}, not '{index}')" if named else ""  # {'q': 'T'}
         shown = str(expr) if len(str(expr)) <= 60 else str(expr)[:57] + "..."
         raise LangError(

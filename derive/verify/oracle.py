@@ -339,8 +339,13 @@ def _whole_size(text: str, sizes: dict, params: dict) -> int:
     return int(v)
 
 
-def _bind_inputs(op, inputs: dict[str, torch.Tensor]) -> tuple[dict, dict, tuple]:
+def _bind_inputs(op, inputs: dict[str, torch.Tensor], params: dict) -> tuple[dict, dict, tuple]:
     tensors, sizes, lead, products = {}, {}, (), []
+    for name, text in op.sizes.items():  # H = n_head: it gives D of x[N, H*D]
+        try:
+            sizes[name] = _whole_size(str(text), {}, params)
+        except (OracleError, ZeroDivisionError):
+            pass
     for text in op.inputs:
         m = _INPUT.match(text)
         if m is None:
@@ -370,8 +375,8 @@ def evaluate_text(op, inputs: dict[str, torch.Tensor], params: dict | None = Non
     """Every definition of ``op`` (an :class:`~derive.language.Op`, read as strings only) on
     ``inputs``; batched definitions keep the flattened batch axis except the output's."""
     params = dict(op.params, **(params or {}))
-    tensors, sizes, lead = _bind_inputs(op, inputs)
-    pending = dict(op.sizes)
+    tensors, sizes, lead = _bind_inputs(op, inputs, params)
+    pending = {k: v for k, v in op.sizes.items() if k not in sizes}
     while pending:  # derived sizes, in whatever order they become computable
         for name, text in list(pending.items()):
             try:

@@ -261,6 +261,14 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("too deeply nested", X, ["out[n, m] = " + "(" * 400 + "x[n, m]" + ")" * 400], {}, "nested"),
     # an index named 't + p' was "neither on the left-hand side nor summed" (found by probing)
     ("a shifted left-hand side", X, ["out[n, m + p] = x[n, m]"], {"p": 1}, "not 'm + p'"),
+    # m's range from the text (x[n, m]); the body is a number, reading no tensor
+    (
+        "a body that cancels to a number",
+        X,
+        ["out[n, m] = x[n, m] - (x[n, m] - 1)"],
+        {},
+        "no tensor",
+    ),
 ]
 
 
@@ -310,6 +318,9 @@ SIZE_ROWS = [
     ("an abs in a size", {"p": 2}, {"K": "abs(N - p)"}, "not abs"),
     ("sizes that read each other", {}, {"K": "L - 1", "L": "K + 1"}, "'K', 'L' read each other"),
     ("a power of a size in a sum", {}, {"K": "N**-1 + 1"}, "//"),
+    # the forward refused every default call; `derive check` raised TypeError (found probing)
+    ("a divisor 0 at the defaults", {"p": 1}, {"K": "N // (p - 1)"}, "which is 0 at the params'"),
+    ("a quotient by a zero default", {"h": 0}, {"K": "N / h"}, "divides by h"),
 ]
 
 

@@ -432,7 +432,11 @@ def test_a_reduction_folds_back_only_where_its_coefficient_divides_safely(coef, 
         (3 * sp.exp(x[n]) - 3, 3 * expm1(x[n])),
         (sp.exp(x[n]) - 2, sp.exp(x[n]) - 2),  # the constant is not -c
         (K - K * sp.exp(x[n] / K), -K * expm1(x[n] / K)),  # -c a symbol (CELU's alpha)
-        (sp.log(1 - sp.exp(-x[n])), sp.log(-expm1(-x[n]))),
+        (  # log1mexp: expm1 near 0, log1p past log 2 (log(-expm1(-40)) was 0)
+            sp.log(1 - sp.exp(-x[n])),
+            where(-x[n] > -sp.log(2), sp.log(-expm1(-x[n])), log1p(-sp.exp(-x[n]))),
+        ),
+        (sp.exp(x[n]) / expm1(x[n]), -1 / expm1(-x[n])),  # 1 at x = 800: inf / inf was nan
     ],
 )
 def test_the_accuracy_rows_compute_log1p_and_expm1(written, computed) -> None:
