@@ -839,6 +839,23 @@ def _raised(old: collections.Counter, after: sp.Expr) -> bool:
     )
 
 
+def _factored_toward(e: sp.Expr, bases: set[sp.Expr]) -> sp.Expr:
+    """``e`` with each factor that is a sum and has one of ``bases`` (or its negation) as a
+    polynomial factor written factored: tanh's derivative ``1 - t**2`` as ``(1 - t)(1 + t)``
+    beside ``(1 - t)**(g - 1)``, so the power can take its ``1 - t``
+    (:func:`_cancelling_distributed`). ``e`` itself where none has."""
+    if not bases or not isinstance(e, sp.Mul):
+        return e
+    out, changed = [], False
+    for f in e.args:
+        if isinstance(f, sp.Add) and not f.has(sp.Sum):
+            factored = sp.factor(f)
+            if any(b in bases or -b in bases for b in sp.Mul.make_args(factored)):
+                f, changed = factored, True
+        out.append(f)
+    return sp.Mul(*out) if changed else e
+
+
 def raised_powers(e: sp.Expr, other: sp.Expr) -> bool:
     """Whether ``other`` is ``e`` with powers a param may make negative raised (see
     :func:`_raised`): ``e`` is then inf where ``other`` is finite, so no rule that trades one
@@ -864,6 +881,7 @@ def _cancelling_distributed(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp
     merged = _merged_powers(e)
     if merged is not e:
         return merged
+    written, e = e, _factored_toward(e, _lowered(e))  # the factored form only where it moves
     exps = len(e.atoms(sp.exp)) >= 2
     factors = sp.Mul.make_args(e)
     for i, a in enumerate(factors):
@@ -903,7 +921,7 @@ def _cancelling_distributed(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp
             out = walk(_pushed(rest, w, _lowered))
             if _raised(_lowered_powers(rest) + _lowered_powers(w), out):
                 return out
-    return e
+    return written
 
 
 def _merged_powers(e: sp.Mul) -> sp.Expr:

@@ -818,13 +818,20 @@ def test_log_one_plus_and_exp_minus_one_are_computed_as_log1p_and_expm1(dtype, t
 
     wide = small.double()
     out, _ = module.forward(small, large)  # log(1 + x**2) + expm1(x), the y term ~ 1e-13
-    want = torch.log1p(wide**2) + torch.expm1(wide) + torch.log(-torch.expm1(-large.double()))
+    # log(1 - e^-30) as log1p(-e^-30): log(-expm1(-30)) keeps only ~3 digits of it
+    want = torch.log1p(wide**2) + torch.expm1(wide) + torch.log1p(-torch.exp(-large.double()))
     assert close(out, want), (out, want)
     # the y term alone (x = 0 zeroes the other two), down to y = 1e-30, where 1 - e^-y is 0
     # and the forward log(-expm1(-y)) is -69: its gradient 1 / expm1(y) is 1e30, finite
     y = torch.cat([small.abs(), torch.tensor([1e-30], dtype=dtype)])
     out_y, saved = module.forward(torch.zeros_like(y), y)
-    assert close(out_y, torch.log(-torch.expm1(-y.double()))), out_y
+    wide_y = y.double()
+    assert close(
+        out_y,
+        torch.where(
+            wide_y < 0.69, torch.log(-torch.expm1(-wide_y)), torch.log1p(-torch.exp(-wide_y))
+        ),
+    ), out_y
     dx, dy = module.backward(torch.ones_like(out_y), saved)
     assert torch.isfinite(dx).all() and close(dy, 1 / torch.expm1(y.double())), dy
 
@@ -1415,3 +1422,19 @@ def test_log_one_minus_exp_keeps_its_value_and_a_finite_second_order_far_out(
     want_ddx = -1 / (torch.expm1(x) * -torch.expm1(-x))  # -e^x / expm1(x)**2
     assert torch.isfinite(ddx).all(), ddx
     torch.testing.assert_close(ddx, want_ddx, rtol=1e-13, atol=1e-300)
+
+
+def test_a_power_of_one_minus_tanh_has_a_finite_gradient_where_tanh_rounds_to_one(
+    tmp_path: Path,
+) -> None:
+    """1 - tanh**2 factored toward (1 - tanh)**(g - 1) (simplify._factored_toward): finite
+    where tanh(x) is 1 as a double; the reference writes 1 - tanh(x) as 2 sigmoid(-2x)."""
+    module, _ = _module("power_of_one_minus_tanh", tmp_path)
+    x = torch.tensor([-800.0, -3.0, 0.0, 3.0, 20.0, 800.0], dtype=torch.float64)
+    mine = x.clone().requires_grad_()
+    (dx,) = torch.autograd.grad(module.Function.apply(mine, 0.5), mine)
+    ref = x.clone().requires_grad_()
+    (want,) = torch.autograd.grad(((2 * torch.sigmoid(-2 * ref)) ** 0.5 * ref).sum(), ref)
+    assert torch.isfinite(dx).all(), dx
+    torch.testing.assert_close(dx[:4], want[:4], rtol=1e-12, atol=0)
+    torch.testing.assert_close(dx[4:], torch.zeros(2, dtype=torch.float64), rtol=0, atol=1e-7)

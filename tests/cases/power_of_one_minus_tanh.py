@@ -1,0 +1,12 @@
+"""A param's power of 1 - tanh(x) (found by probing, 2026-11-27): tanh's derivative
+1 - tanh**2 holds the power's base only once factored, (1 - t)(1 + t); kept whole beside
+(1 - t)**(g - 1), it was 0 * inf = nan at g < 1 where tanh rounds to 1 (x = 20 in float64)."""
+
+from derive import Op
+
+OP = Op(
+    name="power_of_one_minus_tanh",
+    inputs=["x[N]"],
+    params={"g": 0.5},
+    definitions=["loss = Sum((1 - tanh(x[n]))**g * x[n], n)"],
+)
