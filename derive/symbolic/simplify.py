@@ -848,7 +848,8 @@ def _factored_toward(e: sp.Expr, bases: set[sp.Expr]) -> sp.Expr:
         return e
     out, changed = [], False
     for f in e.args:
-        if isinstance(f, sp.Add) and not f.has(sp.Sum):
+        # few terms, exact coefficients: SymPy's factoring is slow past them (_factored)
+        if isinstance(f, sp.Add) and len(f.args) <= FACTORED_TERMS and not f.has(sp.Sum, sp.Float):
             factored = sp.factor(f)
             if any(b in bases or -b in bases for b in sp.Mul.make_args(factored)):
                 f, changed = factored, True
