@@ -68,6 +68,7 @@ def guard_of(cond: sp.Basic) -> tuple[Guard | None, Guard | None]:
     spellings were known, and the others refused an ignored -1 at every call as outside the
     axis (found by probing). An (in)equality with a negative integer is a guard of its own
     (:func:`_unequal_guard`)."""
+    cond = _read_against_integer(cond)
     if isinstance(cond, (sp.Equality, sp.Unequality)):
         return _unequal_guard(cond)
     if not isinstance(cond, (sp.GreaterThan, sp.StrictGreaterThan, sp.LessThan, sp.StrictLessThan)):
@@ -84,6 +85,27 @@ def guard_of(cond: sp.Basic) -> tuple[Guard | None, Guard | None]:
     first = guard if low is not None and low >= 0 else None
     second = guard if high is not None and high >= 0 else None
     return first, second
+
+
+_FLIPPED = {">=": "<=", ">": "<", "<=": ">=", "<": ">", "==": "==", "!=": "!="}
+
+
+def _read_against_integer(cond: sp.Basic) -> sp.Basic:
+    """``cond`` as ``X[i] op c`` where it compares one int read, plus or minus whole numbers,
+    with whole numbers (``t[n] + 1 > 0`` is ``t[n] > -1``, ``1 - t[n] != 2`` is ``t[n] !=
+    -1``: guards as users write them, found by probing); ``cond`` itself otherwise."""
+    if not isinstance(cond, sp.core.relational.Relational):
+        return cond
+    d = sp.expand(cond.lhs - cond.rhs)
+    reads = [r for r in d.atoms(sp.Indexed) if r.base.is_integer]
+    if len(reads) != 1:
+        return cond
+    (x,) = reads
+    k, c = d.coeff(x), d.subs(x, 0)
+    if k not in (1, -1) or not c.is_Integer or sp.expand(k * x + c - d) != 0:
+        return cond
+    op = cond.rel_op if k == 1 else _FLIPPED[cond.rel_op]
+    return sp.Rel(x, -c if k == 1 else c, op, evaluate=False)
 
 
 def _unequal_guard(cond: sp.Equality | sp.Unequality) -> tuple[Guard | None, Guard | None]:

@@ -322,6 +322,9 @@ def test_an_index_guarded_by_where_is_read_clamped() -> None:
         "where(t[n] >= 1, x[n, t[n]], 0)",
         "where(t[n] < 0, 0, x[n, t[n]])",
         "where(t[n] <= -1, 0, x[n, t[n]])",
+        # whole numbers on the read's side (found by probing: refused -1 at every call)
+        "where(t[n] + 1 > 0, x[n, t[n]], 0)",
+        "where(1 - t[n] < 2, x[n, t[n]], 0)",
         # a call on the pick stays under its guard, not lifted into a definition to be saved
         # (derive/symbolic/saving.py): lifted, it read every ignored -1, refused at each call
         "where(t[n] >= 0, exp(x[n, t[n]]), 0)",
@@ -351,6 +354,8 @@ def test_a_condition_that_admits_a_negative_index_is_no_guard() -> None:
         "where(t[n] != -1, exp(x[n, t[n]]), 0)",
         "where(t[n] == -1, 0, x[n, t[n]])",
         "where(-1 == t[n], 0, x[n, t[n]])",
+        "where(t[n] + 1 != 0, x[n, t[n]], 0)",
+        "where(2 - t[n] == 3, 0, x[n, t[n]])",
     ],
 )
 def test_an_unequal_guard_ignores_exactly_its_value(body: str) -> None:
