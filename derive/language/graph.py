@@ -51,10 +51,15 @@ def name_problem(name: str) -> str | None:
     problem = value_name_problem(name)
     if problem is None and (name in FUNCTIONS or name in ALIASES or name in LANGUAGE_CALLS):
         problem = "is a function of the op language; rename it"
+    if problem is None and name in PARSER_NAMES:
+        problem = "is a name SymPy's parser writes numbers with; rename it"
     return problem
 
 
 LANGUAGE_CALLS = ("Sum", "Max", "view")  # written like functions, read by the parser itself
+# the parser writes 2 as Integer(2), 0.5 as Float('0.5'): a param named Integer was called
+# ("'Symbol' object is not callable", found by probing)
+PARSER_NAMES = ("Integer", "Float", "Rational", "Symbol", "Function")
 IMPORTED = ("torch", "math", "sys", "contextlib", "hashlib")  # what a generated module imports
 MAX_NAME = 100  # an op's name is a file name: <out>/<name>.py
 MAX_TEXT = 10_000  # characters in one string of an op file: SymPy's parser recurses per term

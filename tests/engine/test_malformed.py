@@ -232,6 +232,8 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("an input named log", ["log[N]"], ["out[n] = log[n]"], {}, "function of the op"),
     ("an input named view", ["view[N]"], ["out[n] = view[n]"], {}, "function of the op"),
     ("a size named Max", ["x[Max]"], ["out[n] = x[n]"], {}, "function of the op"),
+    ("a param named Integer", X, ["out[n, m] = 2 * x[n, m]"], {"Integer": 2}, "SymPy's parser"),
+    ("an input named Float", ["Float[N]"], ["out[n] = Float[n]"], {}, "SymPy's parser"),
     ("a definition named tanh", X, ["tanh[n, m] = x[n, m]"], {}, "function of the op"),
     ("a read of a later definition", X, ["a[n, m] = b[n, m]", "b[n, m] = x[n, m]"], {}, "later"),
     ("a cycle", X, ["a[n, m] = b[n, m] + x[n, m]", "b[n, m] = a[n, m]"], {}, "defined later"),
