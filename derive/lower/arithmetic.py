@@ -492,17 +492,22 @@ def _tensor_name(e: sp.Expr) -> str | None:
 # where a / b / b does not (d(a / (S softplus(w))) / dw divides by softplus(w)**2, 0 in
 # float64 at w = -400 where the gradient is 1e172). Each quotient is within range wherever the
 # true one is and a / b is: |b| < 1 only grows a, |b| > 1 only shrinks it. As many passes as
-# b * b then a division, and no pass at all where b is a python number (folded).
+# b * b then a division, and no pass at all where b is a python number (folded). A fractional
+# k the same, its fraction last: an L2 norm written inline, x / sqrt(S), differentiates to
+# g S**(-1/2) - x Sum(g x) S**(-3/2), and S**(3/2) overflowed at x = 1e103 (float64; 1e13 in
+# float32), where the gradient is 1e-104: that term was 0, the gradient silently wrong (found
+# by probing); its second order's S**(5/2) earlier still.
 DIVIDE_TIMES = 3
 
 
 def _divisors(cx: Context, base: sp.Expr, k: sp.Expr, order: list[sp.Symbol]) -> list[ir.Node]:
-    """What ``/ base**k`` divides by: ``base`` k times for a small whole k on a tensor, else
-    the power itself."""
-    if k.is_Integer and 1 < k <= DIVIDE_TIMES:
+    """What ``/ base**k`` divides by: ``base`` k times for a small whole k on a tensor (and
+    then ``base`` to k's fraction), else the power itself."""
+    if k.is_Rational and 1 < k and int(k) <= DIVIDE_TIMES:
         b = cx.value(base, order)
         if not b.scalar:
-            return [b] * int(k)
+            whole, fraction = int(k), k - int(k)
+            return [b] * whole + ([cx.value(base**fraction, order)] if fraction else [])
     return [cx.value(base**k, order)]
 
 

@@ -1438,3 +1438,38 @@ def test_a_power_of_one_minus_tanh_has_a_finite_gradient_where_tanh_rounds_to_on
     assert torch.isfinite(dx).all(), dx
     torch.testing.assert_close(dx[:4], want[:4], rtol=1e-12, atol=0)
     torch.testing.assert_close(dx[4:], torch.zeros(2, dtype=torch.float64), rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "scale"),
+    [
+        (torch.float64, 1e103),
+        (torch.float64, 1e-110),
+        (torch.float32, 1e13),
+        (torch.float32, 1e-16),
+    ],
+)
+def test_an_inline_l2_norm_has_its_gradient_at_every_scale(dtype, scale, tmp_path) -> None:
+    """x / sqrt(S) differentiates to g / sqrt(S) - x Sum(g x) / S**(3/2): S**(3/2) over- or
+    underflows where the gradient is finite (a power divided by in steps, arithmetic._divisors;
+    its second order's S**(5/2) too). The reference: F.normalize in float64 at scale 1, scaled
+    (the gradient of x / |x| at s x is 1/s times, the second derivative 1/s**2 times)."""
+    module, _ = _module("l2_normalize_inline", tmp_path)
+    x0 = torch.tensor([[3.0, 4.0, -1.0]], dtype=torch.float64)
+    g = torch.tensor([[1.0, 0.5, -2.0]], dtype=torch.float64)
+    mine = x0.mul(scale).to(dtype).requires_grad_()
+    (dx,) = torch.autograd.grad(module.Function.apply(mine), mine, g.to(dtype), create_graph=True)
+    (ddx,) = torch.autograd.grad(dx[0, 0], mine)
+    ref = x0.clone().requires_grad_()
+    want = torch.nn.functional.normalize(ref, dim=1, eps=0.0)
+    (want_dx,) = torch.autograd.grad(want, ref, g, create_graph=True)
+    (want_ddx,) = torch.autograd.grad(want_dx[0, 0], ref)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    assert torch.isfinite(dx).all(), dx
+    torch.testing.assert_close(dx.double() * scale, want_dx, rtol=tol, atol=0)
+    # the second order at 1e103: float32's 1e13 and tiny scales reach the subnormals inside a
+    # product that multiplies by the full-size x after dividing by the row's sums (open)
+    if scale > 1 and dtype == torch.float64:
+        assert torch.isfinite(ddx).all(), ddx
+        big = float(want_ddx.abs().max())
+        torch.testing.assert_close(ddx.double() * scale**2, want_ddx, rtol=tol, atol=tol * big)
