@@ -118,7 +118,10 @@ def input_checks(
     lines += param_checks(g)
     # sizes of params alone first (H = n_head), so that a product with one (x[N, H*D]) gives
     # the other; a NameError at every call before (found by probing)
-    early = [d for d, e in g.derived.items() if e.free_symbols <= set(g.params) | set(bound)]
+    early: list[sp.Symbol] = []  # in g.derived's order, each after the sizes it reads
+    for d, e in g.derived.items():
+        if e.free_symbols <= set(g.params) | set(bound) | set(early):
+            early.append(d)
     lines += _derived_lines(g, early)
     bound.update({d: d.name for d in early})
     lines += _solved_sizes(composite, bound, set(g.params))

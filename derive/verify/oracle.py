@@ -341,11 +341,17 @@ def _whole_size(text: str, sizes: dict, params: dict) -> int:
 
 def _bind_inputs(op, inputs: dict[str, torch.Tensor], params: dict) -> tuple[dict, dict, tuple]:
     tensors, sizes, lead, products = {}, {}, (), []
-    for name, text in op.sizes.items():  # H = n_head: it gives D of x[N, H*D]
-        try:
-            sizes[name] = _whole_size(str(text), {}, params)
-        except (OracleError, ZeroDivisionError):
-            pass
+    pending = dict(op.sizes)
+    while pending:  # H = n_head (and G = 2*H): they give D of x[N, G*D]
+        for name, text in list(pending.items()):
+            try:
+                sizes[name] = _whole_size(str(text), sizes, params)
+            except (OracleError, ZeroDivisionError):
+                continue
+            del pending[name]
+            break
+        else:
+            break
     for text in op.inputs:
         m = _INPUT.match(text)
         if m is None:
