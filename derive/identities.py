@@ -116,18 +116,15 @@ def _exp_minus_one(q: sp.Expr, c: sp.Expr, x: sp.Expr) -> sp.Expr | None:
 ACCURACY_RULES: list[Rule] = [
     ("log1p", sp.log(1 + _x), lambda m: _log_one_plus(m[_x])),
     ("expm1", _q + _c * sp.exp(_x), lambda m: _exp_minus_one(m[_q], m[_c], m[_x])),
-    # r e^x / expm1(x)**k -> -r / (expm1(x)**(k - 1) expm1(-x))  (1 / expm1(x)'s derivative:
-    # past x = 710 e^x and expm1(x) overflow and inf / inf is nan; e^x / (e^x - 1) is
-    # 1 / (1 - e^-x), at most 1 there; the second order of log(1 - e^-x), found by probing)
     # log(-expm1(x)) -> log1p(-e^x) for x < -log 2 (log(1 - e^x) as Maechler's log1mexp:
     # -expm1(-40) is 1 as a double, so the log was 0 where log1p(-e^-40) keeps -4.2e-18;
     # near 0 expm1 is the exact one)
     ("log1mexp", sp.log(-expm1(_x)), lambda m: _log_one_minus_exp(m[_x])),
-    (
-        "exp-over-expm1",
-        _r * sp.exp(_x) * expm1(_x) ** _p,
-        lambda m: _exp_over_expm1(m[_r], m[_x], m[_p]),
-    ),
+    # r e^(jx) / expm1(x)**k -> r (-1 / expm1(-x))**j / expm1(x)**(k - j)  (0 < j <= k: 1 /
+    # expm1(x)'s derivatives; past x = 710 e^x and expm1(x) overflow and inf / inf is nan,
+    # where e^x / (e^x - 1) = 1 / (1 - e^-x) is at most 1; the second order of log(1 - e^-x)
+    # and e^(2x) / expm1(x)**2 in e^x / expm1(x)'s gradient, found by probing)
+    ("exp-over-expm1", _r * expm1(_x) ** _p, lambda m: _exp_over_expm1(m[_r], m[_x], m[_p])),
 ]
 
 
@@ -138,9 +135,14 @@ def _log_one_minus_exp(x: sp.Expr) -> sp.Expr | None:
 
 
 def _exp_over_expm1(r: sp.Expr, x: sp.Expr, p: sp.Expr) -> sp.Expr | None:
-    if not (p.is_Integer and p < 0) or r.has(sp.exp(x), expm1(x)):
+    if not (p.is_Integer and p < 0):
         return None
-    return -r * expm1(x) ** (p + 1) / expm1(-x)
+    for f in sp.Mul.make_args(r):
+        j = sp.cancel(f.args[0] / x) if isinstance(f, sp.exp) else None
+        if j is not None and j.is_Integer and 0 < j <= -p:
+            rest = sp.Mul(*[g for g in sp.Mul.make_args(r) if g is not f])
+            return rest * (-1 / expm1(-x)) ** j * expm1(x) ** (p + j)
+    return None
 
 
 def _apply(rules: list[Rule], e: sp.Expr) -> sp.Expr:

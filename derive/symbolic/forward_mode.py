@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.errors import DerivationError, EngineBug
+from derive.identities import ACCURACY_RULES, rewrite
 from derive.language import Definition, Graph, ReduceMax, Tensor, View
 from derive.language.argmax import picks
 from derive.symbolic.canon import fold
@@ -172,8 +173,8 @@ def tangent_graph(d: Derivation) -> Tangents:
     inputs = [b.tangent_of(x).name for x in g.inputs if not g.tensors[x].integer]
     patterns, folded, simplifier = local_patterns(g), {}, Simplifier()
 
-    def simplify(raw: sp.Expr) -> sp.Expr:
-        return tidy(fold(simplifier.simplify(raw), patterns, folded))
+    def simplify(raw: sp.Expr) -> sp.Expr:  # the accuracy rows, as the backward's steps take
+        return tidy(fold(rewrite(simplifier.simplify(raw), ACCURACY_RULES), patterns, folded))
 
     for step in d.forward:
         if isinstance(step, View):

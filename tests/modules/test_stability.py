@@ -1473,3 +1473,20 @@ def test_an_inline_l2_norm_has_its_gradient_at_every_scale(dtype, scale, tmp_pat
         assert torch.isfinite(ddx).all(), ddx
         big = float(want_ddx.abs().max())
         torch.testing.assert_close(ddx.double() * scale**2, want_ddx, rtol=tol, atol=tol * big)
+
+
+def test_exp_over_expm1_has_finite_derivatives_where_exp_overflows(tmp_path: Path) -> None:
+    """d/dx e^x / (e^x - 1) = -1 / (4 sinh(x/2)**2); d2 = coth(x/2) / (4 sinh(x/2)**2): finite
+    at |x| = 720 and 800, where e^x or e^-x overflows; gradient, second order and tangent."""
+    module, _ = _module("exp_over_expm1", tmp_path)
+    x = torch.tensor([-800.0, -720.0, -2.0, 0.5, 3.0, 700.0, 720.0, 800.0], dtype=torch.float64)
+    mine = x.clone().requires_grad_()
+    (dx,) = torch.autograd.grad(module.Function.apply(mine).sum(), mine, create_graph=True)
+    (ddx,) = torch.autograd.grad(dx.sum(), mine)
+    _, tangent = torch.func.jvp(module.Function.apply, (x,), (torch.ones_like(x),))
+    half = torch.sinh(x / 2) ** 2
+    want_dx = -0.25 / half
+    want_ddx = 0.25 / (torch.tanh(x / 2) * half)
+    for got, want in ((dx, want_dx), (ddx, want_ddx), (tangent, want_dx)):
+        assert torch.isfinite(got).all(), got
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-300)
