@@ -146,7 +146,9 @@ def _written_ranges(text: str, g: Graph, sizes: dict[str, sp.Symbol]) -> dict:
             continue
         for part, size in zip(parts, t.dims, strict=True):
             known = part in sizes or part in g.tensors or sp.Symbol(part, real=True) in g.params
-            if re.fullmatch(r"[a-z_]\w*", part) and not known:
+            if part == "...":  # the batch axes, flattened into one (x[..., m])
+                found.setdefault(BATCH_INDEX, set()).add(size)
+            elif re.fullmatch(r"[a-z_]\w*", part) and not known:
                 found.setdefault(_index(part), set()).add(size)
     return {i: next(iter(s)) for i, s in found.items() if len(s) == 1}
 
