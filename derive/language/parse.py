@@ -662,8 +662,11 @@ def _parse_definition(
     return Definition(name, lhs, body, text.strip())
 
 
-def parse(op: Op) -> Graph:
-    """Parse an :class:`Op` into a :class:`Graph`; raise DerivationError on any problem."""
+def parse(op: Op, text_ranges: bool = True) -> Graph:
+    """Parse an :class:`Op` into a :class:`Graph`; raise DerivationError on any problem.
+    ``text_ranges=False``: no index's range read off the text where SymPy's evaluation cancels
+    its read (:func:`_written_ranges`), as the language was when the fuzzer's seeds were
+    drawn (it draws again where such an op is refused, so each seed keeps its op)."""
     problem = field_problem(op)
     if problem is not None:
         shown = op.name if isinstance(op.name, str) and len(op.name) <= 80 else "?"
@@ -701,7 +704,8 @@ def parse(op: Op) -> Graph:
             current = text
             # an index's range as the text subscripts it, where SymPy's evaluation drops the
             # read (x[n] - (x[n] - 1) is 1: "cannot infer the range of n", found by probing)
-            g.ranges = Ranges(_written_ranges(text, g, sizes), declared)
+            written = _written_ranges(text, g, sizes) if text_ranges else {}
+            g.ranges = Ranges(written, declared)
             ns = _namespace(g.tensors, sizes, g.params, g.ranges)
             try:
                 step = _parse_definition(text, g, ns, sizes, _defined_names(op.definitions[k:]))
