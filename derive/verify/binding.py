@@ -43,8 +43,9 @@ def bind_inputs(graph: Graph, inputs: dict[str, torch.Tensor]) -> tuple[dict, di
         values[name] = t
     ints = {p: x for p, x in graph.params.items() if isinstance(x, int)}
     for size, expr in graph.derived.items():  # H = n_head first: it gives D of x[N, H*D]
-        if sp.sympify(expr).free_symbols <= set(ints) | set(sizes):
-            sizes[size] = int(sp.sympify(expr).subs(sizes).subs(ints))
+        v = sp.sympify(expr).subs(sizes).subs(ints)
+        if v.is_Integer and v > 0:  # others are refused in their own words below
+            sizes[size] = int(v)
     for name in graph.inputs:  # M of x[N, 3*M]: the dimension over the rest of the product
         spec, t = graph.tensors[name], values[name]
         for pos, d in enumerate(spec.dims):
