@@ -54,7 +54,15 @@ class Ignored:
         return -1 if self.negative else min(self.values)
 
 
-Guard = tuple[sp.Indexed, Ignored]  # a read X[i] and what a branch ignores of it
+Guard = tuple[sp.Indexed, Ignored]
+_FLIPPED = {
+    ">=": "<=",
+    ">": "<",
+    "<=": ">=",
+    "<": ">",
+    "==": "==",
+    "!=": "!=",
+}  # a op b: b op' a  # a read X[i] and what a branch ignores of it
 
 
 def guard_of(cond: sp.Basic) -> tuple[Guard | None, Guard | None]:
@@ -75,7 +83,7 @@ def guard_of(cond: sp.Basic) -> tuple[Guard | None, Guard | None]:
         return None, None
     lhs, rhs, op = cond.lhs, cond.rhs, cond.rel_op
     if isinstance(rhs, sp.Indexed) and lhs.is_Integer:  # 0 <= X[i] is X[i] >= 0
-        lhs, rhs, op = rhs, lhs, {">=": "<=", ">": "<", "<=": ">=", "<": ">"}[op]
+        lhs, rhs, op = rhs, lhs, _FLIPPED[op]
     if not (isinstance(lhs, sp.Indexed) and rhs.is_Integer):
         return None, None
     # X > c is X >= c + 1 on integers; X <= c is X < c + 1
@@ -85,9 +93,6 @@ def guard_of(cond: sp.Basic) -> tuple[Guard | None, Guard | None]:
     first = guard if low is not None and low >= 0 else None
     second = guard if high is not None and high >= 0 else None
     return first, second
-
-
-_FLIPPED = {">=": "<=", ">": "<", "<=": ">=", "<": ">", "==": "==", "!=": "!="}
 
 
 def _read_against_integer(cond: sp.Basic) -> sp.Basic:
