@@ -54,15 +54,9 @@ class Ignored:
         return -1 if self.negative else min(self.values)
 
 
-Guard = tuple[sp.Indexed, Ignored]
-_FLIPPED = {
-    ">=": "<=",
-    ">": "<",
-    "<=": ">=",
-    "<": ">",
-    "==": "==",
-    "!=": "!=",
-}  # a op b: b op' a  # a read X[i] and what a branch ignores of it
+Guard = tuple[sp.Indexed, Ignored]  # a read X[i] and what a branch ignores of it
+# a op b is b op' a
+_FLIPPED = {">=": "<=", ">": "<", "<=": ">=", "<": ">", "==": "==", "!=": "!="}
 
 
 def guard_of(cond: sp.Basic) -> tuple[Guard | None, Guard | None]:
