@@ -27,7 +27,14 @@ from derive.identities import (
 from derive.language import Graph, View
 from derive.symbolic.canon import Canon, fold
 from derive.symbolic.reverse import Adjoints, inline
-from derive.symbolic.simplify import Simplifier, cancel_exps, cost, masked_tensors, raised_powers
+from derive.symbolic.simplify import (
+    Simplifier,
+    cancel_exps,
+    cost,
+    exps_merged,
+    masked_tensors,
+    raised_powers,
+)
 
 # A stepwise op's intermediates are collapsed only while the inlined chain stays small (the
 # loss head of the exercise): SymPy needs seconds per tensor beyond ~30 nested sums.
@@ -101,7 +108,8 @@ class Collapser:
         simplified = rewrite(simplified, FORWARD_RULES)  # log(sigma(z)) in a backward too
         simplified = split_logs(simplified)  # log(probs) as z - m - log(S), as the forward's
         simplified = rewrite(simplified, FORWARD_RULES)  # and the rows on what the split left
-        simplified = exp_ratios(simplified)  # e^a / (e^a r + e^b s) as a sigmoid, as the log's
+        # e^a / (e^a r + e^b s) as a sigmoid, as the log's, and what exps it leaves merged
+        simplified = exps_merged(exp_ratios(simplified))
         # log1p and expm1 in a backward too: d log(1 - e^-y) = 1 / (e^y - 1) cancels as the
         # forward did (inf at y = 1e-30, where the forward's log(-expm1(-y)) is -69)
         simplified = sigmoid_complements(rewrite(simplified, ACCURACY_RULES))

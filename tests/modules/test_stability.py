@@ -1490,3 +1490,42 @@ def test_exp_over_expm1_has_finite_derivatives_where_exp_overflows(tmp_path: Pat
     for got, want in ((dx, want_dx), (ddx, want_ddx), (tangent, want_dx)):
         assert torch.isfinite(got).all(), got
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-300)
+
+
+def test_a_square_of_a_difference_stays_whole_in_a_cancelled_denominator(tmp_path: Path) -> None:
+    """The Student-t loss's gradient divides by ``nu e^(2 s) + (y - mu)**2``: multiplied out,
+    ``mu**2 - 2 mu y + y**2`` cancelled to 32% off at mu = 5e4 and to -inf at 1e5 where
+    y - mu = 2**-10 (student_t_nll). The reference keeps the difference, exact there."""
+    module, _ = _module("student_t_nll", tmp_path)
+    mu = torch.tensor([1e4, 5e4, 1e5, 2.0, -3e7], dtype=torch.float64)
+    s = torch.tensor([-8.0, -8.0, -8.0, 0.0, -6.0], dtype=torch.float64)
+    y = mu + torch.tensor([2**-10, 2**-10, -(2**-10), 0.5, 2**-3], dtype=torch.float64)
+    nu = 3.0
+    loss, saved = module.forward(mu, s, y, nu=nu)
+    dmu, ds, dy = module.backward(torch.tensor(1.0, dtype=torch.float64), saved)
+    d, n = y - mu, mu.numel()
+    q = d * d * torch.exp(-2 * s) / nu
+    want_dmu = -(nu + 1) * d * torch.exp(-2 * s) / nu / (1 + q) / n
+    want_ds = (1 - (nu + 1) * q / (1 + q)) / n
+    torch.testing.assert_close(dmu, want_dmu, rtol=1e-13, atol=0)
+    torch.testing.assert_close(dy, -want_dmu, rtol=1e-13, atol=0)
+    torch.testing.assert_close(ds, want_ds, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exps_a_sigmoid_leaves_beside_each_other_are_merged(dtype, tmp_path: Path) -> None:
+    """``log((e^d + e^-d) / 2)``'s gradient is tanh(d); it held ``e^d sigmoid(2d) e^-d``, NaN
+    at |d| = 400 (float64) and 100 (float32), where the loss is finite
+    (log_cosh_written_with_exps). First and second order against tanh and its derivative."""
+    module, _ = _module("log_cosh_written_with_exps", tmp_path)
+    x = torch.tensor([1.0, 50.0, 400.0, 1e4, -0.25], dtype=dtype)
+    y = torch.tensor([0.0, -50.0, -400.0, 0.0, 0.5], dtype=dtype)
+    mine = x.clone().requires_grad_()
+    out = module.Function.apply(mine, y)
+    (dx,) = torch.autograd.grad(out.sum(), mine, create_graph=True)
+    (ddx,) = torch.autograd.grad(dx.sum(), mine)
+    d = (x - y).double()
+    tol = 1e-6 if dtype == torch.float32 else 1e-14
+    assert torch.isfinite(out).all() and torch.isfinite(dx).all() and torch.isfinite(ddx).all()
+    torch.testing.assert_close(dx.double(), torch.tanh(d), rtol=tol, atol=tol)
+    torch.testing.assert_close(ddx.double(), 1 - torch.tanh(d) ** 2, rtol=tol, atol=tol)
