@@ -308,6 +308,44 @@ def _check_tensors_as_indices(text: str, g: Graph) -> None:
         )
 
 
+# SymPy's logic and piecewise functions a user may reach for, and what the language writes
+_LOGIC = {"And", "Or", "Not", "Xor"}
+_BRANCHES = {"Piecewise", "ITE"}
+
+
+def _unknown_functions(names: list[str]) -> str:
+    """The message for calls of functions the language does not have, with what to write."""
+    hints = []
+    spelt = [f"{SYMPY_RELATIONS[f]} for {f}" for f in names if f in SYMPY_RELATIONS]
+    if spelt:
+        hints.append(f"write the comparison with its operator ({', '.join(spelt)})")
+    if _LOGIC & set(names):
+        hints.append("nest where() to combine conditions (where(a < b, where(c < d, x, y), y))")
+    if _BRANCHES & set(names):
+        hints.append("write branches with where(c, a, b), nested for more than two")
+    hint = "".join(f"; {h}" for h in hints)
+    return f"unknown function {', '.join(names)} (known: {known_names()}){hint}"
+
+
+def _unknown_calls(text: str, ns: dict) -> list[str]:
+    """The functions ``text`` calls that the language does not know, read off Python's syntax
+    tree before anything else reads the text: ``Piecewise((x, c), (y, True))`` is an unknown
+    function, not a misused keyword ``True`` (found by probing), and ``And(a > 0, b > 0)``
+    not a comparison outside a where()."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return []
+    known = set(ns) | set(RELATION_CALLS) | set(_PARSER_GLOBALS) | {"view"}
+    return sorted(
+        {
+            n.func.id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id not in known
+        }
+    )
+
+
 def _check_free_outputs(lhs: tuple[sp.Symbol, ...], body: sp.Expr) -> None:
     """out[n] = Max(x[n], n): n is summed or maxed away, so the output has no axis n (the
     module returned a 0-d tensor). An output index must stay free on the right."""
@@ -477,9 +515,7 @@ def _parse_rhs(text: str, ns: dict[str, object], lhs: str = "") -> sp.Expr:
         raise LangError(f"cannot parse '{shown}': a {type(expr).__name__} is no expression")
     undefined = sorted(str(f.func) for f in expr.atoms(sp.core.function.AppliedUndef))
     if undefined:
-        spelt = [f"{SYMPY_RELATIONS[f]} for {f}" for f in undefined if f in SYMPY_RELATIONS]
-        hint = f"; write the comparison with its operator ({', '.join(spelt)})" if spelt else ""
-        raise LangError(f"unknown function {', '.join(undefined)} (known: {known_names()}){hint}")
+        raise LangError(_unknown_functions(undefined))
     expr = sp.sympify(expr)
     bare = _bare_tensors(expr)
     if bare:
@@ -611,6 +647,14 @@ def _parse_definition(
         raise LangError("expected 'name[i, j] = expression' or 'name = expression'")
     name, lhs_text, rhs = m.group(1), m.group(2), m.group(3)
     _check_name(name, "definition")
+    unknown = _unknown_calls(rhs, ns)
+    called = [n for n in _unknown_calls(rhs, {}) if n in g.tensors]
+    if called:  # x(n): SymPy's "'IndexedBase' object is not callable"
+        raise LangError(
+            f"'{called[0]}' is a tensor, read with brackets ({called[0]}[...]), not called"
+        )
+    if unknown:
+        raise LangError(_unknown_functions(unknown))
     problem = keyword_problem(text) or syntax_problem(text)
     if problem is not None:
         raise LangError(problem)

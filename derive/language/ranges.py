@@ -100,13 +100,18 @@ def _limits(expr: sp.Expr, indices: tuple, declared: dict) -> list[tuple]:
     for i in indices:
         if isinstance(i, sp.IndexedBase):  # Sum(x[n], s) below a definition s[n] = ...
             raise LangError(f"'{i}' is both a tensor and the index of a Sum/Max: rename the index")
+        if isinstance(i, sp.Number):  # Max(x[n], 0) meant maximum (found by probing)
+            raise LangError(
+                f"Sum/Max reduce over indices, not the number {i}: for the larger of two values "
+                f"write maximum(value, {i}), for the smaller minimum(value, {i})"
+            )
         if not isinstance(i, sp.Symbol):
             raise LangError(f"Sum/Max reduce over indices, not '{i}'")
         if i.is_positive or not i.is_integer:  # a size, or a param: Max(a, eps) meant maximum
             kind = "a size" if i.is_integer else "a param"
             raise LangError(
                 f"Sum/Max reduce over an index, and '{i}' is {kind}: for the larger of two "
-                f"values write maximum(a, {i}), for the smaller minimum(a, {i})"
+                f"values write maximum(value, {i}), for the smaller minimum(value, {i})"
             )
         if i not in expr.free_symbols and subscript_ranges(expr).get(i):
             # Sum(Sum(x[n, m], m), m): the inner sum binds m, so the outer one multiplied by M

@@ -28,6 +28,25 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
         {},
         "with its operator (!= for Ne)",
     ),
+    # SymPy's logic and branches: named as unknown functions, with the where() to write (a
+    # Piecewise's True branch was "'True' is a Python keyword", And a comparison outside a
+    # where(); found by probing)
+    (
+        "a Piecewise",
+        X,
+        ["out[n, m] = Piecewise((x[n, m], x[n, m] > 0), (0, True))"],
+        {},
+        "unknown function Piecewise",
+    ),
+    (
+        "an And",
+        X,
+        ["out[n, m] = where(And(x[n, m] > 0, x[n, m] < 1), x[n, m], 0)"],
+        {},
+        "unknown function And (known:",
+    ),
+    ("Max of a number", X, ["out[n, m] = Max(x[n, m], 0)"], {}, "write maximum(value, 0)"),
+    ("a tensor called", X, ["out[n, m] = x(n, m)"], {}, "'x' is a tensor, read with brackets"),
     ("unknown tensor", X, ["out[n, m] = y[n, m]"], {}, "unknown tensor 'y'"),
     # a misspelling is named, with the tensor meant (the message was SymPy's TypeError)
     ("misspelled tensor", X, ["out[n] = Sum(xx[n, m], m)"], {}, "did you mean 'x'?"),
@@ -101,7 +120,7 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
     ("Sum over an unused index", X, ["out[n] = Sum(x[n, m], k)"], {}, "range of index 'k'"),
     ("Max over an expression", X, ["out[n] = Max(x[n, m], m + 1)"], {}, "indices"),
     # Max(a, eps) meant the larger of two values: a reduction over a param or a size
-    ("Max over a param", X, ["out[n, m] = Max(x[n, m], e)"], {"e": 1e-8}, "maximum(a, e)"),
+    ("Max over a param", X, ["out[n, m] = Max(x[n, m], e)"], {"e": 1e-8}, "maximum(value, e)"),
     ("Max over a size", X, ["out[n, m] = Max(x[n, m], M)"], {}, "'M' is a size"),
     ("a tensor named as a gradient", X, ["dx[n, m] = x[n, m]"], {}, "'dx' is the gradient of 'x'"),
     ("view of an unknown tensor", X, ["v = view(y, N*M)"], {}, "unknown tensor 'y'"),
