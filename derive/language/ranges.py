@@ -10,6 +10,7 @@ limits ``(i, 0, size - 1)``, and the extra definitions a lifted Max needs.
 from __future__ import annotations
 
 import sympy as sp
+from sympy.printing.str import StrPrinter
 
 from derive.language.affine import affine_problem, declared_range, is_affine
 from derive.language.graph import (
@@ -21,6 +22,23 @@ from derive.language.graph import (
     View,
     may_be_infinite,
 )
+
+
+class _Written(StrPrinter):
+    """SymPy's str with == and != as the language writes them (``Eq(y[n], c)`` in a message
+    is SymPy's spelling, which the language refuses)."""
+
+    def _print_Equality(self, e: sp.Eq) -> str:
+        return f"{self._print(e.lhs)} == {self._print(e.rhs)}"
+
+    def _print_Unequality(self, e: sp.Ne) -> str:
+        return f"{self._print(e.lhs)} != {self._print(e.rhs)}"
+
+
+def written(expr: sp.Basic, limit: int = 60) -> str:
+    """``expr`` for a message: comparisons with their operators, cut at ``limit`` characters."""
+    text = _Written().doprint(expr)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def subscript_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
@@ -77,7 +95,7 @@ def range_of(index: sp.Symbol, expr: sp.Expr, declared: dict | None = None) -> s
         user = getattr(declared, "user", declared) or {}
         named = ", ".join(repr(k.name) for k in sorted(user, key=str))
         misspelt = f" (ranges names {named}, not '{index}')" if named else ""  # {'q': 'T'}
-        shown = str(expr) if len(str(expr)) <= 60 else str(expr)[:57] + "..."
+        shown = written(expr)
         raise LangError(
             f"cannot infer the range of index '{index}' in {shown}: it subscripts no tensor "
             f"there as a plain index; declare it in the op, ranges={{'{index}': '...'}} with "
@@ -116,8 +134,8 @@ def _limits(expr: sp.Expr, indices: tuple, declared: dict) -> list[tuple]:
         if i not in expr.free_symbols and subscript_ranges(expr).get(i):
             # Sum(Sum(x[n, m], m), m): the inner sum binds m, so the outer one multiplied by M
             raise LangError(
-                f"a Sum/Max over '{i}' of {expr}, in which '{i}' is already summed or maxed: "
-                "rename one of the two indices"
+                f"a Sum/Max over '{i}' of {written(expr, 200)}, in which '{i}' is already "
+                "summed or maxed: rename one of the two indices"
             )
     return [(i, 0, range_of(i, expr, declared) - 1) for i in indices]
 

@@ -45,6 +45,14 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
         {},
         "unknown function And (known:",
     ),
+    # an index only compared with data has no range; the message wrote SymPy's Eq(y[n], c)
+    (
+        "an index only compared",
+        ["x[N, M]", "y[N]: int64"],
+        ["out[n, c] = where(y[n] == c, 1, 0)"],
+        {},
+        "range of index 'c' in where(y[n] == c, 1, 0)",
+    ),
     ("Max of a number", X, ["out[n, m] = Max(x[n, m], 0)"], {}, "write maximum(value, 0)"),
     ("a tensor called", X, ["out[n, m] = x(n, m)"], {}, "'x' is a tensor, read with brackets"),
     ("unknown tensor", X, ["out[n, m] = y[n, m]"], {}, "unknown tensor 'y'"),
