@@ -220,10 +220,8 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     q, k, v = shared_Wh_x_bh.unbind(0)
     del shared_Wh_x_bh
     sum_k_q = q @ k.permute(0, 1, 3, 2)
-    scores = torch.where(
-        torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
-        sum_k_q / math.sqrt(D),
-        float("-inf"),
+    scores = (sum_k_q / math.sqrt(D)).masked_fill(
+        torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf")
     )
     del sum_k_q
     probs = torch.softmax(scores, 3)
@@ -392,10 +390,8 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     q, k, v = shared_Wh_x_bh.unbind(0)
     del shared_Wh_x_bh
     sum_k_q = q @ k.permute(0, 1, 3, 2)
-    scores = torch.where(
-        torch.arange(T, device=grad_y.device) <= torch.arange(T, device=grad_y.device)[:, None],
-        sum_k_q / math.sqrt(D),
-        float("-inf"),
+    scores = (sum_k_q / math.sqrt(D)).masked_fill(
+        torch.ones(T, T, dtype=torch.bool, device=grad_y.device).triu(1), float("-inf")
     )
     del sum_k_q
     maxes, maxes_argmax = scores.max(3)
@@ -810,11 +806,8 @@ def _double_backward(
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
-        t_dscores = torch.where(
-            torch.arange(T, device=grad_out.device)[:, None]
-            <= torch.arange(T, device=grad_out.device),
-            dscores.permute(0, 1, 3, 2) / math.sqrt(D),
-            0,
+        t_dscores = (dscores.permute(0, 1, 3, 2) / math.sqrt(D)).masked_fill(
+            torch.ones(T, T, dtype=torch.bool, device=grad_out.device).tril(-1), 0
         )
         del dscores
         sum_dscores_q = t_dscores @ q
@@ -1190,10 +1183,8 @@ def _jvp(
         q, k, v = shared_Wh_x_bh.unbind(0)
         del shared_Wh_x_bh
         sum_k_q = q @ k.permute(0, 1, 3, 2)
-        scores = torch.where(
-            torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
-            sum_k_q / math.sqrt(D),
-            float("-inf"),
+        scores = (sum_k_q / math.sqrt(D)).masked_fill(
+            torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf")
         )
         maxes, maxes_argmax = scores.max(3)
         counts = torch.exp(scores - maxes[:, :, :, None])
@@ -1250,10 +1241,8 @@ def _jvp(
         t_v = acc_5 + t_bh[2][:, None] if present[2] else acc_5
         sum_k_t_q = t_q @ k.permute(0, 1, 3, 2)
         sum_q_t_k = q @ t_k.permute(0, 1, 3, 2)
-        t_scores = torch.where(
-            torch.arange(T, device=x.device) <= torch.arange(T, device=x.device)[:, None],
-            (sum_k_t_q + sum_q_t_k) / math.sqrt(D),
-            0,
+        t_scores = ((sum_k_t_q + sum_q_t_k) / math.sqrt(D)).masked_fill(
+            torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), 0
         )
         t_maxes = t_scores.gather(3, maxes_argmax.unsqueeze(3)).squeeze(3)
         t_counts = (t_scores - t_maxes[:, :, :, None]) * counts

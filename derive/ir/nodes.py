@@ -541,6 +541,27 @@ class Arange(Node):
 
 
 @dataclass(frozen=True)
+class Triangle(Node):
+    """``torch.ones(rows, cols, dtype=torch.bool, device=like.device).tril(k)`` (``triu``
+    where ``upper``): a comparison of two index ranges (:mod:`derive.ir.triangles`)."""
+
+    rows: Node
+    cols: Node
+    like: Ref
+    k: int
+    upper: bool
+
+
+@dataclass(frozen=True)
+class MaskedFill(Node):
+    """``arg.masked_fill(mask, value)``: a where() with a number on one side."""
+
+    arg: Node
+    mask: Node
+    value: Node
+
+
+@dataclass(frozen=True)
 class IndexSelect(Node):
     """``arg.index_select(0, index)``: rows of ``arg`` picked by data."""
 

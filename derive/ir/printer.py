@@ -445,6 +445,14 @@ class TorchPrinter:
     def _print_Arange(self, node: ir.Arange) -> str:
         return f"torch.arange({self.doprint(node.size)}, device={self.doprint(node.like)}.device)"
 
+    def _print_Triangle(self, node: ir.Triangle) -> str:
+        sizes, like = self._args((node.rows, node.cols)), self.doprint(node.like)
+        kind, k = ("triu" if node.upper else "tril"), (str(node.k) if node.k else "")
+        return f"torch.ones({sizes}, dtype=torch.bool, device={like}.device).{kind}({k})"
+
+    def _print_MaskedFill(self, node: ir.MaskedFill) -> str:
+        return self._method(node.arg, f"masked_fill({self._args((node.mask, node.value))})")
+
     def _print_IndexSelect(self, node: ir.IndexSelect) -> str:
         return self._method(node.arg, f"index_select(0, {self.doprint(node.index)})")
 

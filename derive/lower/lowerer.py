@@ -42,6 +42,7 @@ from derive.ir.scalars import EXTREMES, helpers_called, ieee_scalars
 from derive.ir.sharing import common_subexpressions
 from derive.ir.slices import merged_maps
 from derive.ir.standardize import standardized
+from derive.ir.triangles import triangles
 from derive.ir.unbind import unbound
 from derive.language import Definition, ReduceMax
 from derive.language.argmax import Digits
@@ -139,7 +140,7 @@ class Lowerer:
                 cx.statements[:] = dead_dropped(cx.statements, hand_on)
             if self._keep is not None:  # what the function hands on keeps its shape
                 cx.statements[:] = released(kept_dims(cx.statements, self._keep), self._keep)
-            cx.statements[:] = ieee_scalars(unbound(cx.statements), self._params)
+            cx.statements[:] = ieee_scalars(unbound(triangles(cx.statements)), self._params)
             if self._results:
                 cx.statements[:] = given_guarded(guarded(cx.statements, self._results))
             else:  # a tangent map's terms given on its input tangents (seeds.gated_tangents)
