@@ -117,6 +117,7 @@ ADD_SCALED = "_add_scaled"  # the module's helper for r + c * t, torch.add's alp
 # in place on plain tensors, out of place on a Tensor subclass (DTensor) or under a mode
 IN_PLACE = {ir.ScatterAdd: "_scatter_add", ir.IndexPut: "_index_put", ir.IndexAdd: "_index_add"}
 PLAIN = "_plain"  # whether tensors are plain and run now: what those and _add_scaled ask
+INDEX_SELECT = "_index_select"  # the module's rows-by-index, a subscript under a compiled transform
 # the module's context that reroutes einsum, flatten and unflatten under autograd's legacy vmap
 LEGACY_VMAP = "_legacy_vmap"
 LEGACY_UNBATCHED = (ir.Contract, ir.Flatten, ir.Unflatten)
@@ -165,6 +166,8 @@ def called_helpers(lines: list) -> set[str]:
                     called |= {ADD_SCALED, PLAIN}
                 elif isinstance(n, ir.IndexAdd):
                     called |= {IN_PLACE[ir.IndexAdd], PLAIN}
+                elif isinstance(n, ir.IndexSelect):
+                    called.add(INDEX_SELECT)
                 else:
                     called |= helpers_called(n)
     return called
@@ -454,7 +457,7 @@ class TorchPrinter:
         return self._method(node.arg, f"masked_fill({self._args((node.mask, node.value))})")
 
     def _print_IndexSelect(self, node: ir.IndexSelect) -> str:
-        return self._method(node.arg, f"index_select(0, {self.doprint(node.index)})")
+        return f"{INDEX_SELECT}({self._args((node.arg, node.index))})"
 
     def _print_Gather(self, node: ir.Gather) -> str:
         return self._method(node.arg, f"gather({node.dim}, {self.doprint(node.index)})")

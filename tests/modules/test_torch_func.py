@@ -152,6 +152,24 @@ def test_a_compiled_torch_func_gradient_and_tangent_equal_the_definitions(path):
             _close(g, r, 1e-9)
 
 
+def test_compiled_per_sample_gradients_of_a_table_read_twice_equal_the_subscript_s() -> None:
+    """torch.compile(vmap(grad)) through embedding, whose rows repeat: Inductor's batched
+    gradient of the traced forward's index_select added them wrongly (14.2 off, no error;
+    torch 2.13, found by probing); compiled under a transform the module reads ``C[idx]``."""
+    from generated import embedding
+
+    idx = torch.tensor([[0, 2, 0], [1, 2, 2]])
+    tables = torch.randn(3, 4, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+
+    def loss(pick):
+        return lambda table: (pick(idx, table) ** 2).sum()
+
+    want = torch.func.vmap(torch.func.grad(loss(lambda i, table: table[i])))(tables)
+    torch._dynamo.reset()
+    got = torch.compile(torch.func.vmap(torch.func.grad(loss(embedding.Function.apply))))(tables)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("path", CATALOGUE + CASES)
 def test_torch_export(path, tmp_path, monkeypatch):
     """torch.export keeps each op as one call of its custom op (``backgen::<op>_<digest>``),
