@@ -154,6 +154,16 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
+def _addcmul(r, a, b, c):
+    # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
+    # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
+    # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    if torch.compiler.is_compiling():
+        return r + a * b * c
+    return torch.addcmul(r, a, b, value=c)
+
+
 def forward(x, gain, bias, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 2, False, False)
@@ -199,11 +209,8 @@ def backward(grad_out, saved, needs=(True, True, True)):
         dx = (
             bnvar_inv
             * gain
-            * torch.addcmul(
-                _add_scaled(grad_out, sum_grad_out, -1 / N),
-                sum_bnraw_grad_out,
-                bnraw,
-                value=-1 / (N - 1),
+            * _addcmul(
+                _add_scaled(grad_out, sum_grad_out, -1 / N), sum_bnraw_grad_out, bnraw, -1 / (N - 1)
             )
         )
     if needs[1]:
@@ -297,11 +304,11 @@ def _double_backward(
         shared_bnvar_inv_gain = bnvar_inv * gain
     if needs[0] and (present[0] or present[1]):
         acc = (
-            torch.addcmul(
+            _addcmul(
                 shared_bnvar_inv_gain * sum_bnraw_db_dx * (-1 / (N - 1)) * grad_y,
                 shared_bnvar_inv_gain * sum_bnraw_grad_y,
                 db_dx,
-                value=-1 / (N - 1),
+                -1 / (N - 1),
             )
             if present[0]
             else grad_out.new_zeros((N, M))
@@ -312,11 +319,11 @@ def _double_backward(
     if (needs[0] or needs[1]) and present[0]:
         sum_grad_y = _sum_leading(grad_y, 1)
         sum_bnraw_db_dx_grad_y = (
-            torch.addcmul(
+            _addcmul(
                 _add_scaled(grad_y.T, sum_grad_y[:, None], -1 / N),
                 sum_bnraw_grad_y[:, None],
                 bnraw.T,
-                value=-1 / (N - 1),
+                -1 / (N - 1),
             )
             * db_dx.T
         ).sum(1)
@@ -332,7 +339,7 @@ def _double_backward(
         del dbnvar_inv
         dbndiff2 = (dbnvar / (N - 1)).expand(N, M).clone()
         del dbnvar
-        dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
+        dbndiff = _addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, 2)
         del dbnraw, dbndiff2
         sum_dbndiff = _sum_leading(dbndiff, 1)
         dbnmeani = -sum_dbndiff
@@ -350,16 +357,14 @@ def _double_backward(
     if (needs[0] or needs[1]) and present[0]:
         del sum_bnraw_db_dx_grad_y
     if needs[3] and present[0]:
-        sum_bnraw_db_dx_1 = torch.addcmul(
-            _sum_leading(db_dx, 1, mean=True), sum_bnraw_db_dx, bnraw, value=(N - 1) ** (-1)
+        sum_bnraw_db_dx_1 = _addcmul(
+            _sum_leading(db_dx, 1, mean=True), sum_bnraw_db_dx, bnraw, (N - 1) ** (-1)
         )
     if (needs[0] or needs[3]) and present[0]:
         del sum_bnraw_db_dx
     if needs[3]:
         acc_1 = (
-            torch.addcmul(
-                shared_bnvar_inv_gain * db_dx, shared_bnvar_inv_gain, sum_bnraw_db_dx_1, value=-1
-            )
+            _addcmul(shared_bnvar_inv_gain * db_dx, shared_bnvar_inv_gain, sum_bnraw_db_dx_1, -1)
             if present[0]
             else grad_out.new_zeros((N, M))
         )

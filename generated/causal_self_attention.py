@@ -173,6 +173,16 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
+def _addcmul(r, a, b, c):
+    # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
+    # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
+    # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    if torch.compiler.is_compiling():
+        return r + a * b * c
+    return torch.addcmul(r, a, b, value=c)
+
+
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
 # copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
 # anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
@@ -611,11 +621,11 @@ def _double_backward(
         sum_probs = probs.sum(3)
     if present[0] or present[1] or present[2]:
         acc_3 = (
-            torch.addcmul(
+            _addcmul(
                 sum_db_dbh_at_0_k_probs * (-1 / math.sqrt(D)),
                 sum_probs,
                 sum_db_dbh_at_1_q,
-                value=-1 / math.sqrt(D),
+                -1 / math.sqrt(D),
             )
             if present[2]
             else grad_out.new_zeros((B, H, T))
@@ -696,12 +706,12 @@ def _double_backward(
         present[0] or present[1] or present[2] or present[3]
     ):
         acc_5 = (
-            torch.addcmul(
+            _addcmul(
                 (sum_db_dbh_at_1_q / math.sqrt(D))[:, :, :, None]
                 * shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
                 sum_db_dbh_at_0_k[:, :, None],
                 shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
-                value=1 / math.sqrt(D),
+                1 / math.sqrt(D),
             )
             if present[2]
             else grad_out.new_zeros((B, H, T, T))
@@ -825,11 +835,11 @@ def _double_backward(
         present[0] or present[1] or present[2] or present[3]
     ):
         acc_9 = (
-            torch.addcmul(
+            _addcmul(
                 sum_dscores_q,
                 db_dbh[0][:, None],
                 sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs[:, :, :, None],
-                value=1 / math.sqrt(D),
+                1 / math.sqrt(D),
             )
             if present[2]
             else sum_dscores_q
@@ -871,11 +881,11 @@ def _double_backward(
         present[0] or present[1] or present[2] or present[3]
     ):
         acc_10 = (
-            torch.addcmul(
+            _addcmul(
                 sum_dscores_k,
                 db_dbh[1][:, None],
                 sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
-                value=1 / math.sqrt(D),
+                1 / math.sqrt(D),
             )
             if present[2]
             else sum_dscores_k
@@ -1247,8 +1257,8 @@ def _jvp(
         t_maxes = t_scores.gather(3, maxes_argmax.unsqueeze(3)).squeeze(3)
         t_counts = (t_scores - t_maxes[:, :, :, None]) * counts
         t_counts_sum = t_counts.sum(3)
-        t_probs = shared_counts_sum[:, :, :, None] * torch.addcmul(
-            t_counts, t_counts_sum[:, :, :, None], probs, value=-1
+        t_probs = shared_counts_sum[:, :, :, None] * _addcmul(
+            t_counts, t_counts_sum[:, :, :, None], probs, -1
         )
     if present[0] or present[1] or present[2] or present[3]:
         del shared_counts_sum

@@ -159,6 +159,16 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
+def _addcmul(r, a, b, c):
+    # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
+    # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
+    # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    if torch.compiler.is_compiling():
+        return r + a * b * c
+    return torch.addcmul(r, a, b, value=c)
+
+
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
 # copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
 # anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
@@ -305,9 +315,7 @@ def _jvp(logits, targets, t_logits):
     t_norm_logits = t_logits - t_logit_maxes[:, None]
     t_counts = counts * t_norm_logits
     t_counts_sum = t_counts.sum(1)
-    t_logprobs = torch.addcmul(
-        t_norm_logits, t_counts_sum[:, None], counts_sum_inv[:, None], value=-1
-    )
+    t_logprobs = _addcmul(t_norm_logits, t_counts_sum[:, None], counts_sum_inv[:, None], -1)
     sum_t_logprobs_targets = t_logprobs.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
     t_loss = sum_t_logprobs_targets * (-1 / N)
     return t_loss

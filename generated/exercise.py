@@ -277,6 +277,16 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
+def _addcmul(r, a, b, c):
+    # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
+    # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
+    # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    if torch.compiler.is_compiling():
+        return r + a * b * c
+    return torch.addcmul(r, a, b, value=c)
+
+
 def _index_select(t, index):
     # t's rows picked by index. Compiled under a torch.func transform, dynamo differentiates
     # the traced forward, and Inductor's batched gradient of index_select adds the rows of a
@@ -438,12 +448,12 @@ def backward_all(grad_out, saved):
     dlogits = dnorm_logits.clone()
     dlogits = _scatter_add(dlogits, 1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
     dh = dlogits @ W2.T
-    dhpreact = torch.addcmul(dh, dh, h * h, value=-1)
+    dhpreact = _addcmul(dh, dh, h * h, -1)
     dbnraw = bngain * dhpreact
     dbnvar_inv = _sum_leading(bndiff * dbnraw, 1)
     dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
     dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
-    dbndiff = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
+    dbndiff = _addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, 2)
     sum_dbndiff = _sum_leading(dbndiff, 1)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
@@ -633,13 +643,13 @@ def _double_forward(
         )
         del b_dlogit_maxes
         b_dh = b_dlogits @ W2.T
-        b_dhpreact = torch.addcmul(b_dh, b_dh, h * h, value=-1)
+        b_dhpreact = _addcmul(b_dh, b_dh, h * h, -1)
         b_dbnraw = bngain * b_dhpreact
         b_dbnvar_inv = _sum_leading(b_dbnraw * bndiff, 1)
         b_dbnvar = torch.pow(bnvar_inv, 3) * b_dbnvar_inv * (-1 / 2)
         b_dbndiff2 = (b_dbnvar / (N - 1)).expand(N, H).clone()
         del b_dbnvar
-        b_dbndiff = torch.addcmul(bnvar_inv * b_dbnraw, bndiff, b_dbndiff2, value=2)
+        b_dbndiff = _addcmul(bnvar_inv * b_dbnraw, bndiff, b_dbndiff2, 2)
         sum_b_dbndiff = _sum_leading(b_dbndiff, 1)
         b_dbnmeani = -sum_b_dbndiff
         del sum_b_dbndiff
@@ -817,7 +827,7 @@ def _double_backward(
         del acc_3
     shared_h = h * h
     if present[0] or present[1] or present[2] or present[3] or present[4]:
-        db_dh = torch.addcmul(db_dhpreact, db_dhpreact, shared_h, value=-1)
+        db_dh = _addcmul(db_dhpreact, db_dhpreact, shared_h, -1)
     if present[5]:
         sum_db_dW2_h = h @ db_dW2
     acc_4 = sum_db_dW2_h if present[5] else grad_out.new_zeros((N, V))
@@ -851,11 +861,11 @@ def _double_backward(
     del db_dcounts
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
         sum_counts_dprobs = (counts * dprobs).sum(1)
-        dcounts_sum_inv = torch.addcmul(
+        dcounts_sum_inv = _addcmul(
             sum_b_dprobs_db_dcounts + sum_counts_dprobs,
             counts_sum_inv * db_dcounts_sum,
             b_dcounts_sum_inv,
-            value=-2,
+            -2,
         )
     del db_dcounts_sum
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
@@ -892,7 +902,7 @@ def _double_backward(
         acc_6 = torch.addmm(sum_W2_dlogits, b_dlogits, db_dW2.T) if present[5] else sum_W2_dlogits
         del sum_W2_dlogits
         dh = (
-            torch.addcmul(acc_6, db_dhpreact * h, b_dh, value=-2)
+            _addcmul(acc_6, db_dhpreact * h, b_dh, -2)
             if present[0] or present[1] or present[2] or present[3] or present[4]
             else acc_6
         )
@@ -900,7 +910,7 @@ def _double_backward(
         del db_dhpreact
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
         del acc_6
-        dhpreact = torch.addcmul(dh, dh, shared_h, value=-1)
+        dhpreact = _addcmul(dh, dh, shared_h, -1)
         del dh
     del shared_h
     if needs[2] or needs[3] or needs[4]:
@@ -912,11 +922,11 @@ def _double_backward(
         sum_b_dbnraw_db_dbndiff = _sum_leading(b_dbnraw * db_dbndiff, 1)
     if needs[2] or needs[3] or needs[4]:
         dbnvar_inv = (
-            torch.addcmul(
+            _addcmul(
                 sum_bndiff_dbnraw + sum_b_dbnraw_db_dbndiff,
                 b_dbnvar_inv * db_dbnvar,
                 bnvar_inv * bnvar_inv,
-                value=-3 / 2,
+                -3 / 2,
             )
             if present[0] or present[1] or present[2]
             else sum_bndiff_dbnraw
@@ -934,12 +944,10 @@ def _double_backward(
     if needs[2] or needs[3] or needs[4]:
         dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
         del dbnvar
-        acc_8 = torch.addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, value=2)
+        acc_8 = _addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, 2)
         del dbnraw, dbndiff2
         dbndiff = (
-            torch.addcmul(
-                torch.addcmul(acc_8, db_dbnvar_inv, b_dbnraw), db_dbndiff, b_dbndiff2, value=2
-            )
+            _addcmul(torch.addcmul(acc_8, db_dbnvar_inv, b_dbnraw), db_dbndiff, b_dbndiff2, 2)
             if present[0] or present[1] or present[2]
             else acc_8
         )
@@ -1158,7 +1166,7 @@ def _jvp(
             else acc_2
         )
         t_hpreact = acc_3 + t_bnbias if present[4] else acc_3
-        t_h = torch.addcmul(t_hpreact, t_hpreact, h * h, value=-1)
+        t_h = _addcmul(t_hpreact, t_hpreact, h * h, -1)
     if present[5]:
         sum_h_t_W2 = h @ t_W2
     acc_4 = sum_h_t_W2 if present[5] else C.new_zeros((N, V))
@@ -1172,9 +1180,7 @@ def _jvp(
     t_norm_logits = t_logits - t_logit_maxes[:, None]
     t_counts = counts * t_norm_logits
     t_counts_sum = t_counts.sum(1)
-    t_logprobs = torch.addcmul(
-        t_norm_logits, t_counts_sum[:, None], counts_sum_inv[:, None], value=-1
-    )
+    t_logprobs = _addcmul(t_norm_logits, t_counts_sum[:, None], counts_sum_inv[:, None], -1)
     sum_Y_t_logprobs = t_logprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
     t_loss = sum_Y_t_logprobs * (-1 / N)
     return t_loss

@@ -82,11 +82,21 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
+def _addcmul(r, a, b, c):
+    # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
+    # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
+    # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    if torch.compiler.is_compiling():
+        return r + a * b * c
+    return torch.addcmul(r, a, b, value=c)
+
+
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
     out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
-    out = torch.addcmul(x * 0.5, x, out_erf0, value=0.5)
+    out = _addcmul(x * 0.5, x, out_erf0, 0.5)
     return out, (x, out_erf0, (out.shape, out.dtype, out.device))
 
 
@@ -94,11 +104,7 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     x, out_erf0, _like = saved
     _check_grad_out(grad_out, _like)
-    dx = (
-        torch.addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)), x, value=0.7978845608028654)
-        * grad_out
-        * 0.5
-    )
+    dx = _addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)), x, 0.7978845608028654) * grad_out * 0.5
     return (dx,)
 
 
@@ -145,15 +151,13 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     exp_x = torch.exp(shared_x * (-1 / 2))
     if needs[0]:
         dx = (
-            torch.addcmul(dout_erf0, shared_db_dx_grad_y, 1 - shared_x, value=0.5)
-            * exp_x
-            * 0.7978845608028654
+            _addcmul(dout_erf0, shared_db_dx_grad_y, 1 - shared_x, 0.5) * exp_x * 0.7978845608028654
         )
         del dout_erf0
         del shared_db_dx_grad_y
     del shared_x
     if needs[1]:
-        dgrad_y = torch.addcmul(out_erf0 + 1, exp_x, x, value=0.7978845608028654) * db_dx * 0.5
+        dgrad_y = _addcmul(out_erf0 + 1, exp_x, x, 0.7978845608028654) * db_dx * 0.5
     del exp_x
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

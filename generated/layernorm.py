@@ -157,6 +157,16 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
+def _addcmul(r, a, b, c):
+    # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
+    # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
+    # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    if torch.compiler.is_compiling():
+        return r + a * b * c
+    return torch.addcmul(r, a, b, value=c)
+
+
 def forward(x, gain, bias, *, eps=1e-05):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 1, False, True)
@@ -195,11 +205,11 @@ def backward(grad_out, saved, needs=(True, True, True)):
         sum_gain_grad_out = shared_gain_grad_out.sum(1, keepdim=True)
         sum_gain_grad_out_xhat = (shared_gain_grad_out * xhat).sum(1, keepdim=True)
         del shared_gain_grad_out
-        dx = rstd[:, None] * torch.addcmul(
+        dx = rstd[:, None] * _addcmul(
             torch.addcmul(sum_gain_grad_out * (-1 / C), gain, grad_out),
             sum_gain_grad_out_xhat,
             xhat,
-            value=-1 / C,
+            -1 / C,
         )
         del sum_gain_grad_out, sum_gain_grad_out_xhat
     if needs[1]:
@@ -294,11 +304,11 @@ def _double_backward(
         shared_gain_rstd_sum_db_dx_xhat = shared_gain_rstd * sum_db_dx_xhat[:, None]
     if needs[0] and (present[0] or present[1]):
         acc = (
-            torch.addcmul(
+            _addcmul(
                 shared_gain_rstd_sum_db_dx_xhat * (-1 / C) * grad_y,
                 (rstd * sum_gain_grad_y_xhat)[:, None],
                 db_dx,
-                value=-1 / C,
+                -1 / C,
             )
             if present[0]
             else grad_out.new_zeros((Batch, C))
@@ -310,11 +320,11 @@ def _double_backward(
         sum_gain_grad_y = shared_gain_grad_y.sum(1, keepdim=True)
         del shared_gain_grad_y
         sum_db_dx_gain_grad_y_xhat = (
-            torch.addcmul(
+            _addcmul(
                 torch.addcmul(sum_gain_grad_y * (-1 / C), gain, grad_y),
                 sum_gain_grad_y_xhat[:, None],
                 xhat,
-                value=-1 / C,
+                -1 / C,
             )
             * db_dx
         ).sum(1)
@@ -327,7 +337,7 @@ def _double_backward(
     if needs[0] and (present[0] or present[1]):
         dvar = torch.pow(rstd, 3) * drstd * (-1 / 2)
         del drstd
-        ddiff = torch.addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, value=2 / C)
+        ddiff = _addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, 2 / C)
         del dxhat, dvar
         sum_ddiff = ddiff.sum(1, keepdim=True)
         dmean = -sum_ddiff
@@ -363,11 +373,11 @@ def _double_backward(
         sum_db_dx = db_dx.sum(1, keepdim=True)
     if needs[3]:
         acc_1 = (
-            torch.addcmul(
+            _addcmul(
                 torch.addcmul(shared_gain_rstd * sum_db_dx * (-1 / C), shared_gain_rstd, db_dx),
                 shared_gain_rstd_sum_db_dx_xhat,
                 xhat,
-                value=-1 / C,
+                -1 / C,
             )
             if present[0]
             else grad_out.new_zeros((Batch, C))

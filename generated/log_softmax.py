@@ -103,6 +103,16 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
+def _addcmul(r, a, b, c):
+    # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
+    # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
+    # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    if torch.compiler.is_compiling():
+        return r + a * b * c
+    return torch.addcmul(r, a, b, value=c)
+
+
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
 # copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
 # anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
@@ -134,7 +144,7 @@ def backward(grad_out, saved):
         (math.prod(batch_shape),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     sum_grad_out = grad_out.sum(1, keepdim=True)
-    dx = torch.addcmul(grad_out, sum_grad_out, torch.exp(out), value=-1)
+    dx = _addcmul(grad_out, sum_grad_out, torch.exp(out), -1)
     del sum_grad_out
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
@@ -197,7 +207,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         dcounts_sum = -sum_dout / counts_sum
         exp_maxes_x = torch.exp(x - maxes[:, None])
         sum_maxes_x = exp_maxes_x.sum(1)
-        dmaxes = torch.addcmul(-sum_dout, sum_maxes_x, dcounts_sum, value=-1)
+        dmaxes = _addcmul(-sum_dout, sum_maxes_x, dcounts_sum, -1)
         del sum_dout, sum_maxes_x
         dx = torch.addcmul(dout, dcounts_sum[:, None], exp_maxes_x).clone()
         del dout, dcounts_sum, exp_maxes_x
@@ -235,7 +245,7 @@ def _jvp(x, t_x):
     counts_sum = exp_maxes_x.sum(1)
     t_maxes = t_x.gather(1, maxes_argmax.unsqueeze(1)).squeeze(1)
     sum_maxes_t_x_x = (t_x * exp_maxes_x).sum(1)
-    t_counts_sum = torch.addcmul(sum_maxes_t_x_x, counts_sum, t_maxes, value=-1)
+    t_counts_sum = _addcmul(sum_maxes_t_x_x, counts_sum, t_maxes, -1)
     t_out = t_x - t_maxes[:, None] - (t_counts_sum / counts_sum)[:, None]
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
 

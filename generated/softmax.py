@@ -105,6 +105,16 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
+def _addcmul(r, a, b, c):
+    # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
+    # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
+    # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    if torch.compiler.is_compiling():
+        return r + a * b * c
+    return torch.addcmul(r, a, b, value=c)
+
+
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
 # copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
 # anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
@@ -192,7 +202,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         sum_grad_y_out = (grad_y * out).sum(1, keepdim=True)
     sum_db_dx_out = (db_dx * out).sum(1, keepdim=True)
     if needs[0]:
-        dout = torch.addcmul((grad_y - sum_grad_y_out) * db_dx, sum_db_dx_out, grad_y, value=-1)
+        dout = _addcmul((grad_y - sum_grad_y_out) * db_dx, sum_db_dx_out, grad_y, -1)
         del sum_grad_y_out
         sum_dout_out = (dout * out).sum(1)
         dcounts_sum = -sum_dout_out / counts_sum
@@ -238,9 +248,7 @@ def _jvp(x, t_x):
     t_maxes = t_x.gather(1, maxes_argmax.unsqueeze(1)).squeeze(1)
     t_counts = (t_x - t_maxes[:, None]) * counts
     t_counts_sum = t_counts.sum(1)
-    t_out = shared_counts_sum[:, None] * torch.addcmul(
-        t_counts, t_counts_sum[:, None], out, value=-1
-    )
+    t_out = shared_counts_sum[:, None] * _addcmul(t_counts, t_counts_sum[:, None], out, -1)
     del shared_counts_sum
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
 

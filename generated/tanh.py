@@ -80,6 +80,16 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
+def _addcmul(r, a, b, c):
+    # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
+    # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
+    # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    if torch.compiler.is_compiling():
+        return r + a * b * c
+    return torch.addcmul(r, a, b, value=c)
+
+
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
@@ -91,7 +101,7 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     out, _like = saved
     _check_grad_out(grad_out, _like)
-    dx = torch.addcmul(grad_out, grad_out, out * out, value=-1)
+    dx = _addcmul(grad_out, grad_out, out * out, -1)
     return (dx,)
 
 
@@ -134,10 +144,10 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         dout = db_dx * grad_y * out * (-2)
     shared_out = out * out
     if needs[0]:
-        dx = torch.addcmul(dout, dout, shared_out, value=-1)
+        dx = _addcmul(dout, dout, shared_out, -1)
         del dout
     if needs[1]:
-        dgrad_y = torch.addcmul(db_dx, db_dx, shared_out, value=-1)
+        dgrad_y = _addcmul(db_dx, db_dx, shared_out, -1)
     del shared_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
@@ -154,7 +164,7 @@ def _jvp(x, t_x):
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
     out = torch.tanh(x)
-    t_out = torch.addcmul(t_x, t_x, out * out, value=-1)
+    t_out = _addcmul(t_x, t_x, out * out, -1)
     return t_out
 
 

@@ -117,6 +117,7 @@ ADD_SCALED = "_add_scaled"  # the module's helper for r + c * t, torch.add's alp
 # in place on plain tensors, out of place on a Tensor subclass (DTensor) or under a mode
 IN_PLACE = {ir.ScatterAdd: "_scatter_add", ir.IndexPut: "_index_put", ir.IndexAdd: "_index_add"}
 PLAIN = "_plain"  # whether tensors are plain and run now: what those and _add_scaled ask
+ADDCMUL = "_addcmul"  # the module's r + c * a * b, torch.addcmul's value when eager
 INDEX_SELECT = "_index_select"  # the module's rows-by-index, a subscript under a compiled transform
 # the module's context that reroutes einsum, flatten and unflatten under autograd's legacy vmap
 LEGACY_VMAP = "_legacy_vmap"
@@ -164,6 +165,8 @@ def called_helpers(lines: list) -> set[str]:
                     called |= {SUM_LEADING, LEGACY_VMAP}  # it flattens and unflattens
                 elif isinstance(n, ir.Apply) and n.form.startswith(ADD_SCALED + "("):
                     called |= {ADD_SCALED, PLAIN}
+                elif isinstance(n, ir.Apply) and n.form.startswith(ADDCMUL + "("):
+                    called.add(ADDCMUL)
                 elif isinstance(n, ir.IndexAdd):
                     called |= {IN_PLACE[ir.IndexAdd], PLAIN}
                 elif isinstance(n, ir.IndexSelect):

@@ -23,7 +23,7 @@ from typing import Any
 import sympy as sp
 
 from derive.ir import nodes as ir
-from derive.ir.printer import Precedence, precedence
+from derive.ir.printer import ADDCMUL, Precedence, precedence
 from derive.lower.context import Context
 from derive.lower.reductions import Contraction, contract, plan_contraction, reduce
 from derive.lower.value import PickUpdate, Scope, align, chain, is_gate, natural_order, plain, union
@@ -152,7 +152,7 @@ def _build_addcmul(cx: Context, found: _Addcmul, order: list) -> ir.Node:
     form = "torch.addcmul({0}, {1}, {2})"
     args = tuple(align(v, axes) for v in (r, a, big))
     if found.coef != 1:
-        form, args = "torch.addcmul({0}, {1}, {2}, value={3})", args + (coef,)
+        form, args = ADDCMUL + "({0}, {1}, {2}, {3})", args + (coef,)
     return ir.Apply(form, args, axes=axes)
 
 

@@ -170,6 +170,25 @@ def test_compiled_per_sample_gradients_of_a_table_read_twice_equal_the_subscript
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
+def test_a_compiled_tangent_through_a_product_of_constants_equals_the_eager_one(
+    tmp_path, monkeypatch
+):
+    """torch.compile of torch.func.jvp along q alone through ALiBi attention, whose bias
+    ``slope[h] * (i - j)`` was ``addcmul(s, slope, i - j, value=-1)``: torch's forward mode
+    through a traced addcmul with a value and no tangent on its factors segfaulted (found by
+    probing). Traced, the module writes the product out."""
+    module, _ = imported(Path("tests/cases/alibi_named_slopes.py"), tmp_path)
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # dynamo imports it by name
+    gen = torch.Generator().manual_seed(0)
+    q, k, v, t = (torch.randn(2, 4, 3, dtype=torch.float64, generator=gen) for _ in range(4))
+
+    def tangent(q):
+        return torch.func.jvp(lambda q: module.Function.apply(q, k, v), (q,), (t,))[1]
+
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(tangent)(q), tangent(q), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("path", CATALOGUE + CASES)
 def test_torch_export(path, tmp_path, monkeypatch):
     """torch.export keeps each op as one call of its custom op (``backgen::<op>_<digest>``),

@@ -97,7 +97,7 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
         (
             ["x[N, C]", "y[N, C]", "z[N, C]"],
             ["out[n, c] = z[n, c] - x[n, c] * y[n, c] / N"],
-            "out = torch.addcmul(z, y, x, value=-1 / N)",
+            "out = _addcmul(z, y, x, -1 / N)",
         ),
         # r + c t -> _add_scaled(r, t, c): the scale rides in the add (torch.add's alpha)
         (["x[N]", "y[N]"], ["out[n] = x[n] + y[n] / N"], "out = _add_scaled(x, y, 1 / N)"),
@@ -105,7 +105,7 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
         (
             ["x[N]"],
             ["out[n] = (Rational(1, 3) * x[n]**2 + 1) * x[n]"],
-            "out = torch.addcmul(x, x, x * x, value=1 / 3)",
+            "out = _addcmul(x, x, x * x, 1 / 3)",
         ),
     ],
 )
@@ -144,7 +144,7 @@ def test_delta_without_a_scatter_form_is_an_equality_selection() -> None:
         (
             ["x[N, M]"],
             ["out[n] = Sum(where(m <= n, sinh(x[n, m]), 0), m)"],
-            "dx = torch.where(",
+            "dx = (grad_out[:, None] * torch.cosh(x)).masked_fill(",
         ),
         # ... and leaves a plain read over a further axis outside: the gate is taken on the
         # small tensor, the full-size product stays one pass (sequence cross-entropy's dlogits;
@@ -221,13 +221,13 @@ def test_step_of_a_number_is_python_with_sympys_value(at_zero: sp.Expr) -> None:
 
 # -- selections (issue 13): where(), index comparisons, constant subscripts, stacks --------------
 SELECTIONS = [
-    # an index comparison is a broadcast boolean over its two axes; where() is torch.where
+    # an index comparison is a triangle of ones over its two axes; where() against a number is
+    # a masked_fill with the other triangle (derive/ir/triangles.py)
     (
         ["x[N, M]"],
         ["out[n, m] = exp(where(m <= n, x[n, m], -inf))"],
-        "torch.arange(M, device=x.device) <= torch.arange(N, device=x.device)[:, None],",
+        'x.masked_fill(torch.ones(N, M, dtype=torch.bool, device=x.device).triu(1), float("-inf"))',
     ),
-    (["x[N, M]"], ["out[n, m] = exp(where(m <= n, x[n, m], -inf))"], 'float("-inf"),'),
     # a comparison on int data; the derivative where(c, 1, 0) times a tensor selects it
     (
         ["x[N]", "t[N]: int64"],
@@ -411,7 +411,8 @@ def test_an_indicator_with_a_nonzero_else_is_one_parenthesised_sum() -> None:
     # a tensor it selects (torch.where(c, 0, g)); summed with a 0-d grad_out it is the mask
     lines = _lines(["x[N, N]", "y[N]"], ["out = Sum(where(m <= n, x[n, m], y[m]), n, m)"])
     start = lines.index("sum_ = (")
-    assert lines[start + 4 : start + 8] == [").to(grad_out.dtype)", "* -1", "+ 1", ").sum(1)"]
+    assert lines[start + 1].endswith(".to(grad_out.dtype)")
+    assert lines[start + 2 : start + 5] == ["* -1", "+ 1", ").sum(1)"]
     assert "dy = grad_out * sum_" in lines
 
 
@@ -432,7 +433,7 @@ FUSION_CASES = {
     "addcmul": (
         ["x[N, M]", "y[N, M]", "z[N, M]"],
         ["out[n, m] = x[n, m] - 2 * y[n, m] * z[n, m]"],
-        "out = torch.addcmul(x, z, y, value=-2)",
+        "out = _addcmul(x, z, y, -2)",
     ),
     "mean": (["x[N, M]"], ["out[m] = Sum(x[n, m], n) / N"], "out = _sum_leading(x, 1, mean=True)"),
     "distribute": (
