@@ -82,7 +82,7 @@ class Collapser:
         self.adj, self.canon, self.memo = adj, Canon(g, adj.fresh), {}
         # definitions a where() makes a constant off its condition (the causal mask's probs)
         masked = masked_tensors(g.steps, g.tensors)
-        self.simplifier = Simplifier(self.canon.reductions, masked)
+        self.simplifier = Simplifier(self.canon.reductions, masked, whole_powers=True)
         self.patterns = self.canon.patterns()
         self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
         self.stepped: dict[str, sp.Expr] = {}  # inline's memo for simplified steps

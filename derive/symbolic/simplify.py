@@ -440,9 +440,17 @@ def _kinds(e: sp.Expr) -> frozenset:
 class Simplifier:
     """Applies :data:`SUM_RULES` to every Sum, bottom-up, and tidies products."""
 
-    def __init__(self, reductions: list[Reduction] = (), masked: dict | None = None) -> None:
+    def __init__(
+        self,
+        reductions: list[Reduction] = (),
+        masked: dict | None = None,
+        whole_powers: bool = False,
+    ) -> None:
         self.reductions = list(reductions)
         self.masked: dict[str, Masked] = masked or {}
+        # cancel with the written powers of sums standing whole too (_cancelled): the
+        # collapsed first order's, where a Student-t's square was multiplied out
+        self.whole_powers = whole_powers
         self._memo: dict[sp.Basic, sp.Basic] = {}
 
     def simplify(self, expr: sp.Expr) -> sp.Expr:
@@ -527,7 +535,7 @@ class Simplifier:
         if isinstance(e, sp.Mul):
             e = unclamped_deltas(e)
         if isinstance(e, sp.Mul):
-            e = _cheapest(_drop_masks(e, self.masked), self._walk)
+            e = _cheapest(_drop_masks(e, self.masked), self._walk, self.whole_powers)
         return e
 
 
@@ -637,7 +645,7 @@ def _cancels(combined: sp.Expr, e: sp.Expr) -> bool:
     return len(combined.atoms(sp.Indexed, sp.Symbol)) < len(e.atoms(sp.Indexed, sp.Symbol))
 
 
-def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
+def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr], whole_powers: bool = False) -> sp.Expr:
     # exp(a) exp(-a) -> 1 and f (a + b) -> f a + f b, whichever leaves the fewest operations
     best = _delta_substituted(e)
     combined = powsimp_exp(best)
@@ -654,7 +662,7 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr]) -> sp.Expr:
         )
     ):
         # (1 - s)(y/s - (1 - y)/(1 - s)) s -> y - s: rational cancellation
-        cancelled = _cancelled(best)
+        cancelled = _cancelled(best, whole_powers)
         if cost(cancelled) < cost(best):
             best = cancelled
     adds = any(isinstance(f, sp.Add) for f in _factors(best))
@@ -691,26 +699,57 @@ def expand_product(e: sp.Expr) -> sp.Expr:
     return sp.expand_mul(e.xreplace(hidden)).xreplace({d: s for s, d in hidden.items()})
 
 
-def _cancelled(e: sp.Expr) -> sp.Expr:
+def _cancelled(e: sp.Expr, whole_powers: bool = False) -> sp.Expr:
     """``sp.cancel(e)`` with each where() standing as one symbol: SymPy's polynomials refuse a
     condition (``G - m - 1 >= 0`` is not commutative to them: fuzz --windows 12999 stopped on
     that PolynomialError); ``e`` itself where cancel still cannot take it. The stand-ins are
     named by the wheres' sorted order, never ``Dummy``s, whose numbering depends on what the
-    process derived before (the output must not depend on ``--jobs``)."""
+    process derived before (the output must not depend on ``--jobs``).
+
+    With ``whole_powers``, a written power of a sum that cancel multiplied out is collected
+    again wherever its expansion stands whole in a sum (:func:`_recollected`)."""
     wheres = sorted(e.atoms(where), key=sp.default_sort_key)
     hidden = {w: sp.Symbol(f"_where{k}") for k, w in enumerate(wheres)}
     whole = _cancelled_over(e, hidden)
-    powers = sorted(_written_powers(e.xreplace(hidden)), key=sp.default_sort_key)
-    if not powers or whole is e:
+    if not whole_powers or whole is e:
         return whole
-    # the powers of sums as written, each one symbol: (y - mu)**2 + nu e^(2 s) stays so, where
-    # multiplied out, mu**2 - 2 mu y + y**2 + .., it cancels catastrophically at y ~ mu (a
-    # Student-t loss's gradient 32% off at mu = 5e4, found by probing) and no factoring
-    # recovers the square beside another term; multiplied out only where that is cheaper
-    # (the power cancels against a factor)
-    kept = hidden | {q: sp.Symbol(f"_power{k}") for k, q in enumerate(powers)}
-    apart = _cancelled_over(e, kept)
-    return apart if cost(apart) <= cost(whole) else whole
+    return _recollected(whole, _written_powers(e))
+
+
+def _recollected(e: sp.Expr, powers: set[sp.Pow]) -> sp.Expr:
+    """``e`` with each sum that holds the expansion of a written power, times a number, whole
+    (``nu e^(2 s) + mu**2 - 2 mu y + y**2``) holding the power instead (``nu e^(2 s) + (y -
+    mu)**2``).
+
+    Multiplied out beside another term, a square of a difference cancels catastrophically
+    where the difference is small against its terms: a Student-t loss's gradient divides by
+    ``nu e^(2 s) + (y - mu)**2``, 32% off at mu = 5e4 with y - mu = 2**-10 and -inf at 1e5
+    (found by probing), and no factoring recovers a square beside another term. Only an
+    expansion that stands whole is collected: a sum whose monomials combined with the
+    expansion's (``(u**2 + z**2)**2 - u**4``) keeps its form, which holding the power as one
+    symbol through cancel had broken (a probe of the rule: that difference cancels at small z)."""
+    if not powers:
+        return e
+    expansions = [
+        (q, sp.Add.make_args(sp.expand(q))) for q in sorted(powers, key=sp.default_sort_key)
+    ]
+
+    def collect(add: sp.Add) -> sp.Expr:
+        terms = list(add.args)
+        for q, parts in expansions:
+            if len(parts) < 2 or len(parts) > len(terms):
+                continue
+            for t in terms:
+                c = t / parts[0]
+                if not c.is_Number:
+                    continue
+                scaled = [c * p for p in parts]
+                if all(p in terms for p in scaled):
+                    terms = [t for t in terms if t not in scaled] + [c * q]
+                    break
+        return sp.Add(*terms) if len(terms) != len(add.args) else add
+
+    return e.replace(lambda x: isinstance(x, sp.Add), collect)
 
 
 def _cancelled_over(e: sp.Expr, hidden: dict[sp.Expr, sp.Symbol]) -> sp.Expr:
