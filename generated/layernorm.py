@@ -181,9 +181,14 @@ def forward(x, gain, bias, *, eps=1e-05):
     _check_like("gain", gain, "x", x, True)
     _check_like("bias", bias, "x", x, True)
     _check_positive("C", C, "it divides")
-    xhat, xhat_mean, xhat_rstd = torch.native_layer_norm(x, x.shape[-1:], None, None, eps)
-    rstd = xhat_rstd.squeeze(1)
-    del xhat_rstd
+    mean = x.mean(1, keepdim=True)
+    diff = x - mean
+    del mean
+    var = (diff * diff).mean(1)
+    rstd = torch.rsqrt(eps + var)
+    del var
+    xhat = rstd[:, None] * diff
+    del diff
     out = torch.addcmul(bias, gain, xhat)
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, (gain, rstd, xhat, (_returned.shape, _returned.dtype, _returned.device))

@@ -469,17 +469,6 @@ class Softmax(Node):
 
 
 @dataclass(frozen=True)
-class Standardize(Node):
-    """``torch.native_layer_norm(arg, arg.shape[-k:], None, None, eps)``: arg standardized
-    over its last k axes, and the mean and rstd it used (size 1 along those axes), one
-    kernel; :mod:`derive.ir.standardize` finds it written out."""
-
-    arg: Ref
-    k: int
-    eps: Node
-
-
-@dataclass(frozen=True)
 class Cumsum(Node):
     """``arg.cumsum(dim)``: running sums along ``dim``; from its end where ``reverse``
     (``arg.flip(dim).cumsum(dim).flip(dim)``)."""

@@ -394,10 +394,6 @@ class TorchPrinter:
         kernel = "log_softmax" if node.log else "softmax"
         return f"torch.{kernel}({self.doprint(node.arg)}, {node.dim})"
 
-    def _print_Standardize(self, node: ir.Standardize) -> str:
-        x, eps = self.doprint(node.arg), self.doprint(node.eps)
-        return f"torch.native_layer_norm({x}, {x}.shape[-{node.k}:], None, None, {eps})"
-
     def _print_Cumsum(self, node: ir.Cumsum) -> str:
         if not node.reverse:
             return self._method(node.arg, f"cumsum({node.dim})")

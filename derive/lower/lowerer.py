@@ -41,7 +41,6 @@ from derive.ir.reshapes import reshapes_read_through
 from derive.ir.scalars import EXTREMES, helpers_called, ieee_scalars
 from derive.ir.sharing import common_subexpressions
 from derive.ir.slices import merged_maps
-from derive.ir.standardize import standardized
 from derive.ir.triangles import triangles
 from derive.ir.unbind import unbound
 from derive.language import Definition, ReduceMax
@@ -133,7 +132,7 @@ class Lowerer:
                 self._returns if self._keep is None else self._keep,
             )
             if self._keep is not None:  # a fused kernel's parts go only where none is handed on
-                shared = standardized(softmaxes(shared, self._keep), self._keep, cx.fresh)
+                shared = softmaxes(shared, self._keep)
             cx.statements[:] = natural_orders(contiguous_layouts(shared, self._keep), keep)
             hand_on = self._keep if self._keep is not None else self._returns
             if hand_on is not None:  # nothing reads a name a rewrite left unread

@@ -1,7 +1,7 @@
 """Instance normalisation written out over the last two axes of x[N, C, H, W], with an affine
-per channel: the standardization rule (``derive/ir/standardize.py``) computes its forward with
-``torch.native_layer_norm`` over (H, W), one kernel for the mean, the variance, the rstd and
-the standardized x, where the statements are five."""
+per channel: a mean and a variance over two trailing axes, each saved squeezed of both (a
+rule that computed it with ``torch.native_layer_norm`` was tried and taken out again, see
+docs/benchmarks.md)."""
 
 from derive import Op
 
