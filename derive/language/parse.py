@@ -327,23 +327,20 @@ def _unknown_functions(names: list[str]) -> str:
     return f"unknown function {', '.join(names)} (known: {known_names()}){hint}"
 
 
-def _unknown_calls(text: str, ns: dict) -> list[str]:
-    """The functions ``text`` calls that the language does not know, read off Python's syntax
-    tree before anything else reads the text: ``Piecewise((x, c), (y, True))`` is an unknown
-    function, not a misused keyword ``True`` (found by probing), and ``And(a > 0, b > 0)``
-    not a comparison outside a where()."""
+def _called(text: str) -> set[str]:
+    """The names ``text`` calls as functions, read off Python's syntax tree before anything
+    else reads the text: ``Piecewise((x, c), (y, True))`` is an unknown function, not a misused
+    keyword ``True`` (found by probing), and ``And(a > 0, b > 0)`` not a comparison outside a
+    where(). Empty where the text is no Python expression (the parser says why)."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
-        return []
-    known = set(ns) | set(RELATION_CALLS) | set(_PARSER_GLOBALS) | {"view"}
-    return sorted(
-        {
-            n.func.id
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id not in known
-        }
-    )
+        return set()
+    return {
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
 
 
 def _check_free_outputs(lhs: tuple[sp.Symbol, ...], body: sp.Expr) -> None:
@@ -647,14 +644,15 @@ def _parse_definition(
         raise LangError("expected 'name[i, j] = expression' or 'name = expression'")
     name, lhs_text, rhs = m.group(1), m.group(2), m.group(3)
     _check_name(name, "definition")
-    unknown = _unknown_calls(rhs, ns)
-    called = [n for n in _unknown_calls(rhs, {}) if n in g.tensors]
-    if called:  # x(n): SymPy's "'IndexedBase' object is not callable"
+    called = _called(rhs)
+    tensors = sorted(called & set(g.tensors))
+    if tensors:  # x(n): SymPy's "'IndexedBase' object is not callable"
         raise LangError(
-            f"'{called[0]}' is a tensor, read with brackets ({called[0]}[...]), not called"
+            f"'{tensors[0]}' is a tensor, read with brackets ({tensors[0]}[...]), not called"
         )
+    unknown = called - set(ns) - set(RELATION_CALLS) - set(_PARSER_GLOBALS) - {"view"}
     if unknown:
-        raise LangError(_unknown_functions(unknown))
+        raise LangError(_unknown_functions(sorted(unknown)))
     problem = keyword_problem(text) or syntax_problem(text)
     if problem is not None:
         raise LangError(problem)
