@@ -209,14 +209,14 @@ def backward(grad_out, saved, needs=(True, True, True)):
         shared_gain_grad_out = gain * grad_out
         sum_gain_grad_out = shared_gain_grad_out.sum(1, keepdim=True)
         sum_gain_grad_out_xhat = (shared_gain_grad_out * xhat).sum(1, keepdim=True)
-        del shared_gain_grad_out
         dx = rstd[:, None] * _addcmul(
-            torch.addcmul(sum_gain_grad_out * (-1 / C), gain, grad_out),
+            _add_scaled(shared_gain_grad_out, sum_gain_grad_out, -1 / C),
             sum_gain_grad_out_xhat,
             xhat,
             -1 / C,
         )
         del sum_gain_grad_out, sum_gain_grad_out_xhat
+        del shared_gain_grad_out
     if needs[1]:
         dgain = _sum_leading(grad_out * xhat, 1)
     if needs[2]:
@@ -323,10 +323,9 @@ def _double_backward(
         sum_diff_dxhat = (diff * dxhat).sum(1)
     if needs[0] and present[0]:
         sum_gain_grad_y = shared_gain_grad_y.sum(1, keepdim=True)
-        del shared_gain_grad_y
         sum_db_dx_gain_grad_y_xhat = (
             _addcmul(
-                torch.addcmul(sum_gain_grad_y * (-1 / C), gain, grad_y),
+                _add_scaled(shared_gain_grad_y, sum_gain_grad_y, -1 / C),
                 sum_gain_grad_y_xhat[:, None],
                 xhat,
                 -1 / C,
@@ -334,6 +333,7 @@ def _double_backward(
             * db_dx
         ).sum(1)
         del sum_gain_grad_y_xhat, sum_gain_grad_y
+        del shared_gain_grad_y
     if needs[0] and (present[0] or present[1]):
         drstd = sum_diff_dxhat + sum_db_dx_gain_grad_y_xhat if present[0] else sum_diff_dxhat
         del sum_diff_dxhat

@@ -11,7 +11,12 @@ then over the whole function's (a backward's definitions share factors: layernor
 - ``s = v`` later: s is computed where v is first read, and read there;
 - ``b = v`` after ``a = v``, or ``b = a``, b a temporary: b's reads read a; also where v and
   a's value are alike only once a value inside them is shared (``1 - p`` read as ``s`` in
-  one, named ``s`` in the other): the pass then runs again.
+  one, named ``s`` in the other): the pass then runs again;
+- a fused ``r + c a b`` (``torch.addcmul``) whose product ``a * b`` the block computes anyway
+  is taken apart first, ``r + c s`` with s that product (``torch.add``'s alpha: one kernel
+  still), so that the product is made once: layernorm's backward multiplies ``gain *
+  grad_out`` for its two sums and then again inside ``addcmul(-S / C, gain, grad_out)``,
+  which becomes ``add(s, S, alpha=-1 / C)``, one kernel where there were two.
 
 Values alike but for the names of their indices (``t[n] >= 0``, ``t[m] >= 0``) print alike:
 they are the same tensor. A value is shared only where it means the same tensor at each use:
@@ -29,7 +34,11 @@ from typing import NamedTuple
 import sympy as sp
 
 from derive.ir import nodes as ir
+from derive.ir.printer import ADD_SCALED, ADDCMUL
 from derive.ir.rewrite import NOT_SHARED, data, freed, operands, rebuilt, safe, stem, unfreed
+
+# r + a * b and r + c * a * b as the lowering fuses them (derive.lower.fusions)
+_ADDCMULS = ("torch.addcmul({0}, {1}, {2})", ADDCMUL + "({0}, {1}, {2}, {3})")
 
 
 def common_subexpressions(
@@ -39,7 +48,7 @@ def common_subexpressions(
     already, or ``fresh``'s) where it is first used, and freed after its last use (``del t``:
     the block's peak memory holds it no longer than it must); the largest such computation
     first, so a repeated ``a * b + c`` is one temporary, not ``a * b`` and then ``t + c``."""
-    block, temps = _one_name_per_value(list(block))
+    block, temps = _one_name_per_value(_products_read_again(list(block)))
     again = False
     while True:
         block = _shared(block, fresh, temps)
@@ -50,6 +59,69 @@ def common_subexpressions(
         if len(block) == before:
             return _refreed(block) if again else block
         again = True
+
+
+def _products_read_again(block: list[ir.Statement]) -> list[ir.Statement]:
+    """``block`` with each addcmul ``r + c a b`` whose product ``a * b`` (either order) the
+    block also computes as a product of its own written ``r + s`` (``_add_scaled(r, s, c)``,
+    ``_add_scaled(s, t, k)`` where r is ``k t``) with s that product, which the sharing that
+    follows then computes once: one multiply of the full tensor fewer, and the same number
+    of kernels where the product was made anyway. Only where the product is safe to share
+    between its reads (nothing it reads written between them): elsewhere the fused form
+    stays, one kernel against two."""
+    made: dict[_Key, list[int]] = {}
+    for k, s in enumerate(block):
+        for node in _products(s):
+            made.setdefault(_unlabelled(node), []).append(k)
+    if not made:
+        return block
+
+    def opened(n: ir.Node, k: int) -> ir.Node:
+        if not (isinstance(n, ir.Apply) and n.form in _ADDCMULS):
+            return n
+        r, a, b = n.args[:3]
+        shown = set(a.axes) | set(b.axes)
+        axes = tuple(x for x in n.axes if x in shown)
+        for product in (ir.Binary("*", a, b, axes=axes), ir.Binary("*", b, a, axes=axes)):
+            at = made.get(_unlabelled(product), [])
+            if at and safe(block, product, sorted({*at, k})):
+                break
+        else:
+            return n
+        if len(n.args) == 3:
+            scaled = _scaled(r)
+            if scaled is None:
+                return ir.Binary("+", r, product, axes=n.axes)
+            t, c = scaled
+            return ir.Apply(ADD_SCALED + "({0}, {1}, {2})", (product, t, c), axes=n.axes)
+        return ir.Apply(ADD_SCALED + "({0}, {1}, {2})", (r, product, n.args[3]), axes=n.axes)
+
+    return [rebuilt(s, lambda n, k=k: opened(n, k)) for k, s in enumerate(block)]
+
+
+def _products(s: ir.Statement) -> Iterator[ir.Node]:
+    """The products of two tensors ``s`` computes: below its value, or its whole value."""
+    nodes = list(_candidates(s))
+    if isinstance(s, ir.Assign) and len(s.targets) == 1:
+        nodes.append(s.value)
+    for node in nodes:
+        if isinstance(node, ir.Binary) and node.op == "*":
+            if not (node.left.scalar or node.right.scalar):
+                yield node
+
+
+def _scaled(r: ir.Node) -> tuple[ir.Node, ir.Node] | None:
+    """(t, c) where ``r`` is a tensor t times a python number c (``s * (-1 / C)``), broadcast
+    or not; None otherwise."""
+    view = r if isinstance(r, ir.Broadcast) else None
+    inner = r.arg if view is not None else r
+    if not (isinstance(inner, ir.Binary) and inner.op == "*"):
+        return None
+    for t, c in ((inner.left, inner.right), (inner.right, inner.left)):
+        if c.scalar and not t.scalar:
+            c = c.arg if isinstance(c, ir.Paren) else c
+            return (dataclasses.replace(view, arg=t) if view is not None else t), c
+    return None
 
 
 def _refreed(block: list[ir.Statement]) -> list[ir.Statement]:

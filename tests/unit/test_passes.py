@@ -201,6 +201,48 @@ def test_no_name_holds_a_value_across_a_write_of_what_it_reads() -> None:
     ]
 
 
+def _addcmul(r: ir.Node, a: ir.Node, b: ir.Node, value: ir.Node | None = None) -> ir.Node:
+    if value is None:
+        return ir.Apply("torch.addcmul({0}, {1}, {2})", (r, a, b), axes=(i, j))
+    return ir.Apply("_addcmul({0}, {1}, {2}, {3})", (r, a, b, value), axes=(i, j))
+
+
+def test_an_addcmul_of_a_product_made_anyway_reads_it() -> None:
+    """layernorm's backward: ``gain * grad_out`` in its sums, then ``addcmul(-S / C, gain,
+    grad_out)`` multiplied it again; the scale of the rest rides in torch.add's alpha."""
+    s = ir.Ref("s", axes=(i, j))
+    rest = ir.Binary("*", s, ir.Number(sp.Rational(-1, 3)), axes=(i, j))
+    block = [
+        ir.Assign(("a",), ir.Apply("torch.exp({0})", (_mul(x, g),), axes=(i, j))),
+        ir.Assign(("b",), _addcmul(rest, g, x)),  # the product in the other order
+        ir.Assign(("c",), _addcmul(y, x, g, ir.Number(2))),
+        ir.Assign(("d",), _addcmul(y, x, y)),  # x * y is made nowhere else: fused still
+    ]
+    assert _printed(block) == [
+        "t0 = x * g",
+        "a = torch.exp(t0)",
+        "b = _add_scaled(t0, s, -1 / 3)",
+        "c = _add_scaled(y, t0, 2)",
+        "del t0",
+        "d = torch.addcmul(y, x, y)",
+    ]
+
+
+def test_an_addcmul_stays_fused_where_its_product_cannot_be_shared() -> None:
+    """x written between the two reads: the product before is another tensor."""
+    update = ir.IndexPut("x", (ir.Ref("k", axes=(i,)),), ir.Ref("v", axes=(i,)))
+    block = [
+        ir.Assign(("a",), ir.Apply("torch.exp({0})", (_mul(x, g),), axes=(i, j))),
+        update,
+        ir.Assign(("b",), _addcmul(y, x, g)),
+    ]
+    assert _printed(block) == [
+        "a = torch.exp(x * g)",
+        "x = _index_put(x, (k,), v)",
+        "b = torch.addcmul(y, x, g)",
+    ]
+
+
 # -- sibling contractions: q, k, v from slices of one weight -----------------------------------
 c, k = sp.symbols("c k", integer=True)
 xc = ir.Ref("x", axes=(i, c))
