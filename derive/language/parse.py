@@ -611,6 +611,22 @@ def _not_subscriptable(text: str, names: dict[str, object]) -> str:
     return f"something subscripted in '{text.strip()}' is not a tensor"
 
 
+def _rebound(s: sp.Symbol, lhs: tuple[sp.Symbol, ...], body: sp.Expr) -> str:
+    """Why ``s`` is free where a Sum around it sums over an index of the left-hand side
+    instead (``out[n] = Sum(x[n, m], n)``: inside, n is the Sum's own, and m is left
+    over): the likelier slip is the Sum's index, so the hint names both; '' otherwise."""
+    for total in body.atoms(sp.Sum):
+        bound = [lim[0] for lim in total.limits if lim[0] in lhs]
+        if bound and s in total.function.free_symbols:
+            names = ", ".join(str(b) for b in bound)
+            return (
+                f": Sum({sp.sstr(total.function)}, {names}) sums over {names}, which the left-hand side names too "
+                f"(inside the Sum it is the Sum's own index); to sum over {s}, write "
+                f"Sum(..., {s})"
+            )
+    return ""
+
+
 def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> None:
     free = {s for s in body.free_symbols if s not in known and not isinstance(s, sp.Indexed)}
     free -= {s for ind in body.atoms(sp.Indexed) for s in [ind.base.label]}
@@ -628,7 +644,9 @@ def _check_indices(lhs: tuple[sp.Symbol, ...], body: sp.Expr, known: set) -> Non
                 "'...' (the batch dimensions) is on the right-hand side but not on the left: "
                 "write out[...] = ..., or Sum over '...' to reduce it"
             )
-        raise LangError(f"index {s} is neither on the left-hand side nor summed")
+        raise LangError(
+            f"index {s} is neither on the left-hand side nor summed{_rebound(s, lhs, body)}"
+        )
     if len(set(lhs)) != len(lhs):
         raise LangError("an index appears twice on the left-hand side")
 

@@ -55,6 +55,10 @@ def _op(*definitions: str, inputs=("x[N, M]",)) -> Op:
     [
         (_op("out[n, m] = x[n, q]"), "index q is neither on the left-hand side nor summed"),
         (_op("out[n] = x[n, m]"), "index m is neither"),
+        (  # the Sum binds the left's n inside it: m is the index left over (found by probing)
+            _op("out[n] = x[n, n] + Sum(x[n, m], n)", inputs=("x[N, N]",)),
+            "Sum(x[n, m], n) sums over n, which the left-hand side names too",
+        ),
         (_op("out[n, m] = y[n, m]"), "unknown tensor"),
         (_op("out[n, m] = foo(x[n, m])"), "unknown function foo"),
         (_op("out[n] = Sum(x[n, k] * w[k], k)", inputs=("x[N, D]", "w[M]")), "different sizes"),
