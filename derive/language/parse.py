@@ -619,10 +619,10 @@ def _rebound(s: sp.Symbol, lhs: tuple[sp.Symbol, ...], body: sp.Expr) -> str:
         bound = [lim[0] for lim in total.limits if lim[0] in lhs]
         if bound and s in total.function.free_symbols:
             names = ", ".join(str(b) for b in bound)
+            written = f"Sum({sp.sstr(total.function)}, {names})"
             return (
-                f": Sum({sp.sstr(total.function)}, {names}) sums over {names}, which the left-hand side names too "
-                f"(inside the Sum it is the Sum's own index); to sum over {s}, write "
-                f"Sum(..., {s})"
+                f": {written} sums over {names}, which the left-hand side names too (inside "
+                f"the Sum it is the Sum's own index); to sum over {s}, write Sum(..., {s})"
             )
     return ""
 
