@@ -13,6 +13,7 @@ out, with a note, where this python cannot import them (neither is a dependency 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import gc
 import json
@@ -41,6 +42,22 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _options(text: str) -> dict[str, object]:
+    """``cpp_wrapper=true,freezing=false`` as torch.compile's ``options`` (values read as python
+    literals where they are one: true/false as booleans, numbers as numbers)."""
+    out: dict[str, object] = {}
+    for part in _csv(text):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise argparse.ArgumentTypeError(f"'{part}' is not KEY=VALUE")
+        word = {"true": "True", "false": "False"}.get(value.strip().lower(), value.strip())
+        try:
+            out[key.strip()] = ast.literal_eval(word)
+        except (ValueError, SyntaxError):
+            out[key.strip()] = value.strip()
+    return out
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     keys = [c.key for c in cases(tiny=True)]
     parser = argparse.ArgumentParser(
@@ -55,6 +72,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--device", default="cpu", choices=("cpu", "cuda"))
     add("--no-compile", action="store_true", help="leave out AC and GC (no torch.compile)")
     add("--compile-mode", help="torch.compile mode for AC and GC alike (default: torch's)")
+    add(
+        "--compile-options",
+        type=_options,
+        help="Inductor options for AC and GC alike, a comma list of KEY=VALUE (cpp_wrapper=true: "
+        "the compiled graph's wrapper in C++, not python); not with --compile-mode",
+    )
     add("--no-jax", action="store_true", help="leave out J even where JAX is installed")
     add("--no-tensorgrad", action="store_true", help="leave out T even where it is installed")
     add("--no-memory", action="store_true", help="measure no peak memory")
@@ -155,6 +178,7 @@ def markdown(rows: list[RowResult], info: dict) -> str:
             "",
             f"Machine: {header_line(info['machine'])}.",
             f"Threads: {info['threads']}. JAX: {info['jax']}. tensorgrad: {info['tensorgrad']}.",
+            f"Compiled (AC, GC): {info['compile']}.",
             f"{info['rounds']} rounds per row, the order rotated each round, blocks of "
             f"~{info['block_s'] * 1e3:.0f} ms; a cell is the median per-round ratio to A "
             "(quartiles); below 1 is faster. Every variant was checked against A in float64 and "
@@ -187,9 +211,23 @@ def _config(args: argparse.Namespace, jax_peer, tensorgrad_peer) -> tuple[list[s
         skip["T"] = "no tensorgrad: see the header"
     if args.no_compile:
         skip |= {n: "--no-compile" for n in COMPILED}
+    if args.compile_mode and args.compile_options:
+        raise ValueError(
+            "--compile-mode and --compile-options: torch.compile takes one or the other"
+        )
     options = {"mode": args.compile_mode} if args.compile_mode else {}
+    if args.compile_options:
+        options = {"options": args.compile_options}
     cfg = OpsConfig(args.rounds, args.block_s, args.device, options, not args.no_memory, skip)
     return names, cfg
+
+
+def _compile_note(cfg: OpsConfig) -> str:
+    """How AC and GC were compiled, for the report's header."""
+    if all(n in cfg.skip_notes for n in COMPILED):
+        return "not run"
+    given = ", ".join(f"{k}={v!r}" for k, v in cfg.compile_options.items())
+    return f"torch.compile(dynamic=False{', ' + given if given else ''})"
 
 
 def _threads(args: argparse.Namespace) -> str:
@@ -225,6 +263,7 @@ def main(argv: list[str] | None = None, extra: dict | None = None) -> int:
     gc.freeze()  # what is alive now (modules, sympy's caches) is never garbage: scan it no more
     info = {"machine": machine_info(args.device), "threads": threads, "jax": jax_note}
     info["tensorgrad"] = tensorgrad_note
+    info["compile"] = _compile_note(cfg)
     info |= {"rounds": args.rounds, "block_s": args.block_s}
     rows, timed = [], ", ".join(n for n in names if n not in cfg.skip_notes)
     try:

@@ -7,6 +7,7 @@ tensorgrad are installed) on one tiny row.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -17,7 +18,7 @@ import torch
 
 from bench.op_cases import cases
 from bench.op_run import VARIANTS, OpsConfig, chained, run_row
-from bench.ops import main
+from bench.ops import _options, main
 
 FAST = ["--tiny", "--rounds", "1", "--block-s", "0.001", "--threads", "1"]
 
@@ -83,8 +84,22 @@ def test_every_row_and_column_and_a_wrong_variant(tmp_path, monkeypatch, restore
 def test_bad_options_exit_2(tmp_path, capsys):
     assert main(["--rows", "huge", "--out", str(tmp_path)]) == 2
     assert main(["--variants", "A,Z", "--out", str(tmp_path)]) == 2
+    both = ["--compile-mode", "max-autotune", "--compile-options", "cpp_wrapper=true"]
+    assert main([*both, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("error: unknown row(s) ['huge']") and "unknown variant" in err[1]
+    assert "--compile-mode and --compile-options" in err[2]
+
+
+def test_compile_options_are_python_values():
+    assert _options("cpp_wrapper=true, freezing=False,threads=2,name=abc") == {
+        "cpp_wrapper": True,
+        "freezing": False,
+        "threads": 2,
+        "name": "abc",
+    }
+    with pytest.raises(argparse.ArgumentTypeError, match="'cpp_wrapper' is not KEY=VALUE"):
+        _options("cpp_wrapper")
 
 
 @pytest.mark.slow
