@@ -1,7 +1,7 @@
 """`pip install .` gives a working tool: the README's Install lines, run from the built wheel in a
 fresh venv, from a folder outside the checkout (issue 23).
 
-The wheel once held only ``derive/*.py`` (no ``derive.emit``, no ``train.gpt``) and put
+The wheel once held only ``derive/*.py`` (no ``derive.emit``) and put
 ``templates/`` at the top of site-packages; ``make``'s editable install hid it. Here the wheel
 is built from a copy of the working tree (setuptools' ``build/`` and ``*.egg-info`` land in the
 copy, not in the checkout) with this venv's setuptools (``--no-build-isolation``: no network),
@@ -92,14 +92,18 @@ def user(venv: Path, tmp_path: Path) -> tuple[Path, dict]:
     return work, env
 
 
-def test_wheel_holds_every_package_and_the_templates_inside_derive(wheel: Path) -> None:
+def test_wheel_holds_the_tool_whole_and_nothing_else_at_the_top(wheel: Path) -> None:
+    """Every subpackage of derive, the templates inside it; no other top-level package: the
+    checkout's train, bench, fuzz and generated would shadow, or overwrite on install, a
+    user's own package of such a name (`backgen generate --out generated`; found probing)."""
     names = zipfile.ZipFile(wheel).namelist()
-    tops = [d for d in ROOT.iterdir() if (d / "__init__.py").is_file() and d.name != "tests"]
-    inits = [p for top in tops for p in top.glob("**/__init__.py")]
+    inits = (ROOT / "derive").glob("**/__init__.py")
     packages = {p.parent.relative_to(ROOT).as_posix() for p in inits}
-    assert {"derive/emit", "derive/verify", "train/models"} <= packages  # the glob found them
+    assert {"derive/emit", "derive/verify", "derive/ir"} <= packages  # the glob found them
     missing = [p for p in sorted(packages) if f"{p}/__init__.py" not in names]
     assert not missing, f"packages left out of the wheel: {missing}"
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"derive"}, f"top-level names in the wheel besides derive: {tops - {'derive'}}"
     templates = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "derive").glob("**/*.jinja"))
     assert templates and not set(templates) - set(names)
     assert not [n for n in names if n.startswith(("templates/", "tests/", "ops/"))]
