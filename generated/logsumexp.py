@@ -625,19 +625,20 @@ def _dtype_policy(args, n_inputs):
     # torch's kernels compute a layer_norm, softmax or gelu of half inputs; kernel by kernel in
     # half, layernorm's mean over 1,024 entries was 48x F.layer_norm's error. A contraction
     # alone (AUTOCAST "lower") stays in half: its GEMM accumulates in float32 as torch's does.
-    # Returns the arguments, the autocast device type to switch off inside (None: none on) and
-    # the dtype to round the output to (None: the one it is computed in)
-    floats = [
-        a.dtype for a in args[:n_inputs] if isinstance(a, torch.Tensor) and a.is_floating_point()
-    ]
-    if not floats:
+    # A 0-d input takes no part in the promotion beside inputs with dimensions, as in torch's
+    # (a float32 temperature times bfloat16 x is bfloat16; found by probing). Returns the
+    # arguments, the autocast device type to switch off inside (None: none on) and the dtype
+    # to round the output to (None: the one it is computed in)
+    given = [a for a in args[:n_inputs] if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    if not given:
         return args, None, None
+    floats = [a.dtype for a in given]
     device = next(a.device.type for a in args if isinstance(a, torch.Tensor))
     autocast = _autocast_on(device)
-    wanted = floats
+    wanted = [a.dtype for a in given if a.dim()] or floats
     if autocast and AUTOCAST != "input":
         to = torch.float32 if AUTOCAST == "float32" else torch.get_autocast_dtype(device)
-        wanted = [d if d == torch.float64 else to for d in floats]
+        wanted = [d if d == torch.float64 else to for d in wanted]
     dtype = wanted[0]
     for other in wanted[1:]:
         dtype = _promoted(dtype, other)

@@ -271,3 +271,24 @@ def test_a_compiled_backward_under_autocast_runs_in_float32():
     (eager_dtype, eager), (dtype, got) = grad(False), grad(True)
     assert dtype == eager_dtype == torch.float32
     assert torch.allclose(got, eager, rtol=1e-6, atol=1e-7)
+
+
+def test_a_0d_input_takes_no_part_in_the_promotion(tmp_path):
+    """As torch's ops: a float64 temperature beside float32 logits leaves the loss float32, a
+    float32 one beside bfloat16 logits bfloat16 (it was float64 and float32; found probing).
+    The 0-d input's gradient comes back in its own dtype."""
+    from tests.modules.emitted import imported
+
+    module, _ = imported("tests/cases/regularised_loss.py", tmp_path)
+    g = _gen()
+    targets = torch.randint(0, 5, (4,), generator=g)
+    for wide, narrow in ((torch.float64, torch.float32), (torch.float32, torch.bfloat16)):
+        logits = torch.randn(4, 5, generator=g).to(narrow).requires_grad_()
+        W = torch.randn(5, 3, generator=g).to(narrow).requires_grad_()
+        temperature = torch.tensor(1.5, dtype=wide, requires_grad=True)
+        loss = module.Function.apply(logits, targets, W, temperature)
+        assert loss.dtype == narrow
+        want = F.cross_entropy(logits.float() / 1.5, targets) + 0.01 * (W.float() ** 2).sum()
+        assert torch.allclose(loss.float(), want, rtol=1e-2 if narrow == torch.bfloat16 else 1e-6)
+        loss.backward()
+        assert (temperature.grad.dtype, logits.grad.dtype) == (wide, narrow)
