@@ -113,8 +113,9 @@ def _check_nonnegative(name, value, why):
         raise ValueError(f"{OP}: {name} is {value}, but it must be >= 0: {why}")
 
 
-def forward(x, *, kernel_size=2, stride=2, padding=0):
+def forward(x, *, kernel_size=2, stride=None, padding=0):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
+    stride = kernel_size if stride is None else stride
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
     C = x.shape[1]
@@ -181,8 +182,9 @@ def backward(grad_out, saved):
     return (dx,)
 
 
-def _double_forward(x, grad_y, v_x, *, kernel_size=2, stride=2, padding=0):
+def _double_forward(x, grad_y, v_x, *, kernel_size=2, stride=None, padding=0):
     """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    stride = kernel_size if stride is None else stride
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
     C = x.shape[1]
@@ -264,8 +266,9 @@ def _double_backward(grad_out, saved):
     return (None, dgrad_y, None)
 
 
-def _jvp(x, t_x, *, kernel_size=2, stride=2, padding=0):
+def _jvp(x, t_x, *, kernel_size=2, stride=None, padding=0):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
+    stride = kernel_size if stride is None else stride
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
     C = x.shape[1]
@@ -541,7 +544,7 @@ class _Node(torch.autograd.Function):
     torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
-    def forward(ctx, x, kernel_size=2, stride=2, padding=0):
+    def forward(ctx, x, kernel_size=2, stride=None, padding=0):
         out, saved = forward(x, kernel_size=kernel_size, stride=stride, padding=padding)
         ctx.save_for_backward(x, *saved[:0])
         ctx.extra = saved[0:]
@@ -575,7 +578,7 @@ class _Dual(_Node):
     ``torch.autograd.forward_ad``'s dual numbers."""
 
     @staticmethod
-    def forward(ctx, x, kernel_size=2, stride=2, padding=0):
+    def forward(ctx, x, kernel_size=2, stride=None, padding=0):
         out = _Node.forward(ctx, x, kernel_size, stride, padding)
         ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
         ctx.save_for_forward(x)
@@ -675,8 +678,8 @@ def _digest():
     return hashlib.sha256(text).hexdigest()[:16]
 
 
-def _bound(x, kernel_size=2, stride=2, padding=0):
-    return (x, kernel_size, stride, padding)
+def _bound(x, kernel_size=2, stride=None, padding=0):
+    return (x, kernel_size, kernel_size if stride is None else stride, padding)
 
 
 def _arguments(args, params):
@@ -687,7 +690,7 @@ def _arguments(args, params):
     except TypeError as e:
         reason = str(e).removeprefix("_bound() ")
         raise TypeError(
-            f"{OP}: Function.apply(x, kernel_size=2, stride=2, padding=0): {reason}"
+            f"{OP}: Function.apply(x, kernel_size=2, stride=None, padding=0): {reason}"
         ) from None
 
 
@@ -787,7 +790,7 @@ class _Transformable(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(x, kernel_size=2, stride=2, padding=0):
+    def forward(x, kernel_size=2, stride=None, padding=0):
         out = forward(x, kernel_size=kernel_size, stride=stride, padding=padding)[0]
         return _own_output(out, (x,))
 
@@ -831,7 +834,7 @@ class _TransformableBackward(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(grad_out, _needs, x, kernel_size=2, stride=2, padding=0):
+    def forward(grad_out, _needs, x, kernel_size=2, stride=None, padding=0):
         # _needs: the inputs' needs_input_grad under the transform as a bit mask (an int: the
         # transforms flatten a tuple argument into leaves); a gradient not asked for is None
         _, _saved = forward(x, kernel_size=kernel_size, stride=stride, padding=padding)

@@ -135,8 +135,9 @@ def _scatter_add(target, dim, index, source):
     return target.scatter_add_(dim, index, source)
 
 
-def forward(x, *, kernel_size=2, stride=2):
+def forward(x, *, kernel_size=2, stride=None):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
+    stride = kernel_size if stride is None else stride
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
     C = x.shape[1]
@@ -195,8 +196,9 @@ def backward(grad_out, saved):
     return (dx,)
 
 
-def _double_forward(x, grad_y, v_x, out_argmax_first, *, kernel_size=2, stride=2):
+def _double_forward(x, grad_y, v_x, out_argmax_first, *, kernel_size=2, stride=None):
     """Run the double backward's forward; return ``(out, saved)`` with what the backward needs."""
+    stride = kernel_size if stride is None else stride
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
     C = x.shape[1]
@@ -289,8 +291,9 @@ def _double_backward(grad_out, saved):
     return (None, dgrad_y, None, None)
 
 
-def _jvp(x, t_x, *, kernel_size=2, stride=2):
+def _jvp(x, t_x, *, kernel_size=2, stride=None):
     """The output's tangent along the inputs' tangents (forward mode, derived; see above)."""
+    stride = kernel_size if stride is None else stride
     _check_input("x", x, 4, False, False)
     N = x.shape[0]
     C = x.shape[1]
@@ -564,7 +567,7 @@ class _Node(torch.autograd.Function):
     torch.compile traces (dynamo takes no node with a custom jvp)."""
 
     @staticmethod
-    def forward(ctx, x, kernel_size=2, stride=2):
+    def forward(ctx, x, kernel_size=2, stride=None):
         out, saved = forward(x, kernel_size=kernel_size, stride=stride)
         ctx.save_for_backward(x, *saved[:1])
         ctx.extra = saved[1:]
@@ -598,7 +601,7 @@ class _Dual(_Node):
     ``torch.autograd.forward_ad``'s dual numbers."""
 
     @staticmethod
-    def forward(ctx, x, kernel_size=2, stride=2):
+    def forward(ctx, x, kernel_size=2, stride=None):
         out = _Node.forward(ctx, x, kernel_size, stride)
         ctx.layout = out.stride()  # forward mode's tangent is laid out as the output
         ctx.save_for_forward(x)
@@ -692,8 +695,8 @@ def _digest():
     return hashlib.sha256(text).hexdigest()[:16]
 
 
-def _bound(x, kernel_size=2, stride=2):
-    return (x, kernel_size, stride)
+def _bound(x, kernel_size=2, stride=None):
+    return (x, kernel_size, kernel_size if stride is None else stride)
 
 
 def _arguments(args, params):
@@ -703,7 +706,7 @@ def _arguments(args, params):
         return _bound(*args, **params)
     except TypeError as e:
         reason = str(e).removeprefix("_bound() ")
-        raise TypeError(f"{OP}: Function.apply(x, kernel_size=2, stride=2): {reason}") from None
+        raise TypeError(f"{OP}: Function.apply(x, kernel_size=2, stride=None): {reason}") from None
 
 
 def _autocast_on(device_type):
@@ -802,7 +805,7 @@ class _Transformable(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(x, kernel_size=2, stride=2):
+    def forward(x, kernel_size=2, stride=None):
         out = forward(x, kernel_size=kernel_size, stride=stride)[0]
         return _own_output(out, (x,))
 
@@ -840,7 +843,7 @@ class _TransformableBackward(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(grad_out, _needs, x, kernel_size=2, stride=2):
+    def forward(grad_out, _needs, x, kernel_size=2, stride=None):
         # _needs: the inputs' needs_input_grad under the transform as a bit mask (an int: the
         # transforms flatten a tuple argument into leaves); a gradient not asked for is None
         _, _saved = forward(x, kernel_size=kernel_size, stride=stride)

@@ -13,7 +13,7 @@ OP = Op(
     name="avg_pool2d",
     doc="F.avg_pool2d(x, kernel_size, stride, padding): the mean of each window, zero-padded.",
     inputs=["x[N, C, H, W]"],
-    params={"kernel_size": 2, "stride": 2, "padding": 0},
+    params={"kernel_size": 2, "stride": "kernel_size", "padding": 0},
     sizes={
         "K": "kernel_size",
         "HO": "(H + 2*padding - kernel_size) // stride + 1",

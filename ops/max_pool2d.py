@@ -15,7 +15,7 @@ OP = Op(
     name="max_pool2d",
     doc="F.max_pool2d(x, kernel_size, stride): the largest entry of each window, no padding.",
     inputs=["x[N, C, H, W]"],
-    params={"kernel_size": 2, "stride": 2},
+    params={"kernel_size": 2, "stride": "kernel_size"},
     sizes={
         "K": "kernel_size",
         "HO": "(H - kernel_size) // stride + 1",

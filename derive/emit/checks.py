@@ -68,6 +68,33 @@ def first_float(g: Graph) -> str:
     return next(n for n in g.inputs if not g.tensors[n].integer)
 
 
+def param_signature(g: Graph) -> list[str]:
+    """The params as a signature declares them, ``eps=1e-05``; one whose default is an earlier
+    param's (:meth:`~derive.language.Op.defaults_from`) as ``stride=None``, which
+    :func:`default_lines` and ``_bound`` resolve."""
+    taken = g.op.defaults_from()
+    return [f"{p.name}={'None' if p.name in taken else repr(v)}" for p, v in g.params.items()]
+
+
+def param_values(g: Graph) -> list[str]:
+    """Each param's value once bound: its name, or ``kernel_size if stride is None else
+    stride`` where its default is an earlier param's."""
+    taken = g.op.defaults_from()
+    return [
+        f"{taken[p.name]} if {p.name} is None else {p.name}" if p.name in taken else p.name
+        for p in g.params
+    ]
+
+
+def default_lines(g: Graph) -> list[Code]:
+    """``stride = kernel_size if stride is None else stride``, first in a function that takes
+    the params: torch's pools take the stride from the kernel unless it is given."""
+    return [
+        Code(f"{k} = {v} if {k} is None else {k}", {k}, {k, v})
+        for k, v in g.op.defaults_from().items()
+    ]
+
+
 def input_checks(
     g: Graph, flat: bool, wrapping: set[str] = frozenset()
 ) -> tuple[list[Code], dict[sp.Symbol, str]]:
@@ -76,7 +103,7 @@ def input_checks(
     Int inputs read by advanced indexing (``wrapping``: it wraps negative indices silently)
     are range-checked on every device; the others only where no kernel rejects a bad index.
     """
-    lines, bound, have_batch, composite, like = [], {}, False, [], []
+    lines, bound, have_batch, composite, like = default_lines(g), {}, False, [], []
     first = first_float(g)
     for name in g.inputs:
         t = g.tensors[name]

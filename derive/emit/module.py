@@ -20,6 +20,8 @@ from derive.emit.checks import (
     input_checks,
     live_bindings,
     output_expr,
+    param_signature,
+    param_values,
     range_checks,
     rest_dims,
 )
@@ -55,6 +57,7 @@ class ModuleData:
     formulas: list[str]
     signature: str
     function_signature: str  # the node's forward: autograd takes no keywords, so params positional
+    bound_values: list[str]  # _bound's return: the inputs, then each param resolved (stride=None)
     call_args: str
     check_lines: list[str]
     helpers: list[str]  # the check helpers those lines call: only they are emitted
@@ -363,7 +366,7 @@ def module_data(
     returned = output if output.isidentifier() else "_returned"
     kept = [Code(name, reads={name}) for name in d.saved + extras]
     checks = live_bindings(checks, forward + [output] + kept)
-    params = [f"{p.name}={v!r}" for p, v in g.params.items()]
+    params = param_signature(g)
     signature = ", ".join(g.inputs) + (", *, " + ", ".join(params) if params else "")
     call = ", ".join(g.inputs + [f"{p.name}={p.name}" for p in g.params])
     returns = _tuple(
@@ -411,6 +414,7 @@ def module_data(
         formulas=formulas,
         signature=signature,
         function_signature=", ".join(g.inputs + params),
+        bound_values=list(g.inputs) + param_values(g),
         call_args=call,
         check_lines=checks,
         helpers=sorted(helpers),

@@ -26,6 +26,7 @@ from derive.emit.checks import (
     input_checks,
     live_bindings,
     output_expr,
+    param_signature,
 )
 from derive.emit.double import _tuple
 from derive.emit.statements import names_read
@@ -156,7 +157,7 @@ def jvp_data(d: Derivation) -> JvpData:
     checks, _ = input_checks(checked, flat, lw.wrapping)
     output = output_expr(tg.graph, flat)
     checks = live_bindings(checks, lines + [output])
-    params = [f"{p.name}={v!r}" for p, v in g.params.items()]
+    params = param_signature(g)
     n = len(tg.graph.inputs) - len(g.inputs)
     params += [f"present={_tuple(['True'] * n)}"] if present else []
     signature = ", ".join(tg.graph.inputs) + (", *, " + ", ".join(params) if params else "")

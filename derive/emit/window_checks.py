@@ -75,7 +75,7 @@ def _check_defaults(g: Graph, positive: dict, nonnegative: dict) -> None:
     with the defaults always raises (``x[n, t + p]`` with ``p = -1``) is no op to write."""
     for rules, bound, word in ((positive, 0, "positive"), (nonnegative, -1, ">= 0")):
         for p, why in rules.items():
-            value = g.op.params.get(p.name)
+            value = g.op.param_values().get(p.name)
             if isinstance(value, (int, float)) and not value > bound:
                 raise DerivationError(
                     g.op.name,

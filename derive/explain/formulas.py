@@ -68,7 +68,10 @@ def _step(step) -> StepSection:
 def section(ex: Explanation, em: Emitted | None = None) -> OpSection:
     """One op's part of both pages; with ``em`` (its module), the tangents too."""
     op = ex.op
-    params = ", ".join(f"{k} = {v!r}" for k, v in sorted(op.params.items()))
+    # a default that is another param's reads as its name: stride = kernel_size
+    params = ", ".join(
+        f"{k} = {v if isinstance(v, str) else repr(v)}" for k, v in sorted(op.params.items())
+    )
     forward = [
         Formula(text, equation_latex(lhs, rhs))
         for text, (lhs, rhs) in zip(ex.texts, ex.forward, strict=True)

@@ -9,7 +9,8 @@ Inputs (``inputs=[...]``), one string each::
     "idx[...]: int64"    ``...`` stands for any number of leading batch dimensions; the generated
                          module flattens them into one axis (size ``Batch``, index ``batch``)
 
-Params (``params={"eps": 1e-5}``): python scalars passed to ``forward`` by keyword.
+Params (``params={"eps": 1e-5}``): python scalars passed to ``forward`` by keyword; a default
+may name a param declared before it (``{"kernel_size": 2, "stride": "kernel_size"}``).
 
 Derived sizes (``sizes={"H": "n_head", "D": "C / n_head"}``): a size computed from the inputs'
 sizes and int params, multiplied or divided (or added, with integers and ``//``: below); the

@@ -43,6 +43,20 @@ class Op:
     source: str = ""  # the file it came from, recorded in generated headers
     ranges: dict[str, str] = field(default_factory=dict)  # index -> size: {"t": "L"}
 
+    def defaults_from(self) -> dict[str, str]:
+        """The params whose default is another's, declared before it, by name: torch's
+        ``max_pool2d(x, kernel_size, stride=None)``, whose stride is the kernel's unless given,
+        is ``params={"kernel_size": 2, "stride": "kernel_size"}``."""
+        return {k: v for k, v in self.params.items() if isinstance(v, str) and v.isidentifier()}
+
+    def param_values(self) -> dict[str, object]:
+        """The params' default values, one naming an earlier param read as that one's (a name
+        that is none stays as written: :func:`derive.language.parse` refuses it)."""
+        values: dict[str, object] = {}
+        for key, v in self.params.items():
+            values[key] = values.get(v, v) if isinstance(v, str) else v
+        return values
+
 
 def name_problem(name: str) -> str | None:
     """Why a tensor, size or param cannot have this name, or None: it must be a name the

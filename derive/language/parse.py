@@ -410,6 +410,15 @@ def _parse_params(op: Op, g: Graph, sizes: dict[str, sp.Symbol]) -> dict[sp.Symb
             raise LangError(f"param '{key}' has the name of an input")
         if key in sizes:  # the forward binds N = x.shape[0] over the argument: silently unused
             raise LangError(f"param '{key}' has the name of a size; rename one of them")
+        if isinstance(v, str) and v.isidentifier():  # an earlier param's: stride=kernel_size
+            earlier = sp.Symbol(v, real=True)
+            if earlier not in params:
+                raise LangError(
+                    f"param '{key}' defaults to '{v}', which is no param declared before it "
+                    "(a default is a number, or the name of an earlier param)"
+                )
+            params[sp.Symbol(key, real=True)] = params[earlier]
+            continue
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise LangError(f"param '{key}' must be a number, got {type(v).__name__} {v!r}")
         if isinstance(v, float) and not math.isfinite(v):  # the module would hold a bare nan

@@ -75,7 +75,7 @@ def parse_size_expr(text: str, sizes: dict[str, sp.Symbol], g: Graph) -> sp.Expr
                 f"size expression '{text}': use sizes and int params, multiplied or divided "
                 f"('C / n_head'); '{factor}' is neither"
             )
-        if base in g.params and not isinstance(g.op.params[base.name], int):
+        if base in g.params and not isinstance(g.op.param_values()[base.name], int):
             raise LangError(f"param '{base}' sets a size, so its default must be an int")
     return expr
 
@@ -117,7 +117,9 @@ def _check_integer_size(text: str, expr: sp.Expr, sizes: dict, g: Graph) -> None
             )
         if e.is_Number and not (e.is_Integer or (floored and e.is_Rational)):
             raise LangError(f"size expression '{text}': its numbers must be integers, not {e}")
-        if e in g.params and not isinstance(g.op.params[e.name], int):  # (names: _check_known)
+        if e in g.params and not isinstance(
+            g.op.param_values()[e.name], int
+        ):  # (names: _check_known)
             raise LangError(f"param '{e}' sets a size, so its default must be an int")
         if isinstance(e, sp.Function) and not isinstance(e, sp.floor):
             raise LangError(f"size expression '{text}': no function but // is allowed")

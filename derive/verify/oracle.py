@@ -380,7 +380,7 @@ def _bind_inputs(op, inputs: dict[str, torch.Tensor], params: dict) -> tuple[dic
 def evaluate_text(op, inputs: dict[str, torch.Tensor], params: dict | None = None) -> dict:
     """Every definition of ``op`` (an :class:`~derive.language.Op`, read as strings only) on
     ``inputs``; batched definitions keep the flattened batch axis except the output's."""
-    params = dict(op.params, **(params or {}))
+    params = dict(op.param_values(), **(params or {}))
     tensors, sizes, lead = _bind_inputs(op, inputs, params)
     pending = {k: v for k, v in op.sizes.items() if k not in sizes}
     while pending:  # derived sizes, in whatever order they become computable

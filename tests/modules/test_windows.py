@@ -4,6 +4,7 @@ autograd of the same F call, and gradcheck, on random shapes with odd sizes."""
 
 from __future__ import annotations
 
+import importlib
 import random
 from pathlib import Path
 
@@ -158,3 +159,22 @@ def test_a_max_pool_breaks_ties_and_keeps_nan_as_torch_does(case: str, tmp_path:
         dual = torch.autograd.forward_ad.make_dual(x, tangent)
         ref_t = torch.autograd.forward_ad.unpack_dual(F.max_pool2d(dual, 3, 2)).tangent
     assert torch.equal(module._jvp(x, tangent, **params), ref_t)
+
+
+@pytest.mark.parametrize("name", ["max_pool2d", "avg_pool2d"])
+def test_a_pool_given_its_kernel_alone_strides_by_it_as_torch(name: str) -> None:
+    """``apply(x, 3)`` is ``F.max_pool2d(x, 3)``: windows 3 apart (the stride defaulted to 2,
+    silently other windows; found probing). The op file's ``"stride": "kernel_size"``."""
+    module = importlib.import_module(f"generated.{name}")
+    torch_op = getattr(F, name)
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 7, 8, generator=gen, dtype=torch.float64, requires_grad=True)
+    for args in ((3,), (2,), (3, 1), (3, 2)):
+        out = module.Function.apply(x, *args)
+        ref = torch_op(x, *args)
+        assert out.shape == ref.shape and torch.allclose(out, ref, rtol=0, atol=1e-14)
+        g = torch.randn_like(ref)
+        (mine,), (theirs,) = (torch.autograd.grad(y, x, g) for y in (out, ref))
+        assert torch.allclose(mine, theirs, rtol=0, atol=1e-14)
+    out, _ = module.forward(x.detach(), kernel_size=3)
+    assert out.shape == torch_op(x, 3).shape
