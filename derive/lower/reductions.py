@@ -439,6 +439,16 @@ def _axes(scope: Scope, f: sp.Expr) -> tuple[sp.Symbol, ...]:
     return tuple(sorted(scope.axes(f), key=str))
 
 
+def _gathered_or_axis(scope: Scope, i: sp.Expr) -> bool:
+    """An index of a grouped factor's reads that the factor, computed once, lays out over its
+    own axes: an axis, or int data read at axes (``Emb[idx[n], k]``: rows picked into an
+    (n, k) tensor, then ``@ W``; contracted as a broadcast product it was an N x K x M
+    temporary, found probing)."""
+    if scope.is_axis(i):
+        return True
+    return plain(i) and all(scope.is_axis(j) for j in i.indices)
+
+
 def _composite(f: sp.Expr) -> bool:
     """A factor that is element-wise work on tensors (not one tensor, not a reduction)."""
     return not plain(f) and not isinstance(f, sp.Sum) and bool(f.atoms(sp.Indexed))
@@ -481,8 +491,8 @@ def _grouped(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contracti
     if len(grouped) == len(factors):
         return None  # nothing to contract with: an element-wise body summed
     product = sp.Mul(*grouped)
-    if not all(scope.is_axis(i) for f in product.atoms(sp.Indexed) for i in f.indices):
-        return None  # a gather inside: its axes are data, not indices to contract over
+    if not all(_gathered_or_axis(scope, i) for f in product.atoms(sp.Indexed) for i in f.indices):
+        return None  # a window's affine subscript inside: the window planner's
     if scope.scalar(product):
         return None
     rest = (product, *[f for f in factors if f not in grouped])
