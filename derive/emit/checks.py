@@ -77,13 +77,19 @@ def param_signature(g: Graph) -> list[str]:
 
 
 def param_values(g: Graph) -> list[str]:
-    """Each param's value once bound: its name, or ``kernel_size if stride is None else
-    stride`` where its default is an earlier param's."""
-    taken = g.op.defaults_from()
-    return [
-        f"{taken[p.name]} if {p.name} is None else {p.name}" if p.name in taken else p.name
-        for p in g.params
-    ]
+    """Each param's value once bound, as one expression of the arguments: its name, or
+    ``kernel_size if stride is None else stride`` where its default is an earlier param's,
+    that one's own expression where it has a default of the kind too (c defaulting to b
+    defaulting to a: ``(a if b is None else b) if c is None else c``)."""
+    taken, values = g.op.defaults_from(), {}
+    for p in g.params:
+        if p.name in taken:
+            earlier = values[taken[p.name]]
+            earlier = f"({earlier})" if " " in earlier else earlier
+            values[p.name] = f"{earlier} if {p.name} is None else {p.name}"
+        else:
+            values[p.name] = p.name
+    return list(values.values())
 
 
 def default_lines(g: Graph) -> list[Code]:

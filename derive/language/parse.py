@@ -413,10 +413,13 @@ def _parse_params(op: Op, g: Graph, sizes: dict[str, sp.Symbol]) -> dict[sp.Symb
         if isinstance(v, str) and v.isidentifier():  # an earlier param's: stride=kernel_size
             earlier = sp.Symbol(v, real=True)
             if earlier not in params:
-                raise LangError(
-                    f"param '{key}' defaults to '{v}', which is no param declared before it "
-                    "(a default is a number, or the name of an earlier param)"
+                why = (
+                    f"which is declared after it: declare '{v}' first"
+                    if v in op.params
+                    else "which is no param declared before it (a default is a number, or the "
+                    "name of an earlier param)"
                 )
+                raise LangError(f"param '{key}' defaults to '{v}', {why}")
             params[sp.Symbol(key, real=True)] = params[earlier]
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)):

@@ -115,7 +115,7 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
         X,
         ["out[n, m] = x[n, m] * a * b"],
         {"a": "b", "b": 2.0},
-        "param 'a' defaults to 'b', which is no param declared before it",
+        "param 'a' defaults to 'b', which is declared after it: declare 'b' first",
     ),
     ("param a bool", X, ["out[n, m] = x[n, m] * a"], {"a": True}, "must be a number"),
     ("param named torch", X, ["out[n, m] = x[n, m]"], {"torch": 1.0}, "'torch'"),

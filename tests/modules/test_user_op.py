@@ -107,3 +107,26 @@ def test_function_apply_takes_params_in_the_order_declared(tmp_path: Path) -> No
     out = module.Function.apply(x, -0.5, 0.8)
     assert torch.equal(out, x.clamp(-0.5, 0.8))
     assert torch.equal(module.forward(x, lo=-0.5, hi=0.8)[0], out)
+
+
+def test_params_defaulting_to_earlier_ones_resolve_in_order(tmp_path: Path) -> None:
+    """c defaults to b, b to a: every entry point reads them resolved, Function.apply's
+    binding too (it left c None, which torch.export refused; found probing)."""
+    from tests.modules.emitted import imported
+
+    module, _ = imported(ROOT / "tests/cases/param_defaults_chained.py", tmp_path)
+    x = torch.randn(3, 11, dtype=torch.float64)
+    assert module._bound(x)[1:] == (2, 2, 2)
+    assert module._bound(x, 3)[1:] == (3, 3, 3)
+    assert module._bound(x, 3, 1)[1:] == (3, 1, 1)
+    window = x.unfold(1, 2, 2).sum(-1) * 2
+    assert torch.equal(module.Function.apply(x), window)
+    assert torch.equal(module.forward(x)[0], window)
+    assert torch.equal(module.Function.apply(x, 2, 2, 2), window)
+
+    class Model(torch.nn.Module):
+        def forward(self, t):
+            return module.Function.apply(t)
+
+    program = torch.export.export(Model(), (x,))
+    assert torch.equal(program.module()(x), window)
