@@ -394,7 +394,7 @@ def plan_contraction(scope: Scope, body: sp.Expr, bound: list, order: list) -> C
     Pure: decided on the factors' indices, nothing lowered."""
     coef, rest = body.as_coeff_Mul()
     factors = sp.Mul.make_args(rest)
-    if any(_composite(f) or _of_indices(scope, f) for f in factors):
+    if any(_composite(scope, f) or _of_indices(scope, f) for f in factors):
         return _grouped(scope, body, bound, order)
     if coef != 1 or len(factors) < 2:
         return None
@@ -405,7 +405,10 @@ def _planned(
     scope: Scope, factors: tuple, bound: list, order: list, grouped: sp.Expr | None = None
 ) -> Contraction | None:
     einsum = len(factors) > 2 or any(isinstance(f, sp.Sum) for f in factors)
-    operand = lambda f: plain(f) or f is grouped or (einsum and isinstance(f, sp.Sum))  # noqa: E731
+
+    def operand(f: sp.Expr) -> bool:
+        return _tensor_read(scope, f) or f is grouped or (einsum and isinstance(f, sp.Sum))
+
     if not all(operand(f) for f in factors):
         return None  # element-wise work first: not a pure contraction
     if not all(scope.is_axis(i) for f in factors if plain(f) for i in f.indices):
@@ -449,9 +452,25 @@ def _gathered_or_axis(scope: Scope, i: sp.Expr) -> bool:
     return plain(i) and all(scope.is_axis(j) for j in i.indices)
 
 
-def _composite(f: sp.Expr) -> bool:
-    """A factor that is element-wise work on tensors (not one tensor, not a reduction)."""
-    return not plain(f) and not isinstance(f, sp.Sum) and bool(f.atoms(sp.Indexed))
+def _composite(scope: Scope, f: sp.Expr) -> bool:
+    """A factor that is element-wise work on tensors (not one tensor's read, not a reduction)."""
+    return not _tensor_read(scope, f) and not isinstance(f, sp.Sum) and bool(f.atoms(sp.Indexed))
+
+
+def _tensor_read(scope: Scope, f: sp.Expr) -> bool:
+    """One tensor read over axes: at the axes themselves (``W[k, m]``), or at int data read at
+    axes (``Emb[idx[n], k]``: one gather lays the picked rows out over (n, k)). Either is an
+    operand a contraction takes as it is: two gathers in one product, ``sum_k E[a[n], k]
+    F[b[p], k]``, are two gathers and a matmul (a broadcast N x P x K product, found
+    probing, when a gathered read counted as element-wise work)."""
+    if plain(f):
+        return True
+    return isinstance(f, sp.Indexed) and all(_gathered_or_axis(scope, i) for i in f.indices)
+
+
+def _read_at(scope: Scope, f: sp.Expr) -> set:
+    """The indices a read (:func:`_tensor_read`) lays its tensor out over."""
+    return set(f.indices) if plain(f) else scope.axes(f)
 
 
 def _of_indices(scope: Scope, f: sp.Expr) -> bool:
@@ -471,9 +490,9 @@ def _grouped(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contracti
     mask[t1, t2] dS[b, h, t1, t2] q[b, h, t1, d]`` is ``(mask * dS)`` contracted with q.
     """
     factors = sp.Mul.make_args(body)
-    grouped = [f for f in factors if _composite(f) or not f.atoms(sp.Indexed)]
+    grouped = [f for f in factors if _composite(scope, f) or not f.atoms(sp.Indexed)]
     axes = {i for f in grouped for i in f.free_symbols if scope.is_axis(i)}
-    grouped += [f for f in factors if plain(f) and set(f.indices) <= axes]
+    grouped += [f for f in factors if _tensor_read(scope, f) and _read_at(scope, f) <= axes]
     if any(is_gate(f) for f in grouped):
         # a gate selects what stands on its axes, a sum too: contracted as a 0/1 mask, it
         # multiplies an inf or nan the gate drops (fuzz --range 891045: maximum's derivative
@@ -486,8 +505,8 @@ def _grouped(scope: Scope, body: sp.Expr, bound: list, order: list) -> Contracti
             if isinstance(f, sp.Sum) and scope.axes(f) <= axes and f not in grouped
         ]
     if not any(f.atoms(sp.Indexed) for f in grouped):  # indices alone: onto a tensor
-        hosts = [f for f in factors if plain(f) and axes <= set(f.indices)]
-        grouped += [min(hosts, key=lambda f: len(set(f.indices)))] if hosts else []
+        hosts = [f for f in factors if _tensor_read(scope, f) and axes <= _read_at(scope, f)]
+        grouped += [min(hosts, key=lambda f: len(_read_at(scope, f)))] if hosts else []
     if len(grouped) == len(factors):
         return None  # nothing to contract with: an element-wise body summed
     product = sp.Mul(*grouped)

@@ -70,7 +70,17 @@ def permute(v: ir.Node, axes: tuple) -> ir.Node:
         raise AxisError(f"a value over {stray} cannot take the axes {[str(a) for a in axes]}")
     if want == v.axes:
         return v
-    return ir.Permute(v, tuple(v.axes.index(a) for a in want), axes=want)
+    return _composed(v, tuple(v.axes.index(a) for a in want), want)
+
+
+def _composed(v: ir.Node, perm: tuple[int, ...], axes: tuple) -> ir.Node:
+    """``v`` permuted by ``perm``, a permute of a permute as one (and none where they undo
+    each other: ``x.T.T`` is ``x``, two view calls fewer)."""
+    if isinstance(v, ir.Permute):
+        perm, v = tuple(v.perm[q] for q in perm), v.arg
+        if perm == tuple(range(len(perm))):
+            return ir.relabel(v, axes)
+    return ir.Permute(v, perm, axes=axes)
 
 
 def filled(v: ir.Node, shape: tuple, like: ir.Ref, axes: tuple) -> ir.Node:
@@ -118,7 +128,7 @@ def plain(f: sp.Expr) -> bool:
 
 
 def transposed(x: ir.Node) -> ir.Node:
-    return ir.Permute(x, (1, 0), axes=x.axes[::-1])
+    return _composed(x, (1, 0), x.axes[::-1])
 
 
 def matmul(a: ir.Node, b: ir.Node, bound: list, out: tuple) -> ir.Matmul | None:

@@ -71,12 +71,24 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
         (
             ["Emb[V, K]", "W[K, M]", "idx[N]: int64"],
             ["out[n, m] = Sum(Emb[idx[n], k] * W[k, m], k)"],
-            "out = t_Emb_idx @ W",
+            "out = _index_select(Emb, idx) @ W",
         ),
         (
             ["Emb[V, K]", "W[K, M]", "idx[N]: int64"],
             ["out[n, m] = Sum(Emb[idx[n], k] * W[k, m], k)"],
-            "dW = t_Emb_idx @ grad_out",
+            "dW = _index_select(Emb, idx).T @ grad_out",
+        ),
+        # two gathers in one product: two reads, each a gather, then a matmul (a broadcast
+        # N x P x K product before; found probing)
+        (
+            ["E[V, K]", "F[U, K]", "a[N]: int64", "b[P]: int64"],
+            ["out[n, p] = Sum(E[a[n], k] * F[b[p], k], k)"],
+            "out = _index_select(E, a) @ _index_select(F, b).T",
+        ),
+        (
+            ["E[V, K]", "F[U, K]", "a[N]: int64", "b[P]: int64"],
+            ["out[n, p] = Sum(E[a[n], k] * F[b[p], k], k)"],
+            "sum_F_b_grad_out = grad_out @ _index_select(F, b)",
         ),
         # a chain of three: contracted pair by pair, each pair a matmul
         (
