@@ -26,8 +26,9 @@ import torch
 
 from derive.emit.generate import module_source
 from derive.errors import DerivationError, EngineBug
-from derive.language import Graph, Op, parse
+from derive.language import Definition, Graph, Op, parse
 from derive.language.guards import data_guards
+from derive.language.ranges import constant_reads
 from derive.verify.check import ignored_as, index_limits, needs_alone, with_derived
 from derive.verify.check import load_module as load_path
 from derive.verify.oracle import (
@@ -127,10 +128,19 @@ def _draw_sizes(graph: Graph, seed: int, distinct: bool) -> dict:
 
 
 def degenerate_sizes(graph: Graph, seed: int, distinct: bool) -> list[str]:
-    """The derived sizes that :func:`draw_inputs`'s draw leaves at 0 or below: no input sizes
-    make them positive (``D = (1 - step) // step + 1`` with the param step = 2)."""
+    """The derived sizes that :func:`draw_inputs`'s draw leaves at 0 or below (no input sizes
+    make them positive: ``D = (1 - step) // step + 1`` with the param step = 2), and the axes
+    it leaves too short for an entry a definition reads (``h[b, 1, c]`` with T = 1)."""
     sizes = _draw_sizes(graph, seed, distinct)
-    return [f"{d} = {sizes[d]}" for d in sorted(graph.derived, key=str) if sizes[d] <= 0]
+    bad = [f"{d} = {sizes[d]}" for d in sorted(graph.derived, key=str) if sizes[d] <= 0]
+    for step in graph.steps:
+        if not isinstance(step, Definition):
+            continue
+        for ind in sorted(step.body.atoms(sp.Indexed), key=sp.default_sort_key):
+            for size, need, pos in constant_reads(ind):
+                if int(size.subs(sizes)) < need:
+                    bad.append(f"{size} = {int(size.subs(sizes))}: {ind} reads entry {pos}")
+    return bad
 
 
 def load_module(text: str, name: str, folder: Path):

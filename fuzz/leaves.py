@@ -20,6 +20,7 @@ PARAM_NAMES = "eps alpha scale tau lam".split()
 RESERVED = {"e", "E", "pi", "batch", "Batch", "view", "Sum", "Max", "Min", "S", "O"}
 
 DATA = 0.02  # an index of an access replaced by an int tensor entry: x[n, t[n]]
+ENTRIES = 0.03  # of subscripts over a size known at run time: one entry of the axis
 DIAGONAL = 0.03  # x[i, i]: a repeated index in one access
 MULTI_DATA = 0.05  # a second data subscript in one access: x[t[n], u[n]]
 
@@ -93,6 +94,9 @@ class Leaves:
     # decimal constants far from 1 (a BERT mask's -10000.0, a shift of 1000.5), a stream of
     # its own: None unless --constants (a leaf of its drawing: another op for each seed)
     large: random.Random | None = None
+    # one entry of an axis whose size is known only at run time (h[b, 0, c], h[b, T - 1, c]),
+    # a stream of its own: a seed's op is the one it drew before, unless this stream fires
+    entries: random.Random | None = None
     parents: dict = field(default_factory=dict)  # a window's derived size -> its axis: L -> T
     forms: dict = field(default_factory=dict)  # size -> the subscript of a window being drawn
     ranged: dict = field(default_factory=dict)  # index -> size, each index an affine read uses
@@ -143,6 +147,13 @@ class Leaves:
         if size.isdigit():  # a numeric dim (W[C, 3]) is read at a constant: W[c, 2]
             return Expr(str(self.rng.randrange(int(size)))), False
         plain = [i for i, s in scope.items() if s == size and i not in avoid]
+        if (
+            self.entries is not None
+            and size not in self.derived
+            and not [i for i in plain if i in need]
+            and self.entries.random() < ENTRIES
+        ):  # one entry of an axis known at run time: h[b, 0, c], h[b, T - 1, c]
+            return Expr(self.entries.choice(["0", "1", f"{size} - 1"])), False
         if plain and self.rng.random() >= data:
             i = self.rng.choice([i for i in plain if i in need] or plain)
             return Expr(i, frozenset({i})), False

@@ -258,6 +258,7 @@ def random_op(
     # --powers: a power of a param exponent, or a param raised to a tensor (its own stream)
     b.exponents = random.Random(f"{seed}/{attempt}/exponents") if powers else None
     b.large = random.Random(f"{seed}/{attempt}/constants") if constants else None
+    b.entries = random.Random(f"{seed}/{attempt}/entries")
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:

@@ -51,30 +51,66 @@ def subscript_ranges(expr: sp.Expr) -> dict[sp.Symbol, set]:
                 f"{ind} has {len(ind.indices)} indices but {ind.base} has {len(shape)} dimensions"
             )
         for pos, size in zip(ind.indices, shape, strict=True):
+            if isinstance(pos, sp.Symbol) and pos.is_integer and pos.is_positive:
+                # a size as a subscript, x[n, M], read past the axis's end (an IndexError)
+                raise LangError(
+                    f"subscript '{pos}' of {ind} is a size, not an index: the axis's last "
+                    f"entry is {size} - 1"
+                )
             if isinstance(pos, sp.Symbol):
                 ranges.setdefault(pos, set()).add(size)
-            elif pos.is_Integer:  # q = Wh[c, 0, h, d]: one slice of a fixed-size axis
-                if not size.is_Integer:
+            elif pos.is_Integer:  # q = Wh[c, 0, h, d]: one slice; h[b, 0, c]: the first token
+                if pos < 0:  # x[-1] is no last entry here: every gradient was 0
+                    end = size + pos if size.is_Integer else f"{size} - {-pos}"
                     raise LangError(
-                        f"constant subscript {pos} of {ind}: the axis must have a fixed size "
-                        f"above it (declare it as a number, e.g. view(W, C, 3, C)), not {size}"
+                        f"constant subscript {pos} of {ind} is negative: an entry counted "
+                        f"from the axis's end is written {end}"
                     )
-                if not 0 <= pos < size:  # x[-1] is no last entry here: every gradient was 0
+                if size.is_Integer and pos >= size:
                     raise LangError(
                         f"constant subscript {pos} of {ind} is outside the axis's [0, {size})"
                     )
             elif pos.is_Number:
                 raise LangError(f"subscript {float(pos):g} of {ind} is not a whole number")
+            elif from_end(pos, size) is not None:  # h[b, T - 1, c]: the last token
+                pass
             elif is_affine(pos):  # x[n, 2*t + k - P]: 0 outside the axis; gives no range
                 problem = affine_problem(pos)
                 if problem is not None:
                     raise LangError(f"subscript '{pos}' of {ind}: {problem}")
             elif not (isinstance(pos, sp.Indexed) and pos.base.is_integer):
                 raise LangError(
-                    f"subscript '{pos}' of {ind}: use an index, a constant, an entry of an "
-                    "int64 tensor or an affine subscript (2*t + k - P)"
+                    f"subscript '{pos}' of {ind}: use an index, a constant (0, 1, ..., or "
+                    f"{size} - 1 for the axis's last entry), an entry of an int64 tensor or an "
+                    "affine subscript (2*t + k - P)"
                 )
     return ranges
+
+
+def from_end(pos: sp.Expr, size: sp.Expr) -> int | None:
+    """k where the subscript ``pos`` is the axis's entry k from its end, ``size - k`` (k >= 1:
+    ``T - 1`` is the last); None for any other subscript."""
+    if size.is_Integer or not pos.free_symbols:
+        return None
+    k = sp.expand(size - pos)
+    return int(k) if k.is_Integer and k >= 1 else None
+
+
+def constant_reads(ind: sp.Indexed) -> list[tuple[sp.Expr, int, sp.Expr]]:
+    """(size, entries, subscript) for each subscript of ``ind`` that reads one entry of an axis
+    whose size is known only at run time, and how many entries the axis needs for it:
+    ``h[b, 1, c]`` (S, 2, 1), ``h[b, S - 1, c]`` (S, 1, S - 1). The generated forward checks
+    each axis is long enough (a fixed size is checked here, at parse time)."""
+    shape = ind.base.shape or ()
+    found = []
+    for pos, size in zip(ind.indices, shape, strict=False):
+        if size.is_Integer:
+            continue
+        if pos.is_Integer and pos >= 0:
+            found.append((size, int(pos) + 1, pos))
+        elif (back := from_end(pos, size)) is not None:
+            found.append((size, back, pos))
+    return found
 
 
 class Ranges(dict):

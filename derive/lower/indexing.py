@@ -92,6 +92,8 @@ def clamped(cx: Context, e: clamp, order: list[sp.Symbol]) -> ir.Node:
     at = index_value(cx, v, order)
     if within(cx, v, ranges, lo, hi):
         return at
+    if at.scalar:  # an entry read at a constant, x[n, 1], held in an axis of run-time length
+        return ir.Apply("min(max({0}, {1}), {2})", (at, cx.value(lo, []), cx.value(hi, [])))
     return ir.ClampTo(at, cx.value(hi, []), lo=cx.value(lo, []), axes=at.axes)
 
 

@@ -8,7 +8,7 @@ the stacks are :func:`derive.lower.assign.stack`'s. The identities, with what th
 - ``where(c, a, b)`` -> ``torch.where(c, a, b)``; ``where(c, a, 0)`` with a a number ->
   ``c.to(dtype) * a``; ``-inf`` -> ``float("-inf")``
 - ``W[c, 1, h, d]`` -> ``W[:, 1]``: a constant subscript is a slice (a view, nothing copied),
-  so the slice takes part in matmul/einsum like any tensor
+  so the slice takes part in matmul/einsum like any tensor; ``h[b, T - 1, c]`` -> ``h[:, -1]``
 - ``delta(i, 0) A + delta(i, 1) B + delta(i, 2) C`` -> ``torch.stack([A, B, C], pos)``: the
   adjoint of three constant subscripts along one axis, never three masked full-size temporaries
 """
@@ -19,6 +19,7 @@ import sympy as sp
 
 from derive.functions import where
 from derive.ir import nodes as ir
+from derive.language.ranges import from_end
 from derive.lower.context import Context
 from derive.lower.indexing import index_value
 from derive.lower.value import align, union
@@ -35,8 +36,20 @@ RELATIONS = {
 
 
 def is_sliced(e: sp.Basic) -> bool:
-    """An Indexed with a constant subscript (``W[c, 1, h, d]``)."""
-    return isinstance(e, sp.Indexed) and any(i.is_Integer for i in e.indices)
+    """An Indexed with a constant subscript (``W[c, 1, h, d]``, ``h[b, T - 1, c]``)."""
+    return isinstance(e, sp.Indexed) and any(
+        _constant(e, k) is not None for k in range(len(e.indices))
+    )
+
+
+def _constant(ind: sp.Indexed, k: int) -> int | None:
+    """Subscript ``k`` of ``ind`` as a python index: a constant, or an entry counted from the
+    axis's end (``T - 1`` is -1, the last); None where it is neither."""
+    i = ind.indices[k]
+    if i.is_Integer:
+        return int(i)
+    back = from_end(i, ind.base.shape[k]) if ind.base.shape is not None else None
+    return None if back is None else -back
 
 
 def safe_indices(cx: Context, expr: sp.Expr) -> sp.Expr:
@@ -83,15 +96,16 @@ def slice_constants(cx: Context, expr: sp.Expr) -> sp.Expr:
     """Every ``W[c, 1, h, d]`` in ``expr`` as a plain tensor ``W[:, 1]`` over (c, h, d)."""
     replace = {}
     for ind in expr.atoms(sp.Indexed):
-        whole = all(i.is_Integer for i in ind.indices)
+        at = [_constant(ind, k) for k in range(len(ind.indices))]
+        whole = all(k is not None for k in at)
         if not is_sliced(ind) or (whole and ind.base.is_integer):
             continue  # an int entry, t[0], stays a data subscript read where it is used
         label = ind.base.label.name
-        keep = [k for k, i in enumerate(ind.indices) if not i.is_Integer]
-        at = [int(i) if i.is_Integer else None for i in ind.indices]
+        keep = [k for k, c in enumerate(at) if c is None]
         while at and at[-1] is None:
             at.pop()
-        stem = f"{label}_at_{'_'.join('all' if k is None else str(k) for k in at)}"
+        named = ("all" if k is None else str(k) if k >= 0 else f"end{-k}" for k in at)
+        stem = f"{label}_at_{'_'.join(named)}"
         sizes = tuple(ind.base.shape[: len(at)]) if ind.base.shape is not None else ()
         name = cx.alias(stem, ir.Slice(cx.tensor(label), tuple(at), sizes))
         if whole:  # W[1, 2]: one entry, a 0-d tensor read in place (see the lowerer's symbols)

@@ -184,7 +184,9 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
         {},
         "outside a where() condition",
     ),
-    ("constant subscript, symbolic axis", X, ["out[n] = x[n, 0]"], {}, "fixed size"),
+    ("a size as a subscript", X, ["out[n] = x[n, M]"], {}, "is a size, not an index"),
+    ("a symbolic axis read past its end", X, ["out[n] = x[n, M + 1]"], {}, "M - 1 for the axis"),
+    ("a symbolic axis read at -1", X, ["out[n] = x[n, -1]"], {}, "is written M - 1"),
     # probing: these said "cannot lower floor(t/2)" without the definition, and SympifyError
     ("an index floor-divided", X, ["out[n, m] = x[n, m] * (m // 2)"], {}, "(// or %)"),
     ("an index's remainder", X, ["out[n, m] = x[n, m] * (m % 2)"], {}, "(// or %)"),
@@ -210,7 +212,7 @@ ROWS: list[tuple[str, list, list, dict, str]] = [
         "view() of an intermediate",
     ),
     # issue 24: each was a broken module written with exit 0, a traceback, or a wrong message
-    ("a negative constant subscript", ["x[N, 3]"], ["out[n] = x[n, -1]"], {}, "outside"),
+    ("a negative constant subscript", ["x[N, 3]"], ["out[n] = x[n, -1]"], {}, "is written 2"),
     ("a constant subscript at the size", ["x[N, 3]"], ["out[n] = x[n, 3]"], {}, "[0, 3)"),
     ("a fractional subscript", ["x[N, 3]"], ["out[n] = x[n, 1.5]"], {}, "not a whole number"),
     ("a Max over an output index", ["x[N]"], ["out[n] = Max(x[n], n)"], {}, "stay free"),

@@ -365,3 +365,29 @@ def test_a_convolution_over_no_channels_is_refused_in_one_line(tmp_path) -> None
     assert "C is 0, but it must be positive: c is summed beside the window read" in str(info.value)
     out = module.Function.apply(torch.randn(2, 3, 9), torch.randn(4, 3, 3), torch.randn(4))
     assert out.shape == (2, 4, 7)
+
+
+def test_an_axis_too_short_for_the_entries_read_is_refused_in_one_line(tmp_path) -> None:
+    """``h[b, 0, c]`` and ``h[b, T - 2, c]`` read entries of an axis whose length is known only
+    at run time: T = 1 would read past it (an IndexError in torch's words, or an entry of
+    another token where T - 2 is -1), so the forward refuses it; T = 2 is the shortest."""
+    from derive import Op
+    from derive.emit.generate import module_source
+    from derive.verify.check import load_module
+
+    op = Op(
+        name="pooled",
+        inputs=["h[B, T, C]"],
+        definitions=["out[b, c] = h[b, 0, c] * h[b, T - 2, c]"],
+    )
+    path = tmp_path / "pooled.py"
+    path.write_text(module_source(op, str(tmp_path)))
+    module = load_module(path)
+    for t in (1, 0):
+        with pytest.raises(ValueError) as info:
+            module.Function.apply(torch.randn(2, t, 3))
+        _one_line("pooled", info.value)
+        assert f"T - 1 is {t - 1}, but it must be positive: h[b, T - 2, c] reads" in str(info.value)
+    h = torch.randn(2, 2, 3, dtype=torch.float64, requires_grad=True)
+    torch.autograd.gradcheck(module.Function.apply, (h,))
+    torch.testing.assert_close(module.Function.apply(h), h[:, 0] * h[:, 0])
