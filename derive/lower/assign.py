@@ -63,7 +63,7 @@ def assign(cx: Context, name: str, expr: sp.Expr, axes: tuple, dims: tuple) -> N
         return _assign_plain(cx, name, expr, axes)
     if stack(cx, name, expr, axes):
         return None
-    expr = _coefficient_inside(cx, expr, axes)
+    expr = _coefficient_inside(cx, nested_inside(cx, expr, axes), axes)
     if solved_scatter(cx, name, expr, axes):
         return None
     form = delta_form(cx, expr, axes)
@@ -140,10 +140,31 @@ def _coefficient_inside(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Expr:
     coef = sp.Mul(*without(factors, summed))
     if coef.free_symbols & bound:
         return expr
-    inside = sp.Sum(coef * summed.function, *summed.limits)
+    inside = nested_inside(cx, sp.Sum(coef * summed.function, *summed.limits), axes)
     if _solved_deltas(cx, inside, axes) is not None or is_scatter(cx, inside, axes):
         return inside
     return expr
+
+
+def nested_inside(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Expr:
+    """``sum_b g[b, e] sum_l delta(v, t[b, l])`` -> ``sum_{b, l} delta(v, t[b, l]) g[b, e]``
+    where that makes it a scatter: the simplifier sums first what g does not read, which
+    leaves the delta's sum a count (a (B, L, V) equality mask, then a (V, B) matmul: an
+    embedding bag's adjoint 89x autograd's time, found probing), where the whole sum is one
+    ``index_add_`` of g expanded over l, O(B L E)."""
+    if not isinstance(expr, sp.Sum):
+        return expr
+    factors = sp.Mul.make_args(expr.function)
+    inner = [f for f in factors if isinstance(f, sp.Sum) and f.has(sp.KroneckerDelta)]
+    if len(inner) != 1:
+        return expr
+    (total,) = inner
+    bound = {lim[0] for lim in total.limits}
+    rest = sp.Mul(*without(factors, total))
+    if rest.free_symbols & bound or bound & {lim[0] for lim in expr.limits}:
+        return expr
+    flat = sp.Sum(rest * total.function, *expr.limits, *total.limits)
+    return flat if is_scatter(cx, flat, axes) else expr
 
 
 def is_scatter(cx: Context, expr: sp.Expr, axes: tuple) -> bool:
@@ -162,8 +183,9 @@ def delta_form(cx: Context, expr: sp.Expr, axes: tuple) -> str | tuple | None:
         delta, axis, data = found
         rest = _picked(expr, delta, axis, data)
         source = [a for a in axes if a != axis] + [lim[0] for lim in expr.limits]
-        # the source is read over exactly the other axes and the summed ones, in any order
-        return "scatter" if cx.scope(source).axes(rest) == set(source) else None
+        # the source is read over the other axes and the summed ones, in any order, and
+        # expanded over those it does not read (an embedding bag's grad_out over l)
+        return "scatter" if cx.scope(source).axes(rest) <= set(source) else None
     try:
         plain, picks = split_deltas(expr, axes)
     except ValueError:
@@ -295,8 +317,14 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     others = [a for a in axes if a != axis]
     pos = axes.index(axis)
     src_order = others[:pos] + bound + others[pos:]
-    # its axes are src_order's (delta_form checked), in whatever order they came out
-    source = permute(_source(cx, rest, src_order), tuple(src_order))
+    # its axes are src_order's or some of them (delta_form checked), in whatever order they
+    # came out: expanded over the others, a view until the reshape below copies it
+    source = _source(cx, rest, src_order)
+    if set(source.axes) == set(src_order):
+        source = permute(source, tuple(src_order))
+    else:
+        order = tuple(src_order)
+        source = ir.Expand(align(source, order), tuple(map(cx.size, order)), axes=order)
     # several bound axes as one, sized by number: -1 is ambiguous where another size is 0
     merged = cx.value(sp.Mul(*[cx.sizes[b] for b in bound]), []) if len(bound) > 1 else None
     flat = [cx.size(a) for a in others[:pos]] + [merged]
@@ -430,6 +458,9 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
             index[0] = ir.Expand(index[0], full, axes=source)
         value, like = _buffer_like(cx, value)
         cx.emit(ir.Assign((name,), ir.Zeros(shape, like, axes=axes)))
+        # an entry read at a constant (x[n, T - 1]) is solved to a python number: index_put_
+        # takes tensors only (a 0-d one broadcasts)
+        index = [ir.AsTensor(i, cx.like) if i.scalar else i for i in index]
         cx.emit(ir.IndexPut(name, tuple(index), value))
         return True
     # the solved axes last: one flat index over them, a scatter_add_ along it (the other axes

@@ -58,7 +58,14 @@ from derive.lower.arithmetic import (
     written_order,
     zero_mask,
 )
-from derive.lower.assign import assign, is_scatter, is_solved_scatter, scatter, solved_scatter
+from derive.lower.assign import (
+    assign,
+    is_scatter,
+    is_solved_scatter,
+    nested_inside,
+    scatter,
+    solved_scatter,
+)
 from derive.lower.context import Context
 from derive.lower.indexing import arange, clamped, digit, indexed, mask
 from derive.lower.maxes import reduce_max_many
@@ -315,14 +322,14 @@ def _sum(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node:
     free = free_indices(e)
     axes = tuple(a for a in order if a in free)
     if len(axes) == len(free) and cx.recall(e) is None:
-        write = None
+        write, flat = None, nested_inside(cx, e, axes)
         if is_solved_scatter(cx, e, axes):  # every delta solved, as an assignment tries first
-            write = solved_scatter
-        elif is_scatter(cx, e, axes):
+            write, flat = solved_scatter, e
+        elif is_scatter(cx, flat, axes):  # a count's sum inside unnested: an embedding bag
             write = scatter
         if write is not None:
             name = cx.fresh("sum_" + stem(e))
-            write(cx, name, e, axes)
+            write(cx, name, flat, axes)
             cx.remember(e, ir.Ref(name, axes=axes))
             return cx.permuted(ir.Ref(name, axes=axes), order)
     return sum_value(cx, e, order)
