@@ -35,8 +35,10 @@ Definitions (``definitions=[...]``), one string each, in forward order; the last
   ``e`` (``e`` is an index where a definition subscripts with it). Any other name is refused.
 - Sizes stay symbolic; ``N - 1`` is fine (Bessel's correction in batchnorm is written that way).
 
-- A constant subscript picks a slice of a fixed-size axis: ``q[b, h, t, d] = Sum(x[b, t, c] *
-  Wh[c, 0, h, d], c)`` reads the first of the three blocks of ``Wh = view(Wqkv, C, 3, H, D)``.
+- A constant subscript picks a slice of an axis: ``q[b, h, t, d] = Sum(x[b, t, c] *
+  Wh[c, 0, h, d], c)`` reads the first of the three blocks of ``Wh = view(Wqkv, C, 3, H, D)``;
+  on an axis of run-time length ``h[b, 0, c]`` is the first token and ``h[b, T - 1, c]`` the
+  last (the forward checks T is long enough).
   ``view`` of an *input* works in every op (the input's gradient is the view's, reshaped), as
   does the output as a view of an intermediate (``out = view(outg, N, O, L)``: a grouped
   convolution's); a view of an intermediate that a later definition reads needs
