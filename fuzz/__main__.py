@@ -60,6 +60,12 @@ def main(argv: list[str] | None = None) -> int:
         " shifts are written): another op for each seed; combines with the others",
     )
     parser.add_argument(
+        "--entries",
+        action="store_true",
+        help="read some axes of run-time length at one entry (x[n, 0], x[n, M - 1], a first or"
+        " last token): another op for the seeds where it fires; combines with the others",
+    )
+    parser.add_argument(
         "--widest",
         action="store_true",
         help="judge memory instead of values: wrong where the widest tensor of the forward,"
@@ -90,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         widest=args.widest,
         powers=args.powers,
         constants=args.constants,
+        entries=args.entries,
     )
     print(summary.text())
     if summary.interrupted:

@@ -228,6 +228,7 @@ def random_op(
     windows: bool = False,
     powers: bool = False,
     constants: bool = False,
+    entries: bool = False,
 ) -> Op:
     """The op of one fuzz case: 1 to ``max_definitions`` definitions, names and shapes at random.
 
@@ -239,7 +240,9 @@ def random_op(
     ``--affine`` seed changes. ``powers`` draws some powers with an exponent that is not a
     number (``relu(a)**alpha``, ``alpha**(a)``): a mode of its own, as each seed's op changes.
     ``constants`` draws some leaves as decimals far from 1 (``-10000.0``, ``1000.5``), from a
-    stream of its own: a mode of its own, as each seed's op changes.
+    stream of its own: a mode of its own, as each seed's op changes. ``entries`` reads some
+    axes of run-time length at one entry (``x[n, 0]``, ``x[n, M - 1]``), from a stream of its
+    own: a mode of its own too, as the seeds it fires in draw another op.
     """
     affine = affine or windows
     rng = random.Random(f"{seed}/{attempt}")
@@ -258,7 +261,7 @@ def random_op(
     # --powers: a power of a param exponent, or a param raised to a tensor (its own stream)
     b.exponents = random.Random(f"{seed}/{attempt}/exponents") if powers else None
     b.large = random.Random(f"{seed}/{attempt}/constants") if constants else None
-    b.entries = random.Random(f"{seed}/{attempt}/entries")
+    b.entries = random.Random(f"{seed}/{attempt}/entries") if entries else None
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:
@@ -275,16 +278,19 @@ def random_op(
         definitions=b.lines,
         params=dict(sorted(b.params.items())),
         sizes=dict(b.derived),
-        doc=f"fuzz case, seed {seed}" + _mode(affine, windows, powers, constants),
+        doc=f"fuzz case, seed {seed}" + _mode(affine, windows, powers, constants, entries),
         stepwise=b.stepwise,
     )
     return dataclasses.replace(op, ranges=b.declared_ranges(op)) if affine else op
 
 
-def _mode(affine: bool, windows: bool, powers: bool, constants: bool = False) -> str:
+def _mode(
+    affine: bool, windows: bool, powers: bool, constants: bool = False, entries: bool = False
+) -> str:
     flags = ["--windows"] if windows else ["--affine"] if affine else []
     flags += ["--powers"] if powers else []
     flags += ["--constants"] if constants else []
+    flags += ["--entries"] if entries else []
     return f" ({' '.join(flags)})" if flags else ""
 
 
@@ -320,6 +326,7 @@ def case_op(
     windows: bool = False,
     powers: bool = False,
     constants: bool = False,
+    entries: bool = False,
 ) -> Op:
     """``random_op`` for this seed, drawn again while SymPy's own simplification leaves it invalid
     (``x[i] - x[i]`` is 0: index i then subscripts nothing). With ``windows``, a derived size
@@ -328,7 +335,7 @@ def case_op(
     from derive.language import parse
 
     for attempt in range(20):
-        op = random_op(seed, attempt, max_definitions, affine, windows, powers, constants)
+        op = random_op(seed, attempt, max_definitions, affine, windows, powers, constants, entries)
         try:  # as the language read text when the seeds were recorded: each keeps its op
             g = parse(op, text_ranges=False)
         except DerivationError:

@@ -107,6 +107,7 @@ def fuzz(
     widest: bool = False,
     powers: bool = False,
     constants: bool = False,
+    entries: bool = False,
 ) -> Summary:
     """Judge each seed's op: by value (:func:`~fuzz.check.run_case`), or with ``range_mode`` at
     scaled inputs (:func:`~fuzz.range.run_range_case`). The first case of each failing class
@@ -115,7 +116,8 @@ def fuzz(
     subscripts and windows (``fuzz.affine``), a mode of its own: the same seed, another op;
     ``windows`` draws them wider (``fuzz.ops.random_op``), a mode of its own again, as is
     ``powers`` (exponents that are not numbers, with any of the others); ``constants``
-    (leaves that are decimals far from 1) too. With
+    (leaves that are decimals far from 1) and ``entries`` (one entry of an axis of run-time
+    length, ``x[n, M - 1]``) too. With
     ``widest`` the verdict is the memory oracle's (``bench.widest.judge``): wrong where the
     widest tensor of the forward, backward and second order outgrows autograd's through the
     definitions, recorded as ``memory_s<seed>.py``."""
@@ -125,7 +127,7 @@ def fuzz(
 
         judge = memory
     summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest, timeout=timeout)
-    modes = (affine, windows, powers, constants)
+    modes = (affine, windows, powers, constants, entries)
     try:
         _judge_each(summary, judge, out, folder, shrink_wrong, max_shrinks, max_definitions, modes)
     except KeyboardInterrupt:  # Ctrl-C: the summary of the cases judged, not a traceback
@@ -142,7 +144,7 @@ def _judge_each(
     shrink_wrong: bool,
     max_shrinks: int,
     max_definitions: int,
-    modes: tuple[bool, bool, bool, bool],
+    modes: tuple[bool, bool, bool, bool, bool],
 ) -> None:
     shrunk: set[str] = set()
     for seed in summary.seeds:

@@ -182,10 +182,14 @@ def delta_form(cx: Context, expr: sp.Expr, axes: tuple) -> str | tuple | None:
     if found is not None:
         delta, axis, data = found
         rest = _picked(expr, delta, axis, data)
-        source = [a for a in axes if a != axis] + [lim[0] for lim in expr.limits]
+        others = [a for a in axes if a != axis]
+        source = others + [lim[0] for lim in expr.limits]
         # the source is read over the other axes and the summed ones, in any order, and
-        # expanded over those it does not read (an embedding bag's grad_out over l)
-        return "scatter" if cx.scope(source).axes(rest) <= set(source) else None
+        # expanded over summed ones it does not read (an embedding bag's grad_out over l);
+        # one it is constant along among the other axes is broadcast after the scatter (a
+        # source expanded over it was a (J N G Y I) copy: --widest 15164)
+        read = cx.scope(source).axes(rest)
+        return "scatter" if set(others) <= read <= set(source) else None
     try:
         plain, picks = split_deltas(expr, axes)
     except ValueError:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import sympy as sp
 
 from derive import Op
 from derive.emit.generate import module_source
@@ -206,6 +207,22 @@ def test_constants_mode_draws_decimals_far_from_one() -> None:
     assert sum(large(op) for op in ops) >= 10
     assert not any(large(case_op(s)) for s in range(100))
     assert all(op.doc.endswith("(--constants)") for op in ops)  # how a regression replays it
+
+
+def test_entries_mode_reads_one_entry_of_an_axis_of_run_time_length() -> None:
+    """--entries: some subscripts over a size known at run time read one entry of the axis
+    (x[n, 0], x[n, M - 1]); a mode of its own, so that no plain seed's op changes."""
+    from derive.language import Definition
+    from derive.language.ranges import constant_reads
+
+    def reads_an_entry(op) -> bool:
+        steps = [s for s in parse(op).steps if isinstance(s, Definition)]
+        return any(constant_reads(ind) for s in steps for ind in s.body.atoms(sp.Indexed))
+
+    ops = [case_op(s, entries=True) for s in range(100)]
+    assert sum(map(reads_an_entry, ops)) >= 5
+    assert not any(reads_an_entry(case_op(s)) for s in range(100))
+    assert all(op.doc.endswith("(--entries)") for op in ops)
 
 
 def test_cases_do_not_depend_on_the_hash_seed() -> None:

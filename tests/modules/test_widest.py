@@ -24,8 +24,6 @@ FOUND = sorted((ROOT / "tests" / "regressions").glob("memory_s*.py"))
 
 # a degree over autograd's, known and left (docs/benchmarks.md, "The widest tensor")
 KNOWN = {
-    # its first backward counts labels, sum_b delta(z, labels[v, b]), as an (H, N, H) one-hot
-    "factor_of_a_second_limit": "a count of labels as a one-hot",
     # its second order holds a (T, T, T) temporary where autograd's widest is (T, T), on the
     # engine before the fourteenth session too (not located; docs/fuzzing.md, Open finds)
     "stabilised_gated_recurrence": "a (T, T, T) temporary in the second order",
@@ -73,7 +71,7 @@ def test_the_fuzzers_memory_verdict(tmp_path: Path) -> None:
     tensor outgrows autograd's is wrong ("memory"), one that does not passes."""
     from bench.widest import judge
 
-    known = _op(ROOT / "tests" / "cases" / "factor_of_a_second_limit.py")
+    known = _op(ROOT / "tests" / "cases" / "softmax_under_a_log_mask.py")
     outcome = judge(known, 0)
     assert (outcome.status, outcome.kind) == ("wrong", "memory"), outcome.line()
     assert judge(_op(ROOT / "ops" / "softmax.py"), 0).status == "passed"
