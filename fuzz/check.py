@@ -26,9 +26,9 @@ import torch
 
 from derive.emit.generate import module_source
 from derive.errors import DerivationError, EngineBug
-from derive.language import Definition, Graph, Op, parse
+from derive.language import Graph, Op, parse
 from derive.language.guards import data_guards
-from derive.language.ranges import constant_reads
+from derive.language.ranges import entries_read
 from derive.verify.check import ignored_as, index_limits, needs_alone, with_derived
 from derive.verify.check import load_module as load_path
 from derive.verify.oracle import (
@@ -133,13 +133,9 @@ def degenerate_sizes(graph: Graph, seed: int, distinct: bool) -> list[str]:
     it leaves too short for an entry a definition reads (``h[b, 1, c]`` with T = 1)."""
     sizes = _draw_sizes(graph, seed, distinct)
     bad = [f"{d} = {sizes[d]}" for d in sorted(graph.derived, key=str) if sizes[d] <= 0]
-    for step in graph.steps:
-        if not isinstance(step, Definition):
-            continue
-        for ind in sorted(step.body.atoms(sp.Indexed), key=sp.default_sort_key):
-            for size, need, pos in constant_reads(ind):
-                if int(size.subs(sizes)) < need:
-                    bad.append(f"{size} = {int(size.subs(sizes))}: {ind} reads entry {pos}")
+    for size, need, ind, pos in entries_read(graph.steps):
+        if int(size.subs(sizes)) < need:
+            bad.append(f"{size} = {int(size.subs(sizes))}: {ind} reads entry {pos}")
     return bad
 
 

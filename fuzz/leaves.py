@@ -95,7 +95,7 @@ class Leaves:
     # its own: None unless --constants (a leaf of its drawing: another op for each seed)
     large: random.Random | None = None
     # one entry of an axis whose size is known only at run time (h[b, 0, c], h[b, T - 1, c]),
-    # a stream of its own: a seed's op is the one it drew before, unless this stream fires
+    # a stream of its own: None unless --entries (where it fires, the seed draws another op)
     entries: random.Random | None = None
     parents: dict = field(default_factory=dict)  # a window's derived size -> its axis: L -> T
     forms: dict = field(default_factory=dict)  # size -> the subscript of a window being drawn

@@ -19,7 +19,7 @@ from derive.emit.window_checks import param_checks, window_sizes
 from derive.language import Definition, Graph, ReduceMax, Tensor
 from derive.language.argmax import radix_checks
 from derive.language.guards import Ignored, data_guards
-from derive.language.ranges import constant_reads
+from derive.language.ranges import entries_read
 from derive.names import BATCH_SHAPE
 
 
@@ -263,16 +263,15 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
                 and polynomial
             ):
                 found.setdefault(p.base, "it divides")
-        for ind in sorted(step.body.atoms(sp.Indexed), key=sp.default_sort_key):
-            for size, need, pos in constant_reads(ind):  # h[b, 1, c], h[b, S - 2, c]: S >= 2
-                if need > entries.get(size, (0, ""))[0]:
-                    entries[size] = (need, f"{ind} reads entry {pos} of an axis of size {size}")
         for r in step.body.atoms(ReduceMax):
             for _, lo, hi in r.limits:
                 found.setdefault(hi - lo + 1, "a Max runs over it")
             for gap, radix, extent in radix_checks(r):  # W - K + 1: two positions, one argmax
                 why = f"a Max's argmax counts in {radix}, so its window ({extent}) must fit in it"
                 found.setdefault(gap, why)
+    for size, need, ind, pos in entries_read(g.steps):  # h[b, 1, c], h[b, S - 2, c]: S >= 2
+        if need > entries.get(size, (0, ""))[0]:
+            entries[size] = (need, f"{ind} reads entry {pos} of an axis of size {size}")
     for size, (need, why) in entries.items():
         found.setdefault(size - need + 1, why)
     for size, why in window_sizes(g).items():

@@ -113,6 +113,19 @@ def constant_reads(ind: sp.Indexed) -> list[tuple[sp.Expr, int, sp.Expr]]:
     return found
 
 
+def entries_read(steps: list) -> list[tuple[sp.Expr, int, sp.Indexed, sp.Expr]]:
+    """(size, entries, read, subscript) for every :func:`constant_reads` subscript of every
+    definition among ``steps``, in a fixed order: what the generated forward checks and the
+    fuzzer's draw must leave room for."""
+    found = []
+    for step in steps:
+        if not isinstance(step, Definition):
+            continue
+        for ind in sorted(step.body.atoms(sp.Indexed), key=sp.default_sort_key):
+            found += [(size, need, ind, pos) for size, need, pos in constant_reads(ind)]
+    return found
+
+
 class Ranges(dict):
     """The ranges a definition is parsed with: the op's ``ranges=`` (``user``, what a message
     names) and those its text shows (:func:`derive.language.parse._written_ranges`)."""
