@@ -22,6 +22,7 @@ from derive.emit.checks import (
     output_expr,
     param_signature,
     param_values,
+    data_index_ranges,
     range_checks,
     rest_dims,
 )
@@ -101,6 +102,7 @@ def _lowerer(d: Derivation, device_of: str) -> Lowerer:
         guarded=guarded,
         derived=g.derived,
         data_ranges=argmax_ranges(d),
+        checked=set(data_index_ranges(g)),
         integers={n for n, t in g.tensors.items() if t.integer} | {a.name for a in argmaxes},
         finite=set(g.inputs) | {GRAD_OUT},
         params={p.name: v for p, v in g.params.items()},

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derive.emit.checks import (
+    data_index_ranges,
     elementwise,
     first_float,
     input_checks,
@@ -109,6 +110,7 @@ def _lines(tg: Tangents, flat: bool) -> tuple[list[str], Lowerer]:
         guarded=guarded_data(g),
         derived=g.derived,
         data_ranges=max_ranges(tg.graph.steps, tg.argmaxes),
+        checked=set(data_index_ranges(g)),
         integers={n for n, t in g.tensors.items() if t.integer} | set(tg.argmaxes.values()),
         finite=set(g.inputs),
         params={p.name: v for p, v in g.params.items()},

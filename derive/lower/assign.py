@@ -33,6 +33,7 @@ from derive.ir.printer import Precedence, precedence
 from derive.language.argmax import fold_digits
 from derive.lower import bounds
 from derive.lower.context import Context, lowers_to_int
+from derive.lower.equalities import as_scatter, gathered
 from derive.lower.fusions import fuse
 from derive.lower.indexing import affine_value, padded_part, within
 from derive.lower.reductions import counted, sum_value
@@ -58,7 +59,8 @@ def assign(cx: Context, name: str, expr: sp.Expr, axes: tuple, dims: tuple) -> N
     """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
     cx.claim(name)
     cx.learn(zip(axes, dims, strict=True))
-    expr = safe_indices(cx, slice_constants(cx, expr))
+    expr = safe_indices(cx, gathered(cx, slice_constants(cx, expr)))
+    expr = equality_scatter(cx, expr, axes) or expr
     if not expr.has(sp.KroneckerDelta):
         return _assign_plain(cx, name, expr, axes)
     if stack(cx, name, expr, axes):
@@ -144,6 +146,14 @@ def _coefficient_inside(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Expr:
     if _solved_deltas(cx, inside, axes) is not None or is_scatter(cx, inside, axes):
         return inside
     return expr
+
+
+def equality_scatter(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Sum | None:
+    """``expr``'s equality ``k[n] == g`` as the delta of a scatter
+    (:func:`derive.lower.equalities.as_scatter`) where :func:`scatter` then writes it; else
+    None."""
+    found = as_scatter(cx, expr, axes)
+    return found if found is not None and is_scatter(cx, found, axes) else None
 
 
 def nested_inside(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Expr:
@@ -336,19 +346,27 @@ def scatter(cx: Context, name: str, e: sp.Sum, axes: tuple) -> None:
     shape = tuple(cx.size(a) for a in axes)
     src = source if len(bound) == 1 else ir.Reshape(source, tuple(flat))
     src, like = _buffer_like(cx, src)
+    # positions that may lie past the axis (an equality's data, derive.lower.equalities) add
+    # into a spare entry one past it, cut off after
+    spare = data.base.label.name in cx.spare
+    if spare:
+        shape = shape[:pos] + (cx.value(cx.sizes[axis] + 1, []),) + shape[pos + 1 :]
     zeros = ir.Zeros(shape, like, axes=axes)
     if scatter_reads(data, axes, set(bound)) == set(bound):
         index = cx.value(data, bound)
         idx = index if len(bound) == 1 else ir.Reshape(index, (merged,))
         cx.emit(ir.Assign((name,), ir.IndexAdd(zeros, pos, idx, src, axes=axes)))
-        return
-    order = tuple(src_order)
-    index = ir.Expand(
-        align(cx.value(data, src_order), order), tuple(map(cx.size, order)), axes=order
-    )
-    idx = index if len(bound) == 1 else ir.Reshape(index, tuple(flat))
-    cx.emit(ir.Assign((name,), zeros))
-    cx.emit(ir.ScatterAdd(name, pos, idx, src))
+    else:
+        order = tuple(src_order)
+        index = ir.Expand(
+            align(cx.value(data, src_order), order), tuple(map(cx.size, order)), axes=order
+        )
+        idx = index if len(bound) == 1 else ir.Reshape(index, tuple(flat))
+        cx.emit(ir.Assign((name,), zeros))
+        cx.emit(ir.ScatterAdd(name, pos, idx, src))
+    if spare:
+        cut = ir.Narrow(ir.Ref(name), pos, ir.Number(0), cx.size(axis), axes=axes)
+        cx.emit(ir.Assign((name,), cut))
 
 
 def _view_root(node: ir.Node) -> ir.Node:

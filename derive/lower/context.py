@@ -137,6 +137,12 @@ class Context:
     # int data whose values are known to lie in 0..hi (an argmax the forward saved: the position
     # of a Max over 0..hi), name -> hi, for proofs that an index built from it stays in range
     data_ranges: dict[str, sp.Expr | Digits] = field(default_factory=dict)
+    # (int data, size) the module checks before any kernel reads it: every entry lies in
+    # [0, size), as a subscript of an axis of that size asks (derive.emit.checks)
+    checked: set[tuple[str, sp.Expr]] = field(default_factory=set)
+    # int tensors the function makes from data compared with an index, each entry outside the
+    # index's axis sent one past it (derive.lower.equalities.spare_index): name -> (data, size)
+    spare: dict[str, tuple[str, sp.Expr]] = field(default_factory=dict)
     # the int tensors (inputs, saved argmaxes): a 0-d one is read as a real symbol, as every
     # 0-d tensor is, and an argmax's digits (floor(a/W), Mod(a, W)) need to know it is whole
     integers: set[str] = field(default_factory=set)

@@ -60,6 +60,7 @@ from derive.lower.arithmetic import (
 )
 from derive.lower.assign import (
     assign,
+    equality_scatter,
     is_scatter,
     is_solved_scatter,
     nested_inside,
@@ -92,6 +93,7 @@ class Lowerer:
         guarded: set[str] | None = None,
         derived: dict[sp.Symbol, sp.Expr] | None = None,
         data_ranges: dict[str, sp.Expr | Digits] | None = None,
+        checked: set[tuple[str, sp.Expr]] | None = None,
         integers: set[str] | None = None,
         finite: set[str] | None = None,
         params: Mapping[str, float] | None = None,
@@ -104,6 +106,7 @@ class Lowerer:
         )
         self.context.derived.update(derived or {})
         self.context.data_ranges.update(data_ranges or {})
+        self.context.checked.update(checked or ())
         self.context.integers.update(integers or ())
         self.context.finite.update(finite or ())
         maxima, shifted = shifted_maxima(steps or [])  # the forward's steps (a product's order)
@@ -322,7 +325,7 @@ def _sum(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node:
     free = free_indices(e)
     axes = tuple(a for a in order if a in free)
     if len(axes) == len(free) and cx.recall(e) is None:
-        write, flat = None, nested_inside(cx, e, axes)
+        write, flat = None, equality_scatter(cx, e, axes) or nested_inside(cx, e, axes)
         if is_solved_scatter(cx, e, axes):  # every delta solved, as an assignment tries first
             write, flat = solved_scatter, e
         elif is_scatter(cx, flat, axes):  # a count's sum inside unnested: an embedding bag

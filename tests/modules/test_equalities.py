@@ -1,0 +1,110 @@
+"""An equality between int data and an index, ``where(seg[n] == g, x[n, d], 0)``, lowered as
+the scatter and gather it is (derive/lower/equalities.py), checked at the entries no draw of
+``derive check`` makes: data outside the axis it is compared with (a -1 padding segment, a
+destination past the last node). Such an entry matches no index: it adds nothing forward,
+and its row's gradient is 0. The references are dense equality masks written from the
+definitions in plain torch, so the scatter, its clamp and its guard are checked against
+the math, not against themselves: forward, gradient, double backward and tangent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.func import jvp
+
+from tests.modules.emitted import imported
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+DT = torch.float64
+
+
+def _segment_reference(x: torch.Tensor, seg: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    mask = (seg[:, None] == torch.arange(b.shape[0])).to(DT)  # (N, G): no row for -1 or G
+    s = b + mask.T @ x
+    c = mask.sum(0)
+    return torch.tanh(s) / (1 + c)[:, None]
+
+
+def _messages_reference(x, src, dst, W):
+    h = x[src] @ W
+    mask = (dst[:, None] == torch.arange(x.shape[0])).to(DT)
+    return torch.relu(mask.T @ h)
+
+
+def _segment_inputs() -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(9, 4, generator=gen, dtype=DT)
+    seg = torch.tensor([0, -1, 2, 5, 2, 0, 3, -7, 1])  # G = 4: -1, 5 and -7 are no segment
+    b = torch.randn(4, 4, generator=gen, dtype=DT)
+    return x, seg, b
+
+
+def _messages_inputs() -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(5, 3, generator=gen, dtype=DT)
+    src = torch.tensor([0, 1, 2, 3, 4, 4, 1, 0])
+    dst = torch.tensor([1, -1, 2, 5, 0, 1, 4, 3])  # V = 5: -1 and 5 reach no node
+    W = torch.randn(3, 6, generator=gen, dtype=DT)
+    return x, src, dst, W
+
+
+CASES_AND_REFERENCES = [
+    ("segment_sums.py", _segment_reference, _segment_inputs, (0, 2)),
+    ("gnn_messages.py", _messages_reference, _messages_inputs, (0, 3)),
+]
+
+
+@pytest.mark.parametrize(("case", "reference", "inputs", "floats"), CASES_AND_REFERENCES)
+def test_data_outside_the_axis_adds_nothing(case, reference, inputs, floats, tmp_path) -> None:
+    module, _ = imported(CASES / case, tmp_path)
+    args = inputs()
+    want = reference(*args)
+    out, saved = module.forward(*args)
+    torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-14)
+    grad_out = torch.randn(want.shape, generator=torch.Generator().manual_seed(7), dtype=DT)
+    leaves = [a.clone().requires_grad_() if k in floats else a for k, a in enumerate(args)]
+    want_grads = torch.autograd.grad(reference(*leaves), [leaves[k] for k in floats], grad_out)
+    grads = module.backward(grad_out, saved)
+    for k, want_grad in zip(floats, want_grads, strict=True):
+        torch.testing.assert_close(grads[k], want_grad, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize(("case", "reference", "inputs", "floats"), CASES_AND_REFERENCES)
+def test_second_order_and_tangent_outside_the_axis(case, reference, inputs, floats, tmp_path):
+    module, _ = imported(CASES / case, tmp_path)
+    args = inputs()
+    gen = torch.Generator().manual_seed(8)
+
+    def through(f):
+        def run(*floats_in):
+            full = list(args)
+            for k, v in zip(floats, floats_in, strict=True):
+                full[k] = v
+            return f(*full)
+
+        return run
+
+    ours, theirs = through(module.Function.apply), through(reference)
+    primals = [args[k] for k in floats]
+    tangents = [torch.randn(p.shape, generator=gen, dtype=DT) for p in primals]
+    got = jvp(ours, tuple(primals), tuple(tangents))
+    want = jvp(theirs, tuple(primals), tuple(tangents))
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+    # the double backward: the gradient of <grad, v> in every float input and the cotangent
+    cot = torch.randn(want[0].shape, generator=gen, dtype=DT)
+    results = []
+    for f in (ours, theirs):
+        leaves = [p.clone().requires_grad_() for p in primals]
+        w = cot.clone().requires_grad_()
+        grads = torch.autograd.grad(f(*leaves), leaves, w, create_graph=True)
+        total = sum((g * t).sum() for g, t in zip(grads, tangents, strict=True))
+        results.append(torch.autograd.grad(total, [*leaves, w], allow_unused=True))
+    for a, b in zip(*results, strict=True):
+        if a is None or b is None:
+            assert (a is None or not a.any()) and (b is None or not b.any())
+            continue
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
