@@ -15,6 +15,7 @@ from pathlib import Path
 import sympy as sp
 
 from derive.emit.checks import (
+    data_index_ranges,
     elementwise,
     first_float,
     input_checks,
@@ -22,7 +23,6 @@ from derive.emit.checks import (
     output_expr,
     param_signature,
     param_values,
-    data_index_ranges,
     range_checks,
     rest_dims,
 )

@@ -84,8 +84,10 @@ def _read_at(
 def _rows_of(value: sp.Expr) -> bool:
     """An entry of data read at distinct plain indices (``seg[n]``), which a spare index of
     the same shape stands for."""
-    return isinstance(value, sp.Indexed) and len(set(value.indices)) == len(value.indices) and all(
-        isinstance(i, sp.Symbol) for i in value.indices
+    return (
+        isinstance(value, sp.Indexed)
+        and len(set(value.indices)) == len(value.indices)
+        and all(isinstance(i, sp.Symbol) for i in value.indices)
     )
 
 
@@ -102,9 +104,7 @@ def _finite(cx: Context, f: sp.Expr) -> bool:
     return isinstance(f, sp.Indexed) and f.base.label.name in cx.finite
 
 
-def _named(
-    cx: Context, part: sp.Expr, lim: tuple, outer: set, ranges: dict
-) -> sp.Indexed | None:
+def _named(cx: Context, part: sp.Expr, lim: tuple, outer: set, ranges: dict) -> sp.Indexed | None:
     """``part`` computed over (g, its other indices) into a name of its own, read back at
     them; None where it reads an index of ``outer`` or one of no known range."""
     g, _, hi = lim

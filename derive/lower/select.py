@@ -150,13 +150,7 @@ def where_value(cx: Context, e: where, order: list[sp.Symbol]) -> ir.Node:
         a = _tensor(a, cx.like)
         b = _tensor(b, cx.like) if _beyond_float32(b) else b
         return ir.Where(cond, a, b, axes=cond.axes)
-    if (
-        isinstance(a, ir.Where)
-        and b.scalar
-        and a.b == b
-        and not cond.scalar
-        and not a.cond.scalar
-    ):
+    if isinstance(a, ir.Where) and b.scalar and a.b == b and not cond.scalar and not a.cond.scalar:
         # where(c1, where(c2, x, v), v) = where(c1 & c2, x, v): one pass over x, not two (a
         # read kept inside an axis, 0 <= k <= G - 1: derive.lower.equalities)
         inner = union([cond.axes, a.cond.axes], order)
