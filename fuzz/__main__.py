@@ -66,6 +66,13 @@ def main(argv: list[str] | None = None) -> int:
         " last token): another op for the seeds where it fires; combines with the others",
     )
     parser.add_argument(
+        "--segments",
+        action="store_true",
+        help="put some Sums' bodies under an equality of int data and an index (where(k[n] =="
+        " g, .., 0): a segment sum, a pick), the data compared only and drawn past the axis"
+        " too: another op for the seeds where it fires; combines with the others",
+    )
+    parser.add_argument(
         "--widest",
         action="store_true",
         help="judge memory instead of values: wrong where the widest tensor of the forward,"
@@ -97,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         powers=args.powers,
         constants=args.constants,
         entries=args.entries,
+        segments=args.segments,
     )
     print(summary.text())
     if summary.interrupted:

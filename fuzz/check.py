@@ -90,7 +90,9 @@ def deadline(seconds: float | None):
 def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tensor]:
     """Inputs of the declared shapes: floats uniform in [-1.5, 1.5], ints in their range, and
     -1 too where every read of the int tensor is guarded (``where(t[n] >= 0, x[n, t[n]], 0)``;
-    drawn as the value a ``t[n] != -100`` ignores).
+    drawn as the value a ``t[n] != -100`` ignores); in an op drawn ``--segments``, an int
+    tensor no subscript reads in [-1, 6] (in [0, 2] as before elsewhere: a plain seed's
+    inputs are the ones it always drew).
     Sizes are drawn again while a derived one is not positive (``L = T - K + 1``); distinct
     sizes (2 and up) for the first 100 tries, then any: ``J = floor((1 - V)/dil) + 1`` is
     positive only at V = 1 (fuzz --affine 2287 was skipped, never judged)."""
@@ -98,13 +100,18 @@ def draw_inputs(graph: Graph, seed: int, distinct: bool) -> dict[str, torch.Tens
     sizes = _draw_sizes(graph, seed, distinct)
     bounds = index_limits(graph, sizes)
     guarded = data_guards(graph)
+    segments = "--segments" in (graph.op.doc or "")  # the mode the op was drawn in
     inputs = {}
     for name in graph.inputs:
         t = graph.tensors[name]
         # a derived size may be negative in a degenerate draw (R = (K - U) // stride + 1 over
         # an input idx[R]): no such tensor exists, an empty one stands in (--windows 13834)
         shape = tuple(max(0, int(sp.sympify(d).subs(sizes))) for d in t.dims)
-        if t.integer:
+        if t.integer and segments and name not in bounds and name not in guarded:
+            # compared only (--segments' where(k[n] == g, ..)): entries past either end of
+            # any axis of the sizes drawn, which match no index
+            inputs[name] = torch.randint(-1, 7, shape, generator=gen)
+        elif t.integer:
             low = -1 if name in guarded else 0
             drawn = torch.randint(low, max(1, bounds.get(name, 3)), shape, generator=gen)
             inputs[name] = ignored_as(drawn, guarded.get(name))

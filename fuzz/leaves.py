@@ -21,6 +21,7 @@ RESERVED = {"e", "E", "pi", "batch", "Batch", "view", "Sum", "Max", "Min", "S", 
 
 DATA = 0.02  # an index of an access replaced by an int tensor entry: x[n, t[n]]
 ENTRIES = 0.03  # of subscripts over a size known at run time: one entry of the axis
+SEGMENTS = 0.5  # of Sums (--segments): the body under where(k[n] == g, .., 0), k compared only
 DIAGONAL = 0.03  # x[i, i]: a repeated index in one access
 MULTI_DATA = 0.05  # a second data subscript in one access: x[t[n], u[n]]
 
@@ -97,6 +98,9 @@ class Leaves:
     # one entry of an axis whose size is known only at run time (h[b, 0, c], h[b, T - 1, c]),
     # a stream of its own: None unless --entries (where it fires, the seed draws another op)
     entries: random.Random | None = None
+    # an equality of compared-only int data and an index, where(k[n] == g, .., 0), under a
+    # Sum (a segment sum, a GNN's messages), a stream of its own: None unless --segments
+    segments: random.Random | None = None
     parents: dict = field(default_factory=dict)  # a window's derived size -> its axis: L -> T
     forms: dict = field(default_factory=dict)  # size -> the subscript of a window being drawn
     ranged: dict = field(default_factory=dict)  # index -> size, each index an affine read uses
@@ -132,6 +136,26 @@ class Leaves:
         t = Tensor(self.name(INT_NAMES), dims, integer=True, bound=bound)
         self.inputs.append(t)
         return t
+
+    def segment(self, body: str, every: dict) -> str:
+        """``body`` under ``where(k[..] == g, body, 0)`` (or ``where(k[..] != g, 0, body)``)
+        with g one of the indices ``every`` holds (a Sum's and the scope's) and k a new int
+        input over one or two of the others, compared only: no subscript, so its entries may
+        lie outside g's axis (``fuzz.check.draw_inputs``), which match no g. Where the Sum
+        runs over k's indices and g is free, a segment sum; where it runs over g, a pick.
+        With ``--segments`` only, from a stream of its own."""
+        if self.segments is None or len(every) < 2 or self.segments.random() >= SEGMENTS:
+            return body
+        names = sorted(every)
+        g = self.segments.choice(names)
+        others = [i for i in names if i != g]
+        chosen = self.segments.sample(others, self.segments.randint(1, min(2, len(others))))
+        t = Tensor(self.name(INT_NAMES), tuple(every[i] for i in chosen), integer=True)
+        self.inputs.append(t)
+        read = f"{t.name}[{', '.join(chosen)}]"
+        if self.segments.random() < 0.7:
+            return f"where({read} == {g}, {body}, 0)"
+        return f"where({read} != {g}, 0, {body})"
 
     def floats(self) -> list[Tensor]:
         return [t for t in self.inputs if not t.integer] + self.defs

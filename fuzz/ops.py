@@ -81,6 +81,8 @@ class _Builder(Windows):
             g += self.rng.sample(extra, self.rng.randint(0 if g else 1, min(1, len(extra))))
             self.rng.shuffle(g)
         factors = " * ".join(self.factor(g, every).text for g in groups)
+        if bound:
+            factors = self.segment(factors, every)
         body = f"Sum({factors}, {', '.join(bound)})" if bound else factors
         if self.rng.random() < 0.3 and scope:
             keep = self.rng.sample(list(scope), self.rng.randint(1, len(scope)))
@@ -109,7 +111,7 @@ class _Builder(Windows):
         inner = self.expr({**scope, **bound}, self.rng.randint(1, 2), frozenset({**scope, **bound}))
         if is_max:
             return f"Max({inner.text}, {', '.join(bound)})"  # a reduce-max is the whole RHS
-        body = f"Sum({inner.text}, {', '.join(bound)})"
+        body = f"Sum({self.segment(inner.text, {**scope, **bound})}, {', '.join(bound)})"
         return body + (
             f" / {self.rng.choice(list(bound.values()))}" if self.rng.random() < 0.3 else ""
         )
@@ -229,6 +231,7 @@ def random_op(
     powers: bool = False,
     constants: bool = False,
     entries: bool = False,
+    segments: bool = False,
 ) -> Op:
     """The op of one fuzz case: 1 to ``max_definitions`` definitions, names and shapes at random.
 
@@ -242,7 +245,10 @@ def random_op(
     ``constants`` draws some leaves as decimals far from 1 (``-10000.0``, ``1000.5``), from a
     stream of its own: a mode of its own, as each seed's op changes. ``entries`` reads some
     axes of run-time length at one entry (``x[n, 0]``, ``x[n, M - 1]``), from a stream of its
-    own: a mode of its own too, as the seeds it fires in draw another op.
+    own: a mode of its own too, as the seeds it fires in draw another op. ``segments`` puts
+    some Sums' bodies under an equality of compared-only int data and an index
+    (``where(k[n] == g, .., 0)``: a segment sum, a pick), from a stream of its own: a mode
+    of its own.
     """
     affine = affine or windows
     rng = random.Random(f"{seed}/{attempt}")
@@ -262,6 +268,7 @@ def random_op(
     b.exponents = random.Random(f"{seed}/{attempt}/exponents") if powers else None
     b.large = random.Random(f"{seed}/{attempt}/constants") if constants else None
     b.entries = random.Random(f"{seed}/{attempt}/entries") if entries else None
+    b.segments = random.Random(f"{seed}/{attempt}/segments") if segments else None
     if b.later.random() < WHOLE_INPUT:
         b.new_input(())
     if rng.random() < HEADS:
@@ -278,19 +285,26 @@ def random_op(
         definitions=b.lines,
         params=dict(sorted(b.params.items())),
         sizes=dict(b.derived),
-        doc=f"fuzz case, seed {seed}" + _mode(affine, windows, powers, constants, entries),
+        doc=f"fuzz case, seed {seed}"
+        + _mode(affine, windows, powers, constants, entries, segments),
         stepwise=b.stepwise,
     )
     return dataclasses.replace(op, ranges=b.declared_ranges(op)) if affine else op
 
 
 def _mode(
-    affine: bool, windows: bool, powers: bool, constants: bool = False, entries: bool = False
+    affine: bool,
+    windows: bool,
+    powers: bool,
+    constants: bool = False,
+    entries: bool = False,
+    segments: bool = False,
 ) -> str:
     flags = ["--windows"] if windows else ["--affine"] if affine else []
     flags += ["--powers"] if powers else []
     flags += ["--constants"] if constants else []
     flags += ["--entries"] if entries else []
+    flags += ["--segments"] if segments else []
     return f" ({' '.join(flags)})" if flags else ""
 
 
@@ -327,6 +341,7 @@ def case_op(
     powers: bool = False,
     constants: bool = False,
     entries: bool = False,
+    segments: bool = False,
 ) -> Op:
     """``random_op`` for this seed, drawn again while SymPy's own simplification leaves it invalid
     (``x[i] - x[i]`` is 0: index i then subscripts nothing). With ``windows``, a derived size
@@ -335,7 +350,9 @@ def case_op(
     from derive.language import parse
 
     for attempt in range(20):
-        op = random_op(seed, attempt, max_definitions, affine, windows, powers, constants, entries)
+        op = random_op(
+            seed, attempt, max_definitions, affine, windows, powers, constants, entries, segments
+        )
         try:  # as the language read text when the seeds were recorded: each keeps its op
             g = parse(op, text_ranges=False)
         except DerivationError:

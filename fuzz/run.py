@@ -108,6 +108,7 @@ def fuzz(
     powers: bool = False,
     constants: bool = False,
     entries: bool = False,
+    segments: bool = False,
 ) -> Summary:
     """Judge each seed's op: by value (:func:`~fuzz.check.run_case`), or with ``range_mode`` at
     scaled inputs (:func:`~fuzz.range.run_range_case`). The first case of each failing class
@@ -117,7 +118,8 @@ def fuzz(
     ``windows`` draws them wider (``fuzz.ops.random_op``), a mode of its own again, as is
     ``powers`` (exponents that are not numbers, with any of the others); ``constants``
     (leaves that are decimals far from 1) and ``entries`` (one entry of an axis of run-time
-    length, ``x[n, M - 1]``) too. With
+    length, ``x[n, M - 1]``) and ``segments`` (equalities of compared-only int data and an
+    index, ``where(k[n] == g, .., 0)``) too. With
     ``widest`` the verdict is the memory oracle's (``bench.widest.judge``): wrong where the
     widest tensor of the forward, backward and second order outgrows autograd's through the
     definitions, recorded as ``memory_s<seed>.py``."""
@@ -127,7 +129,7 @@ def fuzz(
 
         judge = memory
     summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest, timeout=timeout)
-    modes = (affine, windows, powers, constants, entries)
+    modes = (affine, windows, powers, constants, entries, segments)
     try:
         _judge_each(summary, judge, out, folder, shrink_wrong, max_shrinks, max_definitions, modes)
     except KeyboardInterrupt:  # Ctrl-C: the summary of the cases judged, not a traceback
@@ -144,7 +146,7 @@ def _judge_each(
     shrink_wrong: bool,
     max_shrinks: int,
     max_definitions: int,
-    modes: tuple[bool, bool, bool, bool, bool],
+    modes: tuple[bool, bool, bool, bool, bool, bool],
 ) -> None:
     shrunk: set[str] = set()
     for seed in summary.seeds:

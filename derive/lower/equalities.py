@@ -65,6 +65,8 @@ def _read_at(
     g, lo, hi = lim
     if lo == 0 and _checked(cx, value, hi + 1):
         return replace_apart(body, {g: value})
+    if g not in body.free_symbols:  # a count of the matches: 1 where value lies in the axis
+        return _kept_inside(value, lo, hi, body)
     if lo != 0:
         return _masked(cx, value, lo, hi, body, g)
     outer = {x[0] for x in limits} - {g} | value.free_symbols

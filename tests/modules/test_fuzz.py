@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import sympy as sp
+import torch
 
 from derive import Op
 from derive.emit.generate import module_source
@@ -223,6 +224,37 @@ def test_entries_mode_reads_one_entry_of_an_axis_of_run_time_length() -> None:
     assert sum(map(reads_an_entry, ops)) >= 5
     assert not any(reads_an_entry(case_op(s)) for s in range(100))
     assert all(op.doc.endswith("(--entries)") for op in ops)
+
+
+def test_segments_mode_compares_int_data_with_an_index() -> None:
+    """--segments: some Sums' bodies stand under ``where(k[..] == g, .., 0)`` with k an int
+    input no subscript reads, drawn past its axis at both ends (entries that match no g); a
+    mode of its own, so that no plain seed's op changes."""
+    from fuzz.check import draw_inputs
+
+    def compared(op) -> list[str]:
+        g = parse(op)
+        read = {s.base.label.name for x in g.steps for s in _subscripts(x)}
+        return [n for n in g.inputs if g.tensors[n].integer and n not in read]
+
+    def values(ops) -> torch.Tensor:
+        drawn = [draw_inputs(parse(op), 0, True)[n] for op in ops for n in compared(op)]
+        return torch.cat([t.flatten() for t in drawn])
+
+    ops = [case_op(s, segments=True) for s in range(60)]
+    equalities = [op for op in ops if any("==" in d or "!=" in d for d in op.definitions)]
+    assert sum(bool(compared(op)) for op in equalities) >= 10
+    assert all(op.doc.endswith("(--segments)") for op in ops)
+    assert values(ops).min() == -1 and values(ops).max() == 6
+    # a plain op whose int input is compared only (its reads simplified away, a guard) draws
+    # it as it always did
+    plain = [case_op(s) for s in range(100)]
+    assert values(plain).min() == 0 and values(plain).max() == 2
+
+
+def _subscripts(step) -> list:
+    body = getattr(step, "body", sp.S.Zero)
+    return [i for ind in body.atoms(sp.Indexed) for i in ind.indices if isinstance(i, sp.Indexed)]
 
 
 def test_cases_do_not_depend_on_the_hash_seed() -> None:
