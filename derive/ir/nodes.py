@@ -439,6 +439,18 @@ class Matmul(Node):
 
 
 @dataclass(frozen=True)
+class Cheaper(Node):
+    """``(a if cost_a <= cost_b else b)``: one value by two orders of contraction, the one
+    with fewer multiplies at the sizes of the call (python numbers: known per call). Only the
+    chosen order runs."""
+
+    cost_a: Node
+    a: Node
+    cost_b: Node
+    b: Node
+
+
+@dataclass(frozen=True)
 class Addmm(Node):
     """``torch.addmm(bias, left, right)``: a matmul with the bias added in its kernel."""
 

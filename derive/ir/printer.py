@@ -276,6 +276,10 @@ class TorchPrinter:
         a, cond, b = (self.doprint(n) for n in (node.a, node.cond, node.b))
         return f"({a} if {cond} else {b})"
 
+    def _print_Cheaper(self, node: ir.Cheaper) -> str:
+        a, ca, b, cb = (self.doprint(n) for n in (node.a, node.cost_a, node.b, node.cost_b))
+        return f"({a} if {ca} <= {cb} else {b})"
+
     def _print_Given(self, node: ir.Given) -> str:
         return " or ".join(f"{ir.PRESENT}[{k}]" for k in node.on)
 

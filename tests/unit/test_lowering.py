@@ -128,11 +128,13 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ["out[g, d] = b[g, d] + Sum(where(seg[n] == g, c[seg[n]] * x[n, d], 0), n)"],
             "sum_c_seg_x = _index_add(added.new_zeros((G, D)), 0, seg, added)",
         ),
-        # a chain of three: contracted pair by pair, each pair a matmul
+        # a chain of three: contracted pair by pair, each pair a matmul, (a b) c or a (b c)
+        # as the sizes at the call make fewer multiplies (I J K + I K L against I J L + J K L)
         (
             ["a[I, J]", "b[J, K]", "c[K, L]"],
             ["out[i, l] = Sum(a[i, j] * b[j, k] * c[k, l], j, k)"],
-            "out = a @ b @ c",
+            "out = a @ b @ c if I * J * K + I * K * L <= I * J * L + J * K * L"
+            " else a @ (c.T @ b.T).T",
         ),
         # A B v: B v first (J K + I J), not the I x K product A B that left-to-right builds;
         # each pair a matrix-vector product, so a matmul ((v B^T) A^T, python's left to right)
@@ -142,10 +144,11 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             "out = v @ B.T @ A.T",
         ),
         # the simplifier's nesting sum_l g[i,l] (sum_k b[j,k] c[k,l]) flattened: g c first
+        # where that is fewer multiplies at the call
         (
             ["a[I, J]", "b[J, K]", "c[K, L]"],
             ["out[i, l] = Sum(a[i, j] * b[j, k] * c[k, l], j, k)"],
-            "da = grad_out @ c.T @ b.T",
+            "grad_out @ c.T @ b.T",
         ),
         # an index named like a tensor (g) is still an axis of the einsum (fuzz seed 1168)
         (
