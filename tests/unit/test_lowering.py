@@ -128,6 +128,14 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ["out[g, d] = b[g, d] + Sum(where(seg[n] == g, c[seg[n]] * x[n, d], 0), n)"],
             "sum_c_seg_x = _index_add(added.new_zeros((G, D)), 0, seg, added)",
         ),
+        # a relative-position table's adjoint: the scores' adjoint (ds0, computed already)
+        # summed over the batch first, then its diagonals read (gathered over the batch
+        # first, a (B, TT, T) temporary; found probing: 27x autograd's time)
+        (
+            ["s0[B, T, T]", "tab[TT]"],
+            ["out[b, t, s] = exp(s0[b, t, s] + tab[t - s + T - 1])"],
+            "sum_grad_out_out = _sum_leading(ds0, 1)",
+        ),
         # a chain of three: contracted pair by pair, each pair a matmul, (a b) c or a (b c)
         # as the sizes at the call make fewer multiplies (I J K + I K L against I J L + J K L)
         (
