@@ -35,6 +35,11 @@ KNOWN = {
     # (N, C, C) where autograd's widest is (N, C), on the engine before language/logs.py too
     # (docs/fuzzing.md, Open finds)
     "softmax_under_a_log_mask": "an (N, C, C) exp in the second order",
+    # its second order reads grad_y at the table's diagonals under an equality with a clamped
+    # index that no rule solves, a (T, TT, B, T) where() (4,000 against 1,000 entries at
+    # doubled sizes), on the engine before the rule that sums its first order over the batch
+    # too (thirty-first session; docs/fuzzing.md, Open finds)
+    "relative_position_bias": "a (T, TT, B, T) where() in the second order",
 }
 
 
