@@ -358,9 +358,7 @@ def _double_backward(
     if needs[1] and present[0]:
         sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
         sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, db_dx, grad_y)
-        sum_db_dx_grad_y_rstd_xhat = (
-            torch.einsum("b,ba->ab", torch.einsum("b,b->b", rstd, sum_db_dx_xhat), grad_y) * xhat.T
-        ).sum(1)
+        sum_db_dx_grad_y_rstd_xhat = (rstd * sum_db_dx_xhat * grad_y.T * xhat.T).sum(1)
     if present[0]:
         del sum_db_dx_xhat
     if needs[1] and present[0]:

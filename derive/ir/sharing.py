@@ -69,6 +69,7 @@ def _products_read_again(block: list[ir.Statement]) -> list[ir.Statement]:
     of kernels where the product was made anyway. Only where the product is safe to share
     between its reads (nothing it reads written between them): elsewhere the fused form
     stays, one kernel against two."""
+    block = _matmuls_read_again(block)
     made: dict[_Key, list[int]] = {}
     for k, s in enumerate(block):
         for node in _products(s):
@@ -95,6 +96,34 @@ def _products_read_again(block: list[ir.Statement]) -> list[ir.Statement]:
             t, c = scaled
             return ir.Apply(ADD_SCALED + "({0}, {1}, {2})", (product, t, c), axes=n.axes)
         return ir.Apply(ADD_SCALED + "({0}, {1}, {2})", (r, product, n.args[3]), axes=n.axes)
+
+    return [rebuilt(s, lambda n, k=k: opened(n, k)) for k, s in enumerate(block)]
+
+
+def _matmuls_read_again(block: list[ir.Statement]) -> list[ir.Statement]:
+    """``block`` with each ``addmm(c, a, b)`` whose product ``a @ b`` the block also computes
+    written ``c + a @ b``, which the sharing then computes once: a SwiGLU's backward made
+    ``grad_out @ W2.T`` for one gate's adjoint and again inside the other's addmm (found
+    probing). Only where the product is safe to share between its reads."""
+    made: dict[_Key, list[int]] = {}
+    for k, s in enumerate(block):
+        nodes = list(_candidates(s))
+        if isinstance(s, ir.Assign) and len(s.targets) == 1:
+            nodes.append(s.value)
+        for node in nodes:
+            if isinstance(node, ir.Matmul):
+                made.setdefault(_unlabelled(node), []).append(k)
+    if not made:
+        return block
+
+    def opened(n: ir.Node, k: int) -> ir.Node:
+        if not isinstance(n, ir.Addmm):
+            return n
+        product = ir.Matmul(n.left, n.right, axes=n.axes)
+        at = made.get(_unlabelled(product), [])
+        if not at or not safe(block, product, sorted({*at, k})):
+            return n
+        return ir.Binary("+", n.bias, product, axes=n.axes)
 
     return [rebuilt(s, lambda n, k=k: opened(n, k)) for k, s in enumerate(block)]
 

@@ -26,6 +26,7 @@ from derive.lower.memo import canonical
 from derive.lower.scans import plan_scan, scan_value
 from derive.lower.value import (
     Scope,
+    align,
     filled,
     is_gate,
     matmul,
@@ -748,5 +749,9 @@ def _apart(a: sp.Expr, b: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
 
 def _contract(a: ir.Node, b: ir.Node, out: tuple, order: list) -> ir.Node:
     bound = [x for x in dict.fromkeys(a.axes + b.axes) if x not in out]
+    if not bound and set(a.axes) <= set(out) and set(b.axes) <= set(out):
+        # nothing summed: a product, one kernel (an einsum "ac,ac->ac" is a pass of its own
+        # through torch's einsum machinery, and reads as a contraction)
+        return ir.Binary("*", align(a, out), align(b, out), axes=out)
     mm = matmul(a, b, bound, out) if set(bound) <= set(a.axes) & set(b.axes) else None
     return mm if mm is not None else ir.Contract((a, b), tuple(order), axes=out)

@@ -136,6 +136,19 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ["out[b, t, s] = exp(s0[b, t, s] + tab[t - s + T - 1])"],
             "sum_grad_out_out = _sum_leading(ds0, 1)",
         ),
+        # a SwiGLU's backward: grad_out @ W2.T is made once, for both gates' adjoints (an
+        # addmm made it again; found probing), and a product that sums nothing is a product,
+        # not an einsum "ac,ac->ac"
+        (
+            ["x[N, D]", "W1[D, F]", "W3[D, F]", "W2[F, M]"],
+            [
+                "a[n, f] = Sum(x[n, d] * W1[d, f], d)",
+                "bb[n, f] = Sum(x[n, d] * W3[d, f], d)",
+                "h[n, f] = a[n, f] * sigmoid(a[n, f]) * bb[n, f]",
+                "out[n, m] = Sum(h[n, f] * W2[f, m], f)",
+            ],
+            "sum_W2_W3_a_grad_out_h_sigmoid0 = a * h_sigmoid0 * sum_W2_grad_out @ W3.T",
+        ),
         # a chain of three: contracted pair by pair, each pair a matmul, (a b) c or a (b c)
         # as the sizes at the call make fewer multiplies (I J K + I K L against I J L + J K L)
         (
@@ -809,6 +822,22 @@ def _compiled(op: Op) -> tuple[str, str, dict]:
     exec(compile(source, "t", "exec"), namespace)
     start = source.index("\ndef forward(")
     return source[start : source.index("\ndef ", start + 1)], source, namespace
+
+
+def test_a_product_made_anyway_is_not_made_again_in_an_addmm() -> None:
+    lines = _lines(
+        ["x[N, D]", "W1[D, F]", "W3[D, F]", "W2[F, M]"],
+        [
+            "a[n, f] = Sum(x[n, d] * W1[d, f], d)",
+            "bb[n, f] = Sum(x[n, d] * W3[d, f], d)",
+            "h[n, f] = a[n, f] * sigmoid(a[n, f]) * bb[n, f]",
+            "out[n, m] = Sum(h[n, f] * W2[f, m], f)",
+        ],
+    )
+    backward = lines[
+        lines.index("def backward(grad_out, saved, needs=(True, True, True, True)):") :
+    ]
+    assert sum("grad_out @ W2.T" in line or "grad_out, W2.T" in line for line in backward) == 1
 
 
 def test_a_gate_of_indices_alone_is_a_matrix_contracted() -> None:
