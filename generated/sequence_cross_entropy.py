@@ -120,9 +120,11 @@ def _check_range(name, t, size_name, size, before=False, guarded=False, ignored=
                 f" (an entry of {' or '.join(map(str, ignored))} is ignored)" if ignored else ""
             )
             skipped = " (a negative one is ignored)" if guarded else skipped
+            # from None: raised where a kernel's own IndexError is handled, whose traceback
+            # says nothing more (found probing)
             raise IndexError(
                 f"{OP}: {name} has values in [{lo}, {hi}], outside [0, {size_name}={size}){skipped}"
-            )
+            ) from None
 
 
 def _unbatched(t):

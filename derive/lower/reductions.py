@@ -211,7 +211,7 @@ def _gates_apart(cx: Context, e: sp.Sum) -> sp.Sum:
             a for a in inside if plain(a) and not lowers_to_int(cx, a) and not may_overflow(cx, a)
         ]
         rest = sp.Mul(*[a for a in inside if a not in reads])
-        if not reads or rest.atoms(sp.Indexed) or rest.is_number:
+        if not reads or rest.atoms(sp.Indexed):
             continue
         factors[k] = sp.Mul(where(f.args[0], rest, 0), *reads)
         changed = True
@@ -471,7 +471,8 @@ def _planned(
         return None
     ranges = ()
     if einsum:
-        factors, bound, ranges = _flattened(scope, factors, bound)
+        factors, bound, ranges, taken = _flattened(scope, factors, bound, grouped)
+        grouped = grouped if taken is None else taken
     axes = [tuple(dict.fromkeys(f.indices)) if plain(f) else _axes(scope, f) for f in factors]
     every = {a for ax in axes for a in ax}
     if einsum and not set(bound) <= every:
@@ -599,22 +600,32 @@ def _operand(cx: Context, f: sp.Expr, plan: Contraction, order: list) -> ir.Node
     return known
 
 
-def _flattened(scope: Scope, factors: tuple, bound: list) -> tuple[tuple, list, tuple]:
+def _flattened(
+    scope: Scope, factors: tuple, bound: list, grouped: sp.Expr | None = None
+) -> tuple[tuple, list, tuple, sp.Expr | None]:
     """sum_i g[i] sum_j A[i,j] B[j,k] -> sum_{i,j} g[i] A[i,j] B[j,k]: one contraction, so
     :func:`pairwise` may contract g A first (I J + J K) instead of the simplifier's nesting
     (A B first: I J K). A nested sum already computed, or read again elsewhere (shared with
-    another gradient: attention's ``sum_c Wo[h, d, c] g[b, t, c]``), stays: computed once."""
-    flat, bound, ranges = [], list(bound), []
+    another gradient: attention's ``sum_c Wo[h, d, c] g[b, t, c]``), stays: computed once.
+    One element-wise factor of a nested sum (a ReLU's mask, where the plan has none grouped
+    yet) comes out as an operand too, computed once over its axes, and returned: an MLP
+    written inline, ``sum_m g[n, m] sum_f H[n, f] W1[d, f] W2[f, m]``, contracted the mask
+    with both weights, an N x D x M product, where ``g W2`` first is N x F (found probing:
+    58x autograd's time)."""
+    flat, bound, ranges, taken = [], list(bound), [], None
     for f in factors:
         inner = [lim[0] for lim in f.limits] if isinstance(f, sp.Sum) else []
         parts = sp.Mul.make_args(f.function) if inner else ()
         others = set().union(*(g.free_symbols for g in without(factors, f)))
+        composite = [p for p in parts if _composite(scope, p)]
         if (
             inner
             and f not in scope.computed
             and canonical(f)[0] not in scope.shared
             and all(
-                isinstance(p, sp.Sum) or (plain(p) and all(scope.is_axis(i) for i in p.indices))
+                isinstance(p, sp.Sum)
+                or (plain(p) and all(scope.is_axis(i) for i in p.indices))
+                or (p in composite and len(composite) == 1 and grouped is None and taken is None)
                 for p in parts
             )
             and not set(inner) & (others | set(bound))
@@ -622,9 +633,10 @@ def _flattened(scope: Scope, factors: tuple, bound: list) -> tuple[tuple, list, 
             ranges += [(var, hi - lo + 1) for var, lo, hi in f.limits]
             flat.extend(parts)
             bound.extend(inner)
+            taken = composite[0] if composite else taken
         else:
             flat.append(f)
-    return tuple(flat), bound, tuple(ranges)
+    return tuple(flat), bound, tuple(ranges), taken
 
 
 def pairwise(

@@ -149,6 +149,14 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ],
             "sum_W2_W3_a_grad_out_h_sigmoid0 = a * h_sigmoid0 * sum_W2_grad_out @ W3.T",
         ),
+        # an MLP written inline: the relu's mask comes out of the nested sum as an operand,
+        # so g @ W2.T is made first (the mask with both weights was an N x D x M product;
+        # found probing: 58x autograd's time)
+        (
+            ["x[N, D]", "W1[D, F]", "W2[F, M]"],
+            ["out[n, m] = Sum(relu(Sum(x[n, d] * W1[d, f], d)) * W2[f, m], f)"],
+            "dx = grad_out @ W2.T * t_W1_x @ W1.T",
+        ),
         # a chain of three: contracted pair by pair, each pair a matmul, (a b) c or a (b c)
         # as the sizes at the call make fewer multiplies (I J K + I K L against I J L + J K L)
         (
