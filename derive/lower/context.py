@@ -141,8 +141,9 @@ class Context:
     # [0, size), as a subscript of an axis of that size asks (derive.emit.checks)
     checked: set[tuple[str, sp.Expr]] = field(default_factory=set)
     # int tensors the function makes from data compared with an index, each entry outside the
-    # index's axis sent one past it (derive.lower.equalities.spare_index): name -> (data, size)
-    spare: dict[str, tuple[str, sp.Expr]] = field(default_factory=dict)
+    # index's axis sent one past it (derive.lower.equalities.spare_index): name -> (the
+    # positions' expression, the size)
+    spare: dict[str, tuple[sp.Expr, sp.Expr]] = field(default_factory=dict)
     # the int tensors (inputs, saved argmaxes): a 0-d one is read as a real symbol, as every
     # 0-d tensor is, and an argmax's digits (floor(a/W), Mod(a, W)) need to know it is whole
     integers: set[str] = field(default_factory=set)

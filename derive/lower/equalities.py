@@ -73,14 +73,15 @@ def _read_at(
     body = _materialised(cx, body, lim, outer, ranges)
     at_g = [f for f in factors(body) if g in f.free_symbols]
     rest = [f for f in factors(body) if g not in f.free_symbols]
-    if not _rows_of(value) or not all(_finite(cx, f) for f in rest):
+    carrier = _carrier(cx, value)
+    if carrier is None or not all(_finite(cx, f) for f in rest):
         return _masked(cx, value, lo, hi, body, g)
     part = sp.Mul(*at_g)
     read = part if _read_by_rows(part, g) else _named(cx, part, lim, outer, ranges)
     if read is None:
         return _masked(cx, value, lo, hi, body, g)
     padded = _padded(cx, read, g, hi + 1)
-    return sp.Mul(*rest) * replace_apart(padded, {g: spare_index(cx, value, hi + 1)})
+    return sp.Mul(*rest) * replace_apart(padded, {g: spare_index(cx, value, carrier, hi + 1)})
 
 
 def _rows_of(value: sp.Expr) -> bool:
@@ -180,16 +181,19 @@ def as_scatter(cx: Context, e: sp.Expr, axes: tuple) -> sp.Expr | None:
             if found is None or g in bound:
                 continue
             value, kept = found
-            if not isinstance(value, sp.Indexed) or not value.free_symbols & bound:
+            carrier = _carrier(cx, value)
+            if not value.free_symbols & bound:
                 continue
+            if not isinstance(value, sp.Indexed) and carrier is None:
+                continue  # k[n] + k[m] == g: no tensor of positions stands for it
             size = cx.sizes.get(g)
             rest = sp.Mul(kept, *without(factors(e.function), f))
             if size is None or rest.has(g):
                 continue
             at = value
             if not _checked(cx, value, size):
-                if _rows_of(value):
-                    at = spare_index(cx, value, size)
+                if carrier is not None:
+                    at = spare_index(cx, value, carrier, size)
                 else:
                     at = _clamped(cx, value, 0, size - 1)
                     rest = _kept_inside(value, 0, size - 1, rest)
@@ -197,23 +201,37 @@ def as_scatter(cx: Context, e: sp.Expr, axes: tuple) -> sp.Expr | None:
     return None
 
 
-def spare_index(cx: Context, value: sp.Indexed, size: sp.Expr) -> sp.Indexed:
-    """``value`` (data at plain indices) as a tensor of its own, each entry outside [0, size)
-    replaced by ``size``: one past the axis, an index no entry of the op reads
-    (``seg_or_G = torch.where((seg >= 0) & (seg <= G - 1), seg, G)``), computed once a
-    function. A scatter that adds at it makes a spare row and cuts it off
+def _carrier(cx: Context, value: sp.Expr) -> sp.Indexed | None:
+    """The one read of data at distinct plain indices that ``value`` is a function of
+    (``seg[n]``, ``seg[n] + 1``, ``2*seg[n]``: a tensor of positions of seg's shape stands
+    for it), or None."""
+    reads = value.atoms(sp.Indexed)
+    if len(reads) != 1:
+        return None
+    (read,) = reads
+    if not _rows_of(read):
+        return None
+    labels = {read.base.label}
+    axes = {x for x in value.free_symbols - labels if cx.is_axis(x)}
+    return read if axes <= set(read.indices) else None
+
+
+def spare_index(cx: Context, value: sp.Expr, carrier: sp.Indexed, size: sp.Expr) -> sp.Indexed:
+    """``value`` (a function of data at plain indices, ``carrier``) as a tensor of its own,
+    each entry outside [0, size) replaced by ``size``: one past the axis, an index no entry
+    of the op reads (``seg_or_G = torch.where((seg >= 0) & (seg <= G - 1), seg, G)``),
+    computed once a function. A scatter that adds at it makes a spare row and cuts it off
     (:attr:`Context.spare`)."""
-    label = value.base.label.name
-    name = next((n for n, key in cx.spare.items() if key == (label, size)), None)
+    label = carrier.base.label.name
+    name = next((n for n, key in cx.spare.items() if key == (value, size)), None)
     if name is None:
         name = cx.fresh(f"{label}_or_{stem_of(size)}")
-        at = value.base[tuple(value.indices)]
-        inside = where(sp.Ge(at, 0), where(sp.Le(at, size - 1), at, size), size)
-        axes = tuple(value.indices)
-        cx.learn(zip(axes, value.base.shape, strict=True), replace=False)
+        inside = where(sp.Ge(value, 0), where(sp.Le(value, size - 1), value, size), size)
+        axes = tuple(carrier.indices)
+        cx.learn(zip(axes, carrier.base.shape, strict=True), replace=False)
         cx.emit(ir.Assign((name,), permute(cx.value(inside, list(axes)), axes)))
-        cx.spare[name] = (label, size)
-    return sp.IndexedBase(name, shape=value.base.shape, integer=True)[value.indices]
+        cx.spare[name] = (value, size)
+    return sp.IndexedBase(name, shape=carrier.base.shape, integer=True)[carrier.indices]
 
 
 def stem_of(size: sp.Expr) -> str:
@@ -234,8 +252,12 @@ def _equality(cx: Context, f: sp.Expr, g: sp.Symbol) -> tuple[sp.Expr, sp.Expr] 
     else:
         return None
     a, b = cond.args
-    value = b if a == g else a if b == g else None
-    if value is None or value.has(g) or not _reads_int_data(cx, value):
+    diff = sp.expand(a - b)  # k[n] == g + 1: g = k[n] - 1
+    c = diff.coeff(g)
+    if c not in (1, -1) or (diff - c * g).has(g):
+        return None
+    value = sp.expand(-(diff - c * g) / c)
+    if not _reads_int_data(cx, value):
         return None
     if any(s.is_integer is not True for s in value.free_symbols if isinstance(s, sp.Symbol)):
         return None

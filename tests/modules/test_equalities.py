@@ -51,9 +51,23 @@ def _messages_inputs() -> tuple[torch.Tensor, ...]:
     return x, src, dst, W
 
 
+def _offset_reference(x, k, b):
+    mask = (k[:, None] == torch.arange(b.shape[0]) + 1).to(DT)  # k[n] == g + 1
+    return b + mask.T @ x
+
+
+def _offset_inputs() -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(8, 3, generator=gen, dtype=DT)
+    k = torch.tensor([0, 1, 4, 5, -1, 2, 3, 9])  # G = 4: 0, 5, -1 and 9 are no g + 1
+    b = torch.randn(4, 3, generator=gen, dtype=DT)
+    return x, k, b
+
+
 CASES_AND_REFERENCES = [
     ("segment_sums.py", _segment_reference, _segment_inputs, (0, 2)),
     ("gnn_messages.py", _messages_reference, _messages_inputs, (0, 3)),
+    ("segment_at_an_offset.py", _offset_reference, _offset_inputs, (0, 2)),
 ]
 
 

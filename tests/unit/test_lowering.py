@@ -122,6 +122,13 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
             ["out[g, d] = b[g, d] + Sum(where(seg[n] == g, x[n, d], 0), n)"],
             "seg_or_G = torch.where((seg >= 0) & (seg <= (G - 1)), seg, G)",
         ),
+        # an equality at an offset, k[n] == g + 1: the positions k - 1, sent past the axis
+        # where they leave it (an (N, G, D) where() before; found probing)
+        (
+            ["x[N, D]", "k[N]: int64", "b[G, D]"],
+            ["out[g, d] = b[g, d] + Sum(where(k[n] == g + 1, x[n, d], 0), n)"],
+            "k_or_G = torch.where((shared_k >= 0) & (shared_k <= (G - 1)), shared_k, G)",
+        ),
         # the same data checked against the axis (a subscript of it too): read as it is
         (
             ["x[N, D]", "seg[N]: int64", "b[G, D]", "c[G]"],
