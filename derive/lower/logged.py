@@ -65,7 +65,10 @@ def _taken_in(e: sp.Mul, first: sp.exp, taken: list[tuple[sp.Expr, sp.Expr]]) ->
             signs.append(sp.sign(base) ** c)
     inside = sp.exp(sp.Add(first.args[0], *added), evaluate=False)
     factors = {f for f, _ in taken}
-    rest = [f for f in e.args if f is not first and f not in factors]
+    # e's factors: a sum's body of one factor, the exp alone, is no Mul, and its args are
+    # the exp's argument (fuzz 2300087: F * sum_j exp(b[j]) computed as sum_j exp(b[j] +
+    # log F) * b[j], a forward value silently wrong)
+    rest = [f for f in sp.Mul.make_args(e) if f is not first and f not in factors]
     return sp.Mul(inside, *signs, *rest, evaluate=False)
 
 
