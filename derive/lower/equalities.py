@@ -53,9 +53,55 @@ def gathered(cx: Context, e: sp.Expr) -> sp.Expr:
                 body = _read_at(cx, found[0], lim, body, s.limits, ranges)
                 rest = [x for x in s.limits if x is not lim]
                 return sp.Sum(body, *rest) if rest else body
-        return s
+        read = _data_against_data(cx, s, ranges)
+        return s if read is None else read
 
     return e.replace(lambda x: isinstance(x, sp.Sum), rule)
+
+
+def _data_against_data(cx: Context, s: sp.Sum, ranges: dict) -> sp.Expr | None:
+    """``sum_e where(k[e] == j[n], A, 0)``, an equality of two data, j[n] checked to lie in
+    [0, G) (a subscript of an axis of that size): the same sum over a new index g in j[n]'s
+    place, a tensor over (g, ..) (a scatter, :func:`as_scatter`), read at g = j[n]. A second
+    layer of messages reads the first layer's scattered sum at its source nodes, ``dst[e] ==
+    src[n]``: an (E, E) mask and an (E, D, E) product, where the sum over g is (V, D) once
+    and its rows gathered (found probing: 51 GB at V 2000, E 20000, D 16). None for any
+    other sum."""
+    bound = {lim[0] for lim in s.limits}
+    for f in factors(s.function):
+        if not (isinstance(f, where) and isinstance(f.args[0], sp.Eq) and f.args[2] == 0):
+            continue
+        for a, b in (f.args[0].args, f.args[0].args[::-1]):
+            if not (isinstance(b, sp.Indexed) and isinstance(a, sp.Indexed)):
+                continue
+            if b.free_symbols & bound or not a.free_symbols & bound:
+                continue
+            if not (_reads_int_data(cx, a) and _reads_int_data(cx, b)) or not _rows_of(b):
+                continue
+            # g's range: one that j[n] is checked to lie in (read at it as it is), else one
+            # that k[e] is (j[n] outside it matches no k[e]: read guarded, _read_at)
+            size_b, size_a = (_checked_size(cx, x) for x in (b, a))
+            size = size_b if size_b is not None else size_a
+            if size is None:
+                continue
+            g = sp.Symbol(cx.fresh("g"), integer=True)
+            over = s.xreplace({b: g})
+            if over.has(b) or free_indices(over) & set(b.indices):
+                continue  # j[n]'s indices read elsewhere: no tensor over g alone
+            lim = (g, sp.S.Zero, size - 1)
+            named = _named(cx, over, lim, set(b.indices), ranges)
+            if named is None:
+                continue
+            if size_b is not None:
+                return named.xreplace({g: b})
+            return _read_at(cx, b, lim, named, (), ranges)
+    return None
+
+
+def _checked_size(cx: Context, read: sp.Indexed) -> sp.Expr | None:
+    """A size the module checks every entry of ``read``'s data lies below, or None."""
+    label = read.base.label.name
+    return next((n for name, n in sorted(cx.checked, key=str) if name == label), None)
 
 
 def _read_at(

@@ -51,6 +51,19 @@ def _messages_inputs() -> tuple[torch.Tensor, ...]:
     return x, src, dst, W
 
 
+def _two_layers_reference(x, src, dst, W):
+    mask = (dst[:, None] == torch.arange(x.shape[0])).to(DT)  # (E, V): no column for -1, V
+    h1 = torch.relu(x + mask.T @ x[src])
+    h2 = h1 @ W
+    return torch.tanh(h2 + mask.T @ h2[src])
+
+
+def _two_layers_inputs() -> tuple[torch.Tensor, ...]:
+    x, src, dst, _ = _messages_inputs()
+    W = torch.randn(3, 4, generator=torch.Generator().manual_seed(6), dtype=DT)
+    return x, src, dst, W
+
+
 def _offset_reference(x, k, b):
     mask = (k[:, None] == torch.arange(b.shape[0]) + 1).to(DT)  # k[n] == g + 1
     return b + mask.T @ x
@@ -68,6 +81,7 @@ CASES_AND_REFERENCES = [
     ("segment_sums.py", _segment_reference, _segment_inputs, (0, 2)),
     ("gnn_messages.py", _messages_reference, _messages_inputs, (0, 3)),
     ("segment_at_an_offset.py", _offset_reference, _offset_inputs, (0, 2)),
+    ("gnn_two_layers.py", _two_layers_reference, _two_layers_inputs, (0, 3)),
 ]
 
 

@@ -855,6 +855,29 @@ def test_a_product_made_anyway_is_not_made_again_in_an_addmm() -> None:
     assert sum("grad_out @ W2.T" in line or "grad_out, W2.T" in line for line in backward) == 1
 
 
+def test_an_equality_of_two_data_is_a_scatter_read_at_the_data() -> None:
+    # a ReLU on a scattered sum read at the source nodes: dst[e'] == src[e] summed over e'
+    # is the sum scattered over the nodes once and its rows gathered at src (an (E, E) mask
+    # and an (E, D, E) product before; found probing)
+    text = module_source(
+        Op(
+            "t",
+            ["x[V, D]", "src[E]: int64", "dst[E]: int64"],
+            [
+                "h[i, d] = relu(x[i, d] + Sum(where(dst[e] == i, x[src[e], d], 0), e))",
+                "out[e, d] = h[src[e], d]",
+            ],
+            ranges={"i": "V"},
+        ),
+        "out",
+    )
+    backward = text[text.index("def backward") : text.index("def _double_forward")]
+    assert not any(
+        f in backward for f in ("dst == src", "dst[:, None] == src", "src[:, None] == dst")
+    )
+    assert "_index_select(at_dst_src_x, src)" in backward
+
+
 def test_a_gate_of_indices_alone_is_a_matrix_contracted() -> None:
     # a discounted sum: the gate and the power read indices alone, a (T, T) matrix
     # contracted with r (a (N, T, T) product under the gate before; found probing: 39x
