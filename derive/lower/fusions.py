@@ -53,6 +53,13 @@ def _match_addmm(e: sp.Add, scope: Scope) -> _Addmm | None:
     if len(sums) != 1:
         return None
     (total,) = sums
+    if any(
+        isinstance(f, sp.KroneckerDelta) and f.has(sp.Indexed)
+        for f in sp.Mul.make_args(total.function)
+    ):
+        # a delta against data: a scatter (one index_add_, lowerer._sum), which a matmul
+        # would make a dense one-hot matrix (V, E) (found probing a two-layer GNN)
+        return None
     bound, rest = [lim[0] for lim in total.limits], e - total
     plan = plan_contraction(scope, total.function, bound, list(scope.order))
     if plan is None or not plan.matmul or scope.scalar(rest):
