@@ -27,7 +27,7 @@ import sympy as sp
 
 from derive.functions import clamp, where
 from derive.ir import nodes as ir
-from derive.lower.context import Context
+from derive.lower.context import Context, lowers_to_int
 from derive.lower.value import permute, stem
 from derive.symbolic.indices import factors, free_indices, has_reduction, replace_apart, without
 
@@ -76,7 +76,7 @@ def _data_against_data(cx: Context, s: sp.Sum, ranges: dict) -> sp.Expr | None:
                 continue
             if b.free_symbols & bound or not a.free_symbols & bound:
                 continue
-            if not (_reads_int_data(cx, a) and _reads_int_data(cx, b)) or not _rows_of(b):
+            if not (_int_data(cx, a) and _int_data(cx, b)) or not _rows_of(b):
                 continue
             # g's range: one that j[n] is checked to lie in (read at it as it is), else one
             # that k[e] is (j[n] outside it matches no k[e]: read guarded, _read_at)
@@ -271,7 +271,7 @@ def spare_index(cx: Context, value: sp.Expr, carrier: sp.Indexed, size: sp.Expr)
     label = carrier.base.label.name
     name = next((n for n, key in cx.spare.items() if key == (value, size)), None)
     if name is None:
-        name = cx.fresh(f"{label}_or_{stem_of(size)}")
+        name = cx.fresh(f"{label}_or_{_stem_of(size)}")
         inside = where(sp.Ge(value, 0), where(sp.Le(value, size - 1), value, size), size)
         axes = tuple(carrier.indices)
         cx.learn(zip(axes, carrier.base.shape, strict=True), replace=False)
@@ -280,7 +280,7 @@ def spare_index(cx: Context, value: sp.Expr, carrier: sp.Indexed, size: sp.Expr)
     return sp.IndexedBase(name, shape=carrier.base.shape, integer=True)[carrier.indices]
 
 
-def stem_of(size: sp.Expr) -> str:
+def _stem_of(size: sp.Expr) -> str:
     """A size as part of a name: ``G``, or ``size`` for an expression."""
     return str(size) if isinstance(size, sp.Symbol) else "size"
 
@@ -303,16 +303,17 @@ def _equality(cx: Context, f: sp.Expr, g: sp.Symbol) -> tuple[sp.Expr, sp.Expr] 
     if c not in (1, -1) or (diff - c * g).has(g):
         return None
     value = sp.expand(-(diff - c * g) / c)
-    if not _reads_int_data(cx, value):
+    if not _int_data(cx, value):
         return None
     if any(s.is_integer is not True for s in value.free_symbols if isinstance(s, sp.Symbol)):
         return None
     return value, kept
 
 
-def _reads_int_data(cx: Context, e: sp.Expr) -> bool:
-    reads = e.atoms(sp.Indexed)
-    return bool(reads) and all(x.base.label.name in cx.integers for x in reads)
+def _int_data(cx: Context, e: sp.Expr) -> bool:
+    """An int expression of int data (``k[n]``, ``k[n] - 1``): what lowers to int64
+    (:func:`~derive.lower.context.lowers_to_int`) and reads a tensor."""
+    return e.has(sp.Indexed) and lowers_to_int(cx, e)
 
 
 def _checked(cx: Context, value: sp.Expr, size: sp.Expr) -> bool:
