@@ -24,6 +24,7 @@ from derive.identities import ACCURACY_RULES, FORWARD_RULES, rewrite, split_logs
 from derive.language import Definition, Graph
 from derive.symbolic.indices import (
     Fresh,
+    bound_by_depth,
     freshen_bound,
     indexed_atoms,
     is_reduction,
@@ -48,6 +49,9 @@ class Pattern:
     # conditions under which body is the definition: its where()s read as one branch
     # (:func:`_resolved`), folded only inside where()s that hold them
     holds: tuple[sp.Basic, ...] = ()
+    # work over sums (a lifted call of one): an instance whose sums' indices are named apart
+    # is the same work (:func:`_same_sums`)
+    over_sums: bool = False
 
     def target(self, bind: dict) -> sp.Expr:
         at = self.base[tuple(bind[i] for i in self.indices)] if bind else self.base
@@ -152,6 +156,9 @@ class Canon:
         self.fresh = fresh
         self.bodies: dict[str, tuple[tuple[sp.Symbol, ...], sp.Expr]] = {}
         self.reductions: list[Reduction] = []
+        # work over sums that is neither a sum nor a normalisation (``sigmoid(Sum_d x W)``, a
+        # lifted call): atomic, as a reduction is, but folded wherever the backward writes it
+        self.over_sums: dict[str, tuple[tuple[sp.Symbol, ...], sp.Expr]] = {}
         live = live_tensors(g)
         nested = nested_extremes(g)
         for step in g.steps:
@@ -162,7 +169,8 @@ class Canon:
                 if _over_sums(body) and not _duplicates(body):
                     self.bodies[step.name] = (step.indices, body)  # probs = e / Sum(e): inlined
                 elif step.body.has(sp.Sum) or is_reduction(step.body):
-                    self._add_reduction(step, body)
+                    if not self._add_reduction(step, body) and body.has(sp.Sum):
+                        self.over_sums[step.name] = (step.indices, body)
                 elif _duplicates(body):
                     continue  # stays a named tensor: inlined, it would copy a subtree each use
                 else:
@@ -188,18 +196,20 @@ class Canon:
                 replace[sym] = entry[1]
         return substitute(expr, replace)
 
-    def _add_reduction(self, step: Definition, body: sp.Expr) -> None:
+    def _add_reduction(self, step: Definition, body: sp.Expr) -> bool:
+        """Whether ``body`` is ``coef * Sum_k f`` (then registered for the simplifier's folds)."""
         sums = [f for f in sp.Mul.make_args(body) if isinstance(f, sp.Sum)]
         if len(sums) != 1 or len(sums[0].limits) != 1:
-            return
+            return False
         coef = sp.Mul(*[f for f in sp.Mul.make_args(body) if not isinstance(f, sp.Sum)])
         if not _divides_safely(coef, set(self.graph.sizes)):
-            return  # Sum_k body stays a sum: name / coef would be 0 / 0 where coef is 0
+            return True  # Sum_k body stays a sum: name / coef would be 0 / 0 where coef is 0
         name = self.graph.tensors[step.name]
         base = name.base if name.dims else name.whole
         self.reductions.append(
             Reduction(base, step.indices, coef, sums[0].function, sums[0].limits[0])
         )
+        return True
 
     def patterns(self) -> list[Pattern]:
         """Fold patterns, latest definition first (the larger expression wins)."""
@@ -220,6 +230,10 @@ class Canon:
                 other, _ = _resolved(body, 3 - branch)
                 if holds and resolved.free_symbols and _finite(other):
                     out.append(Pattern(name, base, idx, resolved, holds=holds))
+        for name in reversed(list(self.over_sums)):
+            idx, body = self.over_sums[name]
+            t = self.graph.tensors[name]
+            out.append(Pattern(name, t.base if t.dims else t.whole, idx, body, over_sums=True))
         return out
 
 
@@ -401,6 +415,12 @@ def _same_call(e: sp.Expr, inst: sp.Expr) -> bool:
     return all(a == b or _same_value(a, b) for a, b in zip(e.args, inst.args, strict=True))
 
 
+def _same_sums(e: sp.Expr, inst: sp.Expr) -> bool:
+    """The same work over sums whose bound indices are named apart: the backward renames a
+    sum's index (d to d1) where it writes ``sigmoid(Sum_d x W)`` again."""
+    return type(e) is type(inst) and inst.has(sp.Sum) and bound_by_depth(e) == bound_by_depth(inst)
+
+
 def _same_value(a: sp.Basic, b: sp.Basic) -> bool:
     # arithmetic only: a where()'s condition (t2 <= t1) has no difference to expand (fuzz 50456)
     exprs = isinstance(a, sp.Expr) and isinstance(b, sp.Expr)
@@ -416,7 +436,12 @@ def _fold_node(patterns: list[Pattern], e: sp.Expr, holds: frozenset = frozenset
                 continue
             inst = _instance(pat.body, tuple(bind.items()))
             target = pat.target(bind)
-            if (hash(e) == hash(inst) and e == inst) or _same_call(e, inst):
+            if (
+                (hash(e) == hash(inst) and e == inst)
+                or _same_call(e, inst)
+                or pat.over_sums
+                and _same_sums(e, inst)
+            ):
                 return target
             if isinstance(inst, (sp.Mul, sp.Pow)) and isinstance(e, (sp.Mul, sp.Pow)):
                 e = _fold_product(pat, bind, e)

@@ -83,7 +83,12 @@ def _lifted(
     known.update(zip(step.indices, tensors[step.name].dims))
 
     def lift(
-        e: sp.Basic, top: bool, guarded: frozenset = frozenset(), beside: bool = False
+        e: sp.Basic,
+        top: bool,
+        guarded: frozenset = frozenset(),
+        beside: bool = False,
+        linear: bool = True,
+        summed: frozenset = frozenset(),
     ) -> sp.Basic:
         if not isinstance(e, sp.Basic) or not e.args or isinstance(e, (sp.Indexed, sp.Tuple)):
             return e
@@ -102,18 +107,22 @@ def _lifted(
                 False,
                 guarded | {guard[0]} if guard is not None else guarded,
                 a in kept,
+                linear and _enters_linearly(e, a, tensors),
+                _summed_around(e, summed),
             )
             for a, guard in zip(e.args, guards, strict=True)
         )
         if args != e.args:
             e = e.func(*args)
-        free = _free_indices(e, sizes)
+        free = _free_indices(e, sizes, step.indices)
+        contraction = _contraction(e, tensors)
         if (
             top
             or beside
-            or weight(e) <= SAVE_COST
+            or not (contraction and not linear and not set(free) & summed or weight(e) > SAVE_COST)
             or not free
-            or tensor_reads(e, tensors) & chained
+            or not contraction
+            and tensor_reads(e, tensors) & chained
         ):
             return e  # the whole body (already named), cheap, a number, or along a chain
         if guarded & _subscripts(e):
@@ -137,13 +146,63 @@ def _subscripts(e: sp.Basic) -> set[sp.Indexed]:
     return {i for x in e.atoms(sp.Indexed) for i in x.indices if isinstance(i, sp.Indexed)}
 
 
-def _free_indices(e: sp.Basic, sizes: set) -> tuple[sp.Symbol, ...]:
+def _contraction(e: sp.Basic, tensors: dict[str, Tensor]) -> bool:
+    """A sum whose summed index two float reads share (``Sum(x[n, d] * W[d, f], d)``, a
+    squared distance): computing it again is a matmul's work per entry, not a pass."""
+    if not isinstance(e, sp.Sum):
+        return False
+    bound = {lim[0] for lim in e.limits}
+    reads = {
+        r
+        for r in e.function.atoms(sp.Indexed)
+        if not tensors[r.base.label.name].integer and r.free_symbols & bound
+    }
+    return len({r.base for r in reads}) >= 2 or len(reads) >= 2
+
+
+def _enters_linearly(e: sp.Basic, a: sp.Basic, tensors: dict[str, Tensor]) -> bool:
+    """Whether ``e`` is linear in its argument ``a`` (a term, a factor beside numbers, sizes,
+    params and normalisers, a branch): the backward then reads no value of ``a`` but the
+    definition's, so a sum there is not worth a name (``Sum(x[n, d] * W[d, f], d) + b[f]``)."""
+    if isinstance(e, (sp.Add, sp.Sum)):
+        return True
+    if isinstance(e, sp.Mul):
+        return all(not tensor_reads(f, tensors) or _normaliser(f) for f in e.args if f is not a)
+    if isinstance(e, where):
+        return a is not e.args[0]
+    return False
+
+
+def _summed_around(e: sp.Basic, summed: frozenset) -> frozenset:
+    """The indices summed around ``e``'s arguments up to the nearest call: a sum over one of a
+    contraction's own axes may contract it away without making it (``Sum_{b,c} g[b, c] Sum_d
+    W[e, d] P[b, c, d]``: g with P first, never the E x B x C sum), a call makes its argument."""
+    if isinstance(e, sp.Sum):
+        return summed | {lim[0] for lim in e.limits}
+    if isinstance(e, (sp.Add, sp.Mul, where)):
+        return summed
+    return frozenset()
+
+
+def _normaliser(f: sp.Basic) -> bool:
+    """``1 / Sum(..)``: a sum over it is the definition's own value (a softmax-weighted sum),
+    which the backward reads by that name."""
+    return isinstance(f, sp.Pow) and f.exp.is_negative and isinstance(f.base, sp.Sum)
+
+
+def _free_indices(
+    e: sp.Basic, sizes: set, outer: tuple[sp.Symbol, ...] = ()
+) -> tuple[sp.Symbol, ...]:
     """e's free indices in the order the tensors it reads subscript them (x[n, c] -> n, c), so
-    the lifted tensor's axes follow its operands' and its lowering needs no permute."""
+    the lifted tensor's axes follow its operands' and its lowering needs no permute; over a
+    sum, whose operands SymPy orders by name (``W1[d, f] * x[n, d]``), first in the order of
+    the definition's own indices (``outer``), so the definition reads it as laid out."""
     labels = {i.base.label for i in e.atoms(sp.Indexed)}
     free = {x for x in e.free_symbols if isinstance(x, sp.Symbol) and x.is_integer}
     free -= sizes | labels
     order: list[sp.Symbol] = [BATCH_INDEX] if BATCH_INDEX in free else []
+    if e.has(sp.Sum):  # a contraction's layout is free: the one its reader reads
+        order += [i for i in outer if i in free and i not in order]
     for node in sp.preorder_traversal(e):
         if isinstance(node, sp.Indexed):
             for i in node.indices:  # one at a time: a diagonal x[n, n] names n once
@@ -155,6 +214,8 @@ def _free_indices(e: sp.Basic, sizes: set) -> tuple[sp.Symbol, ...]:
 def _call_name(e: sp.Basic) -> str:
     if isinstance(e, sp.Pow):
         return "pow"
+    if isinstance(e, sp.Sum):
+        return "sum"
     return BY_NODE[type(e)].name
 
 
