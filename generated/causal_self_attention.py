@@ -614,10 +614,9 @@ def _double_backward(
         del sum_db_dWh_at_all_0_x
     if present[2]:
         sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3)
-    if present[0] or present[1] or present[2]:
         sum_k_probs = probs @ k
-    if present[2]:
         sum_db_dbh_at_0_k_probs = torch.einsum("be,abce->abc", db_dbh[0], sum_k_probs)
+        del sum_k_probs
         sum_probs = probs.sum(3)
     if present[0] or present[1] or present[2]:
         acc_3 = (
@@ -633,13 +632,10 @@ def _double_backward(
     if present[2]:
         del sum_db_dbh_at_0_k_probs, sum_probs
     if present[0] or present[1]:
-        sum_dc_Woh_grad_y_k_probs_v_k_probs = (dc_Woh_grad_y_k_probs_v * sum_k_probs).sum(3)
-    if present[0] or present[1] or present[2]:
-        del sum_k_probs
-    if present[0] or present[1]:
-        sum_dc_Woh_grad_y_probs_q_v_probs_q = (
-            q @ dc_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2) * probs
-        ).sum(3)
+        sum_dc_Woh_grad_y_k_probs_v_k = dc_Woh_grad_y_k_probs_v @ k.permute(0, 1, 3, 2)
+        sum_dc_Woh_grad_y_k_probs_v_k_probs = (probs * sum_dc_Woh_grad_y_k_probs_v_k).sum(3)
+        sum_dc_Woh_grad_y_probs_q_v_q = q @ dc_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2)
+        sum_dc_Woh_grad_y_probs_q_v_probs_q = (probs * sum_dc_Woh_grad_y_probs_q_v_q).sum(3)
     if present[0] or present[1] or present[2]:
         dc_Woh_grad_y_probs_v = (
             acc_3 - sum_dc_Woh_grad_y_k_probs_v_k_probs - sum_dc_Woh_grad_y_probs_q_v_probs_q
@@ -658,16 +654,10 @@ def _double_backward(
             if present[2]
             else grad_out.new_zeros((H, B, T, T))
         )
-    if present[0] or present[1]:
-        sum_dc_Woh_grad_y_k_probs_v_k = dc_Woh_grad_y_k_probs_v.permute(1, 0, 2, 3) @ k.permute(
-            1, 0, 3, 2
-        )
-        sum_dc_Woh_grad_y_probs_q_v_q = q.permute(1, 0, 2, 3) @ dc_Woh_grad_y_probs_q_v.permute(
-            1, 0, 3, 2
-        )
-    if present[0] or present[1] or present[2]:
         dc_Woh_grad_y_v = (
-            acc_4 + sum_dc_Woh_grad_y_k_probs_v_k + sum_dc_Woh_grad_y_probs_q_v_q
+            acc_4
+            + sum_dc_Woh_grad_y_k_probs_v_k.permute(1, 0, 2, 3)
+            + sum_dc_Woh_grad_y_probs_q_v_q.permute(1, 0, 2, 3)
             if present[0] or present[1]
             else acc_4
         ) * probs.permute(1, 0, 2, 3)
@@ -740,10 +730,10 @@ def _double_backward(
             torch.addcmul(
                 torch.addcmul(
                     acc_6 + sum_c_Woh_grad_y_dc_Woh_grad_y_probs,
-                    sum_dc_Woh_grad_y_probs_q_v_q.permute(1, 0, 2, 3),
+                    sum_dc_Woh_grad_y_probs_q_v_q,
                     shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
                 ),
-                sum_dc_Woh_grad_y_k_probs_v_k.permute(1, 0, 2, 3),
+                sum_dc_Woh_grad_y_k_probs_v_k,
                 shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
             )
             if present[0] or present[1]

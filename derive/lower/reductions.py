@@ -98,6 +98,39 @@ def _out_of_gate(f: sp.Expr, bound: set) -> tuple[list, sp.Expr]:
     return out + free, where(f.args[0], rest, 0)
 
 
+def _pair_computed(cx: Context, e: sp.Sum) -> sp.Sum:
+    """``e`` with two of its tensors, and the indices only they read, summed apart where the
+    function computes that sum anyway (computed already, or read twice elsewhere, so
+    :func:`_flattened` keeps it): ``sum_{e,m,f} g[n, m] W2[e, f, m] h[n, e, f]`` is ``sum_{e,f}
+    (sum_m g W2)[n, e, f] h[n, e, f]`` where two other gradients read ``sum_m g W2`` (a
+    mixture of experts' backward made that N x E x F product twice, once inside a
+    three-tensor einsum; found probing)."""
+    factors, limits = [], {lim[0]: lim for lim in e.limits}
+    for f in sp.Mul.make_args(e.function):  # a nested sum of tensors taken in, its indices apart
+        parts = sp.Mul.make_args(f.function) if isinstance(f, sp.Sum) else (f,)
+        if isinstance(f, sp.Sum) and all(plain(p) for p in parts):
+            if {lim[0] for lim in f.limits} & (
+                set(limits) | e.function.free_symbols - f.free_symbols
+            ):
+                return e
+            limits.update((lim[0], lim) for lim in f.limits)
+        factors.extend(parts)
+    if len(factors) < 3 or not all(plain(f) for f in factors):
+        return e
+    for fi, fj in itertools.combinations(factors, 2):
+        others = set().union(*(f.free_symbols for f in factors if f not in (fi, fj)))
+        own = [x for x in limits if x in (fi.free_symbols | fj.free_symbols) - others]
+        left = [limits[x] for x in limits if x not in own]
+        if not own or not left:
+            continue
+        pair = sp.Sum(fi * fj, *[limits[x] for x in own])
+        if canonical(pair)[0] not in cx.shared_sums and cx.recall(pair) is None:
+            continue  # not computed for certain: an order chosen at the call may skip it
+        rest = [f for f in factors if f not in (fi, fj)]
+        return sp.Sum(sp.Mul(*rest) * pair, *left)
+    return e
+
+
 def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None = None) -> ir.Node:
     if (whole := counted(e)) is not e:
         return cx.value(whole, order)
@@ -110,6 +143,7 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
         while isinstance(body, sp.Mul) and (taken := logged_exps(cx, body)) is not body:
             body = taken
         e = sp.Sum(body, *e.limits) if body is not e.function else e
+    e = _pair_computed(cx, e)
     bound = [lim[0] for lim in e.limits]
     cx.learn_limits(e.limits)
     inner = natural_order(e.function, order)

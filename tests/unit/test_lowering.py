@@ -214,6 +214,19 @@ def test_emitted_line(inputs: list[str], definitions: list[str], line: str) -> N
     assert line in _lines(inputs, definitions)
 
 
+def test_a_pair_summed_elsewhere_is_read_not_made_again() -> None:
+    # dg = sum_{f,m} g_out[n, m] W2[e, f, m] h[n, e, f]: its pair sum_m g_out W2 is dh's too,
+    # so dg reads it (was an einsum of all three, the N x E x F product made twice)
+    inputs = ["x[N, D]", "W1[E, D, F]", "W2[E, F, M]", "g[N, E]"]
+    definitions = [
+        "h[n, e, f] = relu(Sum(x[n, d] * W1[e, d, f], d))",
+        "out[n, m] = Sum(g[n, e] * h[n, e, f] * W2[e, f, m], e, f)",
+    ]
+    lines = _lines(inputs, definitions)
+    assert "dg = (h * sum_W2_grad_out).sum(2)" in lines
+    assert sum("grad_out @ W2" in line for line in lines) == 1
+
+
 def test_pick_update_is_one_scatter_add() -> None:
     lines = _lines(["z[N, C]", "t[N]: int64"], ["out[n] = z[n, t[n]]"])
     assert "dz = _scatter_add(dz, 1, t.unsqueeze(1), grad_out.unsqueeze(1))" in lines
