@@ -117,16 +117,18 @@ def _pair_computed(cx: Context, e: sp.Sum) -> sp.Sum:
         factors.extend(parts)
     if len(factors) < 3 or not all(plain(f) for f in factors):
         return e
-    for fi, fj in itertools.combinations(factors, 2):
-        others = set().union(*(f.free_symbols for f in factors if f not in (fi, fj)))
-        own = [x for x in limits if x in (fi.free_symbols | fj.free_symbols) - others]
+    for i, j in itertools.combinations(range(len(factors)), 2):
+        # by position: a read met twice (a[n, d] outside and inside a nested sum) is two
+        rest = [f for k, f in enumerate(factors) if k not in (i, j)]
+        others = set().union(*(f.free_symbols for f in rest))
+        own = [x for x in limits if x in (factors[i].free_symbols | factors[j].free_symbols)]
+        own = [x for x in own if x not in others]
         left = [limits[x] for x in limits if x not in own]
         if not own or not left:
             continue
-        pair = sp.Sum(fi * fj, *[limits[x] for x in own])
+        pair = sp.Sum(factors[i] * factors[j], *[limits[x] for x in own])
         if canonical(pair)[0] not in cx.shared_sums and cx.recall(pair) is None:
             continue  # not computed for certain: an order chosen at the call may skip it
-        rest = [f for f in factors if f not in (fi, fj)]
         return sp.Sum(sp.Mul(*rest) * pair, *left)
     return e
 

@@ -107,7 +107,8 @@ def _lifted(
                 False,
                 guarded | {guard[0]} if guard is not None else guarded,
                 a in kept,
-                linear and _enters_linearly(e, a, tensors),
+                # a term of a sum of terms: the sum is named as a whole where it is needed
+                (linear or isinstance(e, sp.Add)) and _enters_linearly(e, a, tensors),
                 _summed_around(e, summed),
             )
             for a, guard in zip(e.args, guards, strict=True)
@@ -148,7 +149,16 @@ def _subscripts(e: sp.Basic) -> set[sp.Indexed]:
 
 def _contraction(e: sp.Basic, tensors: dict[str, Tensor]) -> bool:
     """A sum whose summed index two float reads share (``Sum(x[n, d] * W[d, f], d)``, a
-    squared distance): computing it again is a matmul's work per entry, not a pass."""
+    squared distance): computing it again is a matmul's work per entry, not a pass. Also a
+    sum of terms holding one (``Sum(x W) + b``, a pre-activation): named as a whole, the
+    forward keeps its ``addmm`` and the backward reads it without adding the bias again."""
+    if isinstance(e, sp.Add):
+        return any(
+            _contraction(f, tensors)
+            for t in e.args
+            for f in sp.Mul.make_args(t)
+            if all(not tensor_reads(g, tensors) for g in sp.Mul.make_args(t) if g is not f)
+        )
     if not isinstance(e, sp.Sum):
         return False
     bound = {lim[0] for lim in e.limits}
@@ -216,6 +226,8 @@ def _call_name(e: sp.Basic) -> str:
         return "pow"
     if isinstance(e, sp.Sum):
         return "sum"
+    if isinstance(e, sp.Add):
+        return "in"  # a call's argument: a pre-activation
     return BY_NODE[type(e)].name
 
 

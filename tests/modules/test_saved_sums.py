@@ -58,6 +58,21 @@ PAIRS = [
         [(6, 5), (5, 7), (7, 3)],
     ),
     (
+        "relu_layer_with_bias",
+        ["x[N, D]", "W1[D, F]", "b1[F]", "W2[F, M]"],
+        [
+            "h[n, f] = relu(Sum(x[n, d] * W1[d, f], d) + b1[f])",
+            "out[n, m] = Sum(h[n, f] * W2[f, m], f)",
+        ],
+        [
+            "pre[n, f] = Sum(x[n, d] * W1[d, f], d) + b1[f]",
+            "h[n, f] = relu(pre[n, f])",
+            "out[n, m] = Sum(h[n, f] * W2[f, m], f)",
+        ],
+        lambda x, w1, b1, w2: torch.relu(x @ w1 + b1) @ w2,
+        [(6, 5), (5, 7), (7,), (7, 3)],
+    ),
+    (
         "product_of_projections",
         ["x[N, D]", "W1[D, F]", "W3[D, F]"],
         ["out[n, f] = tanh(Sum(x[n, d] * W1[d, f], d) * Sum(x[n, d] * W3[d, f], d))"],

@@ -214,6 +214,20 @@ def test_emitted_line(inputs: list[str], definitions: list[str], line: str) -> N
     assert line in _lines(inputs, definitions)
 
 
+def test_a_pre_activation_is_saved_whole() -> None:
+    # relu(Sum_d x W1 + b1): the backward's mask needs the relu's argument; named as a whole
+    # (not the sum alone) the forward keeps its addmm and the mask adds no bias again
+    lines = _lines(
+        ["x[N, D]", "W1[D, F]", "b1[F]", "W2[F, M]"],
+        [
+            "h[n, f] = relu(Sum(x[n, d] * W1[d, f], d) + b1[f])",
+            "out[n, m] = Sum(h[n, f] * W2[f, m], f)",
+        ],
+    )
+    assert "h_in0 = torch.addmm(b1, x, W1)" in lines
+    assert "t_W2_grad_out_h_in0 = torch.where(h_in0 > 0, sum_W2_grad_out, 0)" in lines
+
+
 def test_a_pair_summed_elsewhere_is_read_not_made_again() -> None:
     # dg = sum_{f,m} g_out[n, m] W2[e, f, m] h[n, e, f]: its pair sum_m g_out W2 is dh's too,
     # so dg reads it (was an einsum of all three, the N x E x F product made twice)
