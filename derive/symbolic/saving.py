@@ -11,15 +11,23 @@ backward would compute it again. The cost model decides, per call, one function 
 A call whose weight exceeds SAVE_COST (exp, log, tanh, erf, sigmoid, softplus, a root: 5 to 40)
 is lifted into a definition of its own before reverse mode, ``<name>_<f><k>[...] = f(...)``, so
 the ordinary fold reads it from the forward; cheap ones (abs, sign, relu: about 1) stay inline
-and are recomputed. A call on an element-wise intermediate (``tanh(a1)`` in ``a1 * tanh(a1)``)
-stays inline too: the canonical forms inline such chains, and a lifted call at every link
-multiplied the simplifier's work along them (a 12-link chain: 0.5 s -> 51 s). So does a
-call that picks through a guarded index, ``log(p[n, t[n]])`` in ``where(t[n] != -1, ..,
-0)``: a definition of its own would read the entries the where() ignores, and the module
-then refused every ignored -1 as outside the axis (found writing a focal loss with an
-ignore_index). After the derivation, a lifted call the backward does not read is put back
-into its definition (:func:`unlift`): the forward computes exactly what the op wrote, and
-saves only what the backward needs. Stepwise ops are left alone: their backward returns the
+and are recomputed. A contraction inside a definition (``Sum(x[n, d] * W[d, f], d)``, a
+squared distance: a matmul's work per entry) is lifted the same way where the backward needs
+its value: under a call (``relu(..)``'s mask), beside another tensor's factor; with the other
+terms of a call's argument (``relu(Sum(..) + b)``: the pre-activation, whole). Not where it
+enters linearly (the backward reads only the definition there), nor where a sum around it
+contracts it away without making it.
+
+A call on an element-wise intermediate (``tanh(a1)`` in ``a1 * tanh(a1)``) stays inline too:
+the canonical forms inline such chains, and a lifted call at every link multiplied the
+simplifier's work along them (a 12-link chain: 0.5 s -> 51 s). So does a call that picks
+through a guarded index, ``log(p[n, t[n]])`` in ``where(t[n] != -1, .., 0)``: a definition
+of its own would read the entries the where() ignores, and the module then refused every
+ignored -1 as outside the axis (found writing a focal loss with an ignore_index).
+
+After the derivation, a lifted call the backward does not read is put back into its
+definition (:func:`unlift`): the forward computes exactly what the op wrote, and saves only
+what the backward needs. Stepwise ops are left alone: their backward returns the
 gradient of every named step, and a lifted name is not one the author wrote.
 """
 
@@ -117,14 +125,11 @@ def _lifted(
             e = e.func(*args)
         free = _free_indices(e, sizes, step.indices)
         contraction = _contraction(e, tensors)
-        if (
-            top
-            or beside
-            or not (contraction and not linear and not set(free) & summed or weight(e) > SAVE_COST)
-            or not free
-            or not contraction
-            and tensor_reads(e, tensors) & chained
-        ):
+        # a contraction is worth a name where its value is needed and made: not entering
+        # linearly, and not contracted away by a sum around it
+        needed = contraction and not linear and not set(free) & summed
+        along_chain = not contraction and tensor_reads(e, tensors) & chained
+        if top or beside or not (needed or weight(e) > SAVE_COST) or not free or along_chain:
             return e  # the whole body (already named), cheap, a number, or along a chain
         if guarded & _subscripts(e):
             return e  # a guarded pick: its own definition would read the ignored entries
