@@ -40,10 +40,6 @@ KNOWN = {
     # doubled sizes), on the engine before the rule that sums its first order over the batch
     # too (thirty-first session; docs/fuzzing.md, Open finds)
     "relative_position_bias": "a (T, TT, B, T) where() in the second order",
-    # its second order gathers a (V, E) equality matrix at the source nodes, a degree over
-    # autograd's (4,000 against 800 entries at doubled sizes), where its first order no
-    # longer holds the (E, E) one (thirty-first session; docs/fuzzing.md, Open finds)
-    "gnn_two_layers": "an equality matrix gathered in the second order",
 }
 
 
