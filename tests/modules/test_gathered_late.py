@@ -1,0 +1,105 @@
+"""A sum read at a clamped position is taken at every position and gathered after.
+
+The adjoint of a table read at an offset, ``tab[t - s + T - 1]``, is the scores' adjoint
+summed along its diagonals. The derivation solves the offset's delta for one index, so the
+adjoint reads everything at ``clamp(r + t - T + 1, 0, T - 1)``; gathered there before the
+sums under it, ``sum_d grad_out[b, clamp(..), d] v[b, t, d]`` was a (B, T, 2T - 1, D)
+temporary (:func:`derive.lower.reductions._gathered_late`). The reference is autograd
+through plain torch ops written from the math (float64); the width is the most entries of
+any tensor the backward makes, against autograd's backward, through a dispatch mode.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from tests.modules.emitted import imported
+
+DT = torch.float64
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _op_file(folder: Path, name: str, inputs: list[str], definitions: list[str]) -> Path:
+    path = folder / f"{name}.py"
+    path.write_text(
+        "from derive import Op\n\n"
+        f"OP = Op(name={name!r}, inputs={inputs!r}, definitions={definitions!r})\n"
+    )
+    return path
+
+
+def _offsets(t: int) -> torch.Tensor:
+    at = torch.arange(t)
+    return at[:, None] - at[None, :] + t - 1
+
+
+def _softmax(s: torch.Tensor) -> torch.Tensor:
+    e = torch.exp(s - s.amax(-1, keepdim=True).detach())
+    return e / e.sum(-1, keepdim=True)
+
+
+SOFTMAX = [
+    "mx[b, t] = Max(sc[b, t, s], s)",
+    "e[b, t, s] = exp(sc[b, t, s] - mx[b, t])",
+    "out[b, t, d] = Sum(e[b, t, s] * v[b, s, d], s) / Sum(e[b, t, s], s)",
+]
+
+# (name, op file or (inputs, definitions), plain torch reference, input shapes)
+CASES = [
+    (
+        "relative_position_attention",
+        ROOT / "tests" / "cases" / "relative_position_attention.py",
+        lambda q, k, v, tab: _softmax(
+            q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + tab[:, _offsets(q.shape[2])]
+        )
+        @ v,
+        [(2, 3, 6, 8), (2, 3, 6, 8), (2, 3, 6, 8), (3, 11)],
+    ),
+    (
+        "scores_with_a_table",
+        (
+            ["s0[B, T, T]", "v[B, T, D]", "tab[TT]"],
+            ["sc[b, t, s] = s0[b, t, s] + tab[t - s + T - 1]", *SOFTMAX],
+        ),
+        lambda s0, v, tab: _softmax(s0 + tab[_offsets(s0.shape[1])]) @ v,
+        [(3, 7, 7), (3, 7, 9), (13,)],
+    ),
+]
+
+
+class _Widest(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor):
+            self.entries = max(self.entries, out.numel())
+        return out
+
+
+@pytest.mark.parametrize(("name", "op", "ref", "shapes"), CASES, ids=[c[0] for c in CASES])
+def test_a_diagonal_sum_is_gathered_after_its_sums(name, op, ref, shapes, tmp_path: Path) -> None:
+    path = op if isinstance(op, Path) else _op_file(tmp_path, name, *op)
+    module, _ = imported(path, tmp_path)
+    gen = torch.Generator().manual_seed(3)
+    args = [torch.randn(s, generator=gen, dtype=DT) for s in shapes]
+    leaves = [a.clone().requires_grad_() for a in args]
+    want = ref(*leaves)
+    grad_out = torch.randn(want.shape, generator=gen, dtype=DT)
+    with _Widest() as autograd:
+        want_grads = torch.autograd.grad(want, leaves, grad_out)
+    out, saved = module.forward(*args)
+    with _Widest() as generated:
+        grads = module.backward(grad_out, saved)
+    torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)
+    for got, expected in zip(grads, want_grads, strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-13)
+    # no wider than autograd's: the diagonal gather over D as well was D / 2 times wider
+    assert generated.entries <= autograd.entries, (generated.entries, autograd.entries)
