@@ -60,17 +60,23 @@ def _factored_out(e: sp.Sum) -> sp.Expr:
     as a number beside the sum's tensors, ``sum_m o prob[m]``, is no axis of any tensor the
     sum reads, and the sum's value lost it (fuzz --windows 13072, an engine error)."""
     bound = {lim[0] for lim in e.limits}
-    outside, inside = [], []
+    outside, inside, gates = [], [], []
     for f in sp.Mul.make_args(e.function):
         if not f.is_number and not f.free_symbols & bound:
             outside.append(f)
             continue
         out, f = _out_of_gate(f, bound)
         outside += out
+        while isinstance(f, where) and f.args[2] == 0 and not f.args[0].free_symbols & bound:
+            gates.append(f.args[0])  # a gate of the free indices: shut, the whole sum is 0
+            f = f.args[1]
         inside.append(f)
-    if not outside:
+    if not outside and not gates:
         return e
-    return sp.Mul(*outside) * sp.Sum(sp.Mul(*inside), *e.limits)
+    factored = sp.Mul(*outside) * sp.Sum(sp.Mul(*inside), *e.limits)
+    for c in reversed(gates):
+        factored = where(c, factored, 0)
+    return factored
 
 
 def _read(a: sp.Expr) -> bool:
@@ -264,40 +270,35 @@ def _indices_of(cx: Context, e: sp.Expr) -> set[sp.Symbol]:
 
 
 def _gathered_late(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> sp.Expr | None:
-    """``sum_b f(b, clamp(q(t, r), 0, T - 1), t)`` as ``F[clamp(q(t, r), 0, T - 1), t]`` with
-    ``F[u, t] = sum_b f(b, u, t)``: where free indices (r) reach the sum only through one
-    clamped position, the sum is taken at every position u of the clamp's range and read at
-    the position after, a gather of its result. Read first, the gather runs inside the sum,
-    every tensor the body reads at the position taken over the free indices beside the
-    summed ones: a relative-position table's adjoint, ``sum_{b, t} dsc[b, t - r + T - 1,
+    """``sum_b f(b, p(t, r), t)`` as ``F[p(t, r), t]`` with ``F[u, t] = sum_b f(b, u, t)``:
+    where free indices (r) reach the sum only through one position p, the sum is taken at
+    every position u and read at p after, a gather of its result. Read first, the gather
+    runs inside the sum, every tensor the body reads at p taken over the free indices beside
+    the summed ones: a relative-position table's adjoint, ``sum_{b, t} dsc[b, t - r + T - 1,
     t]`` through a softmax, read ``grad_out[b, clamp(..), d]`` under its sum over d, a (B,
     T, 2T - 1, D) gather where ``grad_out @ v^T`` is (B, T, T) (found probing, 101x
-    autograd's time).
+    autograd's time); relative keys' scores, ``sum_d q[b, t, d] R[t - s + T - 1, d]``, a
+    (B, T, T, D) product where ``q @ R^T`` is (B, T, 2T - 1).
 
-    Taken where the clamp is held in [0, hi] by numbers or sizes alone, its positions are
-    as many as the entries of an index the sum has already (``hi + 1`` the size of a free
-    or summed index: no wider than the problem), and the indices it removes are read
-    nowhere else. None otherwise."""
+    The positions u are no more than the problem has: a clamp held in [0, hi] by numbers or
+    sizes, ``hi + 1`` the size of a free or summed index; or a subscript of the body's
+    factors at an axis of that size, or at a table's axis read at an offset between two
+    indices (``t - s``: the table holds every offset). An unclamped position is read as the
+    language reads one, 0 outside the axis, so it must be a subscript of a factor (the
+    product is 0 there too). The indices it removes are read nowhere else. None otherwise."""
     at = position(order)
     free = sorted(free_indices(e), key=lambda a: (at(a), str(a)))
     summed = [lim for s in e.atoms(sp.Sum) for lim in s.limits]
     sizes = [cx.sizes[a] for a in free if a in cx.sizes] + [hi - lo + 1 for _, lo, hi in summed]
-    for c in sorted(e.atoms(clamp), key=sp.default_sort_key):
-        _, lo, hi = c.args
-        if lo != 0 or any(cx.is_axis(s) for s in hi.free_symbols):
-            continue
-        if not c.free_symbols <= e.free_symbols or not any(
-            sp.expand(hi + 1 - n) == 0 for n in sizes
-        ):
-            continue
-        rest = e.xreplace({c: sp.Dummy()}).free_symbols
-        gone = [a for a in free if a in c.free_symbols and a not in rest]
+    for p, extent in _positions(cx, e, sizes):
+        rest = e.xreplace({p: sp.Dummy()}).free_symbols
+        gone = [a for a in free if a in p.free_symbols and a not in rest]
         if not gone:
             continue
         u = sp.Symbol(cx.fresh("at"), integer=True)
-        whole = e.xreplace({c: u})
+        whole = e.xreplace({p: u})
         axes = [u if a == gone[0] else a for a in free if a not in gone[1:]]
-        cx.learn([(u, hi + 1)])
+        cx.learn([(u, extent)])
         total = cx.value(whole, axes)
         if isinstance(total, ir.Ref) and total.axes == tuple(axes):
             label = total.name
@@ -305,8 +306,57 @@ def _gathered_late(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> sp.Expr | 
             label = cx.fresh("sum_" + stem(e))
             cx.emit(ir.Assign((label,), cx.permuted(total, axes)))
         dims = tuple(cx.sizes[a] for a in axes)
-        return sp.IndexedBase(label, shape=dims, real=True)[tuple(c if a == u else a for a in axes)]
+        return sp.IndexedBase(label, shape=dims, real=True)[tuple(p if a == u else a for a in axes)]
     return None
+
+
+def _positions(cx: Context, e: sp.Sum, sizes: list[sp.Expr]) -> list[tuple[sp.Expr, sp.Expr]]:
+    """The positions :func:`_gathered_late` may take a sum at, each with its extent: clamps,
+    then subscripts of the body's factors, in a fixed order."""
+
+    def known(n: sp.Expr) -> bool:
+        return any(sp.expand(n - m) == 0 for m in sizes)
+
+    found = []
+    for c in sorted(e.atoms(clamp), key=sp.default_sort_key):
+        _, lo, hi = c.args
+        if lo == 0 and not any(cx.is_axis(s) for s in hi.free_symbols) and known(hi + 1):
+            if c.free_symbols <= e.free_symbols:
+                found.append((c, hi + 1))
+    factors = sp.Mul.make_args(e.function)
+    reads = [f for f in factors if isinstance(f, sp.Indexed) and f.base.shape]
+    subs = {
+        (sub, f.base.shape[k])
+        for f in reads
+        for k, sub in enumerate(f.indices)
+        if not sub.is_Symbol and not sub.atoms(sp.Indexed, clamp) and sub.free_symbols
+    }
+    for sub, extent in sorted(subs, key=sp.default_sort_key):
+        if not sub.free_symbols <= e.free_symbols or any(
+            sub in f.indices and f.base.shape[f.indices.index(sub)] != extent for f in reads
+        ):
+            continue
+        if any(f.has(sub) for f in factors if not (f in reads and sub in f.indices)):
+            continue  # read other than as a subscript of a factor: not 0 outside the axis
+        if known(extent) or _offset(cx.scope([]), sub):
+            found.append((sub, extent))
+    return found
+
+
+def _offset(scope: Scope, sub: sp.Expr) -> bool:
+    """``t - s + c``: a difference of two indices of one range, a table of offsets' position."""
+    sizes = scope.sizes
+    axes = [a for a in sub.free_symbols if scope.is_axis(a)]
+    if not sub.is_polynomial(*axes) or sp.Poly(sub, *axes).total_degree() != 1:
+        return False
+    coef = {a: sub.coeff(a) for a in axes}
+    ups = [a for a in axes if coef[a] == 1]
+    downs = [a for a in axes if coef[a] == -1]
+    return any(
+        a in sizes and b in sizes and sp.expand(sizes[a] - sizes[b]) == 0
+        for a in ups
+        for b in downs
+    )
 
 
 def _summed_before_read(cx: Context, e: sp.Sum) -> sp.Expr | None:
@@ -490,11 +540,17 @@ def _summed_apart(term: sp.Expr, limits: tuple) -> sp.Expr:
 
 
 def _reads_only(f: sp.Expr) -> bool:
-    """A read of a tensor at its indices (a 0-d tensor's whole: a real symbol), or a sum of a
-    polynomial in such reads (``sum_n (x[n] - mean) g[n]``: no function of one)."""
+    """A read of a tensor (a 0-d tensor's whole: a real symbol; or at positions, a table
+    read at an offset ``R[t - s + T - 1, d]``), such a read under a gate of indices alone
+    (``where(s <= t, R[..], 0)``: 0 where the gate is shut, never a product with one), or a
+    sum of a polynomial in such reads (``sum_n (x[n] - mean) g[n]``: no function of one)."""
     if isinstance(f, sp.Sum):
         return polynomial(f.function, lambda g: g.is_number or _reads_only(g))
-    return plain(f) or (isinstance(f, sp.Symbol) and not f.is_integer)
+    if isinstance(f, where) and f.args[2] == 0 and not f.args[0].atoms(sp.Indexed):
+        return _reads_only(f.args[1])
+    if isinstance(f, sp.Indexed):
+        return plain(f) or all(not sub.atoms(sp.Indexed) for sub in f.indices)
+    return isinstance(f, sp.Symbol) and not f.is_integer
 
 
 def reduce(kind: str, value: ir.Node, bound: list) -> ir.Reduce:
@@ -591,6 +647,8 @@ def _gathered_or_axis(scope: Scope, i: sp.Expr) -> bool:
     temporary, found probing)."""
     if scope.is_axis(i):
         return True
+    if not i.atoms(sp.Indexed):  # a table of offsets read at t - s + c: gathered over (t, s)
+        return _offset(scope, i)
     return plain(i) and all(scope.is_axis(j) for j in i.indices)
 
 

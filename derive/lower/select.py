@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.functions import where
+from derive.functions import clamp, where
 from derive.ir import nodes as ir
 from derive.language.ranges import from_end
 from derive.lower.context import Context
@@ -128,6 +128,8 @@ def relation(cx: Context, e: sp.core.relational.Relational, order: list[sp.Symbo
 
 
 def where_value(cx: Context, e: where, order: list[sp.Symbol]) -> ir.Node:
+    if (held := held_under_gates(e)) is not e:
+        return cx.value(held, order)
     cond = cx.value(e.args[0], order)  # a comparison of its own: its ints stay ints
     a, b = (_branch(cx, x, order) for x in e.args[1:])
     if isinstance(a, ir.Number) and isinstance(b, ir.Number) and a.value == b.value:
@@ -158,6 +160,37 @@ def where_value(cx: Context, e: where, order: list[sp.Symbol]) -> ir.Node:
         a = a.a
     axes = union([cond.axes, a.axes, b.axes], order)
     return ir.Where(*(align(v, axes) for v in (cond, a, b)), axes=axes)
+
+
+def held_under_gates(e: where) -> sp.Expr:
+    """``where(a >= lo, where(a <= hi, f, 0), 0)`` with each subscript ``a`` of f read as
+    ``clamp(a, lo, hi)`` where f reads that clamp already: equal where the gates hold, and
+    one position in place of two, so a sum under them is taken at every position and
+    gathered once (:func:`derive.lower.reductions._gathered_late`). A delta solved for an
+    index reads the body's finite factors at ``a`` and the rest at the clamp (relative
+    keys' table adjoint, ``q[b, a, d]`` beside ``dsc[b, clamp(a, 0, T - 1), t]``: a (B, T,
+    2T - 1, D) gather of both where one (T, T, D) contraction does, found probing). ``e``
+    itself where nothing changes."""
+    conds, body = [], e
+    while isinstance(body, where) and body.args[2] == 0:
+        conds.append(body.args[0])
+        body = body.args[1]
+    held = {}
+    for c in body.atoms(clamp):
+        a, lo, hi = c.args
+        if sp.Ge(a, lo) in conds and sp.Le(a, hi) in conds:
+            held[a] = c
+    reads = {
+        r: r.base[tuple(held.get(i, i) for i in r.indices)]
+        for r in body.atoms(sp.Indexed)
+        if any(i in held for i in r.indices)
+    }
+    if not reads:
+        return e
+    body = body.xreplace(reads)
+    for c in reversed(conds):
+        body = where(c, body, 0)
+    return body
 
 
 # integers this small, and their differences, are exact in every float dtype (bfloat16 has an

