@@ -60,23 +60,17 @@ def _factored_out(e: sp.Sum) -> sp.Expr:
     as a number beside the sum's tensors, ``sum_m o prob[m]``, is no axis of any tensor the
     sum reads, and the sum's value lost it (fuzz --windows 13072, an engine error)."""
     bound = {lim[0] for lim in e.limits}
-    outside, inside, gates = [], [], []
+    outside, inside = [], []
     for f in sp.Mul.make_args(e.function):
         if not f.is_number and not f.free_symbols & bound:
             outside.append(f)
             continue
         out, f = _out_of_gate(f, bound)
         outside += out
-        while isinstance(f, where) and f.args[2] == 0 and not f.args[0].free_symbols & bound:
-            gates.append(f.args[0])  # a gate of the free indices: shut, the whole sum is 0
-            f = f.args[1]
         inside.append(f)
-    if not outside and not gates:
+    if not outside:
         return e
-    factored = sp.Mul(*outside) * sp.Sum(sp.Mul(*inside), *e.limits)
-    for c in reversed(gates):
-        factored = where(c, factored, 0)
-    return factored
+    return sp.Mul(*outside) * sp.Sum(sp.Mul(*inside), *e.limits)
 
 
 def _read(a: sp.Expr) -> bool:
