@@ -159,7 +159,7 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     scan = plan_scan(cx.scope(order_in), e) if value is None else None
     if scan is not None:  # a triangular sum: one cumsum (derive/lower/scans.py)
         value = scan_value(cx, scan, order_in)
-    window = plan_window(cx.scope(order_in), e) if value is None else None
+    window = plan_window(cx.scope(order_in), e) if value is None and not _toeplitz(cx, e) else None
     if window is not None:  # a convolution: one torch kernel (derive/lower/windows.py)
         value = window_value(cx, window)
     if value is None:
@@ -337,19 +337,40 @@ def _positions(cx: Context, e: sp.Sum, sizes: list[sp.Expr]) -> list[tuple[sp.Ex
     return found
 
 
+def _toeplitz(cx: Context, e: sp.Sum) -> bool:
+    """A sum over a table of offsets read at ``t - s + c`` (``sum_s tab[t - s + T - 1]
+    v[b, s, d]``): the table laid out over (t, s) once, then a matmul, where a convolution
+    would run a one-channel kernel as long as the signal (38x autograd's time, whose
+    ``tab[idx] @ v`` is the same product; found probing)."""
+    scope = cx.scope([])
+    return any(
+        _offset(scope, sub)
+        for r in sp.Mul.make_args(e.function)
+        if isinstance(r, sp.Indexed)
+        for sub in r.indices
+        if not sub.is_Symbol and not sub.atoms(sp.Indexed)
+    )
+
+
 def _offset(scope: Scope, sub: sp.Expr) -> bool:
-    """``t - s + c``: a difference of two indices of one range, a table of offsets' position."""
-    sizes = scope.sizes
+    """``t - s + T - 1``: a table of every offset between two indices of one range T,
+    centred (offset 0 at T - 1), so its 2T - 1 entries are as many as the offsets. A
+    convolution's taps read at ``t - s + K - 1`` are a kernel of K taps, not such a table:
+    there a one-channel convolution is the cheaper kernel."""
     axes = [a for a in sub.free_symbols if scope.is_axis(a)]
+    if len(axes) != 2 or not all(a in scope.sizes for a in axes):
+        return False
     if not sub.is_polynomial(*axes) or sp.Poly(sub, *axes).total_degree() != 1:
         return False
-    coef = {a: sub.coeff(a) for a in axes}
-    ups = [a for a in axes if coef[a] == 1]
-    downs = [a for a in axes if coef[a] == -1]
-    return any(
-        a in sizes and b in sizes and sp.expand(sizes[a] - sizes[b]) == 0
-        for a in ups
-        for b in downs
+    ups = [a for a in axes if sub.coeff(a) == 1]
+    downs = [a for a in axes if sub.coeff(a) == -1]
+    if len(ups) != 1 or len(downs) != 1:
+        return False
+    (up,), (down,) = ups, downs
+    size = scope.sizes[up]
+    return (
+        sp.expand(size - scope.sizes[down]) == 0
+        and sp.expand(sub - up + down - (size - 1)) == 0
     )
 
 

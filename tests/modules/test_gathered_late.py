@@ -27,11 +27,14 @@ DT = torch.float64
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _op_file(folder: Path, name: str, inputs: list[str], definitions: list[str]) -> Path:
+def _op_file(
+    folder: Path, name: str, inputs: list[str], definitions: list[str], ranges: dict | None = None
+) -> Path:
     path = folder / f"{name}.py"
     path.write_text(
         "from derive import Op\n\n"
-        f"OP = Op(name={name!r}, inputs={inputs!r}, definitions={definitions!r})\n"
+        f"OP = Op(name={name!r}, inputs={inputs!r}, definitions={definitions!r},"
+        f" ranges={ranges or {}!r})\n"
     )
     return path
 
@@ -116,3 +119,48 @@ def test_a_diagonal_sum_is_gathered_after_its_sums(name, op, ref, shapes, tmp_pa
     # within the 2T - 1 offsets' width of autograd's: read along the diagonals, a (T, T, D)
     # contraction is (T, 2T - 1, D); gathered inside the sums it was B or D times that
     assert generated.entries <= 2 * autograd.entries, (generated.entries, autograd.entries)
+
+
+class _Calls(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_table_of_offsets_is_a_matmul(tmp_path: Path) -> None:
+    """``sum_s tab[t - s + T - 1] v[b, s, d]`` is the table laid out over (t, s) and one
+    matmul, as autograd's ``tab[idx] @ v``; as a one-channel convolution with 2T - 1 taps it
+    ran 38x autograd's time. A causal convolution's taps, ``w[c, t - s + K - 1]``, stay a
+    convolution (:func:`derive.lower.reductions._offset`: not centred on the indices)."""
+    path = _op_file(
+        tmp_path,
+        "toeplitz_product",
+        ["v[B, T, D]", "tab[TT]"],
+        ["out[b, t, d] = Sum(tab[t - s + T - 1] * v[b, s, d], s)"],
+        {"t": "T"},
+    )
+    module, _ = imported(path, tmp_path)
+    gen = torch.Generator().manual_seed(4)
+    v, tab = torch.randn(3, 7, 5, generator=gen, dtype=DT), torch.randn(13, generator=gen, dtype=DT)
+    leaves = [v.clone().requires_grad_(), tab.clone().requires_grad_()]
+    want = leaves[1][_offsets(7)] @ leaves[0]
+    grad_out = torch.randn(want.shape, generator=gen, dtype=DT)
+    want_grads = torch.autograd.grad(want, leaves, grad_out)
+    with _Calls() as calls:
+        out, saved = module.forward(v, tab)
+        dv, _ = module.backward(grad_out, saved, needs=(True, False))
+    torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)
+    torch.testing.assert_close(dv, want_grads[0], rtol=1e-12, atol=1e-13)
+    torch.testing.assert_close(module.backward(grad_out, saved)[1], want_grads[1])
+    assert not [c for c in calls.names if "conv" in c], calls.names
+
+    causal, _ = imported(ROOT / "ops" / "causal_conv1d.py", tmp_path)
+    x, w, b = (torch.randn(s, generator=gen, dtype=DT) for s in ((2, 3, 9), (3, 4), (3,)))
+    with _Calls() as calls:
+        out, saved = causal.forward(x, w, b)
+        causal.backward(torch.ones_like(out), saved)
+    assert "mm" not in calls.names and "bmm" not in calls.names, calls.names
