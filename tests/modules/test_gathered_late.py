@@ -49,6 +49,15 @@ def _softmax(s: torch.Tensor) -> torch.Tensor:
     return e / e.sum(-1, keepdim=True)
 
 
+def _grid_attention(q, k, v, tab):
+    b, h, i, j, d = q.shape
+    qf, kf, vf = (x.reshape(b, h, i * j, d) for x in (q, k, v))
+    rows, cols = (x.reshape(-1) for x in torch.meshgrid(*map(torch.arange, (i, j)), indexing="ij"))
+    bias = tab[:, rows[:, None] - rows + i - 1, cols[:, None] - cols + j - 1]
+    s = qf @ kf.transpose(-1, -2) / math.sqrt(d) + bias
+    return (_softmax(s) @ vf).reshape(b, h, i, j, d)
+
+
 SOFTMAX = [
     "mx[b, t] = Max(sc[b, t, s], s)",
     "e[b, t, s] = exp(sc[b, t, s] - mx[b, t])",
@@ -74,6 +83,12 @@ CASES = [
         )
         @ v,
         [(4, 6, 8), (4, 6, 8), (4, 6, 8), (11, 8)],
+    ),
+    (
+        "relative_position_grid",
+        ROOT / "tests" / "cases" / "relative_position_grid.py",
+        lambda q, k, v, tab: _grid_attention(q, k, v, tab),
+        [(2, 2, 3, 4, 8), (2, 2, 3, 4, 8), (2, 2, 3, 4, 8), (2, 5, 7)],
     ),
     (
         "scores_with_a_table",
