@@ -738,22 +738,31 @@ def window_read(cx: Context, base: ir.Node, e: sp.Indexed) -> ir.Node | None:
     """``x[.., a*t + d*k + p, ..]`` with t and k indices of known range, a and d > 0, as a
     view of x: padded and cropped to the read's extent a*(T - 1) + d*(K - 1) + 1 from -p
     (zeros outside x: the language's padding), then ``unfold(dim, d*(K - 1) + 1, a)`` over
-    that axis (t where it was, k a new last axis; every d-th entry). No index grid, no gather,
-    no mask: a pool's Max or Sum then reduces the view. None for any other read."""
+    that axis (t where it was, k a new last axis; every d-th entry); a shift ``x[.., t + p,
+    ..]`` only padded and cropped to T entries from p. No index grid, no gather, no mask: a
+    pool's Max or Sum then reduces the view. None for any other read."""
     scope = cx.scope([])
-    reads, seen = [], []
+    reads, shifts, seen = [], [], []
     for pos, sub in enumerate(e.indices):
         if scope.is_axis(sub):
             seen.append(sub)
             continue
         found = _unfolded(scope, sub)
-        if found is None:
+        shift = _shifted(scope, sub) if found is None else None
+        if found is None and shift is None:
             return None
-        reads.append((pos, *found))
-        seen += [found[0], found[1]]
-    if not reads or len(set(seen)) != len(seen):
+        if found is not None:
+            reads.append((pos, *found))
+            seen += [found[0], found[1]]
+        else:
+            shifts.append((pos, *shift))
+            seen.append(shift[0])
+    if not (reads or shifts) or len(set(seen)) != len(seen):
         return None
     dims, sizes = {}, {}
+    for pos, t, p in shifts:  # x[t + p]: T entries from p, a crop and a pad
+        t_size, size = cx.sizes[t], e.base.shape[pos]
+        dims[pos] = (-p, t_size - size + p, t_size)
     for pos, t, k, a, d, p in reads:
         t_size, k_size, size = cx.sizes[t], cx.sizes[k], e.base.shape[pos]
         span = a * (t_size - 1) + d * (k_size - 1) + 1
@@ -766,10 +775,26 @@ def window_read(cx: Context, base: ir.Node, e: sp.Indexed) -> ir.Node | None:
     for pos, (size, step, dilation) in sizes.items():
         v = ir.Unfold(v, pos, cx.value(size, []), cx.value(step, []), cx.value(dilation, []))
     axes = [sub for sub in e.indices]
+    for pos, t, _ in shifts:
+        axes[pos] = t
     for pos, t, k, *_ in reads:
         axes[pos] = t
         axes.append(k)
     return ir.relabel(v, tuple(axes))
+
+
+def _shifted(scope: Scope, sub: sp.Expr) -> tuple | None:
+    """(t, p) of a subscript t + p, t an index of known range and p free of indices: the read
+    ``x[n, t + 1]`` is x cropped and padded along that axis (a view and one pad), where an
+    index grid, a clamp and a mask gathered it (a total-variation loss 8x autograd's time,
+    found probing)."""
+    if sub.has(sp.Indexed) or not isinstance(sub, sp.Add):
+        return None
+    axes = [i for i in sub.free_symbols if scope.is_axis(i)]
+    if len(axes) != 1 or axes[0] not in scope.sizes or sub.coeff(axes[0]) != 1:
+        return None
+    p = sp.expand(sub - axes[0])
+    return None if p.has(axes[0]) else (axes[0], p)
 
 
 def _unfolded(scope: Scope, sub: sp.Expr) -> tuple | None:
