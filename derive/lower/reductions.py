@@ -167,7 +167,7 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     if value is None:
         value = _window_among(cx, e, order_in)
     if value is None:
-        selected = _gates_onto_overflows(cx, _gates_apart(cx, e))
+        selected = _functions_apart(cx, _gates_onto_overflows(cx, _gates_apart(cx, e)))
         plan = plan_contraction(cx.scope(order_in), selected.function, bound, order_in)
         split = None if plan is not None else _split_for_width(cx.scope(order_in), selected)
         if plan is not None:
@@ -180,6 +180,40 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     cx.emit(ir.Assign((name,), value))
     cx.remember(written, ir.Ref(name, axes=value.axes))
     return cx.permuted(ir.Ref(name, axes=value.axes), order)
+
+
+def _functions_apart(cx: Context, e: sp.Sum) -> sp.Sum:
+    """``sum_i x[n, i]**2 V[i, k]**2`` as ``sum_i a[n, i] b[i, k]`` with ``a = x**2`` and
+    ``b = V**2`` each computed over its own tensor's axes: where two or more factors are
+    element-wise functions of one tensor each, over different axes, each is named apart, and
+    the sum is a contraction of the names (``(x * x) @ (V * V)``). Grouped into one
+    element-wise factor, they were a broadcast product over every index of the sum, (N, I,
+    K) (a factorization machine 1.78x autograd's time and 5.6x its memory, found probing).
+    A function that may overflow stays where it is (its gate or its product decide it)."""
+    from derive.lower.arithmetic import may_overflow  # arithmetic imports this module
+
+    scope = cx.scope([])
+    alone = [
+        f
+        for f in sp.Mul.make_args(e.function)
+        if _composite(scope, f)
+        and not f.has(sp.Sum, where, sp.KroneckerDelta)
+        and len(reads := f.atoms(sp.Indexed)) == 1
+        and plain(read := next(iter(reads)))
+        and len(set(read.indices)) == len(read.indices)
+        and f.free_symbols & set(read.indices) == {i for i in f.free_symbols if cx.is_axis(i)}
+        and not may_overflow(cx, f)
+    ]
+    if len({frozenset(next(iter(f.atoms(sp.Indexed))).indices) for f in alone}) < 2:
+        return e
+    named = {}
+    for f in sorted(alone, key=sp.default_sort_key):
+        read = next(iter(f.atoms(sp.Indexed)))
+        axes = list(read.indices)
+        label = cx.fresh("t_" + stem(f))
+        cx.emit(ir.Assign((label,), cx.permuted(cx.value(f, axes), axes)))
+        named[f] = sp.IndexedBase(label, shape=read.base.shape, real=True)[tuple(axes)]
+    return sp.Sum(e.function.xreplace(named), *e.limits)
 
 
 def _gates_onto_overflows(cx: Context, e: sp.Sum) -> sp.Sum:
