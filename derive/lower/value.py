@@ -98,12 +98,27 @@ def align(v: ir.Node, axes: tuple) -> ir.Node:
     v = permute(v, axes)
     if v.axes == axes[len(axes) - len(v.axes) :]:
         return v
-    kept = [a in v.axes for a in axes]
+    held = v.axes[len(v.axes) - _rank(v) :]  # a product of aligned values holds its last axes
+    kept = [a in held for a in axes]
     while kept and not kept[0]:  # leading size-1 axes broadcast by themselves
         kept.pop(0)
     while kept and kept[-1]:  # x[:, None] is x[:, None, :, :]
         kept.pop()
     return ir.Broadcast(v, tuple(kept), axes=axes)
+
+
+def _rank(v: ir.Node) -> int:
+    """How many axes ``v`` prints with: an operator of values aligned to its axes holds only
+    as many as its widest operand, the leading ones broadcast (``c1[:, None] & c2[:, None]``
+    over (g, p, y) is (P, 1)); indexed as the three it names, ``[:, :, :, None]``, it was an
+    IndexError (fuzz --windows 6100021's second order)."""
+    if isinstance(v, ir.Broadcast):
+        return len(v.kept)
+    if isinstance(v, ir.Binary) and all(
+        isinstance(c, (ir.Broadcast, ir.Binary)) and not c.scalar for c in (v.left, v.right)
+    ):
+        return max(1, *(_rank(c) for c in (v.left, v.right)))
+    return len(v.axes)
 
 
 def dense_axes(v: ir.Node) -> set[sp.Symbol]:
