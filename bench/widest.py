@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parent.parent
 SCALES = (1, 2)
 
 
-class _Widest(TorchDispatchMode):
+class Widest(TorchDispatchMode):
     """The most entries of any tensor an aten call returns while active."""
 
     def __init__(self) -> None:
@@ -90,7 +90,7 @@ class Row:
 
 
 def _widest(apply, inputs: dict, grad_out: torch.Tensor, v: dict) -> int:
-    with _Widest() as w:
+    with Widest() as w:
         second_order(apply, inputs, grad_out, v)
     return w.entries
 

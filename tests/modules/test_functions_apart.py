@@ -14,23 +14,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench.widest import Widest
 from tests.modules.emitted import imported
 
 DT = torch.float64
-
-
-class _Widest(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.entries = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if isinstance(out, torch.Tensor):
-            self.entries = max(self.entries, out.numel())
-        return out
 
 
 CASES = [
@@ -57,11 +45,11 @@ def test_functions_of_one_tensor_each_are_a_matmul(definition, ref, tmp_path: Pa
     gen = torch.Generator().manual_seed(2)
     args = [torch.randn(s, generator=gen, dtype=DT) for s in ((9, 7), (7, 8))]
     leaves = [a.clone().requires_grad_() for a in args]
-    with _Widest() as autograd:
+    with Widest() as autograd:
         want = ref(*leaves)
         grad_out = torch.randn(want.shape, generator=gen, dtype=DT)
         want_grads = torch.autograd.grad(want, leaves, grad_out)
-    with _Widest() as generated:
+    with Widest() as generated:
         out, saved = module.forward(*args)
         grads = module.backward(grad_out, saved)
     torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)

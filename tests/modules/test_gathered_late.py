@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench.aten_calls import Counting
+from bench.widest import Widest
 from tests.modules.emitted import imported
 
 DT = torch.float64
@@ -102,18 +103,6 @@ CASES = [
 ]
 
 
-class _Widest(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.entries = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if isinstance(out, torch.Tensor):
-            self.entries = max(self.entries, out.numel())
-        return out
-
-
 @pytest.mark.parametrize(("name", "op", "ref", "shapes"), CASES, ids=[c[0] for c in CASES])
 def test_a_diagonal_sum_is_gathered_after_its_sums(name, op, ref, shapes, tmp_path: Path) -> None:
     path = op if isinstance(op, Path) else _op_file(tmp_path, name, *op)
@@ -123,10 +112,10 @@ def test_a_diagonal_sum_is_gathered_after_its_sums(name, op, ref, shapes, tmp_pa
     leaves = [a.clone().requires_grad_() for a in args]
     want = ref(*leaves)
     grad_out = torch.randn(want.shape, generator=gen, dtype=DT)
-    with _Widest() as autograd:
+    with Widest() as autograd:
         want_grads = torch.autograd.grad(want, leaves, grad_out)
     out, saved = module.forward(*args)
-    with _Widest() as generated:
+    with Widest() as generated:
         grads = module.backward(grad_out, saved)
     torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)
     for got, expected in zip(grads, want_grads, strict=True):
@@ -134,16 +123,6 @@ def test_a_diagonal_sum_is_gathered_after_its_sums(name, op, ref, shapes, tmp_pa
     # within the 2T - 1 offsets' width of autograd's: read along the diagonals, a (T, T, D)
     # contraction is (T, 2T - 1, D); gathered inside the sums it was B or D times that
     assert generated.entries <= 2 * autograd.entries, (generated.entries, autograd.entries)
-
-
-class _Calls(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.append(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
 
 
 def test_a_table_of_offsets_is_a_matmul(tmp_path: Path) -> None:
@@ -167,17 +146,17 @@ def test_a_table_of_offsets_is_a_matmul(tmp_path: Path) -> None:
     want = leaves[1][_offsets(7)] @ leaves[0]
     grad_out = torch.randn(want.shape, generator=gen, dtype=DT)
     want_grads = torch.autograd.grad(want, leaves, grad_out)
-    with _Calls() as calls:
+    with Counting() as calls:
         out, saved = module.forward(v, tab)
         grads = module.backward(grad_out, saved)
     torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)
     for got, expected in zip(grads, want_grads, strict=True):
         torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-13)
-    assert not [c for c in calls.names if "conv" in c], calls.names
+    assert not [c for c in calls.calls if "conv" in c], calls.calls
 
     causal, _ = imported(ROOT / "ops" / "causal_conv1d.py", tmp_path)
     x, w, b = (torch.randn(s, generator=gen, dtype=DT) for s in ((2, 3, 9), (3, 4), (3,)))
-    with _Calls() as calls:
+    with Counting() as calls:
         out, saved = causal.forward(x, w, b)
         causal.backward(torch.ones_like(out), saved)
-    assert "mm" not in calls.names and "bmm" not in calls.names, calls.names
+    assert "mm" not in calls.calls and "bmm" not in calls.calls, calls.calls

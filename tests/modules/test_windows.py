@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench.aten_calls import Counting
 from tests.modules.emitted import imported
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
@@ -181,16 +181,6 @@ def test_a_pool_given_its_kernel_alone_strides_by_it_as_torch(name: str) -> None
     assert out.shape == torch_op(x, 3).shape
 
 
-class _Calls(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.append(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
-
-
 def test_a_shifted_read_is_a_view_and_a_pad(tmp_path: Path) -> None:
     """``x[n, c, i + 1, j]``, a total-variation loss's finite difference, is x cropped and
     padded along that axis (zeros past the end, the language's padding), forward and
@@ -209,9 +199,9 @@ def test_a_shifted_read_is_a_view_and_a_pad(tmp_path: Path) -> None:
         (leaf[..., 1:] - leaf[..., :-1]) ** 2
     ).sum()
     (want_grad,) = torch.autograd.grad(want, leaf)
-    with _Calls() as calls:
+    with Counting() as calls:
         out, saved = module.forward(x)
         (grad,) = module.backward(torch.ones_like(out), saved)
     torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(grad, want_grad, rtol=1e-12, atol=1e-12)
-    assert not [c for c in calls.names if "index" in c or "gather" in c], calls.names
+    assert not [c for c in calls.calls if "index" in c or "gather" in c], calls.calls
