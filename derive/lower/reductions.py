@@ -406,18 +406,13 @@ def _at_every_lag(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> sp.Expr | N
     for r in sp.Mul.make_args(e.function):
         if not isinstance(r, sp.Indexed):
             return None
+    scope = cx.scope([])
     for r in sp.Mul.make_args(e.function):
         for sub in r.indices:
-            axes = [a for a in sub.free_symbols if cx.is_axis(a)]
-            if sub.is_Symbol or sub.atoms(sp.Indexed) or len(axes) != 2:
+            pair = _centred(scope, sub)
+            if pair is None or pair[0] not in bound or pair[1] in bound:
                 continue
-            ups = [a for a in axes if sub.coeff(a) == 1 and a in bound]
-            downs = [a for a in axes if sub.coeff(a) == -1 and a not in bound]
-            if len(ups) != 1 or len(downs) != 1 or ups[0] not in cx.sizes:
-                continue
-            t = ups[0]
-            if sp.expand(sub - t + downs[0] - (cx.sizes[t] - 1)) != 0:
-                continue
+            t = pair[0]
             inner = [lim for var, lim in bound.items() if var != t]
             read = _gathered_late(cx, sp.Sum(e.function, *inner), [t, *order])
             return None if read is None else sp.Sum(read, bound[t])
@@ -444,18 +439,29 @@ def _offset(scope: Scope, sub: sp.Expr) -> bool:
     centred (offset 0 at T - 1), so its 2T - 1 entries are as many as the offsets. A
     convolution's taps read at ``t - s + K - 1`` are a kernel of K taps, not such a table:
     there a one-channel convolution is the cheaper kernel."""
+    pair = _centred(scope, sub)
+    return pair is not None and sp.expand(scope.sizes[pair[0]] - scope.sizes[pair[1]]) == 0
+
+
+def _centred(scope: Scope, sub: sp.Expr) -> tuple[sp.Symbol, sp.Symbol] | None:
+    """``(t, r)`` of a subscript ``t - r + T - 1``, T the range of t: two indices, one up and
+    one down, the offset 0 at T - 1 (:func:`_offset`'s table; :func:`_at_every_lag`'s lags,
+    r over the table's own range). None for any other subscript."""
+    if sub.is_Symbol or sub.atoms(sp.Indexed):
+        return None
     axes = [a for a in sub.free_symbols if scope.is_axis(a)]
     if len(axes) != 2 or not all(a in scope.sizes for a in axes):
-        return False
+        return None
     if not sub.is_polynomial(*axes) or sp.Poly(sub, *axes).total_degree() != 1:
-        return False
+        return None
     ups = [a for a in axes if sub.coeff(a) == 1]
     downs = [a for a in axes if sub.coeff(a) == -1]
     if len(ups) != 1 or len(downs) != 1:
-        return False
+        return None
     (up,), (down,) = ups, downs
-    size = scope.sizes[up]
-    return sp.expand(size - scope.sizes[down]) == 0 and sp.expand(sub - up + down - (size - 1)) == 0
+    if sp.expand(sub - up + down - (scope.sizes[up] - 1)) != 0:
+        return None
+    return up, down
 
 
 def _summed_before_read(cx: Context, e: sp.Sum) -> sp.Expr | None:
