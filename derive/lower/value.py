@@ -13,6 +13,7 @@ import sympy as sp
 
 from derive.functions import clamp, where
 from derive.ir import nodes as ir
+from derive.ir import orders
 from derive.symbolic.indices import free_indices, replace_apart
 
 
@@ -92,33 +93,27 @@ def filled(v: ir.Node, shape: tuple, like: ir.Ref, axes: tuple) -> ir.Node:
 
 def align(v: ir.Node, axes: tuple) -> ir.Node:
     """``v`` permuted to the order of ``axes``, with size-1 axes for those it lacks, so it
-    broadcasts against a tensor over ``axes``. Axis order is data: never assumed."""
+    broadcasts against a tensor over ``axes``. Axis order is data: never assumed.
+
+    A value that prints fewer axes than it names (``s[:, None]``, element-wise work on such
+    broadcasts) holds the last :func:`~derive.ir.orders.rank` of them. Here a broadcast's
+    rank once counted its ``kept`` flags alone, not its operand's axes: aligned again, the
+    value came out ``s[:, None][]`` (not Python), or with its size-1 axis at the wrong place
+    (fuzz --windows 6500045, 6500062, 6500171)."""
     if v.scalar:
         return v
     v = permute(v, axes)
     if v.axes == axes[len(axes) - len(v.axes) :]:
         return v
-    held = v.axes[len(v.axes) - _rank(v) :]  # a product of aligned values holds its last axes
+    held = v.axes[len(v.axes) - orders.rank(v) :]
     kept = [a in held for a in axes]
     while kept and not kept[0]:  # leading size-1 axes broadcast by themselves
         kept.pop(0)
     while kept and kept[-1]:  # x[:, None] is x[:, None, :, :]
         kept.pop()
+    if not kept:  # it holds the last axes already: nothing to add (``x[]`` is no Python)
+        return v
     return ir.Broadcast(v, tuple(kept), axes=axes)
-
-
-def _rank(v: ir.Node) -> int:
-    """How many axes ``v`` prints with: an operator of values aligned to its axes holds only
-    as many as its widest operand, the leading ones broadcast (``c1[:, None] & c2[:, None]``
-    over (g, p, y) is (P, 1)); indexed as the three it names, ``[:, :, :, None]``, it was an
-    IndexError (fuzz --windows 6100021's second order)."""
-    if isinstance(v, ir.Broadcast):
-        return len(v.kept)
-    if isinstance(v, ir.Binary) and all(
-        isinstance(c, (ir.Broadcast, ir.Binary)) and not c.scalar for c in (v.left, v.right)
-    ):
-        return max(1, *(_rank(c) for c in (v.left, v.right)))
-    return len(v.axes)
 
 
 def dense_axes(v: ir.Node) -> set[sp.Symbol]:

@@ -766,6 +766,21 @@ def test_an_aligned_node_is_dense_only_over_the_axes_it_had() -> None:
     assert dense_axes(both) == {a, b}
 
 
+def test_an_aligned_node_aligned_again_prints_its_own_axes_and_its_nones() -> None:
+    """``s[:, None]`` of an s over (a, c, d), labelled (a, b, c, d), prints 4 axes: aligned to
+    (a, b, e, c, d) it is ``s[:, None][:, :, None]``. Counted as its two ``kept`` flags, it
+    was taken to hold (c, d) only: the second broadcast came out ``[]`` (not Python, fuzz
+    --windows 6500045 and 6500062) or added its size-1 axis at the wrong place, a shape error
+    or, where sizes coincide, a silent broadcast over the wrong axes (6500171)."""
+    a, b, c, d, e = sp.symbols("a b c d e", integer=True)
+    once = align(ir.Ref("s", axes=(a, c, d)), (a, b, c, d))
+    assert isinstance(once, ir.Broadcast) and once.kept == (True, False)
+    twice = align(once, (a, b, e, c, d))
+    assert isinstance(twice, ir.Broadcast) and twice.kept == (True, True, False)
+    assert twice.arg == once
+    assert align(once, (e, a, b, c, d)) == once  # leading axes broadcast by themselves
+
+
 def test_axes_an_order_lacks_keep_the_order_they_come_in() -> None:
     """``union`` puts the axes ``order`` names first and the rest as they first come: from a
     set they came in the hash seed's order, and a fuzz op (--windows 13144) printed other
