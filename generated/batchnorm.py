@@ -318,15 +318,11 @@ def _double_backward(
         sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
     if (needs[0] or needs[1]) and present[0]:
         sum_grad_y = _sum_leading(grad_y, 1)
-        sum_bnraw_db_dx_grad_y = (
-            _addcmul(
-                _add_scaled(grad_y.T, sum_grad_y[:, None], -1 / N),
-                sum_bnraw_grad_y[:, None],
-                bnraw.T,
-                -1 / (N - 1),
-            )
-            * db_dx.T
-        ).sum(1)
+        sum_bnraw_db_dx_grad_y = _sum_leading(
+            _addcmul(_add_scaled(grad_y, sum_grad_y, -1 / N), sum_bnraw_grad_y, bnraw, -1 / (N - 1))
+            * db_dx,
+            1,
+        )
         del sum_bnraw_grad_y, sum_grad_y
     if needs[0] and (present[0] or present[1]):
         dbnvar_inv = (

@@ -40,12 +40,22 @@ def number_scale(num: list[ir.Node], den: list[ir.Node], negative: bool) -> tupl
 
 
 def natural_order(body: sp.Expr, order: list[sp.Symbol]) -> list[sp.Symbol]:
-    """Axes in the order the body's largest tensor stores them, so sums need no transpose."""
+    """Axes in the order the body's largest tensor stores them, so sums need no transpose;
+    each other read's axes (widest first) before the first axis it stores after them. So
+    ``(x[n, k] - mu[m, k])**2`` summed over k is laid out (n, m, k), k last as both tensors
+    store it, and summed over the last axis; taken from x alone, (n, k, m) read mu
+    transposed in the inner loop (a soft k-means 1.2x autograd's time, 0.67x now)."""
     leaves = [i for i in body.atoms(sp.Indexed) if plain(i)]
     if not leaves:  # every read shifted (x[t - k]) or gathered: the body's indices after order
         return list(order) + sorted(free_indices(body) - set(order), key=str)
-    widest = max(leaves, key=lambda i: (len(i.indices), sp.default_sort_key(i)))
-    natural = list(dict.fromkeys(widest.indices))  # a diagonal x[n, n] gives n once
+    leaves = sorted(leaves, key=lambda i: (len(i.indices), sp.default_sort_key(i)), reverse=True)
+    natural = list(dict.fromkeys(leaves[0].indices))  # a diagonal x[n, n] gives n once
+    for read in leaves[1:]:  # the others' axes before the axes they store after them
+        for k, a in enumerate(read.indices):
+            if a in natural:
+                continue
+            after = [natural.index(b) for b in read.indices[k + 1 :] if b in natural]
+            natural.insert(min(after, default=len(natural)), a)
     return (
         natural
         + [a for a in order if a not in natural]

@@ -20,7 +20,7 @@ from derive.lower.context import Context
 from derive.lower.fusions import FUSIONS
 from derive.lower.indexing import affine_value
 from derive.lower.lowerer import Lowerer
-from derive.lower.value import align, delta_terms, dense_axes, union
+from derive.lower.value import align, delta_terms, dense_axes, natural_order, union
 
 
 def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
@@ -1180,3 +1180,15 @@ def test_a_numeric_sum_is_printed_as_its_number(terms: int, tmp_path) -> None:
     want[:, 0] -= want[0].sum()
     torch.testing.assert_close(got, want, rtol=1e-13, atol=0)
     assert ir.Number(sp.Sum(1, (sp.Symbol("n"), 0, 2), (sp.Symbol("m"), 0, 2))).value == 9
+
+
+def test_a_body_is_laid_out_in_the_order_every_read_stores_its_axes() -> None:
+    """``(x[n, k] - mu[m, k])**2``: k is the last axis of both reads, so it goes last and m,
+    which mu stores before k, before it: (n, m, k). From the widest read alone it was (n, k,
+    m), mu read transposed in the broadcast's inner loop."""
+    n, m, k = sp.symbols("n m k", integer=True)
+    N, M, K = sp.symbols("N M K", integer=True, positive=True)
+    x = sp.IndexedBase("x", shape=(N, K))
+    mu = sp.IndexedBase("mu", shape=(M, K))
+    assert natural_order((x[n, k] - mu[m, k]) ** 2, [n, m]) == [n, m, k]
+    assert natural_order(x[n, k] * mu[m, k], [m]) == [n, m, k]
