@@ -159,7 +159,7 @@ def stacked_siblings(block: list[ir.Statement], fresh: Callable[[str], str]) -> 
     read written before they are read; a stack is shared only where nothing it reads is
     written between it and the family that reads it again."""
     block, stacks, names = list(block), {}, []
-    k, parts = 0, _single_use(block)
+    k, parts = 0, _single_use(block, kinds=_SIBLINGS)
     while k < len(block):
         found = _first_family(block, k, parts)
         if found is None:
@@ -179,7 +179,7 @@ def stacked_siblings(block: list[ir.Statement], fresh: Callable[[str], str]) -> 
         dropped = {m.at for m in members}
         block = [s for j, s in enumerate(block) if j not in dropped]
         k -= sum(1 for j in dropped if j < k)
-        parts = _single_use(block)  # positions moved, a stack's name is read
+        parts = _single_use(block, kinds=_SIBLINGS)  # positions moved, a stack's name is read
     return freed(block, names)
 
 
@@ -211,9 +211,11 @@ def _members(node: ir.Node, parts: dict) -> list[_Part]:
     return [_part(p, parts) for p in nodes]
 
 
-def _single_use(block: list[ir.Statement], frees: bool = False) -> dict[str, tuple[int, ir.Node]]:
-    """Names bound to a contraction or a sum and read exactly once, never updated, and never
-    freed (with ``frees``: freed, or not)."""
+def _single_use(
+    block: list[ir.Statement], frees: bool = False, kinds: tuple = (ir.Contract, ir.Reduce)
+) -> dict[str, tuple[int, ir.Node]]:
+    """Names bound to a contraction or a sum (a node of ``kinds``) and read exactly once, never
+    updated, and never freed (with ``frees``: freed, or not)."""
     reads: dict[str, int] = {}
     for s in block:
         if frees and isinstance(s, ir.Free):
@@ -233,7 +235,7 @@ def _single_use(block: list[ir.Statement], frees: bool = False) -> dict[str, tup
         for k, s in enumerate(block)
         if isinstance(s, ir.Assign)
         and len(s.targets) == 1
-        and isinstance(s.value, (ir.Contract, ir.Reduce))
+        and isinstance(s.value, kinds)
         and reads.get(s.targets[0]) == 1
         and s.targets[0] not in other
     }
@@ -249,7 +251,23 @@ def _part(node: ir.Node, parts: dict[str, tuple[int, ir.Node]]) -> _Part | None:
     at, value = parts[node.name]
     if node.axes != value.axes:  # read under other labels: its operands' would not match
         return None
-    return _Part(node.name, at, value, op, scale)
+    return _Part(node.name, at, _as_contract(value), op, scale)
+
+
+# what a family's members may be: a matmul is a contraction the lowering printed as one already
+_SIBLINGS = (ir.Contract, ir.Reduce, ir.Matmul)
+
+
+def _as_contract(v: ir.Node) -> ir.Node:
+    """A matmul as the contraction it is (its operands unpermuted: a contraction reads each
+    by its axes' labels, in any order); any other node as it is. An LSTM's dx, ``sum_g
+    dgate_g @ Wx[:, g].T``, four matmuls over slices of Wx, is then one family: one matmul
+    of the stacked gate gradients, as for the Contracts of attention's q, k and v."""
+    if not isinstance(v, ir.Matmul):
+        return v
+    left, right = (x.arg if isinstance(x, ir.Permute) else x for x in (v.left, v.right))
+    summed = tuple(a for a in dict.fromkeys(left.axes + right.axes) if a not in v.axes)
+    return ir.Contract((left, right), v.axes + summed, axes=v.axes)
 
 
 def _terms(node: ir.Node) -> list[ir.Node]:
@@ -395,10 +413,11 @@ def _stack_of(
     operands: list[ir.Node], members: list[_Part], new: sp.Symbol, before: set
 ) -> tuple[ir.Stack, tuple] | None:
     """The stack of the tensors ``operands`` read (each a name, or a permute of one), each
-    scaled as its member is, in their stored layout with the axis ``new`` before the first
-    axis in ``before``; and its key (the names, scales and that position). None where an
-    operand is no plain name or they differ in rank."""
-    names, labels = [], None
+    scaled as its member is, in the first one's stored layout (the others read permuted to
+    it) with the axis ``new`` before the first axis in ``before``; and its key (the names,
+    scales and that position). None where an operand is no plain name or they differ in
+    their axes."""
+    names, layouts, labels = [], [], None
     for v in operands:
         perm = v.perm if isinstance(v, ir.Permute) else tuple(range(len(v.axes)))
         base = v.arg if isinstance(v, ir.Permute) else v
@@ -407,16 +426,18 @@ def _stack_of(
         stored = [None] * len(perm)
         for m, q in enumerate(perm):
             stored[q] = v.axes[m]
-        if labels is not None and tuple(stored) != labels:
+        if labels is not None and set(stored) != set(labels):
             return None
         labels = labels or tuple(stored)
         names.append(base.name)
+        layouts.append(tuple(stored))
     if new in labels:
         return None
     dim = next((q for q, x in enumerate(labels) if x in before), len(labels))
     parts = []
-    for name, m in zip(names, members, strict=True):
-        part: ir.Node = ir.Ref(name, axes=labels)
+    for name, stored, m in zip(names, layouts, members, strict=True):
+        # one stored in another order is read permuted (torch.stack copies each part anyway)
+        part: ir.Node = _permuted(ir.Ref(name, axes=stored), labels)
         if m.op is not None:
             part = ir.Binary(m.op, part, m.scale, axes=labels)
         parts.append(part)

@@ -277,7 +277,7 @@ def _stacked(cx: Context, expr: sp.Expr, axes: tuple) -> tuple | None:
     coefficient, for constants k in the axis's range; else None."""
     picks: dict[int, sp.Expr] = {}
     axis = None
-    terms = sp.Add.make_args(expr)
+    terms = sp.Add.make_args(_deltas_out_of_sums(expr, axes))
     if any(len(t.atoms(sp.KroneckerDelta)) > 1 for t in terms) and expanded_terms(expr) <= 16:
         terms = delta_terms(expr)  # g (delta(i, 1) a + delta(i, 2) b)
     for term in terms:
@@ -296,6 +296,29 @@ def _stacked(cx: Context, expr: sp.Expr, axes: tuple) -> tuple | None:
     if size is None or not size.is_Integer or not set(picks) <= set(range(int(size))):
         return None
     return axis, int(size), picks
+
+
+def _deltas_out_of_sums(expr: sp.Expr, axes: tuple) -> sp.Expr:
+    """``sum_n x[n, i] (delta(g, 0) a[n, j] + delta(g, 1) b[n, j])`` as ``delta(g, 0) sum_n
+    x a + delta(g, 1) sum_n x b``: the deltas of an axis of the result, taken out of the sums
+    they do not bind, so the result is a stack of one sum a constant (an LSTM's dWx, its
+    gates' adjoints each against x: four matmuls the sibling pass makes one over the stacked
+    gate gradients, where the deltas were four masks over a (4, J, N) product). A sum with
+    no delta of a free axis, or with other terms beside it, is left as it is."""
+    if not isinstance(expr, sp.Sum):
+        return expr
+    bound = {lim[0] for lim in expr.limits}
+    deltas = expr.function.atoms(sp.KroneckerDelta)
+    if not deltas or any(not (set(d.free_symbols) & set(axes)) or d.has(*bound) for d in deltas):
+        return expr
+    terms = delta_terms(expr.function)
+    out = []
+    for term in terms:
+        found = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.KroneckerDelta)]
+        if len(found) != 1:
+            return expr
+        out.append(found[0] * sp.Sum(term / found[0], *expr.limits))
+    return sp.Add(*out)
 
 
 def pick_update(cx: Context, name: str, coef: sp.Expr, axis, data: sp.Indexed, axes: tuple) -> None:
