@@ -647,10 +647,12 @@ def _double_backward(
         del sum_dc_Woh_grad_y_k_probs_v_k_probs, sum_dc_Woh_grad_y_probs_q_v_probs_q
     if present[2]:
         sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
+        shared_sum_db_dbh_at_1_q = sum_db_dbh_at_1_q / math.sqrt(D)
+        del sum_db_dbh_at_1_q
     if present[0] or present[1] or present[2]:
         acc_4 = dc_Woh_grad_y_probs_v.permute(1, 0, 2)[:, :, :, None] + (
-            (sum_db_dbh_at_0_k.permute(1, 0, 2) / math.sqrt(D))[:, :, None]
-            + (sum_db_dbh_at_1_q.permute(1, 0, 2) / math.sqrt(D))[:, :, :, None]
+            (sum_db_dbh_at_0_k / math.sqrt(D)).permute(1, 0, 2)[:, :, None]
+            + shared_sum_db_dbh_at_1_q.permute(1, 0, 2)[:, :, :, None]
             if present[2]
             else grad_out.new_zeros((H, B, T, T))
         )
@@ -697,7 +699,7 @@ def _double_backward(
     ):
         acc_5 = (
             _addcmul(
-                (sum_db_dbh_at_1_q / math.sqrt(D))[:, :, :, None]
+                shared_sum_db_dbh_at_1_q[:, :, :, None]
                 * shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
                 sum_db_dbh_at_0_k[:, :, None],
                 shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
@@ -707,7 +709,8 @@ def _double_backward(
             else grad_out.new_zeros((B, H, T, T))
         )
     if present[2]:
-        del sum_db_dbh_at_1_q, sum_db_dbh_at_0_k
+        del sum_db_dbh_at_0_k
+        del shared_sum_db_dbh_at_1_q
     if (needs[0] or needs[1] or needs[2]) and present[3]:
         sum_dy_v = dy @ v.permute(0, 1, 3, 2)
     if (needs[0] or needs[1] or needs[2]) and (
@@ -806,8 +809,10 @@ def _double_backward(
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
-        t_dscores = (dscores.permute(0, 1, 3, 2) / math.sqrt(D)).masked_fill(
-            torch.ones(T, T, dtype=torch.bool, device=grad_out.device).tril(-1), 0
+        t_dscores = (
+            (dscores / math.sqrt(D))
+            .permute(0, 1, 3, 2)
+            .masked_fill(torch.ones(T, T, dtype=torch.bool, device=grad_out.device).tril(-1), 0)
         )
         del dscores
         sum_dscores_q = t_dscores @ q

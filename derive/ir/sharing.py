@@ -48,7 +48,8 @@ def common_subexpressions(
     already, or ``fresh``'s) where it is first used, and freed after its last use (``del t``:
     the block's peak memory holds it no longer than it must); the largest such computation
     first, so a repeated ``a * b + c`` is one temporary, not ``a * b`` and then ``t + c``."""
-    block, temps = _one_name_per_value(_products_read_again(list(block)))
+    block = [rebuilt(s, _permutes_out) for s in block]
+    block, temps = _one_name_per_value(_products_read_again(block))
     again = False
     while True:
         block = _shared(block, fresh, temps)
@@ -59,6 +60,35 @@ def common_subexpressions(
         if len(block) == before:
             return _refreed(block) if again else block
         again = True
+
+
+def _permutes_out(node: ir.Node) -> ir.Node:
+    """``a.T * b.T`` as ``(a * b).T``, and a permute of a permute as one (or none): work on
+    operands permuted alike is the same tensor as the work on them permuted once, so a value
+    a contraction reads in its own axis order is found equal to the one computed in the
+    stored order (a ConvNeXt MLP's dW1 read ``(t_h.T * s.T).T``, a second product of the
+    ``t_h * s`` its dx had named: one pass and one temporary more)."""
+    if isinstance(node, ir.Permute) and isinstance(node.arg, ir.Permute):
+        inner = node.arg
+        perm = tuple(inner.perm[k] for k in node.perm)
+        if perm == tuple(range(len(perm))):
+            return ir.relabel(inner.arg, node.axes)
+        return ir.Permute(inner.arg, perm, axes=node.axes)
+    if not isinstance(node, ir.Binary) or node.scalar:
+        return node
+    sides = [c for c in (node.left, node.right) if not c.scalar]
+    first = sides[0]
+    if not all(
+        isinstance(c, ir.Permute)
+        and c.perm == first.perm
+        and c.axes == node.axes
+        and c.arg.axes == first.arg.axes
+        for c in sides
+    ):
+        return node
+    left, right = (c.arg if c in sides else c for c in (node.left, node.right))
+    inner = dataclasses.replace(node, left=left, right=right, axes=first.arg.axes)
+    return ir.Permute(inner, first.perm, axes=node.axes)
 
 
 def _products_read_again(block: list[ir.Statement]) -> list[ir.Statement]:

@@ -145,7 +145,7 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
         ),
         # a SwiGLU's backward: grad_out @ W2.T is made once, for both gates' adjoints (an
         # addmm made it again; found probing), and a product that sums nothing is a product,
-        # not an einsum "ac,ac->ac"
+        # not an einsum "ac,ac->ac", made once for dx and dW3 (dW3 made it again transposed)
         (
             ["x[N, D]", "W1[D, F]", "W3[D, F]", "W2[F, M]"],
             [
@@ -154,7 +154,7 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
                 "h[n, f] = a[n, f] * sigmoid(a[n, f]) * bb[n, f]",
                 "out[n, m] = Sum(h[n, f] * W2[f, m], f)",
             ],
-            "sum_W2_W3_a_grad_out_h_sigmoid0 = a * h_sigmoid0 * sum_W2_grad_out @ W3.T",
+            "sum_W2_W3_a_grad_out_h_sigmoid0 = shared_a_h_sigmoid0_sum_W2_grad_out @ W3.T",
         ),
         # an MLP written inline: the hidden sum under the relu is named and saved, and the
         # backward masks g @ W2.T with it (the mask with both weights was an N x D x M

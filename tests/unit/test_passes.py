@@ -36,6 +36,19 @@ def test_a_tensor_computed_twice_is_computed_once() -> None:
     assert _printed(block) == ["t0 = torch.square(x)", "d = t0 * g + t0 * y", "del t0"]
 
 
+def test_work_on_operands_permuted_alike_is_the_work_permuted() -> None:
+    """``s = x * g``, then a contraction reads ``(x.T * g.T).T`` (the same product, laid out
+    in its own order: a ConvNeXt MLP's dW1 beside its dx): one product, read by its name."""
+    t = (j, i)
+    xt, gt = (ir.Permute(v, (1, 0), axes=t) for v in (x, g))
+    again = ir.Permute(ir.Binary("*", xt, gt, axes=t), (1, 0), axes=(i, j))
+    block = [
+        ir.Assign(("s",), _mul(x, g)),
+        ir.Assign(("a",), ir.Binary("+", again, y, axes=(i, j))),
+    ]
+    assert _printed(block) == ["s = x * g", "a = s + y"]
+
+
 def test_the_largest_repeat_first_and_across_statements() -> None:
     both = _mul(square, g)
     block = [
