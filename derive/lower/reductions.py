@@ -36,7 +36,7 @@ from derive.lower.value import (
     position,
     stem,
 )
-from derive.lower.windows import plan_window, window_value
+from derive.lower.windows import flattened, plan_window, window_value
 from derive.symbolic.indices import free_indices, without
 from derive.symbolic.simplify import EXPAND_TERMS, expanded_terms, polynomial
 
@@ -141,6 +141,7 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     if known is not None:
         return cx.permuted(known, order)
     written = e  # remembered as written: an assignment reads it back so
+    e = _padded_under_gates(e)
     if cx.logged and isinstance(e.function, sp.Mul):  # before a contraction takes it apart
         body = e.function
         while isinstance(body, sp.Mul) and (taken := logged_exps(cx, body)) is not body:
@@ -180,6 +181,52 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     cx.emit(ir.Assign((name,), value))
     cx.remember(written, ir.Ref(name, axes=value.axes))
     return cx.permuted(ir.Ref(name, axes=value.axes), order)
+
+
+def _padded_under_gates(e: sp.Sum) -> sp.Sum:
+    """``where(a >= 0, where(a <= n - 1, sum_o g[.., o] w[.., clamp(a, 0, n - 1)], 0), 0)`` as
+    ``sum_o g[.., o] w[.., a]``: where the gates say a is inside w's axis of n entries and the
+    body is a product of plain reads (under its sums) with that one read of w as a factor,
+    the language's padding (a read outside an axis is 0) makes the body 0 where the gates
+    would: equal, and a window's read a convolution matches. An intermediate's adjoint read
+    at a shifted subscript comes so (a weight-standardised conv2d's dx, ``ws`` read at
+    ``clamp(h - h1 + 1, 0, KH - 1)`` under its two gates, was a dense Toeplitz gather over
+    (H, H, W, W): 34 GB asked for at (32, 64, 64, 64), found probing)."""
+    for _ in range(8):  # innermost first: an outer gate's read is a factor once inner ones go
+        found = {g: v for g in e.atoms(where) if (v := _unclamped(g)) is not None}
+        if not found:
+            return e
+        e = e.xreplace(found)
+    return e
+
+
+def _unclamped(g: where) -> sp.Expr | None:
+    conds, body = [], g
+    while isinstance(body, where) and body.args[2] == 0:
+        conds.append(body.args[0])
+        body = body.args[1]
+    if len(conds) != 2:
+        return None
+    inner = body
+    while isinstance(inner, sp.Sum):
+        inner = inner.function
+    factors = sp.Mul.make_args(inner)
+    for c in body.atoms(clamp):
+        a, lo, hi = c.args
+        if lo != 0 or set(conds) != {sp.Ge(a, 0), sp.Le(a, hi)}:
+            continue
+        reads = [r for r in body.atoms(sp.Indexed) if c in r.indices]
+        if len(reads) != 1 or reads[0] not in factors:
+            continue
+        r = reads[0]
+        pos = r.indices.index(c)
+        if sp.expand(hi + 1 - r.base.shape[pos]) != 0:
+            continue
+        others = [f for f in factors if f is not r]
+        if not all(f.is_number or (plain(f) and not f.has(clamp)) for f in others):
+            continue
+        return body.xreplace({r: r.base[tuple(a if i == c else i for i in r.indices)]})
+    return None
 
 
 def _functions_apart(cx: Context, e: sp.Sum) -> sp.Sum:
@@ -284,17 +331,25 @@ def _gates_onto_overflows(cx: Context, e: sp.Sum) -> sp.Sum:
 
 def _gates_apart(cx: Context, e: sp.Sum) -> sp.Sum:
     """``sum_s where(c, a x[b, s], 0)`` as ``sum_s where(c, a, 0) x[b, s]`` where the gate c
-    and the factor a read indices alone (``s <= t``, ``gamma**(t - s)``) and x is a tensor
-    read: the gate is then a factor of indices, computed once over (t, s) and contracted
-    with x (a matmul, :func:`_grouped`), where the gate over the whole product was a
-    (B, T, T) temporary (found probing: a discounted sum 39x autograd's time, 341x its
-    memory). A tensor that may overflow stays under its gate (:func:`_gates_onto_overflows`:
-    ``inf * 0`` is nan where the gate is shut); any other read is finite there."""
+    reads indices alone (``s <= t``) and x is a tensor read: the gate is then a factor of
+    indices (a, ``gamma**(t - s)``), computed once over (t, s) and contracted with x (a
+    matmul, :func:`_grouped`), where the gate over the whole product was a (B, T, T)
+    temporary (found probing: a discounted sum 39x autograd's time, 341x its memory); or,
+    where a reads tensors too, a tensor over a's axes, when x holds an index a lacks
+    (:func:`_apart_from`). A tensor that may overflow stays under its gate
+    (:func:`_gates_onto_overflows`: ``inf * 0`` is nan where the gate is shut); any other
+    read is finite there."""
     from derive.lower.arithmetic import may_overflow  # arithmetic imports this module
 
     factors = list(sp.Mul.make_args(e.function))
     changed = False
     for k, f in enumerate(factors):
+        if isinstance(f, sp.Sum):  # a nest the contraction may flatten: its gates apart too
+            # (a decay's gradient, sum grad_out sum_s where(s <= t, f(t - s) a v, 0), flattened
+            # with the gate over a and v, was a (B, T, T, D) product: 16x autograd's time)
+            factors[k] = _gates_apart(cx, f)
+            changed |= factors[k] is not f
+            continue
         if not (isinstance(f, where) and f.args[2] == 0) or f.args[0].atoms(sp.Indexed):
             continue
         inside = list(sp.Mul.make_args(f.args[1]))
@@ -302,11 +357,20 @@ def _gates_apart(cx: Context, e: sp.Sum) -> sp.Sum:
             a for a in inside if plain(a) and not lowers_to_int(cx, a) and not may_overflow(cx, a)
         ]
         rest = sp.Mul(*[a for a in inside if a not in reads])
-        if not reads or rest.atoms(sp.Indexed):
+        if not reads or (rest.atoms(sp.Indexed) and not _apart_from(cx, rest, reads)):
             continue
         factors[k] = sp.Mul(where(f.args[0], rest, 0), *reads)
         changed = True
     return sp.Sum(sp.Mul(*factors), *e.limits) if changed else e
+
+
+def _apart_from(cx: Context, rest: sp.Expr, reads: list[sp.Expr]) -> bool:
+    """Whether the reads a gate lets go of hold an index the work left under it lacks:
+    ``where(s <= t, g[h]**(t - s) S[b, h, t, s], 0)`` is then a tensor over its own (b, h,
+    t, s), contracted with ``v[b, h, s, d]`` (a retention layer's forward was the (B, H, T,
+    T, D) product of all three under the gate)."""
+    kept = _indices_of(cx, rest)
+    return any(_indices_of(cx, r) - kept for r in reads)
 
 
 def _indices_of(cx: Context, e: sp.Expr) -> set[sp.Symbol]:
@@ -572,19 +636,64 @@ def _window_among(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node | N
         f, inner, others = best
         outer = [lim for lim in e.limits if lim not in inner]
         return cx.value(sp.Sum(f * sp.Sum(sp.Mul(*others), *inner), *outer), order)
+    found = _beside_a_window(cx, factors, list(e.limits), order)
+    flat = flattened(e) if found is None and e.function.has(sp.Sum) else None
+    if flat is not None:  # the nest's factors: a kernel scaled (w[o, c, k] g[o]) inside sums
+        cx.learn_limits(tuple(flat[1]))
+        found = _beside_a_window(cx, flat[0], flat[1], order, bounds_apart=True)
+    return found
+
+
+def _inside_by_reading(mask: sp.Expr, read: sp.Indexed) -> bool:
+    """``where(e >= 0, 1, 0)`` or ``where(e <= n - 1, 1, 0)`` beside ``read``, which reads
+    at e along an axis of n entries: the language reads 0 outside an axis (its padding), so
+    the mask says what the read says (an intermediate's body inlined at a shifted subscript
+    carries its range as such masks)."""
+    if not (isinstance(mask, where) and mask.args[1:] == (1, 0)):
+        return False
+    cond = mask.args[0]
+    if not isinstance(cond, (sp.GreaterThan, sp.LessThan)):
+        return False
+    e, bound = cond.args
+    for sub, size in zip(read.indices, read.base.shape or (), strict=False):
+        if sp.expand(e - sub) != 0:
+            continue
+        limit = 0 if isinstance(cond, sp.GreaterThan) else size - 1
+        if sp.expand(bound - limit) == 0:
+            return True
+    return False
+
+
+def _beside_a_window(
+    cx: Context,
+    factors: tuple | list,
+    limits: list,
+    order: list[sp.Symbol],
+    bounds_apart: bool = False,
+) -> ir.Node | None:
+    """``sum k Y``: the factors beside the one affine read k, as one tensor Y, where that is
+    a convolution; None otherwise. With ``bounds_apart``, factors of indices alone (the
+    bounds the nest's sums put on a window's read) stay beside k and Y holds the factors that
+    read tensors. Over a nest's factors flattened so, a kernel scaled by a
+    per-channel gain, ``sum_{o, h1} g[o] grad_out[n, o, h1] w[o, c, h - h1 + 1]``, is the
+    transposed convolution of ``g grad_out``; read as three tensors, its dx was a dense
+    Toeplitz gather of w over (H, H, W, W) (a weight-standardised conv2d asked for 34 GB,
+    found probing)."""
     scope = cx.scope(order)
     for k in factors:  # the others, one tensor
         if not isinstance(k, sp.Indexed) or plain(k):
             continue
-        rest = sp.Mul(*[g for g in factors if g is not k])
-        if isinstance(rest, sp.Indexed):  # two reads: the rules for two tensors had them
+        apart = [g for g in factors if g is not k and bounds_apart and not g.atoms(sp.Indexed)]
+        bounds = sp.Mul(*[g for g in apart if not _inside_by_reading(g, k)])
+        rest = sp.Mul(*[g for g in factors if g is not k and g not in apart])
+        if isinstance(rest, sp.Indexed) or rest == 1:  # the rules for two tensors had them
             continue
         axes = [a for a in natural_order(rest, order) if a in free_indices(rest)]
         if not axes or not all(a in cx.sizes for a in axes) or lowers_to_int(cx, rest):
             continue
         shape = tuple(cx.sizes[a] for a in axes)
         stand_in = sp.IndexedBase("_Y", shape=shape, real=True)[tuple(axes)]
-        if plan_window(scope, sp.Sum(k * stand_in, *e.limits)) is None:
+        if plan_window(scope, sp.Sum(bounds * k * stand_in, *limits)) is None:
             continue
         known = cx.recall(rest)
         if known is None and isinstance(rest, sp.Sum):  # a sum names itself: read that name
@@ -598,7 +707,7 @@ def _window_among(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node | N
             cx.remember(rest, ir.Ref(label, axes=tuple(axes)))
         shape = tuple(cx.sizes[a] for a in axes)
         y = sp.IndexedBase(label, shape=shape, real=True)[tuple(axes)]
-        return window_value(cx, plan_window(scope, sp.Sum(k * y, *e.limits)))
+        return window_value(cx, plan_window(scope, sp.Sum(bounds * k * y, *limits)))
     return None
 
 
@@ -878,7 +987,9 @@ def _flattened(
     yet) comes out as an operand too, computed once over its axes, and returned: an MLP
     written inline, ``sum_m g[n, m] sum_f H[n, f] W1[d, f] W2[f, m]``, contracted the mask
     with both weights, an N x D x M product, where ``g W2`` first is N x F (found probing:
-    58x autograd's time)."""
+    58x autograd's time). A read at a window's subscripts is no such factor: its nested sum
+    stays, a convolution (a depthwise convolution mixed pointwise in one definition, ``sum_c
+    wp[o, c] sum_k x[n, c, t + k - P] wd[c, k]``, was an einsum over x unfolded K times)."""
     flat, bound, ranges, taken = [], list(bound), [], None
     for f in factors:
         inner = [lim[0] for lim in f.limits] if isinstance(f, sp.Sum) else []
@@ -892,7 +1003,13 @@ def _flattened(
             and all(
                 isinstance(p, sp.Sum)
                 or (plain(p) and all(scope.is_axis(i) for i in p.indices))
-                or (p in composite and len(composite) == 1 and grouped is None and taken is None)
+                or (
+                    p in composite
+                    and len(composite) == 1
+                    and grouped is None
+                    and taken is None
+                    and not isinstance(p, sp.Indexed)  # a window's read: the nest is a conv
+                )
                 for p in parts
             )
             and not set(inner) & (others | set(bound))

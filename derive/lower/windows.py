@@ -114,7 +114,7 @@ def _window(form: str, x, w, roles: tuple, spatial: list, ones: bool = False) ->
 def plan_window(scope: Scope, e: sp.Sum) -> Window | None:
     """The convolution ``e`` is: of the rows of :data:`WINDOWS` that match, the candidate with
     the fewest copies of whole tensors (:func:`layout_cost`), the earlier row on a tie; or None."""
-    flat = _flattened(e)
+    flat = flattened(e)
     if flat is None:
         return None
     factors, limits = flat
@@ -147,7 +147,7 @@ def layout_cost(scope: Scope, plan: Window) -> int:
     return cost + (axes != sorted(axes, key=position(list(scope.order))))
 
 
-def _flattened(e: sp.Sum) -> tuple[list, list] | None:
+def flattened(e: sp.Sum) -> tuple[list, list] | None:
     """sum_i f sum_j g -> the factors f, g and the limits of i and j: one product."""
     coef, rest = e.function.as_coeff_Mul()
     if coef != 1:
@@ -157,7 +157,7 @@ def _flattened(e: sp.Sum) -> tuple[list, list] | None:
         if not isinstance(f, sp.Sum):
             factors.append(f)
             continue
-        inner = _flattened(f)
+        inner = flattened(f)
         if inner is None or {lim[0] for lim in inner[1]} & {lim[0] for lim in limits}:
             return None
         factors += inner[0]

@@ -238,3 +238,71 @@ def test_a_window_beside_a_sum_convolves_the_sum(tmp_path: Path) -> None:
     for got, expected in zip(grads, want_grads, strict=True):
         torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
     assert not [c for c in calls.calls if "index" in c or "gather" in c], calls.calls
+
+
+def test_a_window_nested_under_a_contraction_stays_a_convolution(tmp_path: Path) -> None:
+    """``sum_{c,k} x[n, c, t + k - P] wd[c, k] wp[o, c]`` in one definition: the sum over k
+    is a depthwise convolution, then a matmul with wp. Flattened into one einsum, x's window
+    read was an operand unfolded K times (x copied K-fold, 2.2x autograd's time)."""
+    path = tmp_path / "dwmix.py"
+    path.write_text(
+        "from derive import Op\n\nOP = Op(name='dwmix', inputs=['x[N, C, T]', 'wd[C, K]',"
+        " 'wp[O, C]'], sizes={'P': 'K // 2'}, ranges={'t': 'T'}, definitions=["
+        "'out[n, o, t] = Sum(x[n, c, t + k - P] * wd[c, k] * wp[o, c], c, k)'])\n"
+    )
+    module, _ = imported(path, tmp_path)
+    gen = torch.Generator().manual_seed(8)
+    args = [
+        torch.randn(s, generator=gen, dtype=torch.float64) for s in ((2, 6, 11), (6, 5), (4, 6))
+    ]
+    x, wd, wp = (a.clone().requires_grad_() for a in args)
+    want = torch.einsum("oc,nct->not", wp, F.conv1d(x, wd[:, None], padding=2, groups=6))
+    with Counting() as calls:
+        out, _ = module.forward(*args)
+    torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-12)
+    assert calls.calls["convolution"] == 1 and not calls.calls["unfold"], calls.calls
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        "ws[o, c, p, q] = w[o, c, p, q] * g[o]",
+        "ws[o, c, p, q] = (w[o, c, p, q] - mu[o]) / sqrt(var[o] + 1e-5)",
+    ],
+    ids=["scaled", "standardised"],
+)
+def test_a_convolution_by_an_intermediate_kernel_is_transposed_for_dx(kernel, tmp_path) -> None:
+    """A kernel the op computes (a per-channel gain, weight standardisation): dx reads it at
+    shifted subscripts, inlined with a gain beside it or clamped under the gates of its
+    range. Both were a dense Toeplitz gather over (H, H, W, W), 447x autograd's time, and a
+    34 GB request at (32, 64, 64, 64) (found probing); now the gain goes with grad_out
+    (``reductions._beside_a_window``) and the clamped read is the padded one
+    (``_padded_under_gates``): one transposed convolution, no index or gather call."""
+    path = tmp_path / "wconv.py"
+    path.write_text(
+        "from derive import Op\n\nOP = Op(name='wconv', inputs=['x[N, C, H, W]', 'w[O, C, KH,"
+        " KW]', 'g[O]'], ranges={'i': 'H', 'j': 'W'}, definitions=['mu[o] = Sum(w[o, c, p, q],"
+        " c, p, q) / (C * KH * KW)', 'var[o] = Sum((w[o, c, p, q] - mu[o])**2, c, p, q) / (C *"
+        f" KH * KW)', {kernel!r}, 'out[n, o, i, j] = Sum(x[n, c, i + p - 1, j + q - 1] * ws[o,"
+        " c, p, q], c, p, q) * g[o]'])\n"
+    )
+    module, _ = imported(path, tmp_path)
+    gen = torch.Generator().manual_seed(9)
+    shapes = ((2, 3, 6, 5), (4, 3, 3, 3), (4,))
+    args = [torch.randn(s, generator=gen, dtype=torch.float64) for s in shapes]
+    x, w, g = (a.clone().requires_grad_() for a in args)
+    if "mu" in kernel:
+        mu = w.mean((1, 2, 3), keepdim=True)
+        ws = (w - mu) / torch.sqrt(((w - mu) ** 2).mean((1, 2, 3), keepdim=True) + 1e-5)
+    else:
+        ws = w * g[:, None, None, None]
+    want = F.conv2d(x, ws, padding=1) * g[:, None, None]
+    grad_out = torch.randn(want.shape, generator=gen, dtype=torch.float64)
+    want_grads = torch.autograd.grad(want, (x, w, g), grad_out)
+    out, saved = module.forward(*args)
+    with Counting() as calls:
+        grads = module.backward(grad_out, saved)
+    torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-12)
+    for got, expected in zip(grads, want_grads, strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-11, atol=1e-12)
+    assert not [c for c in calls.calls if "index" in c or "gather" in c], calls.calls
