@@ -638,8 +638,9 @@ def _window_among(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node | N
         return cx.value(sp.Sum(f * sp.Sum(sp.Mul(*others), *inner), *outer), order)
     found = _beside_a_window(cx, factors, list(e.limits), order)
     flat = flattened(e) if found is None and e.function.has(sp.Sum) else None
-    if flat is not None:  # the nest's factors: a kernel scaled (w[o, c, k] g[o]) inside sums
-        cx.learn_limits(tuple(flat[1]))
+    ranges = [(v, hi - lo + 1) for v, lo, hi in flat[1]] if flat is not None else []
+    if flat is not None and all(sp.expand(cx.sizes.get(v, n) - n) == 0 for v, n in ranges):
+        cx.learn(ranges)  # the nest's indices, as its sums learn them (the same ranges)
         found = _beside_a_window(cx, flat[0], flat[1], order, bounds_apart=True)
     return found
 
