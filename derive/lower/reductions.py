@@ -251,18 +251,29 @@ def _functions_apart(cx: Context, e: sp.Sum) -> sp.Sum:
             alone.append((f, axes))
     if len({frozenset(axes) for _, axes in alone}) < 2:
         return e
-    named = {}
-    for f, axes in sorted(alone, key=lambda fa: sp.default_sort_key(fa[0])):
-        known = cx.recall(f)
-        if isinstance(known, ir.Ref) and set(known.axes) == set(axes):
-            label, axes = known.name, list(known.axes)
-        else:
-            label = cx.fresh("t_" + stem(f))
-            cx.emit(ir.Assign((label,), cx.permuted(cx.value(f, axes), axes)))
-            cx.remember(f, ir.Ref(label, axes=tuple(axes)))
-        shape = tuple(cx.sizes[a] for a in axes)
-        named[f] = sp.IndexedBase(label, shape=shape, real=True)[tuple(axes)]
+    named = {f: _as_read(cx, f, axes, "t_") for f, axes in sorted(alone, key=_first_key)}
     return sp.Sum(e.function.xreplace(named), *e.limits)
+
+
+def _first_key(pair: tuple) -> tuple:
+    return sp.default_sort_key(pair[0])
+
+
+def _as_read(cx: Context, f: sp.Expr, axes: list[sp.Symbol], prefix: str) -> sp.Indexed:
+    """``f`` as one tensor read over ``axes``: the name that holds it already (a sum names
+    itself), read in that name's order, or a fresh name bound to it now."""
+    known = cx.recall(f)
+    if known is None and isinstance(f, sp.Sum):
+        known = cx.value(f, axes)
+        known = known.arg if isinstance(known, ir.Permute) else known
+    if isinstance(known, ir.Ref) and set(known.axes) == set(axes):
+        label, axes = known.name, list(known.axes)
+    else:
+        label = cx.fresh(prefix + stem(f))
+        cx.emit(ir.Assign((label,), cx.permuted(cx.value(f, axes), axes)))
+        cx.remember(f, ir.Ref(label, axes=tuple(axes)))
+    shape = tuple(cx.sizes[a] for a in axes)
+    return sp.IndexedBase(label, shape=shape, real=True)[tuple(axes)]
 
 
 def _laid_out(cx: Context, f: sp.Expr) -> list[sp.Symbol] | None:
@@ -696,18 +707,7 @@ def _beside_a_window(
         stand_in = sp.IndexedBase("_Y", shape=shape, real=True)[tuple(axes)]
         if plan_window(scope, sp.Sum(bounds * k * stand_in, *limits)) is None:
             continue
-        known = cx.recall(rest)
-        if known is None and isinstance(rest, sp.Sum):  # a sum names itself: read that name
-            known = cx.value(rest, axes)
-            known = known.arg if isinstance(known, ir.Permute) else known
-        if isinstance(known, ir.Ref) and set(known.axes) == set(axes):
-            label, axes = known.name, list(known.axes)
-        else:
-            label = cx.fresh("prod_" + stem(rest))
-            cx.emit(ir.Assign((label,), cx.permuted(cx.value(rest, axes), axes)))
-            cx.remember(rest, ir.Ref(label, axes=tuple(axes)))
-        shape = tuple(cx.sizes[a] for a in axes)
-        y = sp.IndexedBase(label, shape=shape, real=True)[tuple(axes)]
+        y = _as_read(cx, rest, axes, "prod_")
         return window_value(cx, plan_window(scope, sp.Sum(bounds * k * y, *limits)))
     return None
 
