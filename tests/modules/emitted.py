@@ -73,3 +73,24 @@ def hessian_in(f, xs: tuple, w: torch.Tensor, k: int) -> torch.Tensor:
         return (f(*xs[:k], x, *xs[k + 1 :]) * w).sum()
 
     return torch.func.hessian(scalar)(xs[k])
+
+
+def against_autograd(module, args: list, ref, gen: torch.Generator, rtol: float = 1e-12) -> tuple:
+    """``module``'s forward and backward on ``args`` held to autograd through ``ref`` (plain
+    torch on the same tensors, a random cotangent from ``gen``): ``(generated, autograd)``,
+    the most entries of any tensor each made (:class:`bench.widest.Widest`)."""
+    from bench.widest import Widest  # bench imports torch's dispatch modes: only when asked
+
+    leaves = [a.clone().requires_grad_() if a.is_floating_point() else a for a in args]
+    floats = [x for x in leaves if x.requires_grad]
+    with Widest() as autograd:
+        want = ref(*leaves)
+        grad_out = torch.randn(want.shape, generator=gen, dtype=want.dtype)
+        want_grads = torch.autograd.grad(want, floats, grad_out)
+    with Widest() as generated:
+        out, saved = module.forward(*args)
+        grads = [g for g in module.backward(grad_out, saved) if g is not None]
+    torch.testing.assert_close(out, want.detach(), rtol=rtol, atol=rtol / 10)
+    for got, expected in zip(grads, want_grads, strict=True):
+        torch.testing.assert_close(got, expected, rtol=rtol * 10, atol=rtol)
+    return generated.entries, autograd.entries

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.widest import Widest
-from tests.modules.emitted import imported
+from tests.modules.emitted import against_autograd, imported
 
 DT = torch.float64
 
@@ -47,19 +46,9 @@ def test_functions_of_one_tensor_each_are_a_matmul(definition, ref, tmp_path: Pa
     module, _ = imported(path, tmp_path)
     gen = torch.Generator().manual_seed(2)
     args = [torch.randn(s, generator=gen, dtype=DT) for s in ((9, 7), (7, 8))]
-    leaves = [a.clone().requires_grad_() for a in args]
-    with Widest() as autograd:
-        want = ref(*leaves)
-        grad_out = torch.randn(want.shape, generator=gen, dtype=DT)
-        want_grads = torch.autograd.grad(want, leaves, grad_out)
-    with Widest() as generated:
-        out, saved = module.forward(*args)
-        grads = module.backward(grad_out, saved)
-    torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)
-    for got, expected in zip(grads, want_grads, strict=True):
-        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-13)
+    generated, autograd = against_autograd(module, args, ref, gen)
     # no wider than autograd's: the (N, I, K) product was 9 times wider than its (N, K)
-    assert generated.entries <= autograd.entries, (generated.entries, autograd.entries)
+    assert generated <= autograd, (generated, autograd)
 
 
 ACTIVATIONS = [
@@ -79,18 +68,11 @@ def test_an_activation_beside_a_sum_of_sums_is_a_matmul(activation, ref, tmp_pat
     module, _ = imported(path, tmp_path)
     gen = torch.Generator().manual_seed(4)
     args = [torch.randn(s, generator=gen, dtype=DT) for s in ((12, 5), (5, 6), (6, 7), (6, 7))]
-    leaves = [a.clone().requires_grad_() for a in args]
-    h, w1, w4, w5 = leaves
-    with Widest() as autograd:
+
+    def glu(h, w1, w4, w5):
         eta = ref(h) @ w1
-        want = torch.sigmoid(eta @ w4) * (eta @ w5)
-        grad_out = torch.randn(want.shape, generator=gen, dtype=DT)
-        want_grads = torch.autograd.grad(want, leaves, grad_out)
-    with Widest() as generated:
-        out, saved = module.forward(*args)
-        grads = module.backward(grad_out, saved)
-    torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)
-    for got, expected in zip(grads, want_grads, strict=True):
-        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-13)
+        return torch.sigmoid(eta @ w4) * (eta @ w5)
+
+    generated, autograd = against_autograd(module, args, glu, gen)
     # the (N, D, E) product was 360 entries against autograd's 84
-    assert generated.entries <= autograd.entries, (generated.entries, autograd.entries)
+    assert generated <= autograd, (generated, autograd)

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import torch
 
-from bench.widest import Widest
-from tests.modules.emitted import imported
+from tests.modules.emitted import against_autograd, imported
 
 DT = torch.float64
 
@@ -44,19 +43,9 @@ def test_a_decayed_causal_product_is_a_matmul(tmp_path: Path) -> None:
     gen = torch.Generator().manual_seed(6)
     args = [torch.randn(2, 3, 9, 4, generator=gen, dtype=DT) for _ in range(3)]
     args.append(torch.rand(3, generator=gen, dtype=DT) * 0.5 + 0.4)
-    leaves = [a.clone().requires_grad_() for a in args]
-    with Widest() as autograd:
-        want = _retention(*leaves)
-        grad_out = torch.randn(want.shape, generator=gen, dtype=DT)
-        want_grads = torch.autograd.grad(want, leaves, grad_out)
-    with Widest() as generated:
-        out, saved = module.forward(*args)
-        grads = module.backward(grad_out, saved)
-    torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)
-    for got, expected in zip(grads, want_grads, strict=True):
-        torch.testing.assert_close(got, expected, rtol=1e-11, atol=1e-12)
+    generated, autograd = against_autograd(module, args, _retention, gen)
     # the forward's (B, H, T, T, D) product was 1,944 entries, dq's (B, H, T, D, D) 864
-    assert generated.entries <= autograd.entries, (generated.entries, autograd.entries)
+    assert generated <= autograd, (generated, autograd)
 
 
 def test_a_decay_gradient_contracts_before_its_gate(tmp_path: Path) -> None:
@@ -72,19 +61,12 @@ def test_a_decay_gradient_contracts_before_its_gate(tmp_path: Path) -> None:
         2, 8, 5, generator=gen, dtype=DT
     )
     gam = torch.tensor(0.7, dtype=DT)
-    leaves = [x.clone().requires_grad_() for x in (a, v, gam)]
     at = torch.arange(8, dtype=DT)
     lag = at[:, None] - at[None, :]
-    with Widest() as autograd:
-        decay = torch.where(lag >= 0, leaves[2] ** lag.clamp(min=0), torch.zeros((), dtype=DT))
-        want = (decay * leaves[0]) @ leaves[1]
-        grad_out = torch.randn(want.shape, generator=gen, dtype=DT)
-        want_grads = torch.autograd.grad(want, leaves, grad_out)
-    with Widest() as generated:
-        out, saved = module.forward(a, v, gam)
-        grads = module.backward(grad_out, saved)
-    torch.testing.assert_close(out, want.detach(), rtol=1e-12, atol=1e-13)
-    for got, expected in zip(grads, want_grads, strict=True):
-        torch.testing.assert_close(got, expected, rtol=1e-11, atol=1e-12)
+
+    def decayed(a, v, gam):
+        return (torch.where(lag >= 0, gam ** lag.clamp(min=0), torch.zeros((), dtype=DT)) * a) @ v
+
+    generated, autograd = against_autograd(module, [a, v, gam], decayed, gen)
     # dgam's (B, T, T, D) product was 640 entries against autograd's 128
-    assert generated.entries <= autograd.entries, (generated.entries, autograd.entries)
+    assert generated <= autograd, (generated, autograd)
