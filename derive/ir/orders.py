@@ -34,7 +34,7 @@ import sympy as sp
 from derive.ir import nodes as ir
 from derive.ir.layout import Order, copies, neighbours, order
 from derive.ir.passes import aligned
-from derive.ir.rewrite import assigned_once, mapped_operands
+from derive.ir.rewrite import assigned_once, composed, mapped_operands
 
 Perm = tuple[int, ...]
 
@@ -200,7 +200,7 @@ def _reads_permuted(node: ir.Node, name: str, p: Perm, back: Perm) -> ir.Node:
         return node
     node = dataclasses.replace(node, **changes)
     if isinstance(node, ir.Permute) and isinstance(node.arg, ir.Permute):
-        return _composed(node)
+        return composed(node)
     return node
 
 
@@ -219,7 +219,7 @@ def transposed(node: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node | None:
     if rank(node) != len(node.axes):
         return None
     permuted = ir.Permute(node, tuple(node.axes.index(a) for a in axes), axes=axes)
-    return _composed(permuted) if isinstance(node, ir.Permute) else permuted
+    return composed(permuted) if isinstance(node, ir.Permute) else permuted
 
 
 def rank(node: ir.Node) -> int:
@@ -255,16 +255,6 @@ def _operand(v: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node | None:
     base = v.arg if isinstance(v, ir.Broadcast) else v
     inner = transposed(base, tuple(a for a in axes if a in base.axes))
     return None if inner is None else aligned(inner, axes)
-
-
-def _composed(node: ir.Permute) -> ir.Node:
-    """A permute of a permute as one permute, or as its argument where they cancel."""
-    inner = node.arg
-    assert isinstance(inner, ir.Permute)
-    perm = tuple(inner.perm[k] for k in node.perm)
-    if perm == tuple(range(len(perm))):
-        return ir.relabel(inner.arg, node.axes)
-    return ir.Permute(inner.arg, perm, axes=node.axes)
 
 
 def _inverse(p: Perm) -> Perm:

@@ -148,3 +148,13 @@ def rebuilt(x, rule: Callable[[ir.Node], ir.Node], enter: Callable[[ir.Node], bo
     changed = any(changes[name] is not getattr(x, name) for name in changes)
     x = dataclasses.replace(x, **changes) if changed else x
     return rule(x) if isinstance(x, ir.Node) else x
+
+
+def composed(node: ir.Permute) -> ir.Node:
+    """A permute of a permute as one permute, or as its argument where they cancel."""
+    inner = node.arg
+    assert isinstance(inner, ir.Permute)
+    perm = tuple(inner.perm[k] for k in node.perm)
+    if perm == tuple(range(len(perm))):
+        return ir.relabel(inner.arg, node.axes)
+    return ir.Permute(inner.arg, perm, axes=node.axes)

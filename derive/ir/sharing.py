@@ -35,7 +35,17 @@ import sympy as sp
 
 from derive.ir import nodes as ir
 from derive.ir.printer import ADD_SCALED, ADDCMUL
-from derive.ir.rewrite import NOT_SHARED, data, freed, operands, rebuilt, safe, stem, unfreed
+from derive.ir.rewrite import (
+    NOT_SHARED,
+    composed,
+    data,
+    freed,
+    operands,
+    rebuilt,
+    safe,
+    stem,
+    unfreed,
+)
 
 # r + a * b and r + c * a * b as the lowering fuses them (derive.lower.fusions)
 _ADDCMULS = ("torch.addcmul({0}, {1}, {2})", ADDCMUL + "({0}, {1}, {2}, {3})")
@@ -69,11 +79,7 @@ def _permutes_out(node: ir.Node) -> ir.Node:
     stored order (a ConvNeXt MLP's dW1 read ``(t_h.T * s.T).T``, a second product of the
     ``t_h * s`` its dx had named: one pass and one temporary more)."""
     if isinstance(node, ir.Permute) and isinstance(node.arg, ir.Permute):
-        inner = node.arg
-        perm = tuple(inner.perm[k] for k in node.perm)
-        if perm == tuple(range(len(perm))):
-            return ir.relabel(inner.arg, node.axes)
-        return ir.Permute(inner.arg, perm, axes=node.axes)
+        return composed(node)
     if not isinstance(node, ir.Binary) or node.scalar:
         return node
     sides = [c for c in (node.left, node.right) if not c.scalar]
