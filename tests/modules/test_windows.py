@@ -5,6 +5,7 @@ autograd of the same F call, and gradcheck, on random shapes with odd sizes."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import random
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.aten_calls import Counting
-from tests.modules.emitted import imported
+from tests.modules.emitted import against_autograd, imported
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
@@ -306,3 +307,60 @@ def test_a_convolution_by_an_intermediate_kernel_is_transposed_for_dx(kernel, tm
     for got, expected in zip(grads, want_grads, strict=True):
         torch.testing.assert_close(got, expected, rtol=1e-11, atol=1e-12)
     assert not [c for c in calls.calls if "index" in c or "gather" in c], calls.calls
+
+
+def test_a_kernel_computed_from_its_taps_is_a_table_for_dx(tmp_path: Path) -> None:
+    """A Gaussian blur, its kernel ``exp(-((p - R)**2 + (q - R)**2) / 2 s**2)`` written as a
+    function of the taps: dx reads it at ``p = clamp(R + h - h1, 0, K - 1)``, and computed
+    there it was a dense table over (H, H, W, W), 253x autograd's time (found surveying).
+    Tabulated over the taps (``reductions._tabulated``), it is a kernel read at a shifted
+    subscript: one transposed convolution, no table wider than K x K. Against autograd
+    through a depthwise F.conv2d."""
+    path = tmp_path / "blur.py"
+    path.write_text(
+        "from derive import Op\n\nOP = Op(name='blur', inputs=['x[N, C, H, W]'],"
+        " params={'R': 2, 's': 1.5}, sizes={'K': '2 * R + 1'}, ranges={'p': 'K', 'q': 'K',"
+        " 'i': 'H', 'j': 'W'}, definitions=['out[n, c, i, j] = Sum(x[n, c, i + p - R, j + q -"
+        " R] * exp(-((p - R)**2 + (q - R)**2) / (2 * s**2)), p, q)'])\n"
+    )
+    module, _ = imported(path, tmp_path)
+    (x,) = args = [torch.randn(2, 3, 9, 7, dtype=torch.float64)]
+    taps = torch.arange(5, dtype=torch.float64) - 2
+    kernel = torch.exp(-(taps[:, None] ** 2 + taps**2) / (2 * 1.5**2))
+
+    def ref(x):
+        return F.conv2d(x, kernel.expand(3, 1, 5, 5), padding=2, groups=3)
+
+    generated, autograd = against_autograd(module, args, ref, torch.Generator().manual_seed(4))
+    assert generated <= autograd, (generated, autograd)
+
+
+@pytest.mark.parametrize("n, c", [(2, 3), (0, 3)])
+def test_one_kernel_shared_by_every_channel_is_a_depthwise_convolution(n, c, tmp_path) -> None:
+    """``sum_{p,q} x[n, c, i + p - 2, j + q - 2] k[p, q]``, one kernel for every channel:
+    the (N, C) rows are the channels of one image and the kernel is repeated per channel
+    (``windows._one_channel``), where a batch of N C one-channel images ran torch's slow path
+    (conv_transpose2d 20x slower at (8, 16, 128, 128)); k's gradient correlates each channel
+    apart and sums them (``windows._channels_apart``), where one output channel over N C
+    contracted ones unfolded x (100 ms against 4.4). Every convolution is grouped; an empty
+    batch gives zeros, as torch's own conv does. Against autograd through F.conv2d."""
+    path = tmp_path / "shared_kernel.py"
+    path.write_text(
+        "from derive import Op\n\nOP = Op(name='shared_kernel', inputs=['x[N, C, H, W]',"
+        " 'k[KH, KW]'], ranges={'i': 'H', 'j': 'W'}, definitions=['out[n, c, i, j] ="
+        " Sum(x[n, c, i + p - 2, j + q - 2] * k[p, q], p, q)'])\n"
+    )
+    module, _ = imported(path, tmp_path)
+    args = [torch.randn(n, c, 8, 7, dtype=torch.float64), torch.randn(5, 4, dtype=torch.float64)]
+
+    def ref(x, k):
+        return F.conv2d(F.pad(x, (2, 1, 2, 2)), k.expand(c, 1, 5, 4), groups=c)
+
+    with Counting() as calls:
+        against_autograd(module, args, ref, torch.Generator().manual_seed(5))
+    assert not [name for name in calls.calls if "index" in name or "gather" in name]
+    code = inspect.getsource(module.forward) + inspect.getsource(module.backward)
+    assert code.count("torch.conv") == code.count("groups=") == 3, code
+    if n:
+        leaves = tuple(a.clone().requires_grad_() for a in args)
+        assert torch.autograd.gradcheck(module.Function.apply, leaves)
