@@ -611,6 +611,19 @@ class IndexAdd(Node):
 
 
 @dataclass(frozen=True)
+class ScatterReduce(Node):
+    """``target.scatter_reduce(dim, index, source, reduce)``, out of place: each entry of
+    ``source`` met with ``target``'s entry at its ``index`` along ``dim`` (``"amax"``,
+    ``"amin"``), the target's own entries included."""
+
+    target: Node
+    dim: int
+    index: Node
+    source: Node
+    reduce: str
+
+
+@dataclass(frozen=True)
 class Stack(Node):
     parts: tuple[Node, ...]
     dim: int

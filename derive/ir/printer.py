@@ -34,6 +34,7 @@ class Precedence(IntEnum):
     ADD = 10
     COMPARE = 5  # below every arithmetic operator, as in Python: a relation reads as an argument
     AND = 4  # a bitwise and of masks: python's & binds tighter than a comparison
+    OR = 3  # a bitwise or of masks, looser than &, as in python
 
 
 # op: (its precedence, the least its left operand needs bare, the least its right one needs);
@@ -53,6 +54,7 @@ OPERATORS: dict[str, tuple[int, int, int]] = {
     "**": (_POW, _POW + 1, _POW + 1),
     **{op: (Precedence.COMPARE, _MUL, _MUL) for op in ("==", "!=", "<=", "<", ">=", ">")},
     "&": (Precedence.AND, _ADD, _ADD),  # (a >= 0) & (a < n): its comparisons parenthesized
+    "|": (Precedence.OR, _ADD, _ADD),  # (a == m) | (a != a): a NaN matches its own maximum
 }
 
 
@@ -486,6 +488,10 @@ class TorchPrinter:
     def _print_IndexAdd(self, node: ir.IndexAdd) -> str:
         target, rest = self.doprint(node.target), self._args((node.index, node.source))
         return f"{IN_PLACE[ir.IndexAdd]}({target}, {node.dim}, {rest})"
+
+    def _print_ScatterReduce(self, node: ir.ScatterReduce) -> str:
+        args = self._args((node.index, node.source))
+        return self._method(node.target, f'scatter_reduce({node.dim}, {args}, "{node.reduce}")')
 
     def _print_Stack(self, node: ir.Stack) -> str:
         return f"torch.stack([{self._args(node.parts)}], {node.dim})"

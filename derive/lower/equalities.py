@@ -109,7 +109,7 @@ def _read_at(
 ) -> sp.Expr:
     """``body`` at g = value where lo <= value <= hi, 0 elsewhere (no g there to match)."""
     g, lo, hi = lim
-    if lo == 0 and _checked(cx, value, hi + 1):
+    if lo == 0 and is_checked(cx, value, hi + 1):
         return replace_apart(body, {g: value})
     if g not in body.free_symbols:  # a count of the matches: 1 where value lies in the axis
         return _kept_inside(value, lo, hi, body)
@@ -119,7 +119,7 @@ def _read_at(
     body = _materialised(cx, body, lim, outer, ranges)
     at_g = [f for f in factors(body) if g in f.free_symbols]
     rest = [f for f in factors(body) if g not in f.free_symbols]
-    carrier = _carrier(cx, value)
+    carrier = carrier_of(cx, value)
     if carrier is None or not all(_finite(cx, f) for f in rest):
         return _masked(cx, value, lo, hi, body, g)
     part = sp.Mul(*at_g)
@@ -227,7 +227,7 @@ def as_scatter(cx: Context, e: sp.Expr, axes: tuple) -> sp.Expr | None:
             if found is None or g in bound:
                 continue
             value, kept = found
-            carrier = _carrier(cx, value)
+            carrier = carrier_of(cx, value)
             if not value.free_symbols & bound:
                 continue
             if not isinstance(value, sp.Indexed) and carrier is None:
@@ -237,7 +237,7 @@ def as_scatter(cx: Context, e: sp.Expr, axes: tuple) -> sp.Expr | None:
             if size is None or rest.has(g):
                 continue
             at = value
-            if not _checked(cx, value, size):
+            if not is_checked(cx, value, size):
                 if carrier is not None:
                     at = spare_index(cx, value, carrier, size)
                 else:
@@ -247,7 +247,7 @@ def as_scatter(cx: Context, e: sp.Expr, axes: tuple) -> sp.Expr | None:
     return None
 
 
-def _carrier(cx: Context, value: sp.Expr) -> sp.Indexed | None:
+def carrier_of(cx: Context, value: sp.Expr) -> sp.Indexed | None:
     """The one read of data at distinct plain indices that ``value`` is a function of
     (``seg[n]``, ``seg[n] + 1``, ``2*seg[n]``: a tensor of positions of seg's shape stands
     for it), or None."""
@@ -285,15 +285,23 @@ def _stem_of(size: sp.Expr) -> str:
     return str(size) if isinstance(size, sp.Symbol) else "size"
 
 
-def _equality(cx: Context, f: sp.Expr, g: sp.Symbol) -> tuple[sp.Expr, sp.Expr] | None:
-    """``(k, A)`` where ``f`` is ``where(k == g, A, 0)`` (or ``where(k != g, 0, A)``), k an
-    int expression that reads int data and not g; else None."""
+def segment(cx: Context, f: sp.Expr, g: sp.Symbol) -> tuple[sp.Expr, sp.Expr] | None:
+    """``(k, A)`` where ``f`` is ``where(k == g, A, -inf)``: a segment's entries under a Max
+    (:func:`derive.lower.maxes.reduce_max_many`), as :func:`_equality` reads a sum's."""
+    return _equality(cx, f, g, -sp.oo)
+
+
+def _equality(
+    cx: Context, f: sp.Expr, g: sp.Symbol, empty: sp.Expr = sp.S.Zero
+) -> tuple[sp.Expr, sp.Expr] | None:
+    """``(k, A)`` where ``f`` is ``where(k == g, A, empty)`` (or ``where(k != g, empty, A)``),
+    k an int expression that reads int data and not g; else None."""
     if not isinstance(f, where):
         return None
     cond, then, other = f.args
-    if isinstance(cond, sp.Eq) and other == 0:
+    if isinstance(cond, sp.Eq) and other == empty:
         kept = then
-    elif isinstance(cond, sp.Ne) and then == 0:
+    elif isinstance(cond, sp.Ne) and then == empty:
         kept = other
     else:
         return None
@@ -316,7 +324,7 @@ def _int_data(cx: Context, e: sp.Expr) -> bool:
     return e.has(sp.Indexed) and lowers_to_int(cx, e)
 
 
-def _checked(cx: Context, value: sp.Expr, size: sp.Expr) -> bool:
+def is_checked(cx: Context, value: sp.Expr, size: sp.Expr) -> bool:
     """Whether ``value`` is an entry of int data the module checks lies in [0, size)."""
     return isinstance(value, sp.Indexed) and (value.base.label.name, size) in cx.checked
 

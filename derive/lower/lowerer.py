@@ -69,7 +69,7 @@ from derive.lower.assign import (
 )
 from derive.lower.context import Context
 from derive.lower.indexing import arange, clamped, digit, indexed, mask
-from derive.lower.maxes import reduce_max_many
+from derive.lower.maxes import reduce_max_many, segment_max
 from derive.lower.memo import canonical, repeated_sums
 from derive.lower.reductions import sum_value
 from derive.lower.select import given_value, relation, safe_indices, slice_constants, where_value
@@ -235,6 +235,9 @@ class Lowerer:
         cx.learn(zip(axes, dims, strict=True))
         if len(body.limits) > 1:  # one argmax over several indices (derive/lower/maxes.py)
             reduce_max_many(cx, name, body, axes, argmax, text)
+            self._rewrite(start)
+            return
+        if segment_max(cx, name, body, axes, argmax):  # a scatter_reduce (derive/lower/maxes.py)
             self._rewrite(start)
             return
         function = safe_indices(cx, slice_constants(cx, body.function))
