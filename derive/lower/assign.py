@@ -37,7 +37,7 @@ from derive.lower.equalities import as_scatter, gathered
 from derive.lower.fusions import fuse
 from derive.lower.indexing import affine_value, padded_part, within
 from derive.lower.reductions import counted, sum_value
-from derive.lower.select import safe_indices, slice_constants
+from derive.lower.select import numbers_out, safe_indices, slice_constants
 from derive.lower.value import (
     AxisError,
     PickUpdate,
@@ -59,7 +59,7 @@ def assign(cx: Context, name: str, expr: sp.Expr, axes: tuple, dims: tuple) -> N
     """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
     cx.claim(name)
     cx.learn(zip(axes, dims, strict=True))
-    expr = safe_indices(cx, gathered(cx, slice_constants(cx, expr)))
+    expr = safe_indices(cx, gathered(cx, slice_constants(cx, numbers_out(expr))))
     expr = equality_scatter(cx, expr, axes) or expr
     if not expr.has(sp.KroneckerDelta):
         return _assign_plain(cx, name, expr, axes)

@@ -62,7 +62,7 @@ def _factored_out(e: sp.Sum) -> sp.Expr:
     bound = {lim[0] for lim in e.limits}
     outside, inside = [], []
     for f in sp.Mul.make_args(e.function):
-        if not f.is_number and not f.free_symbols & bound:
+        if not f.free_symbols & bound:  # a number too: scaled once, not per summed entry
             outside.append(f)
             continue
         out, f = _out_of_gate(f, bound)
