@@ -24,6 +24,7 @@ from derive.lower.indexing import indexed
 from derive.lower.logged import logged_exps
 from derive.lower.memo import canonical
 from derive.lower.scans import plan_scan, scan_value
+from derive.lower.select import slice_constants
 from derive.lower.value import (
     Scope,
     align,
@@ -141,6 +142,12 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     if known is not None:
         return cx.permuted(known, order)
     written = e  # remembered as written: an assignment reads it back so
+    if (picked := _picked(e)) is not e:
+        value = cx.value(slice_constants(cx, picked), order)  # a constant subscript: a view
+        name = name or cx.fresh("sum_" + stem(written))
+        cx.emit(ir.Assign((name,), value))
+        cx.remember(written, ir.Ref(name, axes=value.axes))
+        return cx.permuted(ir.Ref(name, axes=value.axes), order)
     e = _padded_under_gates(_tabulated(cx, e))
     if cx.logged and isinstance(e.function, sp.Mul):  # before a contraction takes it apart
         body = e.function
@@ -199,6 +206,39 @@ def _padded_under_gates(e: sp.Sum) -> sp.Sum:
         if not found:
             return e
         e = e.xreplace(found)
+    return e
+
+
+def _picked(e: sp.Sum) -> sp.Expr:
+    """``sum_j where(j == c, A, 0) B = (A B)(j = c)`` for a number c in j's range: the term
+    the equality picks, a slice, where the where() over j's axis and its sum were two passes
+    over the whole tensor (RoPE's rotate-half adjoint, ``sum_j where(j == 0, -g[.., j, i],
+    0)``, found surveying). Over a range of two numbers, ``j != c`` picks the other one.
+    Equal: the other terms are 0 (a selection, not a product: no 0 * inf)."""
+    for f in sp.Mul.make_args(e.function):
+        if not isinstance(f, where) or 0 not in f.args[1:]:
+            continue
+        cond, a, b = f.args
+        if not isinstance(cond, (sp.Eq, sp.Ne)):
+            continue
+        equal = isinstance(cond, sp.Eq) == (b == 0)
+        for j, lo, hi in e.limits:
+            diff = sp.expand(cond.lhs - cond.rhs)
+            k = diff.coeff(j)
+            c = -(diff - k * j) / k if k in (1, -1) else None
+            if c is None or not c.is_Integer or not (lo.is_Integer and hi.is_Integer):
+                continue
+            if not lo <= c <= hi:
+                continue
+            if not equal:
+                others = [v for v in range(int(lo), int(hi) + 1) if v != c]
+                if len(others) != 1:
+                    continue
+                c = sp.Integer(others[0])
+            body = sp.Mul(*[g for g in sp.Mul.make_args(e.function) if g is not f], a or b)
+            body = body.xreplace({j: c})
+            rest = [lim for lim in e.limits if lim[0] != j]
+            return sp.Sum(body, *rest) if rest else body
     return e
 
 
