@@ -305,18 +305,15 @@ def _named_for_a_window(cx: Context, e: sp.Sum) -> Window | None:
     stand = _read_of_work(cx, f)
     if stand is None or plan_window(scope, sp.Sum(sp.Mul(stand, *gates), *limits)) is None:
         return None
-    out = sp.Mul(stand, *gates)
-    named = {}
-    for f, stand in [(f, stand)]:
-        subs = stand.indices
-        if all(cx.is_axis(i) for i in subs) and len(set(subs)) == len(subs):
-            named[stand] = _as_read(cx, f, list(subs), "t_")
-            continue
+    subs = stand.indices
+    if all(cx.is_axis(i) for i in subs) and len(set(subs)) == len(subs):
+        read = _as_read(cx, f, list(subs), "t_")
+    else:  # reads at one shifted tuple: the work over their tensor's own axes, read there
         us = [sp.Symbol(f"_at{len(cx.sizes)}_{k}", integer=True) for k in range(len(subs))]
         cx.learn(zip(us, stand.base.shape))
         body = f.xreplace({r: r.base[tuple(us)] for r in f.atoms(sp.Indexed)})
-        named[stand] = _as_read(cx, body, us, "t_").xreplace(dict(zip(us, subs)))
-    return plan_window(scope, sp.Sum(out.xreplace(named), *limits))
+        read = _as_read(cx, body, us, "t_").xreplace(dict(zip(us, subs)))
+    return plan_window(scope, sp.Sum(sp.Mul(read, *gates), *limits))
 
 
 def _read_of_work(cx: Context, f: sp.Expr) -> sp.Indexed | None:
