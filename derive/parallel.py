@@ -22,6 +22,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import traceback
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -48,6 +49,14 @@ class WorkerError(DerivationError):
         Exception.__init__(self, message)
 
 
+class WorkerCrash(RuntimeError):
+    """An unexpected exception in a worker (an engine bug), re-raised here with the worker's
+    traceback as its message. Sent back as the exception itself, it had to pickle: one whose
+    constructor takes other arguments than its message, or that holds what does not pickle,
+    reached the parent as a pickling error that hid where the engine failed (found by
+    generating with --jobs)."""
+
+
 def _derive(path: str, out_dir: str, formulas: bool) -> tuple[str, object]:
     """Worker: one op file -> ("ok", (module text, its pages' section or None)), or ("error",
     message) for the errors the command reports as one line."""
@@ -65,6 +74,8 @@ def _derive(path: str, out_dir: str, formulas: bool) -> tuple[str, object]:
         return "ok", (module, sec)
     except (DerivationError, OutputError) as exc:
         return "error", str(exc)
+    except Exception:  # noqa: BLE001  an engine crash: sent as text (see WorkerCrash)
+        return "crash", traceback.format_exc()
 
 
 _MATH = None  # a worker's MathSvg: its glyph outlines are sent once per worker
@@ -127,6 +138,8 @@ def derive_parallel(
         modules, sections = [], []
         for path, future in zip(paths, derived, strict=True):
             status, value = future.result()
+            if status == "crash":
+                raise WorkerCrash(f"a worker failed:\n{value}")
             if status != "ok":
                 raise WorkerError(value)
             modules.append((path, value[0]))

@@ -63,3 +63,37 @@ def test_jobs_fail_at_the_first_failing_op_as_one_process_does(tmp_path: Path) -
     assert "Traceback" not in two.stderr and error[0].endswith("; nothing was written")
     assert not (tmp_path / "one" / "generated").exists()
     assert not (tmp_path / "two" / "generated").exists()
+
+
+CRASH = """import sys
+import derive.parallel
+
+class Crash(Exception):  # its constructor takes two arguments: it does not unpickle
+    def __init__(self, where, what):
+        super().__init__(f"{where}: {what}")
+
+def emit(op, out_dir, stages):
+    raise Crash(op.name, "the engine fell over here")
+
+derive.parallel.emit = emit
+from derive.__main__ import run
+sys.exit(run())
+"""
+
+
+def test_a_worker_crash_shows_the_workers_traceback(tmp_path: Path) -> None:
+    """An engine bug in a worker (here an exception that cannot be pickled back) reaches the
+    user as the worker's own traceback, naming the exception and where it was raised, with
+    nothing written; it came back as a pickling error that hid both."""
+    _ops(tmp_path)
+    work = tmp_path / "crash"
+    work.mkdir()
+    (work / "ops").symlink_to(tmp_path / "ops")
+    (work / "crash.py").write_text(CRASH)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "crash.py", "generate", *OPS, "--out", "generated", "--jobs", "2"]
+    done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "WorkerCrash" in done.stderr and "the engine fell over here" in done.stderr
+    assert "in emit" in done.stderr, done.stderr
+    assert not (work / "generated").exists()
