@@ -24,7 +24,7 @@ from derive.errors import DerivationError
 from derive.ir import nodes as ir
 from derive.language import ReduceMax
 from derive.language.argmax import radices
-from derive.lower.context import Context
+from derive.lower.context import Context, lowers_to_int
 from derive.lower.equalities import carrier_of, is_checked, segment, spare_index
 from derive.lower.indexing import affine_value, arange
 from derive.lower.select import safe_indices, slice_constants
@@ -93,6 +93,8 @@ def segment_max(cx: Context, name: str, body: ReduceMax, axes: tuple, argmax: st
         reads = {x for x in (k.free_symbols | a.free_symbols) if x in cx.sizes}
         carrier = carrier_of(cx, k)
         if a.has(g) or e not in k.free_symbols or not reads <= set(order) or carrier is None:
+            continue
+        if lowers_to_int(cx, a):  # int entries: the dense form's where() makes them floats
             continue
         size = cx.sizes[g]
         spare = not is_checked(cx, k, size)

@@ -235,7 +235,10 @@ def _picked(e: sp.Sum) -> sp.Expr:
                 if len(others) != 1:
                     continue
                 c = sp.Integer(others[0])
-            body = sp.Mul(*[g for g in sp.Mul.make_args(e.function) if g is not f], a or b)
+            if any(j in {lim[0] for lim in s.limits} for s in e.function.atoms(sp.Sum)):
+                continue  # j bound again inside: not this j there
+            branch = a if b == 0 else b
+            body = sp.Mul(*[g for g in sp.Mul.make_args(e.function) if g is not f], branch)
             body = body.xreplace({j: c})
             rest = [lim for lim in e.limits if lim[0] != j]
             return sp.Sum(body, *rest) if rest else body
@@ -338,9 +341,9 @@ def _read_of_work(cx: Context, f: sp.Expr) -> sp.Indexed | None:
     r, *_ = sorted(reads, key=sp.default_sort_key)
     if len({x.base.shape for x in reads}) != 1 or not r.base.shape:
         return None
-    used = {x for x in f.free_symbols if x in cx.sizes}
-    if not used <= set().union(*(i.free_symbols for i in r.indices)):
-        return None  # an index of f outside the reads (a mask's): not one tensor's entry
+    stand = {x: sp.Dummy(real=True) for x in reads}
+    if any(x in cx.sizes for x in f.xreplace(stand).free_symbols):
+        return None  # f reads an index beside its reads (a kernel's taps): not their entry
     if f.xreplace({x: 0 for x in reads}) != 0:
         return None  # the read pads with zeros: f must be 0 there too
     return sp.IndexedBase(cx.fresh("stand_in"), shape=r.base.shape, real=True)[r.indices]
