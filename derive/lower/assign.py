@@ -59,7 +59,7 @@ def assign(cx: Context, name: str, expr: sp.Expr, axes: tuple, dims: tuple) -> N
     """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
     cx.claim(name)
     cx.learn(zip(axes, dims, strict=True))
-    expr = safe_indices(cx, gathered(cx, slice_constants(cx, numbers_out(expr))))
+    expr = safe_indices(cx, gathered(cx, slice_constants(cx, numbers_out(summed_where_met(expr)))))
     expr = equality_scatter(cx, expr, axes) or expr
     if not expr.has(sp.KroneckerDelta):
         return _assign_plain(cx, name, expr, axes)
@@ -154,6 +154,51 @@ def equality_scatter(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Sum | None:
     None."""
     found = as_scatter(cx, expr, axes)
     return found if found is not None and is_scatter(cx, found, axes) else None
+
+
+def summed_where_met(expr: sp.Expr) -> sp.Expr:
+    """``sum_f A[d, f] sum_e X[e, d] Y[e, f]`` as ``sum_e X[e, d] sum_f A[d, f] Y[e, f]``:
+    an outer sum's index that meets only some factors of an inner sum's body is summed with
+    them, where the inner sum's value then holds fewer indices. Summed outside, the inner
+    sum carried f: a two-layer GNN's first backward scattered an (E, D, F) product over the
+    nodes before W contracted F (86 ms against autograd's 11.7, 43 MiB against 4.6; found
+    probing); inside, ``sum_f W[d, f] g[dst[e], f]`` is one (V, D) matmul gathered at dst.
+    Innermost first; a reassociation of finite sums (the additions in another order)."""
+    if not expr.has(sp.Sum):
+        return expr
+
+    def rule(s: sp.Sum) -> sp.Expr:
+        factors = sp.Mul.make_args(s.function)
+        for t in factors:
+            if not isinstance(t, sp.Sum):
+                continue
+            inner = {lim[0] for lim in t.limits}
+            for lim in s.limits:
+                f = lim[0]
+                if f in inner or any(f in x.free_symbols for x in _bound_limits(t)):
+                    continue
+                parts = sp.Mul.make_args(t.function)
+                with_f = [p for p in parts if p.has(f)]
+                if not with_f or len(with_f) == len(parts):
+                    continue
+                outer = [a for a in factors if a is not t and a.has(f)]
+                if any(a.free_symbols & inner for a in outer):
+                    continue
+                moved = sp.Sum(sp.Mul(*outer, *with_f), lim)
+                if len(free_indices(moved)) >= len(free_indices(t)):
+                    continue
+                kept = [a for a in factors if a is not t and not a.has(f)]
+                body = sp.Mul(*[p for p in parts if not p.has(f)], moved)
+                rest = [x for x in s.limits if x is not lim]
+                new = sp.Mul(*kept, sp.Sum(body, *t.limits))
+                return sp.Sum(new, *rest) if rest else new
+        return s
+
+    return expr.replace(lambda x: isinstance(x, sp.Sum), rule)
+
+
+def _bound_limits(t: sp.Sum) -> list:
+    return [x for lim in t.limits for x in lim[1:]]
 
 
 def nested_inside(cx: Context, expr: sp.Expr, axes: tuple) -> sp.Expr:

@@ -176,3 +176,22 @@ def test_a_segment_maximum_and_its_argmax_are_the_dense_forms(tmp_path: Path) ->
             if seg[n] == g:
                 expected[n, k] += grad_out[g, k]
     torch.testing.assert_close(dx, expected, rtol=0, atol=0)
+
+
+def test_the_two_layer_gnn_contracts_w_before_it_scatters(tmp_path: Path) -> None:
+    """The two-layer GNN's dx sums ``sum_f W[d, f] sum_e1 mask[e1, d] [dst[e] == src[e1]]
+    g[dst[e1], f]``: summed as written, the inner sum carried f, an (E, D, F) product
+    scattered over the nodes before W contracted F (86 ms against autograd's 11.7 at V 2000,
+    E 20000, D F 16; found probing). The outer sum goes inside, where f meets g alone
+    (``assign.summed_where_met``): ``g[dst] @ W.T``, (E, D). At E 8, D 3, F 4 the widest
+    tensor of the backward stays within (E + V, D) rows of D, where the (E, D, F) was 96."""
+    module, _ = imported(CASES / "gnn_two_layers.py", tmp_path)
+    args = _two_layers_inputs()
+    out, saved = module.forward(*args)
+    grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(8), dtype=DT)
+    with Widest() as widest:
+        grads = module.backward(grad_out, saved, needs=(True, False, False, False))
+    leaves = [a.clone().requires_grad_() if k == 0 else a for k, a in enumerate(args)]
+    (want,) = torch.autograd.grad(_two_layers_reference(*leaves), leaves[0], grad_out)
+    torch.testing.assert_close(grads[0], want, rtol=1e-12, atol=1e-14)
+    assert widest.entries < 8 * 3 * 4, widest.entries

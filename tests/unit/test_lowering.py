@@ -956,8 +956,9 @@ def test_a_sum_over_a_wide_sum_of_products_is_split_into_contractions() -> None:
 
 
 def test_a_sum_inside_a_nested_sum_is_an_operand_of_one_contraction() -> None:
-    # sum_{b,c} g[b, c] sum_d W[e, d] S[b, c, d] with S a sum itself: one contraction of g, S
-    # and W (g with S first, over b and c), never the E x B x C temporary sum_d W S
+    # sum_{b,c} g[b, c] sum_d W[e, d] S[b, c, d] with S a sum itself: g with S first, over b
+    # and c (assign.summed_where_met moves that sum inside, where it meets S alone), then W:
+    # never the E x B x C temporary sum_d W S
     import torch
 
     op = Op(
@@ -966,7 +967,7 @@ def test_a_sum_inside_a_nested_sum_is_an_operand_of_one_contraction() -> None:
         ["out[e] = Sum(g[b, c] * Sum(W[e, d] * Sum(P[b, c, d, t] * P[b, c, d, t], t), d), b, c)"],
     )
     _, source, namespace = _compiled(op)
-    assert "out = g.flatten(0) @ sum_P.flatten(0, 1) @ W.T" in source
+    assert "out = W @ (g.flatten(0) @ sum_P.flatten(0, 1))" in source
     g = torch.Generator().manual_seed(0)
     shapes = [(2, 3), (4, 5), (2, 3, 5, 6)]
     gg, W, P = (torch.randn(*s, generator=g, dtype=torch.float64) for s in shapes)
