@@ -626,16 +626,22 @@ def _one_channel(cx: Context, plan: Window, at_x: list, x_sizes: list, k_sizes: 
     faster than a batch of one-channel images forward, and conv_transpose 30-100x (a Gaussian
     blur's dx, (8, 16, 128, 128) at K 5: 403 ms against 19; docs/benchmarks.md). An empty
     batch is no image at all, as :func:`_ones` says."""
-    b = cx.value(sp.Mul(*_sizes(plan.x, plan.batch)), [])
-    image, b = ir.Apply("min({0}, 1)", (b,)), ir.Apply("max({0}, 1)", (b,))
-    xv = cx.tensor(plan.x.base.label.name)
-    at = at_x + [s.at for s in plan.spatial]
-    xv = ir.Permute(xv, tuple(at)) if at != sorted(at) else xv
-    xv = ir.Reshape(xv, (image, b, *(cx.value(s, []) for s in x_sizes)))
+    xv, b = _rows_as_channels(cx, plan, at_x, x_sizes, plan.batch)
     at_w = [s.kernel_at for s in plan.spatial]
     kernel = [cx.value(s, []) for s in k_sizes]
     wv = _layout(cx, plan.w, at_w, [1, 1] + k_sizes)
     return xv, ir.Expand(wv, (b, ir.Number(1), *kernel)), b
+
+
+def _rows_as_channels(cx: Context, plan: Window, at_x: list, x_sizes: list, rows: tuple) -> tuple:
+    """(X, groups): X's ``rows`` (indices, laid out first by ``at_x``) as the channels of one
+    image, for a depthwise kernel; no rows is no image, (0, 1, ...), as :func:`_ones` says."""
+    count = cx.value(sp.Mul(*_sizes(plan.x, rows)), [])
+    image, groups = ir.Apply("min({0}, 1)", (count,)), ir.Apply("max({0}, 1)", (count,))
+    xv = cx.tensor(plan.x.base.label.name)
+    at = at_x + [s.at for s in plan.spatial]
+    xv = ir.Permute(xv, tuple(at)) if at != sorted(at) else xv
+    return ir.Reshape(xv, (image, groups, *(cx.value(s, []) for s in x_sizes))), groups
 
 
 def _channels_apart(cx: Context, plan: Window, at_x: list, x_sizes: list, k_sizes: list) -> tuple:
@@ -646,12 +652,8 @@ def _channels_apart(cx: Context, plan: Window, at_x: list, x_sizes: list, k_size
     first, 20x slower at a blur's kernel gradient ((8, 16, 128, 128), K 5: 100 ms against 4.4,
     docs/benchmarks.md) and six times the memory. No channel (C = 0) is no image: the kernel
     is then a tap of zeros (torch refuses 0 groups)."""
+    xv, g = _rows_as_channels(cx, plan, at_x, x_sizes, plan.channels)
     c = cx.value(sp.Mul(*_sizes(plan.x, plan.channels)), [])
-    image, g = ir.Apply("min({0}, 1)", (c,)), ir.Apply("max({0}, 1)", (c,))
-    xv = cx.tensor(plan.x.base.label.name)
-    at = at_x + [s.at for s in plan.spatial]
-    xv = ir.Permute(xv, tuple(at)) if at != sorted(at) else xv
-    xv = ir.Reshape(xv, (image, g, *(cx.value(s, []) for s in x_sizes)))
     at_w = [_at(plan.w, i) for i in plan.channels] + [s.kernel_at for s in plan.spatial]
     wv = _layout(cx, plan.w, at_w, [sp.Mul(*_sizes(plan.w, plan.channels)), 1] + k_sizes)
     none = ir.Full(
