@@ -94,16 +94,13 @@ def segment_max(cx: Context, name: str, body: ReduceMax, axes: tuple, argmax: st
         carrier = carrier_of(cx, k)
         if a.has(g) or e not in k.free_symbols or not reads <= set(order) or carrier is None:
             continue
-        if lowers_to_int(cx, a):  # int entries: the dense form's where() makes them floats
-            continue
+        if lowers_to_int(cx, a) or not a.free_symbols & set(order):
+            continue  # int entries (the dense form's where() makes them floats), or a number
         size = cx.sizes[g]
         spare = not is_checked(cx, k, size)
         at = spare_index(cx, k, carrier, size) if spare else k
         shape = tuple(cx.size(x) for x in order)
-        source = cx.value(a, order)
-        if source.scalar or not isinstance(at, sp.Indexed):
-            continue
-        source = _laid(source, order, shape)
+        source = _laid(cx.value(a, order), order, shape)
         with cx.indexing():
             index = _laid(cx.value(at, order), order, shape)
         rows = (cx.value(size + 1 if spare else size, []),) + shape[1:]
