@@ -142,12 +142,8 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
     if known is not None:
         return cx.permuted(known, order)
     written = e  # remembered as written: an assignment reads it back so
-    if (picked := _picked(e)) is not e:
-        value = cx.value(slice_constants(cx, picked), order)  # a constant subscript: a view
-        name = name or cx.fresh("sum_" + stem(written))
-        cx.emit(ir.Assign((name,), value))
-        cx.remember(written, ir.Ref(name, axes=value.axes))
-        return cx.permuted(ir.Ref(name, axes=value.axes), order)
+    if (picked := _picked(e)) is not e:  # a constant subscript: a view
+        return _bound(cx, written, cx.value(slice_constants(cx, picked), order), order, name)
     e = _padded_under_gates(_tabulated(cx, e))
     if cx.logged and isinstance(e.function, sp.Mul):  # before a contraction takes it apart
         body = e.function
@@ -186,6 +182,12 @@ def sum_value(cx: Context, e: sp.Sum, order: list[sp.Symbol], name: str | None =
             value = cx.value(split, order_in)
         else:
             value = _summed(cx, selected.function, bound, inner, selected)
+    return _bound(cx, written, value, order, name)
+
+
+def _bound(cx: Context, written: sp.Sum, value: ir.Node, order: list, name: str | None) -> ir.Node:
+    """The sum as ``written``, its ``value`` bound to a name of its own (remembered: an
+    alpha-equal sum reads it), read in ``order``."""
     name = name or cx.fresh("sum_" + stem(written))
     cx.emit(ir.Assign((name,), value))
     cx.remember(written, ir.Ref(name, axes=value.axes))
@@ -286,11 +288,11 @@ def _named_for_a_window(cx: Context, e: sp.Sum) -> Window | None:
     - c1 + P <= S - 1, F[n, c1], 0)`` a window indicator over ``t = F`` (a local response
     norm's channel window, forward and adjoint; found surveying: the adjoint a dense C x C
     band over (N, C, H, W, C), 2.2x autograd's time and 8.4x its memory). The window rules
-    match a tensor read, so each element-wise factor over reads at one subscript tuple is
-    tried as a read there (a stand-in, nothing emitted), a where()'s conditions as
-    indicator factors; where a rule then matches, the factors are computed over their own
-    axes. A shifted read pads with zeros, so its factor must be 0 at a read of 0 (``x**2``,
-    not ``exp(x)``). Equal: the window's pairs (t, l) are the where()'s, so the kernel sums
+    match a tensor read, so the summand's element-wise work, one product, is tried as a read
+    (:func:`_read_of_work`, a stand-in, nothing emitted) and a where()'s conditions as
+    indicator factors; where a rule then matches, the work is computed over its own axes.
+    A shifted read pads with zeros, so work over one must be 0 at a read of 0 (``x**2``, not
+    ``exp(x)``). Equal: the window's pairs (t, l) are the where()'s, so the kernel sums
     the entries the where() selects and no other."""
     flat = flattened(e)
     if flat is None:
@@ -319,6 +321,9 @@ def _named_for_a_window(cx: Context, e: sp.Sum) -> Window | None:
     return plan_window(scope, sp.Sum(sp.Mul(read, *gates), *limits))
 
 
+STAND_IN = "_stand_in"  # a read only matched against the window rules, never emitted
+
+
 def _read_of_work(cx: Context, f: sp.Expr) -> sp.Indexed | None:
     """A stand-in read for ``f``, element-wise work (:func:`_named_for_a_window`): over its
     free indices where every read outside its sums is at plain ones, or over the tensor
@@ -335,7 +340,7 @@ def _read_of_work(cx: Context, f: sp.Expr) -> sp.Indexed | None:
         if not axes or set(axes) != {x for x in free_indices(f) if cx.is_axis(x)}:
             return None
         shape = tuple(cx.sizes[x] for x in axes)
-        return sp.IndexedBase(cx.fresh("stand_in"), shape=shape, real=True)[tuple(axes)]
+        return sp.IndexedBase(STAND_IN, shape=shape, real=True)[tuple(axes)]
     if inner or len({r.indices for r in reads}) != 1:
         return None
     r, *_ = sorted(reads, key=sp.default_sort_key)
@@ -346,7 +351,7 @@ def _read_of_work(cx: Context, f: sp.Expr) -> sp.Indexed | None:
         return None  # f reads an index beside its reads (a kernel's taps): not their entry
     if f.xreplace({x: 0 for x in reads}) != 0:
         return None  # the read pads with zeros: f must be 0 there too
-    return sp.IndexedBase(cx.fresh("stand_in"), shape=r.base.shape, real=True)[r.indices]
+    return sp.IndexedBase(STAND_IN, shape=r.base.shape, real=True)[r.indices]
 
 
 def _on_params(cx: Context, f: sp.Expr) -> bool:
