@@ -287,7 +287,7 @@ def _stem_of(size: sp.Expr) -> str:
 
 def segment(cx: Context, f: sp.Expr, g: sp.Symbol) -> tuple[sp.Expr, sp.Expr] | None:
     """``(k, A)`` where ``f`` is ``where(k == g, A, -inf)``: a segment's entries under a Max
-    (:func:`derive.lower.maxes.reduce_max_many`), as :func:`_equality` reads a sum's."""
+    (:func:`derive.lower.maxes.segment_max`), as :func:`_equality` reads a sum's."""
     return _equality(cx, f, g, -sp.oo)
 
 
