@@ -137,11 +137,15 @@ class Ranges(dict):
 
 def range_of(index: sp.Symbol, expr: sp.Expr, declared: dict | None = None) -> sp.Expr:
     sizes = subscript_ranges(expr).get(index)
-    size = declared_range(index, sizes or set(), declared or {})
-    if size is not None:  # declared (ranges=...), or known from the definition (a lifted call)
+    user = getattr(declared, "user", declared) or {}
+    # declared (ranges=...), or known from the definition (a lifted call); a range read off
+    # the text (Ranges) only where nothing in ``expr`` shows one: the text's reads of an
+    # index may lie in another Sum that binds the same name over another axis (fuzz 7400043:
+    # Sum(.. z[labels[p, aa], aa, k] .., aa) / Sum(.. hid[idx[b, p], aa] .., aa) was refused)
+    size = declared_range(index, sizes or set(), user if sizes else declared or {})
+    if size is not None:
         return size
     if not sizes:
-        user = getattr(declared, "user", declared) or {}
         named = ", ".join(repr(k.name) for k in sorted(user, key=str))
         misspelt = f" (ranges names {named}, not '{index}')" if named else ""  # {'q': 'T'}
         shown = written(expr)

@@ -25,7 +25,7 @@ from derive.identities import (
     split_logs,
 )
 from derive.language import Graph, View
-from derive.symbolic.canon import Canon, fold
+from derive.symbolic.canon import Canon, fold, ruled_patterns
 from derive.symbolic.reverse import Adjoints, inline
 from derive.symbolic.simplify import (
     Simplifier,
@@ -83,7 +83,7 @@ class Collapser:
         # definitions a where() makes a constant off its condition (the causal mask's probs)
         masked = masked_tensors(g.steps, g.tensors)
         self.simplifier = Simplifier(self.canon.reductions, masked, whole_powers=True)
-        self.patterns = self.canon.patterns()
+        self.patterns = ruled_patterns(self.canon.patterns(), ruled)
         self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
         self.stepped: dict[str, sp.Expr] = {}  # inline's memo for simplified steps
         self.steps: dict[str, sp.Expr] = {}  # each step simplified, whatever the inlining stops at
@@ -105,17 +105,22 @@ class Collapser:
         stepped = inline(self.adj, tensor, {} if stop else self.stepped, self.step, stop)
         simplified = self.simplifier.simplify(self.canon.inline(stepped))
         simplified = cancel_exps(simplified, self.simplifier.simplify)  # 0 * inf multiplied out
-        simplified = rewrite(simplified, FORWARD_RULES)  # log(sigma(z)) in a backward too
-        simplified = split_logs(simplified)  # log(probs) as z - m - log(S), as the forward's
-        simplified = rewrite(simplified, FORWARD_RULES)  # and the rows on what the split left
-        # e^a / (e^a r + e^b s) as a sigmoid, as the log's, and what exps it leaves merged
-        simplified = exps_merged(exp_ratios(simplified))
-        # log1p and expm1 in a backward too: d log(1 - e^-y) = 1 / (e^y - 1) cancels as the
-        # forward did (inf at y = 1e-30, where the forward's log(-expm1(-y)) is -69)
-        simplified = sigmoid_complements(rewrite(simplified, ACCURACY_RULES))
         # common factors out first: exp(a)/S inside (g/S - h/S**2) exp(a) folds to probs only
         # once 1/S stands beside exp(a)
-        return tidy(fold(tidy(simplified), self.patterns, self.folded))
+        return tidy(fold(tidy(ruled(simplified)), self.patterns, self.folded))
+
+
+def ruled(expr: sp.Expr) -> sp.Expr:
+    """The rules for range a collapsed adjoint goes through after the simplifier; the fold
+    patterns go through them too (:func:`~derive.symbolic.canon.ruled_patterns`)."""
+    expr = rewrite(expr, FORWARD_RULES)  # log(sigma(z)) in a backward too
+    expr = split_logs(expr)  # log(probs) as z - m - log(S), as the forward's
+    expr = rewrite(expr, FORWARD_RULES)  # and the rows on what the split left
+    # e^a / (e^a r + e^b s) as a sigmoid, as the log's, and what exps it leaves merged
+    expr = exps_merged(exp_ratios(expr))
+    # log1p and expm1 in a backward too: d log(1 - e^-y) = 1 / (e^y - 1) cancels as the
+    # forward did (inf at y = 1e-30, where the forward's log(-expm1(-y)) is -69)
+    return sigmoid_complements(rewrite(expr, ACCURACY_RULES))
 
 
 def _sums(expr: sp.Expr) -> int:

@@ -21,7 +21,7 @@ from derive.errors import DerivationError, EngineBug
 from derive.identities import ACCURACY_RULES, rewrite, sigmoid_complements
 from derive.language import Definition, Graph, ReduceMax, View
 from derive.progress import Stage, silent
-from derive.symbolic.canon import Canon, Pattern, fold, stabilise
+from derive.symbolic.canon import Canon, Pattern, fold, ruled_patterns, stabilise
 from derive.symbolic.collapse import (
     Collapser,
     Lazy,
@@ -133,16 +133,21 @@ def _collapsed_inputs(
 
 
 def _stepwise(g: Graph, adj: Adjoints, stage: Stage = silent) -> tuple[list[str], dict, dict]:
-    simplifier, patterns, folded = Simplifier(), local_patterns(g), {}
+    simplifier, folded = Simplifier(), {}
+    patterns = ruled_patterns(local_patterns(g), _ruled)
     order = adjoint_order(g, adj)
     raw = {t: adj.exprs[t] for t in order}
     final = {}
     for k, t in enumerate(order):
         stage(f"simplifying the adjoint of {t} ({k + 1} of {len(order)})")
-        simplified = sigmoid_complements(simplifier.simplify(raw[t]), terms=True)  # 1 - s
-        simplified = rewrite(simplified, ACCURACY_RULES)  # expm1's e^x / expm1(x), as collapsed
+        simplified = _ruled(simplifier.simplify(raw[t]))
         final[t] = tidy(fold(simplified, patterns, folded))  # exact, a term's too
     return order, raw, final
+
+
+def _ruled(e: sp.Expr) -> sp.Expr:
+    e = sigmoid_complements(e, terms=True)  # 1 - s
+    return rewrite(e, ACCURACY_RULES)  # expm1's e^x / expm1(x), as collapsed
 
 
 def _saved(g: Graph, adj: Adjoints, final: dict[str, sp.Expr]) -> list[str]:

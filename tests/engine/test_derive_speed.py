@@ -185,3 +185,34 @@ def test_show_reads_the_derivation_the_module_came_from(monkeypatch) -> None:
     assert explain_module.explain(e).final == d.final  # read, not re-derived
     stepwise = derive(parse(dataclasses.replace(_chain(3, mixed=False), stepwise=True)))
     assert d.steps == stepwise.final  # recorded forms equal a separate stepwise derivation
+
+
+def _softmaxes(n: int) -> Op:
+    """n masked softmaxes in a chain, each over log1p(softplus(..)) of the one before and
+    written in one line, e / Sum(e), shifted by its maximum (fuzz 7200256 has two)."""
+    defs, prev = [], "x"
+    for i in range(1, n + 1):
+        body = f"where(w <= g, log1p(softplus({prev}[g, w])), -inf)"
+        name = "out" if i == n else f"p{i}"
+        defs += [
+            f"m{i}[g] = Max({body}, w)",
+            f"e{i}[g, w] = exp({body} - m{i}[g])",
+            f"{name}[g, w] = e{i}[g, w] / Sum(e{i}[g, u], u)",
+        ]
+        prev = name
+    return Op(name=f"softmaxes{n}", inputs=["x[T, T]"], definitions=defs)
+
+
+def test_a_chain_of_softmaxes_reads_each_by_name() -> None:
+    # inlined, each softmax's instances in the backward name its sum's index otherwise than
+    # its definition (u): they were not folded, so the backward recomputed every softmax of
+    # the chain inside the next (fuzz 7200256: 1,051 operations, minutes to derive)
+    sizes = {}
+    for n in (1, 2, 3):
+        d = derive(parse(_softmaxes(n)))
+        dx = d.final["x"]
+        reads = {i.base.label.name for i in dx.atoms(sp.Indexed)}
+        assert {f"p{i}" for i in range(1, n)} | {"out"} <= reads, (n, reads)
+        sizes[n] = _dag_size(dx)
+    _at_most_quadratic({1: sizes[1], 2: sizes[2]})
+    assert sizes[3] <= 2 * sizes[2], sizes

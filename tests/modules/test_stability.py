@@ -269,7 +269,8 @@ def test_cross_entropy_by_hand_collapses_and_stays_finite(case: str, tmp_path: P
     """By hand, ``-log(p[n, y[n]])`` of a max-shifted softmax; as a logsumexp written
     unshifted, ``log(Sum(exp(x[n, k]), k)) - x[n, y[n]]``, which overflows at logits of 1e4
     (inf loss, NaN gradient) until the parser shifts it by its maximum. Either collapses to
-    ``(e / S - onehot) / N``: no log(p), no 1 / p, no argmax saved, only y and the exps."""
+    ``(softmax - onehot) / N``: no log(p), no 1 / p, no argmax saved, only y and one (N, C)
+    tensor (by hand, p itself; as a logsumexp, the exps)."""
     d = derive(parse(load_op(CASES / f"{case}.py")))
     assert len(d.saved) == 2 and d.saved[0] == "y"
     module, _ = _module(case, tmp_path)

@@ -15,7 +15,8 @@ from derive.identities import (
     rewrite,
     split_logs,
 )
-from derive.symbolic.canon import Pattern, fold
+from derive.symbolic.canon import Pattern, fold, ruled_patterns
+from derive.symbolic.collapse import ruled
 from derive.symbolic.simplify import (
     LAST_RULES,
     SUM_RULES,
@@ -34,6 +35,7 @@ t = sp.IndexedBase("t", integer=True)
 mu = sp.IndexedBase("mu", real=True)
 XK = sp.IndexedBase("x", shape=(K,), real=True)  # x with its axis' size: reads past it are 0
 LIM = (k, 0, K - 1)
+LIM_M = (k, 0, M - 1)
 RULES = {rule.__name__: rule for rule in SUM_RULES}
 
 
@@ -553,6 +555,52 @@ INVSTD = Pattern("inv", INV, (m,), (VAR[m] + EPS) ** sp.Rational(-1, 2))
 )
 def test_fold(expr: sp.Expr, pattern: Pattern, folded: sp.Expr) -> None:
     assert fold(expr, [pattern]) == folded
+
+
+# a normalisation written in one line, e[n, c] / Sum_m e[n, m]: its instances in a backward
+# name the sum's index otherwise (the simplifier renames bound indices as it goes)
+NORMALISED = Pattern("probs", P, (n, c), sp.exp(L[n, c]) / sp.Sum(sp.exp(L[n, m]), (m, 0, M - 1)))
+
+
+@pytest.mark.parametrize(
+    ("expr", "folded"),
+    [
+        # the whole instance, its sum over k where the pattern's is over m
+        (sp.exp(L[n, c]) / sp.Sum(sp.exp(L[n, k]), LIM_M), P[n, c]),
+        # a product holding it, at other free indices
+        (x[c] * sp.exp(L[m, c]) / sp.Sum(sp.exp(L[m, k]), LIM_M), P[m, c] * x[c]),
+    ],
+)
+def test_fold_reads_a_sum_whose_index_is_named_apart(expr: sp.Expr, folded: sp.Expr) -> None:
+    # fuzz 7200256: not folded, the normalisation was recomputed at every read and two in a
+    # chain were copied into each other (a backward of 1,051 operations, minutes to derive)
+    assert fold(expr, [NORMALISED]) == folded
+
+
+def test_fold_leaves_a_gathered_entry_of_a_normalisation_as_written() -> None:
+    # probs[n, t[n]] would make the forward compute and keep all of probs for N entries
+    picked = sp.exp(L[n, t[n]]) / sp.Sum(sp.exp(L[n, k]), LIM_M)
+    assert fold(picked, [NORMALISED]) == picked
+
+
+def test_fold_binds_no_index_its_pattern_sums_over() -> None:
+    # bound at n = m, the pattern's Sum_m e[n, m] is the row m's sum; xreplace made it the
+    # diagonal Sum_m e[m, m], and this, another value, was folded to probs[m, c]
+    diagonal = sp.exp(L[m, c]) / sp.Sum(sp.exp(L[m, m]), (m, 0, M - 1))
+    assert fold(diagonal, [NORMALISED]) == diagonal
+
+
+def test_fold_finds_a_definition_in_the_form_the_rules_leave() -> None:
+    # erf(log(sigmoid(a) exp(b))): the collapsed adjoint has been through the rules, which
+    # split the log, and meets the body only as -erf(softplus(-a) - b)
+    a, b = sp.symbols("a b", real=True)
+    ERF = sp.IndexedBase("erfed", real=True)
+    body = sp.erf(sp.log(sigmoid(x[n]) * sp.exp(y[n])))
+    patterns = ruled_patterns([Pattern("erfed", ERF, (n,), body)], ruled)
+    met = ruled(body.subs(n, m)) * x[m]
+    assert met != body.subs(n, m) * x[m]  # the rules did change it
+    assert fold(met, patterns) == ERF[m] * x[m]
+    assert fold(met, patterns[:1]) == met  # the written body alone does not fold it
 
 
 NEG, XY = sp.IndexedBase("neg", real=True), sp.IndexedBase("xy", real=True)
