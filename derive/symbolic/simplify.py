@@ -158,6 +158,72 @@ def _in_range_by_construction(e: sp.Expr) -> bool:
     return isinstance(e, sp.Mod) and _in_range_by_construction(e.args[0])
 
 
+def _equal_reads(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
+    # sum_k where(a == s[k], f, 0) g(s[k]) -> sum_k where(a == s[k], f(a), 0) g(a)   (a free of
+    # k, s[k] an int read: where the guard fails the term is 0 whatever g reads, where it
+    # holds s[k] is a). What read k only through s[k] then stands outside the sum: a segment
+    # softmax's 1 / den[seg[n1]] beside where(seg[n] == seg[n1], ..) is 1 / den[seg[n]].
+    k = lim[0]
+    factors = _factors(body)
+    for f in factors:
+        sides = _equal_sides(f)
+        if sides is None:
+            continue
+        for a, read in (sides, sides[::-1]):
+            if not _read_elsewhere(read, a, lim):
+                continue
+            moved = _read_at(factors, f, read, a, k)
+            if moved is not None:
+                return ctx.sum(sp.Mul(*moved), (lim,))
+    return None
+
+
+def _read_at(
+    factors: tuple[sp.Expr, ...] | list[sp.Expr], guard: sp.Expr, read: sp.Expr, a: sp.Expr, k
+) -> list[sp.Expr] | None:
+    """``factors`` with each one that reads ``k`` only through ``read`` read at ``a`` (the
+    guard says they are equal), or None where none does. One that still reads k stays as
+    written: exp(s[k] - mx[seg[k]]) is the forward's ex[k], which mx[a] would hide."""
+    out, changed = [], False
+    for g in factors:
+        if g is not guard and g.has(read) and not _binds(g, a.free_symbols | {k}):
+            h = g.xreplace({read: a})
+            if not h.has(k):
+                out.append(h)
+                changed = True
+                continue
+        out.append(g)
+    return out if changed else None
+
+
+def _read_elsewhere(read: sp.Expr, a: sp.Expr, lim: Limit) -> bool:
+    """``read`` is int data over k, ``a`` the same data at another index j (seg[n1], seg[n]),
+    and the sum runs over the whole axis j subscripts: a factor read at ``a`` is one the sum
+    reads at k = j, never a value it did not compute (1 / den[g] of an empty segment g would
+    be 0 * inf outside the sum)."""
+    k, lo, hi = lim
+    if not (isinstance(read, sp.Indexed) and isinstance(a, sp.Indexed) and read.base == a.base):
+        return False
+    if not read.base.label.is_integer or a.has(k) or read.base.shape is None:
+        return False
+    at = [p for p, i in enumerate(read.indices) if i == k]
+    if len(at) != 1 or not isinstance(a.indices[at[0]], sp.Symbol):
+        return False
+    whole = lo == 0 and sp.expand(hi + 1 - read.base.shape[at[0]]) == 0
+    return whole and read.xreplace({k: a.indices[at[0]]}) == a
+
+
+def _equal_sides(f: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """(a, b) where the factor ``f`` is 0 unless a == b: ``where(a == b, x, 0)``, a delta."""
+    if isinstance(f, where) and isinstance(f.args[0], sp.Eq) and f.args[2] == 0:
+        return f.args[0].args
+    return f.args if isinstance(f, sp.KroneckerDelta) else None
+
+
+def _binds(e: sp.Expr, names: set) -> bool:
+    return any(lim[0] in names for r in e.atoms(sp.Sum) for lim in r.limits)
+
+
 def _constant(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
     # sum_k c -> (hi - lo + 1) * c          when c does not depend on k
     k, lo, hi = lim
@@ -387,6 +453,7 @@ SUM_RULES: list[Callable[[sp.Expr, Limit, Simplifier], sp.Expr | None]] = [
     delta_invert,  # sum_t f(t) delta(u, t + r) -> f(u - r) 1[lo <= u - r <= hi]
     _delta_through_sum,  # sum_t f(t) sum_k g delta(u, t + r(k)) -> sum_k sum_t f g delta(..)
     _unclamped_under_guard,  # sum_k where(lo <= a <= hi, f, 0) delta(u, clamp(a, lo, hi))
+    _equal_reads,  # sum_k where(a == s[k], f, 0) g(s[k]) -> sum_k where(..) g(a)
     _constant,  # sum_k c -> K c
     _factor_out,  # sum_k c f(k) -> c sum_k f(k)
     _guard_out,  # sum_k g where(c, f, 0) -> where(c, sum_k g f, 0)  (c free of k)
@@ -409,6 +476,35 @@ def _match_reduction(red: Reduction, body: sp.Expr, lim: Limit) -> sp.Expr | Non
     if not _kinds(red.body) <= _kinds(body):  # a tensor or function the body lacks: no match
         return None
     pattern = red.body.xreplace({red.limit[0]: k})
+    found = _matched(red, pattern, body, k)
+    if found is None and body.has(sp.Eq, sp.KroneckerDelta):
+        # under an equality guard, in one form: where(s[k] == a, 1, 0) * rest read at a
+        found = _matched(red, _gated(pattern, k), _gated(body, k), k)
+    return found
+
+
+def _gated(e: sp.Expr, k: sp.Symbol) -> sp.Expr:
+    """``where(c, f, 0) g`` as ``where(c, 1, 0) f g``, each equality with its side over k
+    first, and what reads that side read at the other (:func:`_equal_reads`)."""
+    factors: list[sp.Expr] = []
+    for f in _factors(e):
+        sides = _equal_sides(f)
+        if sides is not None and any(s.has(sp.Indexed) for s in sides):  # data: no solving
+            a, b = sides
+            cond = sp.Eq(b, a, evaluate=False) if b.has(k) and not a.has(k) else sp.Eq(a, b)
+            value = f.args[1] if isinstance(f, where) else sp.S.One
+            factors += [where(cond, 1, 0), *_factors(value)]
+        else:
+            factors.append(f)
+    for f in list(factors):
+        if isinstance(f, where) and isinstance(f.args[0], sp.Eq) and f.args[1] == 1:
+            read, a = f.args[0].args
+            if isinstance(read, sp.Indexed) and read.has(k) and not a.has(k):
+                factors = _read_at(factors, f, read, a, k) or factors
+    return sp.Mul(*factors)
+
+
+def _matched(red: Reduction, pattern: sp.Expr, body: sp.Expr, k: sp.Symbol) -> sp.Expr | None:
     wilds = {i: sp.Wild(f"w_{i}", exclude=[k]) for i in red.indices}
     found = body.match(pattern.xreplace(wilds)) if wilds else ({} if body == pattern else None)
     if found is None or any(w not in found for w in wilds.values()):

@@ -195,3 +195,34 @@ def test_the_two_layer_gnn_contracts_w_before_it_scatters(tmp_path: Path) -> Non
     (want,) = torch.autograd.grad(_two_layers_reference(*leaves), leaves[0], grad_out)
     torch.testing.assert_close(grads[0], want, rtol=1e-12, atol=1e-14)
     assert widest.entries < 8 * 3 * 4, widest.entries
+
+
+def test_a_segment_softmax_shift_leaves_no_argmax(tmp_path: Path) -> None:
+    """A softmax over each segment, shifted by the segment's maximum: the shift cancels, so
+    its adjoint is 0 and the backward reads no argmax (``simplify._equal_reads``). The
+    gradient is checked against autograd through a dense form written here, with empty
+    segments (1 and 4) and a segment's maximum tied."""
+    module, _ = imported(CASES / "segment_softmax_scaled.py", tmp_path)
+    assert not any(name.endswith("argmax") for name in module.SAVED), module.SAVED
+    gen = torch.Generator().manual_seed(9)
+    s = torch.randn(7, 2, generator=gen, dtype=DT)
+    s[4, 0] = s[3, 0] = s[2:5, 0].max()  # a tie at segment 2's maximum
+    seg = torch.tensor([0, 0, 2, 2, 2, 3, 0])
+    b = torch.randn(5, 2, generator=gen, dtype=DT)
+    grad_out = torch.randn(7, 2, generator=gen, dtype=DT)
+
+    def dense(s, b):
+        mask = seg[:, None] == torch.arange(5)  # (N, G)
+        m = torch.where(mask[:, :, None], s[:, None, :], -torch.inf).amax(0)
+        ex = torch.exp(s - m[seg])
+        den = mask.to(DT).T @ ex
+        return b[seg] * ex / den[seg]
+
+    out, saved = module.forward(s, seg, b)
+    leaves = (s.clone().requires_grad_(), b.clone().requires_grad_())
+    want = dense(*leaves)
+    torch.testing.assert_close(out, want.detach(), rtol=1e-13, atol=1e-15)
+    want_ds, want_db = torch.autograd.grad(want, leaves, grad_out)
+    ds, _, db = module.backward(grad_out, saved)
+    torch.testing.assert_close(ds, want_ds, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(db, want_db, rtol=1e-12, atol=1e-14)

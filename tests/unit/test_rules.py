@@ -771,3 +771,34 @@ def test_a_divisor_that_cancels_in_a_gates_kept_branch_goes_inside_it() -> None:
     assert gate_divided(where(c, y * x**2, 0) * y / x) == where(c, y * x, 0) * y
     assert gate_divided(where(c, y, 0) / x) == where(c, y, 0) / x
     assert gate_divided(where(c, 0, x) / x) == where(c, 0, x) / x  # kept where c fails
+
+
+# a segment softmax's backward: seg[k] the segment of entry k, a sum over all of seg's axis
+SEG = sp.IndexedBase("seg", shape=(K,), integer=True)
+DEN = sp.IndexedBase("den", real=True)
+
+
+def test_equal_reads_read_a_factor_at_the_other_side_of_the_equality() -> None:
+    # sum_k where(seg[n] == seg[k], 1, 0) x[k] / den[seg[k]]: where the guard holds seg[k] is
+    # seg[n], so 1 / den[seg[k]] is 1 / den[seg[n]], and the simplifier takes it out
+    guard = where(sp.Eq(SEG[n], SEG[k]), 1, 0)
+    got = _apply("_equal_reads", guard * x[k] / DEN[SEG[k]])
+    assert got == sp.Sum(guard * x[k], LIM) / DEN[SEG[n]]
+    # a delta between the two reads is the same guard
+    delta = sp.KroneckerDelta(SEG[n], SEG[k])
+    assert _apply("_equal_reads", delta * x[k] / DEN[SEG[k]]) == sp.Sum(delta * x[k], LIM) / (
+        DEN[SEG[n]]
+    )
+
+
+def test_equal_reads_decline_a_side_the_sum_may_never_reach() -> None:
+    guard = where(sp.Eq(SEG[n], SEG[k]), 1, 0)
+    # a factor that still reads k stays as written (exp(x[k] - mx[seg[k]]) is the forward's)
+    assert _apply("_equal_reads", guard * x[k] * y[SEG[k] + k]) is None
+    # g may be an empty segment: 1 / den[g] outside the sum would be 0 * inf
+    g = sp.Symbol("g", integer=True)
+    assert _apply("_equal_reads", where(sp.Eq(g, SEG[k]), 1, 0) * x[k] / DEN[SEG[k]]) is None
+    # a sum over part of seg's axis may miss n's own entry: the same
+    part = (k, 0, K - 2)
+    body = guard * x[k] / DEN[SEG[k]]
+    assert RULES["_equal_reads"](body, part, Simplifier()) is None
