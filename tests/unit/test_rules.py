@@ -36,6 +36,9 @@ mu = sp.IndexedBase("mu", real=True)
 XK = sp.IndexedBase("x", shape=(K,), real=True)  # x with its axis' size: reads past it are 0
 LIM = (k, 0, K - 1)
 LIM_M = (k, 0, M - 1)
+# a segment softmax's backward: seg[k] the segment of entry k, a sum over all of seg's axis
+SEG = sp.IndexedBase("seg", shape=(K,), integer=True)
+DEN = sp.IndexedBase("den", real=True)
 RULES = {rule.__name__: rule for rule in SUM_RULES}
 
 
@@ -63,6 +66,12 @@ SUM_RULE_CASES = [
     # ... and no indicator where a factor reads K's axis at e, zero-padded there already
     ("_delta_eliminate", y[k] * XK[k] * sp.KroneckerDelta(k, n + c), y[n + c] * XK[n + c]),
     ("_constant", y[n], K * y[n]),
+    # sum_k [seg[n] == seg[k]] x[k] / den[seg[k]] -> sum_k [..] x[k] / den[seg[n]]
+    (
+        "_equal_reads",
+        where(sp.Eq(SEG[n], SEG[k]), 1, 0) * x[k] / DEN[SEG[k]],
+        sp.Sum(where(sp.Eq(SEG[n], SEG[k]), 1, 0) * x[k], LIM) / DEN[SEG[n]],
+    ),
     ("_factor_out", y[n] * x[k], y[n] * sp.Sum(x[k], LIM)),
     ("_expand_if_cheaper", sp.KroneckerDelta(k, c) * (x[k] + 1), x[c] + 1),
     # sum_k where(0 <= k + 1 <= K - 1, x[k], 0) d(n, clamp(k + 1, 0, K - 1)): under the guard
@@ -771,11 +780,6 @@ def test_a_divisor_that_cancels_in_a_gates_kept_branch_goes_inside_it() -> None:
     assert gate_divided(where(c, y * x**2, 0) * y / x) == where(c, y * x, 0) * y
     assert gate_divided(where(c, y, 0) / x) == where(c, y, 0) / x
     assert gate_divided(where(c, 0, x) / x) == where(c, 0, x) / x  # kept where c fails
-
-
-# a segment softmax's backward: seg[k] the segment of entry k, a sum over all of seg's axis
-SEG = sp.IndexedBase("seg", shape=(K,), integer=True)
-DEN = sp.IndexedBase("den", real=True)
 
 
 def test_equal_reads_read_a_factor_at_the_other_side_of_the_equality() -> None:
