@@ -372,11 +372,13 @@ def _bindings(pattern: Pattern, expr: sp.Expr) -> list[dict]:
     ]
     partial: list[dict] = [{}]
     for p in reads:
-        grown = []
+        grown, seen = [], set()
         for bind in partial:
             for actual in present.get(p.base, []):
                 more = _unify(p, actual, dict(bind), wanted)
-                if more is not None and more not in grown:
+                key = None if more is None else frozenset(more.items())
+                if key is not None and key not in seen:  # hashed: dicts compared pairwise
+                    seen.add(key)  # were most of a large fold's time
                     grown.append(more)
         partial = grown[:BINDINGS]
         if not partial:
@@ -500,8 +502,14 @@ def _captured(bind: dict, e: sp.Expr) -> bool:
     - gain[o] - W1[y]`` is ``-W1[y]`` wherever q = o, and ``-W1[labels[t]] * Sum_k exp(..
     gain[k] ..)`` bound q = o = k off the sum's reads (fuzz 1070018: an engine bug, the
     backward reading k outside its sum)."""
-    free = e.free_symbols
+    free = _free_of(e)
     return any(not v.free_symbols <= free for v in bind.values())
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _free_of(e: sp.Expr) -> frozenset:
+    # asked once per pattern and binding at each node of a fold: SymPy walks e each time
+    return frozenset(e.free_symbols)
 
 
 def _may_leave(pattern: Pattern, bind: dict) -> bool:
