@@ -407,7 +407,9 @@ def _unify(p: sp.Basic, actual: sp.Basic, bind: dict, wanted: set) -> dict | Non
 def _instance(body: sp.Expr, bind: tuple[tuple[sp.Symbol, sp.Expr], ...]) -> sp.Expr:
     """The pattern's body at ``bind``. A sum's index that a bound value names is renamed apart
     first: ``e[n, c] / Sum_m e[n, m]`` at n = m is a sum over the row m, not the diagonal
-    ``Sum_m e[m, m]``."""
+    ``Sum_m e[m, m]``. To a Dummy, not as :func:`~derive.symbolic.indices.replace_apart`
+    names it (``m1``): a name the backward may use too would let an instance equal some
+    expression by its names, and which folds fire would hang on the names it chose."""
     names = {s for key, value in bind for s in (key, *value.free_symbols)}
 
     def apart(limits: tuple, depth: int, scope: frozenset[str]) -> list[sp.Symbol]:

@@ -19,7 +19,13 @@ import sympy as sp
 from derive.functions import clamp, where
 from derive.symbolic.cases import gate_divided, zero_by_cases
 from derive.symbolic.cost import cost
-from derive.symbolic.indices import bound_shape, canonical_bound, substitute_apart, without
+from derive.symbolic.indices import (
+    bound_indices,
+    bound_shape,
+    canonical_bound,
+    substitute_apart,
+    without,
+)
 from derive.symbolic.indices import factors as _factors
 from derive.symbolic.inversion import delta_invert, delta_through_sum, solve_for, solved_in_range
 
@@ -186,7 +192,7 @@ def _read_at(
     written: exp(s[k] - mx[seg[k]]) is the forward's ex[k], which mx[a] would hide."""
     out, changed = [], False
     for g in factors:
-        if g is not guard and g.has(read) and not _binds(g, a.free_symbols | {k}):
+        if g is not guard and g.has(read) and not bound_indices(g) & (a.free_symbols | {k}):
             h = g.xreplace({read: a})
             if not h.has(k):
                 out.append(h)
@@ -218,10 +224,6 @@ def _equal_sides(f: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
     if isinstance(f, where) and isinstance(f.args[0], sp.Eq) and f.args[2] == 0:
         return f.args[0].args
     return f.args if isinstance(f, sp.KroneckerDelta) else None
-
-
-def _binds(e: sp.Expr, names: set) -> bool:
-    return any(lim[0] in names for r in e.atoms(sp.Sum) for lim in r.limits)
 
 
 def _constant(body: sp.Expr, lim: Limit, ctx: Simplifier) -> sp.Expr | None:
