@@ -28,6 +28,7 @@ import sympy as sp
 from derive.functions import clamp, where
 from derive.ir import nodes as ir
 from derive.lower.context import Context, lowers_to_int
+from derive.lower.select import safe_indices
 from derive.lower.value import permute, stem
 from derive.symbolic.indices import factors, free_indices, has_reduction, replace_apart, without
 
@@ -170,7 +171,10 @@ def _named(cx: Context, part: sp.Expr, lim: tuple, outer: set, ranges: dict) -> 
         name = known.name
     else:
         name = cx.fresh("at_" + stem(part))
-        cx.emit(ir.Assign((name,), permute(cx.value(part, list(axes)), axes)))
+        # computed here, before the caller's reads are clamped: a guarded index in it
+        # (db[cls[u]] under where(cls[u] < 0, 0, ..)) is clamped as well (found by the fuzz)
+        value = cx.value(safe_indices(cx, part), list(axes))
+        cx.emit(ir.Assign((name,), permute(value, axes)))
         cx.remember(part, ir.Ref(name, axes=axes))
     return sp.IndexedBase(name, shape=shape, real=True)[axes]
 

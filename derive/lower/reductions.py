@@ -265,6 +265,8 @@ def _tabulated(cx: Context, e: sp.Sum) -> sp.Sum:
         clamps = sorted(f.atoms(clamp), key=sp.default_sort_key)
         if not clamps or isinstance(f, clamp) or f.atoms(sp.Indexed, sp.Sum):
             return f.func(*map(walk, f.args)) if f.args and f.atoms(clamp) else f
+        if f.is_integer:  # index arithmetic (2*clamp(j, 0, V - 1)): a table would be read as
+            return f  # a float, and the expression may serve as a subscript (found by the fuzz)
         axes = {s for s in f.free_symbols if cx.is_axis(s)}
         taps = [c for c in clamps if not any(c in o.args[0].atoms(clamp) for o in clamps)]
         stand = {c: sp.Dummy(integer=True) for c in taps}

@@ -77,13 +77,7 @@ def test_the_slice_is_not_vacuous() -> None:
 # File stem -> why it is expected to fail today (an xfail with the reason, strict=False, so a
 # fix shows as XPASS; then remove the entry). Every other recorded case must pass, and a refusal
 # of these valid ops fails the test (a refusal is no fix).
-KNOWN_WRONG: dict[str, str] = {
-    # both found the thirty-sixth session, the same on its starting engine e149b76
-    "exception_indexerror_s7700567": "a gather under a where() that guards its index "
-    "(hid[cls[bb]] where cls[bb] < 0 is excluded) reads the excluded entries anyway",
-    "exception_indexerror_s7800310": "a strided read's subscript through a 0-d Max "
-    "(softplus(Wq) with Wq = Max(W1)) is lowered as a float tensor used as an index",
-}
+KNOWN_WRONG: dict[str, str] = {}
 REGRESSIONS = sorted(FOLDER.glob("*.py"))
 
 

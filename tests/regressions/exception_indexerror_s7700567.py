@@ -3,10 +3,9 @@
 # Found by `python -m fuzz` (case seed 7700567) on 5c6e260, shrunk from 3 definition(s).
 # Failed: WRONG (exception IndexError: index out of range in self (in the generated module, line
 # 200))
-# Also wrong on e149b76, the session's starting engine: open (KNOWN_WRONG in
-# tests/modules/test_fuzz.py, an xfail until fixed).
-# Also wrong on e149b76, the session's starting engine: open (KNOWN_WRONG in
-# tests/modules/test_fuzz.py, an xfail until fixed).
+# Also wrong on e149b76, the thirty-sixth session's starting engine.
+# Fixed the thirty-seventh session: a part the gather rule names apart is read with its guarded
+# indices clamped too (derive/lower/equalities.py, _named).
 # Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 

@@ -3,10 +3,9 @@
 # Found by `python -m fuzz --windows` (case seed 7800310) on 2e06cdf, shrunk from 4 definition(s).
 # Failed: WRONG (exception IndexError: tensors used as indices must be long, int, byte or bool
 # tensors (in the generated module, line 169))
-# Also wrong on e149b76, the session's starting engine: open (KNOWN_WRONG in
-# tests/modules/test_fuzz.py, an xfail until fixed).
-# Also wrong on e149b76, the session's starting engine: open (KNOWN_WRONG in
-# tests/modules/test_fuzz.py, an xfail until fixed).
+# Also wrong on e149b76, the thirty-sixth session's starting engine.
+# Fixed the thirty-seventh session: index arithmetic is never tabulated as a float table
+# (derive/lower/reductions.py, _tabulated).
 # Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it).
 from derive import Op
 
