@@ -51,7 +51,9 @@ def gathered(cx: Context, e: sp.Expr) -> sp.Expr:
                 if found is None:
                     continue
                 body = sp.Mul(found[1], *without(factors(s.function), f))
-                body = _read_at(cx, found[0], lim, body, s.limits, ranges)
+                # read at g = k, a sum inside that matched g is one of data against data now
+                # (sum_e2 where(dst[e2] == dst[e1], ..)): solved too, not a dense (E, E) mask
+                body = gathered(cx, _read_at(cx, found[0], lim, body, s.limits, ranges))
                 rest = [x for x in s.limits if x is not lim]
                 return sp.Sum(body, *rest) if rest else body
         read = _data_against_data(cx, s, ranges)
@@ -238,6 +240,10 @@ def as_scatter(cx: Context, e: sp.Expr, axes: tuple) -> sp.Expr | None:
                 continue  # k[n] + k[m] == g: no tensor of positions stands for it
             size = cx.sizes.get(g)
             rest = sp.Mul(kept, *without(factors(e.function), f))
+            if size is not None and rest.has(g) and is_checked(cx, value, size):
+                # read at g = k[n], which the delta makes it: 1 / den[g]**2 of a segment's
+                # own sum is read only at the segments that hold an n (GAT's softmax adjoint)
+                rest = replace_apart(rest, {g: value})
             if size is None or rest.has(g):
                 continue
             at = value

@@ -68,6 +68,7 @@ from derive.lower.assign import (
     solved_scatter,
 )
 from derive.lower.context import Context
+from derive.lower.equalities import gathered
 from derive.lower.indexing import arange, clamped, digit, indexed, mask
 from derive.lower.maxes import reduce_max_many, segment_max
 from derive.lower.memo import canonical, repeated_sums
@@ -325,6 +326,9 @@ def _sum(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node:
     is a sum of deltas each solved for a target axis (``assign.solved_scatter``: a gather
     and a stride together, fuzz --affine 4022's second order, masks over 7 axes). Any other
     sum: :func:`derive.lower.reductions.sum_value`."""
+    solved = gathered(cx, e)  # a sum met inside another's part: the equality rules here too
+    if solved != e:
+        return cx.value(solved, order)
     free = free_indices(e)
     axes = tuple(a for a in order if a in free)
     if len(axes) == len(free) and cx.recall(e) is None:
