@@ -102,8 +102,11 @@ def _data_against_data(cx: Context, s: sp.Sum, ranges: dict) -> sp.Expr | None:
 
 
 def _checked_size(cx: Context, read: sp.Indexed) -> sp.Expr | None:
-    """A size the module checks every entry of ``read``'s data lies below, or None."""
+    """A size the module checks every entry of ``read``'s data lies in [0, size), or None (a
+    guarded input's may be negative: :func:`is_checked`)."""
     label = read.base.label.name
+    if label in cx.guarded:
+        return None
     return next((n for name, n in sorted(cx.checked, key=str) if name == label), None)
 
 
@@ -335,8 +338,13 @@ def _int_data(cx: Context, e: sp.Expr) -> bool:
 
 
 def is_checked(cx: Context, value: sp.Expr, size: sp.Expr) -> bool:
-    """Whether ``value`` is an entry of int data the module checks lies in [0, size)."""
-    return isinstance(value, sp.Indexed) and (value.base.label.name, size) in cx.checked
+    """Whether ``value`` is an entry of int data the module checks lies in [0, size). Not a
+    guarded input's (:mod:`derive.language.guards`): its check admits the entries a where()
+    ignores, -1 under ``cls[b] < 0``, which match no index and must reach no kernel (fuzz
+    7700567's double backward scattered at -1, a device-side assert on CUDA)."""
+    if not isinstance(value, sp.Indexed) or value.base.label.name in cx.guarded:
+        return False
+    return (value.base.label.name, size) in cx.checked
 
 
 def _clamped(cx: Context, value: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> sp.Expr:

@@ -326,9 +326,11 @@ def _sum(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> ir.Node:
     is a sum of deltas each solved for a target axis (``assign.solved_scatter``: a gather
     and a stride together, fuzz --affine 4022's second order, masks over 7 axes). Any other
     sum: :func:`derive.lower.reductions.sum_value`."""
-    solved = gathered(cx, e)  # a sum met inside another's part: the equality rules here too
+    # a sum met inside another's part: the equality rules here too, and the reads they make
+    # at a guarded int input (g = cls[b] under where(cls[b] < 0, ..)) clamped, as assign's
+    solved = gathered(cx, e)
     if solved != e:
-        return cx.value(solved, order)
+        return cx.value(safe_indices(cx, solved), order)
     free = free_indices(e)
     axes = tuple(a for a in order if a in free)
     if len(axes) == len(free) and cx.recall(e) is None:
