@@ -102,12 +102,10 @@ def _data_against_data(cx: Context, s: sp.Sum, ranges: dict) -> sp.Expr | None:
 
 
 def _checked_size(cx: Context, read: sp.Indexed) -> sp.Expr | None:
-    """A size the module checks every entry of ``read``'s data lies in [0, size), or None (a
-    guarded input's may be negative: :func:`is_checked`)."""
+    """A size ``n`` for which :func:`is_checked` holds of ``read``, or None."""
     label = read.base.label.name
-    if label in cx.guarded:
-        return None
-    return next((n for name, n in sorted(cx.checked, key=str) if name == label), None)
+    sizes = (n for name, n in sorted(cx.checked, key=str) if name == label)
+    return next((n for n in sizes if is_checked(cx, read, n)), None)
 
 
 def _read_at(
