@@ -1157,6 +1157,7 @@ def _flattened(
     stays, a convolution (a depthwise convolution mixed pointwise in one definition, ``sum_c
     wp[o, c] sum_k x[n, c, t + k - P] wd[c, k]``, was an einsum over x unfolded K times)."""
     flat, bound, ranges, taken = [], list(bound), [], None
+    equalities = any(f.has(sp.Eq, sp.KroneckerDelta) for f in factors)
     for f in factors:
         inner = [lim[0] for lim in f.limits] if isinstance(f, sp.Sum) else []
         parts = sp.Mul.make_args(f.function) if inner else ()
@@ -1169,6 +1170,7 @@ def _flattened(
             and all(
                 isinstance(p, sp.Sum)
                 or (plain(p) and all(scope.is_axis(i) for i in p.indices))
+                or (_gathered_at_axes(scope, p) and not equalities)
                 or (
                     p in composite
                     and len(composite) == 1
@@ -1187,6 +1189,19 @@ def _flattened(
         else:
             flat.append(f)
     return tuple(flat), bound, tuple(ranges), taken
+
+
+def _gathered_at_axes(scope: Scope, p: sp.Expr) -> bool:
+    """A read at int data read at axes (``g[dst[e], k, d]``): one gather lays it out over its
+    axes, an operand as a plain read is."""
+    return (
+        isinstance(p, sp.Indexed)
+        and not plain(p)
+        and all(
+            scope.is_axis(i) or (plain(i) and all(scope.is_axis(j) for j in i.indices))
+            for i in p.indices
+        )
+    )
 
 
 def pairwise(

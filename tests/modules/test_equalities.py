@@ -268,3 +268,37 @@ def test_graph_attention_sums_each_nodes_edges_once(tmp_path: Path) -> None:
     torch.testing.assert_close(ds, want_ds, rtol=1e-12, atol=1e-14)
     torch.testing.assert_close(dm, want_dm, rtol=1e-12, atol=1e-14)
     assert widest.entries <= E * K * D, widest.entries
+
+
+def test_a_gathered_read_is_contracted_with_its_neighbours(tmp_path: Path) -> None:
+    """``tests/cases/weighted_messages.py``: dx sums ``a[e, k] sum_d W[f, k, d] g[dst[e], k,
+    d]`` over k. The nested sum over d was kept whole because ``g[dst[e], ..]`` is a gathered
+    read, and became a batched product over k, (E, F, K) entries, multiplied by a and summed;
+    flattened with its plain neighbours, it is ``a g[dst]`` over (E, K, D) and one matmul over
+    (k, d). Checked against autograd through a dense form; the backward's widest tensor stays
+    within (E, K, D) and (E, F), where the nest held E F K."""
+    module, _ = imported(CASES / "weighted_messages.py", tmp_path)
+    E, V, F, K, D = 12, 5, 8, 4, 2
+    gen = torch.Generator().manual_seed(13)
+    x = torch.randn(V, F, generator=gen, dtype=DT)
+    W = torch.randn(F, K, D, generator=gen, dtype=DT)
+    a = torch.randn(E, K, generator=gen, dtype=DT)
+    src = torch.randint(0, V, (E,), generator=gen)
+    dst = torch.randint(0, V, (E,), generator=gen)
+    grad_out = torch.randn(V, K, D, generator=gen, dtype=DT)
+
+    def dense(x, W, a):
+        mask = (dst[:, None] == torch.arange(V)).to(DT)  # (E, V)
+        h = torch.einsum("vf,fkd->vkd", x, W)
+        return torch.einsum("ev,ek,ekd->vkd", mask, a, h[src])
+
+    out, saved = module.forward(x, W, a, src, dst)
+    leaves = (x.clone().requires_grad_(), W.clone().requires_grad_(), a.clone().requires_grad_())
+    want = dense(*leaves)
+    torch.testing.assert_close(out, want.detach(), rtol=1e-13, atol=1e-15)
+    wants = torch.autograd.grad(want, leaves, grad_out)
+    with Widest() as widest:
+        grads = module.backward(grad_out, saved)
+    for got, expected in zip(grads, wants, strict=False):
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-14)
+    assert widest.entries <= max(E * K * D, E * F), widest.entries
