@@ -43,8 +43,7 @@ Tangents (forward mode), derived by backgen from the forward, in _jvp:
     t_k[b, h, t, d] = t_bh[1, h, d] + Sum(Wh[c, 1, h, d]*t_x[b, t, c], (c, 0, C - 1)) + Sum(t_Wh[c, 1, h, d]*x[b, t, c], (c, 0, C - 1))
     t_v[b, h, t, d] = t_bh[2, h, d] + Sum(Wh[c, 2, h, d]*t_x[b, t, c], (c, 0, C - 1)) + Sum(t_Wh[c, 2, h, d]*x[b, t, c], (c, 0, C - 1))
     t_scores[b, h, t1, t2] = (Sum(k[b, h, t2, d]*t_q[b, h, t1, d], (d, 0, D - 1)) + Sum(q[b, h, t1, d]*t_k[b, h, t2, d], (d, 0, D - 1)))*where(t2 <= t1, 1/sqrt(D), 0)
-    t_maxes[b, h, t1] = t_scores[b, h, t1, maxes_argmax[b, h, t1]]
-    t_counts[b, h, t1, t2] = (-t_maxes[b, h, t1] + t_scores[b, h, t1, t2])*counts[b, h, t1, t2]
+    t_counts[b, h, t1, t2] = counts[b, h, t1, t2]*t_scores[b, h, t1, t2]
     t_counts_sum[b, h, t1] = Sum(t_counts[b, h, t1, t2], (t2, 0, T - 1))
     t_probs[b, h, t1, t2] = (-probs[b, h, t1, t2]*t_counts_sum[b, h, t1] + t_counts[b, h, t1, t2])/counts_sum[b, h, t1]
     t_y[b, h, t, d] = Sum(probs[b, h, t, t2]*t_v[b, h, t2, d], (t2, 0, T - 1)) + Sum(t_probs[b, h, t, t2]*v[b, h, t2, d], (t2, 0, T - 1))
@@ -1191,7 +1190,7 @@ def _jvp(
         scores = (sum_k_q / math.sqrt(D)).masked_fill(
             torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf")
         )
-        maxes, maxes_argmax = scores.max(3)
+        maxes = scores.amax(3)
         counts = torch.exp(scores - maxes[:, :, :, None])
         counts_sum = counts.sum(3)
         shared_counts_sum = torch.reciprocal(counts_sum)
@@ -1249,8 +1248,9 @@ def _jvp(
         t_scores = ((sum_k_t_q + sum_q_t_k) / math.sqrt(D)).masked_fill(
             torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), 0
         )
-        t_maxes = t_scores.gather(3, maxes_argmax.unsqueeze(3)).squeeze(3)
-        t_counts = (t_scores - t_maxes[:, :, :, None]) * counts
+        t_counts = (counts * t_scores).masked_fill(
+            torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), 0
+        )
         t_counts_sum = t_counts.sum(3)
         t_probs = shared_counts_sum[:, :, :, None] * _addcmul(
             t_counts, t_counts_sum[:, :, :, None], probs, -1

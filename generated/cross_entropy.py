@@ -21,8 +21,7 @@ Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen
 definitions and the backward above, in _double_forward and _double_backward.
 
 Tangents (forward mode), derived by backgen from the forward, in _jvp:
-    t_logit_maxes[n] = t_logits[n, logit_maxes_argmax[n]]
-    t_norm_logits[n, c] = -t_logit_maxes[n] + t_logits[n, c]
+    t_norm_logits[n, c] = t_logits[n, c]
     t_counts[n, c] = counts[n, c]*t_norm_logits[n, c]
     t_counts_sum[n] = Sum(t_counts[n, c], (c, 0, C - 1))
     t_logprobs[n, c] = -counts_sum_inv[n]*t_counts_sum[n] + t_norm_logits[n, c]
@@ -308,13 +307,12 @@ def _jvp(logits, targets, t_logits):
     _check_positive("C", C, "a Max runs over it")
     _check_positive("N", N, "it divides")
     _check_range("targets", targets, "C", C, before=True)
-    logit_maxes, logit_maxes_argmax = logits.max(1)
+    logit_maxes = logits.amax(1)
     norm_logits = logits - logit_maxes[:, None]
     counts = torch.exp(norm_logits)
     counts_sum = counts.sum(1)
     counts_sum_inv = torch.reciprocal(counts_sum)
-    t_logit_maxes = t_logits.gather(1, logit_maxes_argmax.unsqueeze(1)).squeeze(1)
-    t_norm_logits = t_logits - t_logit_maxes[:, None]
+    t_norm_logits = t_logits
     t_counts = counts * t_norm_logits
     t_counts_sum = t_counts.sum(1)
     t_logprobs = _addcmul(t_norm_logits, t_counts_sum[:, None], counts_sum_inv[:, None], -1)

@@ -15,9 +15,8 @@ Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen
 definitions and the backward above, in _double_forward and _double_backward.
 
 Tangents (forward mode), derived by backgen from the forward, in _jvp:
-    t_maxes[batch] = t_x[batch, maxes_argmax[batch]]
-    t_counts_sum[batch] = -t_maxes[batch]*Sum(exp(-maxes[batch] + x[batch, c]), (c, 0, C - 1)) + Sum(exp(-maxes[batch] + x[batch, c])*t_x[batch, c], (c, 0, C - 1))
-    t_out[batch, c] = -t_maxes[batch] + t_x[batch, c] - t_counts_sum[batch]/counts_sum[batch]
+    t_counts_sum[batch] = Sum(exp(-maxes[batch] + x[batch, c])*t_x[batch, c], (c, 0, C - 1))
+    t_out[batch, c] = t_x[batch, c] - t_counts_sum[batch]/counts_sum[batch]
 """
 
 import math
@@ -240,13 +239,11 @@ def _jvp(x, t_x):
     _check_size("t_x", 1, t_x.shape[1], "C", C)
     _check_like("t_x", t_x, "x", x, True)
     _check_positive("C", C, "a Max runs over it")
-    maxes, maxes_argmax = x.max(1)
+    maxes = x.amax(1)
     exp_maxes_x = torch.exp(x - maxes[:, None])
     counts_sum = exp_maxes_x.sum(1)
-    t_maxes = t_x.gather(1, maxes_argmax.unsqueeze(1)).squeeze(1)
-    sum_maxes_t_x_x = (t_x * exp_maxes_x).sum(1)
-    t_counts_sum = _addcmul(sum_maxes_t_x_x, counts_sum, t_maxes, -1)
-    t_out = t_x - t_maxes[:, None] - (t_counts_sum / counts_sum)[:, None]
+    t_counts_sum = (t_x * exp_maxes_x).sum(1)
+    t_out = t_x - (t_counts_sum / counts_sum)[:, None]
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
 
 

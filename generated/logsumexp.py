@@ -16,10 +16,9 @@ Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen
 definitions and the backward above, in _double_forward and _double_backward.
 
 Tangents (forward mode), derived by backgen from the forward, in _jvp:
-    t_maxes[batch] = t_x[batch, maxes_argmax[batch]]
-    t_counts_sum_exp0[batch, c] = (-t_maxes[batch] + t_x[batch, c])*counts_sum_exp0[batch, c]
+    t_counts_sum_exp0[batch, c] = counts_sum_exp0[batch, c]*t_x[batch, c]
     t_counts_sum[batch] = Sum(t_counts_sum_exp0[batch, c], (c, 0, C - 1))
-    t_out[batch] = t_maxes[batch] + t_counts_sum[batch]/counts_sum[batch]
+    t_out[batch] = t_counts_sum[batch]/counts_sum[batch]
 """
 
 import math
@@ -231,13 +230,12 @@ def _jvp(x, t_x):
     _check_size("t_x", 1, t_x.shape[1], "C", C)
     _check_like("t_x", t_x, "x", x, True)
     _check_positive("C", C, "a Max runs over it")
-    maxes, maxes_argmax = x.max(1)
+    maxes = x.amax(1)
     counts_sum_exp0 = torch.exp(x - maxes[:, None])
     counts_sum = counts_sum_exp0.sum(1)
-    t_maxes = t_x.gather(1, maxes_argmax.unsqueeze(1)).squeeze(1)
-    t_counts_sum_exp0 = (t_x - t_maxes[:, None]) * counts_sum_exp0
+    t_counts_sum_exp0 = counts_sum_exp0 * t_x
     t_counts_sum = t_counts_sum_exp0.sum(1)
-    t_out = t_maxes + t_counts_sum / counts_sum
+    t_out = t_counts_sum / counts_sum
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
 
 

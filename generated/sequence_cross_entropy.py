@@ -20,8 +20,7 @@ Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen
 definitions and the backward above, in _double_forward and _double_backward.
 
 Tangents (forward mode), derived by backgen from the forward, in _jvp:
-    t_logit_maxes[b, t] = t_logits[b, t, logit_maxes_argmax[b, t]]
-    t_norm_logits[b, t, v] = -t_logit_maxes[b, t] + t_logits[b, t, v]
+    t_norm_logits[b, t, v] = t_logits[b, t, v]
     t_counts[b, t, v] = counts[b, t, v]*t_norm_logits[b, t, v]
     t_counts_sum[b, t] = Sum(t_counts[b, t, v], (v, 0, V - 1))
     t_logprobs[b, t, v] = t_norm_logits[b, t, v] - t_counts_sum[b, t]/counts_sum[b, t]
@@ -332,12 +331,11 @@ def _jvp(logits, targets, t_logits):
     _check_like("t_logits", t_logits, "logits", logits, True)
     _check_positive("V", V, "a Max runs over it")
     _check_range("targets", targets, "V", V, ignored=(-1,))
-    logit_maxes, logit_maxes_argmax = logits.max(2)
+    logit_maxes = logits.amax(2)
     norm_logits = logits - logit_maxes[:, :, None]
     counts = torch.exp(norm_logits)
     counts_sum = counts.sum(2)
-    t_logit_maxes = t_logits.gather(2, logit_maxes_argmax.unsqueeze(2)).squeeze(2)
-    t_norm_logits = t_logits - t_logit_maxes[:, :, None]
+    t_norm_logits = t_logits
     t_counts = counts * t_norm_logits
     t_counts_sum = t_counts.sum(2)
     t_logprobs = t_norm_logits - (t_counts_sum / counts_sum)[:, :, None]

@@ -16,8 +16,7 @@ Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen
 definitions and the backward above, in _double_forward and _double_backward.
 
 Tangents (forward mode), derived by backgen from the forward, in _jvp:
-    t_maxes[batch] = t_x[batch, maxes_argmax[batch]]
-    t_counts[batch, c] = (-t_maxes[batch] + t_x[batch, c])*counts[batch, c]
+    t_counts[batch, c] = counts[batch, c]*t_x[batch, c]
     t_counts_sum[batch] = Sum(t_counts[batch, c], (c, 0, C - 1))
     t_out[batch, c] = (-out[batch, c]*t_counts_sum[batch] + t_counts[batch, c])/counts_sum[batch]
 """
@@ -240,13 +239,12 @@ def _jvp(x, t_x):
     _check_size("t_x", 1, t_x.shape[1], "C", C)
     _check_like("t_x", t_x, "x", x, True)
     _check_positive("C", C, "a Max runs over it")
-    maxes, maxes_argmax = x.max(1)
+    maxes = x.amax(1)
     counts = torch.exp(x - maxes[:, None])
     counts_sum = counts.sum(1)
     shared_counts_sum = torch.reciprocal(counts_sum)
     out = shared_counts_sum[:, None] * counts
-    t_maxes = t_x.gather(1, maxes_argmax.unsqueeze(1)).squeeze(1)
-    t_counts = (t_x - t_maxes[:, None]) * counts
+    t_counts = counts * t_x
     t_counts_sum = t_counts.sum(1)
     t_out = shared_counts_sum[:, None] * _addcmul(t_counts, t_counts_sum[:, None], out, -1)
     del shared_counts_sum

@@ -52,11 +52,14 @@ class Step:
     block: tuple[str, sp.Expr] | None  # (dy, dx in terms of dy) where y = F(x) alone
     computed: str | None  # "simplified" / "collapsed": the form the module evaluates
     emitted: str | None  # the module's statements for it (None: the module never forms it)
+    unseen: bool = False  # a maximum the output does not see: its adjoint is 0, proven
 
     def forms(self) -> list[tuple[str, sp.Expr]]:
         """(label, right-hand side) of each form there is, from the chain rule on."""
         out = [("chain rule", self.chain)]
-        if self.simplified is not None:
+        if self.unseen:
+            out.append(("0: a shift the output does not see (derive/symbolic/shifts.py)", 0))
+        elif self.simplified is not None:
             out.append(("simplified", self.simplified))
         if self.block is not None and self.block[1] not in (self.simplified, self.collapsed):
             out.append((f"collapsed to {self.block[0]}", self.block[1]))
@@ -113,6 +116,8 @@ def _argmaxes(d: Derivation) -> list[tuple[sp.Expr, sp.Expr]]:
     steps = {s.name: s for s in d.graph.steps if isinstance(s, Definition)}
     out = []
     for name, am in d.adjoints.argmax.items():
+        if name in d.adjoints.unseen:
+            continue  # a shift the output does not see: no backward reads its argmax
         step = steps[name]
         index = encode(step.body, tuple(lim[0] - lim[1] for lim in step.body.limits))
         lhs = am.base[step.indices] if am.dims else sp.Symbol(am.name)
@@ -151,12 +156,13 @@ def explain(e: Emitted) -> Explanation:
                 adjoint=adj.names[t],
                 lhs=adj.symbol(t, adj.free[t]),
                 is_input=t in d.graph.inputs,
-                chain=adj.readable(adj.exprs[t], t),
+                chain=adj.readable(adj.unseen.get(t, adj.exprs[t]), t),
                 simplified=simplified,
                 collapsed=coll,
                 block=(adj.names[d.blocks[t][0]], d.blocks[t][1]) if t in d.blocks else None,
                 computed=computed,
                 emitted=emitted.get(t),
+                unseen=t in adj.unseen,
             )
         )
     raw = Lazy(list(d.raw), lambda t: adj.readable(d.raw[t], t))  # --json only

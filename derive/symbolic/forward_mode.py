@@ -29,20 +29,14 @@ import sympy as sp
 from derive.errors import DerivationError, EngineBug
 from derive.identities import ACCURACY_RULES, rewrite
 from derive.language import Definition, Graph, ReduceMax, Tensor, View
-from derive.language.argmax import picks
 from derive.symbolic.canon import fold
 from derive.symbolic.collapse import tidy
 from derive.symbolic.derivation import Derivation, local_patterns
-from derive.symbolic.indices import (
-    free_indices,
-    nice_indices,
-    symbol_atoms,
-    top_indexed,
-    top_reductions,
-)
-from derive.symbolic.reverse import live_tensors, partial, sums_of_squares
+from derive.symbolic.indices import free_indices, nice_indices
+from derive.symbolic.reverse import live_tensors
 from derive.symbolic.second_order import TensorNames
 from derive.symbolic.simplify import Simplifier
+from derive.symbolic.tangent import Tangent
 
 
 @dataclass(frozen=True)
@@ -53,60 +47,6 @@ class Tangents:
     graph: Graph  # inputs: the op's, then a tangent per float input, in input order
     argmaxes: dict[str, str]  # Max definition -> the argmax tensor a tangent step reads
     steps: list[Definition | View]  # the tangent steps alone, in order (what ``show`` prints)
-
-
-def _read(t: Tensor, indices: tuple) -> sp.Expr:
-    return t.base[indices] if t.dims else t.whole
-
-
-class _Tangent:
-    """t(expr): the tangent of one body, given the tangents of the tensors it reads."""
-
-    def __init__(
-        self,
-        op: str,
-        text: str,
-        tangents: dict[str, Tensor],
-        pick: sp.Expr | None,
-        squares: frozenset[str] = frozenset(),
-    ):
-        self.op, self.text, self.tangents, self.pick = op, text, tangents, pick
-        self.squares = squares  # tensors defined as sums of squares (reverse.square_tensors)
-
-    def __call__(self, expr: sp.Expr) -> sp.Expr:
-        if isinstance(expr, sp.Sum):
-            return sp.Sum(self(expr.function), *expr.limits)
-        if isinstance(expr, ReduceMax):  # the whole right-hand side (checked by reverse mode)
-            at = picks(expr, self.pick)  # one delta per index: its digit of the argmax
-            deltas = sp.Mul(*[sp.KroneckerDelta(lim[0], c) for lim, c in zip(expr.limits, at)])
-            return sp.Sum(deltas * self(expr.function), *expr.limits)
-        reads: list[sp.Expr] = [i for i in top_indexed(expr) if i.base.label.name in self.tangents]
-        reads += [s for s in symbol_atoms(expr) if self._whole(s)]
-        reads += [r for r in top_reductions(expr) if self._varies(r)]
-        slots = {r: sp.Symbol(f"_slot{k}", real=True) for k, r in enumerate(reads)}
-        flat, back = expr.xreplace(slots), {s: r for r, s in slots.items()}
-        total = sp.S.Zero
-        squares = sums_of_squares(slots, flat, self.squares)
-        for original, slot in slots.items():
-            local = partial(flat, slot, self.op, self.text, squares)
-            total += local.xreplace(back) * self._inner(original)
-        return total
-
-    def _whole(self, s: sp.Symbol) -> bool:
-        """A 0-d float tensor read whole (an index is an integer symbol, never a read)."""
-        t = self.tangents.get(s.name)
-        return t is not None and not t.dims and not s.is_integer
-
-    def _varies(self, e: sp.Expr) -> bool:
-        names = {i.base.label.name for i in e.atoms(sp.Indexed)}
-        return bool(names & set(self.tangents)) or any(map(self._whole, e.atoms(sp.Symbol)))
-
-    def _inner(self, original: sp.Expr) -> sp.Expr:
-        if isinstance(original, sp.Indexed):
-            return _read(self.tangents[original.base.label.name], original.indices)
-        if isinstance(original, sp.Symbol):
-            return self.tangents[original.name].whole
-        return self(original)  # a Sum nested in the body: its own tangent
 
 
 @dataclass
@@ -142,13 +82,13 @@ class _Builder:
 
     def definition(self, step: Definition, simplify: Callable[[sp.Expr], sp.Expr]) -> None:
         g, pick = self.d.graph, None
+        if step.name in self.d.adjoints.unseen:
+            return  # a shift the output does not see: any tangent of it, 0 too, gives its own
         if isinstance(step.body, ReduceMax):
             am = self.d.adjoints.argmax[step.name]
             self.tensors[am.name] = am
             pick = am.base[step.indices] if step.indices else sp.Symbol(am.name)
-        raw = _Tangent(g.op.name, step.text, self.tangents, pick, self.d.adjoints.squares)(
-            step.body
-        )
+        raw = Tangent(g.op.name, step.text, self.tangents, pick, self.d.adjoints.squares)(step.body)
         body = simplify(raw)
         if body == 0:
             return

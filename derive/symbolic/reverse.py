@@ -52,6 +52,9 @@ class Adjoints:
     fresh: Fresh = field(default_factory=Fresh)  # one source of bound names: no capture
     taken: frozenset[str] = frozenset()  # names an index must not read as (tensors, sizes)
     squares: frozenset[str] = frozenset()  # tensors defined as sums of squares (square_tensors)
+    # each maximum the output is proven not to see (derive.symbolic.shifts) -> the chain
+    # rule's adjoint for it, which ``exprs`` holds as 0 (explain shows both)
+    unseen: dict[str, sp.Expr] = field(default_factory=dict)
 
     def readable(self, expr: sp.Expr, tensor: str) -> sp.Expr:
         """``expr``, an adjoint of ``tensor``, with its bound indices named readably."""
@@ -321,8 +324,10 @@ def _contribution(step: Definition, g: Graph, adj: Adjoints, v: str, fresh: Fres
     return sp.Sum(term, *limits) if limits else term
 
 
-def derive_adjoints(g: Graph) -> Adjoints:
-    """Reverse mode over ``g``: the adjoint of every float tensor, step by step."""
+def derive_adjoints(g: Graph, unseen: frozenset[str] = frozenset()) -> Adjoints:
+    """Reverse mode over ``g``: the adjoint of every float tensor, step by step. A maximum in
+    ``unseen``, one the output is proven not to see (:mod:`derive.symbolic.shifts`), has the
+    adjoint 0 and passes nothing on: its argmax is never read."""
     names = {t: (GRAD_OUT if t == g.output else f"d{t}") for t in g.tensors}
     clash = sorted((t, a) for t, a in names.items() if a in g.tensors)
     if clash:
@@ -354,6 +359,10 @@ def derive_adjoints(g: Graph) -> Adjoints:
     totals: dict[str, sp.Expr] = {t: sp.S.Zero for t in g.tensors}
     for step in reversed(g.steps):
         if step.name not in live:  # off every path to the output: it passes on an adjoint of 0
+            continue
+        if step.name in unseen:  # its adjoint is 0, proven: nothing passed on, no argmax read
+            adj.unseen[step.name] = totals[step.name]
+            totals[step.name] = sp.S.Zero
             continue
         if isinstance(step, View):
             totals[step.source] += _view_contribution(step, adj)

@@ -97,7 +97,9 @@ def test_steps_are_formatted_as_the_module_has_them(explained: dict[str, Explana
 
 def test_cross_entropy_collapses(explained: dict[str, Explanation]) -> None:
     steps = {s.tensor: s for s in explained["cross_entropy"].steps}
-    assert steps["logit_maxes"].collapsed == 0  # the max-subtraction cancels
+    # the max-subtraction's shift is unseen: the chain rule's sum is shown, then its 0
+    maxes = steps["logit_maxes"]
+    assert maxes.unseen and maxes.chain != 0 and maxes.forms()[-1][1] == 0
     logits = steps["logits"]
     assert logits.computed == "collapsed" and logits.chain.has(sp.KroneckerDelta)
     # printed as the seeds write it: grad_out * (softmax - onehot) / N

@@ -1,5 +1,7 @@
-"""show names where a backward's ``<max>_argmax`` comes from (issue 24): cross_entropy's
-simplified dlogits reads logit_maxes_argmax, which no definition of the op file defines."""
+"""show names where a backward's ``<max>_argmax`` comes from (issue 24): max_pool2d's dx reads
+out_argmax, which no definition of the op file defines. cross_entropy's dlogits read
+logit_maxes_argmax until its shift was proven unseen (derive/symbolic/shifts.py): now it reads
+none, and none is shown."""
 
 from __future__ import annotations
 
@@ -11,11 +13,16 @@ OPS = Path(__file__).resolve().parents[2] / "ops"
 
 
 def test_the_argmax_a_backward_reads_is_shown_with_the_forward() -> None:
-    text = render_text(explain_file(OPS / "cross_entropy.py"), width=100)
+    text = render_text(explain_file(OPS / "max_pool2d.py"), width=100)
     forward, backward = text.split("\nBackward", 1)
-    assert "logit_maxes_argmax" in backward
+    assert "out_argmax" in backward
     assert "Saved by the forward" in forward
-    assert "logit_maxes_argmax[n] = argmax(logits[n, c], c)" in forward
+    assert "out_argmax[n, c, i, j] = argmax(x[n, c, i*stride + p, j*stride + q]" in forward
+
+
+def test_an_unseen_shift_shows_no_argmax() -> None:
+    text = render_text(explain_file(OPS / "cross_entropy.py"), width=100)
+    assert "logit_maxes_argmax" not in text and "Saved by the forward" not in text
 
 
 def test_an_op_without_a_max_shows_no_such_section() -> None:
