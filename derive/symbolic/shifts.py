@@ -180,8 +180,8 @@ def _read_across(e: sp.Expr, factors: tuple, which) -> sp.Expr:
             if not (isinstance(a, sp.Indexed) and which(a, b)):
                 continue
             others = [h for h in factors if h is not f]
-            if any(bound_indices(h) & b.free_symbols for h in others if h.has(a)):
-                continue  # b would be read under a sum binding its index
+            if any(bound_indices(h) & (a.free_symbols | b.free_symbols) for h in others):
+                continue  # a sum inside binds an index of a or b: another a, or b captured
             new = sp.Mul(f, *[h.xreplace({a: b}) for h in others])
             if new != e:
                 return new
