@@ -126,10 +126,20 @@ def test_tanh_tangent_reads_the_saved_output(tmp_path):
     assert "    t_out[batch] = (1 - out[batch]**2)*t_x[batch]\n" in module.__doc__
 
 
-def test_softmax_tangent_picks_the_argmax(tmp_path):
+def test_max_pool_tangent_picks_the_argmax(tmp_path):
     """Max's tangent is its body's at the argmax: a gather, never a sum over ties."""
+    module = importlib.import_module("generated.max_pool2d")
+    assert "    t_out[n, c, i, j] = t_x[n, c, i*stride + floor(out_argmax[n, c, i, j]/W)," in (
+        module.__doc__
+    )
+
+
+def test_softmax_shift_has_no_tangent(tmp_path):
+    """softmax's maximum is a shift the output does not see (derive/symbolic/shifts.py): it
+    gets no tangent, and the tangents read no argmax."""
     module = importlib.import_module("generated.softmax")
-    assert "    t_maxes[batch] = t_x[batch, maxes_argmax[batch]]\n" in module.__doc__
+    assert "t_maxes" not in module.__doc__ and "argmax" not in module.__doc__
+    assert "    t_counts[batch, c] = counts[batch, c]*t_x[batch, c]\n" in module.__doc__
 
 
 def test_an_underived_tangent_raises_one_line(tmp_path, monkeypatch):

@@ -40,11 +40,6 @@ KNOWN = {
     # doubled sizes), on the engine before the rule that sums its first order over the batch
     # too (thirty-first session; docs/fuzzing.md, Open finds)
     "relative_position_bias": "a (T, TT, B, T) where() in the second order",
-    # its second order reads grad_y at both tables' offsets under equalities with clamped
-    # indices, the same class: 204,800,000 entries against autograd's 2,560,000 at doubled
-    # sizes, two degrees over (thirty-third session; its first order is within 2x of
-    # autograd's widest, test_gathered_late)
-    "relative_position_grid": "two degrees over autograd's in the second order",
     # a fuzz draw (--windows 6500171, shrunk, added for its second order's values): its first
     # backward sums where(i > t2, Kx[..], v) beside a gathered g and grad_out as one product
     # over five axes, not a contraction (60,000 against 6,000 entries at doubled sizes;
