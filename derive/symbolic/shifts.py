@@ -17,7 +17,9 @@ inlined into the next and simplified. Where the output's tangent is 0 the linear
 tangent to the output's is 0, and so is its transpose, m's adjoint: reverse mode then passes
 nothing through m (:func:`~derive.symbolic.reverse.derive_adjoints`), and forward mode gives m
 no tangent. The chain rule's value is the same (up to rounding: autograd's too sums what
-cancels); where it is not proven, nothing changes.
+cancels); where it is not proven, nothing changes. A collapsed op's backward and tangents
+only: :func:`~derive.symbolic.derivation.derive` says why a step-by-step op and the double
+backward keep the chain rule's max path.
 
 The proof reads its expressions in forms of its own, never emitted: ``where(c, x, 0)`` as
 ``where(c, 1, 0) x`` (equal wherever x is finite: the proof concerns the tangent as a
