@@ -31,8 +31,6 @@ over e, and what is left is den's own sum.
 
 from __future__ import annotations
 
-import itertools
-
 import sympy as sp
 
 from derive.functions import where
@@ -47,9 +45,6 @@ PROOF_SIZE = 4000  # operations in one tangent past which the proof gives up: no
 
 class _Fresh(Fresh):
     """Bound names of the proof's own (``_p0``, ``_p1``, ..): never one a body already binds."""
-
-    def __init__(self) -> None:
-        self._count = itertools.count()
 
     def __call__(self) -> sp.Symbol:
         return sp.Symbol(f"_p{next(self._count)}", integer=True)
