@@ -37,6 +37,14 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def gradient_name(tensor: str) -> str:
+    """The name of ``tensor``'s gradient in generated code: ``d<tensor>``, or ``d<tensor>_``
+    where that is a Python keyword (a tensor ``el`` or ``ef`` made ``del = ...``, code that does
+    not parse; found by trying a GAT layer), the trailing underscore as PEP 8 has it."""
+    name = f"d{tensor}"
+    return f"{name}_" if keyword.iskeyword(name) else name
+
+
 BATCH_SHAPE = "batch_shape"  # a generated module's name for the leading ``...`` axes' shape
 
 # What a generated module itself defines or reads: a tensor, size or param of the same name would

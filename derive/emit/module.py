@@ -377,7 +377,9 @@ def module_data(
             for k, t in enumerate(g.inputs)
         ]
     )
-    formulas = [f"d{t}[{', '.join(map(str, adj.free[t]))}] = {d.final[t]}" for t in d.order]
+    formulas = [
+        f"{adj.names[t]}[{', '.join(map(str, adj.free[t]))}] = {d.final[t]}" for t in d.order
+    ]
     grads = [(t, adj.names[t]) for t in d.order] if every_step else []
     ranges = range_checks(g)
     helpers = {f for line in checks + ranges for f in names_read(line) if f.startswith("_check_")}

@@ -23,6 +23,7 @@ from derive.errors import DerivationError
 from derive.functions import where, zero_in_floats
 from derive.language import Definition, Graph, ReduceMax, Tensor, View, tensor_reads
 from derive.language.argmax import picks
+from derive.names import gradient_name
 from derive.symbolic.indices import (
     Fresh,
     canonical_bound,
@@ -328,7 +329,7 @@ def derive_adjoints(g: Graph, unseen: frozenset[str] = frozenset()) -> Adjoints:
     """Reverse mode over ``g``: the adjoint of every float tensor, step by step. A maximum in
     ``unseen``, one the output is proven not to see (:mod:`derive.symbolic.shifts`), has the
     adjoint 0 and passes nothing on: its argmax is never read."""
-    names = {t: (GRAD_OUT if t == g.output else f"d{t}") for t in g.tensors}
+    names = {t: (GRAD_OUT if t == g.output else gradient_name(t)) for t in g.tensors}
     clash = sorted((t, a) for t, a in names.items() if a in g.tensors)
     if clash:
         said = ", ".join(f"'{a}' is the gradient of '{t}'" for t, a in clash)

@@ -28,6 +28,7 @@ import sympy as sp
 
 from derive.language import Definition, Graph, Op, Tensor, View
 from derive.language.graph import may_be_infinite
+from derive.names import gradient_name
 from derive.symbolic.derivation import Derivation
 from derive.symbolic.indices import bound_by_depth, free_indices, has_reduction
 from derive.symbolic.reverse import GRAD_OUT
@@ -60,8 +61,8 @@ class TensorNames:
     def _clashes(self, name: str) -> bool:
         return (
             name in self.taken
-            or f"d{name}" in self.taken
-            or (name.startswith("d") and name[1:] in self.taken)
+            or gradient_name(name) in self.taken
+            or any(gradient_name(t) == name for t in self.taken)
             or name == GRAD_OUT
         )
 
