@@ -23,10 +23,15 @@ Forward, as defined (element-wise, SymPy index notation):
     out[b, t, m] = Sum(y[b, h, t, d] * Woh[h, d, m], h, d) + bo[m]
 
 Backward, derived and simplified by backgen:
-    dx[b, t, c] = Sum(Wh[c, 2, h, d]*Sum(probs[b, h, t1, t]*Sum(Woh[h, d, c1]*grad_out[b, t1, c1], (c1, 0, C - 1)), (t1, 0, T - 1)), (h, 0, H - 1), (d, 0, D - 1)) + Sum(Wh[c, 0, h, d]*Sum((-Sum(probs[b, h, t, t2]*Sum(v[b, h, t2, d1]*Sum(Woh[h, d1, c1]*grad_out[b, t, c1], (c1, 0, C - 1)), (d1, 0, D - 1)), (t2, 0, T - 1)) + Sum(v[b, h, t1, d1]*Sum(Woh[h, d1, c1]*grad_out[b, t, c1], (c1, 0, C - 1)), (d1, 0, D - 1)))*k[b, h, t1, d]*probs[b, h, t, t1], (t1, 0, T - 1)), (h, 0, H - 1), (d, 0, D - 1))/sqrt(D) + Sum(Wh[c, 1, h, d]*Sum((-Sum(probs[b, h, t1, t2]*Sum(v[b, h, t2, d1]*Sum(Woh[h, d1, c1]*grad_out[b, t1, c1], (c1, 0, C - 1)), (d1, 0, D - 1)), (t2, 0, T - 1)) + Sum(v[b, h, t, d1]*Sum(Woh[h, d1, c1]*grad_out[b, t1, c1], (c1, 0, C - 1)), (d1, 0, D - 1)))*probs[b, h, t1, t]*q[b, h, t1, d], (t1, 0, T - 1)), (h, 0, H - 1), (d, 0, D - 1))/sqrt(D)
-    dWh[c, i, h, d] = KroneckerDelta(2, i)*Sum(x[b, t, c]*Sum(probs[b, h, t1, t]*Sum(Woh[h, d, c1]*grad_out[b, t1, c1], (c1, 0, C - 1)), (t1, 0, T - 1)), (b, 0, B - 1), (t, 0, T - 1)) + KroneckerDelta(0, i)*Sum(x[b, t, c]*Sum((-Sum(probs[b, h, t, t2]*Sum(v[b, h, t2, d1]*Sum(Woh[h, d1, c1]*grad_out[b, t, c1], (c1, 0, C - 1)), (d1, 0, D - 1)), (t2, 0, T - 1)) + Sum(v[b, h, t1, d1]*Sum(Woh[h, d1, c1]*grad_out[b, t, c1], (c1, 0, C - 1)), (d1, 0, D - 1)))*k[b, h, t1, d]*probs[b, h, t, t1], (t1, 0, T - 1)), (b, 0, B - 1), (t, 0, T - 1))/sqrt(D) + KroneckerDelta(1, i)*Sum(x[b, t, c]*Sum((-Sum(probs[b, h, t1, t2]*Sum(v[b, h, t2, d1]*Sum(Woh[h, d1, c1]*grad_out[b, t1, c1], (c1, 0, C - 1)), (d1, 0, D - 1)), (t2, 0, T - 1)) + Sum(v[b, h, t, d1]*Sum(Woh[h, d1, c1]*grad_out[b, t1, c1], (c1, 0, C - 1)), (d1, 0, D - 1)))*probs[b, h, t1, t]*q[b, h, t1, d], (t1, 0, T - 1)), (b, 0, B - 1), (t, 0, T - 1))/sqrt(D)
+    dy[b, h, t, d] = Sum(Woh[h, d, c]*grad_out[b, t, c], (c, 0, C - 1))
+    dscores[b, h, t, t1] = (Sum(dy[b, h, t, d]*v[b, h, t1, d], (d, 0, D - 1)) - Sum(probs[b, h, t, t2]*Sum(dy[b, h, t, d]*v[b, h, t2, d], (d, 0, D - 1)), (t2, 0, T - 1)))*probs[b, h, t, t1]
+    dv[b, h, t, d] = Sum(dy[b, h, t1, d]*probs[b, h, t1, t], (t1, 0, T - 1))
+    dk[b, h, t, d] = Sum(where(t <= t1, 1/sqrt(D), 0)*dscores[b, h, t1, t]*q[b, h, t1, d], (t1, 0, T - 1))
+    dq[b, h, t, d] = Sum(where(t1 <= t, 1/sqrt(D), 0)*dscores[b, h, t, t1]*k[b, h, t1, d], (t1, 0, T - 1))
+    dx[b, t, c] = Sum(Wh[c, 0, h, d]*dq[b, h, t, d], (h, 0, H - 1), (d, 0, D - 1)) + Sum(Wh[c, 1, h, d]*dk[b, h, t, d], (h, 0, H - 1), (d, 0, D - 1)) + Sum(Wh[c, 2, h, d]*dv[b, h, t, d], (h, 0, H - 1), (d, 0, D - 1))
+    dWh[c, i, h, d] = KroneckerDelta(0, i)*Sum(dq[b, h, t, d]*x[b, t, c], (b, 0, B - 1), (t, 0, T - 1)) + KroneckerDelta(1, i)*Sum(dk[b, h, t, d]*x[b, t, c], (b, 0, B - 1), (t, 0, T - 1)) + KroneckerDelta(2, i)*Sum(dv[b, h, t, d]*x[b, t, c], (b, 0, B - 1), (t, 0, T - 1))
     dWqkv[c, i] = dWh_as_Wqkv[c, i]
-    dbh[i, h, d] = KroneckerDelta(2, i)*Sum(Woh[h, d, c]*grad_out[b, t, c], (c, 0, C - 1), (t, 0, T - 1), (b, 0, B - 1)) + KroneckerDelta(0, i)*Sum((-Sum(probs[b, h, t1, t2]*Sum(v[b, h, t2, d1]*Sum(Woh[h, d1, c]*grad_out[b, t1, c], (c, 0, C - 1)), (d1, 0, D - 1)), (t2, 0, T - 1)) + Sum(v[b, h, t, d1]*Sum(Woh[h, d1, c]*grad_out[b, t1, c], (c, 0, C - 1)), (d1, 0, D - 1)))*k[b, h, t, d]*probs[b, h, t1, t], (t, 0, T - 1), (b, 0, B - 1), (t1, 0, T - 1))/sqrt(D) + KroneckerDelta(1, i)*Sum((-Sum(probs[b, h, t, t2]*Sum(v[b, h, t2, d1]*Sum(Woh[h, d1, c]*grad_out[b, t, c], (c, 0, C - 1)), (d1, 0, D - 1)), (t2, 0, T - 1)) + Sum(v[b, h, t1, d1]*Sum(Woh[h, d1, c]*grad_out[b, t, c], (c, 0, C - 1)), (d1, 0, D - 1)))*probs[b, h, t, t1]*q[b, h, t, d], (t, 0, T - 1), (b, 0, B - 1), (t1, 0, T - 1))/sqrt(D)
+    dbh[i, h, d] = KroneckerDelta(0, i)*Sum(dq[b, h, t, d], (b, 0, B - 1), (t, 0, T - 1)) + KroneckerDelta(1, i)*Sum(dk[b, h, t, d], (b, 0, B - 1), (t, 0, T - 1)) + KroneckerDelta(2, i)*Sum(dv[b, h, t, d], (b, 0, B - 1), (t, 0, T - 1))
     dbqkv[i] = dbh_as_bqkv[i]
     dWoh[h, d, c] = Sum(grad_out[b, t, c]*y[b, h, t, d], (b, 0, B - 1), (t, 0, T - 1))
     dWo[c, c1] = dWoh_as_Wo[c, c1]
@@ -250,76 +255,43 @@ def backward(grad_out, saved, needs=(True, True, True, True, True)):
     _check_grad_out(grad_out, _like)
     C = grad_out.shape[2]
     D = Wh.shape[3]
+    T = grad_out.shape[1]
     if needs[0] or needs[1] or needs[2]:
-        sum_Woh_grad_out = (
+        dy = (
             (grad_out @ Woh.permute(2, 0, 1).flatten(1))
             .unflatten(2, (Woh.shape[0], Woh.shape[1]))
             .permute(0, 2, 1, 3)
             .contiguous()
         )
-    if needs[0] or needs[1]:
-        sum_Woh_grad_out_probs = (probs.permute(0, 1, 3, 2) @ sum_Woh_grad_out).permute(0, 2, 1, 3)
-    if needs[0] or needs[1] or needs[2]:
-        sum_Woh_grad_out_v = sum_Woh_grad_out @ v.permute(0, 1, 3, 2)
-        sum_Woh_grad_out_probs_v = (probs * sum_Woh_grad_out_v).sum(3, keepdim=True)
-        t_Woh_grad_out_probs_v = (sum_Woh_grad_out_v - sum_Woh_grad_out_probs_v) * probs
-        del sum_Woh_grad_out_v, sum_Woh_grad_out_probs_v
-        sum_Woh_grad_out_k_probs_v = (t_Woh_grad_out_probs_v @ k).permute(0, 2, 1, 3)
-        sum_Woh_grad_out_probs_q_v = (t_Woh_grad_out_probs_v.permute(0, 1, 3, 2) @ q).permute(
-            0, 2, 1, 3
+        sum_dy_v = dy @ v.permute(0, 1, 3, 2)
+        sum_dy_probs_v = (probs * sum_dy_v).sum(3, keepdim=True)
+        dscores = (sum_dy_v - sum_dy_probs_v) * probs
+        del sum_dy_v, sum_dy_probs_v
+        dv = probs.permute(0, 1, 3, 2) @ dy
+        del dy
+        t_dscores = (dscores / math.sqrt(D)).masked_fill(
+            torch.ones(T, T, dtype=torch.bool, device=grad_out.device).triu(1), 0
         )
-        del t_Woh_grad_out_probs_v
-    if needs[0] or needs[1]:
-        stacked_sum_Woh_grad_out_k_probs_v = torch.stack(
-            [
-                sum_Woh_grad_out_k_probs_v / math.sqrt(D),
-                sum_Woh_grad_out_probs_q_v / math.sqrt(D),
-                sum_Woh_grad_out_probs,
-            ],
-            2,
-        )
-        del sum_Woh_grad_out_probs
+        del dscores
+        dk = t_dscores.permute(0, 1, 3, 2) @ q
+        dq = t_dscores @ k
+        del t_dscores
+        stacked_dq = torch.stack([dq, dk, dv], 1)
+        del dv, dk, dq
     if needs[0]:
-        dx = stacked_sum_Woh_grad_out_k_probs_v.flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+        dx = stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
     if needs[1]:
         dWh = (
             x.permute(2, 0, 1).flatten(1)
-            @ stacked_sum_Woh_grad_out_k_probs_v.flatten(0, 1).flatten(1)
-        ).unflatten(
-            1,
-            (
-                stacked_sum_Woh_grad_out_k_probs_v.shape[2],
-                stacked_sum_Woh_grad_out_k_probs_v.shape[3],
-                stacked_sum_Woh_grad_out_k_probs_v.shape[4],
-            ),
-        )
-    if needs[0] or needs[1]:
-        del stacked_sum_Woh_grad_out_k_probs_v
-    if needs[1]:
+            @ stacked_dq.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
+        ).unflatten(1, (stacked_dq.shape[1], stacked_dq.shape[2], stacked_dq.shape[4]))
         dWqkv = dWh.reshape(C, 3 * C)
         del dWh
     if needs[2]:
-        sum_Woh_grad_out_k_probs_v_1 = _sum_leading(sum_Woh_grad_out_k_probs_v, 2)
+        dbh = stacked_dq.sum((0, 3))
     if needs[0] or needs[1] or needs[2]:
-        del sum_Woh_grad_out_k_probs_v
+        del stacked_dq
     if needs[2]:
-        sum_Woh_grad_out_probs_q_v_1 = _sum_leading(sum_Woh_grad_out_probs_q_v, 2)
-    if needs[0] or needs[1] or needs[2]:
-        del sum_Woh_grad_out_probs_q_v
-    if needs[2]:
-        sum_Woh_grad_out_1 = sum_Woh_grad_out.sum((2, 0))
-    if needs[0] or needs[1] or needs[2]:
-        del sum_Woh_grad_out
-    if needs[2]:
-        dbh = torch.stack(
-            [
-                sum_Woh_grad_out_k_probs_v_1 / math.sqrt(D),
-                sum_Woh_grad_out_probs_q_v_1 / math.sqrt(D),
-                sum_Woh_grad_out_1,
-            ],
-            0,
-        )
-        del sum_Woh_grad_out_k_probs_v_1, sum_Woh_grad_out_probs_q_v_1, sum_Woh_grad_out_1
         dbqkv = dbh.reshape(3 * C)
         del dbh
     if needs[3]:
@@ -409,54 +381,29 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
     y = probs @ v
-    c_Woh_grad_y = (Woh @ grad_y.permute(2, 0, 1).flatten(1)).unflatten(
-        2, (grad_y.shape[0], grad_y.shape[1])
+    b_dy = (
+        (grad_y @ Woh.permute(2, 0, 1).flatten(1))
+        .unflatten(2, (Woh.shape[0], Woh.shape[1]))
+        .permute(0, 2, 1, 3)
+        .contiguous()
     )
-    c_Woh_grad_y_v = c_Woh_grad_y.permute(0, 2, 3, 1) @ v.permute(1, 0, 3, 2)
-    c_Woh_grad_y_probs_v = (probs * c_Woh_grad_y_v.permute(1, 0, 2, 3)).sum(3)
-    t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-        c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
-    ) * probs
-    c_Woh_grad_y_k_probs_v = t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ k
-    c_Woh_grad_y_probs_q_v = t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2) @ q
-    del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-    c_Woh_grad_y_probs = probs.permute(0, 1, 3, 2) @ c_Woh_grad_y.permute(2, 0, 3, 1)
-    stacked_c_Woh_grad_y_k_probs_v = torch.stack(
-        [
-            c_Woh_grad_y_k_probs_v / math.sqrt(D),
-            c_Woh_grad_y_probs_q_v / math.sqrt(D),
-            c_Woh_grad_y_probs,
-        ],
-        1,
+    c_b_dy_v = b_dy @ v.permute(0, 1, 3, 2)
+    sum_c_b_dy_v_probs = (probs * c_b_dy_v).sum(3, keepdim=True)
+    b_dscores = (c_b_dy_v - sum_c_b_dy_v_probs) * probs
+    del sum_c_b_dy_v_probs
+    b_dv = probs.permute(0, 1, 3, 2) @ b_dy
+    t_b_dscores = (b_dscores / math.sqrt(D)).masked_fill(
+        torch.ones(T, T, dtype=torch.bool, device=grad_y.device).triu(1), 0
     )
+    b_dk = t_b_dscores.permute(0, 1, 3, 2) @ q
+    b_dq = t_b_dscores @ k
+    del t_b_dscores
+    stacked_b_dq = torch.stack([b_dq, b_dk, b_dv], 1)
     b_dWh = (
-        x.permute(2, 0, 1).flatten(1)
-        @ stacked_c_Woh_grad_y_k_probs_v.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
-    ).unflatten(
-        1,
-        (
-            stacked_c_Woh_grad_y_k_probs_v.shape[1],
-            stacked_c_Woh_grad_y_k_probs_v.shape[2],
-            stacked_c_Woh_grad_y_k_probs_v.shape[4],
-        ),
-    )
-    del stacked_c_Woh_grad_y_k_probs_v
-    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_k_probs = c_Woh_grad_y_k_probs_v.sum((0, 2))
-    sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_q = c_Woh_grad_y_probs_q_v.sum((0, 2))
-    sum_Woh_grad_y = c_Woh_grad_y.sum((3, 2))
-    b_dbh = torch.stack(
-        [
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_k_probs / math.sqrt(D),
-            sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_q / math.sqrt(D),
-            sum_Woh_grad_y,
-        ],
-        0,
-    )
-    del (
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_k_probs,
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_q,
-        sum_Woh_grad_y,
-    )
+        x.permute(2, 0, 1).flatten(1) @ stacked_b_dq.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
+    ).unflatten(1, (stacked_b_dq.shape[1], stacked_b_dq.shape[2], stacked_b_dq.shape[4]))
+    b_dbh = stacked_b_dq.sum((0, 3))
+    del stacked_b_dq
     b_dWoh = y.permute(1, 3, 0, 2).flatten(2) @ grad_y.flatten(0, 1)
     _returned = grad_y.new_ones(())
     return _returned, (
@@ -471,15 +418,15 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
         probs,
         y,
         grad_y,
+        b_dy,
+        b_dscores,
+        b_dv,
+        b_dk,
+        b_dq,
         b_dWh,
         b_dbh,
         b_dWoh,
-        c_Woh_grad_y,
-        c_Woh_grad_y_v,
-        c_Woh_grad_y_probs_v,
-        c_Woh_grad_y_k_probs_v,
-        c_Woh_grad_y_probs_q_v,
-        c_Woh_grad_y_probs,
+        c_b_dy_v,
         v_x,
         v_Wqkv,
         v_bqkv,
@@ -514,15 +461,15 @@ def _double_backward(
         probs,
         y,
         grad_y,
+        b_dy,
+        b_dscores,
+        b_dv,
+        b_dk,
+        b_dq,
         b_dWh,
         b_dbh,
         b_dWoh,
-        c_Woh_grad_y,
-        c_Woh_grad_y_v,
-        c_Woh_grad_y_probs_v,
-        c_Woh_grad_y_k_probs_v,
-        c_Woh_grad_y_probs_q_v,
-        c_Woh_grad_y_probs,
+        c_b_dy_v,
         v_x,
         v_Wqkv,
         v_bqkv,
@@ -537,151 +484,88 @@ def _double_backward(
     D = Wh.shape[3]
     H = Wh.shape[2]
     T = x.shape[1]
-    if needs[5] and present[4]:
-        db_dbo = v_bo
     if (needs[0] or needs[1] or needs[2] or needs[5]) and present[3]:
-        db_dWo = v_Wo
-        db_dWoh_as_Wo = db_dWo
-        db_dWoh = db_dWoh_as_Wo.reshape(H, D, C)
-        del db_dWoh_as_Wo
+        db_dWoh = v_Wo.reshape(H, D, C)
     if present[2]:
-        db_dbqkv = v_bqkv
-        db_dbh_as_bqkv = db_dbqkv
-        db_dbh = db_dbh_as_bqkv.reshape(3, H, D)
-        del db_dbh_as_bqkv
+        db_dbh = v_bqkv.reshape(3, H, D)
     if present[1]:
-        db_dWqkv = v_Wqkv
-        db_dWh_as_Wqkv = db_dWqkv
-        db_dWh = db_dWh_as_Wqkv.reshape(C, 3, H, D)
-        del db_dWh_as_Wqkv
+        db_dWh = v_Wqkv.reshape(C, 3, H, D)
     if present[0]:
-        db_dx = v_x
         shared_Wh_db_dx = (
-            (db_dx @ Wh.flatten(1))
+            (v_x @ Wh.flatten(1))
             .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
             .permute(2, 0, 3, 1, 4)
             .contiguous()
         )
-        sum_Wh_at_all_2_db_dx = shared_Wh_db_dx[2]
-    if present[0] or present[1]:
-        acc = sum_Wh_at_all_2_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
+        sum_Wh_at_all_0_db_dx = shared_Wh_db_dx[0]
+    if present[0] or present[1] or present[2]:
+        acc = sum_Wh_at_all_0_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
     if present[0]:
-        del sum_Wh_at_all_2_db_dx
+        del sum_Wh_at_all_0_db_dx
     if present[1]:
         shared_db_dWh_x = (
             (x @ db_dWh.flatten(1))
             .unflatten(2, (db_dWh.shape[1], db_dWh.shape[2], db_dWh.shape[3]))
             .permute(2, 0, 3, 1, 4)
         )
-        sum_db_dWh_at_all_2_x = shared_db_dWh_x[2]
-    if present[0] or present[1]:
-        dc_Woh_grad_y_probs = acc + sum_db_dWh_at_all_2_x if present[1] else acc
+        sum_db_dWh_at_all_0_x = shared_db_dWh_x[0]
+    if present[0] or present[1] or present[2]:
+        acc_1 = acc + sum_db_dWh_at_all_0_x if present[1] else acc
         del acc
     if present[1]:
-        del sum_db_dWh_at_all_2_x
+        del sum_db_dWh_at_all_0_x
+    if present[0] or present[1] or present[2]:
+        db_dq = acc_1 + db_dbh[0][:, None] if present[2] else acc_1
+        del acc_1
     if present[0]:
         sum_Wh_at_all_1_db_dx = shared_Wh_db_dx[1]
-    if present[0] or present[1]:
-        acc_1 = sum_Wh_at_all_1_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
+    if present[0] or present[1] or present[2]:
+        acc_2 = sum_Wh_at_all_1_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
     if present[0]:
         del sum_Wh_at_all_1_db_dx
     if present[1]:
         sum_db_dWh_at_all_1_x = shared_db_dWh_x[1]
-    if present[0] or present[1]:
-        dc_Woh_grad_y_probs_q_v = (
-            acc_1 + sum_db_dWh_at_all_1_x if present[1] else acc_1
-        ) / math.sqrt(D)
-        del acc_1
-    if present[1]:
-        del sum_db_dWh_at_all_1_x
-    if present[0]:
-        sum_Wh_at_all_0_db_dx = shared_Wh_db_dx[0]
-        del shared_Wh_db_dx
-    if present[0] or present[1]:
-        acc_2 = sum_Wh_at_all_0_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
-    if present[0]:
-        del sum_Wh_at_all_0_db_dx
-    if present[1]:
-        sum_db_dWh_at_all_0_x = shared_db_dWh_x[0]
-        del shared_db_dWh_x
-    if present[0] or present[1]:
-        dc_Woh_grad_y_k_probs_v = (
-            acc_2 + sum_db_dWh_at_all_0_x if present[1] else acc_2
-        ) / math.sqrt(D)
+    if present[0] or present[1] or present[2]:
+        acc_3 = acc_2 + sum_db_dWh_at_all_1_x if present[1] else acc_2
         del acc_2
     if present[1]:
-        del sum_db_dWh_at_all_0_x
-    if present[2]:
-        sum_db_dbh_at_1_q = (db_dbh[1][:, None] * q).sum(3)
-        sum_k_probs = probs @ k
-        sum_db_dbh_at_0_k_probs = torch.einsum("be,abce->abc", db_dbh[0], sum_k_probs)
-        del sum_k_probs
-        sum_probs = probs.sum(3)
+        del sum_db_dWh_at_all_1_x
     if present[0] or present[1] or present[2]:
-        acc_3 = (
-            _addcmul(
-                sum_db_dbh_at_0_k_probs * (-1 / math.sqrt(D)),
-                sum_probs,
-                sum_db_dbh_at_1_q,
-                -1 / math.sqrt(D),
-            )
-            if present[2]
-            else grad_out.new_zeros((B, H, T))
-        )
-    if present[2]:
-        del sum_db_dbh_at_0_k_probs, sum_probs
-    if present[0] or present[1]:
-        sum_dc_Woh_grad_y_k_probs_v_k = dc_Woh_grad_y_k_probs_v @ k.permute(0, 1, 3, 2)
-        sum_dc_Woh_grad_y_k_probs_v_k_probs = (probs * sum_dc_Woh_grad_y_k_probs_v_k).sum(3)
-        sum_dc_Woh_grad_y_probs_q_v_q = q @ dc_Woh_grad_y_probs_q_v.permute(0, 1, 3, 2)
-        sum_dc_Woh_grad_y_probs_q_v_probs_q = (probs * sum_dc_Woh_grad_y_probs_q_v_q).sum(3)
-    if present[0] or present[1] or present[2]:
-        dc_Woh_grad_y_probs_v = (
-            acc_3 - sum_dc_Woh_grad_y_k_probs_v_k_probs - sum_dc_Woh_grad_y_probs_q_v_probs_q
-            if present[0] or present[1]
-            else acc_3
-        )
+        db_dk = acc_3 + db_dbh[1][:, None] if present[2] else acc_3
         del acc_3
-    if present[0] or present[1]:
-        del sum_dc_Woh_grad_y_k_probs_v_k_probs, sum_dc_Woh_grad_y_probs_q_v_probs_q
-    if present[2]:
-        sum_db_dbh_at_0_k = (db_dbh[0][:, None] * k).sum(3)
-        shared_sum_db_dbh_at_1_q = sum_db_dbh_at_1_q / math.sqrt(D)
-        del sum_db_dbh_at_1_q
+    if present[0]:
+        sum_Wh_at_all_2_db_dx = shared_Wh_db_dx[2]
+        del shared_Wh_db_dx
     if present[0] or present[1] or present[2]:
-        acc_4 = dc_Woh_grad_y_probs_v.permute(1, 0, 2)[:, :, :, None] + (
-            (sum_db_dbh_at_0_k / math.sqrt(D)).permute(1, 0, 2)[:, :, None]
-            + shared_sum_db_dbh_at_1_q.permute(1, 0, 2)[:, :, :, None]
-            if present[2]
-            else grad_out.new_zeros((H, B, T, T))
-        )
-        dc_Woh_grad_y_v = (
-            acc_4
-            + sum_dc_Woh_grad_y_k_probs_v_k.permute(1, 0, 2, 3)
-            + sum_dc_Woh_grad_y_probs_q_v_q.permute(1, 0, 2, 3)
-            if present[0] or present[1]
-            else acc_4
-        ) * probs.permute(1, 0, 2, 3)
+        acc_4 = sum_Wh_at_all_2_db_dx if present[0] else grad_out.new_zeros((B, H, T, D))
+    if present[0]:
+        del sum_Wh_at_all_2_db_dx
+    if present[1]:
+        sum_db_dWh_at_all_2_x = shared_db_dWh_x[2]
+        del shared_db_dWh_x
+    if present[0] or present[1] or present[2]:
+        acc_5 = acc_4 + sum_db_dWh_at_all_2_x if present[1] else acc_4
         del acc_4
-    if (needs[3] or needs[5]) and (present[0] or present[1] or present[2]):
-        sum_dc_Woh_grad_y_v_v = (
-            (v.permute(1, 0, 3, 2) @ dc_Woh_grad_y_v.permute(0, 1, 3, 2))
-            .permute(0, 2, 1, 3)
-            .contiguous()
+    if present[1]:
+        del sum_db_dWh_at_all_2_x
+    if present[0] or present[1] or present[2]:
+        db_dv = acc_5 + db_dbh[2][:, None] if present[2] else acc_5
+        del acc_5
+        sum_db_dk_q = q @ db_dk.permute(0, 1, 3, 2)
+        sum_db_dq_k = db_dq @ k.permute(0, 1, 3, 2)
+        db_dscores = ((sum_db_dk_q + sum_db_dq_k) / math.sqrt(D)).masked_fill(
+            torch.ones(T, T, dtype=torch.bool, device=grad_out.device).triu(1), 0
         )
-    if (needs[3] or needs[5]) and (present[0] or present[1]):
-        sum_dc_Woh_grad_y_probs_probs = (
-            dc_Woh_grad_y_probs.permute(1, 0, 3, 2) @ probs.permute(1, 0, 3, 2)
-        ).permute(0, 2, 1, 3)
+        del sum_db_dk_q, sum_db_dq_k
+        shared_db_dscores_probs = probs * db_dscores
+        sum_db_dscores_probs = shared_db_dscores_probs.sum(3, keepdim=True)
+        dc_b_dy_v = -sum_db_dscores_probs * probs
     if (needs[3] or needs[5]) and (present[0] or present[1] or present[2]):
-        dc_Woh_grad_y = (
-            sum_dc_Woh_grad_y_v_v + sum_dc_Woh_grad_y_probs_probs
-            if present[0] or present[1]
-            else sum_dc_Woh_grad_y_v_v
-        )
-        del sum_dc_Woh_grad_y_v_v
-    if (needs[3] or needs[5]) and (present[0] or present[1]):
-        del sum_dc_Woh_grad_y_probs_probs
+        sum_db_dv_probs = probs @ db_dv
+        sum_dc_b_dy_v_v = dc_b_dy_v @ v
+        sum_db_dscores_probs_v = torch.einsum("abce,abce,abed->abcd", probs, db_dscores, v)
+        db_dy = sum_db_dv_probs + sum_dc_b_dy_v_v + sum_db_dscores_probs_v
+        del sum_db_dv_probs, sum_dc_b_dy_v_v, sum_db_dscores_probs_v
     if (needs[0] or needs[1] or needs[2]) and present[3]:
         dy = (
             (grad_y @ db_dWoh.permute(2, 0, 1).flatten(1))
@@ -689,82 +573,43 @@ def _double_backward(
             .permute(0, 2, 1, 3)
             .contiguous()
         )
-    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
-        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v = (
-            c_Woh_grad_y_v.permute(1, 0, 2, 3) - c_Woh_grad_y_probs_v[:, :, :, None]
-        )
-    if (needs[0] or needs[1] or needs[2]) and (
-        present[0] or present[1] or present[2] or present[3]
-    ):
-        acc_5 = (
-            _addcmul(
-                shared_sum_db_dbh_at_1_q[:, :, :, None]
-                * shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
-                sum_db_dbh_at_0_k[:, :, None],
-                shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
-                1 / math.sqrt(D),
-            )
-            if present[2]
-            else grad_out.new_zeros((B, H, T, T))
-        )
-    if present[2]:
-        del sum_db_dbh_at_0_k
-        del shared_sum_db_dbh_at_1_q
-    if (needs[0] or needs[1] or needs[2]) and present[3]:
         sum_dy_v = dy @ v.permute(0, 1, 3, 2)
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
-        acc_6 = acc_5 + sum_dy_v if present[3] else acc_5
-        del acc_5
+        acc_6 = sum_dy_v if present[3] else grad_out.new_zeros((B, H, T, T))
     if (needs[0] or needs[1] or needs[2]) and present[3]:
         del sum_dy_v
-    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
-        sum_c_Woh_grad_y_dc_Woh_grad_y_probs = c_Woh_grad_y.permute(
-            2, 0, 3, 1
-        ) @ dc_Woh_grad_y_probs.permute(0, 1, 3, 2)
-    if present[0] or present[1]:
-        del dc_Woh_grad_y_probs
-    if (needs[0] or needs[1] or needs[2]) and (
-        present[0] or present[1] or present[2] or present[3]
-    ):
-        acc_7 = (
-            torch.addcmul(
-                torch.addcmul(
-                    acc_6 + sum_c_Woh_grad_y_dc_Woh_grad_y_probs,
-                    sum_dc_Woh_grad_y_probs_q_v_q,
-                    shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
-                ),
-                sum_dc_Woh_grad_y_k_probs_v_k,
-                shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v,
-            )
-            if present[0] or present[1]
-            else acc_6
-        )
-    if present[0] or present[1]:
-        del sum_dc_Woh_grad_y_k_probs_v_k, sum_dc_Woh_grad_y_probs_q_v_q
-    if (needs[0] or needs[1] or needs[2]) and (
-        present[0] or present[1] or present[2] or present[3]
-    ):
-        del acc_6
-    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
-        del sum_c_Woh_grad_y_dc_Woh_grad_y_probs
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
+        sum_b_dy_v = b_dy @ v.permute(0, 1, 3, 2)
+        sum_c_b_dy_v_probs = (probs * c_b_dy_v).sum(3, keepdim=True)
+        sum_b_dy_db_dv = b_dy @ db_dv.permute(0, 1, 3, 2)
+    if present[0] or present[1] or present[2]:
+        del db_dv
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
         dprobs = (
-            torch.addcmul(
-                acc_7, dc_Woh_grad_y_probs_v[:, :, :, None], c_Woh_grad_y_v.permute(1, 0, 2, 3)
+            _addcmul(
+                torch.addcmul(acc_6 + sum_b_dy_db_dv, db_dscores, sum_b_dy_v - sum_c_b_dy_v_probs),
+                sum_db_dscores_probs,
+                c_b_dy_v,
+                -1,
             )
             if present[0] or present[1] or present[2]
-            else acc_7
+            else acc_6
         )
     if present[0] or present[1] or present[2]:
-        del dc_Woh_grad_y_probs_v
+        del db_dscores, sum_db_dscores_probs
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
-        del acc_7
+        del acc_6
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
+        del sum_b_dy_v, sum_c_b_dy_v_probs, sum_b_dy_db_dv
+    if (needs[0] or needs[1] or needs[2]) and (
+        present[0] or present[1] or present[2] or present[3]
+    ):
         sum_dprobs_probs = (probs * dprobs).sum(3)
         dcounts_sum = -sum_dprobs_probs / counts_sum
         del sum_dprobs_probs
@@ -785,26 +630,28 @@ def _double_backward(
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
-        acc_8 = sum_dy_probs if present[3] else grad_out.new_zeros((B, H, T, D))
+        acc_7 = sum_dy_probs if present[3] else grad_out.new_zeros((B, H, T, D))
     if (needs[0] or needs[1] or needs[2]) and present[3]:
         del sum_dy_probs
     if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
-        sum_c_Woh_grad_y_dc_Woh_grad_y_v = dc_Woh_grad_y_v.permute(
-            1, 0, 3, 2
-        ) @ c_Woh_grad_y.permute(2, 0, 3, 1)
+        sum_b_dy_dc_b_dy_v = dc_b_dy_v.permute(0, 1, 3, 2) @ b_dy
     if present[0] or present[1] or present[2]:
-        del dc_Woh_grad_y_v
+        del dc_b_dy_v
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
+        sum_b_dy_db_dscores_probs = shared_db_dscores_probs.permute(0, 1, 3, 2) @ b_dy
+    if present[0] or present[1] or present[2]:
+        del shared_db_dscores_probs
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
         dv = (
-            acc_8 + sum_c_Woh_grad_y_dc_Woh_grad_y_v
+            acc_7 + sum_b_dy_dc_b_dy_v + sum_b_dy_db_dscores_probs
             if present[0] or present[1] or present[2]
-            else acc_8
+            else acc_7
         )
-        del acc_8
+        del acc_7
     if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
-        del sum_c_Woh_grad_y_dc_Woh_grad_y_v
+        del sum_b_dy_dc_b_dy_v, sum_b_dy_db_dscores_probs
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
@@ -815,112 +662,50 @@ def _double_backward(
         )
         del dscores
         sum_dscores_q = t_dscores @ q
-    if (needs[0] or needs[1] or needs[2]) and present[2]:
-        shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v * probs
-        )
     if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
-        del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v
-    if (needs[0] or needs[1] or needs[2]) and present[2]:
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(2)
+        t_b_dscores = (
+            (b_dscores / math.sqrt(D))
+            .permute(0, 1, 3, 2)
+            .masked_fill(torch.ones(T, T, dtype=torch.bool, device=grad_out.device).tril(-1), 0)
         )
-    if (needs[0] or needs[1] or needs[2]) and (
-        present[0] or present[1] or present[2] or present[3]
-    ):
-        acc_9 = (
-            _addcmul(
-                sum_dscores_q,
-                db_dbh[0][:, None],
-                sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs[:, :, :, None],
-                1 / math.sqrt(D),
-            )
-            if present[2]
-            else sum_dscores_q
-        )
-        del sum_dscores_q
-    if (needs[0] or needs[1] or needs[2]) and present[2]:
-        del sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
-        t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs = (
-            c_Woh_grad_y_v.permute(1, 0, 3, 2) - c_Woh_grad_y_probs_v[:, :, None]
-        ) * probs.permute(0, 1, 3, 2)
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs = (
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs @ dc_Woh_grad_y_k_probs_v
-        )
-    if present[0] or present[1]:
-        del dc_Woh_grad_y_k_probs_v
+        sum_b_dscores_db_dq = t_b_dscores @ db_dq
+    if present[0] or present[1] or present[2]:
+        del db_dq
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
         dk = (
-            acc_9 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
-            if present[0] or present[1]
-            else acc_9
+            sum_dscores_q + sum_b_dscores_db_dq
+            if present[0] or present[1] or present[2]
+            else sum_dscores_q
         )
-        del acc_9
-    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
-        del sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_k_probs_v_probs
+        del sum_dscores_q
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
+        del sum_b_dscores_db_dq
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
         sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
         del t_dscores
-    if (needs[0] or needs[1] or needs[2]) and present[2]:
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1 = (
-            shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.sum(3, keepdim=True)
-        )
-        del shared_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
-    if (needs[0] or needs[1] or needs[2]) and (
-        present[0] or present[1] or present[2] or present[3]
-    ):
-        acc_10 = (
-            _addcmul(
-                sum_dscores_k,
-                db_dbh[1][:, None],
-                sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1,
-                1 / math.sqrt(D),
-            )
-            if present[2]
-            else sum_dscores_k
-        )
-        del sum_dscores_k
-    if (needs[0] or needs[1] or needs[2]) and present[2]:
-        del sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs_1
-    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
-        sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs = (
-            t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs.permute(0, 1, 3, 2)
-            @ dc_Woh_grad_y_probs_q_v
-        )
-    if present[0] or present[1]:
-        del dc_Woh_grad_y_probs_q_v
-    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
-        del t_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_probs
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
+        sum_b_dscores_db_dk = t_b_dscores.permute(0, 1, 3, 2) @ db_dk
+    if present[0] or present[1] or present[2]:
+        del db_dk
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
+        del t_b_dscores
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
         dq = (
-            acc_10 + sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
-            if present[0] or present[1]
-            else acc_10
+            sum_dscores_k + sum_b_dscores_db_dk
+            if present[0] or present[1] or present[2]
+            else sum_dscores_k
         )
-        del acc_10
-    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1]):
-        del sum_c_Woh_grad_y_probs_v_c_Woh_grad_y_v_dc_Woh_grad_y_probs_q_v_probs
+        del sum_dscores_k
+    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
+        del sum_b_dscores_db_dk
     if needs[3] and (present[0] or present[1] or present[2]):
-        sum_dc_Woh_grad_y_grad_y = dc_Woh_grad_y.flatten(2) @ grad_y.flatten(0, 1)
-    if needs[3] and present[2]:
-        sum_grad_y = grad_y.sum((1, 0))
-    if needs[3] and (present[0] or present[1] or present[2]):
-        dWoh = (
-            torch.addcmul(sum_dc_Woh_grad_y_grad_y, sum_grad_y, db_dbh[2][:, :, None])
-            if present[2]
-            else sum_dc_Woh_grad_y_grad_y
-        )
-        del sum_dc_Woh_grad_y_grad_y
-    if needs[3] and present[2]:
-        del sum_grad_y
-    if needs[3] and (present[0] or present[1] or present[2]):
+        dWoh = db_dy.permute(1, 3, 0, 2).flatten(2) @ grad_y.flatten(0, 1)
         dWoh_as_Wo = dWoh.reshape(C, C)
         del dWoh
     if (needs[0] or needs[2]) and (present[0] or present[1] or present[2] or present[3]):
@@ -954,7 +739,7 @@ def _double_backward(
     ):
         del dv
     if needs[1] and (present[0] or present[1] or present[2] or present[3]):
-        acc_11 = (
+        acc_8 = (
             torch.where(
                 (0 == torch.arange(3, device=grad_out.device))[:, None, None], sum_dq_x[:, None], 0
             )
@@ -967,86 +752,73 @@ def _double_backward(
         )
         del sum_dq_x, sum_dk_x, sum_dv_x
     if needs[1] and present[0]:
-        sum_c_Woh_grad_y_probs_db_dx = (
-            db_dx.permute(2, 0, 1).flatten(1)
-            @ c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-        ).unflatten(1, (c_Woh_grad_y_probs.shape[1], c_Woh_grad_y_probs.shape[3]))
-        sum_c_Woh_grad_y_k_probs_v_db_dx = (
-            db_dx.permute(2, 0, 1).flatten(1)
-            @ c_Woh_grad_y_k_probs_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-        ).unflatten(1, (c_Woh_grad_y_k_probs_v.shape[1], c_Woh_grad_y_k_probs_v.shape[3]))
-        sum_c_Woh_grad_y_probs_q_v_db_dx = (
-            db_dx.permute(2, 0, 1).flatten(1)
-            @ c_Woh_grad_y_probs_q_v.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
-        ).unflatten(1, (c_Woh_grad_y_probs_q_v.shape[1], c_Woh_grad_y_probs_q_v.shape[3]))
+        sum_b_dq_db_dx = (
+            v_x.permute(2, 0, 1).flatten(1) @ b_dq.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (b_dq.shape[1], b_dq.shape[3]))
+        sum_b_dk_db_dx = (
+            v_x.permute(2, 0, 1).flatten(1) @ b_dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (b_dk.shape[1], b_dk.shape[3]))
+        sum_b_dv_db_dx = (
+            v_x.permute(2, 0, 1).flatten(1) @ b_dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+        ).unflatten(1, (b_dv.shape[1], b_dv.shape[3]))
     if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         dWh = (
             torch.where(
-                (2 == torch.arange(3, device=grad_out.device))[:, None, None],
-                sum_c_Woh_grad_y_probs_db_dx[:, None],
-                0,
-            )
-            + acc_11
-            + torch.where(
                 (0 == torch.arange(3, device=grad_out.device))[:, None, None],
-                (sum_c_Woh_grad_y_k_probs_v_db_dx / math.sqrt(D))[:, None],
+                sum_b_dq_db_dx[:, None],
                 0,
             )
             + torch.where(
                 (1 == torch.arange(3, device=grad_out.device))[:, None, None],
-                (sum_c_Woh_grad_y_probs_q_v_db_dx / math.sqrt(D))[:, None],
+                sum_b_dk_db_dx[:, None],
                 0,
             )
+            + torch.where(
+                (2 == torch.arange(3, device=grad_out.device))[:, None, None],
+                sum_b_dv_db_dx[:, None],
+                0,
+            )
+            + acc_8
             if present[0]
-            else acc_11
+            else acc_8
         )
-        del acc_11
+        del acc_8
     if needs[1] and present[0]:
-        del (
-            sum_c_Woh_grad_y_probs_db_dx,
-            sum_c_Woh_grad_y_k_probs_v_db_dx,
-            sum_c_Woh_grad_y_probs_q_v_db_dx,
-        )
+        del sum_b_dq_db_dx, sum_b_dk_db_dx, sum_b_dv_db_dx
     if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         dWh_as_Wqkv = dWh.reshape(C, 3 * C)
         del dWh
     if needs[0] and (present[0] or present[1] or present[2] or present[3]):
-        acc_12 = stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+        acc_9 = stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
     if (needs[0] or needs[2]) and (present[0] or present[1] or present[2] or present[3]):
         del stacked_dq
     if needs[0] and present[1]:
-        sum_c_Woh_grad_y_probs_db_dWh_at_all_2 = c_Woh_grad_y_probs.permute(0, 2, 1, 3).flatten(
-            2
-        ) @ db_dWh[:, 2].permute(1, 2, 0).flatten(0, 1)
-        sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 = c_Woh_grad_y_k_probs_v.permute(
-            0, 2, 1, 3
-        ).flatten(2) @ db_dWh[:, 0].permute(1, 2, 0).flatten(0, 1)
-        sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 = c_Woh_grad_y_probs_q_v.permute(
-            0, 2, 1, 3
-        ).flatten(2) @ db_dWh[:, 1].permute(1, 2, 0).flatten(0, 1)
-    if present[1]:
-        del db_dWh
+        sum_b_dk_db_dWh_at_all_1 = b_dk.permute(0, 2, 1, 3).flatten(2) @ db_dWh[:, 1].permute(
+            1, 2, 0
+        ).flatten(0, 1)
+        sum_b_dq_db_dWh_at_all_0 = b_dq.permute(0, 2, 1, 3).flatten(2) @ db_dWh[:, 0].permute(
+            1, 2, 0
+        ).flatten(0, 1)
+        sum_b_dv_db_dWh_at_all_2 = b_dv.permute(0, 2, 1, 3).flatten(2) @ db_dWh[:, 2].permute(
+            1, 2, 0
+        ).flatten(0, 1)
     if needs[0]:
         dx = (
             (
-                acc_12
-                + sum_c_Woh_grad_y_probs_db_dWh_at_all_2
-                + sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0 / math.sqrt(D)
-                + sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1 / math.sqrt(D)
+                acc_9
+                + sum_b_dk_db_dWh_at_all_1
+                + sum_b_dq_db_dWh_at_all_0
+                + sum_b_dv_db_dWh_at_all_2
                 if present[1]
-                else acc_12
+                else acc_9
             )
             if present[0] or present[1] or present[2] or present[3]
             else grad_out.new_zeros((B, T, C))
         )
     if needs[0] and (present[0] or present[1] or present[2] or present[3]):
-        del acc_12
+        del acc_9
     if needs[0] and present[1]:
-        del (
-            sum_c_Woh_grad_y_probs_db_dWh_at_all_2,
-            sum_c_Woh_grad_y_k_probs_v_db_dWh_at_all_0,
-            sum_c_Woh_grad_y_probs_q_v_db_dWh_at_all_1,
-        )
+        del sum_b_dk_db_dWh_at_all_1, sum_b_dq_db_dWh_at_all_0, sum_b_dv_db_dWh_at_all_2
     if needs[1]:
         dWqkv = (
             dWh_as_Wqkv
@@ -1069,35 +841,22 @@ def _double_backward(
         del dWoh_as_Wo
     if needs[5] and present[3]:
         sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
-    if (needs[0] or needs[1] or needs[2] or needs[5]) and present[3]:
-        del db_dWoh
     if needs[5]:
-        acc_13 = sum_db_dWoh_y if present[3] else grad_out.new_zeros((B, T, C))
+        acc_10 = sum_db_dWoh_y if present[3] else grad_out.new_zeros((B, T, C))
     if needs[5] and present[3]:
         del sum_db_dWoh_y
     if needs[5] and (present[0] or present[1] or present[2]):
-        sum_Woh_dc_Woh_grad_y = dc_Woh_grad_y.permute(2, 3, 0, 1).flatten(2) @ Woh.flatten(0, 1)
+        sum_Woh_db_dy = db_dy.permute(0, 2, 1, 3).flatten(2) @ Woh.flatten(0, 1)
     if (needs[3] or needs[5]) and (present[0] or present[1] or present[2]):
-        del dc_Woh_grad_y
+        del db_dy
     if needs[5]:
-        acc_14 = (
-            acc_13 + sum_Woh_dc_Woh_grad_y if present[0] or present[1] or present[2] else acc_13
-        )
-        del acc_13
+        acc_11 = acc_10 + sum_Woh_db_dy if present[0] or present[1] or present[2] else acc_10
+        del acc_10
     if needs[5] and (present[0] or present[1] or present[2]):
-        del sum_Woh_dc_Woh_grad_y
+        del sum_Woh_db_dy
     if needs[5]:
-        acc_15 = acc_14 + db_dbo if present[4] else acc_14
-        del acc_14
-    if needs[5] and present[2]:
-        sum_Woh_db_dbh_at_2 = _sum_leading(db_dbh[2][:, :, None] * Woh, 2)
-    if present[2]:
-        del db_dbh
-    if needs[5]:
-        dgrad_y = acc_15 + sum_Woh_db_dbh_at_2 if present[2] else acc_15
-        del acc_15
-    if needs[5] and present[2]:
-        del sum_Woh_db_dbh_at_2
+        dgrad_y = acc_11 + v_bo if present[4] else acc_11
+        del acc_11
     return (
         dx if needs[0] else None,
         dWqkv if needs[1] else None,

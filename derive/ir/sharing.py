@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import NamedTuple
 
 import sympy as sp
@@ -52,21 +52,24 @@ _ADDCMULS = ("torch.addcmul({0}, {1}, {2})", ADDCMUL + "({0}, {1}, {2}, {3})")
 
 
 def common_subexpressions(
-    block: list[ir.Statement], fresh: Callable[[str], str]
+    block: list[ir.Statement], fresh: Callable[[str], str], keep: Collection[str] | None = None
 ) -> list[ir.Statement]:
     """``block`` with each tensor computed more than once bound to one name (one it has
     already, or ``fresh``'s) where it is first used, and freed after its last use (``del t``:
     the block's peak memory holds it no longer than it must); the largest such computation
-    first, so a repeated ``a * b + c`` is one temporary, not ``a * b`` and then ``t + c``."""
+    first, so a repeated ``a * b + c`` is one temporary, not ``a * b`` and then ``t + c``.
+    ``keep``: the names the function hands on, where it is known; every other name is a
+    temporary, freed or not yet (a scatter's ``added`` source, computed alike for two
+    scatters: a GAT layer's edge scores scattered to both ends of each edge)."""
     block = [rebuilt(s, _permutes_out) for s in block]
-    block, temps = _one_name_per_value(_products_read_again(block))
+    block, temps = _one_name_per_value(_products_read_again(block), keep)
     again = False
     while True:
         block = _shared(block, fresh, temps)
         before = len(block)
         # a value shared inside two temporaries' values makes them alike (``1 - p`` read as
         # ``s`` in one, ``s`` named in the other): the later one is then the earlier's value
-        block, temps = _one_name_per_value(block)
+        block, temps = _one_name_per_value(block, keep)
         if len(block) == before:
             return _refreed(block) if again else block
         again = True
@@ -274,16 +277,22 @@ def _can_hold(block: list[ir.Statement], k: int, at: list[int], node: ir.Node) -
     return k < at[0] or not any(a in s.reads for s in block[:k])
 
 
-def _one_name_per_value(block: list[ir.Statement]) -> tuple[list[ir.Statement], list[str]]:
-    """``block`` with each temporary ``b = v`` whose value an earlier ``a = v`` holds already,
-    or ``b = a``, dropped and read as ``a``; and the names whose ``del`` must be placed again
-    (after their new last read)."""
+def _one_name_per_value(
+    block: list[ir.Statement], keep: Collection[str] | None = None
+) -> tuple[list[ir.Statement], list[str]]:
+    """``block`` with each temporary ``b = v`` (freed, or not in ``keep``) whose value an
+    earlier ``a = v`` holds already, or ``b = a``, dropped and read as ``a``; and the names
+    whose ``del`` must be placed again (after their new last read)."""
     temps: list[str] = []
     writes = Counter(n for s in block for n in s.writes)
     dels = {n for s in block if isinstance(s, ir.Free) for n in s.names}
+
+    def temporary(name: str | None) -> bool:
+        return name is not None and (name in dels or (keep is not None and name not in keep))
+
     k = 0
     while k < len(block):
-        a = _holder(block, k, writes) if _single(block[k]) in dels else None
+        a = _holder(block, k, writes) if temporary(_single(block[k])) else None
         if a is None:
             k += 1
             continue

@@ -139,7 +139,7 @@ class Lowerer:
             merged = merged_maps(merged_siblings(cx.statements, cx.fresh), cx.fresh, keep)
             products = batched_matmuls(stacked_siblings(merged, cx.fresh))
             shared = reshapes_read_through(
-                common_subexpressions(products, cx.fresh),
+                common_subexpressions(products, cx.fresh, keep),
                 self._returns if self._keep is None else self._keep,
             )
             if self._keep is not None:  # a fused kernel's parts go only where none is handed on

@@ -30,6 +30,7 @@ from derive.symbolic.collapse import (
     reading_collapser,
     tidy,
 )
+from derive.symbolic.cuts import cuts
 from derive.symbolic.indices import free_indices
 from derive.symbolic.reverse import GRAD_OUT, Adjoints, derive_adjoints, live_tensors
 from derive.symbolic.saving import lift_saved_calls, unlift
@@ -52,6 +53,7 @@ class Derivation:
     forward: list[Definition | View]  # the forward steps, stabilised: what the module runs
     collapser: Collapser | None = None  # collapsed ops: its memos serve the other collapses
     written: Graph | None = None  # as the op wrote it (``graph`` may hold lifted calls)
+    cut: frozenset[str] = frozenset()  # intermediates whose adjoints ``final`` keeps (cuts.py)
 
     @property
     def stepwise(self) -> bool:
@@ -73,7 +75,12 @@ class Derivation:
         """Every tensor's adjoint collapsed down to grad_out where that is cheap (the inputs'
         of a collapsed op are its ``final``), consumers first; computed on first use."""
         order = adjoint_order(self.graph, self.adjoints)
-        done = {} if self.stepwise else {t: self.final[t] for t in order if t in self.final}
+        # a collapsed op's final adjoints are collapsed down to grad_out unless they read a cut
+        done = (
+            {}
+            if self.stepwise or self.cut
+            else {t: self.final[t] for t in order if t in self.final}
+        )
         rest = [t for t in order if t not in done]
         done |= collapse_each(self.graph, self.adjoints, rest, self._reader, self.stepwise)
         return {t: done[t] for t in order if t in done}
@@ -112,23 +119,34 @@ def local_patterns(g: Graph) -> list[Pattern]:
 
 
 def _collapsed_inputs(
-    collapser: Collapser, stage: Stage = silent
+    collapser: Collapser, cut: frozenset[str], stage: Stage = silent
 ) -> tuple[list[str], Mapping, dict]:
     g = collapser.canon.graph
     # a view of an input (Wh = view(Wqkv, C, 3, H, D)) is collapsed like an input; the input's
     # own adjoint is then the reverse view, a reshape (emitted right after the view's adjoint)
     views = [s for s in g.steps if isinstance(s, View)]
-    order = [
+    inputs = [
         t
         for i in g.inputs
         if not g.tensors[i].integer
         for t in [v.name for v in views if v.source == i] + [i]
         if t in collapser.adj.exprs  # a view that is the output has grad_out as its adjoint
     ]
-    final = {}
+    # the cuts' adjoints first, consumers first, each collapsed down to the next cut's
+    # (derive/symbolic/cuts.py); the inputs' read them by name
+    order = [t for t in adjoint_order(g, collapser.adj) if t in cut] + inputs
+    final, kept = {}, set(cut)
     for k, t in enumerate(order):
         stage(f"simplifying the adjoint of {t} ({k + 1} of {len(order)})")
-        final[t] = collapser.simplified(t)
+        final[t] = collapser.simplified(t, frozenset(kept))
+        if t in cut and isinstance(final[t], (sp.Indexed, sp.Symbol, sp.Number)):
+            # a cut whose adjoint is a read (grad_out reshaped, where the output is its view)
+            # or a number computes nothing: the inputs' adjoints read through it
+            kept.discard(t)
+            del final[t]
+        elif t in cut:
+            collapser.mask(t, final[t])
+    order = [t for t in order if t in final]
     raw = Lazy(order, collapser.raw)
     return order, raw, final
 
@@ -203,9 +221,13 @@ def derive(g: Graph, stage: Stage = silent) -> Derivation:
     unseen = frozenset() if g.op.stepwise else unseen_shifts(lifted)
     adj = derive_adjoints(lifted, unseen)
     collapser = None if g.op.stepwise else Collapser(lifted, adj)
+    cut = frozenset() if collapser is None else cuts(lifted, adj, collapser.step)
     order, raw, final = (
-        _stepwise(lifted, adj, stage) if collapser is None else _collapsed_inputs(collapser, stage)
+        _stepwise(lifted, adj, stage)
+        if collapser is None
+        else _collapsed_inputs(collapser, cut, stage)
     )
+    cut &= frozenset(order)  # those kept
     final = _checked(lifted, adj, final)
     if g.gradient_only:  # its cotangent is 1
         one = {sp.Symbol(GRAD_OUT, real=True): sp.S.One}
@@ -223,7 +245,7 @@ def derive(g: Graph, stage: Stage = silent) -> Derivation:
         dataclasses.replace(graph, steps=stabilised), also=saved, output=not g.gradient_only
     )
     forward = [s for s in stabilised if s.name in needed]
-    return Derivation(graph, adj, order, raw, final, saved, forward, collapser, written=g)
+    return Derivation(graph, adj, order, raw, final, saved, forward, collapser, written=g, cut=cut)
 
 
 def _stabilised(g: Graph, adj: Adjoints) -> list[Definition | View]:

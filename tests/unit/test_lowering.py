@@ -145,7 +145,8 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
         ),
         # a SwiGLU's backward: grad_out @ W2.T is made once, for both gates' adjoints (an
         # addmm made it again; found probing), and a product that sums nothing is a product,
-        # not an einsum "ac,ac->ac", made once for dx and dW3 (dW3 made it again transposed)
+        # not an einsum "ac,ac->ac", made once for dx and dW3 (dW3 made it again transposed):
+        # the gate's adjoint dbb, kept (derive/symbolic/cuts.py)
         (
             ["x[N, D]", "W1[D, F]", "W3[D, F]", "W2[F, M]"],
             [
@@ -154,7 +155,7 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
                 "h[n, f] = a[n, f] * sigmoid(a[n, f]) * bb[n, f]",
                 "out[n, m] = Sum(h[n, f] * W2[f, m], f)",
             ],
-            "sum_W2_W3_a_grad_out_h_sigmoid0 = shared_a_h_sigmoid0_sum_W2_grad_out @ W3.T",
+            "sum_W3_dbb = dbb @ W3.T",
         ),
         # an MLP written inline: the hidden sum under the relu is named and saved, and the
         # backward masks g @ W2.T with it (the mask with both weights was an N x D x M
@@ -162,7 +163,7 @@ def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
         (
             ["x[N, D]", "W1[D, F]", "W2[F, M]"],
             ["out[n, m] = Sum(relu(Sum(x[n, d] * W1[d, f], d)) * W2[f, m], f)"],
-            "t_W2_grad_out_out_sum0 = torch.where(out_sum0 > 0, sum_W2_grad_out, 0)",
+            "dout_sum0 = torch.where(out_sum0 > 0, sum_W2_grad_out, 0)",
         ),
         # a chain of three: contracted pair by pair, each pair a matmul, (a b) c or a (b c)
         # as the sizes at the call make fewer multiplies (I J K + I K L against I J L + J K L)
@@ -225,7 +226,7 @@ def test_a_pre_activation_is_saved_whole() -> None:
         ],
     )
     assert "h_in0 = torch.addmm(b1, x, W1)" in lines
-    assert "t_W2_grad_out_h_in0 = torch.where(h_in0 > 0, sum_W2_grad_out, 0)" in lines
+    assert "dh_in0 = torch.where(h_in0 > 0, sum_W2_grad_out, 0)" in lines
 
 
 def test_a_pair_summed_elsewhere_is_read_not_made_again() -> None:
@@ -917,7 +918,10 @@ def test_an_equality_of_two_data_is_a_scatter_read_at_the_data() -> None:
     assert not any(
         f in backward for f in ("dst == src", "dst[:, None] == src", "src[:, None] == dst")
     )
-    assert "_index_select(at_dst_src_x, src)" in backward
+    # the relu's mask on dh, kept (derive/symbolic/cuts.py), gathered at the data once
+    assert "_index_select(torch.nn.functional.pad(at_dh_dst_src_x, (0, 0, 0, 1)), dst_or_V)" in (
+        backward
+    )
 
 
 def test_a_gate_of_indices_alone_is_a_matrix_contracted() -> None:

@@ -1,0 +1,113 @@
+"""Where a collapsed backward keeps an intermediate's adjoint as a tensor of its own.
+
+Collapsing inlines every adjoint down to ``grad_out``, so chains cancel (softmax + cross-entropy
+to ``(probs - onehot) / N``). Through a contraction nothing cancels: the adjoint of
+``h[v, k, d] = Sum(x[v, f] W[f, k, d], f)`` is linear in ``dh``, ``dx = dh W^T`` and
+``dW = x^T dh``, and inlined, ``dh``'s whole expression is written twice, once into each
+input's adjoint, where the lowering contracts each copy on its own and in its own order. A GAT
+layer (its scores and messages summed over E edges from a projection of V nodes) contracted
+``W`` against the edges' gathered reads at E, where ``dh`` computed once at V and multiplied
+out twice is autograd's plan: 2.2x autograd's time collapsed, 1.05x step by step.
+
+A *cut* is an intermediate whose adjoint the backward computes once, collapsed down to
+``grad_out`` (or to the next cut), and the inputs' adjoints read by name:
+
+    t = Sum(a b ..., i)    a contraction: a sum over a product of two or more tensor reads
+    deps(t) >= 2           two or more float inputs reach t, so two adjoints would read dt
+
+    du = ... dt[idx[e]] ...   an adjoint that fans dt out: a consumer's step, simplified on its
+                           own, reads dt at an index tensor's entry idx[e], over an axis e
+                           that is none of the read's plain subscripts (t a segment sum,
+                           ``den[v] = Sum(where(dst[e] == v, ex[e], 0), e)``: dex[e] reads
+                           dden[dst[e]], each dden[v] read by every edge into v)
+
+Inlined through a fan-out, dt is evaluated once per read, not once per entry of t: a GAT
+layer's dden, a sum over D of a (V, K, D) scatter, was gathered to (E, K, D) at each edge and
+summed there, where kept it is (V, K) and the edges gather it. A pick is no fan-out: the
+adjoint of ``logprobs[n, Y[n]]`` scatters into dlogprobs and reads nothing gathered, and
+collapsing through it is what makes cross-entropy's ``(probs - onehot) / N``.
+
+The simplifications that matter happen between cuts: a softmax's or a normalisation's steps
+read one tensor each and are no contraction (layernorm's variance sums ``diff * diff`` of x
+alone, which one input reaches: no cut), and the max-shift's adjoint is 0 wherever the output
+does not see it, whatever is cut (:mod:`derive.symbolic.shifts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sympy as sp
+
+from derive.language import Definition, Graph, View
+from derive.symbolic.reverse import Adjoints
+
+
+def cuts(g: Graph, adj: Adjoints, step: Callable[[str], sp.Expr]) -> frozenset[str]:
+    """The intermediates of ``g`` whose adjoints a collapsed backward keeps (module docstring);
+    ``step(t)``: t's adjoint step as reverse mode wrote it, simplified on its own."""
+    floats = {t for t in g.inputs if not g.tensors[t].integer}
+    deps: dict[str, frozenset[str]] = {t: frozenset([t]) & floats for t in g.inputs}
+    out = set()
+    for s in g.steps:
+        if isinstance(s, View):
+            deps[s.name] = deps.get(s.source, frozenset())
+            continue
+        reads = _float_reads(s.body, g)
+        deps[s.name] = frozenset().union(*(deps.get(r, frozenset()) for r in reads))
+        if len(deps[s.name]) >= 2 and _contracts(s, g):
+            out.add(s.name)
+    owner = {adj.names[t]: t for t in adj.exprs}
+    for u in adj.exprs:
+        out |= {owner[name] for name in _fanned_out(step(u), g) if name in owner}
+    inputs = set(g.inputs)
+    return frozenset(
+        t for t in out if t != g.output and t not in inputs and t in adj.exprs and g.tensors[t].dims
+    )
+
+
+def _float_reads(e: sp.Basic, g: Graph) -> list[str]:
+    """The float tensors ``e`` reads, with repeats (a 0-d tensor is a Symbol)."""
+    names = [i.base.label.name for i in e.atoms(sp.Indexed)]
+    names += [s.name for s in e.atoms(sp.Symbol) if not s.is_integer]
+    return [n for n in names if n in g.tensors and not g.tensors[n].integer]
+
+
+def _fanned_out(e: sp.Basic, g: Graph) -> set[str]:
+    """The names ``e`` reads at an index tensor's entry over an axis that is none of the
+    read's plain subscripts (module docstring): ``dt[idx[e], k]``, or ``dt[v, k]`` under a sum
+    over v whose summand has v equal to ``idx[e]`` (a where() or delta not yet solved)."""
+    out = set()
+    for read in e.atoms(sp.Indexed):
+        for i in read.indices:
+            if _data(i, g) and not i.free_symbols <= _plain(read.indices):
+                out.add(read.base.label.name)
+    for total in e.atoms(sp.Sum):
+        for equal in total.function.atoms(sp.Eq, sp.KroneckerDelta):
+            for v in (lim[0] for lim in total.limits if lim[0] in equal.args[:2]):
+                others = [a for a in equal.args[:2] if a != v]
+                if len(others) != 1 or not _data(others[0], g):
+                    continue
+                at = others[0]
+                for read in total.function.atoms(sp.Indexed):
+                    if v in read.indices and not at.free_symbols <= _plain(read.indices) - {v}:
+                        out.add(read.base.label.name)
+    return out
+
+
+def _data(i: sp.Expr, g: Graph) -> bool:
+    """Whether the subscript ``i`` reads an index tensor."""
+    return any(r.base.label.name in g.tensors for r in i.atoms(sp.Indexed))
+
+
+def _plain(indices: tuple) -> set[sp.Symbol]:
+    return {i for i in indices if isinstance(i, sp.Symbol)}
+
+
+def _contracts(step: Definition, g: Graph) -> bool:
+    """Whether the body sums a product of two or more float tensor reads."""
+    for total in step.body.atoms(sp.Sum):
+        factors = sp.Mul.make_args(total.function)
+        if sum(1 for f in factors if _float_reads(f, g)) >= 2:
+            return True
+    return False
