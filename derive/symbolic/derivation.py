@@ -233,7 +233,7 @@ def derive(g: Graph, stage: Stage = silent) -> Derivation:
         one = {sp.Symbol(GRAD_OUT, real=True): sp.S.One}
         final = {t: e.xreplace(one) for t, e in final.items()}
     saved = _saved(lifted, adj, final)
-    graph = unlift(lifted, g, set(saved))
+    graph = unlift(lifted, g, set(saved) | cut)  # a cut keeps its tensor, for its shape
     # a definition neither the output nor the backward reads is not computed (its adjoint is
     # 0); one the output does not read may still be saved: folding writes hid[d] as prob[d]
     # where prob[o] = hid[o] (fuzz seed 160066)
