@@ -26,8 +26,8 @@ Backward, derived and simplified by backgen:
     dy[b, h, t, d] = Sum(Woh[h, d, c]*grad_out[b, t, c], (c, 0, C - 1))
     dscores[b, h, t, t1] = (Sum(dy[b, h, t, d]*v[b, h, t1, d], (d, 0, D - 1)) - Sum(probs[b, h, t, t2]*Sum(dy[b, h, t, d]*v[b, h, t2, d], (d, 0, D - 1)), (t2, 0, T - 1)))*probs[b, h, t, t1]
     dv[b, h, t, d] = Sum(dy[b, h, t1, d]*probs[b, h, t1, t], (t1, 0, T - 1))
-    dk[b, h, t, d] = Sum(where(t <= t1, 1/sqrt(D), 0)*dscores[b, h, t1, t]*q[b, h, t1, d], (t1, 0, T - 1))
-    dq[b, h, t, d] = Sum(where(t1 <= t, 1/sqrt(D), 0)*dscores[b, h, t, t1]*k[b, h, t1, d], (t1, 0, T - 1))
+    dk[b, h, t, d] = Sum(dscores[b, h, t1, t]*q[b, h, t1, d], (t1, 0, T - 1))/sqrt(D)
+    dq[b, h, t, d] = Sum(dscores[b, h, t, t1]*k[b, h, t1, d], (t1, 0, T - 1))/sqrt(D)
     dx[b, t, c] = Sum(Wh[c, 0, h, d]*dq[b, h, t, d], (h, 0, H - 1), (d, 0, D - 1)) + Sum(Wh[c, 1, h, d]*dk[b, h, t, d], (h, 0, H - 1), (d, 0, D - 1)) + Sum(Wh[c, 2, h, d]*dv[b, h, t, d], (h, 0, H - 1), (d, 0, D - 1))
     dWh[c, i, h, d] = KroneckerDelta(0, i)*Sum(dq[b, h, t, d]*x[b, t, c], (b, 0, B - 1), (t, 0, T - 1)) + KroneckerDelta(1, i)*Sum(dk[b, h, t, d]*x[b, t, c], (b, 0, B - 1), (t, 0, T - 1)) + KroneckerDelta(2, i)*Sum(dv[b, h, t, d]*x[b, t, c], (b, 0, B - 1), (t, 0, T - 1))
     dWqkv[c, i] = dWh_as_Wqkv[c, i]
@@ -165,6 +165,18 @@ def _sum_leading(x, k, mean=False):
     return out / n if mean else out
 
 
+def _add_scaled(r, t, c):
+    # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Traced into a graph
+    # the product is written out, which Inductor fuses anyway: its pattern that turns an add
+    # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
+    # and r or t may be a product of the caller's graph. Traced means by dynamo, or by make_fx
+    # as AOTAutograd traces a custom op's backward outside dynamo, where is_compiling() may be
+    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack)
+    if torch.compiler.is_compiling() or not _plain(r, t):
+        return r + t * c
+    return torch.add(r, t, alpha=c)
+
+
 def _plain(*ts):
     # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing,
     # no torch.func transform (its wrapped tensors are plain to python; a buffer vmap does not
@@ -255,7 +267,6 @@ def backward(grad_out, saved, needs=(True, True, True, True, True)):
     _check_grad_out(grad_out, _like)
     C = grad_out.shape[2]
     D = Wh.shape[3]
-    T = grad_out.shape[1]
     if needs[0] or needs[1] or needs[2]:
         dy = (
             (grad_out @ Woh.permute(2, 0, 1).flatten(1))
@@ -269,13 +280,13 @@ def backward(grad_out, saved, needs=(True, True, True, True, True)):
         del sum_dy_v, sum_dy_probs_v
         dv = probs.permute(0, 1, 3, 2) @ dy
         del dy
-        t_dscores = (dscores / math.sqrt(D)).masked_fill(
-            torch.ones(T, T, dtype=torch.bool, device=grad_out.device).triu(1), 0
-        )
+        sum_dscores_q = dscores.permute(0, 1, 3, 2) @ q
+        dk = sum_dscores_q / math.sqrt(D)
+        del sum_dscores_q
+        sum_dscores_k = dscores @ k
         del dscores
-        dk = t_dscores.permute(0, 1, 3, 2) @ q
-        dq = t_dscores @ k
-        del t_dscores
+        dq = sum_dscores_k / math.sqrt(D)
+        del sum_dscores_k
         stacked_dq = torch.stack([dq, dk, dv], 1)
         del dv, dk, dq
     if needs[0]:
@@ -392,12 +403,12 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     b_dscores = (c_b_dy_v - sum_c_b_dy_v_probs) * probs
     del sum_c_b_dy_v_probs
     b_dv = probs.permute(0, 1, 3, 2) @ b_dy
-    t_b_dscores = (b_dscores / math.sqrt(D)).masked_fill(
-        torch.ones(T, T, dtype=torch.bool, device=grad_y.device).triu(1), 0
-    )
-    b_dk = t_b_dscores.permute(0, 1, 3, 2) @ q
-    b_dq = t_b_dscores @ k
-    del t_b_dscores
+    sum_b_dscores_q = b_dscores.permute(0, 1, 3, 2) @ q
+    b_dk = sum_b_dscores_q / math.sqrt(D)
+    del sum_b_dscores_q
+    sum_b_dscores_k = b_dscores @ k
+    b_dq = sum_b_dscores_k / math.sqrt(D)
+    del sum_b_dscores_k
     stacked_b_dq = torch.stack([b_dq, b_dk, b_dv], 1)
     b_dWh = (
         x.permute(2, 0, 1).flatten(1) @ stacked_b_dq.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
@@ -553,9 +564,7 @@ def _double_backward(
         del acc_5
         sum_db_dk_q = q @ db_dk.permute(0, 1, 3, 2)
         sum_db_dq_k = db_dq @ k.permute(0, 1, 3, 2)
-        db_dscores = ((sum_db_dk_q + sum_db_dq_k) / math.sqrt(D)).masked_fill(
-            torch.ones(T, T, dtype=torch.bool, device=grad_out.device).triu(1), 0
-        )
+        db_dscores = (sum_db_dk_q + sum_db_dq_k) / math.sqrt(D)
         del sum_db_dk_q, sum_db_dq_k
         shared_db_dscores_probs = probs * db_dscores
         sum_db_dscores_probs = shared_db_dscores_probs.sum(3, keepdim=True)
@@ -663,19 +672,14 @@ def _double_backward(
         del dscores
         sum_dscores_q = t_dscores @ q
     if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
-        t_b_dscores = (
-            (b_dscores / math.sqrt(D))
-            .permute(0, 1, 3, 2)
-            .masked_fill(torch.ones(T, T, dtype=torch.bool, device=grad_out.device).tril(-1), 0)
-        )
-        sum_b_dscores_db_dq = t_b_dscores @ db_dq
+        sum_b_dscores_db_dq = b_dscores.permute(0, 1, 3, 2) @ db_dq
     if present[0] or present[1] or present[2]:
         del db_dq
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
         dk = (
-            sum_dscores_q + sum_b_dscores_db_dq
+            _add_scaled(sum_dscores_q, sum_b_dscores_db_dq, 1 / math.sqrt(D))
             if present[0] or present[1] or present[2]
             else sum_dscores_q
         )
@@ -688,16 +692,14 @@ def _double_backward(
         sum_dscores_k = t_dscores.permute(0, 1, 3, 2) @ k
         del t_dscores
     if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
-        sum_b_dscores_db_dk = t_b_dscores.permute(0, 1, 3, 2) @ db_dk
+        sum_b_dscores_db_dk = b_dscores @ db_dk
     if present[0] or present[1] or present[2]:
         del db_dk
-    if (needs[0] or needs[1] or needs[2]) and (present[0] or present[1] or present[2]):
-        del t_b_dscores
     if (needs[0] or needs[1] or needs[2]) and (
         present[0] or present[1] or present[2] or present[3]
     ):
         dq = (
-            sum_dscores_k + sum_b_dscores_db_dk
+            _add_scaled(sum_dscores_k, sum_b_dscores_db_dk, 1 / math.sqrt(D))
             if present[0] or present[1] or present[2]
             else sum_dscores_k
         )

@@ -15,8 +15,9 @@ A *cut* is an intermediate whose adjoint the backward computes once, collapsed d
     t = Sum(a b ..., i)    a contraction: a sum over a product of two or more tensor reads
     deps(t) >= 2           two or more float inputs reach t, so two adjoints would read dt
 
-    du = ... dt[idx[e]] ...   an adjoint that fans dt out: a consumer's step, simplified on its
-                           own, reads dt at an index tensor's entry idx[e], over an axis e
+    du = ... dt[idx[e]] ...   an adjoint that fans dt out: a consumer's step reads dt at an
+                           index tensor's entry idx[e] (reverse mode writes it as a sum over
+                           v of dt[v] where idx[e] == v), over an axis e
                            that is none of the read's plain subscripts (t a segment sum,
                            ``den[v] = Sum(where(dst[e] == v, ex[e], 0), e)``: dex[e] reads
                            dden[dst[e]], each dden[v] read by every edge into v)
@@ -35,17 +36,16 @@ does not see it, whatever is cut (:mod:`derive.symbolic.shifts`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import sympy as sp
 
 from derive.language import Definition, Graph, View
 from derive.symbolic.reverse import Adjoints
 
 
-def cuts(g: Graph, adj: Adjoints, step: Callable[[str], sp.Expr]) -> frozenset[str]:
-    """The intermediates of ``g`` whose adjoints a collapsed backward keeps (module docstring);
-    ``step(t)``: t's adjoint step as reverse mode wrote it, simplified on its own."""
+def cuts(g: Graph, adj: Adjoints) -> frozenset[str]:
+    """The intermediates of ``g`` whose adjoints a collapsed backward keeps (module docstring),
+    read off the forward and reverse mode's steps as written (none simplified here: the
+    collapse simplifies each step once a cut's mask is known, :meth:`Collapser.mask`)."""
     floats = {t for t in g.inputs if not g.tensors[t].integer}
     deps: dict[str, frozenset[str]] = {t: frozenset([t]) & floats for t in g.inputs}
     out = set()
@@ -59,7 +59,7 @@ def cuts(g: Graph, adj: Adjoints, step: Callable[[str], sp.Expr]) -> frozenset[s
             out.add(s.name)
     owner = {adj.names[t]: t for t in adj.exprs}
     for u in adj.exprs:
-        out |= {owner[name] for name in _fanned_out(step(u), g) if name in owner}
+        out |= {owner[name] for name in _fanned_out(adj.exprs[u], g) if name in owner}
     inputs = set(g.inputs)
     return frozenset(
         t for t in out if t != g.output and t not in inputs and t in adj.exprs and g.tensors[t].dims

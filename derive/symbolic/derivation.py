@@ -221,7 +221,7 @@ def derive(g: Graph, stage: Stage = silent) -> Derivation:
     unseen = frozenset() if g.op.stepwise else unseen_shifts(lifted)
     adj = derive_adjoints(lifted, unseen)
     collapser = None if g.op.stepwise else Collapser(lifted, adj)
-    cut = frozenset() if collapser is None else cuts(lifted, adj, collapser.step)
+    cut = frozenset() if collapser is None else cuts(lifted, adj)
     order, raw, final = (
         _stepwise(lifted, adj, stage)
         if collapser is None
