@@ -6,6 +6,8 @@ anything.
 
 from __future__ import annotations
 
+import runpy
+
 import pytest
 import sympy as sp
 
@@ -896,6 +898,20 @@ def test_a_product_made_anyway_is_not_made_again_in_an_addmm() -> None:
         lines.index("def backward(grad_out, saved, needs=(True, True, True, True)):") :
     ]
     assert sum("grad_out @ W2.T" in line or "grad_out, W2.T" in line for line in backward) == 1
+
+
+def test_adjoints_two_inputs_read_or_edges_gather_are_kept() -> None:
+    # a GAT layer: the projection's adjoint dh once, x's and W's each one matmul of it (both
+    # inlined, W was contracted with the edges' gathered reads at E: 2.2x autograd's time);
+    # the denominator's dden once per node, gathered by the edges (inlined, a (V, D, K)
+    # scatter was gathered back to (E, D, K) and summed over D at each edge)
+    text = module_source(runpy.run_path("tests/cases/gat_layer.py")["OP"], "out")
+    backward = text[text.index("def backward") : text.index("def _double_forward")]
+    lines = [line.strip() for line in backward.splitlines()]
+    assert "dx = dh.flatten(1) @ W.permute(1, 2, 0).flatten(0, 1)" in lines
+    assert "dW = (x.T @ dh.flatten(1)).unflatten(1, (dh.shape[1], dh.shape[2]))" in lines
+    assert "dden = (grad_out * sum_den_dst_ex_h_src).sum(2)" in lines
+    assert sum("_index_select(dden, dst)" in line for line in lines) == 1
 
 
 def test_an_equality_of_two_data_is_a_scatter_read_at_the_data() -> None:
