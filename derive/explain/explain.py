@@ -13,6 +13,9 @@ Nothing here derives anything of its own or types a formula in; it asks the pipe
 - the **collapsed** adjoint: inlined down to ``grad_out`` and simplified as one expression,
   where chains cancel (``dlogit_maxes`` -> 0): ``Derivation.collapsed``, recorded by the
   derivation;
+- the **kept** form, where the module computes the adjoint collapsed down to the adjoints it
+  keeps instead (:mod:`derive.symbolic.cuts`: attention's dq in terms of dscores, dx in terms
+  of dq, dk and dv): ``Derivation.final``;
 - the **emitted** torch statements: the ones emission recorded for each gradient's variable
   (:mod:`derive.explain.excerpt`), formatted as the module has them.
 """
@@ -50,9 +53,10 @@ class Step:
     simplified: sp.Expr | None  # None if the step does not simplify on its own
     collapsed: sp.Expr | None  # None where not computed, or equal to ``simplified``
     block: tuple[str, sp.Expr] | None  # (dy, dx in terms of dy) where y = F(x) alone
-    computed: str | None  # "simplified" / "collapsed": the form the module evaluates
+    computed: str | None  # "simplified" / "collapsed" / "kept": the form the module evaluates
     emitted: str | None  # the module's statements for it (None: the module never forms it)
     unseen: bool = False  # a maximum the output does not see: its adjoint is 0, proven
+    kept: tuple[tuple[str, ...], sp.Expr] | None = None  # (kept adjoints it reads, the form)
 
     def forms(self) -> list[tuple[str, sp.Expr]]:
         """(label, right-hand side) of each form there is, from the chain rule on."""
@@ -65,7 +69,10 @@ class Step:
             out.append((f"collapsed to {self.block[0]}", self.block[1]))
         if self.collapsed is not None:
             out.append(("collapsed to grad_out", self.collapsed))
-        mark = {"simplified": 1, "collapsed": len(out) - 1}.get(self.computed or "")
+        if self.kept is not None:
+            out.append((f"collapsed to {', '.join(self.kept[0])}", self.kept[1]))
+        last = len(out) - 1
+        mark = {"simplified": 1, "collapsed": last, "kept": last}.get(self.computed or "")
         if mark is not None:
             out[mark] = (out[mark][0] + COMPUTED, out[mark][1])
         return out
@@ -133,6 +140,13 @@ def _emitted(d: Derivation, statements: list[Statement], order: list[str]) -> di
     return {t: found[names[t]] for t in order if names[t] in found}
 
 
+def _reads(e: sp.Expr, name: str) -> bool:
+    """Whether ``e`` reads the tensor ``name`` (indexed, or whole where it is 0-d)."""
+    return any(b.label.name == name for b in e.atoms(sp.IndexedBase)) or any(
+        s.name == name for s in e.atoms(sp.Symbol)
+    )
+
+
 def explain(e: Emitted) -> Explanation:
     """Gather the derivation of one op as the generator made it (:func:`~derive.emit.generate.emit`
     hands over the derivation, the module and its backward's statements): read, never derived,
@@ -147,9 +161,14 @@ def explain(e: Emitted) -> Explanation:
         simplified = stepwise[t] if stepwise is not None else None
         coll = collapsed.get(t)
         coll = None if coll == simplified else coll
-        computed = None
+        computed, kept = None, None
         if t in d.final:
             computed = "simplified" if d.stepwise or coll is None else "collapsed"
+            reads = sorted(
+                adj.names[c] for c in d.cut if c != t and _reads(d.final[t], adj.names[c])
+            )
+            if reads:
+                computed, kept = "kept", (tuple(reads), d.final[t])
         steps.append(
             Step(
                 tensor=t,
@@ -163,6 +182,7 @@ def explain(e: Emitted) -> Explanation:
                 computed=computed,
                 emitted=emitted.get(t),
                 unseen=t in adj.unseen,
+                kept=kept,
             )
         )
     raw = Lazy(list(d.raw), lambda t: adj.readable(d.raw[t], t))  # --json only

@@ -93,6 +93,7 @@ def record(ex: Explanation) -> dict:
             "simplified": _expr(s.simplified),
             "block": {"to": s.block[0], "expr": _expr(s.block[1])} if s.block else None,
             "collapsed": _expr(s.collapsed),
+            "kept": {"to": list(s.kept[0]), "expr": _expr(s.kept[1])} if s.kept else None,
             "computed": s.computed,
             "emitted": s.emitted,
         }
