@@ -912,6 +912,11 @@ def test_adjoints_two_inputs_read_or_edges_gather_are_kept() -> None:
     assert "dW = (x.T @ dh.flatten(1)).unflatten(1, (dh.shape[1], dh.shape[2]))" in lines
     assert "dden = (grad_out * sum_den_dst_ex_h_src).sum(2)" in lines
     assert sum("_index_select(dden, dst)" in line for line in lines) == 1
+    # er's and el's adjoints scatter one edge tensor to the edges' two ends: made once (the
+    # second was made again before its first was freed, a temporary not yet freed)
+    (der,) = [line for line in lines if line.startswith("der = _index_add(")]
+    (del_,) = [line for line in lines if line.startswith("del_ = _index_add(")]
+    assert der.split(", ")[-1] == del_.split(", ")[-1]
 
 
 def test_an_equality_of_two_data_is_a_scatter_read_at_the_data() -> None:
