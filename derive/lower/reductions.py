@@ -683,22 +683,20 @@ def _at_every_lag(cx: Context, e: sp.Sum, order: list[sp.Symbol]) -> sp.Expr | N
 
 
 def _lag(scope: Scope, sub: sp.Expr, bound: dict) -> tuple[sp.Symbol, sp.Symbol] | None:
-    """``(t, r)`` of a subscript ``t + r + c`` or ``t - r + c``: one summed index t and one free
-    index r, each with a unit coefficient (a table of offsets' adjoint read back along the
-    offsets, ``dsc[b, t + r - T + 1, t]``, the delta solved for the other index than
-    :func:`_centred`'s form has it). None for any other subscript."""
+    """``(t, r)`` of a subscript ``t + r - (T - 1)``, t summed over T and r free: a table of
+    offsets' adjoint read back along the offsets, ``dsc[b, t + r - T + 1, t]`` (the delta of
+    ``R[t - s + T - 1]`` solved for the other index than :func:`_centred`'s form has it).
+    A kernel's taps, ``x[t + k - (K - 1)]``, are a convolution's, not lags. None otherwise."""
     if sub.is_Symbol or sub.atoms(sp.Indexed):
         return None
     axes = [a for a in sub.free_symbols if scope.is_axis(a)]
-    if len(axes) != 2 or not sub.is_polynomial(*axes):
-        return None
-    if sp.Poly(sub, *axes).total_degree() != 1 or any(sub.coeff(a) not in (1, -1) for a in axes):
-        return None
     summed = [a for a in axes if a in bound]
-    if len(summed) != 1:
+    if len(axes) != 2 or len(summed) != 1 or summed[0] not in scope.sizes:
         return None
     (t,) = summed
     (r,) = [a for a in axes if a != t]
+    if sp.expand(sub - t - r + scope.sizes[t] - 1) != 0:
+        return None
     return t, r
 
 

@@ -12,8 +12,16 @@ out twice is autograd's plan: 2.2x autograd's time collapsed, 1.05x step by step
 A *cut* is an intermediate whose adjoint the backward computes once, collapsed down to
 ``grad_out`` (or to the next cut), and the inputs' adjoints read by name:
 
-    t = Sum(a b ..., i)    a contraction: a sum over a product of two or more tensor reads
+    t = Sum(a b ..., i)    a contraction: a sum over a product of two tensor reads in a
+                           matmul's shape (each with an index of its own)
     deps(t) >= 2           two or more float inputs reach t, so two adjoints would read dt
+
+    u = ... t[idx[e]] ...    a definition that fans t out: it reads t at an index tensor's
+                           entry idx[e] over an axis e that is none of the read's plain
+                           subscripts (GAT's el[src[e]]); dt is a sum over the edges, and
+                           inlined, what reads dt (dasrc = Sum_v del[v] h[v], dh) took its
+                           sum over the edges with h gathered to (E, K, D), where kept,
+                           del is (V, K) and they read it once per node
 
     du = ... dt[idx[e]] ...   an adjoint that fans dt out: a consumer's step reads dt at an
                            index tensor's entry idx[e] (reverse mode writes it as a sum over
@@ -36,6 +44,8 @@ does not see it, whatever is cut (:mod:`derive.symbolic.shifts`).
 
 from __future__ import annotations
 
+import itertools
+
 import sympy as sp
 
 from derive.language import Definition, Graph, View
@@ -57,6 +67,7 @@ def cuts(g: Graph, adj: Adjoints) -> frozenset[str]:
         deps[s.name] = frozenset().union(*(deps.get(r, frozenset()) for r in reads))
         if len(deps[s.name]) >= 2 and _contracts(s, g):
             out.add(s.name)
+        out |= _fanned_out(s.body, g) & set(g.tensors)
     owner = {adj.names[t]: t for t in adj.exprs}
     for u in adj.exprs:
         out |= {owner[name] for name in _fanned_out(adj.exprs[u], g) if name in owner}
@@ -80,7 +91,7 @@ def _fanned_out(e: sp.Basic, g: Graph) -> set[str]:
     out = set()
     for read in e.atoms(sp.Indexed):
         for i in read.indices:
-            if _data(i, g) and not i.free_symbols <= _plain(read.indices):
+            if _data(i, g) and not _symbols(i, g) <= _plain(read.indices):
                 out.add(read.base.label.name)
     for total in e.atoms(sp.Sum):
         for equal in total.function.atoms(sp.Eq, sp.KroneckerDelta):
@@ -90,7 +101,7 @@ def _fanned_out(e: sp.Basic, g: Graph) -> set[str]:
                     continue
                 at = others[0]
                 for read in total.function.atoms(sp.Indexed):
-                    if v in read.indices and not at.free_symbols <= _plain(read.indices) - {v}:
+                    if v in read.indices and not _symbols(at, g) <= _plain(read.indices) - {v}:
                         out.add(read.base.label.name)
     return out
 
@@ -100,14 +111,40 @@ def _data(i: sp.Expr, g: Graph) -> bool:
     return any(r.base.label.name in g.tensors for r in i.atoms(sp.Indexed))
 
 
+def _symbols(e: sp.Expr, g: Graph) -> set[sp.Symbol]:
+    """The index symbols ``e`` reads, in subscripts too (SymPy's free symbols of
+    ``targets[n]`` hold the read, its base's label and its shape's sizes)."""
+    if isinstance(e, sp.Indexed):
+        return set().union(*(_symbols(i, g) for i in e.indices))
+    if isinstance(e, sp.Symbol):
+        return {e} if e.is_integer and e not in g.sizes and e not in g.params else set()
+    return set().union(*(_symbols(a, g) for a in e.args))
+
+
 def _plain(indices: tuple) -> set[sp.Symbol]:
     return {i for i in indices if isinstance(i, sp.Symbol)}
 
 
 def _contracts(step: Definition, g: Graph) -> bool:
-    """Whether the body sums a product of two or more float tensor reads."""
+    """Whether the body sums a product of two tensor reads in a matmul's shape: over an index
+    they share, each with an index of its own (``x[v, f] W[f, k, d]``). A product of reads
+    over the same indices summed (``keep[n, k] exp(x[n, k] - m[n])``, a masked softmax's
+    normaliser) is a reduction of one elementwise tensor, and collapsing through it is what
+    makes the softmax's closed form."""
     for total in step.body.atoms(sp.Sum):
-        factors = sp.Mul.make_args(total.function)
-        if sum(1 for f in factors if _float_reads(f, g)) >= 2:
-            return True
+        summed = {lim[0] for lim in total.limits}
+        for term in sp.Add.make_args(sp.expand_mul(total.function)):  # q (k + R): q k, q R
+            factors = [_indices(f, g) for f in sp.Mul.make_args(term)]
+            for a, b in itertools.combinations([f for f in factors if f], 2):
+                if a & b & summed and a - b and b - a:
+                    return True
     return False
+
+
+def _indices(f: sp.Expr, g: Graph) -> set[sp.Symbol]:
+    """The index symbols of the float tensor reads in ``f``."""
+    out: set[sp.Symbol] = set()
+    for read in f.atoms(sp.Indexed):
+        if read.base.label.name in g.tensors and not g.tensors[read.base.label.name].integer:
+            out |= {s for i in read.indices for s in i.free_symbols}
+    return out
