@@ -1,7 +1,7 @@
 """Axis orders: which order each temporary's axes are stored in, so that its reads permute least.
 
 A temporary takes its axes in the order the lowering met its indices: attention's backward
-writes ``sum_Woh_grad_out_v`` over (b, t, h, s), as a matmul's result permuted
+wrote the product of grad_out's projection and v over (b, t, h, s), a matmul's result permuted
 (``(g @ v.T).permute(0, 2, 1, 3)``), and then reads it permuted back for the product with
 ``probs``, which is over (b, h, t, s). Every ``permute`` is a view, no copy, but it is an aten
 call on every run, and at makemore's sizes the calls are the step (issue 27).
