@@ -287,19 +287,20 @@ def backward(grad_out, saved, needs=(True, True, True, True, True)):
         del dscores
         dq = sum_dscores_k / math.sqrt(D)
         del sum_dscores_k
-        stacked_dq = torch.stack([dq, dk, dv], 1)
+        stacked_dq = torch.stack(
+            [dq.permute(0, 2, 1, 3), dk.permute(0, 2, 1, 3), dv.permute(0, 2, 1, 3)], 2
+        )
         del dv, dk, dq
     if needs[0]:
-        dx = stacked_dq.permute(0, 3, 1, 2, 4).flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
+        dx = stacked_dq.flatten(2) @ Wh.permute(1, 2, 3, 0).flatten(0, 2)
     if needs[1]:
-        dWh = (
-            x.permute(2, 0, 1).flatten(1)
-            @ stacked_dq.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
-        ).unflatten(1, (stacked_dq.shape[1], stacked_dq.shape[2], stacked_dq.shape[4]))
+        dWh = (x.permute(2, 0, 1).flatten(1) @ stacked_dq.flatten(0, 1).flatten(1)).unflatten(
+            1, (stacked_dq.shape[2], stacked_dq.shape[3], stacked_dq.shape[4])
+        )
         dWqkv = dWh.reshape(C, 3 * C)
         del dWh
     if needs[2]:
-        dbh = stacked_dq.sum((0, 3))
+        dbh = _sum_leading(stacked_dq, 2)
     if needs[0] or needs[1] or needs[2]:
         del stacked_dq
     if needs[2]:
@@ -409,11 +410,13 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     sum_b_dscores_k = b_dscores @ k
     b_dq = sum_b_dscores_k / math.sqrt(D)
     del sum_b_dscores_k
-    stacked_b_dq = torch.stack([b_dq, b_dk, b_dv], 1)
-    b_dWh = (
-        x.permute(2, 0, 1).flatten(1) @ stacked_b_dq.permute(0, 3, 1, 2, 4).flatten(0, 1).flatten(1)
-    ).unflatten(1, (stacked_b_dq.shape[1], stacked_b_dq.shape[2], stacked_b_dq.shape[4]))
-    b_dbh = stacked_b_dq.sum((0, 3))
+    stacked_b_dq = torch.stack(
+        [b_dq.permute(0, 2, 1, 3), b_dk.permute(0, 2, 1, 3), b_dv.permute(0, 2, 1, 3)], 2
+    )
+    b_dWh = (x.permute(2, 0, 1).flatten(1) @ stacked_b_dq.flatten(0, 1).flatten(1)).unflatten(
+        1, (stacked_b_dq.shape[2], stacked_b_dq.shape[3], stacked_b_dq.shape[4])
+    )
+    b_dbh = _sum_leading(stacked_b_dq, 2)
     del stacked_b_dq
     b_dWoh = y.permute(1, 3, 0, 2).flatten(2) @ grad_y.flatten(0, 1)
     _returned = grad_y.new_ones(())

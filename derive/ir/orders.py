@@ -201,13 +201,29 @@ def _reads_permuted(node: ir.Node, name: str, p: Perm, back: Perm) -> ir.Node:
     node = dataclasses.replace(node, **changes)
     if isinstance(node, ir.Permute) and isinstance(node.arg, ir.Permute):
         return composed(node)
+    if isinstance(node, ir.Reduce) and isinstance(node.arg, ir.Permute) and not node.keepdim:
+        return _unpermuted_sum(node)
     return node
+
+
+def _unpermuted_sum(node: ir.Reduce) -> ir.Reduce:
+    """``x.permute(p).sum(dims)`` as ``x.sum(dims')`` where the axes kept stay in their order
+    either way (dbh summed over (b, t) of the stacked gradients, stored (b, t, s, h, d)): no
+    permuted view under the sum, whose blocked column sums need a contiguous tensor."""
+    perm = node.arg.perm
+    dims = tuple(sorted(perm[d] for d in node.dims))
+    kept = [perm[k] for k in range(len(perm)) if k not in node.dims]
+    if kept != sorted(kept):
+        return node
+    return dataclasses.replace(node, arg=node.arg.arg, dims=dims)
 
 
 def transposed(node: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node | None:
     """``node``'s tensor with its axes in the order ``axes`` lists them: a permute of a
     permute composed into one (or none), an element-wise node's operands each put in the
-    order (recursively), anything else permuted as a view; None where ``node`` has fewer
+    order (recursively), a stack's parts too (attention's dq, dk and dv stacked at (b, t, s,
+    h, d), as dx's and dWqkv's matmuls read them, where stacked at (b, s, h, t, d) each read
+    copied it), anything else permuted as a view; None where ``node`` has fewer
     dimensions than labels (a broadcast: which axis is which is then not a permute's)."""
     if node.axes == axes:
         return node
@@ -216,6 +232,12 @@ def transposed(node: ir.Node, axes: tuple[sp.Symbol, ...]) -> ir.Node | None:
         if any(v is None or (isinstance(v, tuple) and None in v) for v in changes.values()):
             return None
         return dataclasses.replace(node, axes=axes, **changes)
+    if isinstance(node, ir.Stack):  # its parts in the order, stacked where the order puts it
+        new = node.axes[node.dim]
+        parts = tuple(transposed(v, tuple(a for a in axes if a != new)) for v in node.parts)
+        if any(v is None for v in parts):
+            return None
+        return dataclasses.replace(node, parts=parts, dim=axes.index(new), axes=axes)
     if rank(node) != len(node.axes):
         return None
     permuted = ir.Permute(node, tuple(node.axes.index(a) for a in axes), axes=axes)
