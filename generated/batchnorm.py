@@ -290,8 +290,14 @@ def _double_backward(
     _check_grad_out(grad_out, _like)
     M = gain.shape[0]
     N = bndiff.shape[0]
+    if needs[3] and present[2]:
+        db_dbias = v_bias
+    if (needs[0] or needs[3]) and present[1]:
+        db_dgain = v_gain
+    if present[0]:
+        db_dx = v_x
     if (needs[0] or needs[3]) and present[0]:
-        sum_bnraw_db_dx = _sum_leading(bnraw * v_x, 1)
+        sum_bnraw_db_dx = _sum_leading(bnraw * db_dx, 1)
     if (needs[0] or needs[1]) and present[0]:
         sum_bnraw_grad_y = _sum_leading(bnraw * grad_y, 1)
     if (needs[0] or needs[3]) and present[0]:
@@ -301,20 +307,20 @@ def _double_backward(
             _addcmul(
                 shared_bnvar_inv_gain * sum_bnraw_db_dx * (-1 / (N - 1)) * grad_y,
                 shared_bnvar_inv_gain * sum_bnraw_grad_y,
-                v_x,
+                db_dx,
                 -1 / (N - 1),
             )
             if present[0]
             else grad_out.new_zeros((N, M))
         )
-        dbnraw = torch.addcmul(acc, v_gain, grad_y) if present[1] else acc
+        dbnraw = torch.addcmul(acc, db_dgain, grad_y) if present[1] else acc
         del acc
         sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
     if (needs[0] or needs[1]) and present[0]:
         sum_grad_y = _sum_leading(grad_y, 1)
         sum_bnraw_db_dx_grad_y = _sum_leading(
             _addcmul(_add_scaled(grad_y, sum_grad_y, -1 / N), sum_bnraw_grad_y, bnraw, -1 / (N - 1))
-            * v_x,
+            * db_dx,
             1,
         )
         del sum_bnraw_grad_y, sum_grad_y
@@ -348,13 +354,13 @@ def _double_backward(
         del sum_bnraw_db_dx_grad_y
     if needs[3] and present[0]:
         sum_bnraw_db_dx_1 = _addcmul(
-            _sum_leading(v_x, 1, mean=True), sum_bnraw_db_dx, bnraw, (N - 1) ** (-1)
+            _sum_leading(db_dx, 1, mean=True), sum_bnraw_db_dx, bnraw, (N - 1) ** (-1)
         )
     if (needs[0] or needs[3]) and present[0]:
         del sum_bnraw_db_dx
     if needs[3]:
         acc_1 = (
-            _addcmul(shared_bnvar_inv_gain * v_x, shared_bnvar_inv_gain, sum_bnraw_db_dx_1, -1)
+            _addcmul(shared_bnvar_inv_gain * db_dx, shared_bnvar_inv_gain, sum_bnraw_db_dx_1, -1)
             if present[0]
             else grad_out.new_zeros((N, M))
         )
@@ -363,9 +369,9 @@ def _double_backward(
     if (needs[0] or needs[3]) and present[0]:
         del shared_bnvar_inv_gain
     if needs[3]:
-        acc_2 = torch.addcmul(acc_1, v_gain, bnraw) if present[1] else acc_1
+        acc_2 = torch.addcmul(acc_1, db_dgain, bnraw) if present[1] else acc_1
         del acc_1
-        dgrad_y = acc_2 + v_bias if present[2] else acc_2
+        dgrad_y = acc_2 + db_dbias if present[2] else acc_2
         del acc_2
     return (
         dx if needs[0] else None,

@@ -190,9 +190,15 @@ def _double_backward(
     K = w.shape[1]
     N = x.shape[0]
     T = x.shape[2]
+    if needs[3] and present[2]:
+        db_db = v_b
+    if (needs[0] or needs[3]) and present[1]:
+        db_dw = v_w
+    if (needs[1] or needs[3]) and present[0]:
+        db_dx = v_x
     if needs[0] and present[1]:
         sum_db_dw_grad_y = torch.conv1d(
-            torch.nn.functional.pad(grad_y, (0, K - 1)), v_w.reshape(C, 1, K).flip(2), groups=C
+            torch.nn.functional.pad(grad_y, (0, K - 1)), db_dw.reshape(C, 1, K).flip(2), groups=C
         ).narrow(2, 0, T)
     if needs[0]:
         dx = sum_db_dw_grad_y if present[1] else grad_out.new_zeros((N, C, T))
@@ -201,7 +207,7 @@ def _double_backward(
     if needs[1] and present[0]:
         sum_db_dx_grad_y = (
             torch.conv1d(
-                v_x.permute(1, 0, 2).reshape(1, C * N, T),
+                db_dx.permute(1, 0, 2).reshape(1, C * N, T),
                 grad_y.permute(1, 0, 2),
                 padding=K - 1,
                 groups=C,
@@ -214,20 +220,24 @@ def _double_backward(
     if needs[1] and present[0]:
         del sum_db_dx_grad_y
     if needs[3] and present[1]:
-        sum_db_dw_x = torch.conv1d(x, v_w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
+        sum_db_dw_x = torch.conv1d(x, db_dw.reshape(C, 1, K), padding=K - 1, groups=C).narrow(
+            2, 0, T
+        )
     if needs[3]:
         acc = sum_db_dw_x if present[1] else grad_out.new_zeros((N, C, T))
     if needs[3] and present[1]:
         del sum_db_dw_x
     if needs[3] and present[0]:
-        sum_db_dx_w = torch.conv1d(v_x, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(2, 0, T)
+        sum_db_dx_w = torch.conv1d(db_dx, w.reshape(C, 1, K), padding=K - 1, groups=C).narrow(
+            2, 0, T
+        )
     if needs[3]:
         acc_1 = acc + sum_db_dx_w if present[0] else acc
         del acc
     if needs[3] and present[0]:
         del sum_db_dx_w
     if needs[3]:
-        dgrad_y = acc_1 + v_b[:, None] if present[2] else acc_1
+        dgrad_y = acc_1 + db_db[:, None] if present[2] else acc_1
         del acc_1
     return (
         dx if needs[0] else None,

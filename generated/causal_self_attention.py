@@ -498,15 +498,27 @@ def _double_backward(
     D = Wh.shape[3]
     H = Wh.shape[2]
     T = x.shape[1]
+    if needs[5] and present[4]:
+        db_dbo = v_bo
     if (needs[0] or needs[1] or needs[2] or needs[5]) and present[3]:
-        db_dWoh = v_Wo.reshape(H, D, C)
+        db_dWo = v_Wo
+        db_dWoh_as_Wo = db_dWo
+        db_dWoh = db_dWoh_as_Wo.reshape(H, D, C)
+        del db_dWoh_as_Wo
     if present[2]:
-        db_dbh = v_bqkv.reshape(3, H, D)
+        db_dbqkv = v_bqkv
+        db_dbh_as_bqkv = db_dbqkv
+        db_dbh = db_dbh_as_bqkv.reshape(3, H, D)
+        del db_dbh_as_bqkv
     if present[1]:
-        db_dWh = v_Wqkv.reshape(C, 3, H, D)
+        db_dWqkv = v_Wqkv
+        db_dWh_as_Wqkv = db_dWqkv
+        db_dWh = db_dWh_as_Wqkv.reshape(C, 3, H, D)
+        del db_dWh_as_Wqkv
     if present[0]:
+        db_dx = v_x
         shared_Wh_db_dx = (
-            (v_x @ Wh.flatten(1))
+            (db_dx @ Wh.flatten(1))
             .unflatten(2, (Wh.shape[1], Wh.shape[2], Wh.shape[3]))
             .permute(2, 0, 3, 1, 4)
             .contiguous()
@@ -564,6 +576,9 @@ def _double_backward(
         del sum_db_dWh_at_all_2_x
     if present[0] or present[1] or present[2]:
         db_dv = acc_5 + db_dbh[2][:, None] if present[2] else acc_5
+    if present[2]:
+        del db_dbh
+    if present[0] or present[1] or present[2]:
         del acc_5
         sum_db_dk_q = q @ db_dk.permute(0, 1, 3, 2)
         sum_db_dq_k = db_dq @ k.permute(0, 1, 3, 2)
@@ -758,13 +773,13 @@ def _double_backward(
         del sum_dq_x, sum_dk_x, sum_dv_x
     if needs[1] and present[0]:
         sum_b_dq_db_dx = (
-            v_x.permute(2, 0, 1).flatten(1) @ b_dq.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+            db_dx.permute(2, 0, 1).flatten(1) @ b_dq.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
         ).unflatten(1, (b_dq.shape[1], b_dq.shape[3]))
         sum_b_dk_db_dx = (
-            v_x.permute(2, 0, 1).flatten(1) @ b_dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+            db_dx.permute(2, 0, 1).flatten(1) @ b_dk.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
         ).unflatten(1, (b_dk.shape[1], b_dk.shape[3]))
         sum_b_dv_db_dx = (
-            v_x.permute(2, 0, 1).flatten(1) @ b_dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
+            db_dx.permute(2, 0, 1).flatten(1) @ b_dv.permute(0, 2, 1, 3).flatten(0, 1).flatten(1)
         ).unflatten(1, (b_dv.shape[1], b_dv.shape[3]))
     if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         dWh = (
@@ -807,6 +822,8 @@ def _double_backward(
         sum_b_dv_db_dWh_at_all_2 = b_dv.permute(0, 2, 1, 3).flatten(2) @ db_dWh[:, 2].permute(
             1, 2, 0
         ).flatten(0, 1)
+    if present[1]:
+        del db_dWh
     if needs[0]:
         dx = (
             (
@@ -846,6 +863,8 @@ def _double_backward(
         del dWoh_as_Wo
     if needs[5] and present[3]:
         sum_db_dWoh_y = y.permute(0, 2, 1, 3).flatten(2) @ db_dWoh.flatten(0, 1)
+    if (needs[0] or needs[1] or needs[2] or needs[5]) and present[3]:
+        del db_dWoh
     if needs[5]:
         acc_10 = sum_db_dWoh_y if present[3] else grad_out.new_zeros((B, T, C))
     if needs[5] and present[3]:
@@ -860,7 +879,7 @@ def _double_backward(
     if needs[5] and (present[0] or present[1] or present[2]):
         del sum_Woh_db_dy
     if needs[5]:
-        dgrad_y = acc_11 + v_bo if present[4] else acc_11
+        dgrad_y = acc_11 + db_dbo if present[4] else acc_11
         del acc_11
     return (
         dx if needs[0] else None,

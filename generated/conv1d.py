@@ -203,8 +203,10 @@ def backward(grad_out, saved, needs=(True, True, True)):
             dilation=dilation,
             groups=groups,
         ).reshape(N, groups, CG, T)
-        dx = sum_grad_out_as_outg_wg.reshape(N, C, T)
+        dxg = sum_grad_out_as_outg_wg
         del sum_grad_out_as_outg_wg
+        dx = dxg.reshape(N, C, T)
+        del dxg
     if needs[1]:
         dwg = torch.nn.grad.conv1d_weight(
             xg.reshape(N, groups * CG, T),
@@ -361,11 +363,20 @@ def _double_backward(
     OG = wg.shape[1]
     T = xg.shape[3]
     if needs[3] and present[2]:
-        db_dbg = v_b.reshape(groups, OG)
+        db_db = v_b
+        db_dbg_as_b = db_db
+        db_dbg = db_dbg_as_b.reshape(groups, OG)
+        del db_dbg_as_b
+    if (needs[0] or needs[3]) and present[1]:
+        db_dw = v_w
+        db_dwg_as_w = db_dw
+    if (needs[1] or needs[3]) and present[0]:
+        db_dx = v_x
+        db_dxg_as_x = db_dx
     if needs[3] and present[1]:
         sum_db_dwg_xg = torch.conv1d(
             xg.reshape(N, groups * CG, T),
-            v_w.reshape(groups * OG, CG, K),
+            db_dwg_as_w.reshape(groups * OG, CG, K),
             stride=stride,
             padding=padding,
             dilation=dilation,
@@ -377,7 +388,7 @@ def _double_backward(
         del sum_db_dwg_xg
     if needs[3] and present[0]:
         sum_db_dxg_wg = torch.conv1d(
-            v_x.reshape(N, groups * CG, T),
+            db_dxg_as_x.reshape(N, groups * CG, T),
             wg.reshape(groups * OG, CG, K),
             stride=stride,
             padding=padding,
@@ -391,12 +402,15 @@ def _double_backward(
         del sum_db_dxg_wg
     if needs[3]:
         db_grad_out_as_outg = acc_1 + db_dbg[:, :, None] if present[2] else acc_1
+    if needs[3] and present[2]:
+        del db_dbg
+    if needs[3]:
         del acc_1
         dgrad_y = db_grad_out_as_outg.reshape(N, O, L)
         del db_grad_out_as_outg
     if needs[1] and present[0]:
         dwg = torch.nn.grad.conv1d_weight(
-            v_x.reshape(N, groups * CG, T),
+            db_dxg_as_x.reshape(N, groups * CG, T),
             (groups * OG, CG, K),
             b_grad_out_as_outg.reshape(N, groups * OG, L),
             stride=stride,
@@ -404,20 +418,28 @@ def _double_backward(
             dilation=dilation,
             groups=groups,
         ).reshape(groups, OG, CG, K)
+    if (needs[1] or needs[3]) and present[0]:
+        del db_dxg_as_x
+    if needs[1] and present[0]:
         dwg_as_w = dwg.reshape(O, CG, K)
         del dwg
     if needs[0] and present[1]:
         sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose1d(
             b_grad_out_as_outg.reshape(N, groups * OG, L),
-            v_w.reshape(groups * OG, CG, K),
+            db_dwg_as_w.reshape(groups * OG, CG, K),
             stride=stride,
             padding=padding,
             output_padding=T + dilation + 2 * padding + stride - (dilation * K) - (stride * L) - 1,
             dilation=dilation,
             groups=groups,
         ).reshape(N, groups, CG, T)
-        dxg_as_x = sum_b_grad_out_as_outg_db_dwg.reshape(N, C, T)
+    if (needs[0] or needs[3]) and present[1]:
+        del db_dwg_as_w
+    if needs[0] and present[1]:
+        dxg = sum_b_grad_out_as_outg_db_dwg
         del sum_b_grad_out_as_outg_db_dwg
+        dxg_as_x = dxg.reshape(N, C, T)
+        del dxg
     if needs[0]:
         dx = dxg_as_x if present[1] else grad_out.new_zeros((N, C, T))
     if needs[0] and present[1]:

@@ -233,8 +233,10 @@ def backward(grad_out, saved, needs=(True, True, True)):
             dilation=(dilation, dilation),
             groups=groups,
         ).reshape(N, groups, CG, H, W)
-        dx = sum_grad_out_as_outg_wg.reshape(N, C, H, W)
+        dxg = sum_grad_out_as_outg_wg
         del sum_grad_out_as_outg_wg
+        dx = dxg.reshape(N, C, H, W)
+        del dxg
     if needs[1]:
         dwg = torch.nn.grad.conv2d_weight(
             xg.reshape(N, groups * CG, H, W),
@@ -434,11 +436,20 @@ def _double_backward(
     W = xg.shape[4]
     WO = b_grad_out_as_outg.shape[4]
     if needs[3] and present[2]:
-        db_dbg = v_b.reshape(groups, OG)
+        db_db = v_b
+        db_dbg_as_b = db_db
+        db_dbg = db_dbg_as_b.reshape(groups, OG)
+        del db_dbg_as_b
+    if (needs[0] or needs[3]) and present[1]:
+        db_dw = v_w
+        db_dwg_as_w = db_dw
+    if (needs[1] or needs[3]) and present[0]:
+        db_dx = v_x
+        db_dxg_as_x = db_dx
     if needs[3] and present[1]:
         sum_db_dwg_xg = torch.conv2d(
             xg.reshape(N, groups * CG, H, W),
-            v_w.reshape(groups * OG, CG, KH, KW),
+            db_dwg_as_w.reshape(groups * OG, CG, KH, KW),
             stride=(stride, stride),
             padding=(padding, padding),
             dilation=(dilation, dilation),
@@ -450,7 +461,7 @@ def _double_backward(
         del sum_db_dwg_xg
     if needs[3] and present[0]:
         sum_db_dxg_wg = torch.conv2d(
-            v_x.reshape(N, groups * CG, H, W),
+            db_dxg_as_x.reshape(N, groups * CG, H, W),
             wg.reshape(groups * OG, CG, KH, KW),
             stride=(stride, stride),
             padding=(padding, padding),
@@ -464,12 +475,15 @@ def _double_backward(
         del sum_db_dxg_wg
     if needs[3]:
         db_grad_out_as_outg = acc_1 + db_dbg[:, :, None, None] if present[2] else acc_1
+    if needs[3] and present[2]:
+        del db_dbg
+    if needs[3]:
         del acc_1
         dgrad_y = db_grad_out_as_outg.reshape(N, O, HO, WO)
         del db_grad_out_as_outg
     if needs[1] and present[0]:
         dwg = torch.nn.grad.conv2d_weight(
-            v_x.reshape(N, groups * CG, H, W),
+            db_dxg_as_x.reshape(N, groups * CG, H, W),
             (groups * OG, CG, KH, KW),
             b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
             stride=(stride, stride),
@@ -477,12 +491,15 @@ def _double_backward(
             dilation=(dilation, dilation),
             groups=groups,
         ).reshape(groups, OG, CG, KH, KW)
+    if (needs[1] or needs[3]) and present[0]:
+        del db_dxg_as_x
+    if needs[1] and present[0]:
         dwg_as_w = dwg.reshape(O, CG, KH, KW)
         del dwg
     if needs[0] and present[1]:
         sum_b_grad_out_as_outg_db_dwg = torch.conv_transpose2d(
             b_grad_out_as_outg.reshape(N, groups * OG, HO, WO),
-            v_w.reshape(groups * OG, CG, KH, KW),
+            db_dwg_as_w.reshape(groups * OG, CG, KH, KW),
             stride=(stride, stride),
             padding=(padding, padding),
             output_padding=(
@@ -492,8 +509,13 @@ def _double_backward(
             dilation=(dilation, dilation),
             groups=groups,
         ).reshape(N, groups, CG, H, W)
-        dxg_as_x = sum_b_grad_out_as_outg_db_dwg.reshape(N, C, H, W)
+    if (needs[0] or needs[3]) and present[1]:
+        del db_dwg_as_w
+    if needs[0] and present[1]:
+        dxg = sum_b_grad_out_as_outg_db_dwg
         del sum_b_grad_out_as_outg_db_dwg
+        dxg_as_x = dxg.reshape(N, C, H, W)
+        del dxg
     if needs[0]:
         dx = dxg_as_x if present[1] else grad_out.new_zeros((N, C, H, W))
     if needs[0] and present[1]:

@@ -265,8 +265,9 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
     targets, counts, counts_sum_inv, probs, grad_y, v_logits, logit_maxes_argmax, _like = saved
     _check_grad_out(grad_out, _like)
     N = targets.shape[0]
+    db_dlogits = v_logits
     if needs[0]:
-        dprobs = grad_y / N * v_logits
+        dprobs = grad_y / N * db_dlogits
         dcounts_sum_inv = (counts * dprobs).sum(1)
         dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
         del dcounts_sum_inv
@@ -284,8 +285,8 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
         )
         del dlogit_maxes
     if needs[2]:
-        sum_db_dlogits_probs = (v_logits * probs).sum((0, 1))
-        sum_db_dlogits_targets = v_logits.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
+        sum_db_dlogits_probs = (db_dlogits * probs).sum((0, 1))
+        sum_db_dlogits_targets = db_dlogits.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
         dgrad_y = (sum_db_dlogits_probs - sum_db_dlogits_targets) / N
         del sum_db_dlogits_probs, sum_db_dlogits_targets
     return (dlogits if needs[0] else None, None, dgrad_y if needs[2] else None, None)

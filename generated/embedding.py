@@ -233,7 +233,8 @@ def _double_backward(grad_out, saved):
     is, as it does for an input no path reaches)."""
     idx, v_C, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    dgrad_y = _index_select(v_C, idx)
+    db_dC = v_C
+    dgrad_y = _index_select(db_dC, idx)
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
     return (None, None, dgrad_y, None)
 

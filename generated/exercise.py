@@ -776,19 +776,34 @@ def _double_backward(
     N = X.shape[0]
     T = X.shape[1]
     V = W2.shape[1]
+    if present[6]:
+        db_db2 = v_b2
+    if present[5]:
+        db_dW2 = v_W2
+    if present[4]:
+        db_dbnbias = v_bnbias
+    if present[3]:
+        db_dbngain = v_bngain
+    if present[2]:
+        db_db1 = v_b1
+    if present[1]:
+        db_dW1 = v_W1
     if present[0]:
-        db_demb = _index_select(v_C, X.reshape(-1)).reshape(N, T, E)
-        db_dembcat = db_demb.reshape(N, E * T)
+        db_dC = v_C
+        db_demb = _index_select(db_dC, X.reshape(-1)).reshape(N, T, E)
+        db_dembcat_as_emb = db_demb
         del db_demb
+        db_dembcat = db_dembcat_as_emb.reshape(N, E * T)
+        del db_dembcat_as_emb
         sum_W1_db_dembcat = db_dembcat @ W1
     if present[0] or present[1] or present[2]:
         acc = sum_W1_db_dembcat if present[0] else grad_out.new_zeros((N, H))
     if present[0]:
         del sum_W1_db_dembcat
     if present[0] or present[1] or present[2]:
-        acc_1 = torch.addmm(acc, embcat, v_W1) if present[1] else acc
+        acc_1 = torch.addmm(acc, embcat, db_dW1) if present[1] else acc
         del acc
-        db_dhprebn = acc_1 + v_b1 if present[2] else acc_1
+        db_dhprebn = acc_1 + db_db1 if present[2] else acc_1
         del acc_1
         db_dbnmeani = _sum_leading(db_dhprebn, 1, mean=True)
         db_dbndiff = db_dhprebn - db_dbnmeani
@@ -803,20 +818,20 @@ def _double_backward(
         db_dbnvar_inv = shared_bnvar_inv * db_dbnvar * (-1 / 2)
         db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
     if present[0] or present[1] or present[2] or present[3] or present[4]:
-        acc_2 = v_bngain * bnraw if present[3] else grad_out.new_zeros((N, H))
+        acc_2 = db_dbngain * bnraw if present[3] else grad_out.new_zeros((N, H))
         acc_3 = (
             torch.addcmul(acc_2, bngain, db_dbnraw)
             if present[0] or present[1] or present[2]
             else acc_2
         )
         del acc_2
-        db_dhpreact = acc_3 + v_bnbias if present[4] else acc_3
+        db_dhpreact = acc_3 + db_dbnbias if present[4] else acc_3
         del acc_3
     shared_h = h * h
     if present[0] or present[1] or present[2] or present[3] or present[4]:
         db_dh = _addcmul(db_dhpreact, db_dhpreact, shared_h, -1)
     if present[5]:
-        sum_db_dW2_h = h @ v_W2
+        sum_db_dW2_h = h @ db_dW2
     acc_4 = sum_db_dW2_h if present[5] else grad_out.new_zeros((N, V))
     if present[5]:
         del sum_db_dW2_h
@@ -826,7 +841,7 @@ def _double_backward(
         else acc_4
     )
     del acc_4
-    db_dlogits = acc_5 + v_b2 if present[6] else acc_5
+    db_dlogits = acc_5 + db_db2 if present[6] else acc_5
     del acc_5
     db_dlogit_maxes = db_dlogits.gather(1, logit_maxes_argmax_first.unsqueeze(1)).squeeze(1)
     db_dnorm_logits = db_dlogits - db_dlogit_maxes[:, None]
@@ -886,7 +901,7 @@ def _double_backward(
         del dlogit_maxes
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
         sum_W2_dlogits = dlogits @ W2.T
-        acc_6 = torch.addmm(sum_W2_dlogits, b_dlogits, v_W2.T) if present[5] else sum_W2_dlogits
+        acc_6 = torch.addmm(sum_W2_dlogits, b_dlogits, db_dW2.T) if present[5] else sum_W2_dlogits
         del sum_W2_dlogits
         dh = (
             _addcmul(acc_6, db_dhpreact * h, b_dh, -2)
@@ -902,7 +917,7 @@ def _double_backward(
     del shared_h
     if needs[2] or needs[3] or needs[4]:
         acc_7 = bngain * dhpreact
-        dbnraw = torch.addcmul(acc_7, v_bngain, b_dhpreact) if present[3] else acc_7
+        dbnraw = torch.addcmul(acc_7, db_dbngain, b_dhpreact) if present[3] else acc_7
         del acc_7
         sum_bndiff_dbnraw = _sum_leading(bndiff * dbnraw, 1)
     if (needs[2] or needs[3] or needs[4]) and (present[0] or present[1] or present[2]):
@@ -949,7 +964,7 @@ def _double_backward(
         del dbndiff, dbnmeani
     if needs[2]:
         sum_W1_dhprebn = dhprebn @ W1.T
-        dembcat = torch.addmm(sum_W1_dhprebn, b_dhprebn, v_W1.T) if present[1] else sum_W1_dhprebn
+        dembcat = torch.addmm(sum_W1_dhprebn, b_dhprebn, db_dW1.T) if present[1] else sum_W1_dhprebn
         del sum_W1_dhprebn
         demb = dembcat.reshape(N, T, E)
         dC = _index_add(demb.new_zeros((V, E)), 0, X.reshape(N * T), dembcat.reshape(N * T, E))

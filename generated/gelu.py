@@ -143,18 +143,21 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     one flag per input, does not ask for, and their work skipped)."""
     x, out_erf0, grad_y, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
+    db_dx = v_x
     if needs[0]:
-        shared_grad_y_v_x = v_x * grad_y
-        dout_erf0 = shared_grad_y_v_x * 0.5
+        shared_db_dx_grad_y = db_dx * grad_y
+        dout_erf0 = shared_db_dx_grad_y * 0.5
     shared_x = x * x
     exp_x = torch.exp(shared_x * (-1 / 2))
     if needs[0]:
-        dx = _addcmul(dout_erf0, shared_grad_y_v_x, 1 - shared_x, 0.5) * exp_x * 0.7978845608028654
+        dx = (
+            _addcmul(dout_erf0, shared_db_dx_grad_y, 1 - shared_x, 0.5) * exp_x * 0.7978845608028654
+        )
         del dout_erf0
-        del shared_grad_y_v_x
+        del shared_db_dx_grad_y
     del shared_x
     if needs[1]:
-        dgrad_y = _addcmul(out_erf0 + 1, exp_x, x, 0.7978845608028654) * v_x * 0.5
+        dgrad_y = _addcmul(out_erf0 + 1, exp_x, x, 0.7978845608028654) * db_dx * 0.5
     del exp_x
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

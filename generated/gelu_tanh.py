@@ -176,11 +176,12 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     one flag per input, does not ask for, and their work skipped)."""
     x, out_tanh0, grad_y, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
+    db_dx = v_x
     shared_x = x * x
     if needs[0]:
         dout_tanh0 = (
             (1 - ((shared_x * 0.134145 + 1) * out_tanh0 * x * (2 * 0.7978845608028654)))
-            * v_x
+            * db_dx
             * grad_y
             * 0.5
         )
@@ -190,7 +191,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
             shared_out_tanh0
             * _addcmul(
                 _addcmul(dout_tanh0, dout_tanh0, shared_x, 0.134145),
-                v_x * grad_y,
+                db_dx * grad_y,
                 shared_x * 0.402435 + 1,
                 0.5,
             )
@@ -205,7 +206,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
                 shared_out_tanh0,
                 0.7978845608028654,
             )
-            * v_x
+            * db_dx
             * 0.5
         )
     del shared_out_tanh0, shared_x

@@ -294,8 +294,13 @@ def _double_backward(
     _check_grad_out(grad_out, _like)
     Batch = diff.shape[0]
     C = gain.shape[0]
+    if needs[3] and present[2]:
+        db_dbias = v_bias
+    if (needs[0] or needs[3]) and present[1]:
+        db_dgain = v_gain
     if present[0]:
-        sum_db_dx_xhat = (v_x * xhat).sum(1)
+        db_dx = v_x
+        sum_db_dx_xhat = (db_dx * xhat).sum(1)
     if needs[0] and present[0]:
         shared_gain_grad_y = gain * grad_y
         sum_gain_grad_y_xhat = (shared_gain_grad_y * xhat).sum(1)
@@ -307,13 +312,13 @@ def _double_backward(
             _addcmul(
                 shared_gain_rstd_sum_db_dx_xhat * (-1 / C) * grad_y,
                 (rstd * sum_gain_grad_y_xhat)[:, None],
-                v_x,
+                db_dx,
                 -1 / C,
             )
             if present[0]
             else grad_out.new_zeros((Batch, C))
         )
-        dxhat = torch.addcmul(acc, v_gain, grad_y) if present[1] else acc
+        dxhat = torch.addcmul(acc, db_dgain, grad_y) if present[1] else acc
         del acc
         sum_diff_dxhat = (diff * dxhat).sum(1)
     if needs[0] and present[0]:
@@ -325,7 +330,7 @@ def _double_backward(
                 xhat,
                 -1 / C,
             )
-            * v_x
+            * db_dx
         ).sum(1)
         del sum_gain_grad_y_xhat, sum_gain_grad_y
         del shared_gain_grad_y
@@ -351,8 +356,8 @@ def _double_backward(
     if needs[0] and (present[0] or present[1]):
         del ddiff, dmean
     if needs[1] and present[0]:
-        sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * v_x * grad_y, 1)
-        sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, v_x, grad_y)
+        sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
+        sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, db_dx, grad_y)
         sum_db_dx_grad_y_rstd_xhat = (rstd * sum_db_dx_xhat * grad_y.T * xhat.T).sum(1)
     if present[0]:
         del sum_db_dx_xhat
@@ -368,11 +373,11 @@ def _double_backward(
     if needs[1] and present[0]:
         del sum_db_dx_grad_y_rstd, sum_db_dx_grad_y_rstd_xhat_1
     if needs[3] and present[0]:
-        sum_db_dx = v_x.sum(1, keepdim=True)
+        sum_db_dx = db_dx.sum(1, keepdim=True)
     if needs[3]:
         acc_1 = (
             _addcmul(
-                torch.addcmul(shared_gain_rstd * sum_db_dx * (-1 / C), shared_gain_rstd, v_x),
+                torch.addcmul(shared_gain_rstd * sum_db_dx * (-1 / C), shared_gain_rstd, db_dx),
                 shared_gain_rstd_sum_db_dx_xhat,
                 xhat,
                 -1 / C,
@@ -385,9 +390,9 @@ def _double_backward(
     if (needs[0] or needs[3]) and present[0]:
         del shared_gain_rstd, shared_gain_rstd_sum_db_dx_xhat
     if needs[3]:
-        acc_2 = torch.addcmul(acc_1, v_gain, xhat) if present[1] else acc_1
+        acc_2 = torch.addcmul(acc_1, db_dgain, xhat) if present[1] else acc_1
         del acc_1
-        dgrad_y = acc_2 + v_bias if present[2] else acc_2
+        dgrad_y = acc_2 + db_dbias if present[2] else acc_2
         del acc_2
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

@@ -187,28 +187,34 @@ def _double_backward(
     D = x.shape[1]
     M = W.shape[1]
     N = x.shape[0]
+    if needs[3] and present[2]:
+        db_db = v_b
+    if (needs[0] or needs[3]) and present[1]:
+        db_dW = v_W
+    if (needs[1] or needs[3]) and present[0]:
+        db_dx = v_x
     if needs[0] and present[1]:
-        sum_db_dW_grad_y = grad_y @ v_W.T
+        sum_db_dW_grad_y = grad_y @ db_dW.T
     if needs[0]:
         dx = sum_db_dW_grad_y if present[1] else grad_out.new_zeros((N, D))
     if needs[0] and present[1]:
         del sum_db_dW_grad_y
     if needs[1] and present[0]:
-        sum_db_dx_grad_y = v_x.T @ grad_y
+        sum_db_dx_grad_y = db_dx.T @ grad_y
     if needs[1]:
         dW = sum_db_dx_grad_y if present[0] else grad_out.new_zeros((D, M))
     if needs[1] and present[0]:
         del sum_db_dx_grad_y
     if needs[3] and present[0]:
-        sum_W_db_dx = v_x @ W
+        sum_W_db_dx = db_dx @ W
     if needs[3]:
         acc = sum_W_db_dx if present[0] else grad_out.new_zeros((N, M))
     if needs[3] and present[0]:
         del sum_W_db_dx
     if needs[3]:
-        acc_1 = torch.addmm(acc, x, v_W) if present[1] else acc
+        acc_1 = torch.addmm(acc, x, db_dW) if present[1] else acc
         del acc
-        dgrad_y = acc_1 + v_b if present[2] else acc_1
+        dgrad_y = acc_1 + db_db if present[2] else acc_1
         del acc_1
     return (
         dx if needs[0] else None,

@@ -195,11 +195,12 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     one flag per input, does not ask for, and their work skipped)."""
     x, maxes, counts_sum, out, grad_y, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
+    db_dx = v_x
     if needs[0]:
         sum_grad_y = grad_y.sum(1, keepdim=True)
     exp_out = torch.exp(out)
     if needs[0]:
-        dout = -sum_grad_y * v_x * exp_out
+        dout = -sum_grad_y * db_dx * exp_out
         del sum_grad_y
         sum_dout = dout.sum(1)
         dcounts_sum = -sum_dout / counts_sum
@@ -212,10 +213,10 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         dx = _scatter_add(dx, 1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
         del dmaxes
     if needs[1]:
-        sum_db_dx_out = (v_x * exp_out).sum(1, keepdim=True)
+        sum_db_dx_out = (db_dx * exp_out).sum(1, keepdim=True)
     del exp_out
     if needs[1]:
-        dgrad_y = v_x - sum_db_dx_out
+        dgrad_y = db_dx - sum_db_dx_out
         del sum_db_dx_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

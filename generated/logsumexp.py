@@ -189,11 +189,14 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     one flag per input, does not ask for, and their work skipped)."""
     counts_sum, counts_sum_exp0, grad_y, b_dx, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
+    db_dx = v_x
     if needs[0]:
-        sum_b_dx_db_dx = (b_dx * v_x).sum(1)
+        sum_b_dx_db_dx = (b_dx * db_dx).sum(1)
         dcounts_sum = -sum_b_dx_db_dx / counts_sum
         del sum_b_dx_db_dx
-        dcounts_sum_exp0 = torch.addcmul(dcounts_sum[:, None], (grad_y / counts_sum)[:, None], v_x)
+        dcounts_sum_exp0 = torch.addcmul(
+            dcounts_sum[:, None], (grad_y / counts_sum)[:, None], db_dx
+        )
         del dcounts_sum
         sum_counts_sum_exp0_dcounts_sum_exp0 = (counts_sum_exp0 * dcounts_sum_exp0).sum(1)
         dmaxes = -sum_counts_sum_exp0_dcounts_sum_exp0
@@ -203,7 +206,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         dx = _scatter_add(dx, 1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
         del dmaxes
     if needs[1]:
-        sum_counts_sum_exp0_db_dx = (counts_sum_exp0 * v_x).sum(1)
+        sum_counts_sum_exp0_db_dx = (counts_sum_exp0 * db_dx).sum(1)
         dgrad_y = sum_counts_sum_exp0_db_dx / counts_sum
         del sum_counts_sum_exp0_db_dx
     if needs[0]:

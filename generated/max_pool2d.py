@@ -266,6 +266,7 @@ def _double_backward(grad_out, saved):
     N = out_argmax_first.shape[0]
     W = v_x.shape[3]
     WO = out_argmax_first.shape[3]
+    db_dx = v_x
     shared_out_argmax_first = (torch.arange(HO, device=grad_out.device) * stride)[
         :, None
     ] + out_argmax_first // W
@@ -276,7 +277,7 @@ def _double_backward(grad_out, saved):
         (shared_out_argmax_first_1 >= 0) & (shared_out_argmax_first_1 <= (W - 1)),
         torch.where(
             (shared_out_argmax_first >= 0) & (shared_out_argmax_first <= (H - 1)),
-            v_x[
+            db_dx[
                 torch.arange(N, device=grad_out.device)[:, None, None, None],
                 torch.arange(C, device=grad_out.device)[:, None, None],
                 shared_out_argmax_first.clamp(0, H - 1),

@@ -121,7 +121,8 @@ def _double_backward(grad_out, saved):
     is, as it does for an input no path reaches)."""
     x, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
-    dgrad_y = torch.where(x > 0, v_x, 0)
+    db_dx = v_x
+    dgrad_y = torch.where(x > 0, db_dx, 0)
     dgrad_y = dgrad_y.reshape(tuple(batch_shape) + tuple(dgrad_y.shape[1:]))
     return (None, dgrad_y, None)
 

@@ -270,11 +270,12 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
     one flag per input, does not ask for, and their work skipped)."""
     targets, counts, counts_sum, probs, grad_y, v_logits, logit_maxes_argmax, _like = saved
     _check_grad_out(grad_out, _like)
+    db_dlogits = v_logits
     shared_targets = targets != -1
     where_targets = shared_targets.to(grad_out.dtype)
     sum_targets = where_targets.sum((0, 1))
     if needs[0]:
-        dprobs = torch.where(shared_targets[:, :, None], grad_y / sum_targets * v_logits, 0)
+        dprobs = torch.where(shared_targets[:, :, None], grad_y / sum_targets * db_dlogits, 0)
         sum_dprobs_probs = (dprobs * probs).sum(2)
         dcounts_sum = -sum_dprobs_probs / counts_sum
         del sum_dprobs_probs
@@ -294,11 +295,11 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
         )
         del dlogit_maxes
     if needs[2]:
-        sum_db_dlogits_probs_targets = (where_targets * (v_logits * probs).sum(2)).sum((0, 1))
+        sum_db_dlogits_probs_targets = (where_targets * (db_dlogits * probs).sum(2)).sum((0, 1))
     del where_targets
     if needs[2]:
         sum_db_dlogits_targets_targets_index = torch.where(
-            shared_targets, v_logits.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
+            shared_targets, db_dlogits.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
         ).sum((0, 1))
     del shared_targets
     if needs[2]:

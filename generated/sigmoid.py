@@ -129,14 +129,15 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     one flag per input, does not ask for, and their work skipped)."""
     out, grad_y, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
+    db_dx = v_x
     if needs[0]:
-        dout = (1 - (out * 2)) * v_x * grad_y
+        dout = (1 - (out * 2)) * db_dx * grad_y
     shared_out = 1 - out
     if needs[0]:
         dx = shared_out * dout * out
         del dout
     if needs[1]:
-        dgrad_y = shared_out * v_x * out
+        dgrad_y = shared_out * db_dx * out
     del shared_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

@@ -196,11 +196,12 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     one flag per input, does not ask for, and their work skipped)."""
     counts, counts_sum, out, grad_y, v_x, maxes_argmax, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
+    db_dx = v_x
     if needs[0]:
         sum_grad_y_out = (grad_y * out).sum(1, keepdim=True)
-    sum_db_dx_out = (v_x * out).sum(1, keepdim=True)
+    sum_db_dx_out = (db_dx * out).sum(1, keepdim=True)
     if needs[0]:
-        dout = _addcmul((grad_y - sum_grad_y_out) * v_x, sum_db_dx_out, grad_y, -1)
+        dout = _addcmul((grad_y - sum_grad_y_out) * db_dx, sum_db_dx_out, grad_y, -1)
         del sum_grad_y_out
         sum_dout_out = (dout * out).sum(1)
         dcounts_sum = -sum_dout_out / counts_sum
@@ -215,7 +216,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         dx = _scatter_add(dx, 1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
         del dmaxes
     if needs[1]:
-        dgrad_y = (v_x - sum_db_dx_out) * out
+        dgrad_y = (db_dx - sum_db_dx_out) * out
     del sum_db_dx_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

@@ -139,14 +139,15 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     one flag per input, does not ask for, and their work skipped)."""
     out, grad_y, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
+    db_dx = v_x
     if needs[0]:
-        dout = v_x * grad_y * out * (-2)
+        dout = db_dx * grad_y * out * (-2)
     shared_out = out * out
     if needs[0]:
         dx = _addcmul(dout, dout, shared_out, -1)
         del dout
     if needs[1]:
-        dgrad_y = _addcmul(v_x, v_x, shared_out, -1)
+        dgrad_y = _addcmul(db_dx, db_dx, shared_out, -1)
     del shared_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))

@@ -126,6 +126,7 @@ class Lowerer:
         self._keep: frozenset[str] | None = None  # names to free after their last use but these
         self._returns: frozenset[str] | None = None  # what a function that frees nothing returns
         self._results: dict[str, int] = {}  # gradient -> its flag in ``needs`` (see results())
+        self._named: set[str] = set()  # what assign() bound: a definition's or adjoint's name
 
     @property
     def lines(self) -> list[str]:
@@ -139,7 +140,8 @@ class Lowerer:
             merged = merged_maps(merged_siblings(cx.statements, cx.fresh), cx.fresh, keep)
             products = batched_matmuls(stacked_siblings(merged, cx.fresh))
             shared = reshapes_read_through(
-                common_subexpressions(products, cx.fresh, keep),
+                # the lowering's own temporaries may merge; a name assign() bound stays
+                common_subexpressions(products, cx.fresh, set(keep) | self._named),
                 self._returns if self._keep is None else self._keep,
             )
             if self._keep is not None:  # a fused kernel's parts go only where none is handed on
@@ -253,6 +255,7 @@ class Lowerer:
     def assign(self, name: str, expr: sp.Expr, axes: tuple[sp.Symbol, ...], dims: tuple) -> None:
         """Emit ``name = <expr>`` with axes in ``axes`` order (one-hots and scatters included)."""
         start = len(self.context.statements)
+        self._named.add(name)
         try:
             assign(self.context, name, expr, axes, dims)
             self._rewrite(start)

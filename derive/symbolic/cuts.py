@@ -71,7 +71,8 @@ def cuts(g: Graph, adj: Adjoints) -> frozenset[str]:
     owner = {adj.names[t]: t for t in adj.exprs}
     for u in adj.exprs:
         out |= {owner[name] for name in _fanned_out(adj.exprs[u], g) if name in owner}
-    inputs = set(g.inputs)
+    # an input's view is collapsed as an input is (its adjoint is the input's, reshaped)
+    inputs = set(g.inputs) | {s.name for s in g.steps if isinstance(s, View)}
     return frozenset(
         t for t in out if t != g.output and t not in inputs and t in adj.exprs and g.tensors[t].dims
     )

@@ -134,7 +134,8 @@ def _collapsed_inputs(
     ]
     # the cuts' adjoints first, consumers first, each collapsed down to the next cut's
     # (derive/symbolic/cuts.py); the inputs' read them by name
-    order = [t for t in adjoint_order(g, collapser.adj) if t in cut] + inputs
+    order = [t for t in adjoint_order(g, collapser.adj) if t in cut and t not in inputs]
+    order += inputs
     final, kept = {}, set(cut)
     for k, t in enumerate(order):
         stage(f"simplifying the adjoint of {t} ({k + 1} of {len(order)})")
@@ -228,6 +229,8 @@ def derive(g: Graph, stage: Stage = silent) -> Derivation:
         else _collapsed_inputs(collapser, cut, stage)
     )
     cut &= frozenset(order)  # those kept
+    if len(set(order)) != len(order):  # the double backward would define one twice
+        raise EngineBug(g.op.name, f"an adjoint is computed twice: {order}")
     final = _checked(lifted, adj, final)
     if g.gradient_only:  # its cotangent is 1
         one = {sp.Symbol(GRAD_OUT, real=True): sp.S.One}
