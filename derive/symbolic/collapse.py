@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator, Mapping
 import sympy as sp
 
 from derive.errors import DerivationError
-from derive.functions import where
 from derive.identities import (
     ACCURACY_RULES,
     FORWARD_RULES,
@@ -29,13 +28,12 @@ from derive.language import Graph, View
 from derive.symbolic.canon import Canon, fold, ruled_patterns
 from derive.symbolic.reverse import Adjoints, inline
 from derive.symbolic.simplify import (
-    Masked,
     Simplifier,
     cancel_exps,
     cost,
     exps_merged,
+    masked_off,
     masked_tensors,
-    off_value,
     raised_powers,
 )
 
@@ -117,17 +115,9 @@ class Collapser:
         off a masked tensor's condition: attention's dscores is probs times the rest, 0 above
         the causal diagonal, so the adjoints that read it drop the mask's where() as they did
         beside probs (a pass over (B, H, T, T) otherwise)."""
-        free = tuple(self.adj.free[tensor])
         masked = self.simplifier.masked
-        conds = [w.args[0] for w in expr.atoms(where)]
-        for ind in expr.atoms(sp.Indexed):
-            m = masked.get(ind.base.label.name)
-            if m is not None:
-                conds.append(m.cond.xreplace(dict(zip(m.indices, ind.indices))))
-        for cond in dict.fromkeys(conds):
-            if cond.free_symbols <= set(free) and off_value(expr, cond, masked) == 0:
-                masked[self.adj.names[tensor]] = Masked(free, cond, sp.S.Zero)
-                return
+        if (m := masked_off(tuple(self.adj.free[tensor]), expr, masked)) is not None:
+            masked[self.adj.names[tensor]] = m
 
 
 def ruled(expr: sp.Expr) -> sp.Expr:

@@ -665,19 +665,26 @@ def masked_tensors(steps: list, graph_tensors: dict) -> dict[str, Masked]:
         body = getattr(step, "body", None)
         if body is None or isinstance(body, (sp.Sum,)):
             continue
-        conds = [w.args[0] for w in body.atoms(where)]
-        for ind in body.atoms(sp.Indexed):
-            m = masked.get(ind.base.label.name)
-            if m is not None:
-                conds.append(m.cond.xreplace(dict(zip(m.indices, ind.indices))))
-        for cond in dict.fromkeys(conds):
-            if not cond.free_symbols <= set(step.indices):
-                continue
-            value = off_value(body, cond, masked)
-            if value.is_number and value != body:
-                masked[step.name] = Masked(step.indices, cond, value)
-                break
+        if (m := masked_off(step.indices, body, masked)) is not None:
+            masked[step.name] = m
     return masked
+
+
+def masked_off(indices: tuple, body: sp.Expr, masked: dict[str, Masked]) -> Masked | None:
+    """``body`` (over ``indices``) as a :class:`Masked`: the number it is wherever one of its
+    where() conditions, or a condition of a masked tensor it reads, fails; None if none."""
+    conds = [w.args[0] for w in body.atoms(where)]
+    for ind in body.atoms(sp.Indexed):
+        m = masked.get(ind.base.label.name)
+        if m is not None:
+            conds.append(m.cond.xreplace(dict(zip(m.indices, ind.indices))))
+    for cond in dict.fromkeys(conds):
+        if not cond.free_symbols <= set(indices):
+            continue
+        value = off_value(body, cond, masked)
+        if value.is_number and value != body:
+            return Masked(tuple(indices), cond, value)
+    return None
 
 
 def _drop_masks(e: sp.Mul, masked: dict[str, Masked]) -> sp.Expr:
