@@ -10,31 +10,23 @@ layer (its scores and messages summed over E edges from a projection of V nodes)
 out twice is autograd's plan: 2.2x autograd's time collapsed, 1.05x step by step.
 
 A *cut* is an intermediate whose adjoint the backward computes once, collapsed down to
-``grad_out`` (or to the next cut), and the inputs' adjoints read by name:
+``grad_out`` (or to the next cut), and the inputs' adjoints read by name. Three kinds:
 
-    t = Sum(a b ..., i)    a contraction: a sum over a product of two tensor reads in a
-                           matmul's shape (each with an index of its own)
-    deps(t) >= 2           two or more float inputs reach t, so two adjoints would read dt
+- a contraction in a matmul's shape, ``t = Sum(a b, i)`` with a and b each holding an index
+  of its own, that two or more float inputs reach (two adjoints would read dt);
+- a tensor a definition fans out, ``u = .. t[idx[e]] ..``: read at an index tensor's entry
+  over an axis e that is none of the read's plain subscripts (GAT's ``el[src[e]]``). dt is a
+  sum over the edges; inlined, what reads it (``dasrc = Sum_v del[v] h[v]``, dh) took that
+  sum with h gathered to (E, K, D); kept, del is (V, K), read once per node;
+- a tensor whose adjoint a consumer's step fans out, ``du = .. dt[idx[e]] ..`` (reverse mode
+  writes it as a sum over v of ``dt[v]`` where ``idx[e] == v``): a segment sum
+  ``den[v] = Sum(where(dst[e] == v, ex[e], 0), e)`` gives dex[e] the read dden[dst[e]].
+  Inlined, dden was evaluated once per edge (a (V, K, D) scatter gathered back to (E, K, D)
+  and summed over D at each edge); kept, it is (V, K) and the edges gather it.
 
-    u = ... t[idx[e]] ...    a definition that fans t out: it reads t at an index tensor's
-                           entry idx[e] over an axis e that is none of the read's plain
-                           subscripts (GAT's el[src[e]]); dt is a sum over the edges, and
-                           inlined, what reads dt (dasrc = Sum_v del[v] h[v], dh) took its
-                           sum over the edges with h gathered to (E, K, D), where kept,
-                           del is (V, K) and they read it once per node
-
-    du = ... dt[idx[e]] ...   an adjoint that fans dt out: a consumer's step reads dt at an
-                           index tensor's entry idx[e] (reverse mode writes it as a sum over
-                           v of dt[v] where idx[e] == v), over an axis e
-                           that is none of the read's plain subscripts (t a segment sum,
-                           ``den[v] = Sum(where(dst[e] == v, ex[e], 0), e)``: dex[e] reads
-                           dden[dst[e]], each dden[v] read by every edge into v)
-
-Inlined through a fan-out, dt is evaluated once per read, not once per entry of t: a GAT
-layer's dden, a sum over D of a (V, K, D) scatter, was gathered to (E, K, D) at each edge and
-summed there, where kept it is (V, K) and the edges gather it. A pick is no fan-out: the
-adjoint of ``logprobs[n, Y[n]]`` scatters into dlogprobs and reads nothing gathered, and
-collapsing through it is what makes cross-entropy's ``(probs - onehot) / N``.
+A pick is no fan-out: the adjoint of ``logprobs[n, Y[n]]`` scatters into dlogprobs and reads
+nothing gathered, and collapsing through it is what makes cross-entropy's
+``(probs - onehot) / N``. A view is never a cut: an input's view is collapsed as the input is.
 
 The simplifications that matter happen between cuts: a softmax's or a normalisation's steps
 read one tensor each and are no contraction (layernorm's variance sums ``diff * diff`` of x
