@@ -30,7 +30,7 @@ import sympy as sp
 from derive.emit.generate import Emitted
 from derive.emit.statements import Statement
 from derive.explain.excerpt import excerpts
-from derive.language import Definition, Graph, Op
+from derive.language import Definition, Graph, Op, tensor_reads
 from derive.language.argmax import encode
 from derive.names import BATCH_SHAPE
 from derive.symbolic.collapse import Lazy
@@ -140,13 +140,6 @@ def _emitted(d: Derivation, statements: list[Statement], order: list[str]) -> di
     return {t: found[names[t]] for t in order if names[t] in found}
 
 
-def _reads(e: sp.Expr, name: str) -> bool:
-    """Whether ``e`` reads the tensor ``name`` (indexed, or whole where it is 0-d)."""
-    return any(b.label.name == name for b in e.atoms(sp.IndexedBase)) or any(
-        s.name == name for s in e.atoms(sp.Symbol)
-    )
-
-
 def explain(e: Emitted) -> Explanation:
     """Gather the derivation of one op as the generator made it (:func:`~derive.emit.generate.emit`
     hands over the derivation, the module and its backward's statements): read, never derived,
@@ -164,9 +157,8 @@ def explain(e: Emitted) -> Explanation:
         computed, kept = None, None
         if t in d.final:
             computed = "simplified" if d.stepwise or coll is None else "collapsed"
-            reads = sorted(
-                adj.names[c] for c in d.cut if c != t and _reads(d.final[t], adj.names[c])
-            )
+            read = tensor_reads(d.final[t], {})  # a cut has axes: its adjoint is read indexed
+            reads = sorted(adj.names[c] for c in d.cut if c != t and adj.names[c] in read)
             if reads:
                 computed, kept = "kept", (tuple(reads), d.final[t])
         steps.append(

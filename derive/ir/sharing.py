@@ -58,9 +58,10 @@ def common_subexpressions(
     already, or ``fresh``'s) where it is first used, and freed after its last use (``del t``:
     the block's peak memory holds it no longer than it must); the largest such computation
     first, so a repeated ``a * b + c`` is one temporary, not ``a * b`` and then ``t + c``.
-    ``keep``: the names the function hands on, where it is known; every other name is a
-    temporary, freed or not yet (a scatter's ``added`` source, computed alike for two
-    scatters: a GAT layer's edge scores scattered to both ends of each edge)."""
+    ``keep``: the names that stay (handed on, or bound by a definition), where known; every
+    other name is the lowering's temporary, freed or not yet (a scatter's ``added`` source,
+    computed alike for two scatters: a GAT layer's edge scores scattered to both ends of each
+    edge)."""
     block = [rebuilt(s, _permutes_out) for s in block]
     block, temps = _one_name_per_value(_products_read_again(block), keep)
     again = False

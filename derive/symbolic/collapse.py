@@ -111,10 +111,11 @@ class Collapser:
         return tidy(fold(tidy(ruled(simplified)), self.patterns, self.folded))
 
     def mask(self, tensor: str, expr: sp.Expr) -> None:
-        """Record ``tensor``'s adjoint ``expr`` (kept as a tensor: a cut) as masked where it is 0
-        off a masked tensor's condition: attention's dscores is probs times the rest, 0 above
-        the causal diagonal, so the adjoints that read it drop the mask's where() as they did
-        beside probs (a pass over (B, H, T, T) otherwise)."""
+        """Record ``tensor``'s adjoint ``expr`` (kept as a tensor: a cut) as masked where it is
+        a number off a where()'s or a masked tensor's condition (:func:`masked_off`):
+        attention's dscores is probs times the rest, 0 above the causal diagonal, so the
+        adjoints that read it drop the mask's where() as they did beside probs (a pass over
+        (B, H, T, T) otherwise)."""
         masked = self.simplifier.masked
         if (m := masked_off(tuple(self.adj.free[tensor]), expr, masked)) is not None:
             masked[self.adj.names[tensor]] = m

@@ -40,7 +40,7 @@ import itertools
 
 import sympy as sp
 
-from derive.language import Definition, Graph, View
+from derive.language import Definition, Graph, View, tensor_reads
 from derive.symbolic.reverse import Adjoints
 
 
@@ -55,7 +55,7 @@ def cuts(g: Graph, adj: Adjoints) -> frozenset[str]:
         if isinstance(s, View):
             deps[s.name] = deps.get(s.source, frozenset())
             continue
-        reads = _float_reads(s.body, g)
+        reads = tensor_reads(s.body, g.tensors)
         deps[s.name] = frozenset().union(*(deps.get(r, frozenset()) for r in reads))
         if len(deps[s.name]) >= 2 and _contracts(s, g):
             out.add(s.name)
@@ -68,13 +68,6 @@ def cuts(g: Graph, adj: Adjoints) -> frozenset[str]:
     return frozenset(
         t for t in out if t != g.output and t not in inputs and t in adj.exprs and g.tensors[t].dims
     )
-
-
-def _float_reads(e: sp.Basic, g: Graph) -> list[str]:
-    """The float tensors ``e`` reads, with repeats (a 0-d tensor is a Symbol)."""
-    names = [i.base.label.name for i in e.atoms(sp.Indexed)]
-    names += [s.name for s in e.atoms(sp.Symbol) if not s.is_integer]
-    return [n for n in names if n in g.tensors and not g.tensors[n].integer]
 
 
 def _fanned_out(e: sp.Basic, g: Graph) -> set[str]:
@@ -136,8 +129,5 @@ def _contracts(step: Definition, g: Graph) -> bool:
 
 def _indices(f: sp.Expr, g: Graph) -> set[sp.Symbol]:
     """The index symbols of the float tensor reads in ``f``."""
-    out: set[sp.Symbol] = set()
-    for read in f.atoms(sp.Indexed):
-        if read.base.label.name in g.tensors and not g.tensors[read.base.label.name].integer:
-            out |= {s for i in read.indices for s in i.free_symbols}
-    return out
+    floats = (r for r in f.atoms(sp.Indexed) if not g.tensors[r.base.label.name].integer)
+    return set().union(*(_symbols(r, g) for r in floats if r.base.label.name in g.tensors))
