@@ -130,16 +130,17 @@ def _sum_leading(x, k, mean=False):
     return out / n if mean else out
 
 
-def _add_scaled(r, t, c):
+def _add_scaled(r, t, c, out=None):
     # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Traced into a graph
     # the product is written out, which Inductor fuses anyway: its pattern that turns an add
     # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
     # and r or t may be a product of the caller's graph. Traced means by dynamo, or by make_fx
     # as AOTAutograd traces a custom op's backward outside dynamo, where is_compiling() may be
-    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack)
+    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack). out: a
+    # spare operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling() or not _plain(r, t):
         return r + t * c
-    return torch.add(r, t, alpha=c)
+    return torch.add(r, t, alpha=c, out=out)
 
 
 def _plain(*ts):
@@ -154,14 +155,48 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
-def _addcmul(r, a, b, c):
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
+def _addcmul(r, a, b, c, out=None):
     # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
     # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
     # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
-    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing). out: a spare
+    # operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling():
         return r + a * b * c
-    return torch.addcmul(r, a, b, value=c)
+    return torch.addcmul(r, a, b, value=c, out=out)
 
 
 def forward(x, gain, bias, *, eps=1e-05):
@@ -186,9 +221,9 @@ def forward(x, gain, bias, *, eps=1e-05):
     del bndiff2
     bnvar = sum_bndiff2 / (N - 1)
     del sum_bndiff2
-    bnvar_inv = torch.rsqrt(eps + bnvar)
+    bnvar_inv = _into(torch.rsqrt, _into(torch.add, bnvar, eps))
     del bnvar
-    bnraw = bnvar_inv * bndiff
+    bnraw = _into(torch.mul, bndiff, bnvar_inv)
     del bndiff
     out = torch.addcmul(bias, gain, bnraw)
     return out, (gain, bnvar_inv, bnraw, (out.shape, out.dtype, out.device))
@@ -206,12 +241,16 @@ def backward(grad_out, saved, needs=(True, True, True)):
     if needs[0] or needs[1]:
         sum_bnraw_grad_out = _sum_leading(bnraw * grad_out, 1)
     if needs[0]:
-        dx = (
-            bnvar_inv
-            * gain
-            * _addcmul(
-                _add_scaled(grad_out, sum_grad_out, -1 / N), sum_bnraw_grad_out, bnraw, -1 / (N - 1)
-            )
+        dx = _into(
+            torch.mul,
+            _into(
+                _addcmul,
+                _add_scaled(grad_out, sum_grad_out, -1 / N),
+                sum_bnraw_grad_out,
+                bnraw,
+                -1 / (N - 1),
+            ),
+            bnvar_inv * gain,
         )
     if needs[1]:
         dgain = sum_bnraw_grad_out
@@ -260,7 +299,7 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     del bndiff2
     bnvar = sum_bndiff2 / (N - 1)
     del sum_bndiff2
-    bnvar_inv = torch.rsqrt(eps + bnvar)
+    bnvar_inv = _into(torch.rsqrt, _into(torch.add, bnvar, eps))
     del bnvar
     bnraw = bnvar_inv * bndiff
     _returned = grad_y.new_ones(())
@@ -304,8 +343,9 @@ def _double_backward(
         shared_bnvar_inv_gain = bnvar_inv * gain
     if needs[0] and (present[0] or present[1]):
         acc = (
-            _addcmul(
-                shared_bnvar_inv_gain * sum_bnraw_db_dx * (-1 / (N - 1)) * grad_y,
+            _into(
+                _addcmul,
+                _into(torch.mul, shared_bnvar_inv_gain * sum_bnraw_db_dx, -1 / (N - 1)) * grad_y,
                 shared_bnvar_inv_gain * sum_bnraw_grad_y,
                 db_dx,
                 -1 / (N - 1),
@@ -319,8 +359,17 @@ def _double_backward(
     if (needs[0] or needs[1]) and present[0]:
         sum_grad_y = _sum_leading(grad_y, 1)
         sum_bnraw_db_dx_grad_y = _sum_leading(
-            _addcmul(_add_scaled(grad_y, sum_grad_y, -1 / N), sum_bnraw_grad_y, bnraw, -1 / (N - 1))
-            * db_dx,
+            _into(
+                torch.mul,
+                _into(
+                    _addcmul,
+                    _add_scaled(grad_y, sum_grad_y, -1 / N),
+                    sum_bnraw_grad_y,
+                    bnraw,
+                    -1 / (N - 1),
+                ),
+                db_dx,
+            ),
             1,
         )
         del sum_bnraw_grad_y, sum_grad_y
@@ -331,18 +380,18 @@ def _double_backward(
             else sum_bndiff_dbnraw
         )
         del sum_bndiff_dbnraw
-        dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
+        dbnvar = _into(torch.mul, _into(torch.mul, torch.pow(bnvar_inv, 3), dbnvar_inv), -1 / 2)
         del dbnvar_inv
-        dbndiff2 = (dbnvar / (N - 1)).expand(N, M).clone()
+        dbndiff2 = _into(torch.div, dbnvar, N - 1).expand(N, M).clone()
         del dbnvar
-        dbndiff = _addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, 2)
+        dbndiff = _into(_addcmul, bnvar_inv * dbnraw, dbndiff2, bndiff, 2)
         del dbnraw, dbndiff2
         sum_dbndiff = _sum_leading(dbndiff, 1)
         dbnmeani = -sum_dbndiff
         del sum_dbndiff
     if needs[0]:
         dx = (
-            _add_scaled(dbndiff, dbnmeani, 1 / N)
+            _into(_add_scaled, dbndiff, dbnmeani, 1 / N)
             if present[0] or present[1]
             else grad_out.new_zeros((N, M))
         )
@@ -360,7 +409,13 @@ def _double_backward(
         del sum_bnraw_db_dx
     if needs[3]:
         acc_1 = (
-            _addcmul(shared_bnvar_inv_gain * db_dx, shared_bnvar_inv_gain, sum_bnraw_db_dx_1, -1)
+            _into(
+                _addcmul,
+                shared_bnvar_inv_gain * db_dx,
+                shared_bnvar_inv_gain,
+                sum_bnraw_db_dx_1,
+                -1,
+            )
             if present[0]
             else grad_out.new_zeros((N, M))
         )
@@ -414,17 +469,17 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05, present=(True, True, 
         bndiff2 = bndiff * bndiff
         sum_bndiff2 = _sum_leading(bndiff2, 1)
         bnvar = sum_bndiff2 / (N - 1)
-        bnvar_inv = torch.rsqrt(eps + bnvar)
+        bnvar_inv = _into(torch.rsqrt, eps + bnvar)
     if present[1]:
         bnraw = bnvar_inv * bndiff
     if present[0]:
         t_bnmeani = _sum_leading(t_x, 1, mean=True)
         t_bndiff = t_x - t_bnmeani
-        t_bndiff2 = bndiff * t_bndiff * 2
+        t_bndiff2 = _into(torch.mul, bndiff * t_bndiff, 2)
         sum_t_bndiff2 = _sum_leading(t_bndiff2, 1)
         t_bnvar = sum_t_bndiff2 / (N - 1)
-        t_bnvar_inv = torch.pow(bnvar_inv, 3) * t_bnvar * (-1 / 2)
-        t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
+        t_bnvar_inv = _into(torch.mul, _into(torch.mul, torch.pow(bnvar_inv, 3), t_bnvar), -1 / 2)
+        t_bnraw = _into(torch.addcmul, t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
     acc = gain * t_bnraw if present[0] else x.new_zeros((N, M))
     acc_1 = torch.addcmul(acc, t_gain, bnraw) if present[1] else acc
     t_out = acc_1 + t_bias if present[2] else acc_1

@@ -165,16 +165,17 @@ def _sum_leading(x, k, mean=False):
     return out / n if mean else out
 
 
-def _add_scaled(r, t, c):
+def _add_scaled(r, t, c, out=None):
     # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Traced into a graph
     # the product is written out, which Inductor fuses anyway: its pattern that turns an add
     # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
     # and r or t may be a product of the caller's graph. Traced means by dynamo, or by make_fx
     # as AOTAutograd traces a custom op's backward outside dynamo, where is_compiling() may be
-    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack)
+    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack). out: a
+    # spare operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling() or not _plain(r, t):
         return r + t * c
-    return torch.add(r, t, alpha=c)
+    return torch.add(r, t, alpha=c, out=out)
 
 
 def _plain(*ts):
@@ -189,14 +190,48 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
-def _addcmul(r, a, b, c):
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
+def _addcmul(r, a, b, c, out=None):
     # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
     # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
     # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
-    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing). out: a spare
+    # operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling():
         return r + a * b * c
-    return torch.addcmul(r, a, b, value=c)
+    return torch.addcmul(r, a, b, value=c, out=out)
 
 
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
@@ -246,7 +281,7 @@ def forward(x, Wqkv, bqkv, Wo, bo, *, n_head=4):
     q, k, v = shared_Wh_x_bh.unbind(0)
     del shared_Wh_x_bh
     sum_k_q = q @ k.permute(0, 1, 3, 2)
-    scores = (sum_k_q / math.sqrt(D)).masked_fill(
+    scores = _into(torch.div, sum_k_q, math.sqrt(D)).masked_fill(
         torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf")
     )
     del sum_k_q
@@ -276,16 +311,16 @@ def backward(grad_out, saved, needs=(True, True, True, True, True)):
         )
         sum_dy_v = dy @ v.permute(0, 1, 3, 2)
         sum_dy_probs_v = (probs * sum_dy_v).sum(3, keepdim=True)
-        dscores = (sum_dy_v - sum_dy_probs_v) * probs
+        dscores = _into(torch.mul, _into(torch.sub, sum_dy_v, sum_dy_probs_v), probs)
         del sum_dy_v, sum_dy_probs_v
         dv = probs.permute(0, 1, 3, 2) @ dy
         del dy
         sum_dscores_q = dscores.permute(0, 1, 3, 2) @ q
-        dk = sum_dscores_q / math.sqrt(D)
+        dk = _into(torch.div, sum_dscores_q, math.sqrt(D))
         del sum_dscores_q
         sum_dscores_k = dscores @ k
         del dscores
-        dq = sum_dscores_k / math.sqrt(D)
+        dq = _into(torch.div, sum_dscores_k, math.sqrt(D))
         del sum_dscores_k
         stacked_dq = torch.stack(
             [dq.permute(0, 2, 1, 3), dk.permute(0, 2, 1, 3), dv.permute(0, 2, 1, 3)], 2
@@ -383,12 +418,12 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     q, k, v = shared_Wh_x_bh.unbind(0)
     del shared_Wh_x_bh
     sum_k_q = q @ k.permute(0, 1, 3, 2)
-    scores = (sum_k_q / math.sqrt(D)).masked_fill(
+    scores = _into(torch.div, sum_k_q, math.sqrt(D)).masked_fill(
         torch.ones(T, T, dtype=torch.bool, device=grad_y.device).triu(1), float("-inf")
     )
     del sum_k_q
     maxes, maxes_argmax = scores.max(3)
-    counts = torch.exp(scores - maxes[:, :, :, None])
+    counts = _into(torch.exp, scores - maxes[:, :, :, None])
     del scores, maxes
     counts_sum = counts.sum(3)
     probs = torch.reciprocal(counts_sum)[:, :, :, None] * counts
@@ -401,14 +436,14 @@ def _double_forward(x, Wqkv, bqkv, Wo, bo, grad_y, v_x, v_Wqkv, v_bqkv, v_Wo, v_
     )
     c_b_dy_v = b_dy @ v.permute(0, 1, 3, 2)
     sum_c_b_dy_v_probs = (probs * c_b_dy_v).sum(3, keepdim=True)
-    b_dscores = (c_b_dy_v - sum_c_b_dy_v_probs) * probs
+    b_dscores = _into(torch.mul, c_b_dy_v - sum_c_b_dy_v_probs, probs)
     del sum_c_b_dy_v_probs
     b_dv = probs.permute(0, 1, 3, 2) @ b_dy
     sum_b_dscores_q = b_dscores.permute(0, 1, 3, 2) @ q
-    b_dk = sum_b_dscores_q / math.sqrt(D)
+    b_dk = _into(torch.div, sum_b_dscores_q, math.sqrt(D))
     del sum_b_dscores_q
     sum_b_dscores_k = b_dscores @ k
-    b_dq = sum_b_dscores_k / math.sqrt(D)
+    b_dq = _into(torch.div, sum_b_dscores_k, math.sqrt(D))
     del sum_b_dscores_k
     stacked_b_dq = torch.stack(
         [b_dq.permute(0, 2, 1, 3), b_dk.permute(0, 2, 1, 3), b_dv.permute(0, 2, 1, 3)], 2
@@ -582,16 +617,18 @@ def _double_backward(
         del acc_5
         sum_db_dk_q = q @ db_dk.permute(0, 1, 3, 2)
         sum_db_dq_k = db_dq @ k.permute(0, 1, 3, 2)
-        db_dscores = (sum_db_dk_q + sum_db_dq_k) / math.sqrt(D)
+        db_dscores = _into(torch.div, _into(torch.add, sum_db_dk_q, sum_db_dq_k), math.sqrt(D))
         del sum_db_dk_q, sum_db_dq_k
         shared_db_dscores_probs = probs * db_dscores
         sum_db_dscores_probs = shared_db_dscores_probs.sum(3, keepdim=True)
-        dc_b_dy_v = -sum_db_dscores_probs * probs
+        dc_b_dy_v = _into(torch.neg, sum_db_dscores_probs * probs)
     if (needs[3] or needs[5]) and (present[0] or present[1] or present[2]):
         sum_db_dv_probs = probs @ db_dv
         sum_dc_b_dy_v_v = dc_b_dy_v @ v
         sum_db_dscores_probs_v = torch.einsum("abce,abce,abed->abcd", probs, db_dscores, v)
-        db_dy = sum_db_dv_probs + sum_dc_b_dy_v_v + sum_db_dscores_probs_v
+        db_dy = _into(
+            torch.add, _into(torch.add, sum_db_dv_probs, sum_dc_b_dy_v_v), sum_db_dscores_probs_v
+        )
         del sum_db_dv_probs, sum_dc_b_dy_v_v, sum_db_dscores_probs_v
     if (needs[0] or needs[1] or needs[2]) and present[3]:
         dy = (
@@ -617,8 +654,14 @@ def _double_backward(
         present[0] or present[1] or present[2] or present[3]
     ):
         dprobs = (
-            _addcmul(
-                torch.addcmul(acc_6 + sum_b_dy_db_dv, db_dscores, sum_b_dy_v - sum_c_b_dy_v_probs),
+            _into(
+                _addcmul,
+                _into(
+                    torch.addcmul,
+                    _into(torch.add, sum_b_dy_db_dv, acc_6),
+                    db_dscores,
+                    _into(torch.sub, sum_b_dy_v, sum_c_b_dy_v_probs),
+                ),
                 sum_db_dscores_probs,
                 c_b_dy_v,
                 -1,
@@ -638,7 +681,7 @@ def _double_backward(
         present[0] or present[1] or present[2] or present[3]
     ):
         sum_dprobs_probs = (probs * dprobs).sum(3)
-        dcounts_sum = -sum_dprobs_probs / counts_sum
+        dcounts_sum = _into(torch.neg, sum_dprobs_probs / counts_sum)
         del sum_dprobs_probs
         dcounts = torch.addcmul(
             dcounts_sum[:, :, :, None], torch.reciprocal(counts_sum)[:, :, :, None], dprobs
@@ -647,7 +690,7 @@ def _double_backward(
         sum_counts_dcounts = (counts * dcounts).sum(3)
         dmaxes = -sum_counts_dcounts
         del sum_counts_dcounts
-        dscores = counts * dcounts
+        dscores = _into(torch.mul, dcounts, counts)
         del dcounts
         dscores = _scatter_add(dscores, 3, maxes_argmax.unsqueeze(3), dmaxes.unsqueeze(3))
         del dmaxes
@@ -672,7 +715,7 @@ def _double_backward(
         present[0] or present[1] or present[2] or present[3]
     ):
         dv = (
-            acc_7 + sum_b_dy_dc_b_dy_v + sum_b_dy_db_dscores_probs
+            _into(torch.add, _into(torch.add, sum_b_dy_dc_b_dy_v, acc_7), sum_b_dy_db_dscores_probs)
             if present[0] or present[1] or present[2]
             else acc_7
         )
@@ -697,7 +740,7 @@ def _double_backward(
         present[0] or present[1] or present[2] or present[3]
     ):
         dk = (
-            _add_scaled(sum_dscores_q, sum_b_dscores_db_dq, 1 / math.sqrt(D))
+            _into(_add_scaled, sum_dscores_q, sum_b_dscores_db_dq, 1 / math.sqrt(D), into=1)
             if present[0] or present[1] or present[2]
             else sum_dscores_q
         )
@@ -717,7 +760,7 @@ def _double_backward(
         present[0] or present[1] or present[2] or present[3]
     ):
         dq = (
-            _add_scaled(sum_dscores_k, sum_b_dscores_db_dk, 1 / math.sqrt(D))
+            _into(_add_scaled, sum_dscores_k, sum_b_dscores_db_dk, 1 / math.sqrt(D), into=1)
             if present[0] or present[1] or present[2]
             else sum_dscores_k
         )
@@ -759,16 +802,24 @@ def _double_backward(
     ):
         del dv
     if needs[1] and (present[0] or present[1] or present[2] or present[3]):
-        acc_8 = (
+        acc_8 = _into(
+            torch.add,
+            _into(
+                torch.add,
+                torch.where(
+                    (0 == torch.arange(3, device=grad_out.device))[:, None, None],
+                    sum_dq_x[:, None],
+                    0,
+                ),
+                torch.where(
+                    (1 == torch.arange(3, device=grad_out.device))[:, None, None],
+                    sum_dk_x[:, None],
+                    0,
+                ),
+            ),
             torch.where(
-                (0 == torch.arange(3, device=grad_out.device))[:, None, None], sum_dq_x[:, None], 0
-            )
-            + torch.where(
-                (1 == torch.arange(3, device=grad_out.device))[:, None, None], sum_dk_x[:, None], 0
-            )
-            + torch.where(
                 (2 == torch.arange(3, device=grad_out.device))[:, None, None], sum_dv_x[:, None], 0
-            )
+            ),
         )
         del sum_dq_x, sum_dk_x, sum_dv_x
     if needs[1] and present[0]:
@@ -783,22 +834,31 @@ def _double_backward(
         ).unflatten(1, (b_dv.shape[1], b_dv.shape[3]))
     if needs[1] and (present[0] or present[1] or present[2] or present[3]):
         dWh = (
-            torch.where(
-                (0 == torch.arange(3, device=grad_out.device))[:, None, None],
-                sum_b_dq_db_dx[:, None],
-                0,
+            _into(
+                torch.add,
+                _into(
+                    torch.add,
+                    _into(
+                        torch.add,
+                        torch.where(
+                            (0 == torch.arange(3, device=grad_out.device))[:, None, None],
+                            sum_b_dq_db_dx[:, None],
+                            0,
+                        ),
+                        torch.where(
+                            (1 == torch.arange(3, device=grad_out.device))[:, None, None],
+                            sum_b_dk_db_dx[:, None],
+                            0,
+                        ),
+                    ),
+                    torch.where(
+                        (2 == torch.arange(3, device=grad_out.device))[:, None, None],
+                        sum_b_dv_db_dx[:, None],
+                        0,
+                    ),
+                ),
+                acc_8,
             )
-            + torch.where(
-                (1 == torch.arange(3, device=grad_out.device))[:, None, None],
-                sum_b_dk_db_dx[:, None],
-                0,
-            )
-            + torch.where(
-                (2 == torch.arange(3, device=grad_out.device))[:, None, None],
-                sum_b_dv_db_dx[:, None],
-                0,
-            )
-            + acc_8
             if present[0]
             else acc_8
         )
@@ -827,10 +887,15 @@ def _double_backward(
     if needs[0]:
         dx = (
             (
-                acc_9
-                + sum_b_dk_db_dWh_at_all_1
-                + sum_b_dq_db_dWh_at_all_0
-                + sum_b_dv_db_dWh_at_all_2
+                _into(
+                    torch.add,
+                    _into(
+                        torch.add,
+                        _into(torch.add, sum_b_dk_db_dWh_at_all_1, acc_9),
+                        sum_b_dq_db_dWh_at_all_0,
+                    ),
+                    sum_b_dv_db_dWh_at_all_2,
+                )
                 if present[1]
                 else acc_9
             )
@@ -874,7 +939,11 @@ def _double_backward(
     if (needs[3] or needs[5]) and (present[0] or present[1] or present[2]):
         del db_dy
     if needs[5]:
-        acc_11 = acc_10 + sum_Woh_db_dy if present[0] or present[1] or present[2] else acc_10
+        acc_11 = (
+            _into(torch.add, sum_Woh_db_dy, acc_10)
+            if present[0] or present[1] or present[2]
+            else acc_10
+        )
         del acc_10
     if needs[5] and (present[0] or present[1] or present[2]):
         del sum_Woh_db_dy
@@ -974,7 +1043,7 @@ def _jvp(
             torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf")
         )
         maxes = scores.amax(3)
-        counts = torch.exp(scores - maxes[:, :, :, None])
+        counts = _into(torch.exp, scores - maxes[:, :, :, None])
         counts_sum = counts.sum(3)
         shared_counts_sum = torch.reciprocal(counts_sum)
         probs = shared_counts_sum[:, :, :, None] * counts
@@ -1028,15 +1097,17 @@ def _jvp(
         t_v = acc_5 + t_bh[2][:, None] if present[2] else acc_5
         sum_k_t_q = t_q @ k.permute(0, 1, 3, 2)
         sum_q_t_k = q @ t_k.permute(0, 1, 3, 2)
-        t_scores = ((sum_k_t_q + sum_q_t_k) / math.sqrt(D)).masked_fill(
+        t_scores = _into(torch.div, sum_k_t_q + sum_q_t_k, math.sqrt(D)).masked_fill(
             torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), 0
         )
         t_counts = (counts * t_scores).masked_fill(
             torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), 0
         )
         t_counts_sum = t_counts.sum(3)
-        t_probs = shared_counts_sum[:, :, :, None] * _addcmul(
-            t_counts, t_counts_sum[:, :, :, None], probs, -1
+        t_probs = _into(
+            torch.mul,
+            _addcmul(t_counts, t_counts_sum[:, :, :, None], probs, -1),
+            shared_counts_sum[:, :, :, None],
         )
     if present[0] or present[1] or present[2] or present[3]:
         del shared_counts_sum

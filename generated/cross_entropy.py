@@ -160,14 +160,48 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
-def _addcmul(r, a, b, c):
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
+def _addcmul(r, a, b, c, out=None):
     # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
     # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
     # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
-    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing). out: a spare
+    # operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling():
         return r + a * b * c
-    return torch.addcmul(r, a, b, value=c)
+    return torch.addcmul(r, a, b, value=c, out=out)
 
 
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
@@ -235,7 +269,7 @@ def _double_forward(logits, targets, grad_y, v_logits):
         logit_maxes, logit_maxes_argmax = logits.max(1)
         norm_logits = logits - logit_maxes[:, None]
         del logit_maxes
-        counts = torch.exp(norm_logits)
+        counts = _into(torch.exp, norm_logits)
         del norm_logits
         counts_sum = counts.sum(1)
         counts_sum_inv = torch.reciprocal(counts_sum)
@@ -269,11 +303,15 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
     if needs[0]:
         dprobs = grad_y / N * db_dlogits
         dcounts_sum_inv = (counts * dprobs).sum(1)
-        dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
+        dcounts_sum = _into(
+            torch.neg, _into(torch.mul, counts_sum_inv * counts_sum_inv, dcounts_sum_inv)
+        )
         del dcounts_sum_inv
-        dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
+        dcounts = _into(
+            torch.addcmul, dcounts_sum[:, None], counts_sum_inv[:, None], dprobs, into=2
+        )
         del dprobs, dcounts_sum
-        dnorm_logits = counts * dcounts
+        dnorm_logits = _into(torch.mul, dcounts, counts)
         del dcounts
         sum_dnorm_logits = dnorm_logits.sum(1)
         dlogit_maxes = -sum_dnorm_logits
@@ -287,7 +325,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
     if needs[2]:
         sum_db_dlogits_probs = (db_dlogits * probs).sum((0, 1))
         sum_db_dlogits_targets = db_dlogits.gather(1, targets.unsqueeze(1)).squeeze(1).sum(0)
-        dgrad_y = (sum_db_dlogits_probs - sum_db_dlogits_targets) / N
+        dgrad_y = _into(torch.div, sum_db_dlogits_probs - sum_db_dlogits_targets, N)
         del sum_db_dlogits_probs, sum_db_dlogits_targets
     return (dlogits if needs[0] else None, None, dgrad_y if needs[2] else None, None)
 

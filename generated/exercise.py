@@ -255,16 +255,17 @@ def _sum_leading(x, k, mean=False):
     return out / n if mean else out
 
 
-def _add_scaled(r, t, c):
+def _add_scaled(r, t, c, out=None):
     # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Traced into a graph
     # the product is written out, which Inductor fuses anyway: its pattern that turns an add
     # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
     # and r or t may be a product of the caller's graph. Traced means by dynamo, or by make_fx
     # as AOTAutograd traces a custom op's backward outside dynamo, where is_compiling() may be
-    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack)
+    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack). out: a
+    # spare operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling() or not _plain(r, t):
         return r + t * c
-    return torch.add(r, t, alpha=c)
+    return torch.add(r, t, alpha=c, out=out)
 
 
 def _plain(*ts):
@@ -279,14 +280,48 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
-def _addcmul(r, a, b, c):
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
+def _addcmul(r, a, b, c, out=None):
     # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
     # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
     # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
-    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing). out: a spare
+    # operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling():
         return r + a * b * c
-    return torch.addcmul(r, a, b, value=c)
+    return torch.addcmul(r, a, b, value=c, out=out)
 
 
 def _index_select(t, index):
@@ -358,28 +393,28 @@ def forward(X, Y, C, W1, b1, bngain, bnbias, W2, b2, *, eps=1e-05):
         embcat = emb.reshape(N, E * T)
         hprebn = torch.addmm(b1, embcat, W1)
         bnmeani = _sum_leading(hprebn, 1, mean=True)
-        bndiff = hprebn - bnmeani
+        bndiff = _into(torch.sub, hprebn, bnmeani)
         del hprebn, bnmeani
         bndiff2 = bndiff * bndiff
         sum_bndiff2 = _sum_leading(bndiff2, 1)
         del bndiff2
         bnvar = sum_bndiff2 / (N - 1)
         del sum_bndiff2
-        bnvar_inv = torch.rsqrt(eps + bnvar)
+        bnvar_inv = _into(torch.rsqrt, _into(torch.add, bnvar, eps))
         del bnvar
         bnraw = bnvar_inv * bndiff
         hpreact = torch.addcmul(bnbias, bngain, bnraw)
-        h = torch.tanh(hpreact)
+        h = _into(torch.tanh, hpreact)
         del hpreact
         logits = torch.addmm(b2, h, W2)
         logit_maxes, logit_maxes_argmax = logits.max(1)
-        norm_logits = logits - logit_maxes[:, None]
+        norm_logits = _into(torch.sub, logits, logit_maxes[:, None])
         del logits, logit_maxes
         counts = torch.exp(norm_logits)
         counts_sum = counts.sum(1)
         counts_sum_inv = torch.reciprocal(counts_sum)
         probs = counts_sum_inv[:, None] * counts
-        logprobs = norm_logits - torch.log(counts_sum)[:, None]
+        logprobs = _into(torch.sub, norm_logits, torch.log(counts_sum)[:, None])
         del norm_logits, counts_sum
         sum_Y_logprobs = logprobs.gather(1, Y.unsqueeze(1)).squeeze(1).sum(0)
         del logprobs
@@ -441,7 +476,9 @@ def backward_all(grad_out, saved):
     del added
     dprobs = dlogprobs / probs
     dcounts_sum_inv = (counts * dprobs).sum(1)
-    dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv
+    dcounts_sum = _into(
+        torch.neg, _into(torch.mul, counts_sum_inv * counts_sum_inv, dcounts_sum_inv)
+    )
     dcounts = torch.addcmul(dcounts_sum[:, None], counts_sum_inv[:, None], dprobs)
     dnorm_logits = counts * dcounts
     sum_dnorm_logits = dnorm_logits.sum(1)
@@ -450,12 +487,12 @@ def backward_all(grad_out, saved):
     dlogits = dnorm_logits.clone()
     dlogits = _scatter_add(dlogits, 1, logit_maxes_argmax.unsqueeze(1), dlogit_maxes.unsqueeze(1))
     dh = dlogits @ W2.T
-    dhpreact = _addcmul(dh, dh, h * h, -1)
+    dhpreact = _into(_addcmul, dh, dh, h * h, -1, into=2)
     dbnraw = bngain * dhpreact
     dbnvar_inv = _sum_leading(bndiff * dbnraw, 1)
-    dbnvar = torch.pow(bnvar_inv, 3) * dbnvar_inv * (-1 / 2)
+    dbnvar = _into(torch.mul, _into(torch.mul, torch.pow(bnvar_inv, 3), dbnvar_inv), -1 / 2)
     dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
-    dbndiff = _addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, 2)
+    dbndiff = _into(_addcmul, bnvar_inv * dbnraw, dbndiff2, bndiff, 2)
     sum_dbndiff = _sum_leading(dbndiff, 1)
     dbnmeani = -sum_dbndiff
     del sum_dbndiff
@@ -601,24 +638,24 @@ def _double_forward(
         embcat = emb.reshape(N, E * T)
         hprebn = torch.addmm(b1, embcat, W1)
         bnmeani = _sum_leading(hprebn, 1, mean=True)
-        bndiff = hprebn - bnmeani
+        bndiff = _into(torch.sub, hprebn, bnmeani)
         del hprebn, bnmeani
         bndiff2 = bndiff * bndiff
         sum_bndiff2 = _sum_leading(bndiff2, 1)
         del bndiff2
         bnvar = sum_bndiff2 / (N - 1)
         del sum_bndiff2
-        bnvar_inv = torch.rsqrt(eps + bnvar)
+        bnvar_inv = _into(torch.rsqrt, _into(torch.add, bnvar, eps))
         del bnvar
         bnraw = bnvar_inv * bndiff
         hpreact = torch.addcmul(bnbias, bngain, bnraw)
-        h = torch.tanh(hpreact)
+        h = _into(torch.tanh, hpreact)
         del hpreact
         logits = torch.addmm(b2, h, W2)
         logit_maxes, logit_maxes_argmax = logits.max(1)
-        norm_logits = logits - logit_maxes[:, None]
+        norm_logits = _into(torch.sub, logits, logit_maxes[:, None])
         del logits, logit_maxes
-        counts = torch.exp(norm_logits)
+        counts = _into(torch.exp, norm_logits)
         del norm_logits
         counts_sum = counts.sum(1)
         counts_sum_inv = torch.reciprocal(counts_sum)
@@ -631,7 +668,9 @@ def _double_forward(
         b_dprobs = b_dlogprobs / probs
         del b_dlogprobs
         b_dcounts_sum_inv = (b_dprobs * counts).sum(1)
-        b_dcounts_sum = -counts_sum_inv * counts_sum_inv * b_dcounts_sum_inv
+        b_dcounts_sum = _into(
+            torch.neg, _into(torch.mul, counts_sum_inv * counts_sum_inv, b_dcounts_sum_inv)
+        )
         b_dcounts = torch.addcmul(b_dcounts_sum[:, None], counts_sum_inv[:, None], b_dprobs)
         del b_dcounts_sum
         b_dnorm_logits = b_dcounts * counts
@@ -645,17 +684,17 @@ def _double_forward(
         )
         del b_dlogit_maxes
         b_dh = b_dlogits @ W2.T
-        b_dhpreact = _addcmul(b_dh, b_dh, h * h, -1)
+        b_dhpreact = _into(_addcmul, b_dh, b_dh, h * h, -1, into=2)
         b_dbnraw = bngain * b_dhpreact
         b_dbnvar_inv = _sum_leading(b_dbnraw * bndiff, 1)
-        b_dbnvar = torch.pow(bnvar_inv, 3) * b_dbnvar_inv * (-1 / 2)
-        b_dbndiff2 = (b_dbnvar / (N - 1)).expand(N, H).clone()
+        b_dbnvar = _into(torch.mul, _into(torch.mul, torch.pow(bnvar_inv, 3), b_dbnvar_inv), -1 / 2)
+        b_dbndiff2 = _into(torch.div, b_dbnvar, N - 1).expand(N, H).clone()
         del b_dbnvar
-        b_dbndiff = _addcmul(bnvar_inv * b_dbnraw, bndiff, b_dbndiff2, 2)
+        b_dbndiff = _into(_addcmul, bnvar_inv * b_dbnraw, bndiff, b_dbndiff2, 2)
         sum_b_dbndiff = _sum_leading(b_dbndiff, 1)
         b_dbnmeani = -sum_b_dbndiff
         del sum_b_dbndiff
-        b_dhprebn = _add_scaled(b_dbndiff, b_dbnmeani, 1 / N)
+        b_dhprebn = _into(_add_scaled, b_dbndiff, b_dbnmeani, 1 / N)
         del b_dbndiff, b_dbnmeani
         b_dembcat = b_dhprebn @ W1.T
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
@@ -808,15 +847,15 @@ def _double_backward(
         db_dbnmeani = _sum_leading(db_dhprebn, 1, mean=True)
         db_dbndiff = db_dhprebn - db_dbnmeani
         del db_dhprebn, db_dbnmeani
-        db_dbndiff2 = bndiff * db_dbndiff * 2
+        db_dbndiff2 = _into(torch.mul, bndiff * db_dbndiff, 2)
         sum_db_dbndiff2 = _sum_leading(db_dbndiff2, 1)
         del db_dbndiff2
         db_dbnvar = sum_db_dbndiff2 / (N - 1)
         del sum_db_dbndiff2
     shared_bnvar_inv = torch.pow(bnvar_inv, 3)
     if present[0] or present[1] or present[2]:
-        db_dbnvar_inv = shared_bnvar_inv * db_dbnvar * (-1 / 2)
-        db_dbnraw = torch.addcmul(db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
+        db_dbnvar_inv = _into(torch.mul, shared_bnvar_inv * db_dbnvar, -1 / 2)
+        db_dbnraw = _into(torch.addcmul, db_dbnvar_inv * bndiff, bnvar_inv, db_dbndiff)
     if present[0] or present[1] or present[2] or present[3] or present[4]:
         acc_2 = db_dbngain * bnraw if present[3] else grad_out.new_zeros((N, H))
         acc_3 = (
@@ -849,21 +888,22 @@ def _double_backward(
     db_dcounts = counts * db_dnorm_logits
     db_dcounts_sum = db_dcounts.sum(1)
     shared_counts_sum_inv = counts_sum_inv * counts_sum_inv
-    db_dcounts_sum_inv = -shared_counts_sum_inv * db_dcounts_sum
-    db_dprobs = torch.addcmul(
-        db_dcounts_sum_inv[:, None] * counts, counts_sum_inv[:, None], db_dcounts
+    db_dcounts_sum_inv = _into(torch.neg, shared_counts_sum_inv * db_dcounts_sum)
+    db_dprobs = _into(
+        torch.addcmul, db_dcounts_sum_inv[:, None] * counts, counts_sum_inv[:, None], db_dcounts
     )
     if needs[9]:
         db_dlogprobs = db_dprobs / probs
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
-        dprobs = -b_dprobs / probs * db_dprobs
+        dprobs = _into(torch.neg, _into(torch.mul, b_dprobs / probs, db_dprobs))
     del db_dprobs
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
-        sum_b_dprobs_db_dcounts = (b_dprobs * db_dcounts).sum(1)
+        sum_b_dprobs_db_dcounts = _into(torch.mul, db_dcounts, b_dprobs).sum(1)
     del db_dcounts
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
         sum_counts_dprobs = (counts * dprobs).sum(1)
-        dcounts_sum_inv = _addcmul(
+        dcounts_sum_inv = _into(
+            _addcmul,
             sum_b_dprobs_db_dcounts + sum_counts_dprobs,
             counts_sum_inv * db_dcounts_sum,
             b_dcounts_sum_inv,
@@ -872,13 +912,15 @@ def _double_backward(
     del db_dcounts_sum
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
         del sum_b_dprobs_db_dcounts, sum_counts_dprobs
-        dcounts_sum = -shared_counts_sum_inv * dcounts_sum_inv
+        dcounts_sum = _into(torch.neg, _into(torch.mul, shared_counts_sum_inv, dcounts_sum_inv))
         del dcounts_sum_inv
     del shared_counts_sum_inv
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
-        dcounts = torch.addcmul(
-            torch.addcmul(
-                torch.addcmul(dcounts_sum[:, None], db_dnorm_logits, b_dcounts),
+        dcounts = _into(
+            torch.addcmul,
+            _into(
+                torch.addcmul,
+                _into(torch.addcmul, dcounts_sum[:, None], db_dnorm_logits, b_dcounts, into=1),
                 db_dcounts_sum_inv[:, None],
                 b_dprobs,
             ),
@@ -888,7 +930,7 @@ def _double_backward(
     del db_dnorm_logits, db_dcounts_sum_inv
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7] or needs[8]:
         del dprobs, dcounts_sum
-        dnorm_logits = counts * dcounts
+        dnorm_logits = _into(torch.mul, dcounts, counts)
         del dcounts
         sum_dnorm_logits = dnorm_logits.sum(1)
         dlogit_maxes = -sum_dnorm_logits
@@ -904,7 +946,7 @@ def _double_backward(
         acc_6 = torch.addmm(sum_W2_dlogits, b_dlogits, db_dW2.T) if present[5] else sum_W2_dlogits
         del sum_W2_dlogits
         dh = (
-            _addcmul(acc_6, db_dhpreact * h, b_dh, -2)
+            _into(_addcmul, acc_6, db_dhpreact * h, b_dh, -2, into=1)
             if present[0] or present[1] or present[2] or present[3] or present[4]
             else acc_6
         )
@@ -912,7 +954,7 @@ def _double_backward(
         del db_dhpreact
     if needs[2] or needs[3] or needs[4] or needs[5] or needs[6]:
         del acc_6
-        dhpreact = _addcmul(dh, dh, shared_h, -1)
+        dhpreact = _into(_addcmul, dh, dh, shared_h, -1, into=2)
         del dh
     del shared_h
     if needs[2] or needs[3] or needs[4]:
@@ -924,9 +966,10 @@ def _double_backward(
         sum_b_dbnraw_db_dbndiff = _sum_leading(b_dbnraw * db_dbndiff, 1)
     if needs[2] or needs[3] or needs[4]:
         dbnvar_inv = (
-            _addcmul(
+            _into(
+                _addcmul,
                 sum_bndiff_dbnraw + sum_b_dbnraw_db_dbndiff,
-                b_dbnvar_inv * db_dbnvar,
+                _into(torch.mul, db_dbnvar, b_dbnvar_inv),
                 bnvar_inv * bnvar_inv,
                 -3 / 2,
             )
@@ -940,16 +983,18 @@ def _double_backward(
     if (needs[2] or needs[3] or needs[4]) and (present[0] or present[1] or present[2]):
         del sum_b_dbnraw_db_dbndiff
     if needs[2] or needs[3] or needs[4]:
-        dbnvar = shared_bnvar_inv * dbnvar_inv * (-1 / 2)
+        dbnvar = _into(torch.mul, _into(torch.mul, shared_bnvar_inv, dbnvar_inv), -1 / 2)
         del dbnvar_inv
     del shared_bnvar_inv
     if needs[2] or needs[3] or needs[4]:
-        dbndiff2 = (dbnvar / (N - 1)).expand(N, H).clone()
+        dbndiff2 = _into(torch.div, dbnvar, N - 1).expand(N, H).clone()
         del dbnvar
-        acc_8 = _addcmul(bnvar_inv * dbnraw, dbndiff2, bndiff, 2)
+        acc_8 = _into(_addcmul, bnvar_inv * dbnraw, dbndiff2, bndiff, 2)
         del dbnraw, dbndiff2
         dbndiff = (
-            _addcmul(torch.addcmul(acc_8, db_dbnvar_inv, b_dbnraw), db_dbndiff, b_dbndiff2, 2)
+            _into(
+                _addcmul, torch.addcmul(acc_8, db_dbnvar_inv, b_dbnraw), db_dbndiff, b_dbndiff2, 2
+            )
             if present[0] or present[1] or present[2]
             else acc_8
         )
@@ -1135,7 +1180,7 @@ def _jvp(
     bndiff2 = bndiff * bndiff
     sum_bndiff2 = _sum_leading(bndiff2, 1)
     bnvar = sum_bndiff2 / (N - 1)
-    bnvar_inv = torch.rsqrt(eps + bnvar)
+    bnvar_inv = _into(torch.rsqrt, eps + bnvar)
     bnraw = bnvar_inv * bndiff
     hpreact = torch.addcmul(bnbias, bngain, bnraw)
     h = torch.tanh(hpreact)
@@ -1155,11 +1200,11 @@ def _jvp(
         t_hprebn = acc_1 + t_b1 if present[2] else acc_1
         t_bnmeani = _sum_leading(t_hprebn, 1, mean=True)
         t_bndiff = t_hprebn - t_bnmeani
-        t_bndiff2 = bndiff * t_bndiff * 2
+        t_bndiff2 = _into(torch.mul, bndiff * t_bndiff, 2)
         sum_t_bndiff2 = _sum_leading(t_bndiff2, 1)
         t_bnvar = sum_t_bndiff2 / (N - 1)
-        t_bnvar_inv = torch.pow(bnvar_inv, 3) * t_bnvar * (-1 / 2)
-        t_bnraw = torch.addcmul(t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
+        t_bnvar_inv = _into(torch.mul, _into(torch.mul, torch.pow(bnvar_inv, 3), t_bnvar), -1 / 2)
+        t_bnraw = _into(torch.addcmul, t_bnvar_inv * bndiff, bnvar_inv, t_bndiff)
     if present[0] or present[1] or present[2] or present[3] or present[4]:
         acc_2 = t_bngain * bnraw if present[3] else C.new_zeros((N, H))
         acc_3 = (
@@ -1168,7 +1213,7 @@ def _jvp(
             else acc_2
         )
         t_hpreact = acc_3 + t_bnbias if present[4] else acc_3
-        t_h = _addcmul(t_hpreact, t_hpreact, h * h, -1)
+        t_h = _into(_addcmul, t_hpreact, t_hpreact, h * h, -1, into=2)
     if present[5]:
         sum_h_t_W2 = h @ t_W2
     acc_4 = sum_h_t_W2 if present[5] else C.new_zeros((N, V))

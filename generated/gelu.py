@@ -82,21 +82,67 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
-def _addcmul(r, a, b, c):
+def _plain(*ts):
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing,
+    # no torch.func transform (its wrapped tensors are plain to python; a buffer vmap does not
+    # batch cannot take a batched update in place: hessian in one input of several, found by
+    # probing). The mode stack's depth is private to torch: a torch without it gets the
+    # written-out form
+    depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    if depth is None or depth() or torch._C._are_functorch_transforms_active():
+        return False
+    return all(type(t) is torch.Tensor for t in ts)
+
+
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
+def _addcmul(r, a, b, c, out=None):
     # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
     # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
     # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
-    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing). out: a spare
+    # operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling():
         return r + a * b * c
-    return torch.addcmul(r, a, b, value=c)
+    return torch.addcmul(r, a, b, value=c, out=out)
 
 
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
-    out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
-    out = _addcmul(x * 0.5, x, out_erf0, 0.5)
+    out_erf0 = _into(torch.erf, x * (1.4142135623730951 / 2))
+    out = _into(_addcmul, x * 0.5, x, out_erf0, 0.5)
     return out, (x, out_erf0, (out.shape, out.dtype, out.device))
 
 
@@ -104,7 +150,21 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     x, out_erf0, _like = saved
     _check_grad_out(grad_out, _like)
-    dx = _addcmul(out_erf0 + 1, torch.exp(x * x * (-1 / 2)), x, 0.7978845608028654) * grad_out * 0.5
+    dx = _into(
+        torch.mul,
+        _into(
+            torch.mul,
+            _into(
+                _addcmul,
+                out_erf0 + 1,
+                _into(torch.exp, _into(torch.mul, x * x, -1 / 2)),
+                x,
+                0.7978845608028654,
+            ),
+            grad_out,
+        ),
+        0.5,
+    )
     return (dx,)
 
 
@@ -124,7 +184,7 @@ def _double_forward(x, grad_y, v_x):
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
-    out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
+    out_erf0 = _into(torch.erf, x * (1.4142135623730951 / 2))
     _returned = grad_y.new_ones(())
     return _returned, (
         x,
@@ -148,16 +208,32 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         shared_db_dx_grad_y = db_dx * grad_y
         dout_erf0 = shared_db_dx_grad_y * 0.5
     shared_x = x * x
-    exp_x = torch.exp(shared_x * (-1 / 2))
+    exp_x = _into(torch.exp, shared_x * (-1 / 2))
     if needs[0]:
-        dx = (
-            _addcmul(dout_erf0, shared_db_dx_grad_y, 1 - shared_x, 0.5) * exp_x * 0.7978845608028654
+        dx = _into(
+            torch.mul,
+            _into(
+                torch.mul,
+                _into(
+                    _addcmul,
+                    dout_erf0,
+                    shared_db_dx_grad_y,
+                    _into(torch.add, _into(torch.neg, shared_x), 1),
+                    0.5,
+                ),
+                exp_x,
+            ),
+            0.7978845608028654,
         )
         del dout_erf0
         del shared_db_dx_grad_y
     del shared_x
     if needs[1]:
-        dgrad_y = _addcmul(out_erf0 + 1, exp_x, x, 0.7978845608028654) * db_dx * 0.5
+        dgrad_y = _into(
+            torch.mul,
+            _into(torch.mul, _into(_addcmul, out_erf0 + 1, exp_x, x, 0.7978845608028654), db_dx),
+            0.5,
+        )
     del exp_x
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
@@ -173,9 +249,13 @@ def _jvp(x, t_x):
     _check_input("t_x", t_x, 0, False, True)
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
-    out_erf0 = torch.erf(x * (1.4142135623730951 / 2))
-    t_out_erf0 = t_x * torch.exp(x * x * (-1 / 2)) * 0.7978845608028654
-    t_out = torch.addcmul(t_out_erf0 * x, t_x, out_erf0 + 1) * 0.5
+    out_erf0 = _into(torch.erf, x * (1.4142135623730951 / 2))
+    t_out_erf0 = _into(
+        torch.mul,
+        _into(torch.mul, _into(torch.exp, _into(torch.mul, x * x, -1 / 2)), t_x),
+        0.7978845608028654,
+    )
+    t_out = _into(torch.mul, _into(torch.addcmul, t_out_erf0 * x, t_x, out_erf0 + 1), 0.5)
     return t_out
 
 

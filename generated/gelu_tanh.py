@@ -82,16 +82,17 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
-def _add_scaled(r, t, c):
+def _add_scaled(r, t, c, out=None):
     # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Traced into a graph
     # the product is written out, which Inductor fuses anyway: its pattern that turns an add
     # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
     # and r or t may be a product of the caller's graph. Traced means by dynamo, or by make_fx
     # as AOTAutograd traces a custom op's backward outside dynamo, where is_compiling() may be
-    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack)
+    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack). out: a
+    # spare operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling() or not _plain(r, t):
         return r + t * c
-    return torch.add(r, t, alpha=c)
+    return torch.add(r, t, alpha=c, out=out)
 
 
 def _plain(*ts):
@@ -106,21 +107,60 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
-def _addcmul(r, a, b, c):
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
+def _addcmul(r, a, b, c, out=None):
     # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
     # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
     # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
-    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing). out: a spare
+    # operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling():
         return r + a * b * c
-    return torch.addcmul(r, a, b, value=c)
+    return torch.addcmul(r, a, b, value=c, out=out)
 
 
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
-    out_tanh0 = torch.tanh(_add_scaled(x, torch.pow(x, 3), 0.044715) * 0.7978845608028654)
-    out = _addcmul(x * 0.5, x, out_tanh0, 0.5)
+    out_tanh0 = _into(
+        torch.tanh,
+        _into(
+            torch.mul, _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1), 0.7978845608028654
+        ),
+    )
+    out = _into(_addcmul, x * 0.5, x, out_tanh0, 0.5)
     return out, (x, out_tanh0, (out.shape, out.dtype, out.device))
 
 
@@ -128,15 +168,20 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     x, out_tanh0, _like = saved
     _check_grad_out(grad_out, _like)
-    dx = (
-        _addcmul(
-            out_tanh0 + 1,
-            _addcmul(x, x, x * x, 0.134145),
-            1 - (out_tanh0 * out_tanh0),
-            0.7978845608028654,
-        )
-        * grad_out
-        * 0.5
+    dx = _into(
+        torch.mul,
+        _into(
+            torch.mul,
+            _into(
+                _addcmul,
+                out_tanh0 + 1,
+                _into(_addcmul, x, x, x * x, 0.134145, into=2),
+                _into(torch.add, _into(torch.neg, out_tanh0 * out_tanh0), 1),
+                0.7978845608028654,
+            ),
+            grad_out,
+        ),
+        0.5,
     )
     return (dx,)
 
@@ -157,7 +202,12 @@ def _double_forward(x, grad_y, v_x):
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
-    out_tanh0 = torch.tanh(_add_scaled(x, torch.pow(x, 3), 0.044715) * 0.7978845608028654)
+    out_tanh0 = _into(
+        torch.tanh,
+        _into(
+            torch.mul, _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1), 0.7978845608028654
+        ),
+    )
     _returned = grad_y.new_ones(())
     return _returned, (
         x,
@@ -179,35 +229,71 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     db_dx = v_x
     shared_x = x * x
     if needs[0]:
-        dout_tanh0 = (
-            (1 - ((shared_x * 0.134145 + 1) * out_tanh0 * x * (2 * 0.7978845608028654)))
-            * db_dx
-            * grad_y
-            * 0.5
+        dout_tanh0 = _into(
+            torch.mul,
+            _into(
+                torch.mul,
+                _into(
+                    torch.mul,
+                    _into(
+                        torch.add,
+                        _into(
+                            torch.neg,
+                            _into(
+                                torch.mul,
+                                _into(
+                                    torch.mul,
+                                    _into(
+                                        torch.mul,
+                                        _into(torch.add, shared_x * 0.134145, 1),
+                                        out_tanh0,
+                                    ),
+                                    x,
+                                ),
+                                2 * 0.7978845608028654,
+                            ),
+                        ),
+                        1,
+                    ),
+                    db_dx,
+                ),
+                grad_y,
+            ),
+            0.5,
         )
-    shared_out_tanh0 = 1 - (out_tanh0 * out_tanh0)
+    shared_out_tanh0 = _into(torch.add, _into(torch.neg, out_tanh0 * out_tanh0), 1)
     if needs[0]:
-        dx = (
-            shared_out_tanh0
-            * _addcmul(
-                _addcmul(dout_tanh0, dout_tanh0, shared_x, 0.134145),
-                db_dx * grad_y,
-                shared_x * 0.402435 + 1,
-                0.5,
-            )
-            * 0.7978845608028654
+        dx = _into(
+            torch.mul,
+            _into(
+                torch.mul,
+                _into(
+                    _addcmul,
+                    _addcmul(dout_tanh0, dout_tanh0, shared_x, 0.134145),
+                    db_dx * grad_y,
+                    _into(torch.add, shared_x * 0.402435, 1),
+                    0.5,
+                ),
+                shared_out_tanh0,
+            ),
+            0.7978845608028654,
         )
         del dout_tanh0
     if needs[1]:
-        dgrad_y = (
-            _addcmul(
-                out_tanh0 + 1,
-                _addcmul(x, x, shared_x, 0.134145),
-                shared_out_tanh0,
-                0.7978845608028654,
-            )
-            * db_dx
-            * 0.5
+        dgrad_y = _into(
+            torch.mul,
+            _into(
+                torch.mul,
+                _into(
+                    _addcmul,
+                    out_tanh0 + 1,
+                    _into(_addcmul, x, x, shared_x, 0.134145, into=2),
+                    shared_out_tanh0,
+                    0.7978845608028654,
+                ),
+                db_dx,
+            ),
+            0.5,
         )
     del shared_out_tanh0, shared_x
     if needs[0]:
@@ -224,9 +310,26 @@ def _jvp(x, t_x):
     _check_input("t_x", t_x, 0, False, True)
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
-    out_tanh0 = torch.tanh(_add_scaled(x, torch.pow(x, 3), 0.044715) * 0.7978845608028654)
-    t_out_tanh0 = (1 - (out_tanh0 * out_tanh0)) * (x * x * 0.134145 + 1) * t_x * 0.7978845608028654
-    t_out = torch.addcmul(t_out_tanh0 * x, t_x, out_tanh0 + 1) * 0.5
+    out_tanh0 = _into(
+        torch.tanh,
+        _into(
+            torch.mul, _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1), 0.7978845608028654
+        ),
+    )
+    t_out_tanh0 = _into(
+        torch.mul,
+        _into(
+            torch.mul,
+            _into(
+                torch.mul,
+                _into(torch.add, _into(torch.neg, out_tanh0 * out_tanh0), 1),
+                _into(torch.add, _into(torch.mul, x * x, 0.134145), 1),
+            ),
+            t_x,
+        ),
+        0.7978845608028654,
+    )
+    t_out = _into(torch.mul, _into(torch.addcmul, t_out_tanh0 * x, t_x, out_tanh0 + 1), 0.5)
     return t_out
 
 

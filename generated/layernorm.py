@@ -133,16 +133,17 @@ def _sum_leading(x, k, mean=False):
     return out / n if mean else out
 
 
-def _add_scaled(r, t, c):
+def _add_scaled(r, t, c, out=None):
     # r + c * t in one kernel (torch.add's alpha) where it runs eagerly. Traced into a graph
     # the product is written out, which Inductor fuses anyway: its pattern that turns an add
     # of a matrix product into an addmm drops the alpha (pytorch issues 167313 and 196577),
     # and r or t may be a product of the caller's graph. Traced means by dynamo, or by make_fx
     # as AOTAutograd traces a custom op's backward outside dynamo, where is_compiling() may be
-    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack)
+    # False (torch 2.11: a fake or functional tensor, a dispatch mode on the stack). out: a
+    # spare operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling() or not _plain(r, t):
         return r + t * c
-    return torch.add(r, t, alpha=c)
+    return torch.add(r, t, alpha=c, out=out)
 
 
 def _plain(*ts):
@@ -157,14 +158,48 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
-def _addcmul(r, a, b, c):
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
+def _addcmul(r, a, b, c, out=None):
     # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
     # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
     # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
-    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing). out: a spare
+    # operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling():
         return r + a * b * c
-    return torch.addcmul(r, a, b, value=c)
+    return torch.addcmul(r, a, b, value=c, out=out)
 
 
 def forward(x, gain, bias, *, eps=1e-05):
@@ -185,9 +220,9 @@ def forward(x, gain, bias, *, eps=1e-05):
     diff = x - mean
     del mean
     var = (diff * diff).mean(1)
-    rstd = torch.rsqrt(eps + var)
+    rstd = _into(torch.rsqrt, eps + var)
     del var
-    xhat = rstd[:, None] * diff
+    xhat = _into(torch.mul, diff, rstd[:, None])
     del diff
     out = torch.addcmul(bias, gain, xhat)
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
@@ -209,11 +244,16 @@ def backward(grad_out, saved, needs=(True, True, True)):
         shared_gain_grad_out = gain * grad_out
         sum_gain_grad_out = shared_gain_grad_out.sum(1, keepdim=True)
         sum_gain_grad_out_xhat = (shared_gain_grad_out * xhat).sum(1, keepdim=True)
-        dx = rstd[:, None] * _addcmul(
-            _add_scaled(shared_gain_grad_out, sum_gain_grad_out, -1 / C),
-            sum_gain_grad_out_xhat,
-            xhat,
-            -1 / C,
+        dx = _into(
+            torch.mul,
+            _into(
+                _addcmul,
+                _into(_add_scaled, shared_gain_grad_out, sum_gain_grad_out, -1 / C),
+                sum_gain_grad_out_xhat,
+                xhat,
+                -1 / C,
+            ),
+            rstd[:, None],
         )
         del sum_gain_grad_out, sum_gain_grad_out_xhat
         del shared_gain_grad_out
@@ -263,7 +303,7 @@ def _double_forward(x, gain, bias, grad_y, v_x, v_gain, v_bias, *, eps=1e-05):
     diff = x - mean
     del mean
     var = (diff * diff).mean(1)
-    rstd = torch.rsqrt(eps + var)
+    rstd = _into(torch.rsqrt, eps + var)
     del var
     xhat = rstd[:, None] * diff
     _returned = grad_y.new_ones(())
@@ -309,8 +349,9 @@ def _double_backward(
         shared_gain_rstd_sum_db_dx_xhat = shared_gain_rstd * sum_db_dx_xhat[:, None]
     if needs[0] and (present[0] or present[1]):
         acc = (
-            _addcmul(
-                shared_gain_rstd_sum_db_dx_xhat * (-1 / C) * grad_y,
+            _into(
+                _addcmul,
+                _into(torch.mul, shared_gain_rstd_sum_db_dx_xhat * (-1 / C), grad_y),
                 (rstd * sum_gain_grad_y_xhat)[:, None],
                 db_dx,
                 -1 / C,
@@ -323,14 +364,16 @@ def _double_backward(
         sum_diff_dxhat = (diff * dxhat).sum(1)
     if needs[0] and present[0]:
         sum_gain_grad_y = shared_gain_grad_y.sum(1, keepdim=True)
-        sum_db_dx_gain_grad_y_xhat = (
-            _addcmul(
-                _add_scaled(shared_gain_grad_y, sum_gain_grad_y, -1 / C),
+        sum_db_dx_gain_grad_y_xhat = _into(
+            torch.mul,
+            _into(
+                _addcmul,
+                _into(_add_scaled, shared_gain_grad_y, sum_gain_grad_y, -1 / C),
                 sum_gain_grad_y_xhat[:, None],
                 xhat,
                 -1 / C,
-            )
-            * db_dx
+            ),
+            db_dx,
         ).sum(1)
         del sum_gain_grad_y_xhat, sum_gain_grad_y
         del shared_gain_grad_y
@@ -340,25 +383,27 @@ def _double_backward(
     if needs[0] and present[0]:
         del sum_db_dx_gain_grad_y_xhat
     if needs[0] and (present[0] or present[1]):
-        dvar = torch.pow(rstd, 3) * drstd * (-1 / 2)
+        dvar = _into(torch.mul, _into(torch.mul, torch.pow(rstd, 3), drstd), -1 / 2)
         del drstd
-        ddiff = _addcmul(rstd[:, None] * dxhat, dvar[:, None], diff, 2 / C)
+        ddiff = _into(_addcmul, rstd[:, None] * dxhat, dvar[:, None], diff, 2 / C)
         del dxhat, dvar
         sum_ddiff = ddiff.sum(1, keepdim=True)
         dmean = -sum_ddiff
         del sum_ddiff
     if needs[0]:
         dx = (
-            _add_scaled(ddiff, dmean, 1 / C)
+            _into(_add_scaled, ddiff, dmean, 1 / C)
             if present[0] or present[1]
             else grad_out.new_zeros((Batch, C))
         )
     if needs[0] and (present[0] or present[1]):
         del ddiff, dmean
     if needs[1] and present[0]:
-        sum_db_dx_grad_y_rstd = _sum_leading(rstd[:, None] * db_dx * grad_y, 1)
+        sum_db_dx_grad_y_rstd = _sum_leading(_into(torch.mul, rstd[:, None] * db_dx, grad_y), 1)
         sum_db_dx_grad_y_rstd_1 = torch.einsum("b,bc,ba->a", rstd, db_dx, grad_y)
-        sum_db_dx_grad_y_rstd_xhat = (rstd * sum_db_dx_xhat * grad_y.T * xhat.T).sum(1)
+        sum_db_dx_grad_y_rstd_xhat = _into(torch.mul, rstd * sum_db_dx_xhat * grad_y.T, xhat.T).sum(
+            1
+        )
     if present[0]:
         del sum_db_dx_xhat
     if needs[1] and present[0]:
@@ -366,7 +411,12 @@ def _double_backward(
         del sum_db_dx_grad_y_rstd_1, sum_db_dx_grad_y_rstd_xhat
     if needs[1]:
         dgain = (
-            sum_db_dx_grad_y_rstd - (sum_db_dx_grad_y_rstd_xhat_1 / C)
+            _into(
+                torch.sub,
+                sum_db_dx_grad_y_rstd,
+                _into(torch.div, sum_db_dx_grad_y_rstd_xhat_1, C),
+                into=1,
+            )
             if present[0]
             else grad_out.new_zeros((C,))
         )
@@ -376,8 +426,14 @@ def _double_backward(
         sum_db_dx = db_dx.sum(1, keepdim=True)
     if needs[3]:
         acc_1 = (
-            _addcmul(
-                torch.addcmul(shared_gain_rstd * sum_db_dx * (-1 / C), shared_gain_rstd, db_dx),
+            _into(
+                _addcmul,
+                _into(
+                    torch.addcmul,
+                    _into(torch.mul, shared_gain_rstd * sum_db_dx, -1 / C),
+                    shared_gain_rstd,
+                    db_dx,
+                ),
                 shared_gain_rstd_sum_db_dx_xhat,
                 xhat,
                 -1 / C,
@@ -440,7 +496,7 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05, present=(True, True, 
         mean = x.mean(1)
         diff = x - mean[:, None]
         var = (diff * diff).mean(1)
-        rstd = torch.rsqrt(eps + var)
+        rstd = _into(torch.rsqrt, eps + var)
     if present[1]:
         xhat = rstd[:, None] * diff
     if present[0]:
@@ -448,8 +504,8 @@ def _jvp(x, gain, bias, t_x, t_gain, t_bias, *, eps=1e-05, present=(True, True, 
         t_diff = t_x - t_mean[:, None]
         sum_diff_t_diff = (diff * t_diff).sum(1)
         t_var = sum_diff_t_diff * (2 / C)
-        t_rstd = torch.pow(rstd, 3) * t_var * (-1 / 2)
-        t_xhat = torch.addcmul(t_rstd[:, None] * diff, rstd[:, None], t_diff)
+        t_rstd = _into(torch.mul, _into(torch.mul, torch.pow(rstd, 3), t_var), -1 / 2)
+        t_xhat = _into(torch.addcmul, t_rstd[:, None] * diff, rstd[:, None], t_diff)
     acc = gain * t_xhat if present[0] else x.new_zeros((Batch, C))
     acc_1 = torch.addcmul(acc, t_gain, xhat) if present[1] else acc
     t_out = acc_1 + t_bias if present[2] else acc_1

@@ -102,14 +102,48 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
-def _addcmul(r, a, b, c):
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
+def _addcmul(r, a, b, c, out=None):
     # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
     # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
     # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
-    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing). out: a spare
+    # operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling():
         return r + a * b * c
-    return torch.addcmul(r, a, b, value=c)
+    return torch.addcmul(r, a, b, value=c, out=out)
 
 
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
@@ -143,7 +177,7 @@ def backward(grad_out, saved):
         (math.prod(batch_shape),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     sum_grad_out = grad_out.sum(1, keepdim=True)
-    dx = _addcmul(grad_out, sum_grad_out, torch.exp(out), -1)
+    dx = _into(_addcmul, grad_out, sum_grad_out, torch.exp(out), -1, into=2)
     del sum_grad_out
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
@@ -172,7 +206,7 @@ def _double_forward(x, grad_y, v_x):
     maxes, maxes_argmax = x.max(1)
     shared_maxes_x = x - maxes[:, None]
     counts_sum = torch.exp(shared_maxes_x).sum(1)
-    out = shared_maxes_x - torch.log(counts_sum)[:, None]
+    out = _into(torch.sub, shared_maxes_x, torch.log(counts_sum)[:, None])
     del shared_maxes_x
     _returned = grad_y.new_ones(())
     return _returned, (
@@ -200,20 +234,20 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         sum_grad_y = grad_y.sum(1, keepdim=True)
     exp_out = torch.exp(out)
     if needs[0]:
-        dout = -sum_grad_y * db_dx * exp_out
+        dout = _into(torch.neg, _into(torch.mul, sum_grad_y * db_dx, exp_out))
         del sum_grad_y
         sum_dout = dout.sum(1)
-        dcounts_sum = -sum_dout / counts_sum
-        exp_maxes_x = torch.exp(x - maxes[:, None])
+        dcounts_sum = _into(torch.neg, sum_dout / counts_sum)
+        exp_maxes_x = _into(torch.exp, x - maxes[:, None])
         sum_maxes_x = exp_maxes_x.sum(1)
-        dmaxes = _addcmul(-sum_dout, sum_maxes_x, dcounts_sum, -1)
+        dmaxes = _into(_addcmul, -sum_dout, sum_maxes_x, dcounts_sum, -1)
         del sum_dout, sum_maxes_x
-        dx = torch.addcmul(dout, dcounts_sum[:, None], exp_maxes_x).clone()
+        dx = _into(torch.addcmul, dout, dcounts_sum[:, None], exp_maxes_x).clone()
         del dout, dcounts_sum, exp_maxes_x
         dx = _scatter_add(dx, 1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
         del dmaxes
     if needs[1]:
-        sum_db_dx_out = (db_dx * exp_out).sum(1, keepdim=True)
+        sum_db_dx_out = _into(torch.mul, exp_out, db_dx).sum(1, keepdim=True)
     del exp_out
     if needs[1]:
         dgrad_y = db_dx - sum_db_dx_out
@@ -240,7 +274,7 @@ def _jvp(x, t_x):
     _check_like("t_x", t_x, "x", x, True)
     _check_positive("C", C, "a Max runs over it")
     maxes = x.amax(1)
-    exp_maxes_x = torch.exp(x - maxes[:, None])
+    exp_maxes_x = _into(torch.exp, x - maxes[:, None])
     counts_sum = exp_maxes_x.sum(1)
     t_counts_sum = (t_x * exp_maxes_x).sum(1)
     t_out = t_x - (t_counts_sum / counts_sum)[:, None]

@@ -104,6 +104,39 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
 # copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
 # anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
@@ -122,9 +155,9 @@ def forward(x):
     C = x.shape[1]
     _check_positive("C", C, "a Max runs over it")
     maxes = x.amax(1)
-    counts_sum_exp0 = torch.exp(x - maxes[:, None])
+    counts_sum_exp0 = _into(torch.exp, x - maxes[:, None])
     counts_sum = counts_sum_exp0.sum(1)
-    out = torch.log(counts_sum) + maxes
+    out = _into(torch.add, torch.log(counts_sum), maxes)
     del maxes
     _returned = out.reshape(tuple(batch_shape) + tuple(out.shape[1:]))
     return _returned, (
@@ -165,7 +198,7 @@ def _double_forward(x, grad_y, v_x):
     _check_like("v_x", v_x, "x", x, True)
     _check_positive("C", C, "a Max runs over it")
     maxes, maxes_argmax = x.max(1)
-    counts_sum_exp0 = torch.exp(x - maxes[:, None])
+    counts_sum_exp0 = _into(torch.exp, x - maxes[:, None])
     del maxes
     counts_sum = counts_sum_exp0.sum(1)
     b_dx = (grad_y / counts_sum)[:, None] * counts_sum_exp0
@@ -192,7 +225,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     db_dx = v_x
     if needs[0]:
         sum_b_dx_db_dx = (b_dx * db_dx).sum(1)
-        dcounts_sum = -sum_b_dx_db_dx / counts_sum
+        dcounts_sum = _into(torch.neg, sum_b_dx_db_dx / counts_sum)
         del sum_b_dx_db_dx
         dcounts_sum_exp0 = torch.addcmul(
             dcounts_sum[:, None], (grad_y / counts_sum)[:, None], db_dx
@@ -201,7 +234,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         sum_counts_sum_exp0_dcounts_sum_exp0 = (counts_sum_exp0 * dcounts_sum_exp0).sum(1)
         dmaxes = -sum_counts_sum_exp0_dcounts_sum_exp0
         del sum_counts_sum_exp0_dcounts_sum_exp0
-        dx = counts_sum_exp0 * dcounts_sum_exp0
+        dx = _into(torch.mul, dcounts_sum_exp0, counts_sum_exp0)
         del dcounts_sum_exp0
         dx = _scatter_add(dx, 1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
         del dmaxes
@@ -231,7 +264,7 @@ def _jvp(x, t_x):
     _check_like("t_x", t_x, "x", x, True)
     _check_positive("C", C, "a Max runs over it")
     maxes = x.amax(1)
-    counts_sum_exp0 = torch.exp(x - maxes[:, None])
+    counts_sum_exp0 = _into(torch.exp, x - maxes[:, None])
     counts_sum = counts_sum_exp0.sum(1)
     t_counts_sum_exp0 = counts_sum_exp0 * t_x
     t_counts_sum = t_counts_sum_exp0.sum(1)

@@ -159,6 +159,39 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
 # copy); out of place for a Tensor subclass, under a mode and compiled (functionalized
 # anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
@@ -191,7 +224,7 @@ def forward(logits, targets):
         ).sum((0, 1))
         del logprobs
         del shared_targets
-        loss = -sum_logprobs_targets_targets_index / sum_targets
+        loss = _into(torch.neg, sum_logprobs_targets_targets_index / sum_targets)
         del sum_targets, sum_logprobs_targets_targets_index
     except (IndexError, RuntimeError):  # an index kernel failed: say which input, or re-raise
         _check_range("targets", targets, "V", V, ignored=(-1,))
@@ -243,7 +276,7 @@ def _double_forward(logits, targets, grad_y, v_logits):
         logit_maxes, logit_maxes_argmax = logits.max(2)
         norm_logits = logits - logit_maxes[:, :, None]
         del logit_maxes
-        counts = torch.exp(norm_logits)
+        counts = _into(torch.exp, norm_logits)
         del norm_logits
         counts_sum = counts.sum(2)
         probs = torch.reciprocal(counts_sum)[:, :, None] * counts
@@ -277,13 +310,17 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
     if needs[0]:
         dprobs = torch.where(shared_targets[:, :, None], grad_y / sum_targets * db_dlogits, 0)
         sum_dprobs_probs = (dprobs * probs).sum(2)
-        dcounts_sum = -sum_dprobs_probs / counts_sum
+        dcounts_sum = _into(torch.neg, sum_dprobs_probs / counts_sum)
         del sum_dprobs_probs
-        dcounts = torch.addcmul(
-            dcounts_sum[:, :, None], torch.reciprocal(counts_sum)[:, :, None], dprobs
+        dcounts = _into(
+            torch.addcmul,
+            dcounts_sum[:, :, None],
+            torch.reciprocal(counts_sum)[:, :, None],
+            dprobs,
+            into=2,
         )
         del dprobs, dcounts_sum
-        dnorm_logits = counts * dcounts
+        dnorm_logits = _into(torch.mul, dcounts, counts)
         del dcounts
         sum_dnorm_logits = dnorm_logits.sum(2)
         dlogit_maxes = -sum_dnorm_logits
@@ -303,8 +340,10 @@ def _double_backward(grad_out, saved, needs=(True, True, True, True)):
         ).sum((0, 1))
     del shared_targets
     if needs[2]:
-        dgrad_y = sum_db_dlogits_probs_targets / sum_targets - (
-            sum_db_dlogits_targets_targets_index / sum_targets
+        dgrad_y = _into(
+            torch.sub,
+            sum_db_dlogits_probs_targets / sum_targets,
+            sum_db_dlogits_targets_targets_index / sum_targets,
         )
     del sum_targets
     if needs[2]:
@@ -344,7 +383,7 @@ def _jvp(logits, targets, t_logits):
         shared_targets, t_logprobs.gather(2, targets.clamp(min=0).unsqueeze(2)).squeeze(2), 0
     ).sum((0, 1))
     del shared_targets
-    t_loss = -sum_t_logprobs_targets_targets_index / sum_targets
+    t_loss = _into(torch.neg, sum_t_logprobs_targets_targets_index / sum_targets)
     return t_loss
 
 

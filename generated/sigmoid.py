@@ -80,6 +80,51 @@ def _check_batch(name, got, want):
         raise ValueError(f"{OP}: {name} has batch shape {tuple(got)}, expected {tuple(want)}")
 
 
+def _plain(*ts):
+    # whether these are eager tensors run now: no Tensor subclass, no dispatch mode tracing,
+    # no torch.func transform (its wrapped tensors are plain to python; a buffer vmap does not
+    # batch cannot take a batched update in place: hessian in one input of several, found by
+    # probing). The mode stack's depth is private to torch: a torch without it gets the
+    # written-out form
+    depth = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    if depth is None or depth() or torch._C._are_functorch_transforms_active():
+        return False
+    return all(type(t) is torch.Tensor for t in ts)
+
+
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
@@ -91,7 +136,7 @@ def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
     out, _like = saved
     _check_grad_out(grad_out, _like)
-    dx = (1 - out) * grad_out * out
+    dx = _into(torch.mul, _into(torch.mul, 1 - out, grad_out), out)
     return (dx,)
 
 
@@ -131,13 +176,17 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     _check_grad_out(grad_out, _like)
     db_dx = v_x
     if needs[0]:
-        dout = (1 - (out * 2)) * db_dx * grad_y
+        dout = _into(
+            torch.mul,
+            _into(torch.mul, _into(torch.add, _into(torch.neg, out * 2), 1), db_dx),
+            grad_y,
+        )
     shared_out = 1 - out
     if needs[0]:
-        dx = shared_out * dout * out
+        dx = _into(torch.mul, _into(torch.mul, dout, shared_out), out)
         del dout
     if needs[1]:
-        dgrad_y = shared_out * db_dx * out
+        dgrad_y = _into(torch.mul, _into(torch.mul, shared_out, db_dx), out)
     del shared_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
@@ -154,7 +203,7 @@ def _jvp(x, t_x):
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
     out = torch.sigmoid(x)
-    t_out = (1 - out) * out * t_x
+    t_out = _into(torch.mul, _into(torch.mul, 1 - out, out), t_x)
     return t_out
 
 

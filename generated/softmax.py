@@ -104,14 +104,48 @@ def _plain(*ts):
     return all(type(t) is torch.Tensor for t in ts)
 
 
-def _addcmul(r, a, b, c):
+INTO_LEAST = 1 << 16  # the fewest entries whose buffer _into takes (256 KiB of float32)
+
+
+def _into(kernel, *args, into=0):
+    # kernel(*args), written into args[into]: a tensor this function made for this kernel
+    # alone (derive/ir/reuse.py), whose buffer a large result would otherwise take new from
+    # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
+    # recording nothing (no operand requires grad, no forward-mode level open), and where
+    # the result has the buffer's shape and dtype; else (traced, under a torch.func
+    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
+    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
+    # memory at hand and these checks would cost more than they save
+    buffer = args[into]
+    if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
+        return kernel(*args)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
+        return kernel(*args)
+    if getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0:
+        return kernel(*args)
+    shapes = []
+    for a in tensors:
+        if a.dtype != buffer.dtype and (a.is_floating_point() or a.is_complex()):
+            return kernel(*args)
+        if a.shape != buffer.shape:
+            shapes.append(a.shape)
+    if shapes and torch.broadcast_shapes(buffer.shape, *shapes) != buffer.shape:
+        return kernel(*args)
+    return kernel(*args, out=buffer)
+
+
+def _addcmul(r, a, b, c, out=None):
     # r + c * a * b in one kernel where it runs eagerly; traced, written out (Inductor fuses
     # it anyway): torch 2.13's forward mode through a traced addcmul whose value is not 1
     # and whose factors carry no tangent segfaults (a compiled jvp, jacfwd or hessian of an
-    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing)
+    # ALiBi attention, whose bias is slope[h] * (i - j); found by probing). out: a spare
+    # operand's buffer, given by _into only where it runs eagerly
     if torch.compiler.is_compiling():
         return r + a * b * c
-    return torch.addcmul(r, a, b, value=c)
+    return torch.addcmul(r, a, b, value=c, out=out)
 
 
 # A buffer of the module's own updated in place where its tensors are plain (one kernel, no
@@ -145,7 +179,7 @@ def backward(grad_out, saved):
         (math.prod(batch_shape),) + tuple(grad_out.shape[grad_out.dim() - 1 :])
     )
     sum_grad_out_out = (grad_out * out).sum(1, keepdim=True)
-    dx = (grad_out - sum_grad_out_out) * out
+    dx = _into(torch.mul, grad_out - sum_grad_out_out, out)
     del sum_grad_out_out
     dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     return (dx,)
@@ -172,7 +206,7 @@ def _double_forward(x, grad_y, v_x):
     _check_like("v_x", v_x, "x", x, True)
     _check_positive("C", C, "a Max runs over it")
     maxes, maxes_argmax = x.max(1)
-    counts = torch.exp(x - maxes[:, None])
+    counts = _into(torch.exp, x - maxes[:, None])
     del maxes
     counts_sum = counts.sum(1)
     out = torch.reciprocal(counts_sum)[:, None] * counts
@@ -201,22 +235,26 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
         sum_grad_y_out = (grad_y * out).sum(1, keepdim=True)
     sum_db_dx_out = (db_dx * out).sum(1, keepdim=True)
     if needs[0]:
-        dout = _addcmul((grad_y - sum_grad_y_out) * db_dx, sum_db_dx_out, grad_y, -1)
+        dout = _into(
+            _addcmul, _into(torch.mul, grad_y - sum_grad_y_out, db_dx), sum_db_dx_out, grad_y, -1
+        )
         del sum_grad_y_out
         sum_dout_out = (dout * out).sum(1)
-        dcounts_sum = -sum_dout_out / counts_sum
+        dcounts_sum = _into(torch.neg, sum_dout_out / counts_sum)
         del sum_dout_out
-        dcounts = torch.addcmul(dcounts_sum[:, None], torch.reciprocal(counts_sum)[:, None], dout)
+        dcounts = _into(
+            torch.addcmul, dcounts_sum[:, None], torch.reciprocal(counts_sum)[:, None], dout, into=2
+        )
         del dout, dcounts_sum
         sum_counts_dcounts = (counts * dcounts).sum(1)
         dmaxes = -sum_counts_dcounts
         del sum_counts_dcounts
-        dx = counts * dcounts
+        dx = _into(torch.mul, dcounts, counts)
         del dcounts
         dx = _scatter_add(dx, 1, maxes_argmax.unsqueeze(1), dmaxes.unsqueeze(1))
         del dmaxes
     if needs[1]:
-        dgrad_y = (db_dx - sum_db_dx_out) * out
+        dgrad_y = _into(torch.mul, db_dx - sum_db_dx_out, out)
     del sum_db_dx_out
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
@@ -240,13 +278,15 @@ def _jvp(x, t_x):
     _check_like("t_x", t_x, "x", x, True)
     _check_positive("C", C, "a Max runs over it")
     maxes = x.amax(1)
-    counts = torch.exp(x - maxes[:, None])
+    counts = _into(torch.exp, x - maxes[:, None])
     counts_sum = counts.sum(1)
     shared_counts_sum = torch.reciprocal(counts_sum)
     out = shared_counts_sum[:, None] * counts
     t_counts = counts * t_x
     t_counts_sum = t_counts.sum(1)
-    t_out = shared_counts_sum[:, None] * _addcmul(t_counts, t_counts_sum[:, None], out, -1)
+    t_out = _into(
+        torch.mul, _addcmul(t_counts, t_counts_sum[:, None], out, -1), shared_counts_sum[:, None]
+    )
     del shared_counts_sum
     return t_out.reshape(tuple(batch_shape) + tuple(t_out.shape[1:]))
 

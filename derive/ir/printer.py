@@ -120,6 +120,7 @@ ADD_SCALED = "_add_scaled"  # the module's helper for r + c * t, torch.add's alp
 IN_PLACE = {ir.ScatterAdd: "_scatter_add", ir.IndexPut: "_index_put", ir.IndexAdd: "_index_add"}
 PLAIN = "_plain"  # whether tensors are plain and run now: what those and _add_scaled ask
 ADDCMUL = "_addcmul"  # the module's r + c * a * b, torch.addcmul's value when eager
+INTO = "_into"  # the module's kernel written into a spare operand (derive/ir/reuse.py)
 INDEX_SELECT = "_index_select"  # the module's rows-by-index, a subscript under a compiled transform
 # the module's context that reroutes einsum, flatten and unflatten under autograd's legacy vmap
 LEGACY_VMAP = "_legacy_vmap"
@@ -165,10 +166,10 @@ def called_helpers(lines: list) -> set[str]:
                     called.add(LEGACY_VMAP)
                 if isinstance(n, ir.Reduce) and leading_sum(n):
                     called |= {SUM_LEADING, LEGACY_VMAP}  # it flattens and unflattens
-                elif isinstance(n, ir.Apply) and n.form.startswith(ADD_SCALED + "("):
-                    called |= {ADD_SCALED, PLAIN}
-                elif isinstance(n, ir.Apply) and n.form.startswith(ADDCMUL + "("):
-                    called.add(ADDCMUL)
+                elif isinstance(n, ir.Apply) and n.form.startswith(INTO + "("):
+                    called |= {INTO, PLAIN} | _kernel_helpers(n.form[len(INTO) + 1 :])
+                elif isinstance(n, ir.Apply):
+                    called |= _kernel_helpers(n.form) | helpers_called(n)
                 elif isinstance(n, ir.IndexAdd):
                     called |= {IN_PLACE[ir.IndexAdd], PLAIN}
                 elif isinstance(n, ir.IndexSelect):
@@ -176,6 +177,13 @@ def called_helpers(lines: list) -> set[str]:
                 else:
                     called |= helpers_called(n)
     return called
+
+
+def _kernel_helpers(form: str) -> set[str]:
+    """The module's kernel helpers a call ``form`` starts with (and what they call)."""
+    if form.startswith(ADD_SCALED):
+        return {ADD_SCALED, PLAIN}
+    return {ADDCMUL} if form.startswith(ADDCMUL) else set()
 
 
 @functools.cache

@@ -38,6 +38,7 @@ from derive.ir.orders import natural_orders
 from derive.ir.passes import batched_matmuls, merged_siblings, released, stacked_siblings
 from derive.ir.printer import TorchPrinter
 from derive.ir.reshapes import reshapes_read_through
+from derive.ir.reuse import into_operands
 from derive.ir.scalars import EXTREMES, helpers_called, ieee_scalars
 from derive.ir.sharing import common_subexpressions
 from derive.ir.slices import merged_maps
@@ -157,6 +158,7 @@ class Lowerer:
                 cx.statements[:] = given_guarded(guarded(cx.statements, self._results))
             else:  # a tangent map's terms given on its input tangents (seeds.gated_tangents)
                 cx.statements[:] = given_guarded(cx.statements)
+            cx.statements[:] = into_operands(cx.statements, cx.integers)
             self._lines = [PRINTER.line(s) for s in cx.statements]
         return list(self._lines)
 

@@ -25,6 +25,14 @@ from derive.lower.lowerer import Lowerer
 from derive.lower.value import align, delta_terms, dense_axes, natural_order, union
 
 
+@pytest.fixture(autouse=True)
+def _as_lowered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines as the lowering writes them: the last pass, which writes kernels into their
+    spare operands (``_into``, derive/ir/reuse.py), changes where results go and not what is
+    computed; tests/unit/test_reuse.py holds its lines, tests/modules/test_into.py its values."""
+    monkeypatch.setattr("derive.lower.lowerer.into_operands", lambda block, integers: block)
+
+
 def _lines(inputs: list[str], definitions: list[str], **kw) -> list[str]:
     text = module_source(Op("t", inputs, definitions, **kw), "out")
     return [line.strip() for line in text.splitlines()]
