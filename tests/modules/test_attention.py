@@ -104,7 +104,10 @@ def test_a_width_not_divisible_by_the_heads_is_one_line() -> None:
 def test_backward_is_the_collapsed_softmax_and_contractions() -> None:
     code = inspect.getsource(attention.backward)
     # dS = P * (dP - rowsum(dP * P)): one element-wise line reads probs, then matmuls/einsums
-    ds_lines = [ln for ln in code.split(" = ") if "* probs" in ln and " - " in ln]
+    # (its kernels written into the difference's buffer: _into(torch.mul, _into(torch.sub, ..)))
+    ds_lines = [
+        ln for ln in code.split(" = ") if "probs)" in ln and "_into(torch.sub, sum_dy_v," in ln
+    ]
     assert len(ds_lines) == 1, code
     assert "torch.exp" not in code and "torch.arange" not in code  # no recompute, no one-hot
     assert "==" not in code and "amax" not in code

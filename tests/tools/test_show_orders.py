@@ -19,7 +19,7 @@ def test_jvp_prints_the_tangent_steps_and_their_torch(capsys):
     out = _shown(capsys, "tanh", "--jvp")
     assert "Tangents (forward mode" in out
     assert "t_out[batch] = ⎝1 - out[batch] ⎠⋅t_x[batch]" in out
-    assert "t_out = _addcmul(t_x, t_x, out * out, -1)" in out
+    assert "t_out = _into(_addcmul, t_x, t_x, out * out, -1, into=2)" in out
 
 
 def test_jvp_json_is_the_module_docstring_steps(capsys):
