@@ -169,14 +169,18 @@ def _into(kernel, *args, into=0):
     # the operating system a page at a time. Only eagerly, on plain tensors, with autograd
     # recording nothing (no operand requires grad, no forward-mode level open), and where
     # the result has the buffer's shape and dtype; else (traced, under a torch.func
-    # transform, an operand that broadcasts wider or of another float dtype) the kernel as
-    # written, into a new tensor; and below INTO_LEAST entries, where the allocator has the
-    # memory at hand and these checks would cost more than they save
+    # transform or autograd's legacy vmap, whose batching has no rule for out=, an operand
+    # that broadcasts wider or of another float dtype) the kernel as written, into a new
+    # tensor; and below INTO_LEAST entries, where the allocator has the memory at hand and
+    # these checks would cost more than they save
     buffer = args[into]
     if torch.compiler.is_compiling() or buffer.numel() < INTO_LEAST:
         return kernel(*args)
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     if not buffer.is_floating_point() or not _plain(*tensors):
+        return kernel(*args)
+    legacy = getattr(torch._C._functorch, "is_legacy_batchedtensor", None)
+    if legacy is None or any(legacy(a) for a in tensors):
         return kernel(*args)
     if torch.is_grad_enabled() and any(a.requires_grad for a in tensors):
         return kernel(*args)

@@ -141,3 +141,30 @@ def test_a_write_into_an_input_is_caught(tmp_path: Path) -> None:
     module = load_module(path)
     with pytest.raises((AssertionError, RuntimeError), match="mismatch|modified by an inplace"):
         _held(module, [torch.randn(6, 5, dtype=torch.float64)])
+
+
+@pytest.mark.parametrize("name", ["gelu_tanh", "layernorm", "causal_self_attention"])
+def test_autograd_batched_gradients_take_no_buffer(name: str) -> None:
+    """Autograd's batched gradients (jacobian with vectorize=True) run the backward under
+    torch's legacy vmap, which has no batching rule for a kernel's out=: with every buffer
+    otherwise taken (the threshold at 0), the vectorized jacobian is the one taken row by row."""
+    op = load_op(ROOT / "ops" / f"{name}.py")
+    module = load_module(ROOT / "generated" / f"{name}.py")
+    inputs = random_inputs(op, seed=0, dtype=torch.float64)
+    floats = [k for k, t in enumerate(inputs) if t.is_floating_point()]
+
+    def f(*xs):
+        args = list(inputs)
+        for k, x in zip(floats, xs, strict=True):
+            args[k] = x
+        return module.Function.apply(*args)
+
+    xs = tuple(inputs[k] for k in floats)
+    module.INTO_LEAST = 0
+    try:
+        batched = torch.autograd.functional.jacobian(f, xs, vectorize=True)
+        rows = torch.autograd.functional.jacobian(f, xs)
+    finally:
+        module.INTO_LEAST = 1 << 16
+    for a, b in zip(batched, rows, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
