@@ -21,8 +21,9 @@ Whether the buffer is taken is decided when the function runs, by the module's `
 eagerly, on plain tensors, with autograd recording nothing (grad mode off, as inside an
 autograd.Function), and only where the result has the buffer's shape and dtype (an operand that
 broadcasts to more, or another float dtype, and it returns a new tensor as written). Traced by
-torch.compile, under a torch.func transform or a dispatch mode, the kernel runs as written:
-Inductor reuses buffers itself, and a transform's wrapped tensor may not take a write.
+torch.compile, under a torch.func transform, a dispatch mode or autograd's legacy vmap, the
+kernel runs as written: Inductor reuses buffers itself, a transform's wrapped tensor may not
+take a write, and the legacy vmap has no batching rule for ``out=``.
 A name bound by a statement is a buffer only where it is such a tensor too: assigned once, to
 a value torch computes into new memory (never a view: ``Wh = Wqkv.reshape(..)`` is the
 caller's), read once by the last statement that reads it, and freed after it (``del``: nothing hands
