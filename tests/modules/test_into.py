@@ -75,7 +75,7 @@ def _held(module, inputs: list[torch.Tensor]) -> tuple[list, int]:
         taken += result is args[into]
         return result
 
-    module._into = counting
+    module._into, least = counting, module.INTO_LEAST
     try:
         module.INTO_LEAST = float("inf")
         never = _orders(module, inputs, seed=1)
@@ -83,7 +83,7 @@ def _held(module, inputs: list[torch.Tensor]) -> tuple[list, int]:
         module.INTO_LEAST = 0
         always = _orders(module, inputs, seed=1)
     finally:
-        module._into, module.INTO_LEAST = original, 1 << 16
+        module._into, module.INTO_LEAST = original, least
     assert len(never) == len(always)
     for a, b in zip(never, always, strict=True):
         _same(a, b)
@@ -160,11 +160,11 @@ def test_autograd_batched_gradients_take_no_buffer(name: str) -> None:
         return module.Function.apply(*args)
 
     xs = tuple(inputs[k] for k in floats)
-    module.INTO_LEAST = 0
+    least, module.INTO_LEAST = module.INTO_LEAST, 0
     try:
         batched = torch.autograd.functional.jacobian(f, xs, vectorize=True)
         rows = torch.autograd.functional.jacobian(f, xs)
     finally:
-        module.INTO_LEAST = 1 << 16
+        module.INTO_LEAST = least
     for a, b in zip(batched, rows, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
