@@ -13,13 +13,13 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterator
 from enum import IntEnum
 
 import sympy as sp
 
 from derive.functions import heaviside_code
 from derive.ir import nodes as ir
+from derive.ir.rewrite import flat_statements
 from derive.ir.scalars import helpers_called
 
 
@@ -143,13 +143,6 @@ def leading_sum(node: ir.Reduce) -> int | None:
     return k if ndim == k + len(node.axes) else None
 
 
-def _flat(statement: ir.Statement) -> Iterator[ir.Statement]:
-    """The statement and those a guard (``if needs[0]: ...``) holds."""
-    yield statement
-    for inner in getattr(statement, "body", ()):
-        yield from _flat(inner)
-
-
 def called_helpers(lines: list) -> set[str]:
     """The module helpers the printed ``lines`` call (a :class:`Line` keeps its statement)."""
     called = set()
@@ -157,7 +150,7 @@ def called_helpers(lines: list) -> set[str]:
         statement = getattr(line, "statement", None)
         if statement is None:
             continue
-        for inner in _flat(statement):
+        for inner in flat_statements([statement]):
             if type(inner) in IN_PLACE:
                 called |= {IN_PLACE[type(inner)], PLAIN}
         for root in statement.nodes():

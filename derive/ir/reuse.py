@@ -36,12 +36,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection
 from typing import NamedTuple
 
 from derive.ir import nodes as ir
 from derive.ir.printer import ADD_SCALED, ADDCMUL, INTO
-from derive.ir.rewrite import rebuilt
+from derive.ir.rewrite import flat_statements, rebuilt
 
 # torch's unary functions of the registry that take out= (torch.relu does not)
 UNARY = frozenset(
@@ -66,7 +66,7 @@ def into_operands(block: list[ir.Statement], integers: Collection[str]) -> list[
     left as written, as ``_into`` would leave it: its buffers are floats only."""
     spare = _spare_names(block)
     ints = set(integers)
-    for s in _flat(block):
+    for s in flat_statements(block):
         if isinstance(s, ir.Assign) and len(s.targets) == 1 and _integer(s.value, ints):
             ints.add(s.targets[0])
 
@@ -99,7 +99,7 @@ def _integer(node: ir.Node, ints: Collection[str]) -> bool:
 def _spare_names(block: list[ir.Statement]) -> dict[str, ir.Statement]:
     """Each name whose tensor may be a buffer (see the module docstring), with the one
     statement that reads it."""
-    flat = list(_flat(block))
+    flat = list(flat_statements(block))
     freed = {n for s in flat if isinstance(s, ir.Free) for n in s.names}
     writes = Counter(n for s in flat for n in s.writes)
     fresh = {
@@ -125,15 +125,6 @@ def _new(s: ir.Statement) -> bool:
     if not isinstance(s, ir.Assign):
         return False
     return made_here(s.value) or isinstance(s.value, (ir.Reduce, ir.Stack))
-
-
-def _flat(block: Iterable[ir.Statement]) -> Iterator[ir.Statement]:
-    """The statements, those a guard holds in their place (not the guard itself)."""
-    for s in block:
-        if isinstance(s, ir.Guarded):
-            yield from _flat(s.body)
-        else:
-            yield s
 
 
 def made_here(node: ir.Node, names: frozenset[str] = frozenset()) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 import sympy as sp
 
@@ -18,6 +18,16 @@ from derive.ir import nodes as ir
 
 # new storage, which an update writes in place, or a view: never bound to a shared name
 NOT_SHARED = (ir.View, ir.Zeros, ir.Full, ir.Clone, ir.IndexAdd, ir.Select)
+
+
+def flat_statements(block: Iterable[ir.Statement]) -> Iterator[ir.Statement]:
+    """The statements of ``block`` in order, those a guard (``if needs[0]: ...``) holds in
+    its place (not the guard itself)."""
+    for s in block:
+        if isinstance(s, ir.Guarded):
+            yield from flat_statements(s.body)
+        else:
+            yield s
 
 
 def unused_axis(taken: set) -> sp.Symbol:
