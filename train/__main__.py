@@ -19,8 +19,12 @@ def _stopped_before_starting(signum, frame):  # Ctrl-C while torch loads: nothin
 signal.signal(signal.SIGINT, _stopped_before_starting)
 
 from train.cli import main  # noqa: E402 - after the handler: this import loads torch
+from train.distributed import leave, several_processes  # noqa: E402
 from train.streams import survive_closed_pipes  # noqa: E402
 
 signal.signal(signal.SIGINT, signal.default_int_handler)  # the run's own Ctrl-C from here on
 survive_closed_pipes()
-raise SystemExit(main())
+code = main()
+if several_processes():
+    leave(code)  # past a teardown that can abort a finished run (train.distributed.leave)
+raise SystemExit(code)
