@@ -90,7 +90,7 @@ def leave(code: int) -> None:
     rank 1 died with 'terminate called without an active exception' (SIGABRT: a C++ thread
     object destroyed while still running), and ``torchrun`` SIGTERM'd rank 0 and reported the
     run failed. By then every file is written and closed; nothing is left for the teardown to
-    do. It did not come back in ~85 reruns here (28 in session 24, ~57 in session 41), so its
+    do. It did not come back in 120 reruns here (28 in session 24, 92 in session 41), so its
     site is inferred, not seen.
     """
     atexit._run_exitfuncs()
