@@ -190,6 +190,25 @@ def test_ranks_meet_before_leaving_only_where_the_loop_ended_on_every_rank(
     assert (code, met) == (exit_code, [1] if meets else [])
 
 
+def test_a_process_of_several_leaves_with_its_code_its_output_and_its_exit_handlers():
+    """``leave`` skips the interpreter's teardown (train.distributed.leave), not what a run
+    owes before it: the exit code, the buffered stdout and stderr, Python's exit handlers."""
+    script = (
+        "import atexit, sys\n"
+        "from train.distributed import leave\n"
+        "atexit.register(lambda: print('handled', file=sys.stderr))\n"
+        "print('buffered', end='')\n"
+        "sys.stderr.write('said')\n"
+        "leave(7)\n"
+        "print('never')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert (proc.returncode, proc.stdout) == (7, "buffered"), proc.stderr
+    assert proc.stderr == "saidhandled\n"
+
+
 @pytest.mark.parametrize(("saved", "says"), [(8, "holds the finished run"), (5, "without saving")])
 def test_a_second_ctrl_c_in_the_report_says_the_run_is_whole(saved, says, tmp_path, capsys):
     """A Ctrl-C while the final report is written (after the last step's checkpoint) said
