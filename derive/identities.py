@@ -58,7 +58,35 @@ DEFINITION_RULES: list[Rule] = [
     ),
     # log1p(c e^x) -> softplus(x + log(c))                   (c > 0)
     ("softplus-log1p", log1p(_c * sp.exp(_x)), lambda m: _shifted_softplus(sp.S.One, m[_c], m[_x])),
+    # c +- c tanh(x) -> 2c sigma(+-2x)   (1 - tanh(x) is 0 past x = 19 in float64, 2 sigma(-2x)
+    # keeps e^-2x; GELU-tanh's 1 + tanh(u))
+    ("tanh-as-sigmoid", _q + _c * sp.tanh(_x), lambda m: _tanh_as_sigmoid(m[_q], m[_c], m[_x])),
+    # (c b)**p -> c**p b**p                 (c > 0; see _power_spread)
+    ("power-spread", _x**_p, lambda m: _power_spread(m[_x], m[_p])),
 ]
+
+
+def _power_spread(x: sp.Expr, p: sp.Expr) -> sp.Expr | None:
+    # (c b)**p = c**p b**p for every real b and p where c > 0 (SymPy spreads only whole p):
+    # apart, b**p's derivative p b**(p - 1) b' meets a b of b' and merges, (2 sigma(-2x))**g's
+    # is finite where sigma underflows to 0 (1 - tanh(x) = 2 sigma(-2x) raised to a param)
+    c, b = x.as_coeff_Mul()
+    if p.is_Integer or not (c.is_positive and c != 1):
+        return None
+    return c**p * b**p
+
+
+def _tanh_as_sigmoid(q: sp.Expr, c: sp.Expr, x: sp.Expr) -> sp.Expr | None:
+    # rest + c + c tanh(x) -> rest + 2c sigma(2x); rest - c + c tanh(x) -> rest - 2c sigma(-2x):
+    # c a number and a term of the sum, as 1 + tanh(x) = 2 e^x / (e^x + e^-x) = 2 sigma(2x)
+    if not c.is_number:
+        return None
+    terms = sp.Add.make_args(q)
+    if c in terms:
+        return q - c + 2 * c * sigmoid(2 * x)
+    if -c in terms:
+        return q + c - 2 * c * sigmoid(-2 * x)
+    return None
 
 
 def _hyperbolic_ratio(r: sp.Expr, x: sp.Expr, p: sp.Expr, q: sp.Expr) -> sp.Expr | None:

@@ -4,18 +4,18 @@
 
 Forward, as defined (element-wise, SymPy index notation):
     x[...]
-    out_tanh0[...] = tanh(sqrt(2)*(0.044715*x[batch]**3 + x[batch])/sqrt(pi))  (from `out[...] = 0.5 * x[...] * (1 + tanh(sqrt(2 / pi) * (x[...] + 0.044715 * x[...]**3)))`)
+    out_sigmoid0[...] = sigmoid(2*sqrt(2)*(0.044715*x[batch]**3 + x[batch])/sqrt(pi))  (from `out[...] = 0.5 * x[...] * (1 + tanh(sqrt(2 / pi) * (x[...] + 0.044715 * x[...]**3)))`)
     out[...] = 0.5 * x[...] * (1 + tanh(sqrt(2 / pi) * (x[...] + 0.044715 * x[...]**3)))
 
 Backward, derived and simplified by backgen:
-    dx[batch] = 0.5*(sqrt(2)*(1 - out_tanh0[batch]**2)*(0.134145*x[batch]**2 + 1)*x[batch]/sqrt(pi) + out_tanh0[batch] + 1)*grad_out[batch]
+    dx[batch] = (2.0*sqrt(2)*(1 - out_sigmoid0[batch])*(0.134145*x[batch]**2 + 1)*x[batch]/sqrt(pi) + 1.0)*grad_out[batch]*out_sigmoid0[batch]
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
 
 Tangents (forward mode), derived by backgen from the forward, in _jvp:
-    t_out_tanh0[batch] = sqrt(2)*(1 - out_tanh0[batch]**2)*(0.134145*x[batch]**2 + 1)*t_x[batch]/sqrt(pi)
-    t_out[batch] = 0.5*((out_tanh0[batch] + 1)*t_x[batch] + t_out_tanh0[batch]*x[batch])
+    t_out_sigmoid0[batch] = 2*sqrt(2)*(1 - out_sigmoid0[batch])*(0.134145*x[batch]**2 + 1)*out_sigmoid0[batch]*t_x[batch]/sqrt(pi)
+    t_out[batch] = 1.0*(out_sigmoid0[batch]*t_x[batch] + t_out_sigmoid0[batch]*x[batch])
 """
 
 import contextlib
@@ -24,7 +24,7 @@ import hashlib
 import torch
 
 OP = "gelu_tanh"
-SAVED = ["x", "out_tanh0"]
+SAVED = ["x", "out_sigmoid0"]
 # under torch.autocast: "lower" (the autocast dtype), "float32" or "input" (derive/emit/precision.py)
 AUTOCAST = "input"
 
@@ -158,34 +158,46 @@ def _addcmul(r, a, b, c, out=None):
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
-    out_tanh0 = _into(
-        torch.tanh,
+    out_sigmoid0 = _into(
+        torch.sigmoid,
         _into(
-            torch.mul, _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1), 0.7978845608028654
+            torch.mul,
+            _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1),
+            2 * 0.7978845608028654,
         ),
     )
-    out = _into(_addcmul, x * 0.5, x, out_tanh0, 0.5)
-    return out, (x, out_tanh0, (out.shape, out.dtype, out.device))
+    out = out_sigmoid0 * x
+    return out, (x, out_sigmoid0, (out.shape, out.dtype, out.device))
 
 
 def backward(grad_out, saved):
     """Gradients of the inputs, in input order (``None`` for integer inputs)."""
-    x, out_tanh0, _like = saved
+    x, out_sigmoid0, _like = saved
     _check_grad_out(grad_out, _like)
     dx = _into(
         torch.mul,
         _into(
             torch.mul,
             _into(
-                _addcmul,
-                out_tanh0 + 1,
-                _into(_addcmul, x, x, x * x, 0.134145, into=2),
-                _into(torch.add, _into(torch.neg, out_tanh0 * out_tanh0), 1),
-                0.7978845608028654,
+                torch.add,
+                _into(
+                    torch.mul,
+                    _into(
+                        torch.mul,
+                        _into(
+                            torch.mul,
+                            1 - out_sigmoid0,
+                            _into(torch.add, _into(torch.mul, x * x, 0.134145), 1),
+                        ),
+                        x,
+                    ),
+                    2.0 * 0.7978845608028654,
+                ),
+                1.0,
             ),
             grad_out,
         ),
-        0.5,
+        out_sigmoid0,
     )
     return (dx,)
 
@@ -206,16 +218,18 @@ def _double_forward(x, grad_y, v_x):
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
-    out_tanh0 = _into(
-        torch.tanh,
+    out_sigmoid0 = _into(
+        torch.sigmoid,
         _into(
-            torch.mul, _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1), 0.7978845608028654
+            torch.mul,
+            _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1),
+            2 * 0.7978845608028654,
         ),
     )
     _returned = grad_y.new_ones(())
     return _returned, (
         x,
-        out_tanh0,
+        out_sigmoid0,
         grad_y,
         v_x,
         batch_shape,
@@ -228,78 +242,87 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     inputs and for those its result does not depend on: autograd leaves their ``.grad`` as it
     is, as it does for an input no path reaches; None too for those ``needs``,
     one flag per input, does not ask for, and their work skipped)."""
-    x, out_tanh0, grad_y, v_x, batch_shape, _like = saved
+    x, out_sigmoid0, grad_y, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     db_dx = v_x
     shared_x = x * x
+    shared_x_2 = _into(torch.add, shared_x * 0.134145, 1)
+    shared_out_sigmoid0 = 1 - out_sigmoid0
     if needs[0]:
-        dout_tanh0 = _into(
+        dout_sigmoid0 = _into(
             torch.mul,
             _into(
                 torch.mul,
                 _into(
-                    torch.mul,
+                    _addcmul,
                     _into(
                         torch.add,
                         _into(
                             torch.neg,
                             _into(
                                 torch.mul,
-                                _into(
-                                    torch.mul,
-                                    _into(
-                                        torch.mul,
-                                        _into(torch.add, shared_x * 0.134145, 1),
-                                        out_tanh0,
-                                    ),
-                                    x,
-                                ),
-                                2 * 0.7978845608028654,
+                                _into(torch.mul, shared_x_2 * out_sigmoid0, x),
+                                2.0 * 0.7978845608028654,
                             ),
                         ),
-                        1,
+                        1.0,
                     ),
-                    db_dx,
+                    _addcmul(x, x, shared_x, 0.134145),
+                    shared_out_sigmoid0,
+                    1.5957691216057308,
                 ),
-                grad_y,
+                db_dx,
             ),
-            0.5,
+            grad_y,
         )
-    shared_out_tanh0 = _into(torch.add, _into(torch.neg, out_tanh0 * out_tanh0), 1)
-    if needs[0]:
         dx = _into(
             torch.mul,
             _into(
                 torch.mul,
                 _into(
-                    _addcmul,
-                    _addcmul(dout_tanh0, dout_tanh0, shared_x, 0.134145),
-                    db_dx * grad_y,
-                    _into(torch.add, shared_x * 0.402435, 1),
-                    0.5,
+                    torch.mul,
+                    _into(
+                        _addcmul,
+                        _into(
+                            torch.mul,
+                            _into(
+                                torch.mul,
+                                _into(torch.add, _into(torch.mul, shared_x, 0.80487), 2.0),
+                                db_dx,
+                            ),
+                            grad_y,
+                        ),
+                        dout_sigmoid0,
+                        shared_x_2,
+                        2,
+                    ),
+                    shared_out_sigmoid0,
                 ),
-                shared_out_tanh0,
+                out_sigmoid0,
             ),
             0.7978845608028654,
         )
-        del dout_tanh0
+        del dout_sigmoid0
+    del shared_x
     if needs[1]:
         dgrad_y = _into(
             torch.mul,
             _into(
                 torch.mul,
                 _into(
-                    _addcmul,
-                    out_tanh0 + 1,
-                    _into(_addcmul, x, x, shared_x, 0.134145, into=2),
-                    shared_out_tanh0,
-                    0.7978845608028654,
+                    torch.add,
+                    _into(
+                        torch.mul,
+                        _into(torch.mul, _into(torch.mul, shared_out_sigmoid0, shared_x_2), x),
+                        2.0 * 0.7978845608028654,
+                    ),
+                    1.0,
                 ),
                 db_dx,
             ),
-            0.5,
+            out_sigmoid0,
         )
-    del shared_out_tanh0, shared_x
+    del shared_x_2, shared_out_sigmoid0
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     if needs[1]:
@@ -314,26 +337,32 @@ def _jvp(x, t_x):
     _check_input("t_x", t_x, 0, False, True)
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
-    out_tanh0 = _into(
-        torch.tanh,
+    out_sigmoid0 = _into(
+        torch.sigmoid,
         _into(
-            torch.mul, _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1), 0.7978845608028654
+            torch.mul,
+            _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1),
+            2 * 0.7978845608028654,
         ),
     )
-    t_out_tanh0 = _into(
+    t_out_sigmoid0 = _into(
         torch.mul,
         _into(
             torch.mul,
             _into(
                 torch.mul,
-                _into(torch.add, _into(torch.neg, out_tanh0 * out_tanh0), 1),
-                _into(torch.add, _into(torch.mul, x * x, 0.134145), 1),
+                _into(
+                    torch.mul,
+                    1 - out_sigmoid0,
+                    _into(torch.add, _into(torch.mul, x * x, 0.134145), 1),
+                ),
+                out_sigmoid0,
             ),
             t_x,
         ),
-        0.7978845608028654,
+        2 * 0.7978845608028654,
     )
-    t_out = _into(torch.mul, _into(torch.addcmul, t_out_tanh0 * x, t_x, out_tanh0 + 1), 0.5)
+    t_out = _into(torch.addcmul, t_out_sigmoid0 * x, t_x, out_sigmoid0)
     return t_out
 
 

@@ -433,6 +433,8 @@ def _factors(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> tuple[sp.Expr, l
     if coef.is_Rational and coef.q != 1:
         den.append(ir.Number(coef.q))
         coef = sp.Integer(coef.p)
+    if coef.is_Float and abs(coef) == 1.0:  # 0.5 * 2 is Float 1.0, which SymPy keeps != 1
+        coef = sp.Integer(int(coef))
     if abs(coef) != 1:
         num.insert(0, ir.Number(abs(coef)))
     return coef, num, den

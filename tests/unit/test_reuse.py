@@ -41,7 +41,7 @@ def _lines(inputs: list[str], definitions: list[str]) -> list[str]:
         # a name read last, once, and freed after: dy writes into what dx read first
         (
             ["x[N]", "y[N]"],
-            ["h[n] = x[n] * y[n]", "out[n] = tanh(h[n]) + 1"],
+            ["h[n] = x[n] * y[n]", "out[n] = tanh(h[n]) + 2"],
             "dy = _into(torch.mul, shared_grad_out_tanh_h, x)",
         ),
     ],
@@ -58,7 +58,7 @@ def test_no_buffer_broadcast_smaller_saved_or_read_again() -> None:
     lines = _lines(["x[N]", "y[N]"], ["out[n] = exp(x[n]) * y[n]"])
     assert "out = out_exp0 * y" in lines
     # read by dx and dy: dx, which does not read it last, makes a new tensor
-    lines = _lines(["x[N]", "y[N]"], ["h[n] = x[n] * y[n]", "out[n] = tanh(h[n]) + 1"])
+    lines = _lines(["x[N]", "y[N]"], ["h[n] = x[n] * y[n]", "out[n] = tanh(h[n]) + 2"])
     assert "dx = shared_grad_out_tanh_h * y" in lines
 
 

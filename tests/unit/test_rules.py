@@ -519,14 +519,35 @@ def test_every_sum_rule_has_its_case() -> None:
     assert {case[0] for case in SUM_RULE_CASES} | folds == set(RULES)
 
 
+# rows whose pattern needs values of its own: 3 + 3 tanh(x) -> 6 sigmoid(2 x), a number's term
+# beside its tanh; (2 y)**g -> 2**g y**g, a positive multiple raised to a param
+OWN_VALUES = {
+    "tanh-as-sigmoid": {"q": sp.Integer(3)},
+    "power-spread": {"x": 2 * y[n], "p": sp.Symbol("g", real=True)},
+}
+
+
 @pytest.mark.parametrize("row", DEFINITION_RULES + FORWARD_RULES, ids=lambda row: row[0])
 def test_each_identity_fires_on_its_own_pattern(row) -> None:
     name, pattern, build = row
     # a and c are the positive factors of log(a + c e^x): a sum with a square, a number
     values = {"r": y[n], "a": 2 + y[n] ** 2, "c": sp.Integer(3), "p": sp.S.One, "q": sp.Integer(-2)}
+    values.update(OWN_VALUES.get(name, {}))
     bind = {w: values.get(w.name, x[n]) for w in pattern.atoms(sp.Wild)}
     assert build(bind) is not None
     assert rewrite(pattern.xreplace(bind), [row]) == build(bind)
+
+
+def test_tanh_as_sigmoid_reads_either_sign_and_declines_a_lone_tanh() -> None:
+    # 1 - tanh(x) = 2 sigma(-2x); 2 - 2 tanh(x) + y keeps y; 3 + tanh(x) and y tanh(x) + 1
+    # hold no multiple of 1 + tanh and stay
+    assert rewrite(1 - sp.tanh(x[n]), DEFINITION_RULES) == 2 * sigmoid(-2 * x[n])
+    both = 2 - 2 * sp.tanh(x[n]) + y[n]
+    assert rewrite(both, DEFINITION_RULES) == y[n] + 4 * sigmoid(-2 * x[n])
+    for kept in (3 + sp.tanh(x[n]), y[n] * sp.tanh(x[n]) + 1):
+        assert rewrite(kept, DEFINITION_RULES) == kept
+    g = sp.Symbol("g", real=True)
+    assert rewrite((-2 * y[n]) ** g, DEFINITION_RULES) == (-2 * y[n]) ** g  # c < 0: not real
 
 
 def test_shifted_softplus_declines_a_factor_that_may_be_zero() -> None:
