@@ -61,19 +61,7 @@ DEFINITION_RULES: list[Rule] = [
     # c +- c tanh(x) -> 2c sigma(+-2x)   (1 - tanh(x) is 0 past x = 19 in float64, 2 sigma(-2x)
     # keeps e^-2x; GELU-tanh's 1 + tanh(u))
     ("tanh-as-sigmoid", _q + _c * sp.tanh(_x), lambda m: _tanh_as_sigmoid(m[_q], m[_c], m[_x])),
-    # (c b)**p -> c**p b**p                 (c > 0; see _power_spread)
-    ("power-spread", _x**_p, lambda m: _power_spread(m[_x], m[_p])),
 ]
-
-
-def _power_spread(x: sp.Expr, p: sp.Expr) -> sp.Expr | None:
-    # (c b)**p = c**p b**p for every real b and p where c > 0 (SymPy spreads only whole p):
-    # apart, b**p's derivative p b**(p - 1) b' meets a b of b' and merges, (2 sigma(-2x))**g's
-    # is finite where sigma underflows to 0 (1 - tanh(x) = 2 sigma(-2x) raised to a param)
-    c, b = x.as_coeff_Mul()
-    if p.is_Integer or not (c.is_positive and c != 1):
-        return None
-    return c**p * b**p
 
 
 def _tanh_as_sigmoid(q: sp.Expr, c: sp.Expr, x: sp.Expr) -> sp.Expr | None:

@@ -273,6 +273,9 @@ def powers_over_their_base(e: sp.Mul) -> sp.Expr:
     each term merged). ``e`` itself where there is none."""
     factors = list(sp.Mul.make_args(e))
     for k, power in enumerate(factors):
+        taken = _took_its_factors(power, factors[:k] + factors[k + 1 :])
+        if taken is not None:
+            return taken
         if not _summed_power(power):
             continue
         rest = factors[:k] + factors[k + 1 :]
@@ -378,6 +381,33 @@ def _is_ratio(f: sp.Expr) -> bool:
         and isinstance(den.base.function, sp.exp)
         and _summand_of(num.args[0], den.base)
     )
+
+
+def _took_its_factors(power: sp.Expr, rest: list[sp.Expr]) -> sp.Expr | None:
+    """``B**a f1 .. fk r`` as ``B**(a + 1) r / c`` where ``B = c f1 .. fk`` (c a number) is a
+    product whose every factor ``rest`` holds; None where it does not.
+
+    The derivative of ``(c b)**g`` is ``g (c b)**(g - 1) c b'``, and where ``b'`` holds b
+    itself (a sigmoid's ``b (1 - b)``, an exp) SymPy keeps ``(c b)**(g - 1)`` apart from that
+    b: inf * 0 where b underflows, at g < 1 (``(1 - tanh(x))**g``, read ``(2 sigmoid(-2x))**g``,
+    at x = 800), where the merged ``(c b)**g`` is 0. Taken whole, the power keeps the base the
+    op wrote (spread, ``c**g b**g`` overflows in float32 at exponents past 127 where
+    ``(c b)**g`` need not)."""
+    if not (isinstance(power, sp.Pow) and isinstance(power.base, sp.Mul)):
+        return None
+    if power.exp.is_Integer:
+        return None
+    coef, product = power.base.as_coeff_Mul()
+    parts = [f.as_base_exp() for f in sp.Mul.make_args(product)]
+    left = [f.as_base_exp() for f in rest]
+    for base, k in parts:
+        at = next(
+            (i for i, (b, m) in enumerate(left) if b == base and (m - k).is_nonnegative), None
+        )
+        if at is None or not (left[at][1] - k).is_Integer:
+            return None
+        left[at] = (base, left[at][1] - k)
+    return sp.Mul(*[b**m for b, m in left], power.base ** (power.exp + 1)) / coef
 
 
 def _summed_power(f: sp.Expr) -> bool:

@@ -1428,10 +1428,10 @@ def test_log_one_minus_exp_keeps_its_value_and_a_finite_second_order_far_out(
 def test_a_power_of_one_minus_tanh_has_a_finite_gradient_where_tanh_rounds_to_one(
     tmp_path: Path,
 ) -> None:
-    """1 - tanh(x) is read as 2 sigmoid(-2x) and the power spread over the 2, 2**g
-    sigmoid(-2x)**g (derive.identities): sigmoid's derivative s (1 - s) meets s**(g - 1) and
-    merges, s**g, finite where s underflows (x = 800); written whole, (2 s)**(g - 1) s was
-    inf * 0. At x = 20, where tanh rounds to 1 in float64, the gradient keeps its digits."""
+    """1 - tanh(x) is read as 2 sigmoid(-2x) (derive.identities), and the derivative's
+    (2 s)**(g - 1) takes sigmoid's own factor s (arithmetic._took_its_factors): (2 s)**g / 2,
+    finite where s underflows (x = 800), where (2 s)**(g - 1) s apart was inf * 0. At x = 20,
+    where tanh rounds to 1 in float64, the gradient keeps its digits."""
     module, _ = _module("power_of_one_minus_tanh", tmp_path)
     x = torch.tensor([-800.0, -3.0, 0.0, 3.0, 20.0, 800.0], dtype=torch.float64)
     mine = x.clone().requires_grad_()

@@ -520,10 +520,9 @@ def test_every_sum_rule_has_its_case() -> None:
 
 
 # rows whose pattern needs values of its own: 3 + 3 tanh(x) -> 6 sigmoid(2 x), a number's term
-# beside its tanh; (2 y)**g -> 2**g y**g, a positive multiple raised to a param
+# beside its tanh
 OWN_VALUES = {
     "tanh-as-sigmoid": {"q": sp.Integer(3)},
-    "power-spread": {"x": 2 * y[n], "p": sp.Symbol("g", real=True)},
 }
 
 
@@ -546,8 +545,22 @@ def test_tanh_as_sigmoid_reads_either_sign_and_declines_a_lone_tanh() -> None:
     assert rewrite(both, DEFINITION_RULES) == y[n] + 4 * sigmoid(-2 * x[n])
     for kept in (3 + sp.tanh(x[n]), y[n] * sp.tanh(x[n]) + 1):
         assert rewrite(kept, DEFINITION_RULES) == kept
+
+
+def test_a_power_of_a_product_takes_the_factors_of_its_base() -> None:
+    # (2 s)**(g - 1) s (1 - s) -> (2 s)**g (1 - s) / 2: finite where s underflows, g < 1
+    from derive.lower.arithmetic import powers_over_their_base
+
     g = sp.Symbol("g", real=True)
-    assert rewrite((-2 * y[n]) ** g, DEFINITION_RULES) == (-2 * y[n]) ** g  # c < 0: not real
+    s = sigmoid(-2 * x[n])
+    merged = powers_over_their_base((2 * s) ** (g - 1) * s * (1 - s) * y[n])
+    assert merged == (2 * s) ** g * (1 - s) * y[n] / 2
+    # (x y)**(g - 1) x**2 y -> (x y)**g x: each factor once, a power's surplus left
+    assert powers_over_their_base((x[n] * y[n]) ** (g - 1) * x[n] ** 2 * y[n]) == (
+        (x[n] * y[n]) ** g * x[n]
+    )
+    for kept in ((2 * s) ** (g - 1) * (1 - s), (x[n] * y[n]) ** (g - 1) * x[n]):
+        assert powers_over_their_base(kept) == kept  # a factor of the base missing
 
 
 def test_shifted_softplus_declines_a_factor_that_may_be_zero() -> None:
