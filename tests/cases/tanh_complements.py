@@ -1,6 +1,7 @@
 """1 +- tanh read as sigmoids (derive.identities, tanh-as-sigmoid) in each sign and scale, a
-complement subtracted, one raised to a param (power-spread): the rows' own case, where a wrong
-sign or factor of 2 in either would show against autograd on the text."""
+complement subtracted, one raised to a param (its power takes sigmoid's factor from the
+derivative, arithmetic._took_its_factors): the rows' own case, where a wrong sign or factor of
+2 would show against autograd on the text."""
 
 from derive import Op
 
