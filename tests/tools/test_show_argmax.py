@@ -30,11 +30,12 @@ def test_an_op_without_a_max_shows_no_such_section() -> None:
 
 
 def test_a_call_named_for_the_backward_is_shown_with_the_forward() -> None:
-    """gelu_tanh's backward has a step ``dout_tanh0 (intermediate out_tanh0)``: the tanh the
-    derivation names to compute once (derive/symbolic/saving.py), which no definition of the
-    op file names, so show said nowhere what it was (found by probing)."""
+    """gelu_tanh's backward has a step ``dout_sigmoid0 (intermediate out_sigmoid0)``: the
+    sigmoid (its 1 + tanh(u) read as 2 sigmoid(2u)) the derivation names to compute once
+    (derive/symbolic/saving.py), which no definition of the op file names, so show said
+    nowhere what it was (found by probing, when it was a tanh)."""
     text = render_text(explain_file(OPS / "gelu_tanh.py"), width=100)
     forward, backward = text.split("\nBackward", 1)
-    assert "intermediate out_tanh0" in backward
-    assert "Named for the backward" in forward and "out_tanh0[batch] = tanh" in forward
+    assert "intermediate out_sigmoid0" in backward
+    assert "Named for the backward" in forward and "out_sigmoid0[batch] = sigmoid" in forward
     assert "Named for the backward" not in render_text(explain_file(OPS / "tanh.py"), width=100)
