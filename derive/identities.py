@@ -161,6 +161,44 @@ def _exp_over_expm1(r: sp.Expr, x: sp.Expr, p: sp.Expr) -> sp.Expr | None:
     return None
 
 
+# functions whose torch kernel returns floats whatever its argument's dtype
+_FLOAT_VALUED = (sp.exp, sp.log, sp.tanh, sp.sinh, sp.cosh, sp.sin, sp.cos, sigmoid, softplus)
+
+
+def read_definition(e: sp.Expr) -> sp.Expr:
+    """A definition's right-hand side as the engine reads it: :data:`DEFINITION_RULES`
+    applied, then a float coefficient of exactly +-1 dropped (:func:`unit_floats`)."""
+    return unit_floats(rewrite(e, DEFINITION_RULES))
+
+
+def unit_floats(e: sp.Expr) -> sp.Expr:
+    """``e`` with each product's coefficient ``1.0`` (or ``-1.0``) dropped where the product
+    is a float tensor's anyway: SymPy keeps ``0.5 * 2`` as Float 1.0, never equal to 1, so
+    GELU's ``0.5 x (1 + tanh(u))`` read as ``x sigmoid(2u)`` was shown, derived and printed
+    with a ``1.0`` (and its derivative a ``2.0``). Kept where every factor may be an int
+    tensor's: there the 1.0 makes the product a float."""
+    if not isinstance(e, sp.Basic) or not e.has(sp.Float):
+        return e
+    return e.replace(lambda m: isinstance(m, sp.Mul) and _unit_float(m), _without_unit)
+
+
+def _unit_float(m: sp.Mul) -> bool:
+    coef, rest = m.as_coeff_Mul()
+    return coef.is_Float and abs(coef) == 1.0 and any(map(_float_factor, sp.Mul.make_args(rest)))
+
+
+def _float_factor(f: sp.Expr) -> bool:
+    base = f if isinstance(f, sp.exp) else f.as_base_exp()[0]  # exp(a) is E**a to as_base_exp
+    if isinstance(base, sp.Indexed):
+        return base.base.is_integer is not True
+    return isinstance(base, _FLOAT_VALUED)
+
+
+def _without_unit(m: sp.Mul) -> sp.Expr:
+    coef, rest = m.as_coeff_Mul()
+    return rest if coef > 0 else -rest
+
+
 def _apply(rules: list[Rule], e: sp.Expr) -> sp.Expr:
     present = _functions(e)
     for _, pattern, build in rules:

@@ -8,14 +8,14 @@ Forward, as defined (element-wise, SymPy index notation):
     out[...] = 0.5 * x[...] * (1 + tanh(sqrt(2 / pi) * (x[...] + 0.044715 * x[...]**3)))
 
 Backward, derived and simplified by backgen:
-    dx[batch] = (2.0*sqrt(2)*(1 - out_sigmoid0[batch])*(0.134145*x[batch]**2 + 1)*x[batch]/sqrt(pi) + 1.0)*grad_out[batch]*out_sigmoid0[batch]
+    dx[batch] = (2*sqrt(2)*(1 - out_sigmoid0[batch])*(0.134145*x[batch]**2 + 1)*x[batch]/sqrt(pi) + 1)*grad_out[batch]*out_sigmoid0[batch]
 
 Double backward (the gradient of <v, backward(x, grad_out)>): derived by backgen from the
 definitions and the backward above, in _double_forward and _double_backward.
 
 Tangents (forward mode), derived by backgen from the forward, in _jvp:
     t_out_sigmoid0[batch] = 2*sqrt(2)*(1 - out_sigmoid0[batch])*(0.134145*x[batch]**2 + 1)*out_sigmoid0[batch]*t_x[batch]/sqrt(pi)
-    t_out[batch] = 1.0*(out_sigmoid0[batch]*t_x[batch] + t_out_sigmoid0[batch]*x[batch])
+    t_out[batch] = out_sigmoid0[batch]*t_x[batch] + t_out_sigmoid0[batch]*x[batch]
 """
 
 import contextlib
@@ -191,9 +191,9 @@ def backward(grad_out, saved):
                         ),
                         x,
                     ),
-                    2.0 * 0.7978845608028654,
+                    2 * 0.7978845608028654,
                 ),
-                1.0,
+                1,
             ),
             grad_out,
         ),
@@ -245,9 +245,16 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     x, out_sigmoid0, grad_y, v_x, batch_shape, _like = saved
     _check_grad_out(grad_out, _like)
     db_dx = v_x
-    shared_x = x * x
-    shared_x_2 = _into(torch.add, shared_x * 0.134145, 1)
+    shared_x_1 = x * x
+    shared_x = _into(torch.add, shared_x_1 * 0.134145, 1)
     shared_out_sigmoid0 = 1 - out_sigmoid0
+    shared_out_sigmoid0_x = _into(
+        torch.add,
+        _into(
+            torch.mul, _into(torch.mul, shared_out_sigmoid0 * shared_x, x), 2 * 0.7978845608028654
+        ),
+        1,
+    )
     if needs[0]:
         dout_sigmoid0 = _into(
             torch.mul,
@@ -255,21 +262,11 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
                 torch.mul,
                 _into(
                     _addcmul,
-                    _into(
-                        torch.add,
-                        _into(
-                            torch.neg,
-                            _into(
-                                torch.mul,
-                                _into(torch.mul, shared_x_2 * out_sigmoid0, x),
-                                2.0 * 0.7978845608028654,
-                            ),
-                        ),
-                        1.0,
-                    ),
-                    _addcmul(x, x, shared_x, 0.134145),
-                    shared_out_sigmoid0,
-                    1.5957691216057308,
+                    shared_out_sigmoid0_x,
+                    out_sigmoid0 * x,
+                    shared_x,
+                    -1.5957691216057308,
+                    into=1,
                 ),
                 db_dx,
             ),
@@ -281,48 +278,32 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
                 torch.mul,
                 _into(
                     torch.mul,
+                    shared_out_sigmoid0,
                     _into(
                         _addcmul,
                         _into(
                             torch.mul,
                             _into(
                                 torch.mul,
-                                _into(torch.add, _into(torch.mul, shared_x, 0.80487), 2.0),
+                                _into(torch.add, _into(torch.mul, shared_x_1, 0.80487), 2),
                                 db_dx,
                             ),
                             grad_y,
                         ),
                         dout_sigmoid0,
-                        shared_x_2,
+                        shared_x,
                         2,
                     ),
-                    shared_out_sigmoid0,
                 ),
                 out_sigmoid0,
             ),
             0.7978845608028654,
         )
         del dout_sigmoid0
-    del shared_x
+    del shared_x, shared_x_1, shared_out_sigmoid0
     if needs[1]:
-        dgrad_y = _into(
-            torch.mul,
-            _into(
-                torch.mul,
-                _into(
-                    torch.add,
-                    _into(
-                        torch.mul,
-                        _into(torch.mul, _into(torch.mul, shared_out_sigmoid0, shared_x_2), x),
-                        2.0 * 0.7978845608028654,
-                    ),
-                    1.0,
-                ),
-                db_dx,
-            ),
-            out_sigmoid0,
-        )
-    del shared_x_2, shared_out_sigmoid0
+        dgrad_y = _into(torch.mul, _into(torch.mul, shared_out_sigmoid0_x, db_dx), out_sigmoid0)
+    del shared_out_sigmoid0_x
     if needs[0]:
         dx = dx.reshape(tuple(batch_shape) + tuple(dx.shape[1:]))
     if needs[1]:

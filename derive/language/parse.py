@@ -21,7 +21,7 @@ from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 from derive.errors import DerivationError
 from derive.functions import ALIASES, CONSTANTS, FUNCTIONS
 from derive.functions import known as known_names
-from derive.identities import DEFINITION_RULES, rewrite
+from derive.identities import read_definition
 from derive.language.affine import check_affine_params, check_ranges_used, parse_ranges
 from derive.language.conditions import NAMESPACE as RELATION_CALLS
 from derive.language.conditions import relations_as_calls
@@ -560,7 +560,7 @@ def written_sums(text: str, ns: dict[str, object]) -> list[sp.Expr]:
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
             try:
-                e = rewrite(_parse_rhs(ast.unparse(node), ns, lhs), DEFINITION_RULES)
+                e = read_definition(_parse_rhs(ast.unparse(node), ns, lhs))
             except (LangError, DerivationError, RecursionError):
                 continue
             if isinstance(e, sp.Add):
@@ -722,7 +722,7 @@ def _parse_definition(
             "(rename the index)"
         )
     _check_tensors_as_indices(text, g)
-    body = rewrite(_parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else ""), DEFINITION_RULES)
+    body = read_definition(_parse_rhs(rhs, ns, f"[{lhs_text}]" if lhs_text else ""))
     wholes = {t.whole for t in g.tensors.values() if not t.dims}  # 0-d tensors, read whole
     _check_indices(lhs, body, set(sizes.values()) | set(g.params) | wholes)
     _check_free_outputs(lhs, body)

@@ -563,6 +563,19 @@ def test_a_power_of_a_product_takes_the_factors_of_its_base() -> None:
         assert powers_over_their_base(kept) == kept  # a factor of the base missing
 
 
+def test_a_unit_float_coefficient_goes_only_where_the_product_is_a_float_tensors() -> None:
+    from derive.identities import read_definition, unit_floats
+
+    one = sp.Float(1.0)
+    # 0.5 x (1 + tanh(u)) -> x sigmoid(2u), not 1.0 x sigmoid(2u)
+    gelu = sp.Float(0.5) * x[n] * (1 + sp.tanh(y[n]))
+    assert read_definition(gelu) == x[n] * sigmoid(2 * y[n])
+    assert unit_floats(-one * x[n] * y[n]) == -x[n] * y[n]
+    assert unit_floats(one * sp.exp(t[n])) == sp.exp(t[n])  # exp of an int is a float
+    kept = one * t[n] * t[k]  # int tensors only: the 1.0 is what makes the product a float
+    assert unit_floats(kept) == kept
+
+
 def test_shifted_softplus_declines_a_factor_that_may_be_zero() -> None:
     # log(1 + y^2 e^x): y = 0 makes log(c) -inf, so the row must not fire
     e = sp.log(1 + y[n] ** 2 * sp.exp(x[n]))
