@@ -305,6 +305,9 @@ class Function:
     positive_valued: bool = False
     # exponential growth (exp, sinh): nested twice it overflows float64, so the fuzzer nests none
     grows_fast: bool = False
+    # keeps an int argument's dtype in torch (abs, sign, relu, maximum, minimum, where); the
+    # rest return floats whatever their argument (torch.exp of an int tensor is a float)
+    keeps_ints: bool = False
 
 
 def _row(name, make, node, torch, python, weight, domain="real", arity=1, **facts) -> Function:
@@ -340,7 +343,7 @@ FUNCTIONS: dict[str, Function] = {
             positive_valued=True,
             grows_fast=True,
         ),
-        _row("abs", sp.Abs, sp.Abs, "torch.abs({0})", "abs({0})", 1, kinked=True),
+        _row("abs", sp.Abs, sp.Abs, "torch.abs({0})", "abs({0})", 1, kinked=True, keeps_ints=True),
         _row(
             "sign",
             sp.sign,
@@ -349,6 +352,7 @@ FUNCTIONS: dict[str, Function] = {
             "float(({0} > 0) - ({0} < 0))",
             1,
             kinked=True,
+            keeps_ints=True,
         ),
         _row("erf", sp.erf, sp.erf, "torch.erf({0})", "math.erf({0})", 14),
         _row("log1p", log1p, log1p, "torch.log1p({0})", "math.log1p({0})", 9, "unit"),
@@ -376,7 +380,9 @@ FUNCTIONS: dict[str, Function] = {
             25,
             positive_valued=True,
         ),
-        _row("relu", relu, relu, "torch.relu({0})", "max({0}, 0.0)", 1, kinked=True),
+        _row(
+            "relu", relu, relu, "torch.relu({0})", "max({0}, 0.0)", 1, kinked=True, keeps_ints=True
+        ),
         _row(
             "maximum",
             sp.Max,
@@ -386,6 +392,7 @@ FUNCTIONS: dict[str, Function] = {
             1,
             arity=2,
             kinked=True,
+            keeps_ints=True,
         ),
         _row(
             "minimum",
@@ -396,9 +403,17 @@ FUNCTIONS: dict[str, Function] = {
             1,
             arity=2,
             kinked=True,
+            keeps_ints=True,
         ),
         _row(
-            "where", where, where, "torch.where({0}, {1}, {2})", "({1} if {0} else {2})", 1, arity=3
+            "where",
+            where,
+            where,
+            "torch.where({0}, {1}, {2})",
+            "({1} if {0} else {2})",
+            1,
+            arity=3,
+            keeps_ints=True,
         ),
     ]
 }
@@ -430,3 +445,9 @@ def heaviside_code(arg: str, at_zero: sp.Expr, like: str | None) -> str:
 def known() -> str:
     """The names an op may call, for error messages."""
     return ", ".join(sorted(FUNCTIONS)) + ", Sum, Max, view"
+
+
+# the SymPy classes of the functions whose torch kernel returns floats (see Function.keeps_ints)
+FLOAT_VALUED: tuple[type, ...] = tuple(
+    f.node for f in FUNCTIONS.values() if f.node is not None and not f.keeps_ints
+)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
-from derive.functions import sigmoid, softplus, where
+from derive.functions import FLOAT_VALUED, sigmoid, softplus, where
 
 _x = sp.Wild("x")
 _r = sp.Wild("r", exclude=[0])
@@ -161,10 +161,6 @@ def _exp_over_expm1(r: sp.Expr, x: sp.Expr, p: sp.Expr) -> sp.Expr | None:
     return None
 
 
-# functions whose torch kernel returns floats whatever its argument's dtype
-_FLOAT_VALUED = (sp.exp, sp.log, sp.tanh, sp.sinh, sp.cosh, sp.sin, sp.cos, sigmoid, softplus)
-
-
 def read_definition(e: sp.Expr) -> sp.Expr:
     """A definition's right-hand side as the engine reads it: :data:`DEFINITION_RULES`
     applied, then a float coefficient of exactly +-1 dropped (:func:`unit_floats`)."""
@@ -191,7 +187,7 @@ def _float_factor(f: sp.Expr) -> bool:
     base = f if isinstance(f, sp.exp) else f.as_base_exp()[0]  # exp(a) is E**a to as_base_exp
     if isinstance(base, sp.Indexed):
         return base.base.is_integer is not True
-    return isinstance(base, _FLOAT_VALUED)
+    return isinstance(base, FLOAT_VALUED)
 
 
 def _without_unit(m: sp.Mul) -> sp.Expr:
