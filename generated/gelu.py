@@ -145,7 +145,7 @@ def _addcmul(r, a, b, c, out=None):
 def forward(x):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 0, False, True)
-    out_erf0 = _into(torch.erf, x * (1.4142135623730951 / 2))
+    out_erf0 = _into(torch.erf, x * 0.7071067811865476)
     out = _into(_addcmul, x * 0.5, x, out_erf0, 0.5)
     return out, (x, out_erf0, (out.shape, out.dtype, out.device))
 
@@ -188,7 +188,7 @@ def _double_forward(x, grad_y, v_x):
     _check_size("v_x", 0, v_x.shape[0], "Batch", Batch)
     _check_like("grad_y", grad_y, "x", x, True)
     _check_like("v_x", v_x, "x", x, True)
-    out_erf0 = _into(torch.erf, x * (1.4142135623730951 / 2))
+    out_erf0 = _into(torch.erf, x * 0.7071067811865476)
     _returned = grad_y.new_ones(())
     return _returned, (
         x,
@@ -253,7 +253,7 @@ def _jvp(x, t_x):
     _check_input("t_x", t_x, 0, False, True)
     _check_batch("t_x", t_x.shape, batch_shape)
     _check_like("t_x", t_x, "x", x, True)
-    out_erf0 = _into(torch.erf, x * (1.4142135623730951 / 2))
+    out_erf0 = _into(torch.erf, x * 0.7071067811865476)
     t_out_erf0 = _into(
         torch.mul,
         _into(torch.mul, _into(torch.exp, _into(torch.mul, x * x, -1 / 2)), t_x),

@@ -161,9 +161,7 @@ def forward(x):
     out_sigmoid0 = _into(
         torch.sigmoid,
         _into(
-            torch.mul,
-            _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1),
-            2 * 0.7978845608028654,
+            torch.mul, _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1), 1.5957691216057308
         ),
     )
     out = out_sigmoid0 * x
@@ -191,7 +189,7 @@ def backward(grad_out, saved):
                         ),
                         x,
                     ),
-                    2 * 0.7978845608028654,
+                    1.5957691216057308,
                 ),
                 1,
             ),
@@ -221,9 +219,7 @@ def _double_forward(x, grad_y, v_x):
     out_sigmoid0 = _into(
         torch.sigmoid,
         _into(
-            torch.mul,
-            _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1),
-            2 * 0.7978845608028654,
+            torch.mul, _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1), 1.5957691216057308
         ),
     )
     _returned = grad_y.new_ones(())
@@ -250,9 +246,7 @@ def _double_backward(grad_out, saved, needs=(True, True, True)):
     shared_out_sigmoid0 = 1 - out_sigmoid0
     shared_out_sigmoid0_x = _into(
         torch.add,
-        _into(
-            torch.mul, _into(torch.mul, shared_out_sigmoid0 * shared_x, x), 2 * 0.7978845608028654
-        ),
+        _into(torch.mul, _into(torch.mul, shared_out_sigmoid0 * shared_x, x), 1.5957691216057308),
         1,
     )
     if needs[0]:
@@ -321,9 +315,7 @@ def _jvp(x, t_x):
     out_sigmoid0 = _into(
         torch.sigmoid,
         _into(
-            torch.mul,
-            _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1),
-            2 * 0.7978845608028654,
+            torch.mul, _into(_add_scaled, x, torch.pow(x, 3), 0.044715, into=1), 1.5957691216057308
         ),
     )
     t_out_sigmoid0 = _into(
@@ -341,7 +333,7 @@ def _jvp(x, t_x):
             ),
             t_x,
         ),
-        2 * 0.7978845608028654,
+        1.5957691216057308,
     )
     t_out = _into(torch.addcmul, t_out_sigmoid0 * x, t_x, out_sigmoid0)
     return t_out

@@ -412,6 +412,9 @@ SELECTIONS = [
     ),
     # sqrt of a size is one python float
     (["x[N]"], ["out[n] = x[n] / sqrt(N)"], "out = x / math.sqrt(N)"),
+    # a number's coefficient is folded into it: one float rounded once, no python arithmetic
+    (["x[N]"], ["out[n] = 2 * sqrt(2 / pi) * x[n]"], "out = x * 1.5957691216057308"),
+    (["x[N]"], ["out[n] = -x[n] * sqrt(2) / 3"], "out = x * (-0.4714045207910317)"),
 ]
 
 
