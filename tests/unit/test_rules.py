@@ -359,6 +359,7 @@ def test_definition_rule(before: sp.Expr, after: sp.Expr) -> None:
         (sp.log(sigmoid(z)), -softplus(-z)),  # log sigma(z) -> -softplus(-z)
         (sp.log(1 - sigmoid(z)), -softplus(z)),  # log(1 - sigma(z)) -> -softplus(z)
         (softplus(z) - softplus(-z), z),  # softplus(z) - softplus(-z) -> z
+        (x[m] + softplus(z) - softplus(-z), x[m] + z),  # ... beside other terms
         # sinh/cosh pairs are tanh: 1/cosh's derivative keeps range (fuzz --range 180141)
         (sp.sinh(z) / sp.cosh(z) ** 2, sp.tanh(z) / sp.cosh(z)),
         (sp.sinh(z) / sp.cosh(z), sp.tanh(z)),
@@ -448,6 +449,9 @@ def test_a_reduction_folds_back_only_where_its_coefficient_divides_safely(coef, 
             where(-x[n] > -sp.log(2), sp.log(-expm1(-x[n])), log1p(-sp.exp(-x[n]))),
         ),
         (sp.exp(x[n]) / expm1(x[n]), -1 / expm1(-x[n])),  # 1 at x = 800: inf / inf was nan
+        # a sum's rows are matched term by term: the exp whose -c is a term, whichever it is
+        (2 * sp.exp(x[n]) + 3 * sp.exp(y[n]) - 3, 2 * sp.exp(x[n]) + 3 * expm1(y[n])),
+        (2 * sp.exp(x[n]) + 3 * sp.exp(y[n]) - 2, 2 * expm1(x[n]) + 3 * sp.exp(y[n])),
     ],
 )
 def test_the_accuracy_rows_compute_log1p_and_expm1(written, computed) -> None:
