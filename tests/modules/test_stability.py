@@ -1443,6 +1443,24 @@ def test_a_power_of_one_minus_tanh_has_a_finite_gradient_where_tanh_rounds_to_on
     assert dx[5] == 0  # -sqrt(2) e^-800 799 underflows
 
 
+def test_a_power_of_one_minus_a_named_tanh_is_finite_where_tanh_rounds_to_one(
+    tmp_path: Path,
+) -> None:
+    """t = tanh(x) by name: (1 - t)**g's derivative holds 1 - t**2, factored toward the
+    power's base (simplify._factored_toward) as (1 - t)**g (1 + t), 0 where t rounds to 1
+    (x >= 20 in float64), where autograd's (1 - t)**(g - 1) (1 - t**2) is inf * 0 = nan.
+    Below that the gradient is autograd's to the last digits."""
+    module, _ = _module("power_of_one_minus_a_named_tanh", tmp_path)
+    x = torch.tensor([-800.0, -3.0, 0.0, 3.0, 20.0, 800.0], dtype=torch.float64)
+    mine = x.clone().requires_grad_()
+    (dx,) = torch.autograd.grad(module.Function.apply(mine, 0.5), mine)
+    ref = x.clone().requires_grad_()
+    (want,) = torch.autograd.grad(((1 - torch.tanh(ref)) ** 0.5 * ref).sum(), ref)
+    assert torch.isnan(want[4:]).all()  # the case is the one autograd fails
+    torch.testing.assert_close(dx[:4], want[:4], rtol=1e-12, atol=0)
+    assert (dx[4:] == 0).all(), dx  # (1 - 1.0)**0.5 (1 + 1.0) x
+
+
 @pytest.mark.parametrize(
     ("dtype", "scale"),
     [
