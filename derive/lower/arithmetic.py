@@ -451,8 +451,7 @@ def _factors(cx: Context, e: sp.Mul, order: list[sp.Symbol]) -> tuple[sp.Expr, l
     num, den = [], []
     constant = sp.Mul(*[f for f in sp.Mul.make_args(rest) if f.is_number])
     if constant != 1:  # 2 sqrt(2)/sqrt(pi): one float, rounded once, no arithmetic at run time
-        if coef.is_Rational:  # an int-valued coef (Float 2.0) stays: it keeps a product float
-            constant, coef = abs(coef) * constant, sp.sign(coef)
+        constant, coef = abs(coef) * constant, sp.sign(coef)
         num.append(cx.value(constant, order))
     factors = [f for f in sp.Mul.make_args(rest) if not f.is_number]
     if len(factors) > 2:  # at most 1 first (see at_most_one); two factors commute exactly
