@@ -6,6 +6,12 @@ autograd, and for stepwise modules every intermediate's gradient too. Two input 
 sizes all different (a transpose changes the shape) and sizes at random in 1..4 (size-1
 broadcasting).
 An error is relative to the reference tensor's scale: max|mine - ref| <= 1e-10 * max(1, max|ref|).
+
+The module is loaded as the template renders it, before black lays it out
+(``module_program``): the same syntax tree as the generated file's, at half the cost of a case.
+A line number in a verdict ("in the generated module, line N") is the unformatted text's;
+black runs on every module ``generate`` writes (the catalogue, tests/cases, and fuzz ops in
+tests/modules/test_regenerate.py).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from pathlib import Path
 import sympy as sp
 import torch
 
-from derive.emit.generate import module_source
+from derive.emit.generate import module_program
 from derive.errors import DerivationError, EngineBug
 from derive.language import Graph, Op, parse
 from derive.language.guards import data_guards
@@ -340,7 +346,7 @@ def _judge(what: str, name: str, mine, ref: torch.Tensor) -> tuple[str, str] | N
 
 
 def run_case(
-    op: Op, seed: int, timeout: float | None = 60.0, source: Callable = module_source
+    op: Op, seed: int, timeout: float | None = 60.0, source: Callable = module_program
 ) -> Outcome:
     """Derive, emit, load and judge ``op`` on two draws of inputs seeded by ``seed``.
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import torch
 
-from derive.emit.generate import module_source
+from derive.emit.generate import module_program
 from derive.errors import DerivationError
 from derive.language import Graph, Op, parse
 from derive.verify.oracle import oracle_tangent, tangent
@@ -99,7 +99,7 @@ def run_range_case(
     op: Op,
     seed: int,
     timeout: float | None = 60.0,
-    source: Callable = module_source,
+    source: Callable = module_program,
     scales: tuple[float, ...] = SCALES,
 ) -> Outcome:
     """Derive and emit ``op``, then run it at each of ``scales`` (see the module docstring)."""

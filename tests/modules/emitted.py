@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 
 from derive import Op
-from derive.emit.generate import load_op, module_source
+from derive.emit.generate import load_op, module_program
+from derive.emit.module import laid_out
 from derive.language import parse
 from derive.verify.check import load_module
 from derive.verify.oracle import oracle_output
@@ -25,22 +26,31 @@ OUT = "out"
 
 
 @functools.cache
-def _source(path: Path) -> tuple[Op, str]:
+def _program(path: Path) -> tuple[Op, str]:
     op = load_op(path)
-    return op, module_source(op, OUT)
+    return op, module_program(op, OUT)
 
 
-def emitted(op_file: str | Path, folder: Path) -> tuple[Path, Op]:
-    """The op file's module written to ``folder``: its path and the op."""
-    op, text = _source(Path(op_file).resolve())
+@functools.cache
+def _source(path: Path) -> tuple[Op, str]:
+    op, program = _program(path)
+    return op, laid_out(program, op.name)
+
+
+def emitted(op_file: str | Path, folder: Path, formatted: bool = True) -> tuple[Path, Op]:
+    """The op file's module written to ``folder``: its path and the op. ``formatted``: as
+    ``generate`` writes it (black), else as the template renders it (the same program)."""
+    op, text = (_source if formatted else _program)(Path(op_file).resolve())
     path = folder / f"{op.name}.py"
     path.write_text(text)
     return path, op
 
 
 def imported(op_file: str | Path, folder: Path):
-    """The op file's module, written to ``folder`` and imported from there, and the op."""
-    path, op = emitted(op_file, folder)
+    """The op file's module, written to ``folder`` and imported from there, and the op: the
+    program unformatted (black, a third of a case's time, changes no syntax tree; tests that
+    read the text take :func:`emitted`'s)."""
+    path, op = emitted(op_file, folder, formatted=False)
     return load_module(path), op
 
 
