@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from derive import Op
-from derive.emit.generate import module_source
+from derive.emit.generate import module_program
 from derive.errors import CheckFailed, DerivationError
 from derive.functions import ALIASES, FUNCTIONS
 from derive.language import parse
@@ -53,7 +53,7 @@ PICK = Op(
 
 
 def _load(op: Op, tmp_path):
-    return load_module(module_source(op, tmp_path), op.name, tmp_path)
+    return load_module(module_program(op, tmp_path), op.name, tmp_path)
 
 
 def test_not_equal_is_torch_multi_margin_loss(tmp_path):

@@ -20,7 +20,7 @@ import torch
 
 import derive.emit.tangent as tangent_emit
 from derive import Op
-from derive.emit.generate import module_source
+from derive.emit.generate import module_program
 from derive.errors import CheckFailed, DerivationError
 from derive.language import parse
 from derive.verify.check import defined_inputs, jvp_report
@@ -35,7 +35,7 @@ TOL = 1e-10
 
 def _emitted(op: Op, folder):
     """A fresh derivation (for a test that changes the derivation itself)."""
-    return load_module(module_source(op, folder), op.name, folder)
+    return load_module(module_program(op, folder), op.name, folder)
 
 
 def _close(mine: torch.Tensor, want: torch.Tensor, tol: float = TOL) -> None:

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 import derive.emit.double as double
 from derive import Op
-from derive.emit.generate import module_source
+from derive.emit.generate import module_program
 from derive.errors import CheckFailed, DerivationError
 from derive.language import parse
 from derive.verify.check import second_order_report
@@ -39,7 +39,7 @@ def _generated(path: str):
 
 def _emitted(op: Op, folder):
     """A fresh derivation (for a test that changes the derivation itself)."""
-    return load_module(module_source(op, folder), op.name, folder)
+    return load_module(module_program(op, folder), op.name, folder)
 
 
 def _checked(module, op: Op, seed: int) -> None:
