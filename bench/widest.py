@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from derive.emit.generate import module_source
+from derive.emit.generate import module_program
 from derive.language import Op, parse
 from derive.verify.check import defined_inputs
 from derive.verify.oracle import oracle_output, second_order
@@ -103,7 +103,7 @@ def _oracle(op: Op, names: list[str]):
 def measure(op: Op, folder: Path, seed: int = 0) -> Row | None:
     """The op's row (None: its module derives no second order)."""
     graph = parse(op)
-    module = load_module(module_source(op, folder), op.name, folder)
+    module = load_module(module_program(op, folder), op.name, folder)
     if getattr(module, "NOT_DERIVED", None):
         return None
     generated, autograd = [], []
