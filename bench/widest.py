@@ -100,10 +100,12 @@ def _oracle(op: Op, names: list[str]):
     return lambda *tensors: oracle_output(op, dict(zip(names, tensors, strict=True)))
 
 
-def measure(op: Op, folder: Path, seed: int = 0) -> Row | None:
-    """The op's row (None: its module derives no second order)."""
+def measure(op: Op, folder: Path, seed: int = 0, program: str | None = None) -> Row | None:
+    """The op's row (None: its module derives no second order). ``program``: the op's module
+    text where the caller derived it already (a test's cache), else derived here."""
     graph = parse(op)
-    module = load_module(module_program(op, folder), op.name, folder)
+    text = module_program(op, folder) if program is None else program
+    module = load_module(text, op.name, folder)
     if getattr(module, "NOT_DERIVED", None):
         return None
     generated, autograd = [], []

@@ -37,6 +37,11 @@ def _source(path: Path) -> tuple[Op, str]:
     return op, laid_out(program, op.name)
 
 
+def program(op_file: str | Path) -> str:
+    """The op file's module as the template renders it, derived once per process."""
+    return _program(Path(op_file).resolve())[1]
+
+
 def emitted(op_file: str | Path, folder: Path, formatted: bool = True) -> tuple[Path, Op]:
     """The op file's module written to ``folder``: its path and the op. ``formatted``: as
     ``generate`` writes it (black), else as the template renders it (the same program)."""

@@ -17,6 +17,7 @@ import pytest
 
 from bench.widest import measure
 from fuzz.regressions import load
+from tests.modules import emitted
 
 ROOT = Path(__file__).resolve().parents[2]
 OPS = sorted((ROOT / "ops").glob("*.py")) + sorted((ROOT / "tests" / "cases").glob("*.py"))
@@ -55,6 +56,14 @@ def _op(path: Path):
     return runpy.run_path(str(path)).get("OP")
 
 
+def _program(path: Path) -> str | None:
+    """The op file's module as the other tests of this process derived it (one derivation per
+    op file), or None for a regression (derived by ``measure``)."""
+    if path.parent.name == "regressions":
+        return None
+    return emitted.program(path)
+
+
 CASES = [
     (
         pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN[p.stem]))
@@ -69,7 +78,7 @@ CASES = [
 def test_the_widest_tensor_grows_as_autograds(path: Path, tmp_path: Path) -> None:
     op = _op(path)
     assert op is not None, f"{path.name} holds no OP"
-    row = measure(op, tmp_path)
+    row = measure(op, tmp_path, program=_program(path))
     if row is None:
         return  # no second order derived: nothing to measure
     # the sizes doubled: the generated widest grows by no more of a power than autograd's
