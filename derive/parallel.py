@@ -131,7 +131,7 @@ def derive_parallel(
         import matplotlib.mathtext  # noqa: F401  (imported once, before the workers fork)
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_signals)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=worker_signals)
     try:
         derived = [pool.submit(_derive, op.source, out_dir, formulas) for op in ops]
         laid = _lay_out(pool, derived) if formulas else []
@@ -148,7 +148,7 @@ def derive_parallel(
         for future in laid:
             layouts.update(future.result())
     except BaseException:  # an op failed, Ctrl-C, SIGTERM: stop the others' work now
-        _terminate(pool)
+        terminate(pool)
         raise
     finally:
         pool.shutdown(cancel_futures=True)
@@ -159,7 +159,7 @@ def derive_parallel(
     return modules + pages(ops, sections, out, layouts)
 
 
-def _worker_signals() -> None:
+def worker_signals() -> None:
     """Worker: Ctrl-C reaches the terminal's whole process group, and the parent answers it by
     terminating the workers (a traceback from each would bury its one line); SIGTERM, which a
     forked worker inherits the parent's handler of, ends a worker at once."""
@@ -167,7 +167,7 @@ def _worker_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _terminate(pool: ProcessPoolExecutor) -> None:
+def terminate(pool: ProcessPoolExecutor) -> None:
     """Terminate the pool's workers, which ``shutdown`` would wait for (a derivation can take a
     minute); Python 3.14 has ``terminate_workers``, earlier ones only ``_processes``."""
     stop = getattr(pool, "terminate_workers", None)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
+import threading
 
 from fuzz.regressions import FOLDER
 from fuzz.run import fuzz
@@ -28,6 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(FOLDER), help="folder for regression op files")
     parser.add_argument("--timeout", type=float, default=60.0, help="CPU seconds per case")
     parser.add_argument("--max-definitions", type=int, default=4)
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="worker processes judging seeds side by side (default: one per core this process"
+        " may run on); the output is the same lines in the same order",
+    )
     parser.add_argument(
         "--range",
         action="store_true",
@@ -84,12 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--range and --widest are two verdicts: choose one")
     if args.n < 1 or not 0 < args.timeout < math.inf or args.max_definitions < 1:
         parser.error("-n, --timeout and --max-definitions must be positive (and finite)")
-    if args.seed < 0 or args.max_shrinks < 0:
-        parser.error("--seed and --max-shrinks must be 0 or more")
+    if args.seed < 0 or args.max_shrinks < 0 or args.jobs < 0:
+        parser.error("--seed, --max-shrinks and --jobs must be 0 or more")
     if args.max_definitions > MAX_DEFINITIONS:
         parser.error(f"--max-definitions {args.max_definitions}: at most {MAX_DEFINITIONS}")
     from pathlib import Path
 
+    from derive.parallel import cores
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stopped)  # as Ctrl-C: the summary, workers terminated
     summary = fuzz(
         list(range(args.seed, args.seed + args.n)),
         shrink_wrong=not args.no_shrink,
@@ -105,12 +118,17 @@ def main(argv: list[str] | None = None) -> int:
         constants=args.constants,
         entries=args.entries,
         segments=args.segments,
+        jobs=min(args.jobs or cores(), args.n),
     )
     print(summary.text())
     if summary.interrupted:
         print(f"interrupted after {len(summary.seeds)} of {args.n} cases", file=sys.stderr)
         return 130
     return 1 if summary.count("wrong") or summary.count("nonfinite") else 0
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

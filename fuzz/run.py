@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from derive.parallel import terminate, worker_signals
 from fuzz.check import DEGENERATE, Outcome, run_case
 from fuzz.ops import case_op
 from fuzz.range import run_range_case
@@ -109,6 +113,7 @@ def fuzz(
     constants: bool = False,
     entries: bool = False,
     segments: bool = False,
+    jobs: int = 1,
 ) -> Summary:
     """Judge each seed's op: by value (:func:`~fuzz.check.run_case`), or with ``range_mode`` at
     scaled inputs (:func:`~fuzz.range.run_range_case`). The first case of each failing class
@@ -122,7 +127,8 @@ def fuzz(
     index, ``where(k[n] == g, .., 0)``) too. With
     ``widest`` the verdict is the memory oracle's (``bench.widest.judge``): wrong where the
     widest tensor of the forward, backward and second order outgrows autograd's through the
-    definitions, recorded as ``memory_s<seed>.py``."""
+    definitions, recorded as ``memory_s<seed>.py``. ``jobs``: worker processes judging
+    seeds side by side (:func:`_judged`); the output is the same lines in the same order."""
     judge: Callable[..., Outcome] = run_range_case if range_mode else run_case
     if widest:  # the memory oracle measures through the generated modules (bench/widest.py)
         from bench.widest import judge as memory
@@ -131,7 +137,9 @@ def fuzz(
     summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest, timeout=timeout)
     modes = (affine, windows, powers, constants, entries, segments)
     try:
-        _judge_each(summary, judge, out, folder, shrink_wrong, max_shrinks, max_definitions, modes)
+        _judge_each(
+            summary, judge, out, folder, shrink_wrong, max_shrinks, max_definitions, modes, jobs
+        )
     except KeyboardInterrupt:  # Ctrl-C: the summary of the cases judged, not a traceback
         summary.seeds = [s for s in summary.seeds if s in summary.outcomes]
         summary.interrupted = True
@@ -147,11 +155,11 @@ def _judge_each(
     max_shrinks: int,
     max_definitions: int,
     modes: tuple[bool, bool, bool, bool, bool, bool],
+    jobs: int,
 ) -> None:
     shrunk: set[str] = set()
-    for seed in summary.seeds:
-        op = case_op(seed, max_definitions, *modes)
-        outcome = judge(op, seed, summary.timeout)
+    one = functools.partial(_one, judge, summary.timeout, max_definitions, modes)
+    for seed, outcome in zip(summary.seeds, _judged(one, summary.seeds, jobs)):
         summary.outcomes[seed] = outcome
         print(
             f"seed {seed}: {outcome.line()[:240]}  [{outcome.seconds:.2f} s]", file=out, flush=True
@@ -161,6 +169,7 @@ def _judge_each(
             continue
         if len(shrunk) < max_shrinks:
             shrunk.add(cls)
+            op = case_op(seed, max_definitions, *modes)  # drawn again: a worker judged it
             small, small_outcome = shrink(op, seed, outcome, judge=judge)
             if outcome.status == "nonfinite":
                 print(f"  shrunk to: {small.definitions} ({small_outcome.detail})", file=out)
@@ -173,3 +182,45 @@ def _judge_each(
             if path is not None:
                 summary.written.append(path)
                 print(f"  shrunk to {len(small.definitions)} definition(s): {path}", file=out)
+
+
+def _one(
+    judge: Callable[..., Outcome],
+    timeout: float,
+    max_definitions: int,
+    modes: tuple[bool, ...],
+    seed: int,
+) -> Outcome:
+    """One seed's op drawn and judged (in a worker, or here)."""
+    return judge(case_op(seed, max_definitions, *modes), seed, timeout)
+
+
+def _judged(one: Callable[[int], Outcome], seeds: list[int], jobs: int) -> Iterator[Outcome]:
+    """Each seed's outcome, in the seeds' order. With ``jobs`` > 1 the seeds are judged on
+    that many worker processes, each one seed at a time, and handed back in order as they
+    come (a slow case holds back the lines after it, never their work). Workers are spawned,
+    not forked: torch's thread pool is not safe across a fork, and the parent runs torch
+    when it shrinks. Each runs torch on one thread (a case's tensors are tiny; N workers of
+    N threads each would fight for the cores), and a case's time limit is its own CPU time,
+    as in one process. Ctrl-C (or any error here) terminates the workers
+    (:func:`derive.parallel.terminate`) rather than waiting for their cases."""
+    if jobs <= 1:
+        yield from map(one, seeds)
+        return
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker)
+    try:
+        yield from pool.map(one, seeds)
+    except BaseException:
+        terminate(pool)
+        raise
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def _worker() -> None:
+    """Worker setup: signals as generate's workers take them, torch on one thread."""
+    import torch
+
+    worker_signals()
+    torch.set_num_threads(1)

@@ -581,8 +581,29 @@ def test_ctrl_c_ends_with_the_summary_of_the_cases_judged(monkeypatch, tmp_path)
     assert "seeds: 0..1" in summary.text()
 
 
+def test_workers_judge_the_same_cases_into_the_same_lines() -> None:
+    """--jobs: the seeds judged on two worker processes print what one process prints, line
+    for line in seed order (the times apart), and the summaries agree."""
+    seeds = list(range(1000, 1008))
+    texts, summaries = [], []
+    for jobs in (1, 2):
+        out = io.StringIO()
+        summaries.append(fuzz(seeds, shrink_wrong=False, max_definitions=3, out=out, jobs=jobs))
+        texts.append(re.sub(r"  \[[0-9.]+ s\]", "", out.getvalue()))
+    assert texts[0] == texts[1] and texts[0].count("seed ") == len(seeds)
+    assert summaries[0].text() == summaries[1].text()
+    assert summaries[0].count("passed") >= len(seeds) // 2  # judged, not all skipped
+
+
 @pytest.mark.parametrize(
-    "flag", [["--timeout", "nan"], ["--timeout", "inf"], ["--seed", "-5"], ["--max-shrinks", "-1"]]
+    "flag",
+    [
+        ["--timeout", "nan"],
+        ["--timeout", "inf"],
+        ["--seed", "-5"],
+        ["--max-shrinks", "-1"],
+        ["--jobs", "-1"],
+    ],
 )
 def test_a_bad_fuzz_flag_is_one_line(flag, capsys) -> None:
     # found by probing: these ran, and --timeout nan's failures were blamed on the engine
