@@ -331,8 +331,7 @@ def test_a_double_backward_makes_no_temporary_much_wider_than_its_inputs(path, s
     one sum deep unsolved; one scatter and a gather now. A gathered, strided read over a
     normalising sum (fuzz --affine 4022): its second order summed deltas under a sum inside
     a difference whole, masks over seven axes (F^5 G^2); summed apart and scattered now."""
-    op = runpy.run_path(path)["OP"]
-    module = _generated(path) if path.startswith("ops/") else _emitted(op, tmp_path)
+    module = _generated(path) if path.startswith("ops/") else imported(path, tmp_path)[0]
     found = _widest_in_double_backward(module, shapes)
     largest = max(math.prod(s) for s in shapes if not _int(s))
     assert found[0] <= 4 * largest, found
