@@ -1,10 +1,11 @@
 """Each op file's module text, derived once per test session.
 
-test_check, test_stability, test_second_order and test_forward_mode hold the same modules of
-tests/cases/ (and layernorm's, for their negative controls) to different comparisons. Deriving
-is most of a case's time, so each op file is derived once; every test writes the text into its
-own folder and imports a fresh module from there. A test that changes the derivation itself
-(a monkeypatched rule) calls ``module_source`` directly instead.
+test_check, test_stability, test_second_order, test_forward_mode and test_widest hold the same
+modules of tests/cases/ (and layernorm's, for their negative controls) to different
+comparisons. Deriving is most of a case's time, so each op file is derived once (per process);
+every test writes the text into its own folder and imports a fresh module from there: the
+program as rendered, laid out by black only for a test that reads or edits the text. A test
+that changes the derivation itself (a monkeypatched rule) calls ``module_source`` directly.
 """
 
 from __future__ import annotations
