@@ -384,6 +384,8 @@ def pick_update(cx: Context, name: str, coef: sp.Expr, axis, data: sp.Indexed, a
     # writing back are three, and in place only through _index_put (a Tensor subclass such as
     # DTensor relabels an in-place update's target without moving its data)
     value = align(cx.value(coef, others), tuple(others))
+    if value.scalar:  # index_put_ takes tensors only (see _source)
+        value = filled(value, tuple(cx.size(a) for a in others), cx.like, tuple(others))
     cx.emit(ir.IndexPut(name, tuple(index), value))
 
 
@@ -472,10 +474,12 @@ def _buffer_like(cx: Context, source: ir.Node) -> tuple[ir.Node, ir.Ref]:
 def _source(cx: Context, e: sp.Expr, order: list) -> ir.Node:
     """What a scatter adds, ``e`` over ``order``, in the target's dtype: a number filled over
     the axes, int data cast (a count ``sum_q delta(v, 2 q + 2)`` added ones as int64 into a
-    float target, which scatter_add_ refuses: fuzz --affine 4877)."""
-    if e.is_number:
-        return filled(cx.value(e, []), tuple(cx.size(a) for a in order), cx.like, tuple(order))
-    value = cx.value(e, order)
+    float target, which scatter_add_ refuses: fuzz --affine 4877). A number is filled where
+    the expression lowers to one too: ``where(u > h, .., 0)`` with u's range proven below
+    h's lowers to 0, and index_put_ takes tensors only (fuzz --affine 11400364)."""
+    value = cx.value(e, [] if e.is_number else order)
+    if value.scalar:
+        return filled(value, tuple(cx.size(a) for a in order), cx.like, tuple(order))
     return ir.Cast(value, cx.like, axes=value.axes) if lowers_to_int(cx, e) else value
 
 
