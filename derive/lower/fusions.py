@@ -26,7 +26,17 @@ from derive.ir import nodes as ir
 from derive.ir.printer import ADDCMUL, Precedence, precedence
 from derive.lower.context import Context
 from derive.lower.reductions import Contraction, contract, plan_contraction, reduce
-from derive.lower.value import PickUpdate, Scope, align, chain, is_gate, natural_order, plain, union
+from derive.lower.value import (
+    PickUpdate,
+    Scope,
+    align,
+    chain,
+    filled,
+    is_gate,
+    natural_order,
+    plain,
+    union,
+)
 from derive.lower.windows import Window, plan_window, window_value
 from derive.symbolic.indices import without
 
@@ -228,6 +238,8 @@ def _match_scatter_add(site: PickUpdate, scope: Scope) -> PickUpdate | None:
 def _build_scatter_add(cx: Context, site: PickUpdate, order: list) -> ir.Statement:
     others = [a for a in site.axes if a != site.axis]
     pick, value = cx.value(site.data, others), cx.value(site.coef, others)
+    if value.scalar:  # a coefficient that lowers to a python number: scatter_add_ takes tensors
+        value = filled(value, (), cx.like, ())
     pos = site.axes.index(site.axis)
     if value.axes:
         src = ir.Unsqueeze(value, pos)
