@@ -10,8 +10,8 @@ An error is relative to the reference tensor's scale: max|mine - ref| <= 1e-10 *
 The module is loaded as the template renders it, before black lays it out
 (``module_program``): the same syntax tree as the generated file's, in a third of the time.
 A line number in a verdict ("in the generated module, line N") is the unformatted text's;
-black runs on every module ``generate`` writes (the catalogue, tests/cases, and fuzz ops in
-tests/modules/test_regenerate.py).
+black runs on every module ``generate`` writes (in the suite: the catalogue and the fuzz ops
+of tests/modules/test_regenerate.py, and every module whose text a test reads or edits).
 """
 
 from __future__ import annotations
