@@ -104,7 +104,7 @@ def _side(node: ir.Node, row_axis, col_axis) -> tuple[str, ir.Arange, int] | Non
             return None
         kind = "row" if node.kept == (True, False) else "col"
         node, inner = _offset(node.arg)
-        offset += inner
+        offset = None if offset is None or inner is None else offset + inner
     if not isinstance(node, ir.Arange) or offset is None:
         return None
     return (
