@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
+import operator
 from collections.abc import Callable, Iterable
 
 import sympy as sp
@@ -59,10 +60,16 @@ def rename_bound(expr: sp.Basic, namer: Namer, taken: Iterable[str] = ()) -> sp.
         if not is_reduction(e):
             if not has_reduction(e) and not (env and symbol_atoms(e) & env.keys()):
                 return e
-            return e.func(*[walk(a, env, depth, scope) for a in e.args])
+            args = [walk(a, env, depth, scope) for a in e.args]
+            # rebuilt only where a name changed: SymPy's constructors sort and evaluate again
+            # (an exp asks its argument's assumptions), most of a renaming's time where the
+            # namer keeps most names (rename_apart)
+            return e if all(map(operator.is_, args, e.args)) else e.func(*args)
         new = namer(e.limits, depth, scope)
         inner = {**env, **{lim[0]: v for lim, v in zip(e.limits, new, strict=True)}}
         body = walk(e.function, inner, depth + 1, scope | {str(v) for v in new})
+        if body is e.function and all(v == lim[0] for v, lim in zip(new, e.limits, strict=True)):
+            return e
         return e.func(body, *[(v, lo, hi) for v, (_, lo, hi) in zip(new, e.limits, strict=True)])
 
     if not isinstance(expr, sp.Basic) or not has_reduction(expr):

@@ -452,6 +452,16 @@ def test_a_reduction_folds_back_only_where_its_coefficient_divides_safely(coef, 
         # a sum's rows are matched term by term: the exp whose -c is a term, whichever it is
         (2 * sp.exp(x[n]) + 3 * sp.exp(y[n]) - 3, 2 * sp.exp(x[n]) + 3 * expm1(y[n])),
         (2 * sp.exp(x[n]) + 3 * sp.exp(y[n]) - 2, 2 * expm1(x[n]) + 3 * sp.exp(y[n])),
+        # ... and a term's factors one by one: the exp whose rest is the -c, whichever it is
+        # (SymPy's matcher returns one assignment, e^y here, and the row declined it)
+        (
+            y[n] * sp.exp(x[n]) * sp.exp(y[n]) - y[n] * sp.exp(y[n]),
+            y[n] * sp.exp(y[n]) * expm1(x[n]),
+        ),
+        (
+            y[n] * sp.exp(x[n]) * sp.exp(y[n]) - y[n] * sp.exp(x[n]),
+            y[n] * sp.exp(x[n]) * expm1(y[n]),
+        ),
     ],
 )
 def test_the_accuracy_rows_compute_log1p_and_expm1(written, computed) -> None:
