@@ -51,7 +51,13 @@ from derive.lower.value import (
     split_deltas,
 )
 from derive.lower.windows import plan_window
-from derive.symbolic.indices import free_indices, rename_apart, replace_apart, without
+from derive.symbolic.indices import (
+    free_indices,
+    rename_apart,
+    replace_apart,
+    symbols_outside_entries,
+    without,
+)
 from derive.symbolic.simplify import expanded_terms
 
 
@@ -685,8 +691,8 @@ def _solved_deltas(cx: Context, e: sp.Expr, axes: tuple) -> tuple | None:
         progress = False
         for d in list(pending):
             diff = sp.expand((d.args[0] - d.args[1]).xreplace(solved))
-            outside = diff.xreplace({i: sp.Dummy() for i in diff.atoms(sp.Indexed)})
-            ts = [a for a in axes if a not in solved and outside.has(a)]
+            outside = symbols_outside_entries(diff)
+            ts = [a for a in axes if a not in solved and a in outside]
             if len(ts) != 1 or diff.coeff(ts[0]) not in (1, -1):
                 continue  # one target axis, +-1, outside the data: t = the rest
             (t,) = ts

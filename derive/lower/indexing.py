@@ -18,6 +18,7 @@ from derive.lower import bounds
 from derive.lower.context import Context, as_ints
 from derive.lower.value import align, position, union
 from derive.lower.windows import window_read
+from derive.symbolic.indices import symbols_outside_entries
 
 
 def mask(cx: Context, e: sp.KroneckerDelta, order: list[sp.Symbol]) -> ir.Node:
@@ -125,8 +126,7 @@ def is_affine(x: sp.Expr) -> bool:
     (x[n, t + 1]; x[t - argmax[t]] in a derived adjoint)."""
     if isinstance(x, (sp.Symbol, sp.Indexed)) or x.is_Number:
         return False
-    top = x.xreplace({i: sp.Dummy() for i in x.atoms(sp.Indexed)})
-    return any(s.is_integer and not s.is_positive for s in top.free_symbols)
+    return any(s.is_integer and not s.is_positive for s in symbols_outside_entries(x))
 
 
 def is_padded(x: sp.Expr) -> bool:

@@ -194,6 +194,23 @@ def free_indices(expr: sp.Basic) -> set[sp.Symbol]:
 
 
 @functools.lru_cache(maxsize=1 << 16)
+def symbols_outside_entries(expr: sp.Basic) -> frozenset[sp.Symbol]:
+    """The symbols free in ``expr`` outside every tensor entry (``t`` and ``T`` of ``x[t + 1,
+    y[n]] + T``, not ``n``), once per distinct sub-expression: what ``expr.xreplace`` of each
+    entry by a Dummy leaves free, without rebuilding ``expr`` (30 ms a condition of a large
+    second order, SymPy's constructors asking assumptions again)."""
+    if isinstance(expr, sp.Indexed):
+        return frozenset()
+    if isinstance(expr, sp.Symbol):
+        return frozenset([expr])
+    if is_reduction(expr):
+        bound = {lim[0] for lim in expr.limits}
+        ends = [symbols_outside_entries(end) for lim in expr.limits for end in lim[1:]]
+        return (symbols_outside_entries(expr.function) - bound).union(*ends)
+    return frozenset().union(*[symbols_outside_entries(a) for a in expr.args])
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def symbol_atoms(expr: sp.Basic) -> frozenset[sp.Symbol]:
     """``expr.atoms(sp.Symbol)``, once per distinct sub-expression."""
     found = frozenset([expr]) if isinstance(expr, sp.Symbol) else frozenset()
