@@ -114,8 +114,11 @@ def window_sizes(g: Graph) -> dict[sp.Expr, str]:
             extent = extents.get(i)
             if extent is not None and extent.free_symbols and extent not in g.derived:
                 found.setdefault(extent, f"{i} runs over it in {shown}")
-        for total in step.body.atoms(sp.Sum):  # a convolution's channels: torch.conv1d over
-            if not total.function.has(ind):  # 0 of them returned 0 output channels, not b
+        # in sorted order: which sum names an extent first is in the message (a set's order
+        # followed the hash seed: tests/cases/broadcast_aligned_twice.py read j or j2)
+        for total in sorted(step.body.atoms(sp.Sum), key=sp.default_sort_key):
+            # a convolution's channels: torch.conv1d over 0 of them returned 0 output channels
+            if not total.function.has(ind):
                 continue
             for var, lo, hi in total.limits:
                 extent = sp.expand(hi - lo + 1)

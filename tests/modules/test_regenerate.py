@@ -76,12 +76,16 @@ TIED = [
     "tests/regressions/memory_s15070.py",
     "tests/regressions/gradient_value_s7068.py",
     "tests/regressions/second_order_value_s9008.py",
+    # two sums over one window's axis: which named it in a size check's message followed the
+    # order of a set (j under seeds 0 and 4242, j2 under 2; derive/emit/window_checks.py)
+    "tests/cases/broadcast_aligned_twice.py",
 ]
+TIED_HASHSEEDS = [*HASHSEEDS, "2"]
 
 
 def test_fuzz_ops_generate_alike_under_any_hash_seed(tmp_path: Path) -> None:
     runs = {}
-    for hashseed in HASHSEEDS:
+    for hashseed in TIED_HASHSEEDS:
         out = tmp_path / hashseed
         env = {**os.environ, "PYTHONHASHSEED": hashseed, "PYTHONPATH": str(ROOT)}
         cmd = [sys.executable, "-m", "derive", "generate", *TIED, "--out", str(out)]
@@ -90,8 +94,8 @@ def test_fuzz_ops_generate_alike_under_any_hash_seed(tmp_path: Path) -> None:
     texts = []
     for hashseed, (out, run) in runs.items():
         assert run.wait() == 0, (tmp_path / f"log-{hashseed}").read_text()
-        modules = sorted(out.glob("fuzz*.py"))
+        modules = sorted(p for p in out.glob("*.py") if p.name != "__init__.py")
         assert len(modules) == len(TIED)
         # line 2 is the regenerate command, which names the output folder
         texts.append({p.name: p.read_text().splitlines()[2:] for p in modules})
-    assert texts[0] == texts[1]
+    assert all(text == texts[0] for text in texts[1:])
