@@ -27,12 +27,13 @@ from derive.language import ReduceMax
 from derive.language.argmax import Digits
 from derive.lower.memo import Computed, memo_entry, recall
 from derive.lower.value import Scope, align, permute, position, union
+from derive.symbolic.indices import indexed_atoms
 
 
 def _free_axes(cx: Context, e: sp.Expr) -> list[sp.Symbol]:
     """The index symbols ``e`` depends on: free, integer, not a size, a param or an alias."""
     names = cx.scalars | set(cx.aliases)
-    labels = {x.base.label for x in e.atoms(sp.Indexed)}
+    labels = {x.base.label for x in indexed_atoms(e)}
     return [
         s
         for s in e.free_symbols - labels

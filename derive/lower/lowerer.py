@@ -76,7 +76,7 @@ from derive.lower.memo import canonical, repeated_sums
 from derive.lower.reductions import sum_value
 from derive.lower.select import given_value, relation, safe_indices, slice_constants, where_value
 from derive.lower.value import AxisError, stem
-from derive.symbolic.indices import free_indices
+from derive.symbolic.indices import free_indices, indexed_atoms
 from derive.symbolic.seeds import given
 
 PRINTER = TorchPrinter()
@@ -293,7 +293,7 @@ class Lowerer:
 
 def _is_call(e: sp.Basic) -> bool:
     """A function call worth computing once: a registry function or a step."""
-    return (type(e) in BY_NODE or isinstance(e, sp.Heaviside)) and bool(e.atoms(sp.Indexed))
+    return (type(e) in BY_NODE or isinstance(e, sp.Heaviside)) and bool(indexed_atoms(e))
 
 
 def lower(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
