@@ -240,10 +240,10 @@ class Canon:
         return out
 
 
-def ruled_patterns(patterns: list[Pattern], rules: Callable[[sp.Expr], sp.Expr]) -> list[Pattern]:
-    """Each pattern, then the same pattern with its body as ``rules`` rewrite it, where that
-    differs: the expression a fold meets has been through the rules, and an instance of a
-    definition is found only in the form the rules left.
+def ruled_patterns(patterns: list[Pattern], *rules: Callable[[sp.Expr], sp.Expr]) -> list[Pattern]:
+    """Each pattern, then the same pattern with its body as each of ``rules`` rewrites it,
+    where that differs: the expression a fold meets has been through the rules, and an
+    instance of a definition is found only in the form the rules left.
 
     ``a1 = erf(log(sigmoid(z[q]) exp(z[n])))`` reads ``-erf(softplus(-z[q]) - z[n])`` once
     the rules split the log; the definitions over it (two masked softmaxes, fuzz 7200256)
@@ -253,9 +253,12 @@ def ruled_patterns(patterns: list[Pattern], rules: Callable[[sp.Expr], sp.Expr])
     out = []
     for pat in patterns:
         out.append(pat)
-        body = rules(pat.body)
-        if body != pat.body:
-            out.append(dataclasses.replace(pat, body=body))
+        seen = {pat.body}
+        for rule in rules:
+            body = rule(pat.body)
+            if body not in seen:
+                seen.add(body)
+                out.append(dataclasses.replace(pat, body=body))
     return out
 
 

@@ -84,10 +84,15 @@ class Collapser:
         # definitions a where() makes a constant off its condition (the causal mask's probs)
         masked = masked_tensors(g.steps, g.tensors)
         self.simplifier = Simplifier(self.canon.reductions, masked, whole_powers=True)
-        self.patterns = ruled_patterns(self.canon.patterns(), ruled)
+        # and in the form the simplifier leaves: a factor free of a sum's index goes outside
+        # it (1 / Sum_p e[p] s[a] is read as 1 / (s[a] Sum_p e[p]))
+        self.patterns = ruled_patterns(self.canon.patterns(), ruled, self._simplified_body)
         self.folded: dict[sp.Expr, sp.Expr] = {}  # fold's memo, shared by every tensor
         self.stepped: dict[str, sp.Expr] = {}  # inline's memo for simplified steps
         self.steps: dict[str, sp.Expr] = {}  # each step simplified, whatever the inlining stops at
+
+    def _simplified_body(self, body: sp.Expr) -> sp.Expr:
+        return ruled(self.simplifier.simplify(body))
 
     def raw(self, tensor: str) -> sp.Expr:
         return inline(self.adj, tensor, self.memo)

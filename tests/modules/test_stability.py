@@ -140,6 +140,33 @@ def test_sech_gain_backward_keeps_range(tmp_path: Path) -> None:
     assert torch.allclose(de, want_de, rtol=1e-12, atol=1e-300)
 
 
+def test_a_gathered_quotient_folds_to_its_saved_value(tmp_path: Path) -> None:
+    """``Wq = Max(logits[c]**2, c)`` of ``logits[a] = 1 / Sum_p e^s[p] sigmoid(x[a])``: the
+    backward is ``-2 g e^s[p] / (sigmoid(x[w])**2 S**3)`` at the argmax w, whose
+    ``g / sigmoid**2`` overflows at x = -360 where ``Wq = logits[w]**2`` is 1.4e52. Folded to
+    ``logits[w]**2 e^s[p] / S`` (the simplifier takes sigmoid out of the sum, and the fold
+    pattern is tried in that form too) it is finite (fuzz --range 11700408, shrunk)."""
+    module = _written(
+        tmp_path,
+        "gathered_quotient",
+        ["s[P]", "x[A]"],
+        ["logits[a] = 1/Sum(exp(s[p])*sigmoid(x[a]), p)", "Wq = Max(logits[c]**2, c)"],
+    )
+    s = torch.tensor([300.0, 0.0, -1.0], dtype=torch.float64)
+    x = torch.tensor([-360.0, 0.5], dtype=torch.float64)
+    out, saved = module.forward(s, x)
+    ds, dx = module.backward(torch.ones_like(out), saved)
+
+    def reference(s, x):
+        return (1 / (torch.exp(s)[:, None] * torch.sigmoid(x)[None]).sum(0)).square().amax()
+
+    want, (want_ds, want_dx) = _reference_grad(reference, s, x)
+    assert torch.isfinite(out) and torch.isfinite(ds).all() and torch.isfinite(dx).all()
+    assert torch.allclose(out, want, rtol=1e-12)
+    assert torch.allclose(ds, want_ds, rtol=1e-12)
+    assert torch.allclose(dx, want_dx, rtol=1e-12)
+
+
 def test_a_saturated_tanh_of_an_overflowing_product_keeps_range(tmp_path: Path) -> None:
     module, _ = _module("saturated_tanh_of_a_product", tmp_path)
     w1 = torch.tensor([[450.0, -450.0], [-450.0, 450.0]], dtype=torch.float64)
