@@ -254,7 +254,7 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
     for step in g.steps:
         if not isinstance(step, Definition):
             continue
-        for p in step.body.atoms(sp.Pow):
+        for p in sorted(step.body.atoms(sp.Pow), key=sp.default_sort_key):
             polynomial = p.base.is_polynomial(*sizes) and not p.base.atoms(sp.Function)
             if (
                 p.exp.is_negative
@@ -263,7 +263,7 @@ def _positive_sizes(g: Graph) -> list[tuple[sp.Expr, str]]:
                 and polynomial
             ):
                 found.setdefault(p.base, "it divides")
-        for r in step.body.atoms(ReduceMax):
+        for r in sorted(step.body.atoms(ReduceMax), key=sp.default_sort_key):
             for _, lo, hi in r.limits:
                 found.setdefault(hi - lo + 1, "a Max runs over it")
             for gap, radix, extent in radix_checks(r):  # W - K + 1: two positions, one argmax

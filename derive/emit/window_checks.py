@@ -152,7 +152,7 @@ def _extents(g: Graph, step: Definition) -> dict[sp.Symbol, sp.Expr]:
     """Each index's number of values in ``step``: a Sum's or Max's limits, or the output
     axis it names."""
     extents = dict(zip(step.indices, g.tensors[step.name].dims, strict=True))
-    for node in step.body.atoms(sp.Sum, ReduceMax):
+    for node in sorted(step.body.atoms(sp.Sum, ReduceMax), key=sp.default_sort_key):
         for var, lo, hi in node.limits:
             extents.setdefault(var, sp.expand(hi - lo + 1))
     return extents

@@ -129,13 +129,14 @@ def _inlined(
 
 def _substituted(e: sp.Expr, at: dict[str, tuple[tuple, sp.Expr]], fresh: Fresh) -> sp.Expr:
     replace: dict[sp.Basic, sp.Expr] = {}
-    for ind in e.atoms(sp.Indexed):
+    # in sorted order: each body's bound indices are freshened in turn (fresh names, counted)
+    for ind in sorted(e.atoms(sp.Indexed), key=sp.default_sort_key):
         found = at.get(ind.base.label.name)
         if found is not None:
             indices, body = found
             body = freshen_bound(body, fresh)
             replace[ind] = body.xreplace(dict(zip(indices, ind.indices, strict=True)))
-    for s in e.atoms(sp.Symbol):
+    for s in sorted(e.atoms(sp.Symbol), key=sp.default_sort_key):
         found = at.get(s.name)
         if found is not None and not found[0] and not s.is_integer:
             replace[s] = freshen_bound(found[1], fresh)

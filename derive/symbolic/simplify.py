@@ -673,8 +673,9 @@ def masked_tensors(steps: list, graph_tensors: dict) -> dict[str, Masked]:
 def masked_off(indices: tuple, body: sp.Expr, masked: dict[str, Masked]) -> Masked | None:
     """``body`` (over ``indices``) as a :class:`Masked`: the number it is wherever one of its
     where() conditions, or a condition of a masked tensor it reads, fails; None if none."""
-    conds = [w.args[0] for w in body.atoms(where)]
-    for ind in body.atoms(sp.Indexed):
+    # in sorted order: the first condition that makes body a number is the one recorded
+    conds = [w.args[0] for w in sorted(body.atoms(where), key=sp.default_sort_key)]
+    for ind in sorted(body.atoms(sp.Indexed), key=sp.default_sort_key):
         m = masked.get(ind.base.label.name)
         if m is not None:
             conds.append(m.cond.xreplace(dict(zip(m.indices, ind.indices))))
