@@ -62,8 +62,8 @@ def rename_bound(expr: sp.Basic, namer: Namer, taken: Iterable[str] = ()) -> sp.
                 return e
             args = [walk(a, env, depth, scope) for a in e.args]
             # rebuilt only where a name changed: SymPy's constructors sort and evaluate again
-            # (an exp asks its argument's assumptions), most of a renaming's time where the
-            # namer keeps most names (rename_apart)
+            # (an exp asks its argument's assumptions), and rename_apart's namer keeps every
+            # name but the clashing ones
             return e if all(map(operator.is_, args, e.args)) else e.func(*args)
         new = namer(e.limits, depth, scope)
         inner = {**env, **{lim[0]: v for lim, v in zip(e.limits, new, strict=True)}}
