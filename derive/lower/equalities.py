@@ -168,7 +168,12 @@ def _named(cx: Context, part: sp.Expr, lim: tuple, outer: set, ranges: dict) -> 
     shape = tuple(hi + 1 if a == g else cx.sizes.get(a, ranges.get(a)) for a in axes)
     if any(n is None for n in shape):
         return None
-    cx.learn(zip(axes, shape, strict=True), replace=False)
+    # g is this sum's own index: its range is the limit's, whatever another statement's axis
+    # of the same name learnt (dlogits[i, t] over logits[2, T] beside a sum over i < I, fuzz
+    # --segments 12000000: a table of 2 rows read at rows up to I, an IndexError); the other
+    # axes are the caller's
+    cx.learn([(g, hi + 1)])
+    cx.learn(zip(axes[1:], shape[1:], strict=True), replace=False)
     known = cx.recall(part)
     if isinstance(known, ir.Ref) and known.axes == axes:  # another gradient's, once
         name = known.name
