@@ -132,8 +132,12 @@ def is_affine(x: sp.Expr) -> bool:
 def is_padded(x: sp.Expr) -> bool:
     """A subscript read with zero padding: any sum or product, an affine subscript or one a
     derivation made of it with data (``Y[argmax - 1]``, from ``Max(x[Y[m - 1]], m)``), which
-    may fall outside its axis as the affine read it came from did."""
-    return isinstance(x, (sp.Add, sp.Mul))
+    may fall outside its axis as the affine read it came from did; or a clamp a derivation
+    made into another axis's range (``idx[clamp(1 - b, 0, Q - 1)]`` in a second order, where
+    ``Kx[idx[1 - b], 1 - b]`` read column 1 - b: inside Q, not inside idx's I; fuzz
+    --windows 12000307 read past idx, an IndexError). Either is read as it is where the
+    bounds show it inside the axis (:func:`_inside`)."""
+    return isinstance(x, (sp.Add, sp.Mul, clamp))
 
 
 def padded_part(cx: Context, sub: sp.Expr, size: sp.Expr, order: list) -> tuple:
