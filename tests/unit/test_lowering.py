@@ -817,15 +817,20 @@ def test_an_affine_index_adds_its_indices_in_a_fixed_order() -> None:
 def test_a_clamped_index_prints_as_clamp_unless_its_range_keeps_it_inside() -> None:
     """clamp(e, lo, hi), an index the derivation held inside a sum's range (where a where
     discards the body: fuzz --affine 1147), reads at ``e.clamp(lo, hi)``; an e that its
-    indices' ranges already keep inside reads as it is."""
+    indices' ranges already keep inside reads as it is. A clamp into another axis's range
+    than the one it reads (y's T, clamped into u's U) is read padded, as an affine subscript
+    is: clamped to T and 0 past it (fuzz --windows 12000307 read past the axis)."""
     u, U, T = sp.symbols("u U T", integer=True)
     y = sp.IndexedBase("y", shape=(T,), real=True)
-    lw = Lowerer("t", {"y", "U", "T"}, {u: U}, scalars={"U", "T"})
+    z = sp.IndexedBase("z", shape=(U,), real=True)
+    lw = Lowerer("t", {"y", "z", "U", "T"}, {u: U}, scalars={"U", "T"})
     read = lw.context.value(y[clamp(u - 1, 0, T - 1)], [u])
     code = TorchPrinter().doprint(read)
     assert "clamp(0, T - 1)" in code and "torch.where" not in code, code
-    inside = lw.context.value(y[clamp(u, 0, U - 1)], [u])
+    inside = lw.context.value(z[clamp(u, 0, U - 1)], [u])
     assert "clamp" not in TorchPrinter().doprint(inside)
+    other = TorchPrinter().doprint(lw.context.value(y[clamp(u, 0, U - 1)], [u]))
+    assert "torch.where" in other and "clamp(0, T - 1)" in other, other
 
 
 def test_an_int_tensor_is_cast_before_it_meets_a_python_float() -> None:
