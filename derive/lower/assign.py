@@ -553,14 +553,15 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     full = tuple(cx.size(a) for a in source)
     k = len(others)
     if tuple(others) != axes[:k]:  # a solved axis before another: index_put_ over them all
+        # an entry read at a constant (x[n, T - 1]) is solved to a python number: index_put_
+        # takes tensors only (a 0-d one broadcasts), and one expanded below must be a tensor
+        # (fuzz --windows 12400516: (R - 1).expand(A, T))
+        index = [ir.AsTensor(i, cx.like) if i.scalar else i for i in index]
         if set().union(*map(dense_axes, index)) != set(source):  # the indices broadcast to
             # the value's shape: over a summed axis no index reads too (fuzz --windows 7067)
             index[0] = ir.Expand(index[0], full, axes=source)
         value, like = _buffer_like(cx, value)
         cx.emit(ir.Assign((name,), ir.Zeros(shape, like, axes=axes)))
-        # an entry read at a constant (x[n, T - 1]) is solved to a python number: index_put_
-        # takes tensors only (a 0-d one broadcasts)
-        index = [ir.AsTensor(i, cx.like) if i.scalar else i for i in index]
         cx.emit(ir.IndexPut(name, tuple(index), value))
         return True
     # the solved axes last: one flat index over them, a scatter_add_ along it (the other axes

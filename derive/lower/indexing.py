@@ -151,6 +151,10 @@ def padded_part(cx: Context, sub: sp.Expr, size: sp.Expr, order: list) -> tuple:
         ir.Binary("<=", at, hi, axes=at.axes),
         axes=at.axes,
     )
+    if at.scalar:  # 4 + clamp(1, 0, Q - 1), a python int: held by python, masked by a 0-d
+        # tensor (a python bool is no where()'s condition; fuzz --windows 12400066)
+        held = ir.Apply("min(max({0}, 0), {1})", (at, hi))
+        return held, ir.AsTensor(inside, cx.like)
     return ir.ClampTo(at, hi, axes=at.axes), inside
 
 

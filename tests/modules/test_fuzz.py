@@ -533,6 +533,24 @@ def test_a_forward_mode_reference_that_lost_its_digits_gives_no_verdict() -> Non
     assert not adjoint(torch.tensor([0.5, -1.4]), text, g, v)
 
 
+def test_a_second_order_reference_that_lost_its_digits_is_judged_by_its_difference() -> None:
+    """The text read literally keeps its first order and loses its second: autograd's double
+    backward of ``log1p(3 H exp(t))`` at t ~ 480 subtracts g y / (1 + y) from itself through
+    (1 + y)**2 = inf and is left with g (fuzz 12300714, where the derived sigmoid's
+    ``s (1 - s)`` is right). The module is then held to the central difference of the text's
+    first order: a module that differs from that is still wrong."""
+    from fuzz.regressions import load
+
+    op, seed = load(FOLDER / "second_order_value_s12300714.py")
+    assert run_case(op, seed).status == "passed"
+    off = _patched(
+        "dgrad_y = sum_c_ids_logits_db_dlogits_ids_idx_tmp * (2 / H)",
+        "dgrad_y = sum_c_ids_logits_db_dlogits_ids_idx_tmp * (2 / H) + 0.5",
+    )
+    outcome = run_case(op, seed, source=off)
+    assert (outcome.status, outcome.kind) == ("wrong", "second order value"), outcome.line()
+
+
 def test_powers_mode_draws_exponents_that_are_not_numbers() -> None:
     """--powers: some ops raise to a param (``relu(a)**alpha``) or raise a param to a tensor
     (``alpha**(a)``), each parses, and the mode is in the op's doc (a regression's header
