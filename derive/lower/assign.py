@@ -575,9 +575,10 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
     # both laid out over every axis of source at full size, or the flattened index and value
     # would not line up: sum_{t,k,j} delta(g, t + S a[t]) h[t, k, j] has its index over t
     # alone, expanded over k and j (fuzz --windows 7068: T indices against T K J values)
+    # (a constant index, hid[a, R - 1], is a python number: a tensor before it is expanded)
     flat_index, flat_value = (
         ir.Reshape(v if dense_axes(v) == set(source) else ir.Expand(v, full, axes=source), rows)
-        for v in (align(flat, source), value)
+        for v in (ir.AsTensor(flat, cx.like) if flat.scalar else align(flat, source), value)
     )
     trailing = sp.Mul(*[cx.sizes[a] for a in axes[k:]])
     flat_value, like = _buffer_like(cx, flat_value)
