@@ -27,6 +27,7 @@ assigned twice), and a name that holds it is assigned once.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from typing import NamedTuple
@@ -38,7 +39,6 @@ from derive.ir.printer import ADD_SCALED, ADDCMUL
 from derive.ir.rewrite import (
     NOT_SHARED,
     composed,
-    data,
     freed,
     operands,
     rebuilt,
@@ -208,7 +208,8 @@ def _shared(
     """``block`` with each value :func:`_repeated` finds bound to one name, each of ``temps``
     and each new name freed after its last read."""
     temps = list(temps)
-    while (found := _repeated(block)) is not None:
+    seen: dict[int, tuple[ir.Statement, list[tuple[_Key, ir.Node]]]] = {}
+    while (found := _repeated(block, seen)) is not None:
         if found.holder is None:
             name = fresh(stem(found.node))
             block.insert(found.first, ir.Assign((name,), found.node))
@@ -238,16 +239,25 @@ class _Found(NamedTuple):
     holder: int | None
 
 
-def _repeated(block: list[ir.Statement]) -> _Found | None:
+def _repeated(
+    block: list[ir.Statement], seen: dict[int, tuple[ir.Statement, list]] | None = None
+) -> _Found | None:
     """The largest computation read twice or more, or read once where a name holds it, that
-    can be shared safely; None when there is none."""
+    can be shared safely; None when there is none. ``seen``: each statement's candidates by
+    its id, from an earlier round (a round rewrites a few statements and keeps the others,
+    whose trees were walked again each round: 44 of a fuzz op's 176 s, fuzz --windows
+    12601329)."""
     writes = Counter(n for s in block for n in s.writes)
     uses: dict[_Key, list[int]] = {}
     example: dict[_Key, ir.Node] = {}
     holders: dict[_Key, int] = {}
+    seen = {} if seen is None else seen
     for k, s in enumerate(block):
-        for node in _candidates(s):
-            key = _unlabelled(node)
+        known = seen.get(id(s))
+        if known is None or known[0] is not s:
+            known = s, [(_unlabelled(node), node) for node in _candidates(s)]
+            seen[id(s)] = known
+        for key, node in known[1]:
             uses.setdefault(key, []).append(k)
             example.setdefault(key, node)
         a = _single(s)
@@ -255,9 +265,11 @@ def _repeated(block: list[ir.Statement]) -> _Found | None:
             holders.setdefault(_unlabelled(s.value), k)
     found = []
     for key, at in uses.items():
+        holder = holders.get(key)
+        if len(at) == 1 and holder is None:  # read once, held by no name: nothing to share
+            continue
         if not safe(block, example[key], at):
             continue
-        holder = holders.get(key)
         if holder is not None and not _can_hold(block, holder, at, example[key]):
             holder = None
         if len(at) > 1 or holder is not None:
@@ -341,9 +353,12 @@ def _worth_a_name(value: ir.Node) -> bool:
 class _Key:
     """A value's shape with its index labels numbered in order of first appearance, depth
     first (``t[n] >= 0`` and ``t[m] >= 0`` are one key): hashed once, its children's keys
-    held, not copied, so two keys compare in the size of what differs."""
+    held, not copied, so two keys compare in the size of what differs. Equal keys are one
+    object (:data:`_KEYS`): the sharing pass looks each candidate's key up every round, and
+    a lookup that met an equal key of another node compared their whole trees (10 of a fuzz
+    op's 31 s in the pass, fuzz --windows 12601329)."""
 
-    __slots__ = ("parts", "hash")
+    __slots__ = ("parts", "hash", "__weakref__")
 
     def __init__(self, parts: tuple) -> None:
         self.parts = parts
@@ -356,6 +371,9 @@ class _Key:
         return self is other or (
             isinstance(other, _Key) and self.hash == other.hash and self.parts == other.parts
         )
+
+
+_KEYS: weakref.WeakValueDictionary[_Key, _Key] = weakref.WeakValueDictionary()
 
 
 def _unlabelled(node: ir.Node) -> _Key:
@@ -390,7 +408,9 @@ def _labelled(node: ir.Node) -> tuple[_Key, tuple[sp.Symbol, ...]]:
                 parts.append(numbered(value))
             elif f.name != "axes":
                 parts.append(tuple(map(part, value)) if isinstance(value, tuple) else part(value))
-        known = (_Key(tuple(parts)), tuple(order))
+        key = _Key(tuple(parts))
+        key = _KEYS.setdefault(key, key)
+        known = (key, tuple(order))
         object.__setattr__(node, "_key", known)  # not a field: equality ignores it
     return known
 
@@ -436,24 +456,45 @@ def _candidates(s: ir.Statement) -> Iterator[ir.Node]:
         yield from _below(root)
 
 
-def _below(node: ir.Node) -> Iterator[ir.Node]:
-    """``node`` and the computations under it worth a name: on tensor data (an index built
-    from sizes alone, ``torch.arange(N)``, is cheaper to make again than to keep)."""
-    if isinstance(node, ir.Ref) or node.scalar or not _on_data(node):
-        return
-    if not isinstance(node, NOT_SHARED):
-        yield node
-    for child in node.children():
-        yield from _below(child)
+def _below(node: ir.Node) -> tuple[ir.Node, ...]:
+    """``node`` and the computations under it worth a name, depth first: on tensor data (an
+    index built from sizes alone, ``torch.arange(N)``, is cheaper to make again than to
+    keep). Kept on the node: a statement the sharing rewrote is walked again each round, and
+    all of it but the nodes the rewrite made is the tree it was."""
+    known = node.__dict__.get("_below")
+    if known is None:
+        known = ()
+        if not (isinstance(node, ir.Ref) or node.scalar or not _on_data(node)):
+            own = () if isinstance(node, NOT_SHARED) else (node,)
+            known = sum((_below(child) for child in node.children()), own)
+        object.__setattr__(node, "_below", known)
+    return known
 
 
 def _on_data(node: ir.Node) -> bool:
     """Whether ``node`` reads entries of a tensor (kept on it, as :func:`_size`)."""
     known = node.__dict__.get("_on_data")
     if known is None:
-        known = any(data(node))
+        if isinstance(node, ir.Ref):
+            known = not node.scalar
+        else:  # from its operands' (kept on them), not a walk of its tree: ``data``'s reading
+            known = any(
+                _on_data(v)
+                for f in dataclasses.fields(node)
+                if f.name != "like"
+                for v in _nodes_in(getattr(node, f.name))
+            )
         object.__setattr__(node, "_on_data", known)
     return known
+
+
+def _nodes_in(value: object) -> tuple[ir.Node, ...]:
+    """The nodes a field holds: itself, or those in its tuple."""
+    if isinstance(value, ir.Node):
+        return (value,)
+    if isinstance(value, tuple):
+        return tuple(v for v in value if isinstance(v, ir.Node))
+    return ()
 
 
 def _size(node: ir.Node) -> int:

@@ -516,10 +516,12 @@ def solved_scatter(cx: Context, name: str, e: sp.Expr, axes: tuple) -> bool:
         return False
     solved, rest, limits = found
     # a summed index no position reads is summed before the scatter, not scattered: the
-    # value is then over the positions' indices alone (fuzz --affine 4022: F x F x G x F)
+    # value is then over the positions' indices alone (fuzz --affine 4022: F x F x G x F).
+    # Every one too: scattered, they were an index expanded over them, which Inductor's
+    # vectorised atomic add refuses where it is the same along the inner loop (12400516)
     reads = set().union(*(v.free_symbols for v in solved.values()))
     inner = [lim for lim in limits if lim[0] not in reads]
-    if inner and len(inner) < len(limits):
+    if inner:
         rest = _summed_inside(rest, inner)
         limits = [lim for lim in limits if lim[0] in reads]
     bound = [lim[0] for lim in limits]

@@ -477,6 +477,34 @@ def _same_output_and_gradients(out, leaves, want, eager) -> None:
         _close(got, ref)
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/regressions/exception_attributeerror_s12400516.py",
+        "tests/regressions/exception_attributeerror_s12400516_last.py",
+    ],
+)
+def test_a_gradient_added_into_a_constant_row_compiles_with_inductor(
+    path, tmp_path, monkeypatch
+) -> None:
+    """``hid[R - 1, aa - T + 1]`` summed over n: its gradient is added into row R - 1. Added
+    as one ``index_put_(accumulate=True)`` over (a, n), the row index the same for every n,
+    Inductor's C++ kernel asserted (its vectorised atomic add wants an index that varies along
+    the inner loop; torch 2.13, found by probing the fuzz find 12400516). The value is summed
+    over n first, which no index reads, and added at (R - 1, a)."""
+    module, op = imported(path, tmp_path)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    inputs, _ = defined_inputs(parse(op), 0)
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        compiled = torch.compile(
+            lambda *a: module.Function.apply(*a), fullgraph=True, dynamic=dynamic
+        )
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        eager = [t.clone().requires_grad_() for t in inputs]
+        _same_output_and_gradients(compiled(*leaves), leaves, module.Function.apply(*eager), eager)
+
+
 def test_a_grouped_convolution_compiles_with_dynamic_shapes() -> None:
     """torch.compile(dynamic=True) with Inductor, as F.conv2d compiles: the grouped reading
     ``xg = x.reshape(N, groups, CG, H, W)`` handed to the kernel as ``xg.reshape(N, groups *
