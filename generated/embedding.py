@@ -166,6 +166,14 @@ def _index_select(t, index):
 # anyway): DTensor's in-place scatter_add_ relabelled a Partial gradient Shard(0) without
 # moving its data, cross_entropy's gradient of batch-sharded logits (found by probing)
 def _index_add(target, dim, index, source):
+    if torch.compiler.is_compiling() and dim > 0:
+        # Inductor (torch 2.13) stores an index_add along a later axis, fused with the kernel
+        # that makes its source, at a wrong stride of its tiled loop: a wrong sum, or a write
+        # past the buffer (found compiling fuzz 1029546's backward): the same sum as a
+        # scatter_add of the index laid along that axis
+        along = [1] * source.dim()
+        along[dim] = -1
+        return target.scatter_add(dim, index.reshape(along).expand_as(source), source)
     if torch.compiler.is_compiling() or not _plain(target, index, source):
         return target.index_add(dim, index, source)
     return target.index_add_(dim, index, source)

@@ -206,8 +206,13 @@ def gather(cx: Context, base: ir.Node, e: sp.Indexed, order: list[sp.Symbol]) ->
             parts.append(cx.value(sub, order))
             cx.note_wrapping(i.base.label.name for i in sub.atoms(sp.Indexed))
     axes = union([p.axes for p in parts], order)
-    parts = [_one_entry(p) if axes else p for p in parts]
-    read = ir.Index(base, tuple(align(p, axes) for p in parts), axes=axes)
+    if axes or all(p.scalar for p in parts):
+        parts = [_one_entry(p) if axes else p for p in parts]
+        read = ir.Index(base, tuple(align(p, axes) for p in parts), axes=axes)
+    else:  # a single entry at a 0-d int tensor (``cls[argmax]``): read as one element, so
+        # that no python int is made of it (``.item()``, which torch.compile(fullgraph) and
+        # torch.export refuse as a data-dependent value; fuzz 226's second order, probed)
+        read = ir.Squeeze(ir.Index(base, tuple(map(_one_entry, parts)), axes=()), 0, axes=())
     for inside in masks:  # zero padding: an affine subscript outside its axis reads 0
         read = ir.Where(align(inside, axes), read, ir.Number(0), axes=axes)
     return read
@@ -222,6 +227,8 @@ def _one_entry(part: ir.Node) -> ir.Node:
     the same entries."""
     if part.axes or part.scalar:
         return part
+    if isinstance(part, ir.Squeeze) and part.dim == 0:  # an entry read as one element already
+        return part.arg
     return ir.Unsqueeze(part, 0)
 
 

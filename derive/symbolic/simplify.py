@@ -47,6 +47,9 @@ class Reduction:
 # terms. A product is expanded only while that count stays under this bound, so a chain of n
 # factors (1 - tanh(..)**2) is left as a product instead of taking 2**n work.
 EXPAND_TERMS = 16
+# A product is put over one denominator (cancel) while the powers of the distinct sums it
+# divides by add up to at most this (:func:`_divisor_degree`)
+CANCEL_DEGREE = 8
 
 
 def expanded_terms(e: sp.Expr, limit: int = EXPAND_TERMS) -> int:
@@ -759,14 +762,7 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr], whole_powers: bool 
     if combined != e and cost(combined) < cost(best) and _cancels(combined, best):
         best = combined
     small = expanded_terms(best) <= EXPAND_TERMS
-    if (
-        small
-        and not best.has(sp.Sum)
-        and any(
-            isinstance(f, sp.Pow) and f.exp.is_negative and isinstance(f.base, sp.Add)
-            for f in sp.preorder_traversal(best)
-        )
-    ):
+    if small and not best.has(sp.Sum) and 0 < _divisor_degree(best) <= CANCEL_DEGREE:
         # (1 - s)(y/s - (1 - y)/(1 - s)) s -> y - s: rational cancellation
         cancelled = _cancelled(best, whole_powers)
         if cost(cancelled) < cost(best):
@@ -779,6 +775,20 @@ def _cheapest(e: sp.Mul, walk: Callable[[sp.Expr], sp.Expr], whole_powers: bool 
             if cost(expanded) < cost(best):
                 best = expanded
     return best
+
+
+def _divisor_degree(e: sp.Expr) -> sp.Expr:
+    """The powers of the distinct sums ``e`` divides by, added up (``1 / (s (1 - s)**2)``: 2;
+    0 where it divides by no sum). :func:`sp.cancel` brings them over one denominator, whose
+    polynomial's terms grow as the product of theirs: a double backward's six sums of exps
+    to the powers 2 and 3 (degree 14) held SymPy's heuristic gcd past 10 minutes (fuzz
+    --affine 12800326), where no op of ops/, tests/cases or tests/regressions cancels past
+    degree 6."""
+    powers: dict[sp.Expr, sp.Expr] = {}
+    for f in sp.preorder_traversal(e):
+        if isinstance(f, sp.Pow) and f.exp.is_negative and isinstance(f.base, sp.Add):
+            powers[f.base] = max(powers.get(f.base, sp.S.Zero), -f.exp)
+    return sp.Add(*powers.values())
 
 
 def expand_product(e: sp.Expr) -> sp.Expr:

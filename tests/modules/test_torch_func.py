@@ -505,6 +505,57 @@ def test_a_gradient_added_into_a_constant_row_compiles_with_inductor(
         _same_output_and_gradients(compiled(*leaves), leaves, module.Function.apply(*eager), eager)
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/regressions/exception_axiserror_s226.py",
+        "tests/regressions/exception_indexerror_s174.py",
+        "tests/regressions/exception_valueerror_s105.py",
+    ],
+)
+def test_an_entry_read_at_an_argmax_compiles_in_one_graph(path, tmp_path, monkeypatch) -> None:
+    """``cls[argmax]`` with argmax a 0-d int tensor (the adjoint of ``Max(v[cls[f]], f)``):
+    python indexing reads a 0-d index as a python int, a data-dependent value that
+    torch.compile(fullgraph=True) refuses ("Could not extract specialized integer"; found
+    compiling every regression module). The entry is read as one element and squeezed."""
+    module, op = imported(path, tmp_path)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    inputs, _ = defined_inputs(parse(op), 0)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: module.Function.apply(*a), fullgraph=True)
+    leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    eager = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    out, want = compiled(*leaves), module.Function.apply(*eager)
+    _close(out, want)
+    floats = [t for t in leaves if t.requires_grad]
+    for got, ref in zip(
+        torch.autograd.grad(out.pow(2).sum(), floats),
+        torch.autograd.grad(want.pow(2).sum(), [t for t in eager if t.requires_grad]),
+        strict=True,
+    ):
+        _close(got, ref)
+
+
+def test_an_index_add_along_a_later_axis_compiles_to_the_same_sum(tmp_path, monkeypatch) -> None:
+    """fuzz 1029546's backward adds ``minimum``'s selected branch into (R, U, J) along its
+    last axis (``index_add(2, idx, ..)``). Inductor (torch 2.13) fuses that with the kernel
+    making the source and stores at a wrong stride of its tiled loop: a wrong sum, or a write
+    past the buffer that aborts the process (found compiling every regression module).
+    Compiled, the module adds it as a scatter_add of the index laid along the axis."""
+    module, op = imported("tests/regressions/tangent_value_s1029546.py", tmp_path)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    inputs, _ = defined_inputs(parse(op), 0)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: module.Function.apply(*a), fullgraph=True)
+    leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    eager = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    out, want = compiled(*leaves), module.Function.apply(*eager)
+    _close(out, want)
+    (got,) = torch.autograd.grad(out.pow(2).sum(), leaves[0])
+    (ref,) = torch.autograd.grad(want.pow(2).sum(), eager[0])
+    _close(got, ref)
+
+
 def test_a_grouped_convolution_compiles_with_dynamic_shapes() -> None:
     """torch.compile(dynamic=True) with Inductor, as F.conv2d compiles: the grouped reading
     ``xg = x.reshape(N, groups, CG, H, W)`` handed to the kernel as ``xg.reshape(N, groups *
