@@ -477,6 +477,23 @@ def _same_output_and_gradients(out, leaves, want, eager) -> None:
         _close(got, ref)
 
 
+def _compiled_as_eager(path: str, folder: Path, monkeypatch, dynamic: bool = False) -> None:
+    """The op file's module compiled with Inductor in one graph: its output and the gradients
+    of sum(out**2) are the eager module's (int inputs as they are)."""
+    module, op = imported(path, folder)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    inputs, _ = defined_inputs(parse(op), 0)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: module.Function.apply(*a), fullgraph=True, dynamic=dynamic)
+    leaves, eager = (
+        [t.clone().requires_grad_(t.is_floating_point()) for t in inputs] for _ in range(2)
+    )
+    out = compiled(*leaves)
+    floats, floats_eager = ([t for t in ts if t.requires_grad] for ts in (leaves, eager))
+    _same_output_and_gradients(out, floats, module.Function.apply(*eager), floats_eager)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize(
     "path",
     [
@@ -485,24 +502,14 @@ def _same_output_and_gradients(out, leaves, want, eager) -> None:
     ],
 )
 def test_a_gradient_added_into_a_constant_row_compiles_with_inductor(
-    path, tmp_path, monkeypatch
+    path, dynamic, tmp_path, monkeypatch
 ) -> None:
     """``hid[R - 1, aa - T + 1]`` summed over n: its gradient is added into row R - 1. Added
     as one ``index_put_(accumulate=True)`` over (a, n), the row index the same for every n,
     Inductor's C++ kernel asserted (its vectorised atomic add wants an index that varies along
     the inner loop; torch 2.13, found by probing the fuzz find 12400516). The value is summed
     over n first, which no index reads, and added at (R - 1, a)."""
-    module, op = imported(path, tmp_path)
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    inputs, _ = defined_inputs(parse(op), 0)
-    for dynamic in (False, True):
-        torch._dynamo.reset()
-        compiled = torch.compile(
-            lambda *a: module.Function.apply(*a), fullgraph=True, dynamic=dynamic
-        )
-        leaves = [t.clone().requires_grad_() for t in inputs]
-        eager = [t.clone().requires_grad_() for t in inputs]
-        _same_output_and_gradients(compiled(*leaves), leaves, module.Function.apply(*eager), eager)
+    _compiled_as_eager(path, tmp_path, monkeypatch, dynamic)
 
 
 @pytest.mark.parametrize(
@@ -518,22 +525,7 @@ def test_an_entry_read_at_an_argmax_compiles_in_one_graph(path, tmp_path, monkey
     python indexing reads a 0-d index as a python int, a data-dependent value that
     torch.compile(fullgraph=True) refuses ("Could not extract specialized integer"; found
     compiling every regression module). The entry is read as one element and squeezed."""
-    module, op = imported(path, tmp_path)
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    inputs, _ = defined_inputs(parse(op), 0)
-    torch._dynamo.reset()
-    compiled = torch.compile(lambda *a: module.Function.apply(*a), fullgraph=True)
-    leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
-    eager = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
-    out, want = compiled(*leaves), module.Function.apply(*eager)
-    _close(out, want)
-    floats = [t for t in leaves if t.requires_grad]
-    for got, ref in zip(
-        torch.autograd.grad(out.pow(2).sum(), floats),
-        torch.autograd.grad(want.pow(2).sum(), [t for t in eager if t.requires_grad]),
-        strict=True,
-    ):
-        _close(got, ref)
+    _compiled_as_eager(path, tmp_path, monkeypatch)
 
 
 def test_an_index_add_along_a_later_axis_compiles_to_the_same_sum(tmp_path, monkeypatch) -> None:
@@ -542,18 +534,7 @@ def test_an_index_add_along_a_later_axis_compiles_to_the_same_sum(tmp_path, monk
     making the source and stores at a wrong stride of its tiled loop: a wrong sum, or a write
     past the buffer that aborts the process (found compiling every regression module).
     Compiled, the module adds it as a scatter_add of the index laid along the axis."""
-    module, op = imported("tests/regressions/tangent_value_s1029546.py", tmp_path)
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    inputs, _ = defined_inputs(parse(op), 0)
-    torch._dynamo.reset()
-    compiled = torch.compile(lambda *a: module.Function.apply(*a), fullgraph=True)
-    leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
-    eager = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
-    out, want = compiled(*leaves), module.Function.apply(*eager)
-    _close(out, want)
-    (got,) = torch.autograd.grad(out.pow(2).sum(), leaves[0])
-    (ref,) = torch.autograd.grad(want.pow(2).sum(), eager[0])
-    _close(got, ref)
+    _compiled_as_eager("tests/regressions/tangent_value_s1029546.py", tmp_path, monkeypatch)
 
 
 def test_a_grouped_convolution_compiles_with_dynamic_shapes() -> None:
