@@ -94,8 +94,13 @@ def clamped(cx: Context, e: clamp, order: list[sp.Symbol]) -> ir.Node:
     if within(cx, v, ranges, lo, hi):
         return at
     if at.scalar:  # an entry read at a constant, x[n, 1], held in an axis of run-time length
-        return ir.Apply("min(max({0}, {1}), {2})", (at, cx.value(lo, []), cx.value(hi, [])))
+        return _held(at, cx.value(lo, []), cx.value(hi, []))
     return ir.ClampTo(at, cx.value(hi, []), lo=cx.value(lo, []), axes=at.axes)
+
+
+def _held(at: ir.Node, lo: ir.Node, hi: ir.Node) -> ir.Node:
+    """A python int held inside [lo, hi] by python (``.clamp`` is a tensor's)."""
+    return ir.Apply("min(max({0}, {1}), {2})", (at, lo, hi))
 
 
 def digit(cx: Context, e: sp.Expr, order: list[sp.Symbol]) -> ir.Node:
@@ -153,8 +158,7 @@ def padded_part(cx: Context, sub: sp.Expr, size: sp.Expr, order: list) -> tuple:
     )
     if at.scalar:  # 4 + clamp(1, 0, Q - 1), a python int: held by python, masked by a 0-d
         # tensor (a python bool is no where()'s condition; fuzz --windows 12400066)
-        held = ir.Apply("min(max({0}, 0), {1})", (at, hi))
-        return held, ir.AsTensor(inside, cx.like)
+        return _held(at, ir.Number(0), hi), ir.AsTensor(inside, cx.like)
     return ir.ClampTo(at, hi, axes=at.axes), inside
 
 

@@ -782,8 +782,9 @@ def _divisor_degree(e: sp.Expr) -> sp.Expr:
     0 where it divides by no sum). :func:`sp.cancel` brings them over one denominator, whose
     polynomial's terms grow as the product of theirs: a double backward's six sums of exps
     to the powers 2 and 3 (degree 14) held SymPy's heuristic gcd past 10 minutes (fuzz
-    --affine 12800326), where no op of ops/, tests/cases or tests/regressions cancels past
-    degree 6."""
+    --affine 12800326), where no op of ops/ or tests/cases cancels past degree 6 (their
+    wheres' insides not counted) and no module of those or tests/regressions changed under
+    the bound."""
     powers: dict[sp.Expr, sp.Expr] = {}
     for f in sp.preorder_traversal(e):
         if isinstance(f, sp.Pow) and f.exp.is_negative and isinstance(f.base, sp.Add):
