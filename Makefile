@@ -36,6 +36,7 @@ help:
 	@echo "make bench-hvp     time an HVP through the generated MLP against torch.func (and JAX if installed)"
 	@echo "make bench-windows time a derived conv2d, max and avg pool (fwd + bwd) against autograd through F"
 	@echo "make fuzz N=5000 SEED=0      differential fuzzer: random ops vs an independent interpreter"
+	@echo "               (FUZZ_ARGS=--compiled: each module under torch.compile; docs/fuzzing.md)"
 	@echo "make lint      ruff + black --check"
 	@echo "make format    black + ruff --fix"
 

@@ -5,7 +5,8 @@ on any finite forward whose backward is not. ``--affine`` draws ops with affine 
 strides, padding and windows (fuzz/affine.py, fuzz/windows.py), a mode of its own; ``--windows``
 draws them wider (offsets to 4, strides, dilations and paddings of 3, kernels given by int params,
 grouped convolutions whose derived sizes name an input's dimension), another mode again.
-``--widest`` judges memory instead of values, in any draw mode (bench/widest.py)."""
+``--widest`` judges memory instead of values, in any draw mode (bench/widest.py);
+``--compiled`` judges the module under torch.compile (fuzz/compiled.py), in any draw mode."""
 
 from __future__ import annotations
 
@@ -88,9 +89,16 @@ def main(argv: list[str] | None = None) -> int:
         " backward and second order outgrows autograd's through the definitions (half a degree"
         " of the sizes and wider at doubled sizes, or 8x there); recorded as memory_s<seed>.py",
     )
+    parser.add_argument(
+        "--compiled",
+        action="store_true",
+        help="judge each module under torch.compile (Inductor, fullgraph; static shapes on even"
+        " seeds, dynamic on odd) against the reference: seconds a case; recorded as"
+        " compiled_*_s<seed>.py",
+    )
     args = parser.parse_args(argv)
-    if args.range and args.widest:
-        parser.error("--range and --widest are two verdicts: choose one")
+    if args.range + args.widest + args.compiled > 1:
+        parser.error("--range, --widest and --compiled are three verdicts: choose one")
     if args.n < 1 or not 0 < args.timeout < math.inf or args.max_definitions < 1:
         parser.error("-n, --timeout and --max-definitions must be positive (and finite)")
     if args.seed < 0 or args.max_shrinks < 0 or args.jobs < 0:
@@ -114,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         affine=args.affine,
         windows=args.windows,
         widest=args.widest,
+        compiled=args.compiled,
         powers=args.powers,
         constants=args.constants,
         entries=args.entries,

@@ -82,11 +82,19 @@ def write(op: Op, seed: int, outcome: Outcome, original: Op, folder: Path = FOLD
         k += 1
         path = folder / f"{name}_{k}.py"
     mode = re.search(r" \((--[\w -]+)\)$", original.doc or "")  # (--affine), (--windows --powers)
+    compiled = outcome.kind.startswith("compiled ")  # fuzz/compiled.py's verdict
     command = "python -m fuzz" + (f" {mode.group(1)}" if mode else "")
+    command += " --compiled" if compiled else ""
+    also = (
+        ", and fuzz.compiled.run_compiled_case(OP, SEED) too (tests/modules/test_compiled.py)"
+        if compiled
+        else ""
+    )
     comment = (
         f"Found by `{command}` (case seed {seed}) on {_commit()}, shrunk from"
         f" {len(original.definitions)} definition(s).\nFailed: {outcome.line()}\n"
-        "Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it)."
+        "Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs"
+        f" it){also}."
     )
     text = op_source(op, comment).rstrip("\n") + f"\n\nSEED = {seed}\n"
     text = black.format_str(text, mode=black.Mode(line_length=100))  # as `make lint` wants it

@@ -20,6 +20,8 @@ from fuzz.regressions import FOLDER, write
 from fuzz.shrink import shrink
 
 FAILING = ("wrong", "nonfinite")  # the statuses a case is shrunk for and the exit code counts
+SHRINK_BUDGET = 90.0  # seconds to shrink one failing class
+SHRINK_COMPILED = 900.0  # the same under --compiled: each candidate compiles, seconds apiece
 
 
 @dataclass
@@ -109,6 +111,7 @@ def fuzz(
     affine: bool = False,
     windows: bool = False,
     widest: bool = False,
+    compiled: bool = False,
     powers: bool = False,
     constants: bool = False,
     entries: bool = False,
@@ -127,19 +130,24 @@ def fuzz(
     index, ``where(k[n] == g, .., 0)``) too. With
     ``widest`` the verdict is the memory oracle's (``bench.widest.judge``): wrong where the
     widest tensor of the forward, backward and second order outgrows autograd's through the
-    definitions, recorded as ``memory_s<seed>.py``. ``jobs``: worker processes judging
-    seeds side by side (:func:`_judged`); the output is the same lines in the same order."""
+    definitions, recorded as ``memory_s<seed>.py``; with ``compiled`` it is the module's under
+    torch.compile (``fuzz.compiled``), recorded as ``compiled_*_s<seed>.py``. ``jobs``: worker
+    processes judging seeds side by side (:func:`_judged`); the output is the same lines in
+    the same order."""
     judge: Callable[..., Outcome] = run_range_case if range_mode else run_case
     if widest:  # the memory oracle measures through the generated modules (bench/widest.py)
         from bench.widest import judge as memory
 
         judge = memory
+    if compiled:  # Inductor, one graph, against the reference (fuzz/compiled.py)
+        from fuzz.compiled import run_compiled_case
+
+        judge = run_compiled_case
     summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest, timeout=timeout)
     modes = (affine, windows, powers, constants, entries, segments)
+    shrinking = (shrink_wrong, max_shrinks, SHRINK_COMPILED if compiled else SHRINK_BUDGET)
     try:
-        _judge_each(
-            summary, judge, out, folder, shrink_wrong, max_shrinks, max_definitions, modes, jobs
-        )
+        _judge_each(summary, judge, out, folder, shrinking, max_definitions, modes, jobs)
     except KeyboardInterrupt:  # Ctrl-C: the summary of the cases judged, not a traceback
         summary.seeds = [s for s in summary.seeds if s in summary.outcomes]
         summary.interrupted = True
@@ -151,12 +159,12 @@ def _judge_each(
     judge: Callable[..., Outcome],
     out,
     folder: Path,
-    shrink_wrong: bool,
-    max_shrinks: int,
+    shrinking: tuple[bool, int, float],
     max_definitions: int,
     modes: tuple[bool, bool, bool, bool, bool, bool],
     jobs: int,
 ) -> None:
+    shrink_wrong, max_shrinks, budget = shrinking
     shrunk: set[str] = set()
     one = functools.partial(_one, judge, summary.timeout, max_definitions, modes)
     for seed, outcome in zip(summary.seeds, _judged(one, summary.seeds, jobs)):
@@ -170,7 +178,7 @@ def _judge_each(
         if len(shrunk) < max_shrinks:
             shrunk.add(cls)
             op = case_op(seed, max_definitions, *modes)  # drawn again: a worker judged it
-            small, small_outcome = shrink(op, seed, outcome, judge=judge)
+            small, small_outcome = shrink(op, seed, outcome, budget, judge=judge)
             if outcome.status == "nonfinite":
                 print(f"  shrunk to: {small.definitions} ({small_outcome.detail})", file=out)
                 continue

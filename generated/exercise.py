@@ -349,6 +349,11 @@ def _scatter_add(target, dim, index, source):
 
 
 def _index_add(target, dim, index, source):
+    if torch.compiler.is_compiling() and target.shape[dim] == 1:
+        # every index into an axis of length 1 is 0: the sum. Inductor (torch 2.13) asserts
+        # in its vectorised atomic add there, its index the constant 0 (fuzz --compiled
+        # 13200001, a gather's gradient into a table of one entry)
+        return target + source.sum(dim, keepdim=True)
     if torch.compiler.is_compiling() and dim > 0:
         # Inductor (torch 2.13) stores an index_add along a later axis, fused with the kernel
         # that makes its source, at a wrong stride of its tiled loop: a wrong sum, or a write

@@ -621,6 +621,7 @@ def test_workers_judge_the_same_cases_into_the_same_lines() -> None:
         ["--seed", "-5"],
         ["--max-shrinks", "-1"],
         ["--jobs", "-1"],
+        ["--compiled", "--range"],
     ],
 )
 def test_a_bad_fuzz_flag_is_one_line(flag, capsys) -> None:
