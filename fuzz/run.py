@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from derive.parallel import terminate, worker_signals
+from derive.language import Op
 from fuzz.check import DEGENERATE, Outcome, run_case
 from fuzz.ops import case_op
 from fuzz.range import run_range_case
 from fuzz.regressions import FOLDER, write
 from fuzz.shrink import shrink
+from fuzz.workers import Crashed, isolated, judged
 
 FAILING = ("wrong", "nonfinite")  # the statuses a case is shrunk for and the exit code counts
 SHRINK_BUDGET = 90.0  # seconds to shrink one failing class
@@ -132,8 +131,10 @@ def fuzz(
     widest tensor of the forward, backward and second order outgrows autograd's through the
     definitions, recorded as ``memory_s<seed>.py``; with ``compiled`` it is the module's under
     torch.compile (``fuzz.compiled``), recorded as ``compiled_*_s<seed>.py``. ``jobs``: worker
-    processes judging seeds side by side (:func:`_judged`); the output is the same lines in
-    the same order."""
+    processes judging seeds side by side (:func:`fuzz.workers.judged`); the output is the same
+    lines in the same order. A case whose process dies is wrong (``crash``); compiled cases
+    always run in workers, and their finds shrink in a process of their own, for Inductor
+    can corrupt the heap."""
     judge: Callable[..., Outcome] = run_range_case if range_mode else run_case
     if widest:  # the memory oracle measures through the generated modules (bench/widest.py)
         from bench.widest import judge as memory
@@ -145,7 +146,9 @@ def fuzz(
         judge = run_compiled_case
     summary = Summary(seeds=list(seeds), range_mode=range_mode, widest=widest, timeout=timeout)
     modes = (affine, windows, powers, constants, entries, segments)
-    shrinking = (shrink_wrong, max_shrinks, SHRINK_COMPILED if compiled else SHRINK_BUDGET)
+    shrinking = Shrinking(shrink_wrong, max_shrinks, SHRINK_BUDGET, "crash", False)
+    if compiled:
+        shrinking = Shrinking(shrink_wrong, max_shrinks, SHRINK_COMPILED, "compiled crash", True)
     try:
         _judge_each(summary, judge, out, folder, shrinking, max_definitions, modes, jobs)
     except KeyboardInterrupt:  # Ctrl-C: the summary of the cases judged, not a traceback
@@ -154,31 +157,42 @@ def fuzz(
     return summary
 
 
+@dataclass(frozen=True)
+class Shrinking:
+    """How failing cases are shrunk, and how a case that kills its process is named."""
+
+    wrong: bool  # shrink and record at all
+    most: int  # failure classes shrunk
+    budget: float  # seconds for one
+    crash: str  # the kind of a case whose process died
+    isolated: bool  # judge every case in a worker, and shrink in a process of its own
+
+
 def _judge_each(
     summary: Summary,
     judge: Callable[..., Outcome],
     out,
     folder: Path,
-    shrinking: tuple[bool, int, float],
+    shrinking: Shrinking,
     max_definitions: int,
     modes: tuple[bool, bool, bool, bool, bool, bool],
     jobs: int,
 ) -> None:
-    shrink_wrong, max_shrinks, budget = shrinking
     shrunk: set[str] = set()
     one = functools.partial(_one, judge, summary.timeout, max_definitions, modes)
-    for seed, outcome in zip(summary.seeds, _judged(one, summary.seeds, jobs)):
+    outcomes = judged(one, summary.seeds, jobs, shrinking.crash, shrinking.isolated)
+    for seed, outcome in zip(summary.seeds, outcomes):
         summary.outcomes[seed] = outcome
         print(
             f"seed {seed}: {outcome.line()[:240]}  [{outcome.seconds:.2f} s]", file=out, flush=True
         )
         cls = failure_class(outcome)
-        if outcome.status not in FAILING or not shrink_wrong or cls in shrunk:
+        if outcome.status not in FAILING or not shrinking.wrong or cls in shrunk:
             continue
-        if len(shrunk) < max_shrinks:
+        if len(shrunk) < shrinking.most:
             shrunk.add(cls)
             op = case_op(seed, max_definitions, *modes)  # drawn again: a worker judged it
-            small, small_outcome = shrink(op, seed, outcome, budget, judge=judge)
+            small, small_outcome = _shrunk(op, seed, outcome, judge, shrinking)
             if outcome.status == "nonfinite":
                 print(f"  shrunk to: {small.definitions} ({small_outcome.detail})", file=out)
                 continue
@@ -203,32 +217,17 @@ def _one(
     return judge(case_op(seed, max_definitions, *modes), seed, timeout)
 
 
-def _judged(one: Callable[[int], Outcome], seeds: list[int], jobs: int) -> Iterator[Outcome]:
-    """Each seed's outcome, in the seeds' order. With ``jobs`` > 1 the seeds are judged on
-    that many worker processes, each one seed at a time, and handed back in order as they
-    come (a slow case holds back the lines after it, never their work). Workers are spawned,
-    not forked: torch's thread pool is not safe across a fork, and the parent runs torch
-    when it shrinks. Each runs torch on one thread (a case's tensors are tiny; N workers of
-    N threads each would fight for the cores), and a case's time limit is its own CPU time,
-    as in one process. Ctrl-C (or any error here) terminates the workers
-    (:func:`derive.parallel.terminate`) rather than waiting for their cases."""
-    if jobs <= 1:
-        yield from map(one, seeds)
-        return
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker)
+def _shrunk(
+    op: Op, seed: int, outcome: Outcome, judge: Callable[..., Outcome], shrinking: Shrinking
+) -> tuple[Op, Outcome]:
+    """The smallest op failing as ``outcome`` did (:func:`fuzz.shrink.shrink`); in a process
+    of its own where ``shrinking.isolated``, and a case that crashes is kept as it is (its
+    candidates would each have to run alone)."""
+    if outcome.kind == shrinking.crash:
+        return op, outcome
+    if not shrinking.isolated:
+        return shrink(op, seed, outcome, shrinking.budget, judge=judge)
     try:
-        yield from pool.map(one, seeds)
-    except BaseException:
-        terminate(pool)
-        raise
-    finally:
-        pool.shutdown(cancel_futures=True)
-
-
-def _worker() -> None:
-    """Worker setup: signals as generate's workers take them, torch on one thread."""
-    import torch
-
-    worker_signals()
-    torch.set_num_threads(1)
+        return isolated(functools.partial(shrink, judge=judge), op, seed, outcome, shrinking.budget)
+    except Crashed:  # a candidate took the process down: the find as it was drawn
+        return op, outcome

@@ -84,6 +84,15 @@ def _check_positive(size_name, size, why):
         raise ValueError(f"{OP}: {size_name} is {size}, but it must be positive: {why}")
 
 
+def _dense(t):
+    # a convolution's operand that is a view, copied row-major when compiled: where a
+    # reshape's view reads as channels-last (a length of 1), Inductor (torch 2.13) plans the
+    # convolution's output row-major under dynamic shapes and asserts on the strides it gets
+    if torch.compiler.is_compiling():
+        return t.clone(memory_format=torch.contiguous_format)
+    return t
+
+
 def forward(x, w, b):
     """Run the forward; return ``(out, saved)`` with what the backward needs (see SAVED)."""
     _check_input("x", x, 3, False, False)
@@ -117,8 +126,8 @@ def backward(grad_out, saved, needs=(True, True, True)):
     if needs[1]:
         dw = (
             torch.conv1d(
-                x.permute(1, 0, 2).reshape(1, C * N, T),
-                grad_out.permute(1, 0, 2),
+                _dense(x.permute(1, 0, 2).reshape(1, C * N, T)),
+                _dense(grad_out.permute(1, 0, 2)),
                 padding=K - 1,
                 groups=C,
             )
@@ -207,8 +216,8 @@ def _double_backward(
     if needs[1] and present[0]:
         sum_db_dx_grad_y = (
             torch.conv1d(
-                db_dx.permute(1, 0, 2).reshape(1, C * N, T),
-                grad_y.permute(1, 0, 2),
+                _dense(db_dx.permute(1, 0, 2).reshape(1, C * N, T)),
+                _dense(grad_y.permute(1, 0, 2)),
                 padding=K - 1,
                 groups=C,
             )

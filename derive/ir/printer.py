@@ -122,6 +122,7 @@ PLAIN = "_plain"  # whether tensors are plain and run now: what those and _add_s
 ADDCMUL = "_addcmul"  # the module's r + c * a * b, torch.addcmul's value when eager
 INTO = "_into"  # the module's kernel written into a spare operand (derive/ir/reuse.py)
 INDEX_SELECT = "_index_select"  # the module's rows-by-index, a subscript under a compiled transform
+DENSE = "_dense"  # a convolution's operand laid out row-major when compiled (its view may not be)
 # the module's context that reroutes einsum, flatten and unflatten under autograd's legacy vmap
 LEGACY_VMAP = "_legacy_vmap"
 LEGACY_UNBATCHED = (ir.Contract, ir.Flatten, ir.Unflatten)
@@ -167,9 +168,40 @@ def called_helpers(lines: list) -> set[str]:
                     called |= {IN_PLACE[ir.IndexAdd], PLAIN}
                 elif isinstance(n, ir.IndexSelect):
                     called.add(INDEX_SELECT)
+                elif isinstance(n, (ir.Conv, ir.ConvWeight)) and any(map(_strided, _operands(n))):
+                    called.add(DENSE)
                 else:
                     called |= helpers_called(n)
     return called
+
+
+def _operands(node: ir.Conv | ir.ConvWeight) -> tuple[ir.Node, ir.Node]:
+    """A convolution's tensors, whose layout (row-major or channels-last) decides its output's."""
+    return (node.input, node.weight) if isinstance(node, ir.Conv) else (node.input, node.grad)
+
+
+def _strided(node: ir.Node) -> bool:
+    """Whether a convolution's operand may be a view in strides that are not row-major: a
+    permuted, sliced, narrowed, expanded or unfolded tensor, reshaped or not (a reshape of a
+    row-major tensor is row-major; a pad, flip or clamp makes a new one).
+
+    A permuted tensor reshaped to (1, C, P) is a view where P = 1, its channel stride 1: eager
+    convolutions then write a channels-last output, while Inductor (torch 2.13), the length
+    symbolic under dynamic shapes, plans a row-major one and asserts on the strides it gets
+    (fuzz --compiled 13200229, a windowed sum's conv_transpose1d at grad_out; reproduced in
+    plain torch). Compiled, such an operand is copied row-major first (``_dense``), a copy
+    Inductor folds into the one the reshape makes anyway where it cannot view."""
+    while isinstance(node, ir.View):
+        if isinstance(node, STRIDED):
+            return True
+        if not isinstance(node, ROW_MAJOR):  # a pad, flip, clamp or copy: a new tensor
+            return False
+        node = node.arg
+    return False
+
+
+STRIDED = (ir.Permute, ir.Slice, ir.Narrow, ir.Expand, ir.Unfold, ir.Unbind)
+ROW_MAJOR = (ir.Reshape, ir.Flatten, ir.Unflatten, ir.Unsqueeze, ir.Squeeze, ir.Broadcast)
 
 
 def _kernel_helpers(form: str) -> set[str]:
@@ -409,7 +441,7 @@ class TorchPrinter:
 
     def _print_Conv(self, node: ir.Conv) -> str:
         kind = "conv_transpose" if node.transposed else "conv"
-        args = [self.doprint(node.input), self.doprint(node.weight)]
+        args = [self._dense(node.input), self._dense(node.weight)]
         if node.bias is not None:
             args.append(self.doprint(node.bias))
         args += self._window_args(
@@ -432,13 +464,17 @@ class TorchPrinter:
 
     def _print_ConvWeight(self, node: ir.ConvWeight) -> str:
         size = self._args(node.size)
-        args = [self.doprint(node.input), f"({size})", self.doprint(node.grad)]
+        args = [self._dense(node.input), f"({size})", self._dense(node.grad)]
         args += self._window_args(
             ("stride", node.stride, 1), ("padding", node.padding, 0), ("dilation", node.dilation, 1)
         )
         if not ir.is_number(node.groups, 1):
             args.append(f"groups={self.doprint(node.groups)}")
         return f"torch.nn.grad.conv{len(node.stride)}d_weight({', '.join(args)})"
+
+    def _dense(self, node: ir.Node) -> str:
+        """A convolution's operand, through ``_dense`` where it is a view (:func:`_strided`)."""
+        return f"{DENSE}({self.doprint(node)})" if _strided(node) else self.doprint(node)
 
     def _window_args(self, *keys: tuple[str, tuple[ir.Node, ...], int]) -> list[str]:
         """``key=(a, b)`` for each per-axis argument not at torch's default (1 or 0 on every

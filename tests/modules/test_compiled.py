@@ -20,8 +20,19 @@ from ops.linear import OP as LINEAR
 
 FOUND = sorted(FOLDER.glob("compiled_*.py"))
 
+# File stem -> why it fails compiled today (strict=False: a fix shows as XPASS; then remove it)
+KNOWN = {
+    "compiled_exception_inductorerror_s13200159": "Inductor's C++ for a gather's bounds check"
+    " does not compile (dynamic shapes, sizes of 1); not located (docs/fuzzing.md, Open finds)",
+}
 
-@pytest.mark.parametrize("path", FOUND, ids=lambda p: p.stem)
+
+def _param(path: Path):
+    marks = [pytest.mark.xfail(strict=False, reason=KNOWN[path.stem])] if path.stem in KNOWN else []
+    return pytest.param(path, id=path.stem, marks=marks)
+
+
+@pytest.mark.parametrize("path", [_param(p) for p in FOUND])
 def test_a_compiled_find_compiles_to_the_definitions(path: Path) -> None:
     op, seed = load(path)
     outcome = run_compiled_case(op, seed, timeout=120.0)
@@ -85,6 +96,10 @@ def test_a_compiled_find_is_recorded_as_compiled(tmp_path: Path) -> None:
     assert path is not None and path.name == "compiled_gradient_value_s0.py"
     text = path.read_text()
     assert "python -m fuzz --compiled`" in text and "run_compiled_case(OP, SEED)" in text
+
+
+def test_every_known_entry_has_its_file() -> None:
+    assert set(KNOWN) <= {p.stem for p in FOUND}
 
 
 def test_a_compiled_run_reports_its_counts() -> None:
