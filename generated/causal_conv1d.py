@@ -85,9 +85,10 @@ def _check_positive(size_name, size, why):
 
 
 def _dense(t):
-    # a convolution's operand that is a view, copied row-major when compiled: where a
-    # reshape's view reads as channels-last (a length of 1), Inductor (torch 2.13) plans the
-    # convolution's output row-major under dynamic shapes and asserts on the strides it gets
+    # a convolution's operand that is a permuted (sliced, ...) view, copied row-major when
+    # compiled: where its strides read as channels-last (a length of 1), Inductor (torch
+    # 2.13) plans the convolution's output row-major under dynamic shapes and asserts on the
+    # strides it gets (fuzz --compiled 13200229)
     if torch.compiler.is_compiling():
         return t.clone(memory_format=torch.contiguous_format)
     return t
