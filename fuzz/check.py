@@ -379,20 +379,33 @@ def run_case(
 
     ``source(op, folder)`` renders the module text (a test may hand in a broken one).
     """
+    return timed(_run, op, seed, timeout, source)
+
+
+def timed(run: Callable[..., Outcome], *args) -> Outcome:
+    """``run(*args)``'s outcome with the seconds it took."""
     start = time.perf_counter()
-    outcome = _run(op, seed, timeout, source)
+    outcome = run(*args)
     outcome.seconds = time.perf_counter() - start
     return outcome
 
 
-def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
+def drawn(op: Op, seed: int) -> tuple[Graph, list[Reference] | Degenerate] | Outcome:
+    """``op`` parsed and its draws' references (:func:`references`), or the outcome that ends
+    the case before anything is derived (the parse refused, no draw to judge)."""
     try:
         graph = parse(op)
     except DerivationError as exc:
         return Outcome("refused", "parse", str(exc))
     refs = references(graph, seed)
-    if isinstance(refs, Outcome):
-        return refs
+    return refs if isinstance(refs, Outcome) else (graph, refs)
+
+
+def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
+    case = drawn(op, seed)
+    if isinstance(case, Outcome):
+        return case
+    graph, refs = case
     if isinstance(refs, Degenerate):
         return judged(op, timeout, source, lambda module: refuses(module, graph, refs))
 

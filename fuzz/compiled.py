@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -36,9 +35,8 @@ from pathlib import Path
 import torch
 
 from derive.emit.generate import module_program
-from derive.errors import DerivationError
-from derive.language import Graph, Op, parse
-from fuzz.check import Degenerate, Outcome, Reference, judged, references, rel_error
+from derive.language import Graph, Op
+from fuzz.check import Degenerate, Outcome, Reference, drawn, judged, rel_error, timed
 
 # Inductor sums in its own order and evaluates exp, log and tanh with vectorised (1 ulp)
 # routines: float64 agrees to ~1e-14, a wrong index or stride is off at order 1
@@ -50,20 +48,14 @@ def run_compiled_case(
 ) -> Outcome:
     """Derive and emit ``op``, compile its ``Function.apply`` with Inductor in one graph and
     judge it on the value check's draws (see the module docstring)."""
-    start = time.perf_counter()
-    outcome = _run(op, seed, timeout, source)
-    outcome.seconds = time.perf_counter() - start
-    return outcome
+    return timed(_run, op, seed, timeout, source)
 
 
 def _run(op: Op, seed: int, timeout: float | None, source: Callable) -> Outcome:
-    try:
-        graph = parse(op)
-    except DerivationError as exc:
-        return Outcome("refused", "parse", str(exc))
-    refs = references(graph, seed)
-    if isinstance(refs, Outcome):
-        return refs
+    case = drawn(op, seed)
+    if isinstance(case, Outcome):
+        return case
+    graph, refs = case
     if isinstance(refs, Degenerate):  # the value check judges the refusal; nothing to compile
         return Outcome("skipped", "degenerate", ", ".join(refs.sizes))
     dynamic = seed % 2 == 1

@@ -23,7 +23,6 @@ wrong for a crash or a timeout.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 
 import torch
@@ -33,7 +32,7 @@ from derive.errors import DerivationError
 from derive.language import Graph, Op, parse
 from derive.verify.oracle import oracle_tangent, tangent
 from derive.verify.reference import autograd_reference
-from fuzz.check import Outcome, draw_inputs, judged, tame
+from fuzz.check import Outcome, draw_inputs, judged, tame, timed
 
 SCALES = (30.0, 300.0)
 
@@ -103,10 +102,7 @@ def run_range_case(
     scales: tuple[float, ...] = SCALES,
 ) -> Outcome:
     """Derive and emit ``op``, then run it at each of ``scales`` (see the module docstring)."""
-    start = time.perf_counter()
-    outcome = _run(op, seed, timeout, source, scales)
-    outcome.seconds = time.perf_counter() - start
-    return outcome
+    return timed(_run, op, seed, timeout, source, scales)
 
 
 def _run(op: Op, seed: int, timeout: float | None, source: Callable, scales) -> Outcome:
