@@ -27,8 +27,6 @@ KNOWN = {
     "compiled_gradient_value_s13200619": "Inductor runs a fused reader of a scatter's buffer"
     " between its zero-fill and its atomic adds: a wrong dWq under dynamic shapes; no"
     " workaround yet (docs/fuzzing.md, Open finds)",
-    "compiled_exception_inductorerror_s13200677": "Inductor's symbolic shapes assert ('vr must"
-    " not be None') on a max over a padded window of one entry, dynamic shapes; not located",
 }
 
 

@@ -4,8 +4,10 @@
 # seed 13200677) on 1a6b159, shrunk from 4 definition(s).
 # Failed: WRONG (compiled exception InductorError: AssertionError: vr must not be None for symbol
 # q0 (at torch/fx/experimental/symbolic_shapes.py:2542), dynamic shapes)
-# Open: under dynamic shapes Inductor's symbolic shapes assert ("vr must not be None") compiling
-# the max over a padded window of one entry; not located.
+# Fixed: the compiled _index_put adds at the flat rows by scatter_add, not index_add: an index_add
+# of the flat rows (this session's first form, which fixed 13100163) failed Inductor's symbolic
+# shapes ("vr must not be None") under the argmax of a window of one entry, as --affine 13300135
+# did too; the plain index_put compiled it.
 # Check: fuzz.check.run_case(OP, SEED) must say PASSED (tests/modules/test_fuzz.py runs it), and
 # fuzz.compiled.run_compiled_case(OP, SEED) too (tests/modules/test_compiled.py).
 from derive import Op
