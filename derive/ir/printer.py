@@ -189,8 +189,8 @@ def _strided(node: ir.Node) -> bool:
     convolutions then write a channels-last output, while Inductor (torch 2.13), the length
     symbolic under dynamic shapes, plans a row-major one and asserts on the strides it gets
     (fuzz --compiled 13200229, a windowed sum's conv_transpose1d at grad_out; reproduced in
-    plain torch). Compiled, such an operand is copied row-major first (``_dense``), a copy
-    Inductor folds into the one the reshape makes anyway where it cannot view."""
+    plain torch). Compiled, such an operand is copied row-major first (``_dense``); eager, it
+    is passed as it is."""
     while isinstance(node, ir.View):
         if isinstance(node, STRIDED):
             return True
