@@ -38,8 +38,8 @@ from derive.emit.generate import module_program
 from derive.language import Graph, Op
 from fuzz.check import Degenerate, Outcome, Reference, drawn, judged, rel_error, timed
 
-# Inductor sums in its own order and evaluates exp, log and tanh with vectorised (1 ulp)
-# routines: float64 agrees to ~1e-14, a wrong index or stride is off at order 1
+# Inductor sums in its own order and evaluates exp, log and tanh with its own vectorised
+# routines, a rounding apart in float64; a wrong index or stride is off at order 1
 RTOL = 1e-9
 
 
