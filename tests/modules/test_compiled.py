@@ -24,6 +24,10 @@ FOUND = sorted(FOLDER.glob("compiled_*.py"))
 KNOWN = {
     "compiled_exception_inductorerror_s13200159": "Inductor's C++ for a gather's bounds check"
     " does not compile (dynamic shapes, sizes of 1); not located (docs/fuzzing.md, Open finds)",
+    "compiled_exception_inductorerror_s13400041": "the class of 13200159 at sizes of 3 and 4: a"
+    " bounds check of a variable the vectorised loop never declares; not located",
+    "compiled_exception_inductorerror_s13400175": "Inductor asks a SymPy relational of sizes for"
+    " its truth (1 < s50), dynamic shapes; not located",
     "compiled_gradient_value_s13200619": "Inductor runs a fused reader of a scatter's buffer"
     " between its zero-fill and its atomic adds: a wrong dWq under dynamic shapes; no"
     " workaround yet (docs/fuzzing.md, Open finds)",
